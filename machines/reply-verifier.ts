@@ -1,0 +1,345 @@
+/**
+ * Reply verifier: one actor per task turn whose final reply must be confirmed on Gitea
+ * (architecture §5.4).
+ *
+ * 1. Query the resource's comments for the bot's reply carrying the task/turn marker.
+ * 2. Found → `confirmed`. Explicitly missing → at most one `reply_retry` turn (run by the outside on
+ *    the same thread), then query again. Still missing → one REST fallback comment with the same
+ *    marker (idempotent by marker), then query again to confirm it.
+ * 3. A failed or unknown query never writes anything: it ends in `failed` (`reply_query_failed`).
+ *
+ * The side effects are the named actors `queryReply` and `postFallback`; their logic here is a
+ * placeholder that `src/` replaces with `machine.provide({ actors })`. Invokes carry explicit ids so
+ * their done/error events (`xstate.done.actor.<id>`, `xstate.error.actor.<id>`) are stable.
+ */
+import { assign, fromPromise, setup } from 'xstate';
+
+export const REPLY_VERIFIER_MACHINE_ID = 'replyVerifier';
+export const REPLY_VERIFIER_MACHINE_VERSION = 1;
+
+/** At most one reply_retry turn per task turn (§5.4 step 3). */
+export const REPLY_VERIFIER_MAX_RETRIES = 1;
+
+/** Invoke ids: the suffix of the done/error events of each invoke. */
+export const REPLY_VERIFIER_INVOKE_IDS = {
+  query: 'queryReply',
+  postFallback: 'postFallback',
+  checkFallback: 'checkFallback',
+} as const;
+
+export interface ReplyVerifierInput {
+  taskId: string;
+  turnKey: string;
+  resourceKey: string;
+  /** Marker the reply must carry (task, turn and resource identity). */
+  marker: string;
+  botLogin: string;
+  /** Epoch ms: only comments created at or after this count. */
+  turnStartedAt: number;
+  /** Failure the agent's MCP call reported, when it reported one. */
+  mcpFailureReason?: string | null;
+}
+
+export interface QueryReplyInput {
+  taskId: string;
+  turnKey: string;
+  resourceKey: string;
+  marker: string;
+  botLogin: string;
+  since: number;
+}
+
+export type QueryReplyOutput = { found: true; commentId: number } | { found: false };
+
+export interface PostFallbackInput {
+  taskId: string;
+  turnKey: string;
+  resourceKey: string;
+  marker: string;
+  mcpFailureReason: string | null;
+}
+
+export interface PostFallbackOutput {
+  posted: true;
+  commentId: number;
+}
+
+export type ReplyVerifierResult = 'confirmed' | 'confirmed_via_fallback' | 'failed';
+
+export type ReplyVerifierErrorCode =
+  | 'reply_query_failed'
+  | 'rest_fallback_failed'
+  | 'rest_fallback_unconfirmed';
+
+export interface ReplyVerifierContext {
+  taskId: string;
+  turnKey: string;
+  resourceKey: string;
+  marker: string;
+  botLogin: string;
+  turnStartedAt: number;
+  replyRetries: number;
+  /** The original MCP reply failure, kept through the fallback (e.g. `mcp_reply_missing`). */
+  mcpFailureReason: string | null;
+  /** The confirmed reply (or fallback) comment. */
+  commentId: number | null;
+  fallbackCommentId: number | null;
+  errorCode: ReplyVerifierErrorCode | null;
+  /** Message of the last actor error, for the audit log. */
+  errorMessage: string | null;
+  lastRetryTurnError: string | null;
+  result: ReplyVerifierResult | null;
+}
+
+/** External events; invoke done/error events are produced by the invoked actors. */
+export type ReplyVerifierEvent =
+  | { type: 'RETRY_TURN_DONE' }
+  | { type: 'RETRY_TURN_FAILED'; errorCode?: string };
+
+export interface ReplyVerifierOutput {
+  result: ReplyVerifierResult;
+  commentId: number | null;
+  errorCode: ReplyVerifierErrorCode | null;
+  mcpFailureReason: string | null;
+}
+
+function errorMessageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && error !== null && 'message' in error) {
+    return String((error as { message: unknown }).message);
+  }
+  return String(error);
+}
+
+export const replyVerifierMachine = setup({
+  types: {
+    context: {} as ReplyVerifierContext,
+    events: {} as ReplyVerifierEvent,
+    input: {} as ReplyVerifierInput,
+    output: {} as ReplyVerifierOutput,
+  },
+  actors: {
+    /** Lists the resource's comments and looks for the bot's comment with the marker. */
+    queryReply: fromPromise<QueryReplyOutput, QueryReplyInput>(async () => {
+      throw new Error('not provided: queryReply');
+    }),
+    /** Posts the fallback comment through REST with the bot token; idempotent by marker. */
+    postFallback: fromPromise<PostFallbackOutput, PostFallbackInput>(async () => {
+      throw new Error('not provided: postFallback');
+    }),
+  },
+  guards: {
+    /** The query found the reply. */
+    replyFound: (_, params: { found: boolean }) => params.found,
+    /** A reply_retry turn is still allowed (replyRetries < REPLY_VERIFIER_MAX_RETRIES). */
+    canRetryReplyTurn: ({ context }) => context.replyRetries < REPLY_VERIFIER_MAX_RETRIES,
+  },
+  actions: {
+    recordReply: assign((_, params: { commentId: number | null }) => ({ commentId: params.commentId })),
+    recordReplyMissing: assign(({ context }) => ({
+      mcpFailureReason: context.mcpFailureReason ?? 'mcp_reply_missing',
+    })),
+    countReplyRetry: assign(({ context }) => ({ replyRetries: context.replyRetries + 1 })),
+    recordRetryTurnFailed: assign(({ event }) =>
+      event.type === 'RETRY_TURN_FAILED' ? { lastRetryTurnError: event.errorCode ?? 'retry_turn_failed' } : {},
+    ),
+    recordFallbackPosted: assign((_, params: { commentId: number }) => ({ fallbackCommentId: params.commentId })),
+    recordFailure: assign((_, params: { errorCode: ReplyVerifierErrorCode; error?: unknown }) => ({
+      errorCode: params.errorCode,
+      errorMessage: params.error === undefined ? null : errorMessageOf(params.error),
+    })),
+    setResult: assign((_, params: { result: ReplyVerifierResult }) => ({ result: params.result })),
+  },
+}).createMachine({
+  id: REPLY_VERIFIER_MACHINE_ID,
+  description:
+    'Confirms a task turn\'s final reply on Gitea: query; if explicitly missing, one reply_retry turn; ' +
+    'then one REST fallback (idempotent by marker) and a confirming query. A failed query never writes.',
+  context: ({ input }) => ({
+    taskId: input.taskId,
+    turnKey: input.turnKey,
+    resourceKey: input.resourceKey,
+    marker: input.marker,
+    botLogin: input.botLogin,
+    turnStartedAt: input.turnStartedAt,
+    replyRetries: 0,
+    mcpFailureReason: input.mcpFailureReason ?? null,
+    commentId: null,
+    fallbackCommentId: null,
+    errorCode: null,
+    errorMessage: null,
+    lastRetryTurnError: null,
+    result: null,
+  }),
+  initial: 'querying',
+  output: ({ context }) => ({
+    result: context.result ?? 'failed',
+    commentId: context.commentId,
+    errorCode: context.errorCode,
+    mcpFailureReason: context.mcpFailureReason,
+  }),
+  states: {
+    querying: {
+      description: 'Looking for the bot\'s reply with the marker on the resource.',
+      invoke: {
+        id: REPLY_VERIFIER_INVOKE_IDS.query,
+        src: 'queryReply',
+        input: ({ context }) => ({
+          taskId: context.taskId,
+          turnKey: context.turnKey,
+          resourceKey: context.resourceKey,
+          marker: context.marker,
+          botLogin: context.botLogin,
+          since: context.turnStartedAt,
+        }),
+        onDone: [
+          {
+            guard: { type: 'replyFound', params: ({ event }) => ({ found: event.output.found }) },
+            target: 'confirmed',
+            actions: {
+              type: 'recordReply',
+              params: ({ event }) => ({ commentId: event.output.found ? event.output.commentId : null }),
+            },
+          },
+          {
+            guard: 'canRetryReplyTurn',
+            target: 'awaiting_retry_turn',
+            actions: ['recordReplyMissing', 'countReplyRetry'],
+          },
+          { target: 'fallback_posting', actions: 'recordReplyMissing' },
+        ],
+        onError: {
+          target: 'failed',
+          actions: {
+            type: 'recordFailure',
+            params: ({ event }) => ({ errorCode: 'reply_query_failed', error: event.error }),
+          },
+        },
+      },
+    },
+    awaiting_retry_turn: {
+      description:
+        'The reply is explicitly missing: the outside runs one reply_retry turn on the same thread ' +
+        '("re-post the last final text only") and reports RETRY_TURN_DONE or RETRY_TURN_FAILED.',
+      on: {
+        RETRY_TURN_DONE: { target: 'querying' },
+        RETRY_TURN_FAILED: { target: 'fallback_posting', actions: 'recordRetryTurnFailed' },
+      },
+    },
+    fallback_posting: {
+      description: 'Posting the fallback comment via REST with the same marker (idempotent by marker).',
+      invoke: {
+        id: REPLY_VERIFIER_INVOKE_IDS.postFallback,
+        src: 'postFallback',
+        input: ({ context }) => ({
+          taskId: context.taskId,
+          turnKey: context.turnKey,
+          resourceKey: context.resourceKey,
+          marker: context.marker,
+          mcpFailureReason: context.mcpFailureReason,
+        }),
+        onDone: {
+          target: 'fallback_checking',
+          actions: { type: 'recordFallbackPosted', params: ({ event }) => ({ commentId: event.output.commentId }) },
+        },
+        onError: {
+          target: 'failed',
+          actions: {
+            type: 'recordFailure',
+            params: ({ event }) => ({ errorCode: 'rest_fallback_failed', error: event.error }),
+          },
+        },
+      },
+    },
+    fallback_checking: {
+      description: 'Querying again to confirm the fallback comment is visible.',
+      invoke: {
+        id: REPLY_VERIFIER_INVOKE_IDS.checkFallback,
+        src: 'queryReply',
+        input: ({ context }) => ({
+          taskId: context.taskId,
+          turnKey: context.turnKey,
+          resourceKey: context.resourceKey,
+          marker: context.marker,
+          botLogin: context.botLogin,
+          since: context.turnStartedAt,
+        }),
+        onDone: [
+          {
+            guard: { type: 'replyFound', params: ({ event }) => ({ found: event.output.found }) },
+            target: 'confirmed_via_fallback',
+            actions: {
+              type: 'recordReply',
+              params: ({ event }) => ({ commentId: event.output.found ? event.output.commentId : null }),
+            },
+          },
+          {
+            target: 'failed',
+            actions: { type: 'recordFailure', params: { errorCode: 'rest_fallback_unconfirmed' } },
+          },
+        ],
+        onError: {
+          target: 'failed',
+          actions: {
+            type: 'recordFailure',
+            params: ({ event }) => ({ errorCode: 'reply_query_failed', error: event.error }),
+          },
+        },
+      },
+    },
+    confirmed: {
+      type: 'final',
+      description: 'The agent\'s reply is on Gitea (task → succeeded).',
+      entry: { type: 'setResult', params: { result: 'confirmed' } },
+    },
+    confirmed_via_fallback: {
+      type: 'final',
+      description: 'The REST fallback comment is on Gitea (task → succeeded_with_rest_fallback).',
+      entry: { type: 'setResult', params: { result: 'confirmed_via_fallback' } },
+    },
+    failed: {
+      type: 'final',
+      description: 'Could not confirm a reply; errorCode says why (task → failed_reply).',
+      entry: { type: 'setResult', params: { result: 'failed' } },
+    },
+  },
+});
+
+export type ReplyVerifierMachine = typeof replyVerifierMachine;
+
+/** Any event the verifier handles, including the invokes' done/error events. */
+export type ReplyVerifierAnyEvent =
+  | ReplyVerifierEvent
+  | { type: `xstate.done.actor.${string}`; output: unknown }
+  | { type: `xstate.error.actor.${string}`; error: unknown };
+
+interface ReplyVerifierSnapshotLike {
+  value: unknown;
+  context: ReplyVerifierContext;
+}
+
+/**
+ * Sample events for model-based traversal, including synthesized invoke done/error events: the
+ * reply found / missing on both queries, the fallback posted / failing, and every query failing.
+ */
+export function REPLY_VERIFIER_EVENT_CASES(_snapshot: ReplyVerifierSnapshotLike): ReplyVerifierAnyEvent[] {
+  const { query, postFallback, checkFallback } = REPLY_VERIFIER_INVOKE_IDS;
+  const failure = { name: 'Error', message: 'model: synthetic failure' };
+  return [
+    { type: `xstate.done.actor.${query}`, output: { found: true, commentId: 101 } },
+    { type: `xstate.done.actor.${query}`, output: { found: false } },
+    { type: `xstate.error.actor.${query}`, error: failure },
+    { type: 'RETRY_TURN_DONE' },
+    { type: 'RETRY_TURN_FAILED', errorCode: 'retry_turn_failed' },
+    { type: `xstate.done.actor.${postFallback}`, output: { posted: true, commentId: 202 } },
+    { type: `xstate.error.actor.${postFallback}`, error: failure },
+    { type: `xstate.done.actor.${checkFallback}`, output: { found: true, commentId: 202 } },
+    { type: `xstate.done.actor.${checkFallback}`, output: { found: false } },
+    { type: `xstate.error.actor.${checkFallback}`, error: failure },
+  ];
+}
+
+/** Graph serialization: the state and `replyRetries` (read by `canRetryReplyTurn`, at most 1). */
+export function serializeReplyVerifierForGraph(snapshot: ReplyVerifierSnapshotLike): string {
+  return JSON.stringify({ value: snapshot.value, replyRetries: snapshot.context.replyRetries });
+}

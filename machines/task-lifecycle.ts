@@ -1,0 +1,334 @@
+import { assign, setup } from 'xstate';
+
+/**
+ * The task lifecycle: one actor per triggering comment (spec §5.6).
+ *
+ * The 19 states and the (from, to) pairs are exactly the table of spec §5.6, with one addition the
+ * table lacks: `verifying_reply → succeeded_with_rest_fallback`, the outcome of the REST fallback of
+ * §5.4.4 (the reply verifier confirmed a comment the service posted itself). No other pair exists;
+ * `test/unit/task-lifecycle-table.test.ts` checks that against the table written out by hand.
+ *
+ * The machine is purely event-driven: the webhook adapter, scheduler, workspace and session managers
+ * and the reply verifier send events; nothing here performs I/O or reads the clock. Deadlines
+ * (`nextRetryAt`) live in context and the runtime re-arms them as `RETRY_DUE` events, because xstate
+ * does not persist `after` timers.
+ */
+
+export const TASK_MACHINE_ID = 'task';
+export const TASK_MACHINE_VERSION = 1;
+
+/** §8: at most one execution retry (auth failure, interruption, app-server failure) … */
+export const MAX_EXECUTION_RETRIES = 1;
+/** … and at most one reply-retry turn. */
+export const MAX_REPLY_RETRIES = 1;
+
+export const TASK_STATES = [
+  'received',
+  'queued',
+  'preparing',
+  'running',
+  'waiting_user',
+  'verifying_reply',
+  'retry_wait',
+  'blocked_workspace',
+  'aborting',
+  'succeeded',
+  'succeeded_with_rest_fallback',
+  'failed',
+  'failed_reply',
+  'cancelled',
+  'aborted',
+  'ignored',
+  'duplicate',
+  'rejected',
+] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+export const TERMINAL_TASK_STATES: readonly TaskState[] = [
+  'succeeded',
+  'succeeded_with_rest_fallback',
+  'failed',
+  'failed_reply',
+  'cancelled',
+  'aborted',
+  'ignored',
+  'duplicate',
+  'rejected',
+];
+
+/** Where a task continues when its `retry_wait` deadline passes. */
+export type RetryTarget = 'preparing' | 'running' | 'verifying_reply';
+
+export interface TaskContext {
+  taskId: string;
+  attempt: number;
+  replyAttempt: number;
+  retryTarget: RetryTarget;
+  nextRetryAt: number | null;
+  errorCode: string | null;
+  /** The MCP reply failure that led to a REST fallback; kept on success (§5.6). */
+  mcpFailureReason: string | null;
+  leaseId: string | null;
+  stoppedBy: string | null;
+}
+
+export interface TaskInput {
+  taskId: string;
+}
+
+type Failure = { errorCode: string; retryable?: boolean; retryAt?: number; resumeAt?: RetryTarget };
+
+export type TaskEvent =
+  // Webhook adapter (received → …)
+  | { type: 'ACCEPT' }
+  | { type: 'IGNORE'; reason: string }
+  | { type: 'DUPLICATE' }
+  | { type: 'REJECT'; reason: string }
+  // Scheduler
+  | { type: 'CLAIM'; leaseId: string }
+  | { type: 'RETRY_DUE'; leaseId: string }
+  // Workspace / session manager
+  | { type: 'WORKSPACE_READY' }
+  | { type: 'WORKSPACE_BLOCKED'; errorCode: string }
+  | ({ type: 'PREPARE_FAILED' } & Failure)
+  // Codex turn outcomes
+  | { type: 'TURN_REPLIED' }
+  | { type: 'TURN_WAITING_USER' }
+  | ({ type: 'TURN_FAILED' } & Failure)
+  // Reply verifier
+  | { type: 'REPLY_CONFIRMED' }
+  | { type: 'REPLY_CONFIRMED_VIA_FALLBACK'; mcpFailureReason: string }
+  | { type: 'REPLY_MISSING'; retryAt: number }
+  | { type: 'REPLY_FAILED'; errorCode: string }
+  // Users and operators
+  | { type: 'USER_REPLIED' }
+  | { type: 'CANCEL'; by: string }
+  | { type: 'ABORT'; by: string }
+  | { type: 'ABORT_CONFIRMED' }
+  | { type: 'ABORT_TIMEOUT' }
+  | { type: 'UNBLOCK'; by: string }
+  // Anything unrecoverable, and restart recovery (§5.5)
+  | { type: 'FAIL'; errorCode: string }
+  | { type: 'RECOVER_INTERRUPTED'; retryAt: number };
+
+export const taskMachine = setup({
+  types: {
+    context: {} as TaskContext,
+    events: {} as TaskEvent,
+    input: {} as TaskInput,
+  },
+  guards: {
+    canRetryExecution: ({ context, event }) =>
+      context.attempt < MAX_EXECUTION_RETRIES && (event as { retryable?: boolean }).retryable !== false,
+    canRetryReply: ({ context }) => context.replyAttempt < MAX_REPLY_RETRIES,
+    resumesAtPreparing: ({ context }) => context.retryTarget === 'preparing',
+    resumesAtRunning: ({ context }) => context.retryTarget === 'running',
+    resumesAtVerifying: ({ context }) => context.retryTarget === 'verifying_reply',
+  },
+  actions: {
+    recordRetry: assign(({ context, event }) => {
+      const e = event as Partial<Failure> & { type: string };
+      return {
+        attempt: context.attempt + 1,
+        errorCode: e.errorCode ?? context.errorCode,
+        nextRetryAt: e.retryAt ?? null,
+        retryTarget: e.resumeAt ?? ('preparing' as const),
+        leaseId: null,
+      };
+    }),
+    recordRestartInterruption: assign(({ context, event }) => ({
+      attempt: context.attempt + 1,
+      errorCode: 'interrupted_by_restart',
+      nextRetryAt: (event as { retryAt?: number }).retryAt ?? null,
+      retryTarget: 'preparing' as const,
+      leaseId: null,
+    })),
+    recordReplyRetry: assign(({ context, event }) => ({
+      replyAttempt: context.replyAttempt + 1,
+      errorCode: 'mcp_reply_missing',
+      mcpFailureReason: 'mcp_reply_missing',
+      nextRetryAt: (event as { retryAt?: number }).retryAt ?? null,
+      retryTarget: 'running' as const,
+    })),
+    recordError: assign({
+      errorCode: ({ context, event }) => (event as { errorCode?: string }).errorCode ?? context.errorCode,
+    }),
+    recordRetryExhausted: assign({
+      errorCode: ({ context, event }) =>
+        (event as { errorCode?: string }).errorCode ?? context.errorCode ?? 'retry_limit_exceeded',
+    }),
+    recordLease: assign({ leaseId: ({ event }) => (event as { leaseId?: string }).leaseId ?? null }),
+    releaseLeaseRef: assign({ leaseId: null }),
+    recordStop: assign({ stoppedBy: ({ event }) => (event as { by?: string }).by ?? null }),
+    recordFallback: assign({
+      mcpFailureReason: ({ context, event }) =>
+        (event as { mcpFailureReason?: string }).mcpFailureReason ?? context.mcpFailureReason,
+    }),
+    clearError: assign({ errorCode: null, nextRetryAt: null }),
+  },
+}).createMachine({
+  id: TASK_MACHINE_ID,
+  description:
+    'One task per triggering comment (spec §5.6). Adds verifying_reply → succeeded_with_rest_fallback (REST fallback, §5.4.4), the only pair beyond the table.',
+  initial: 'received',
+  context: ({ input }) => ({
+    taskId: input.taskId,
+    attempt: 0,
+    replyAttempt: 0,
+    retryTarget: 'preparing',
+    nextRetryAt: null,
+    errorCode: null,
+    mcpFailureReason: null,
+    leaseId: null,
+    stoppedBy: null,
+  }),
+  states: {
+    received: {
+      description: 'Verified and normalised by the webhook adapter, not yet filtered.',
+      on: {
+        ACCEPT: 'queued',
+        IGNORE: 'ignored',
+        DUPLICATE: 'duplicate',
+        REJECT: 'rejected',
+      },
+    },
+    queued: {
+      description: 'Waiting for the scheduler to take the repository lease.',
+      on: {
+        CLAIM: { target: 'preparing', actions: 'recordLease' },
+        CANCEL: { target: 'cancelled', actions: 'recordStop' },
+      },
+    },
+    preparing: {
+      description: 'Lease held: workspace clone/fetch, receipt, Codex thread start or resume.',
+      on: {
+        WORKSPACE_READY: { target: 'running', actions: 'clearError' },
+        WORKSPACE_BLOCKED: { target: 'blocked_workspace', actions: ['recordError', 'releaseLeaseRef'] },
+        PREPARE_FAILED: [
+          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRetry' },
+          { target: 'failed', actions: 'recordRetryExhausted' },
+        ],
+        RECOVER_INTERRUPTED: [
+          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRestartInterruption' },
+          { target: 'failed', actions: 'recordRetryExhausted' },
+        ],
+        FAIL: { target: 'failed', actions: 'recordError' },
+      },
+    },
+    running: {
+      description: 'A Codex turn is in flight on the resource thread.',
+      on: {
+        TURN_REPLIED: 'verifying_reply',
+        TURN_WAITING_USER: { target: 'waiting_user', actions: 'releaseLeaseRef' },
+        TURN_FAILED: [
+          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRetry' },
+          { target: 'failed', actions: 'recordRetryExhausted' },
+        ],
+        ABORT: { target: 'aborting', actions: 'recordStop' },
+        RECOVER_INTERRUPTED: [
+          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRestartInterruption' },
+          { target: 'failed', actions: 'recordRetryExhausted' },
+        ],
+        FAIL: { target: 'failed', actions: 'recordError' },
+      },
+    },
+    waiting_user: {
+      description: 'The agent asked the commenter something; the thread is kept, the lease released.',
+      on: {
+        USER_REPLIED: 'queued',
+        CANCEL: { target: 'cancelled', actions: 'recordStop' },
+        FAIL: { target: 'failed', actions: 'recordError' },
+      },
+    },
+    verifying_reply: {
+      description: 'The agent posted its answer through gitea-mcp; reading Gitea back to prove it landed.',
+      on: {
+        REPLY_CONFIRMED: 'succeeded',
+        REPLY_CONFIRMED_VIA_FALLBACK: { target: 'succeeded_with_rest_fallback', actions: 'recordFallback' },
+        REPLY_MISSING: { guard: 'canRetryReply', target: 'retry_wait', actions: 'recordReplyRetry' },
+        REPLY_FAILED: { target: 'failed_reply', actions: 'recordError' },
+      },
+    },
+    retry_wait: {
+      description: 'Waiting for nextRetryAt; resumes where the failure happened (retryTarget).',
+      on: {
+        RETRY_DUE: [
+          { guard: 'resumesAtPreparing', target: 'preparing', actions: 'recordLease' },
+          { guard: 'resumesAtRunning', target: 'running', actions: 'recordLease' },
+          { guard: 'resumesAtVerifying', target: 'verifying_reply', actions: 'recordLease' },
+        ],
+        FAIL: { target: 'failed', actions: 'recordError' },
+      },
+    },
+    blocked_workspace: {
+      description: 'Dirty or locked workspace: nothing is reset; an operator clears it or cancels.',
+      on: {
+        UNBLOCK: { target: 'queued', actions: 'clearError' },
+        CANCEL: { target: 'cancelled', actions: 'recordStop' },
+      },
+    },
+    aborting: {
+      description: 'turn/interrupt sent; the lease is not released before Codex confirms or the timeout.',
+      on: {
+        ABORT_CONFIRMED: 'aborted',
+        ABORT_TIMEOUT: { target: 'failed', actions: assign({ errorCode: 'abort_timeout' }) },
+        // Restart recovery (§5.5): no live turn can be interrupted any more, so the abort is complete.
+        // §5.6 allows no aborting → retry_wait, so an interrupted abort never runs again.
+        RECOVER_INTERRUPTED: 'aborted',
+      },
+    },
+    succeeded: { type: 'final' },
+    succeeded_with_rest_fallback: { type: 'final' },
+    failed: { type: 'final' },
+    failed_reply: { type: 'final' },
+    cancelled: { type: 'final' },
+    aborted: { type: 'final' },
+    ignored: { type: 'final' },
+    duplicate: { type: 'final' },
+    rejected: { type: 'final' },
+  },
+});
+
+export function isTerminalTaskState(state: string): boolean {
+  return (TERMINAL_TASK_STATES as readonly string[]).includes(state);
+}
+
+/** Sample events for model-based traversal, covering both sides of every guard. */
+export function taskEventCases(): TaskEvent[] {
+  return [
+    { type: 'ACCEPT' },
+    { type: 'IGNORE', reason: 'no_mention' },
+    { type: 'DUPLICATE' },
+    { type: 'REJECT', reason: 'actor_not_authorized' },
+    { type: 'CLAIM', leaseId: 'lease-1' },
+    { type: 'RETRY_DUE', leaseId: 'lease-2' },
+    { type: 'WORKSPACE_READY' },
+    { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' },
+    { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: 1 },
+    { type: 'PREPARE_FAILED', errorCode: 'mcp_command_missing', retryable: false },
+    { type: 'TURN_REPLIED' },
+    { type: 'TURN_WAITING_USER' },
+    { type: 'TURN_FAILED', errorCode: 'app_server_exited', retryable: true, retryAt: 1, resumeAt: 'preparing' },
+    { type: 'TURN_FAILED', errorCode: 'app_server_exited', retryable: true, retryAt: 1, resumeAt: 'running' },
+    { type: 'TURN_FAILED', errorCode: 'turn_verification_interrupted', retryable: true, retryAt: 1, resumeAt: 'verifying_reply' },
+    { type: 'TURN_FAILED', errorCode: 'turn_timeout', retryable: false },
+    { type: 'REPLY_CONFIRMED' },
+    { type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: 'mcp_reply_missing' },
+    { type: 'REPLY_MISSING', retryAt: 1 },
+    { type: 'REPLY_FAILED', errorCode: 'reply_query_failed' },
+    { type: 'USER_REPLIED' },
+    { type: 'CANCEL', by: 'admin:alice' },
+    { type: 'ABORT', by: 'admin:alice' },
+    { type: 'ABORT_CONFIRMED' },
+    { type: 'ABORT_TIMEOUT' },
+    { type: 'UNBLOCK', by: 'admin:alice' },
+    { type: 'FAIL', errorCode: 'session_unrecoverable' },
+    { type: 'RECOVER_INTERRUPTED', retryAt: 1 },
+  ];
+}
+
+/** Exactly the context the guards read (bounded): the retry counters and the resume target. */
+export function serializeTaskForGraph(snapshot: { value: unknown; context: TaskContext }): string {
+  const { attempt, replyAttempt, retryTarget } = snapshot.context;
+  return JSON.stringify([snapshot.value, attempt, replyAttempt, retryTarget]);
+}

@@ -1,0 +1,208 @@
+// The configuration contract (issue 3): every key, its environment name, its config-file name
+// (camelCase without the prefix), how it is validated, its default and how to fix a bad value.
+// Later issues add keys here, with the same `CCWEB_` prefix.
+import { z } from 'zod';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface KeySpec {
+  /** Environment variable name. */
+  env: string;
+  /** Never printed: not in errors, not in `redactConfig` output. */
+  secret?: boolean;
+  required?: boolean;
+  /** Accepts a string (from the environment or the file) or a JSON value (from the file). */
+  schema: z.ZodType<unknown>;
+  /** What a valid value looks like, for error messages. */
+  expect: string;
+  /** How to fix it, for error messages. */
+  fix: string;
+}
+
+const nonEmpty = z.string().trim().min(1);
+
+function integer(min: number, max: number) {
+  return z
+    .union([z.number(), z.string().trim().regex(/^\d+$/).transform(Number)])
+    .pipe(z.number().int().min(min).max(max));
+}
+
+/** A comma-separated string (`a, b`) or a JSON array of strings; entries trimmed, empty ones dropped. */
+const stringList = z
+  .union([z.string().transform((s) => s.split(',')), z.array(z.string())])
+  .transform((items) => items.map((s) => s.trim()).filter((s) => s !== ''));
+
+const LOGIN = /^[A-Za-z0-9_.-]+$/;
+const loginList = stringList.refine((items) => items.every((s) => LOGIN.test(s)));
+
+/** http(s) base URL without credentials, query or fragment; trailing slashes removed. */
+const baseUrl = nonEmpty.transform((value, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'not a URL' });
+    return z.NEVER;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) {
+    ctx.addIssue({ code: 'custom', message: 'not a plain http(s) URL' });
+    return z.NEVER;
+  }
+  return url.toString().replace(/\/+$/, '');
+});
+
+export const KEYS = {
+  host: {
+    env: 'CCWEB_HOST',
+    schema: nonEmpty.regex(/^\S+$/),
+    expect: 'a host name or IP address to listen on',
+    fix: 'Set it to e.g. 127.0.0.1 (default) or 0.0.0.0.',
+  },
+  port: {
+    env: 'CCWEB_PORT',
+    schema: integer(0, 65535),
+    expect: 'an integer from 0 to 65535',
+    fix: 'Set it to a TCP port number, e.g. 8080 (default); 0 picks a free port.',
+  },
+  dataDir: {
+    env: 'CCWEB_DATA_DIR',
+    schema: nonEmpty,
+    expect: 'a directory path',
+    fix: 'Set it to a writable directory, e.g. ./data (default); relative paths are resolved against the working directory.',
+  },
+  webhookSecret: {
+    env: 'CCWEB_WEBHOOK_SECRET',
+    secret: true,
+    required: true,
+    schema: stringList.refine((items) => items.length > 0),
+    expect: 'one or more non-empty secrets, comma-separated (or a JSON array in the file)',
+    fix: "Set it to the Secret of the Gitea webhook; during rotation list the new and the old one, e.g. 'new,old'.",
+  },
+  giteaUrl: {
+    env: 'CCWEB_GITEA_URL',
+    required: true,
+    schema: baseUrl,
+    expect: 'an http(s) URL without credentials, query or fragment',
+    fix: 'Set it to the base URL of your Gitea, e.g. https://gitea.example.com (put the token in CCWEB_GITEA_TOKEN, not in the URL).',
+  },
+  giteaToken: {
+    env: 'CCWEB_GITEA_TOKEN',
+    secret: true,
+    required: true,
+    schema: nonEmpty,
+    expect: 'a non-empty access token',
+    fix: "Create an access token for the bot user in Gitea (Settings → Applications) and set it here.",
+  },
+  botLogin: {
+    env: 'CCWEB_BOT_LOGIN',
+    schema: nonEmpty.regex(LOGIN),
+    expect: 'a Gitea login (letters, digits, -, _, .)',
+    fix: 'Set it to the Gitea login of the bot user, or leave it unset to learn it from GET /api/v1/user.',
+  },
+  adminToken: {
+    env: 'CCWEB_ADMIN_TOKEN',
+    secret: true,
+    required: true,
+    schema: nonEmpty,
+    expect: 'a non-empty token',
+    fix: 'Set it to a long random string (e.g. `openssl rand -hex 32`); the control API requires it as a bearer token.',
+  },
+  workspaceRoot: {
+    env: 'CCWEB_WORKSPACE_ROOT',
+    schema: nonEmpty,
+    expect: 'a directory path',
+    fix: 'Set it to a writable directory for repository checkouts, or leave it unset for <dataDir>/workspaces.',
+  },
+  codexCommand: {
+    env: 'CCWEB_CODEX_COMMAND',
+    schema: nonEmpty,
+    expect: 'a command or path',
+    fix: 'Set it to the codex executable, or leave it unset to use the bundled @openai/codex binary.',
+  },
+  giteaMcpCommand: {
+    env: 'CCWEB_GITEA_MCP_COMMAND',
+    schema: nonEmpty,
+    expect: 'a command or path',
+    fix: 'Set it to the gitea-mcp executable (go install gitea.com/gitea/gitea-mcp@latest), default gitea-mcp.',
+  },
+  webhookPath: {
+    env: 'CCWEB_WEBHOOK_PATH',
+    schema: nonEmpty.regex(/^\/[^\s?#]*$/),
+    expect: 'a URL path starting with /',
+    fix: 'Set it to the path Gitea posts to, e.g. /api/gitea/webhook (default).',
+  },
+  webhookMaxBytes: {
+    env: 'CCWEB_WEBHOOK_MAX_BYTES',
+    schema: integer(1024, 1024 * 1024 * 1024),
+    expect: 'an integer number of bytes from 1024 to 1073741824',
+    fix: 'Set it to the largest webhook body to accept, e.g. 2097152 (2 MiB, default).',
+  },
+  maxConcurrentTasks: {
+    env: 'CCWEB_MAX_CONCURRENT_TASKS',
+    schema: integer(1, 256),
+    expect: 'an integer from 1 to 256',
+    fix: 'Set it to how many tasks may run at once across all repositories, e.g. 2 (default).',
+  },
+  codexModel: {
+    env: 'CCWEB_CODEX_MODEL',
+    schema: nonEmpty,
+    expect: 'a model name',
+    fix: "Set it to a model Codex accepts, or leave it unset for Codex's default.",
+  },
+  allowUsers: {
+    env: 'CCWEB_ALLOW_USERS',
+    schema: loginList,
+    expect: 'comma-separated Gitea logins (or a JSON array in the file)',
+    fix: 'List the logins allowed to trigger the bot, e.g. alice,bob; leave it unset to allow every user with write access.',
+  },
+  denyUsers: {
+    env: 'CCWEB_DENY_USERS',
+    schema: loginList,
+    expect: 'comma-separated Gitea logins (or a JSON array in the file)',
+    fix: 'List the logins never allowed to trigger the bot, e.g. mallory.',
+  },
+  leaseTtlMs: {
+    env: 'CCWEB_LEASE_TTL_MS',
+    schema: integer(1000, 24 * 60 * 60 * 1000),
+    expect: 'an integer number of milliseconds from 1000 to 86400000',
+    fix: 'Set it to how long a task lease lives without a heartbeat, e.g. 60000 (default).',
+  },
+  turnTimeoutMs: {
+    env: 'CCWEB_TURN_TIMEOUT_MS',
+    schema: integer(1000, 24 * 60 * 60 * 1000),
+    expect: 'an integer number of milliseconds from 1000 to 86400000',
+    fix: 'Set it to the longest a Codex turn may run, e.g. 1800000 (30 min, default).',
+  },
+  logLevel: {
+    env: 'CCWEB_LOG_LEVEL',
+    schema: z.string().trim().toLowerCase().pipe(z.enum(LOG_LEVELS)),
+    expect: `one of ${LOG_LEVELS.join(', ')}`,
+    fix: 'Set it to info (default), or debug while diagnosing.',
+  },
+} satisfies Record<string, KeySpec>;
+
+export type ConfigKey = keyof typeof KEYS;
+
+export const CONFIG_KEYS = Object.keys(KEYS) as ConfigKey[];
+
+export const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8080,
+  dataDir: './data',
+  giteaMcpCommand: 'gitea-mcp',
+  webhookPath: '/api/gitea/webhook',
+  webhookMaxBytes: 2 * 1024 * 1024,
+  // Two, not more: every running task holds a Codex app-server process, a gitea-mcp process and a
+  // checkout, and turns mostly wait on the model API, so extra slots buy little latency but add rate
+  // limit pressure and spend. Tasks on one repository are serialised by its lock anyway, so this only
+  // bounds cross-repository parallelism. Raise it on a bigger machine.
+  maxConcurrentTasks: 2,
+  allowUsers: [] as string[],
+  denyUsers: [] as string[],
+  // A lease is renewed by heartbeats; a crashed worker's task is recovered about a minute later.
+  leaseTtlMs: 60_000,
+  // Codex turns on real repositories (clone, build, test, reply) can take many minutes.
+  turnTimeoutMs: 30 * 60_000,
+  logLevel: 'info' as LogLevel,
+};

@@ -1,0 +1,254 @@
+// Configuration loader: environment (`CCWEB_*`) over an optional JSON file (`--config PATH`, else
+// `ccweb.config.json` in the working directory) over defaults; validated per key with zod.
+//
+// Rules worth knowing:
+// - An environment variable set to the empty string counts as unset (docker-compose `FOO=`).
+// - Relative paths (data dir, workspace root, config file) resolve against `cwd`.
+// - Lists: comma-separated in the environment; a comma-separated string or a JSON array in the file.
+//   List entries are trimmed, so a webhook secret cannot start/end with spaces or contain a comma
+//   when given through the environment.
+// - Unknown keys in the file are an error (a typo must not silently fall back to a default).
+//   Unknown `CCWEB_*` environment variables are ignored (other modules may read their own).
+// - Errors name the key in both spellings and say how to fix it; they never contain a value.
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { CONFIG_KEYS, DEFAULTS, KEYS, type ConfigKey, type KeySpec, type LogLevel } from './keys.js';
+
+export interface Config {
+  host: string;
+  port: number;
+  /** Absolute. */
+  dataDir: string;
+  /** One or more secrets; a signature under any of them is accepted (rotation). */
+  webhookSecret: string[];
+  /** Base URL without trailing slash, e.g. `https://gitea.example.com`. */
+  giteaUrl: string;
+  giteaToken: string;
+  /** Unset → learn it from `GET /api/v1/user` at start. */
+  botLogin?: string;
+  adminToken: string;
+  /** Absolute; default `<dataDir>/workspaces`. */
+  workspaceRoot: string;
+  codexCommand: string;
+  giteaMcpCommand: string;
+  webhookPath: string;
+  webhookMaxBytes: number;
+  maxConcurrentTasks: number;
+  codexModel?: string;
+  allowUsers: string[];
+  denyUsers: string[];
+  leaseTtlMs: number;
+  turnTimeoutMs: number;
+  logLevel: LogLevel;
+  /** The config file that was read (absolute), or null. */
+  configFile: string | null;
+}
+
+/** Keys whose values are never printed. */
+export const SECRET_KEYS: readonly ConfigKey[] = CONFIG_KEYS.filter((k) => (KEYS[k] as KeySpec).secret === true);
+
+export const DEFAULT_CONFIG_FILE = 'ccweb.config.json';
+
+/** Invalid configuration. `problems` holds one line per bad key; `message` joins them. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: string[]) {
+    super(
+      problems.length === 1
+        ? `Invalid configuration: ${problems[0]}`
+        : `Invalid configuration:\n${problems.map((p) => `- ${p}`).join('\n')}`,
+    );
+  }
+}
+
+export interface LoadConfigOptions {
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Command-line arguments (without node and script); `--config PATH` / `--config=PATH` is honoured. */
+  argv?: readonly string[];
+  /** Explicit config file; wins over `--config` in argv. */
+  configPath?: string;
+  cwd?: string;
+  /** Override how the default Codex command is found (tests). */
+  resolveCodexCommand?: () => string;
+}
+
+function keyLabel(key: ConfigKey): string {
+  return `${KEYS[key].env} ("${key}" in the config file)`;
+}
+
+/** `--config PATH` or `--config=PATH` from argv; throws on a dangling `--config`. */
+export function configPathFromArgv(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--config') {
+      const next = argv[i + 1];
+      if (next === undefined || next === '' || next.startsWith('-')) {
+        throw new ConfigError([`${arg} needs a path: pass --config ./ccweb.config.json`]);
+      }
+      return next;
+    }
+    if (arg.startsWith('--config=')) {
+      const value = arg.slice('--config='.length);
+      if (value === '') throw new ConfigError(['--config= needs a path: pass --config=./ccweb.config.json']);
+      return value;
+    }
+  }
+  return undefined;
+}
+
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'read error';
+    throw new ConfigError([`cannot read config file ${file} (${code}): check the --config path`]);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    // JSON.parse's message quotes the text, which may hold secrets: do not pass it on.
+    throw new ConfigError([`config file ${file} is not valid JSON: fix its syntax (a JSON object of camelCase keys)`]);
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new ConfigError([`config file ${file} must hold a JSON object, e.g. {"giteaUrl": "https://gitea.example.com"}`]);
+  }
+  return data as Record<string, unknown>;
+}
+
+function suggestKey(unknownKey: string): string | undefined {
+  const byEnv = CONFIG_KEYS.find((k) => KEYS[k].env === unknownKey.toUpperCase());
+  if (byEnv) return byEnv;
+  const folded = unknownKey.toLowerCase().replace(/[_-]/g, '');
+  return (
+    CONFIG_KEYS.find((k) => k.toLowerCase() === folded) ??
+    CONFIG_KEYS.find((k) => editDistance(k.toLowerCase(), folded) <= 2)
+  );
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** The bundled Codex CLI's entry point (`@openai/codex` → its `bin.codex`), or `codex` from PATH. */
+export function bundledCodexCommand(): string {
+  try {
+    const require = createRequire(import.meta.url);
+    const pkgPath = require.resolve('@openai/codex/package.json');
+    const pkg = JSON.parse(readFileSync(pkgPath, 'utf8')) as { bin?: string | Record<string, string> };
+    const bin = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin?.['codex'];
+    if (typeof bin === 'string' && bin !== '') return path.resolve(path.dirname(pkgPath), bin);
+  } catch {
+    // fall through
+  }
+  return 'codex';
+}
+
+/**
+ * Load and validate the configuration. Throws `ConfigError` listing every bad key at once.
+ * Precedence per key: environment > config file > default.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const argv = options.argv ?? process.argv.slice(2);
+
+  const explicit = options.configPath ?? configPathFromArgv(argv);
+  let configFile: string | null = null;
+  let file: Record<string, unknown> = {};
+  if (explicit !== undefined) {
+    configFile = path.resolve(cwd, explicit);
+    file = readConfigFile(configFile);
+  } else if (existsSync(path.join(cwd, DEFAULT_CONFIG_FILE))) {
+    configFile = path.resolve(cwd, DEFAULT_CONFIG_FILE);
+    file = readConfigFile(configFile);
+  }
+
+  const problems: string[] = [];
+  for (const key of Object.keys(file)) {
+    if (!(CONFIG_KEYS as string[]).includes(key)) {
+      const hint = suggestKey(key);
+      problems.push(
+        `unknown key "${key}" in config file ${configFile}: ` +
+          (hint ? `did you mean "${hint}"?` : `remove it (known keys: ${CONFIG_KEYS.join(', ')})`),
+      );
+    }
+  }
+
+  const values: Partial<Record<ConfigKey, unknown>> = {};
+  for (const key of CONFIG_KEYS) {
+    const spec: KeySpec = KEYS[key];
+    const fromEnv = env[spec.env];
+    let raw: unknown;
+    let source: string;
+    if (fromEnv !== undefined && fromEnv !== '') {
+      raw = fromEnv;
+      source = 'from the environment';
+    } else if (Object.hasOwn(file, key) && file[key] !== null) {
+      raw = file[key];
+      source = 'from the config file';
+    } else {
+      if (spec.required) problems.push(`${keyLabel(key)} is required: ${spec.fix}`);
+      continue;
+    }
+    const parsed = spec.schema.safeParse(raw);
+    if (!parsed.success) {
+      problems.push(`${keyLabel(key)} is invalid (${source}): expected ${spec.expect}. ${spec.fix}`);
+      continue;
+    }
+    values[key] = parsed.data;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const v = values as Record<string, unknown>;
+  const dataDir = path.resolve(cwd, (v['dataDir'] as string | undefined) ?? DEFAULTS.dataDir);
+  const config: Config = {
+    host: (v['host'] as string | undefined) ?? DEFAULTS.host,
+    port: (v['port'] as number | undefined) ?? DEFAULTS.port,
+    dataDir,
+    webhookSecret: v['webhookSecret'] as string[],
+    giteaUrl: v['giteaUrl'] as string,
+    giteaToken: v['giteaToken'] as string,
+    adminToken: v['adminToken'] as string,
+    workspaceRoot: path.resolve(cwd, (v['workspaceRoot'] as string | undefined) ?? path.join(dataDir, 'workspaces')),
+    codexCommand:
+      (v['codexCommand'] as string | undefined) ?? (options.resolveCodexCommand ?? bundledCodexCommand)(),
+    giteaMcpCommand: (v['giteaMcpCommand'] as string | undefined) ?? DEFAULTS.giteaMcpCommand,
+    webhookPath: (v['webhookPath'] as string | undefined) ?? DEFAULTS.webhookPath,
+    webhookMaxBytes: (v['webhookMaxBytes'] as number | undefined) ?? DEFAULTS.webhookMaxBytes,
+    maxConcurrentTasks: (v['maxConcurrentTasks'] as number | undefined) ?? DEFAULTS.maxConcurrentTasks,
+    allowUsers: (v['allowUsers'] as string[] | undefined) ?? [...DEFAULTS.allowUsers],
+    denyUsers: (v['denyUsers'] as string[] | undefined) ?? [...DEFAULTS.denyUsers],
+    leaseTtlMs: (v['leaseTtlMs'] as number | undefined) ?? DEFAULTS.leaseTtlMs,
+    turnTimeoutMs: (v['turnTimeoutMs'] as number | undefined) ?? DEFAULTS.turnTimeoutMs,
+    logLevel: (v['logLevel'] as LogLevel | undefined) ?? DEFAULTS.logLevel,
+    configFile,
+  };
+  if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
+  if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
+  return config;
+}
+
+export const REDACTED = '[redacted]';
+
+/** A copy safe to log: secrets replaced by `[redacted]` (the secret list keeps its length). */
+export function redactConfig(config: Config): Config {
+  return {
+    ...config,
+    webhookSecret: config.webhookSecret.map(() => REDACTED),
+    giteaToken: REDACTED,
+    adminToken: REDACTED,
+    allowUsers: [...config.allowUsers],
+    denyUsers: [...config.denyUsers],
+  };
+}

@@ -1,0 +1,422 @@
+import {
+  createActor,
+  initialTransition,
+  transition,
+  type AnyActorRef,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type EventObject,
+  type InspectionEvent,
+} from 'xstate';
+import type { AuditEvent, Store, Tx } from '../store/types.js';
+import { stateValueToString } from './state-value.js';
+
+/**
+ * One kind of actor the runtime hosts: a machine (with its effects already injected through
+ * `machine.provide()`), its id and version (persisted with every snapshot), and an optional
+ * projection that mirrors the snapshot into a domain collection (e.g. `tasks`) in the same write.
+ */
+export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
+  kind: string;
+  machine: M;
+  machineVersion: number;
+  project?: (tx: Tx, change: PersistedChange) => void;
+  /** Upgrades a snapshot written by an older machine version; return undefined when impossible. */
+  migrate?: (snapshot: unknown, fromVersion: number) => unknown;
+}
+
+export interface PersistedChange {
+  actorId: string;
+  kind: string;
+  fromState: string | null;
+  toState: string;
+  stateVersion: number;
+  snapshot: AnyMachineSnapshot;
+  event: EventObject | null;
+  by: string;
+}
+
+export interface ActorRecord {
+  [key: string]: unknown;
+  actorId: string;
+  kind: string;
+  machineId: string;
+  machineVersion: number;
+  state: string;
+  status: string;
+  stateVersion: number;
+  snapshot: unknown;
+  taskId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type SendResult =
+  | { ok: true; fromState: string; toState: string; stateVersion: number }
+  | { ok: false; reason: 'illegal_transition' | 'unknown_actor' | 'actor_stopped'; state: string | null; stateVersion: number | null };
+
+export interface SendOptions {
+  /** Who caused the event, e.g. `system`, `admin:alice`, `gitea:user:bob`. */
+  by?: string;
+}
+
+export interface RuntimeOptions {
+  store: Store;
+  kinds: ActorKind[];
+  now?: () => Date;
+  /** Receives every inspection event of every hosted actor (coverage measurement, visualizer). */
+  inspect?: (actorId: string, event: InspectionEvent) => void;
+  onAlert?: (event: AuditEvent) => void;
+}
+
+interface Host {
+  actorId: string;
+  kind: ActorKind;
+  taskId: string | null;
+  actor: AnyActorRef;
+  state: string;
+  stateVersion: number;
+  lastJson: string;
+  pendingBy: string | null;
+  pendingEvent: EventObject | null;
+  lastCommit: Promise<unknown>;
+  failed: Error | null;
+}
+
+const MAX_EVENT_AUDIT_BYTES = 2_000;
+
+/**
+ * Hosts live xstate actors and makes every snapshot change durable: the new snapshot, its
+ * `stateVersion + 1` and an audit event `{fromState, toState, stateVersion}` go into one store
+ * transaction. Events from outside are checked first: one that is not a legal transition in the
+ * current state changes nothing, leaves an alert audit event and is reported to the caller.
+ *
+ * Effects that belong to a state are invoked actors; they start before the store acknowledges the
+ * transition that started them, so every effect that touches the world is wrapped in
+ * `durableFirst`, which waits for that acknowledgement.
+ */
+export class ActorRuntime {
+  private readonly hosts = new Map<string, Host>();
+  private readonly kinds = new Map<string, ActorKind>();
+  private readonly store: Store;
+  private readonly now: () => Date;
+  private readonly inspect: RuntimeOptions['inspect'];
+  private readonly onAlert: RuntimeOptions['onAlert'];
+
+  constructor(options: RuntimeOptions) {
+    this.store = options.store;
+    this.now = options.now ?? (() => new Date());
+    this.inspect = options.inspect;
+    this.onAlert = options.onAlert;
+    for (const k of options.kinds) this.kinds.set(k.kind, k);
+  }
+
+  /** Wraps an effect so it runs only once the transition that started it is durable. */
+  durableFirst<A extends unknown[], R>(effect: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+    return async (...args: A) => {
+      // The invoke starts inside the transition, before the observer queues the commit: yield once
+      // so the commit is queued, then wait for everything queued so far.
+      await Promise.resolve();
+      await this.store.sync();
+      return effect(...args);
+    };
+  }
+
+  has(actorId: string): boolean {
+    return this.hosts.has(actorId);
+  }
+
+  /** Current state of a live actor, or of a stored (possibly final) one. */
+  stateOf(actorId: string): { state: string; stateVersion: number; context: unknown } | undefined {
+    const host = this.hosts.get(actorId);
+    if (host) return { state: host.state, stateVersion: host.stateVersion, context: host.actor.getSnapshot().context };
+    const rec = this.store.get<ActorRecord>('actors', actorId);
+    if (!rec) return undefined;
+    return { state: rec.state, stateVersion: rec.stateVersion, context: (rec.snapshot as { context?: unknown }).context };
+  }
+
+  /**
+   * Creates an actor inside the caller's transaction (so e.g. the webhook adapter can create the
+   * task together with the delivery record), applying `events` purely. Call the returned `start`
+   * after the transaction is durable to bring the actor to life.
+   */
+  createInTx(
+    tx: Tx,
+    kindName: string,
+    actorId: string,
+    input: unknown,
+    options: { events?: EventObject[]; by?: string; taskId?: string | null } = {},
+  ): { state: string; stateVersion: number; start: () => void } {
+    const kind = this.kindOf(kindName);
+    if (tx.get('actors', actorId)) throw new Error(`actor ${actorId} already exists`);
+    const by = options.by ?? 'system';
+    const taskId = options.taskId ?? null;
+    let [snapshot] = initialTransition(kind.machine, input as never) as [AnyMachineSnapshot, unknown];
+    let state = stateValueToString(snapshot.value);
+    let stateVersion = 1;
+    const createdAt = this.now().toISOString();
+    this.writeChange(tx, kind, { actorId, kind: kind.kind, fromState: null, toState: state, stateVersion, snapshot, event: null, by }, taskId, true, createdAt);
+    for (const event of options.events ?? []) {
+      if (!snapshot.can(event)) throw new Error(`event ${event.type} is not legal in ${state} for ${actorId}`);
+      const [next] = transition(kind.machine, snapshot, event as never) as [AnyMachineSnapshot, unknown];
+      const toState = stateValueToString(next.value);
+      stateVersion += 1;
+      this.writeChange(tx, kind, { actorId, kind: kind.kind, fromState: state, toState, stateVersion, snapshot: next, event, by }, taskId, false, createdAt);
+      snapshot = next;
+      state = toState;
+    }
+    const persisted = kind.machine.getPersistedSnapshot(snapshot);
+    return {
+      state,
+      stateVersion,
+      start: () => {
+        if (snapshot.status === 'active') this.host(kind, actorId, taskId, persisted, state, stateVersion);
+      },
+    };
+  }
+
+  /** Creates and starts an actor in a transaction of its own. */
+  async create(
+    kindName: string,
+    actorId: string,
+    input: unknown,
+    options: { events?: EventObject[]; by?: string; taskId?: string | null } = {},
+  ): Promise<{ state: string; stateVersion: number }> {
+    const created = await this.store.transact((tx) => this.createInTx(tx, kindName, actorId, input, options));
+    created.start();
+    return { state: created.state, stateVersion: created.stateVersion };
+  }
+
+  /** Sends an event; resolves once the resulting transition is durable, or with the rejection. */
+  async send(actorId: string, event: EventObject, options: SendOptions = {}): Promise<SendResult> {
+    const by = options.by ?? 'system';
+    const host = this.hosts.get(actorId);
+    if (!host) {
+      const rec = this.store.get<ActorRecord>('actors', actorId);
+      await this.alert({
+        action: 'runtime.event_rejected',
+        actor: by,
+        actorId,
+        taskId: rec?.taskId ?? null,
+        fromState: rec?.state ?? null,
+        errorCode: rec ? 'actor_stopped' : 'unknown_actor',
+        metadata: { event: summarizeEvent(event) },
+      });
+      return rec
+        ? { ok: false, reason: 'actor_stopped', state: rec.state, stateVersion: rec.stateVersion }
+        : { ok: false, reason: 'unknown_actor', state: null, stateVersion: null };
+    }
+    if (host.failed) throw host.failed;
+    const snapshot = host.actor.getSnapshot() as AnyMachineSnapshot;
+    if (snapshot.status !== 'active' || !snapshot.can(event)) {
+      await this.alert({
+        action: 'runtime.event_rejected',
+        actor: by,
+        actorId,
+        taskId: host.taskId,
+        fromState: host.state,
+        stateVersion: host.stateVersion,
+        errorCode: 'illegal_transition',
+        metadata: { event: summarizeEvent(event) },
+      });
+      return { ok: false, reason: 'illegal_transition', state: host.state, stateVersion: host.stateVersion };
+    }
+    const fromState = host.state;
+    host.pendingBy = by;
+    host.pendingEvent = event;
+    host.actor.send(event);
+    host.pendingBy = null;
+    host.pendingEvent = null;
+    await host.lastCommit;
+    if (host.failed) throw host.failed;
+    return { ok: true, fromState, toState: host.state, stateVersion: host.stateVersion };
+  }
+
+  /**
+   * Brings every stored, unfinished actor back to life. A snapshot from another machine version is
+   * migrated when the kind knows how, otherwise left stopped with an alert. In-flight invokes start
+   * again (effects are idempotent by key); timers are re-armed by their owners from context deadlines.
+   */
+  async restoreAll(): Promise<{ restored: number; skipped: number }> {
+    let restored = 0;
+    let skipped = 0;
+    for (const rec of this.store.list<ActorRecord>('actors', (r) => r.status === 'active')) {
+      if (this.hosts.has(rec.actorId)) continue;
+      const kind = this.kinds.get(rec.kind);
+      let snapshot = rec.snapshot;
+      if (kind && rec.machineVersion !== kind.machineVersion) {
+        snapshot = kind.migrate?.(rec.snapshot, rec.machineVersion);
+      }
+      if (!kind || snapshot === undefined || !this.stateExists(kind, rec.state)) {
+        skipped += 1;
+        await this.alert({
+          action: 'runtime.restore_failed',
+          actor: 'system',
+          actorId: rec.actorId,
+          taskId: rec.taskId,
+          fromState: rec.state,
+          errorCode: kind ? 'machine_version_mismatch' : 'unknown_machine',
+          metadata: { machineVersion: rec.machineVersion, expected: kind?.machineVersion ?? null },
+        });
+        continue;
+      }
+      this.host(kind, rec.actorId, rec.taskId, snapshot, rec.state, rec.stateVersion);
+      restored += 1;
+    }
+    return { restored, skipped };
+  }
+
+  /** Stops every live actor without persisting anything more (used at shutdown and in tests). */
+  stopAll(): void {
+    for (const host of this.hosts.values()) host.actor.stop();
+    this.hosts.clear();
+  }
+
+  /** Resolves when every transition so far is durable. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.hosts.values()].map((h) => h.lastCommit.catch(() => undefined)));
+    await this.store.sync();
+  }
+
+  private host(kind: ActorKind, actorId: string, taskId: string | null, persisted: unknown, state: string, stateVersion: number): void {
+    const actor = createActor(kind.machine, {
+      snapshot: persisted as never,
+      id: actorId,
+      inspect: this.inspect ? (ev) => this.inspect?.(actorId, ev) : undefined,
+    });
+    const host: Host = {
+      actorId,
+      kind,
+      taskId,
+      actor,
+      state,
+      stateVersion,
+      lastJson: JSON.stringify(persisted),
+      pendingBy: null,
+      pendingEvent: null,
+      lastCommit: Promise.resolve(),
+      failed: null,
+    };
+    this.hosts.set(actorId, host);
+    actor.subscribe({
+      next: (snapshot) => this.persist(host, snapshot as AnyMachineSnapshot),
+      error: (err) => {
+        host.failed = err instanceof Error ? err : new Error(String(err));
+        void this.alert({
+          action: 'runtime.actor_error',
+          actor: 'system',
+          actorId,
+          taskId,
+          fromState: host.state,
+          errorCode: 'actor_error',
+          metadata: { message: host.failed.message.slice(0, 300) },
+        });
+      },
+      complete: () => {
+        // Final states are persisted by `next` before completion; a done actor needs no host.
+        const snap = actor.getSnapshot() as AnyMachineSnapshot;
+        this.persist(host, snap);
+        this.hosts.delete(actorId);
+      },
+    });
+    actor.start();
+  }
+
+  private persist(host: Host, snapshot: AnyMachineSnapshot): void {
+    const persisted = host.kind.machine.getPersistedSnapshot(snapshot);
+    const json = JSON.stringify(persisted);
+    if (json === host.lastJson) return;
+    host.lastJson = json;
+    const fromState = host.state;
+    const toState = stateValueToString(snapshot.value);
+    const stateVersion = host.stateVersion + 1;
+    const change: PersistedChange = {
+      actorId: host.actorId,
+      kind: host.kind.kind,
+      fromState,
+      toState,
+      stateVersion,
+      snapshot,
+      event: host.pendingEvent,
+      by: host.pendingBy ?? 'system',
+    };
+    host.state = toState;
+    host.stateVersion = stateVersion;
+    const commit = this.store.transact((tx) => this.writeChange(tx, host.kind, change, host.taskId, false, null, persisted));
+    host.lastCommit = commit.catch((err: unknown) => {
+      host.failed = err instanceof Error ? err : new Error(String(err));
+    });
+  }
+
+  private writeChange(
+    tx: Tx,
+    kind: ActorKind,
+    change: PersistedChange,
+    taskId: string | null,
+    isNew: boolean,
+    createdAt: string | null,
+    persisted?: unknown,
+  ): void {
+    const now = this.now().toISOString();
+    const prev = isNew ? undefined : tx.get<ActorRecord>('actors', change.actorId);
+    const record: ActorRecord = {
+      actorId: change.actorId,
+      kind: kind.kind,
+      machineId: kind.machine.id,
+      machineVersion: kind.machineVersion,
+      state: change.toState,
+      status: change.snapshot.status,
+      stateVersion: change.stateVersion,
+      snapshot: persisted ?? kind.machine.getPersistedSnapshot(change.snapshot),
+      taskId,
+      createdAt: prev?.createdAt ?? createdAt ?? now,
+      updatedAt: now,
+    };
+    if (isNew) tx.insert('actors', change.actorId, record);
+    else tx.put('actors', change.actorId, record, { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' });
+    kind.project?.(tx, change);
+    tx.appendAudit({
+      action: `${kind.kind}.transition`,
+      actor: change.by,
+      actorId: change.actorId,
+      taskId,
+      fromState: change.fromState,
+      toState: change.toState,
+      stateVersion: change.stateVersion,
+      metadata: change.event ? { event: summarizeEvent(change.event) } : {},
+    });
+  }
+
+  private async alert(event: Parameters<Tx['appendAudit']>[0]): Promise<void> {
+    const stored = await this.store.transact((tx) => tx.appendAudit({ level: 'alert', ...event }));
+    this.onAlert?.(stored);
+  }
+
+  private kindOf(name: string): ActorKind {
+    const kind = this.kinds.get(name);
+    if (!kind) throw new Error(`unknown actor kind ${name}`);
+    return kind;
+  }
+
+  private stateExists(kind: ActorKind, state: string): boolean {
+    try {
+      return kind.machine.getStateNodeById(`${kind.machine.id}.${state}`) !== undefined;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Event fields for the audit log: bounded, and never free text that could carry a secret. */
+function summarizeEvent(event: EventObject): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(event as unknown as Record<string, unknown>)) {
+    if (k === 'output' || k === 'error') {
+      out[k] = v instanceof Error ? { message: v.message.slice(0, 200) } : v;
+    } else if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || v === null) {
+      out[k] = v;
+    }
+  }
+  const json = JSON.stringify(out);
+  return json.length > MAX_EVENT_AUDIT_BYTES ? { type: event.type, truncated: true } : out;
+}

@@ -1,0 +1,46 @@
+import type { Tx } from '../store/types.js';
+import type { ActorKind, PersistedChange } from '../runtime/actor-runtime.js';
+import { TASK_MACHINE_VERSION, taskMachine, type TaskContext } from '../../machines/task-lifecycle.js';
+
+export const TASK_KIND = 'task';
+
+export function taskActorId(taskId: string): string {
+  return `task:${taskId}`;
+}
+
+/**
+ * The task actor kind: every transition also rewrites the task record's mirror fields (spec §4.4)
+ * in the same transaction, with a compare-and-swap on `stateVersion` so a stale writer can never
+ * overwrite a newer state. The caller inserts the task record (stateVersion 0) before creating the actor.
+ */
+export function taskKind(machine: typeof taskMachine = taskMachine): ActorKind<typeof taskMachine> {
+  return {
+    kind: TASK_KIND,
+    machine,
+    machineVersion: TASK_MACHINE_VERSION,
+    project: projectTask,
+  };
+}
+
+function projectTask(tx: Tx, change: PersistedChange): void {
+  const ctx = change.snapshot.context as TaskContext;
+  const task = tx.get<Record<string, unknown>>('tasks', ctx.taskId);
+  if (!task) throw new Error(`task record ${ctx.taskId} missing for ${change.actorId}`);
+  tx.put(
+    'tasks',
+    ctx.taskId,
+    {
+      ...task,
+      state: change.toState,
+      attempt: ctx.attempt,
+      replyAttempt: ctx.replyAttempt,
+      errorCode: ctx.errorCode,
+      mcpFailureReason: ctx.mcpFailureReason,
+      nextRetryAt: ctx.nextRetryAt === null ? null : new Date(ctx.nextRetryAt).toISOString(),
+      leaseId: ctx.leaseId,
+      stoppedBy: ctx.stoppedBy,
+      updatedAt: new Date().toISOString(),
+    },
+    { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' },
+  );
+}

@@ -1,0 +1,62 @@
+// Who may trigger a task: the commenter needs write (push) or admin on the repository.
+//
+// Order (first decisive rule wins):
+// 1. deny list (case-insensitive logins) → not authorised, whatever their permissions;
+// 2. allow list, when set and non-empty → the login must be on it (an extra requirement, never a
+//    bypass of the permission check);
+// 3. the signed `repository.permissions` from the webhook (the commenter's own permissions):
+//    `push` or `admin` → allowed; present but neither → not authorised (no API call);
+// 4. absent → ask Gitea (`GET /repos/{o}/{r}/collaborators/{user}/permission`) through
+//    `fetchPermission`: `write`/`admin`/`owner` → allowed, `none`/`read` → not authorised;
+//    a throw or an unknown answer → `permission_check_failed` (fail closed).
+
+export type RepoPermission = 'none' | 'read' | 'write' | 'admin' | 'owner';
+
+export interface AuthorizeActorInput {
+  login: string;
+  permissions?: { admin: boolean; push: boolean; pull?: boolean } | undefined;
+  allowList?: readonly string[] | undefined;
+  denyList?: readonly string[] | undefined;
+  fetchPermission: (login: string) => Promise<RepoPermission>;
+}
+
+export type AuthorizeVia = 'webhook_permissions' | 'permission_api';
+
+export type AuthorizeResult =
+  | { allowed: true; via: AuthorizeVia }
+  | { allowed: false; reason: 'actor_not_authorized' | 'permission_check_failed' };
+
+function listed(list: readonly string[] | undefined, login: string): boolean {
+  const lower = login.toLowerCase();
+  return (list ?? []).some((entry) => entry.trim().toLowerCase() === lower);
+}
+
+export async function authorizeActor(input: AuthorizeActorInput): Promise<AuthorizeResult> {
+  const { login, permissions, allowList, denyList, fetchPermission } = input;
+  if (login === '' || listed(denyList, login)) return { allowed: false, reason: 'actor_not_authorized' };
+  if (allowList !== undefined && allowList.length > 0 && !listed(allowList, login)) {
+    return { allowed: false, reason: 'actor_not_authorized' };
+  }
+  if (permissions !== undefined && permissions !== null) {
+    return permissions.push === true || permissions.admin === true
+      ? { allowed: true, via: 'webhook_permissions' }
+      : { allowed: false, reason: 'actor_not_authorized' };
+  }
+  let permission: unknown;
+  try {
+    permission = await fetchPermission(login);
+  } catch {
+    return { allowed: false, reason: 'permission_check_failed' };
+  }
+  switch (permission) {
+    case 'write':
+    case 'admin':
+    case 'owner':
+      return { allowed: true, via: 'permission_api' };
+    case 'none':
+    case 'read':
+      return { allowed: false, reason: 'actor_not_authorized' };
+    default:
+      return { allowed: false, reason: 'permission_check_failed' };
+  }
+}

@@ -1,0 +1,108 @@
+import { describe, expect, it, vi } from 'vitest';
+import { authorizeActor, type RepoPermission } from '../../src/webhook/authorize-actor.js';
+import { normalizeComment } from '../../src/webhook/normalize-comment.js';
+import { loadFixture, mutatedDelivery } from '../support/webhook-fixtures.js';
+
+const never = () => Promise.reject(new Error('must not be called'));
+
+describe('authorizeActor', () => {
+  it('the fixture commenter (signed push permission) is allowed without an API call', async () => {
+    const { body, headers } = loadFixture('issue_comment_created_on_issue');
+    const r = normalizeComment(headers, body);
+    if (!r.ok) throw new Error(r.issues);
+    const fetchPermission = vi.fn(never);
+    expect(await authorizeActor({ login: r.value.actor.login, permissions: r.value.permissions, fetchPermission })).toEqual({
+      allowed: true,
+      via: 'webhook_permissions',
+    });
+    expect(fetchPermission).not.toHaveBeenCalled();
+  });
+
+  it('admin without push is allowed', async () => {
+    expect(await authorizeActor({ login: 'a', permissions: { admin: true, push: false, pull: true }, fetchPermission: never })).toEqual({
+      allowed: true,
+      via: 'webhook_permissions',
+    });
+  });
+
+  it('a read-only commenter is rejected from the signed permissions, no API call', async () => {
+    const d = mutatedDelivery('issue_comment_created_on_issue', (p) => {
+      p.repository.permissions = { admin: false, push: false, pull: true };
+    });
+    const r = normalizeComment(d.headers, d.body);
+    if (!r.ok) throw new Error(r.issues);
+    const fetchPermission = vi.fn(never);
+    expect(await authorizeActor({ login: 'bob', permissions: r.value.permissions, fetchPermission })).toEqual({
+      allowed: false,
+      reason: 'actor_not_authorized',
+    });
+    expect(fetchPermission).not.toHaveBeenCalled();
+  });
+
+  it('without signed permissions, asks the API', async () => {
+    const cases: Array<[RepoPermission, boolean]> = [
+      ['owner', true],
+      ['admin', true],
+      ['write', true],
+      ['read', false],
+      ['none', false],
+    ];
+    for (const [permission, allowed] of cases) {
+      const fetchPermission = vi.fn(async () => permission);
+      const r = await authorizeActor({ login: 'bob', fetchPermission });
+      expect(r).toEqual(allowed ? { allowed: true, via: 'permission_api' } : { allowed: false, reason: 'actor_not_authorized' });
+      expect(fetchPermission).toHaveBeenCalledWith('bob');
+    }
+  });
+
+  it('fails closed when the permission API fails or answers nonsense', async () => {
+    expect(await authorizeActor({ login: 'bob', fetchPermission: never })).toEqual({
+      allowed: false,
+      reason: 'permission_check_failed',
+    });
+    expect(
+      await authorizeActor({ login: 'bob', fetchPermission: async () => 'superuser' as unknown as RepoPermission }),
+    ).toEqual({ allowed: false, reason: 'permission_check_failed' });
+    expect(
+      await authorizeActor({
+        login: 'bob',
+        fetchPermission: () => {
+          throw new Error('sync throw');
+        },
+      }),
+    ).toEqual({ allowed: false, reason: 'permission_check_failed' });
+  });
+
+  it('the deny list wins over admin permissions (case-insensitive)', async () => {
+    expect(
+      await authorizeActor({
+        login: 'Mallory',
+        permissions: { admin: true, push: true, pull: true },
+        denyList: ['mallory'],
+        allowList: ['mallory'],
+        fetchPermission: never,
+      }),
+    ).toEqual({ allowed: false, reason: 'actor_not_authorized' });
+  });
+
+  it('an allow list, when set, is required in addition to write permission', async () => {
+    const perms = { admin: false, push: true, pull: true };
+    expect(await authorizeActor({ login: 'bob', permissions: perms, allowList: ['alice'], fetchPermission: never })).toEqual({
+      allowed: false,
+      reason: 'actor_not_authorized',
+    });
+    expect(await authorizeActor({ login: 'BOB', permissions: perms, allowList: ['alice', 'bob'], fetchPermission: never })).toEqual({
+      allowed: true,
+      via: 'webhook_permissions',
+    });
+    // Being on the allow list does not bypass the permission check.
+    expect(
+      await authorizeActor({ login: 'bob', permissions: { admin: false, push: false, pull: true }, allowList: ['bob'], fetchPermission: never }),
+    ).toEqual({ allowed: false, reason: 'actor_not_authorized' });
+    // An empty allow list means "no allow list".
+    expect(await authorizeActor({ login: 'bob', permissions: perms, allowList: [], fetchPermission: never })).toEqual({
+      allowed: true,
+      via: 'webhook_permissions',
+    });
+  });
+});
