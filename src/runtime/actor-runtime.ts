@@ -208,7 +208,8 @@ export class ActorRuntime {
     }
     if (host.failed) throw host.failed;
     const snapshot = host.actor.getSnapshot() as AnyMachineSnapshot;
-    if (snapshot.status !== 'active' || !snapshot.can(event)) {
+    // xstate.* events (invoke done/error, timers) come only from inside the actor, never from a caller.
+    if (snapshot.status !== 'active' || event.type.startsWith('xstate.') || !snapshot.can(event)) {
       await this.alert({
         action: 'runtime.event_rejected',
         actor: by,

@@ -8,7 +8,6 @@ import type { AuditEvent } from '../../src/store/types.js';
 import type { ActorRecord } from '../../src/runtime/actor-runtime.js';
 
 const CHILD = join(import.meta.dirname, '../support/runtime-crash-child.ts');
-const TSX = join(import.meta.dirname, '../../node_modules/tsx/dist/cli.mjs');
 
 interface Ack {
   actorId: string;
@@ -19,7 +18,8 @@ interface Ack {
 /** Runs the child until it has acknowledged `killAfter` transitions, then SIGKILLs it. */
 function runAndKill(dir: string, round: number, killAfter: number): Promise<Ack[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX, CHILD, dir, String(round)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // `--import tsx` keeps the child one process: SIGKILL must hit the process that writes.
+    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, dir, String(round)], { stdio: ['ignore', 'pipe', 'pipe'] });
     const acks: Ack[] = [];
     let buf = '';
     let stderr = '';

@@ -1,0 +1,114 @@
+// Run one turn and collect its outcome: every `item/completed` of the turn (tool calls included —
+// `turn/completed.items` only holds the final message), the final agent message, status and error.
+// Notifications are routed by threadId/turnId; those arriving before the `turn/start` response are
+// held and replayed once the turn id is known.
+import { CodexRpcError, errorText, type CodexAppServerConnection, type CodexNotification } from './jsonrpc-connection.js';
+import type { TurnStartParams } from './protocol/ts/v2/TurnStartParams.js';
+import type { ThreadItem } from './protocol/ts/v2/ThreadItem.js';
+
+export type TurnStatus = 'completed' | 'interrupted' | 'failed';
+
+export interface TurnOutcome {
+  turnId: string;
+  status: TurnStatus;
+  /** All `item/completed` items of the turn, in order. */
+  items: ThreadItem[];
+  /** Text of the last completed `agentMessage`, or null. */
+  finalMessage: string | null;
+  /** `turn.error` from `turn/completed` (null when completed). */
+  error: unknown;
+  /** The agent asked the user something (`item/tool/requestUserInput`): the task goes waiting_user. */
+  userInputRequested: Array<{ itemId: string | null; questions: unknown[] }>;
+  /** `collaborationMode` was rejected and the plain fallback was used. */
+  usedPlainFallback: boolean;
+  durationMs: number;
+}
+
+export interface RunTurnOptions {
+  threadId: string;
+  /** `turn/start` params (normally from `turnStartParams`). */
+  params: TurnStartParams;
+  /** Plain-turn fallback (from `plainTurnStartParams`), used if collaborationMode is rejected/downgraded. */
+  plainParams?: TurnStartParams;
+  /** Timeout of the `turn/start` request itself. */
+  startTimeoutMs?: number;
+  /** Called as soon as Codex assigns the turn id (persist it, enable interrupt). */
+  onTurnId?: (turnId: string) => void;
+  /** Every notification of this turn (for event persistence / eventSeq). */
+  onNotification?: (n: CodexNotification) => void;
+}
+
+/** A JSON-RPC rejection of `turn/start` that plausibly concerns collaborationMode. */
+function isCollaborationModeRejection(err: unknown): boolean {
+  if (!(err instanceof CodexRpcError) || typeof err.code !== 'number') return false;
+  return err.code === -32602 || err.code === -32600 || /collaboration|experimental|unknown field/i.test(err.message);
+}
+
+/** Start a turn and wait for `turn/completed`. Rejects with `app_server_exited` if the process dies. */
+export async function runTurn(conn: CodexAppServerConnection, opts: RunTurnOptions): Promise<TurnOutcome> {
+  const started = Date.now();
+  const items: ThreadItem[] = [];
+  const userInputRequested: TurnOutcome['userInputRequested'] = [];
+  let finalMessage: string | null = null;
+  let turnId: string | null = null;
+  let settle!: { resolve: (o: TurnOutcome) => void; reject: (e: Error) => void };
+  const done = new Promise<TurnOutcome>((resolve, reject) => (settle = { resolve, reject }));
+  done.catch(() => undefined); // if turn/start itself fails, `done` is never awaited
+  let usedPlainFallback = false;
+
+  const route = conn.onThreadTurn(opts.threadId, null, (n) => {
+    opts.onNotification?.(n);
+    if (n.method === 'item/completed' && n.params?.item) {
+      const item = n.params.item as ThreadItem;
+      items.push(item);
+      if (item.type === 'agentMessage') finalMessage = item.text;
+    } else if (n.method === 'turn/completed') {
+      const turn = n.params?.turn ?? {};
+      settle.resolve({
+        turnId: turn.id ?? turnId ?? '',
+        status: (turn.status ?? 'failed') as TurnStatus,
+        items,
+        finalMessage,
+        error: turn.error ?? null,
+        userInputRequested,
+        usedPlainFallback,
+        durationMs: Date.now() - started,
+      });
+    }
+  });
+  const offInput = conn.on('user_input_requested', (e) => {
+    if (e.threadId === opts.threadId && (turnId === null || e.turnId === null || e.turnId === turnId)) {
+      userInputRequested.push({ itemId: e.itemId, questions: e.questions });
+    }
+  });
+  const offExit = conn.on('exit', (e) =>
+    settle.reject(new CodexRpcError('turn/start', 'app_server_exited', `app-server exited during the turn (code ${String(e.code)}, signal ${String(e.signal)})`)),
+  );
+
+  try {
+    let params = opts.params;
+    if (opts.plainParams && params.collaborationMode && !conn.collaborationModeUsable) {
+      params = opts.plainParams;
+      usedPlainFallback = true;
+    }
+    let res: any;
+    try {
+      res = await conn.request('turn/start', params, { timeoutMs: opts.startTimeoutMs ?? 60_000 });
+    } catch (err) {
+      if (!opts.plainParams || !params.collaborationMode || !isCollaborationModeRejection(err)) throw err;
+      conn.recordCapabilityDowngrade('collaborationMode', errorText(err));
+      usedPlainFallback = true;
+      res = await conn.request('turn/start', opts.plainParams, { timeoutMs: opts.startTimeoutMs ?? 60_000 });
+    }
+    const id = res?.turn?.id;
+    if (typeof id !== 'string') throw new CodexRpcError('turn/start', -32603, 'turn/start returned no turn id');
+    turnId = id;
+    opts.onTurnId?.(id);
+    route.setTurnId(id);
+    return await done;
+  } finally {
+    route.unsubscribe();
+    offInput();
+    offExit();
+  }
+}

@@ -1,0 +1,362 @@
+// The Store: in-memory state + write-ahead journal (group commit) + checkpoint compacted in a
+// worker thread. See LAYOUT.md for the on-disk layout and the durability argument.
+import { mkdir, readdir, readFile, stat, truncate, unlink, open as openFile } from 'node:fs/promises';
+import { acquireProcessLock } from './process-lock.js';
+import { join } from 'node:path';
+import { Low } from 'lowdb';
+import { runCompaction } from './compaction.js';
+import { DurableJsonFile, fsyncDir } from './durable-json-file.mjs';
+import {
+  CHECKPOINT_FILE,
+  CHECKPOINT_FORMAT,
+  AUDIT_ARCHIVE_RE,
+  JournalCorruptionError,
+  listSegments,
+  parseSegment,
+  segmentName,
+} from './journal-files.mjs';
+import { Journal } from './journal.js';
+import { MemoryState, deepFreeze } from './memory-state.js';
+import { Transaction } from './transaction.js';
+import {
+  StoreUnavailableError,
+  type AuditEvent,
+  type AuditQuery,
+  type CollectionName,
+  type Store,
+  type StoreStats,
+  type StoredRecord,
+  type Tx,
+} from './types.js';
+
+export interface StoreOptions {
+  dir: string;
+  /** Secondary indexes per collection, e.g. `{ tasks: ['repoKey', 'state'] }`. */
+  indexes?: Partial<Record<CollectionName, string[]>>;
+  /** Seal the active journal segment once it reaches this size. Default 16 MiB. */
+  segmentBytes?: number;
+  /** fdatasync journal batches and fsync checkpoints/directories. Default true; false only for throwaway stores. */
+  fsync?: boolean;
+  /**
+   * Compact once the sealed segments hold at least this many times the checkpoint's size (and at
+   * least one segment). Keeps compaction's amortized cost per journal byte constant. Default 1.
+   */
+  compactRatio?: number;
+  /** Called when a background compaction fails (the store stays available; it retries later). */
+  onCompactionError?: (error: unknown) => void;
+  /** Test hook: runs before each journal batch write; throwing simulates an I/O failure. */
+  beforeJournalWrite?: (bytes: number) => void | Promise<void>;
+}
+
+export interface DurableStoreStats extends StoreStats {
+  compactions: number;
+  checkpointBytes: number;
+}
+
+interface CheckpointDoc {
+  format: string;
+  seq: number;
+  auditSeq: number;
+  collections: Record<string, [string, StoredRecord][]>;
+  /** Events folded before the checkpoint but not yet archived (normally empty). */
+  audit: AuditEvent[];
+  /** Immutable audit archive files, in seq order. */
+  auditArchives?: string[];
+}
+
+const emptyCheckpoint = (): CheckpointDoc => ({
+  format: CHECKPOINT_FORMAT,
+  seq: 0,
+  auditSeq: 0,
+  collections: {},
+  audit: [],
+  auditArchives: [],
+});
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+
+export class DurableStore implements Store {
+  readonly dir: string;
+  readonly #options: StoreOptions;
+  readonly #fsync: boolean;
+  readonly #segmentBytes: number;
+  #state: MemoryState;
+  #journal: Journal | undefined;
+  #phase: 'new' | 'opening' | 'open' | 'closed' = 'new';
+  #seq = 0;
+  #commits = 0;
+  #sealed = new Map<string, number>();
+  #checkpointSeq = 0;
+  #checkpointBytes = 0;
+  #compactions = 0;
+  #compacting: Promise<void> | undefined;
+  lastCompactionError: unknown;
+
+  #releaseLock: (() => void) | undefined;
+
+  constructor(options: StoreOptions) {
+    this.dir = options.dir;
+    this.#options = options;
+    this.#fsync = options.fsync ?? true;
+    this.#segmentBytes = options.segmentBytes ?? 16 * 1024 * 1024;
+    this.#state = new MemoryState(options.indexes);
+  }
+
+  async open(): Promise<void> {
+    if (this.#phase !== 'new') throw new StoreUnavailableError(`store cannot be opened twice (${this.#phase})`);
+    this.#phase = 'opening';
+    try {
+      await this.#load();
+      this.#phase = 'open';
+    } catch (error) {
+      this.#phase = 'closed';
+      await this.#journal?.close();
+      this.#releaseLock?.();
+      throw error;
+    }
+    this.#maybeCompact();
+  }
+
+  async #load(): Promise<void> {
+    const { dir } = this;
+    await mkdir(dir, { recursive: true });
+    this.#releaseLock = acquireProcessLock(dir);
+    // A crash during a checkpoint write leaves its temp file behind; the rename never happened.
+    for (const name of await readdir(dir)) {
+      if (name.startsWith(`.${CHECKPOINT_FILE}.`) && name.endsWith('.tmp')) await unlink(join(dir, name));
+    }
+
+    const checkpointPath = join(dir, CHECKPOINT_FILE);
+    const db = new Low<CheckpointDoc>(new DurableJsonFile<CheckpointDoc>(checkpointPath, { fsync: this.#fsync }), emptyCheckpoint());
+    await db.read();
+    const checkpoint = db.data;
+    if (checkpoint.format !== CHECKPOINT_FORMAT || !Number.isSafeInteger(checkpoint.seq)) {
+      throw new Error(`store checkpoint ${checkpointPath} has an unknown format`);
+    }
+    for (const [name, entries] of Object.entries(checkpoint.collections)) {
+      const collection = this.#state.collection(name as CollectionName);
+      for (const [key, record] of entries) collection.put(key, deepFreeze(record));
+    }
+    const archives = checkpoint.auditArchives ?? [];
+    for (const name of archives) {
+      const file = join(dir, name);
+      const lines = (await readFile(file, 'utf8')).split('\n');
+      if (lines.pop() !== '') throw new JournalCorruptionError(file, lines.length + 1, 'audit archive is not newline-terminated');
+      for (const [line, text] of lines.entries()) {
+        try {
+          this.#state.audit.append(deepFreeze(JSON.parse(text) as AuditEvent));
+        } catch (error) {
+          throw new JournalCorruptionError(file, line + 1, (error as Error).message);
+        }
+      }
+    }
+    // A compaction that died after writing its archive but before its checkpoint leaves an
+    // unlisted archive: its events are still in the journal, so the file must not be read.
+    for (const name of await readdir(dir)) {
+      if (AUDIT_ARCHIVE_RE.test(name) && !archives.includes(name)) await unlink(join(dir, name));
+    }
+    for (const event of checkpoint.audit) this.#state.audit.append(deepFreeze(event));
+    this.#seq = checkpoint.seq;
+    this.#checkpointSeq = checkpoint.seq;
+    this.#checkpointBytes = await stat(checkpointPath).then((s) => s.size, () => 0);
+
+    const segments = await listSegments(dir);
+    let activeBytes = 0;
+    for (const [i, name] of segments.entries()) {
+      const file = join(dir, name);
+      const isLast = i === segments.length - 1;
+      const parsed = parseSegment(await readFile(file, 'utf8'), file, { allowTornTail: isLast });
+      for (const [line, entry] of parsed.entries.entries()) {
+        if (entry.seq <= this.#seq) continue; // already folded into the checkpoint
+        if (entry.seq !== this.#seq + 1) {
+          throw new JournalCorruptionError(file, line + 1, `seq ${entry.seq} does not follow ${this.#seq}`);
+        }
+        try {
+          this.#state.applyFromDisk(entry.ops);
+        } catch (error) {
+          throw new JournalCorruptionError(file, line + 1, (error as Error).message);
+        }
+        this.#seq = entry.seq;
+      }
+      if (parsed.torn) {
+        // Crash in the middle of a group-commit write: that batch was never acknowledged.
+        await truncate(file, parsed.validBytes);
+        if (this.#fsync) {
+          const handle = await openFile(file, 'r+');
+          await handle.sync().finally(() => handle.close());
+        }
+      }
+      if (isLast) activeBytes = parsed.validBytes;
+      else this.#sealed.set(name, parsed.validBytes);
+    }
+
+    const active = segments.at(-1) ?? segmentName(this.#seq + 1);
+    this.#journal = new Journal({
+      dir,
+      segment: active,
+      bytes: activeBytes,
+      segmentBytes: this.#segmentBytes,
+      fsync: this.#fsync,
+      onSealed: (segment, bytes) => {
+        this.#sealed.set(segment, bytes);
+        this.#maybeCompact();
+      },
+      beforeWrite: this.#options.beforeJournalWrite,
+    });
+    this.#journal.nextSeq = this.#seq + 1;
+    await this.#journal.open();
+  }
+
+  async close(): Promise<void> {
+    if (this.#phase === 'closed') return;
+    this.#phase = 'closed';
+    await this.#journal?.close();
+    await this.#compacting;
+    this.#releaseLock?.();
+  }
+
+  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined {
+    this.#assertReadable();
+    return this.#state.get(collection, key) as T | undefined;
+  }
+
+  list<T extends StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
+    this.#assertReadable();
+    const out: T[] = [];
+    for (const { record } of this.#state.collection(collection).entries.values()) {
+      if (!filter || filter(record as T)) out.push(record as T);
+    }
+    return out;
+  }
+
+  byIndex<T extends StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
+    this.#assertReadable();
+    const indexed = this.#state.collection(collection).byIndex(field, value);
+    if (indexed) return indexed as T[];
+    // No index configured for this field: a scan gives the same answer, only slower.
+    const wanted = String(value);
+    return this.list<T>(collection, (r) => {
+      const v = r[field];
+      return (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') && String(v) === wanted;
+    });
+  }
+
+  count(collection: CollectionName): number {
+    this.#assertReadable();
+    return this.#state.collection(collection).entries.size;
+  }
+
+  audit(query?: AuditQuery): AuditEvent[] {
+    this.#assertReadable();
+    return this.#state.audit.query(query);
+  }
+
+  transact<R>(fn: (tx: Tx) => R): Promise<R> {
+    const unavailable = this.#unavailable();
+    if (unavailable) return Promise.reject(unavailable);
+    const journal = this.#journal!;
+    const tx = new Transaction(this.#state);
+    let result: R;
+    try {
+      result = fn(tx);
+      if (isThenable(result)) {
+        Promise.resolve(result).catch(() => {});
+        throw new TypeError('transact: fn must be synchronous (it returned a promise); nothing was applied');
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    } finally {
+      tx.finish();
+    }
+    // A read-only transaction writes nothing but may have read not-yet-durable state.
+    if (tx.ops.length === 0) return journal.sync().then(() => result);
+    const seq = ++this.#seq;
+    this.#state.apply(tx.ops);
+    this.#commits += 1;
+    return journal.append(tx.line(seq), seq).then(() => result);
+  }
+
+  sync(): Promise<void> {
+    const unavailable = this.#unavailable();
+    if (unavailable) return Promise.reject(unavailable);
+    return this.#journal!.sync();
+  }
+
+  stats(): DurableStoreStats {
+    let sealedBytes = 0;
+    for (const bytes of this.#sealed.values()) sealedBytes += bytes;
+    return {
+      journalBytes: sealedBytes + (this.#journal?.bytes ?? 0),
+      segments: this.#sealed.size,
+      lastCheckpointSeq: this.#checkpointSeq,
+      commits: this.#commits,
+      batches: this.#journal?.batches ?? 0,
+      compactions: this.#compactions,
+      checkpointBytes: this.#checkpointBytes,
+    };
+  }
+
+  /** Seal the active segment and fold everything sealed into a new checkpoint; resolves when done. */
+  async compact(): Promise<void> {
+    const unavailable = this.#unavailable();
+    if (unavailable) throw unavailable;
+    await this.#journal!.rotate();
+    while (this.#compacting) await this.#compacting;
+    this.lastCompactionError = undefined;
+    this.#startCompaction();
+    await this.#compacting;
+    if (this.lastCompactionError) throw this.lastCompactionError;
+  }
+
+  /** Resolves when no background compaction is running. */
+  async compactionIdle(): Promise<void> {
+    while (this.#compacting) await this.#compacting;
+  }
+
+  #maybeCompact(): void {
+    if (this.#compacting || this.#phase !== 'open' || this.#sealed.size === 0) return;
+    let sealedBytes = 0;
+    for (const bytes of this.#sealed.values()) sealedBytes += bytes;
+    if (sealedBytes < (this.#options.compactRatio ?? 1) * this.#checkpointBytes) return;
+    this.#startCompaction();
+  }
+
+  #startCompaction(): void {
+    if (this.#sealed.size === 0) return;
+    const segments = [...this.#sealed.keys()];
+    this.#compacting = (async () => {
+      try {
+        const result = await runCompaction({ dir: this.dir, segments, fsync: this.#fsync });
+        // Only now is the checkpoint durable, so only now may the segments go.
+        for (const name of result.folded) {
+          await unlink(join(this.dir, name)).catch((error: NodeJS.ErrnoException) => {
+            if (error.code !== 'ENOENT') throw error;
+          });
+          this.#sealed.delete(name);
+        }
+        if (this.#fsync) await fsyncDir(this.dir);
+        this.#checkpointSeq = result.seq;
+        this.#checkpointBytes = await stat(join(this.dir, CHECKPOINT_FILE)).then((s) => s.size);
+        this.#compactions += 1;
+      } catch (error) {
+        this.lastCompactionError = error;
+        this.#options.onCompactionError?.(error);
+      }
+    })().finally(() => {
+      this.#compacting = undefined;
+      if (!this.lastCompactionError) this.#maybeCompact();
+    });
+  }
+
+  #unavailable(): StoreUnavailableError | undefined {
+    if (this.#phase === 'closed') return new StoreUnavailableError('store closed');
+    if (this.#phase !== 'open') return new StoreUnavailableError('store not open');
+    return this.#journal?.failure;
+  }
+
+  #assertReadable(): void {
+    if (this.#phase === 'closed') throw new StoreUnavailableError('store closed');
+    if (this.#phase !== 'open') throw new StoreUnavailableError('store not open');
+  }
+}

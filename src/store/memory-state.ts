@@ -1,0 +1,224 @@
+// The in-memory state: collections in insertion order, their secondary indexes, and the audit log
+// with its own indexes. Records are deep-frozen: handing out the stored object is then safe (no
+// copy on every read) and a caller that tries to mutate one gets a TypeError instead of silently
+// diverging from what the journal says.
+import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
+
+export type Op =
+  | readonly ['p', CollectionName, string, StoredRecord]
+  | readonly ['d', CollectionName, string]
+  | readonly ['a', AuditEvent];
+
+interface Entry {
+  record: StoredRecord;
+  /** Position in insertion order; kept across updates so indexes can return insertion order. */
+  ord: number;
+}
+
+interface Bucket {
+  keys: Set<string>;
+  lastOrd: number;
+  /** False once a key was added out of order; byIndex re-sorts lazily. */
+  ordered: boolean;
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as object)) deepFreeze(child);
+  }
+  return value;
+}
+
+/** Index keys: strings, numbers and booleans by their string form; anything else is not indexed. */
+function indexKey(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return undefined;
+}
+
+const COLLECTION_SET: ReadonlySet<string> = new Set(COLLECTIONS);
+
+export function assertCollection(name: string): asserts name is CollectionName {
+  if (!COLLECTION_SET.has(name)) throw new TypeError(`unknown collection ${JSON.stringify(name)}`);
+}
+
+class CollectionState {
+  readonly entries = new Map<string, Entry>();
+  readonly indexes = new Map<string, Map<string, Bucket>>();
+  #nextOrd = 0;
+
+  constructor(indexedFields: readonly string[]) {
+    for (const field of indexedFields) this.indexes.set(field, new Map());
+  }
+
+  put(key: string, record: StoredRecord): void {
+    const existing = this.entries.get(key);
+    if (existing) {
+      this.#unindex(key, existing);
+      existing.record = record;
+      this.#index(key, existing);
+    } else {
+      const entry = { record, ord: this.#nextOrd++ };
+      this.entries.set(key, entry);
+      this.#index(key, entry);
+    }
+  }
+
+  delete(key: string): void {
+    const existing = this.entries.get(key);
+    if (!existing) return;
+    this.#unindex(key, existing);
+    this.entries.delete(key);
+  }
+
+  byIndex(field: string, value: string | number): StoredRecord[] | undefined {
+    const index = this.indexes.get(field);
+    if (!index) return undefined;
+    const bucket = index.get(indexKey(value) ?? '');
+    if (!bucket) return [];
+    if (!bucket.ordered) {
+      const sorted = [...bucket.keys].sort((a, b) => this.entries.get(a)!.ord - this.entries.get(b)!.ord);
+      bucket.keys = new Set(sorted);
+      bucket.ordered = true;
+    }
+    const records: StoredRecord[] = [];
+    for (const key of bucket.keys) records.push(this.entries.get(key)!.record);
+    return records;
+  }
+
+  #index(key: string, entry: Entry): void {
+    for (const [field, index] of this.indexes) {
+      const value = indexKey(entry.record[field]);
+      if (value === undefined) continue;
+      let bucket = index.get(value);
+      if (!bucket) index.set(value, (bucket = { keys: new Set(), lastOrd: -1, ordered: true }));
+      if (bucket.keys.has(key)) continue;
+      if (entry.ord < bucket.lastOrd) bucket.ordered = false;
+      else bucket.lastOrd = entry.ord;
+      bucket.keys.add(key);
+    }
+  }
+
+  #unindex(key: string, entry: Entry): void {
+    for (const [field, index] of this.indexes) {
+      const value = indexKey(entry.record[field]);
+      if (value === undefined) continue;
+      const bucket = index.get(value);
+      if (!bucket) continue;
+      bucket.keys.delete(key);
+      if (bucket.keys.size === 0) index.delete(value);
+    }
+  }
+}
+
+/** Sorted by seq; returns the first index whose event has seq > afterSeq. */
+function firstAfter(events: readonly AuditEvent[], afterSeq: number): number {
+  let lo = 0;
+  let hi = events.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (events[mid]!.seq <= afterSeq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+class AuditLog {
+  readonly events: AuditEvent[] = [];
+  readonly #byTask = new Map<string, AuditEvent[]>();
+  readonly #byDelivery = new Map<string, AuditEvent[]>();
+  readonly #byActor = new Map<string, AuditEvent[]>();
+  lastSeq = 0;
+
+  append(event: AuditEvent): void {
+    if (event.seq <= this.lastSeq) throw new Error(`audit seq ${event.seq} is not after ${this.lastSeq}`);
+    this.events.push(event);
+    this.lastSeq = event.seq;
+    const add = (map: Map<string, AuditEvent[]>, key: string | null | undefined) => {
+      if (typeof key !== 'string') return;
+      const list = map.get(key);
+      if (list) list.push(event);
+      else map.set(key, [event]);
+    };
+    add(this.#byTask, event.taskId);
+    add(this.#byDelivery, event.deliveryId);
+    add(this.#byActor, event.actorId);
+  }
+
+  query(query: AuditQuery = {}): AuditEvent[] {
+    // Start from the narrowest index the query names; the other criteria filter it.
+    let source: readonly AuditEvent[] = this.events;
+    for (const [map, key] of [
+      [this.#byTask, query.taskId],
+      [this.#byDelivery, query.deliveryId],
+      [this.#byActor, query.actorId],
+    ] as const) {
+      if (key === undefined) continue;
+      const list = map.get(key) ?? [];
+      if (list.length < source.length || source === this.events) source = list;
+    }
+    const limit = query.limit ?? Number.POSITIVE_INFINITY;
+    const out: AuditEvent[] = [];
+    for (let i = query.afterSeq === undefined ? 0 : firstAfter(source, query.afterSeq); i < source.length; i++) {
+      if (out.length >= limit) break;
+      const event = source[i]!;
+      if (query.taskId !== undefined && event.taskId !== query.taskId) continue;
+      if (query.deliveryId !== undefined && event.deliveryId !== query.deliveryId) continue;
+      if (query.actorId !== undefined && event.actorId !== query.actorId) continue;
+      if (query.from !== undefined && event.timestamp < query.from) continue;
+      if (query.to !== undefined && event.timestamp > query.to) continue;
+      out.push(event);
+    }
+    return out;
+  }
+}
+
+export class MemoryState {
+  readonly #collections = new Map<CollectionName, CollectionState>();
+  readonly audit = new AuditLog();
+
+  constructor(indexes: Partial<Record<CollectionName, string[]>> = {}) {
+    for (const name of COLLECTIONS) this.#collections.set(name, new CollectionState(indexes[name] ?? []));
+  }
+
+  collection(name: CollectionName): CollectionState {
+    const state = this.#collections.get(name);
+    if (!state) throw new TypeError(`unknown collection ${JSON.stringify(name)}`);
+    return state;
+  }
+
+  get(name: CollectionName, key: string): StoredRecord | undefined {
+    return this.collection(name).entries.get(key)?.record;
+  }
+
+  /** Apply ops whose records are already frozen (built by a Transaction). */
+  apply(ops: readonly Op[]): void {
+    for (const op of ops) {
+      if (op[0] === 'p') this.collection(op[1]).put(op[2], op[3]);
+      else if (op[0] === 'd') this.collection(op[1]).delete(op[2]);
+      else this.audit.append(op[1]);
+    }
+  }
+
+  /** Apply ops read from disk: validate their shape first, freeze their records. */
+  applyFromDisk(ops: readonly unknown[]): void {
+    const checked: Op[] = [];
+    for (const op of ops) {
+      if (!Array.isArray(op)) throw new Error('op is not an array');
+      const [kind, a, b, c] = op as unknown[];
+      if (kind === 'p' && typeof a === 'string' && typeof b === 'string' && c && typeof c === 'object') {
+        assertCollection(a);
+        checked.push(['p', a, b, deepFreeze(c as StoredRecord)]);
+      } else if (kind === 'd' && typeof a === 'string' && typeof b === 'string') {
+        assertCollection(a);
+        checked.push(['d', a, b]);
+      } else if (kind === 'a' && a && typeof a === 'object' && Number.isSafeInteger((a as AuditEvent).seq)) {
+        checked.push(['a', deepFreeze(a as AuditEvent)]);
+      } else {
+        throw new Error(`malformed op ${JSON.stringify(op).slice(0, 200)}`);
+      }
+    }
+    this.apply(checked);
+  }
+}

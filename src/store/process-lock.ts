@@ -1,0 +1,41 @@
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { StoreError } from './types.js';
+
+/**
+ * One process per store directory. Two processes appending to one journal would interleave lines
+ * and each replay only its own view; a lock file with the owner's pid makes the second `open()`
+ * fail loudly instead. A lock left by a process that died (SIGKILL) is taken over.
+ */
+export function acquireProcessLock(dir: string): () => void {
+  const path = join(dir, 'LOCK');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      return () => {
+        try {
+          if (readFileSync(path, 'utf8') === String(process.pid)) unlinkSync(path);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(readFileSync(path, 'utf8'));
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
+        throw new StoreError('store_locked', `store ${dir} is in use by process ${owner}`);
+      }
+      unlinkSync(path);
+    }
+  }
+  throw new StoreError('store_locked', `store ${dir}: could not take the lock`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

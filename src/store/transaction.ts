@@ -1,0 +1,125 @@
+// A transaction buffers its writes in an overlay (so fn reads its own writes) and only hands them
+// to the state when fn returned without throwing: a throw anywhere applies nothing and writes no
+// journal line. Each record is serialized exactly once, here: that JSON is both the journal text
+// and, parsed back and frozen, the in-memory value — so memory always equals what replay rebuilds
+// (no undefined fields, no Dates, no aliasing with the caller's object).
+import { nanoid } from 'nanoid';
+import { assertCollection, deepFreeze, type MemoryState, type Op } from './memory-state.js';
+import {
+  UniqueViolationError,
+  VersionConflictError,
+  type AuditEvent,
+  type AuditEventInput,
+  type CollectionName,
+  type PutOptions,
+  type StoredRecord,
+  type Tx,
+} from './types.js';
+
+const DELETED = null;
+
+function serializeRecord(collection: string, record: unknown): string {
+  if (record === null || typeof record !== 'object' || Array.isArray(record)) {
+    throw new TypeError(`${collection}: a record must be a plain object`);
+  }
+  return JSON.stringify(record);
+}
+
+export class Transaction implements Tx {
+  readonly ops: Op[] = [];
+  readonly #opTexts: string[] = [];
+  readonly #overlay = new Map<CollectionName, Map<string, StoredRecord | typeof DELETED>>();
+  readonly #state: MemoryState;
+  #nextAuditSeq: number;
+  #finished = false;
+
+  constructor(state: MemoryState) {
+    this.#state = state;
+    this.#nextAuditSeq = state.audit.lastSeq + 1;
+  }
+
+  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined {
+    this.#assertOpen();
+    assertCollection(collection);
+    const overlay = this.#overlay.get(collection);
+    if (overlay?.has(key)) return (overlay.get(key) ?? undefined) as T | undefined;
+    return this.#state.get(collection, key) as T | undefined;
+  }
+
+  insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
+    if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+    return this.#write(collection, key, record);
+  }
+
+  put<T extends StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): T {
+    const current = this.get(collection, key);
+    if (options.expectVersion === undefined) return this.#write(collection, key, record);
+    const field = options.versionField ?? 'version';
+    const actual = current?.[field];
+    // An absent record never matches: creation goes through insert.
+    if (typeof actual !== 'number' || actual !== options.expectVersion) {
+      throw new VersionConflictError(
+        collection,
+        key,
+        options.expectVersion,
+        typeof actual === 'number' ? actual : undefined,
+      );
+    }
+    return this.#write(collection, key, { ...record, [field]: options.expectVersion + 1 });
+  }
+
+  delete(collection: CollectionName, key: string): void {
+    if (this.get(collection, key) === undefined) return;
+    this.#overlayOf(collection).set(key, DELETED);
+    this.ops.push(['d', collection, key]);
+    this.#opTexts.push(`["d",${JSON.stringify(collection)},${JSON.stringify(key)}]`);
+  }
+
+  appendAudit(input: AuditEventInput): AuditEvent {
+    this.#assertOpen();
+    if (typeof input?.action !== 'string' || input.action === '') throw new TypeError('audit: action is required');
+    if (typeof input.actor !== 'string' || input.actor === '') throw new TypeError('audit: actor is required');
+    const event = {
+      ...input,
+      eventId: `audit-${nanoid()}`,
+      seq: this.#nextAuditSeq,
+      timestamp: new Date().toISOString(),
+    };
+    const json = JSON.stringify(event);
+    const stored = deepFreeze(JSON.parse(json) as AuditEvent);
+    this.#nextAuditSeq += 1;
+    this.ops.push(['a', stored]);
+    this.#opTexts.push(`["a",${json}]`);
+    return stored;
+  }
+
+  /** The journal line for this transaction. */
+  line(seq: number): string {
+    return `{"seq":${seq},"ops":[${this.#opTexts.join(',')}]}`;
+  }
+
+  /** After fn returned or threw: a Tx captured for later use must not write behind the store's back. */
+  finish(): void {
+    this.#finished = true;
+  }
+
+  #write<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
+    if (typeof key !== 'string' || key === '') throw new TypeError(`${collection}: key must be a non-empty string`);
+    const json = serializeRecord(collection, record);
+    const stored = deepFreeze(JSON.parse(json) as T);
+    this.#overlayOf(collection).set(key, stored);
+    this.ops.push(['p', collection, key, stored]);
+    this.#opTexts.push(`["p",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
+    return stored;
+  }
+
+  #overlayOf(collection: CollectionName): Map<string, StoredRecord | typeof DELETED> {
+    let overlay = this.#overlay.get(collection);
+    if (!overlay) this.#overlay.set(collection, (overlay = new Map()));
+    return overlay;
+  }
+
+  #assertOpen(): void {
+    if (this.#finished) throw new Error('transaction already finished: fn must use tx synchronously');
+  }
+}

@@ -1,0 +1,151 @@
+// Shared fixtures for tests that run the real `codex app-server` offline against the scripted model.
+import { chmodSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CodexAppServerConnection, type CodexConnectionEvent, type CodexConnectionOptions } from '../../src/codex/jsonrpc-connection.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const tsxLoaderUrl = pathToFileURL(join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+
+/** `node --import tsx <file>` as command + args. */
+export function tsNode(file: string): { command: string; args: string[] } {
+  return { command: process.execPath, args: ['--import', tsxLoaderUrl, file] };
+}
+
+const bundles = new Map<string, string>();
+/**
+ * Bundles a TypeScript entry (and its node_modules imports) into one plain .mjs with esbuild (a tsx
+ * dependency), so helper processes start fast and without the tsx loader. (An MCP server orphaned
+ * by a SIGKILLed app-server while still inside the tsx loader was seen to hang forever.)
+ * Falls back to `node --import tsx` when esbuild is unavailable.
+ */
+export function nodeScript(entry: string): { command: string; args: string[] } {
+  let out = bundles.get(entry);
+  if (!out) {
+    try {
+      const esbuild = createRequire(join(repoRoot, 'node_modules', 'tsx', 'package.json'))('esbuild') as {
+        buildSync(o: Record<string, unknown>): unknown;
+      };
+      // One reusable cache dir; the file name changes with the entry's mtime, written atomically.
+      const dir = join(tmpdir(), `ccweb-codex-bundles-${process.getuid?.() ?? 0}`);
+      mkdirSync(dir, { recursive: true });
+      const base = entry.split('/').at(-1)!.replace(/\.ts$/, '');
+      out = join(dir, `${base}-${Math.trunc(statSync(entry).mtimeMs)}.mjs`);
+      if (!statSync(out, { throwIfNoEntry: false })) {
+        const tmpOut = `${out}.${process.pid}.tmp.mjs`;
+        esbuild.buildSync({
+          entryPoints: [entry],
+          bundle: true,
+          platform: 'node',
+          format: 'esm',
+          target: 'node20',
+          outfile: tmpOut,
+          logLevel: 'silent',
+          banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+        });
+        renameSync(tmpOut, out);
+      }
+      bundles.set(entry, out);
+    } catch {
+      return tsNode(entry);
+    }
+  }
+  return { command: process.execPath, args: [out] };
+}
+
+/** Writes an executable wrapper that runs the stand-in gitea MCP server with the given args. */
+export function writeGiteaMcpStubCommand(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'gitea-mcp-stub');
+  const { command, args } = nodeScript(join(repoRoot, 'test', 'support', 'codex-gitea-mcp-stub.ts'));
+  writeFileSync(file, `#!/bin/sh\nexec ${[command, ...args].map((a) => `'${a}'`).join(' ')} "$@"\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+export interface CodexFixture {
+  root: string;
+  codexHome: string;
+  workspace: string;
+  model: ScriptedModel;
+  mcpCommand: string;
+  mcpLog: string;
+  events: CodexConnectionEvent[];
+  connect(extra?: Partial<CodexConnectionOptions>): Promise<CodexAppServerConnection>;
+  cleanup(): Promise<void>;
+}
+
+export async function codexFixture(steps: ScriptStep[] = []): Promise<CodexFixture> {
+  const root = mkdtempSync(join(tmpdir(), 'ccweb-codex-'));
+  const codexHome = join(root, 'codex-home');
+  const workspace = join(root, 'workspace');
+  mkdirSync(workspace, { recursive: true });
+  const model = await startScriptedModel(steps);
+  writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
+  const mcpCommand = writeGiteaMcpStubCommand(join(root, 'bin'));
+  const mcpLog = join(root, 'mcp-calls.jsonl');
+  const conns: CodexAppServerConnection[] = [];
+  const events: CodexConnectionEvent[] = [];
+  return {
+    root,
+    codexHome,
+    workspace,
+    model,
+    mcpCommand,
+    mcpLog,
+    events,
+    async connect(extra = {}) {
+      const conn = new CodexAppServerConnection({
+        cwd: workspace,
+        requestTimeoutMs: 30_000,
+        ...extra,
+        extraEnv: { CODEX_HOME: codexHome, ...(extra.extraEnv ?? {}) },
+      });
+      conn.onEvent((e) => events.push(e));
+      conns.push(conn);
+      await conn.start();
+      return conn;
+    },
+    async cleanup() {
+      for (const c of conns) await c.close({ graceMs: 2_000, termMs: 2_000 }).catch(() => undefined);
+      await model.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export function readJsonLines(file: string): any[] {
+  try {
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  } catch {
+    return [];
+  }
+}
+
+/** Files under `dir` (recursively) whose bytes contain `needle`. */
+export function filesContaining(dir: string, needle: string): string[] {
+  const hits: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      const st = statSync(p, { throwIfNoEntry: false });
+      if (!st) continue;
+      if (st.isDirectory()) walk(p);
+      else if (st.isFile() && readFileSync(p).includes(needle)) hits.push(p);
+    }
+  };
+  walk(dir);
+  return hits;
+}
+
+export async function timed<T>(label: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  try {
+    return await fn();
+  } finally {
+    console.log(`[codex timing] ${label}: ${(performance.now() - t0).toFixed(0)} ms`);
+  }
+}

@@ -1,0 +1,27 @@
+// Child process for the crash test: writes transactions as fast as it can and prints the key of
+// each one whose promise resolved ("ack <key>"). The parent SIGKILLs it at arbitrary points.
+import { createStore } from '../../src/store/index.js';
+
+const [dir, cycle, segmentBytes] = process.argv.slice(2);
+if (!dir || !cycle) throw new Error('usage: store-crash-child <dir> <cycle> [segmentBytes]');
+
+const store = createStore({ dir, segmentBytes: Number(segmentBytes ?? 65536), indexes: { tasks: ['cycle'] } });
+await store.open();
+process.stdout.write(`ready ${store.count('tasks')}\n`);
+
+let next = 0;
+async function writer(): Promise<void> {
+  for (;;) {
+    const n = next++;
+    const key = `c${cycle}-${n}`;
+    await store.transact((tx) => {
+      tx.insert('tasks', key, { cycle, n, pad: 'p'.repeat(200) });
+      const counter = tx.get<{ version: number }>('control', 'counter');
+      if (counter) tx.put('control', 'counter', { last: key, version: 0 }, { expectVersion: counter.version });
+      else tx.insert('control', 'counter', { last: key, version: 1 });
+      tx.appendAudit({ action: 'crash.write', actor: 'system', taskId: key });
+    });
+    process.stdout.write(`ack ${key}\n`);
+  }
+}
+await Promise.all(Array.from({ length: 16 }, writer));

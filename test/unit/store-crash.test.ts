@@ -1,0 +1,63 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { storeDirs } from '../support/store-helpers.js';
+
+const env = storeDirs();
+afterEach(() => env.cleanup());
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const child = fileURLToPath(new URL('../support/store-crash-child.ts', import.meta.url));
+
+/** Runs the child until it acknowledged `acks` transactions, then SIGKILLs it. Returns the acked keys. */
+function runAndKill(dir: string, cycle: number, acks: number): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', child, dir, String(cycle), '32768'], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const acked: string[] = [];
+    let buffer = '';
+    let stderr = '';
+    let killed = false;
+    proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffer += chunk;
+      const lines = buffer.split('\n');
+      buffer = lines.pop()!;
+      for (const line of lines) if (line.startsWith('ack ')) acked.push(line.slice(4));
+      if (!killed && acked.length >= acks) {
+        killed = true;
+        proc.kill('SIGKILL');
+      }
+    });
+    proc.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    proc.on('error', reject);
+    proc.on('exit', (_code, signal) => {
+      if (signal === 'SIGKILL') resolve(acked);
+      else reject(new Error(`child exited on its own (${String(_code)}): ${stderr}`));
+    });
+  });
+}
+
+describe('store crash safety', () => {
+  it('every acknowledged transaction survives SIGKILL at arbitrary points', async () => {
+    const dir = await env.dir();
+    const acknowledged: string[] = [];
+    for (const [cycle, acks] of [1, 40, 700, 3000, 150].entries()) {
+      acknowledged.push(...(await runAndKill(dir, cycle, acks)));
+
+      const store = await env.open({ dir, indexes: { tasks: ['cycle'] } });
+      for (const key of acknowledged) expect(store.get('tasks', key), key).toBeDefined();
+      const audit = store.audit();
+      const seqs = audit.map((e) => e.seq);
+      expect(new Set(seqs).size).toBe(seqs.length);
+      expect(new Set(audit.map((e) => e.taskId)).size).toBe(audit.length);
+      // Each transaction wrote its record and its audit event together, or neither.
+      expect(audit.length).toBe(store.count('tasks'));
+      for (const key of acknowledged.slice(-20)) expect(store.audit({ taskId: key })).toHaveLength(1);
+      expect(store.byIndex('tasks', 'cycle', String(cycle)).length).toBeGreaterThanOrEqual(acks);
+      if (cycle === 4) expect(store.stats().lastCheckpointSeq).toBeGreaterThan(0); // compaction ran in the child
+      await store.close();
+    }
+  });
+});
