@@ -55,6 +55,19 @@ export type SendResult =
   | { ok: true; fromState: string; toState: string; stateVersion: number }
   | { ok: false; reason: 'illegal_transition' | 'unknown_actor' | 'actor_stopped'; state: string | null; stateVersion: number | null };
 
+/** What `onTransition` listeners get, once the transition is durable. */
+export interface TransitionNotice {
+  actorId: string;
+  kind: string;
+  taskId: string | null;
+  fromState: string | null;
+  toState: string;
+  stateVersion: number;
+  context: unknown;
+  event: EventObject | null;
+  by: string;
+}
+
 export interface SendOptions {
   /** Who caused the event, e.g. `system`, `admin:alice`, `gitea:user:bob`. */
   by?: string;
@@ -102,6 +115,7 @@ export class ActorRuntime {
   private readonly now: () => Date;
   private readonly inspect: RuntimeOptions['inspect'];
   private readonly onAlert: RuntimeOptions['onAlert'];
+  private readonly listeners = new Set<(change: TransitionNotice) => void>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -120,6 +134,15 @@ export class ActorRuntime {
       await this.store.sync();
       return effect(...args);
     };
+  }
+
+  /**
+   * Listens to every durable transition of every actor (scheduler wake-ups, live admin views).
+   * Listeners run after the commit and must not throw; returns an unsubscribe function.
+   */
+  onTransition(listener: (change: TransitionNotice) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   has(actorId: string): boolean {
@@ -171,6 +194,7 @@ export class ActorRuntime {
       stateVersion,
       start: () => {
         if (snapshot.status === 'active') this.host(kind, actorId, taskId, persisted, state, stateVersion);
+        this.emit({ actorId, kind: kind.kind, taskId, fromState: null, toState: state, stateVersion, context: snapshot.context, event: null, by });
       },
     };
   }
@@ -344,9 +368,23 @@ export class ActorRuntime {
     host.state = toState;
     host.stateVersion = stateVersion;
     const commit = this.store.transact((tx) => this.writeChange(tx, host.kind, change, host.taskId, false, null, persisted));
-    host.lastCommit = commit.catch((err: unknown) => {
-      host.failed = err instanceof Error ? err : new Error(String(err));
-    });
+    host.lastCommit = commit.then(
+      () =>
+        this.emit({
+          actorId: host.actorId,
+          kind: host.kind.kind,
+          taskId: host.taskId,
+          fromState,
+          toState,
+          stateVersion,
+          context: snapshot.context,
+          event: change.event,
+          by: change.by,
+        }),
+      (err: unknown) => {
+        host.failed = err instanceof Error ? err : new Error(String(err));
+      },
+    );
   }
 
   private writeChange(
@@ -386,6 +424,16 @@ export class ActorRuntime {
       stateVersion: change.stateVersion,
       metadata: change.event ? { event: summarizeEvent(change.event) } : {},
     });
+  }
+
+  private emit(notice: TransitionNotice): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(notice);
+      } catch {
+        // A listener's failure must not undo or block a durable transition.
+      }
+    }
   }
 
   private async alert(event: Parameters<Tx['appendAudit']>[0]): Promise<void> {

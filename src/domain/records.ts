@@ -1,0 +1,182 @@
+// The stored records of spec §4: field names are the cross-module contract. Times are ISO-8601 UTC
+// strings; enums are lower snake_case. Store keys are given with each collection.
+import type { TaskState } from '../../machines/task-lifecycle.js';
+import type { CollectionName } from '../store/types.js';
+
+/** `webhook_deliveries`, key = deliveryKey (`default:<X-Gitea-Delivery>`). §4.1 */
+export interface DeliveryRecord {
+  [k: string]: unknown;
+  deliveryKey: string;
+  deliveryId: string;
+  eventType: string;
+  receivedAt: string;
+  signatureValid: boolean;
+  normalized: boolean;
+  taskId: string | null;
+  status: 'accepted' | 'ignored' | 'duplicate' | 'rejected';
+  /** Why it was ignored/rejected/duplicate (stable snake_case code). */
+  reason: string | null;
+  payloadHash: string;
+  /** The HTTP answer given the first time, returned again for a repeat of the same delivery. */
+  response: { status: number; body: Record<string, unknown> };
+  expiresAt: string;
+}
+
+/** `comment_triggers`, key = `<repoKey>:comment:<id>:<action>:<updatedAt>`: Replay (new UUID, same body) dedup. */
+export interface CommentTriggerRecord {
+  [k: string]: unknown;
+  triggerKey: string;
+  deliveryKey: string;
+  taskId: string | null;
+  createdAt: string;
+}
+
+/** `repositories`, key = repoKey. §4.2 (`version` is the CAS field). */
+export interface RepositoryRecord {
+  [k: string]: unknown;
+  repoKey: string;
+  instanceId: string;
+  owner: string;
+  name: string;
+  cloneUrl: string;
+  workspacePath: string;
+  defaultBranch: string;
+  status: 'active' | 'disabled' | 'blocked';
+  registeredAt: string;
+  lastFetchAt: string | null;
+  version: number;
+}
+
+/** `sessions`, key = sessionKey (= resourceKey). §4.3 */
+export interface SessionRecord {
+  [k: string]: unknown;
+  sessionKey: string;
+  resourceKey: string;
+  repoKey: string;
+  kind: 'issue' | 'pull_request';
+  number: number;
+  threadId: string | null;
+  runtime: { app: 'codexapp'; mode: 'yolo' };
+  mcp: { server: 'gitea'; transport: 'stdio'; hostRef: string };
+  status: 'active' | 'waiting_user' | 'closed';
+  lastTaskId: string | null;
+  lastTurnId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+}
+
+/** `tasks`, key = taskId. §4.4 — the mirror fields are rewritten by the task actor's projection. */
+export interface TaskRecord {
+  [k: string]: unknown;
+  taskId: string;
+  deliveryKey: string;
+  deliveryId: string;
+  repoKey: string;
+  resourceKey: string;
+  sessionKey: string;
+  resource: { kind: 'issue' | 'pull_request'; number: number };
+  owner: string;
+  repo: string;
+  commentId: number;
+  commentUrl: string;
+  author: string;
+  /** The comment body, untouched. Untrusted data. */
+  instruction: string;
+  refs: { base: string; head: string; headSha: string } | null;
+  state: TaskState;
+  attempt: number;
+  replyAttempt: number;
+  threadId: string | null;
+  turnId: string | null;
+  leaseId: string | null;
+  nextRetryAt: string | null;
+  errorCode: string | null;
+  mcpFailureReason: string | null;
+  stoppedBy: string | null;
+  /** Arrival order: the store's monotonic sequence at intake, for FIFO per repository. */
+  queueSeq: number;
+  createdAt: string;
+  updatedAt: string;
+  stateVersion: number;
+}
+
+/** `turns`, key = turnKey (`<taskId>:<attemptKey>`). §4.5 */
+export interface TurnRecord {
+  [k: string]: unknown;
+  turnKey: string;
+  /** Codex's turn id, known once `turn/start` answered. */
+  turnId: string | null;
+  taskId: string;
+  threadId: string;
+  kind: 'normal' | 'reply_retry';
+  status: 'started' | 'completed' | 'interrupted' | 'failed' | 'cancelled';
+  eventSeq: number;
+  /** The correlation marker the reply must carry (§6.4). */
+  marker: string;
+  finalMessage: string | null;
+  commentCall: { tool: string; index: number | null; accepted: boolean; error: string | null } | null;
+  startedAt: string;
+  completedAt: string | null;
+}
+
+/** `comments`, key = commentKey (`<taskId>:status:<state>` for receipts, `<turnKey>:reply` for answers). §4.5 */
+export interface CommentRecord {
+  [k: string]: unknown;
+  commentKey: string;
+  taskId: string;
+  kind: 'status' | 'mcp_final' | 'rest_fallback';
+  resourceKey: string;
+  turnId: string | null;
+  commentId: number | null;
+  marker: string;
+  bodyHash: string;
+  status: 'pending' | 'sent' | 'confirmed' | 'failed';
+  errorCode: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** `control`, key = `global`. §4.5 */
+export interface ControlRecord {
+  [k: string]: unknown;
+  globalPaused: boolean;
+  pauseReason: string | null;
+  updatedBy: string | null;
+  updatedAt: string | null;
+  version: number;
+}
+
+/** `control_requests`, key = requestId: the first result of an operator request, returned on repeats. */
+export interface ControlRequestRecord {
+  [k: string]: unknown;
+  requestId: string;
+  operator: string;
+  action: string;
+  target: string | null;
+  reason: string;
+  response: { status: number; body: Record<string, unknown> };
+  createdAt: string;
+}
+
+/** `leases`, key = repoKey: the repo-lock actor's projection, for queries. §7 */
+export interface LeaseRecord {
+  [k: string]: unknown;
+  repoKey: string;
+  leaseId: string | null;
+  owner: string | null;
+  taskId: string | null;
+  expiresAt: string | null;
+  state: 'free' | 'held';
+}
+
+export const GLOBAL_CONTROL_KEY = 'global';
+
+/** Secondary indexes the service keeps (passed to `createStore`). */
+export const STORE_INDEXES: Partial<Record<CollectionName, string[]>> = {
+  tasks: ['repoKey', 'resourceKey', 'state', 'deliveryKey'],
+  webhook_deliveries: ['taskId'],
+  turns: ['taskId'],
+  comments: ['taskId'],
+  actors: ['taskId', 'kind'],
+};

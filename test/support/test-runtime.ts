@@ -1,0 +1,31 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { STORE_INDEXES } from '../../src/domain/records.js';
+import { ActorRuntime, type ActorKind } from '../../src/runtime/actor-runtime.js';
+import { createStore } from '../../src/store/index.js';
+import type { Store } from '../../src/store/types.js';
+
+/** A real store in a fresh temp directory and a runtime hosting the given actor kinds. */
+export async function createTestRuntime(kinds: ActorKind[], dir = mkdtempSync(join(tmpdir(), 'ccweb-test-'))): Promise<{
+  dir: string;
+  store: Store;
+  runtime: ActorRuntime;
+  /** Stops actors and closes the store; `remove` also deletes the directory. */
+  close: (remove?: boolean) => Promise<void>;
+}> {
+  const store = createStore({ dir, indexes: STORE_INDEXES });
+  await store.open();
+  const runtime = new ActorRuntime({ store, kinds });
+  return {
+    dir,
+    store,
+    runtime,
+    close: async (remove = true) => {
+      await runtime.settled();
+      runtime.stopAll();
+      await store.close();
+      if (remove) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
