@@ -1,0 +1,242 @@
+import type { ActorRuntime } from '../runtime/actor-runtime.js';
+import type { Store } from '../store/types.js';
+import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { HeldLease, TaskExecutor } from '../scheduler/types.js';
+import { taskActorId } from '../tasks/task-actor.js';
+import type { TaskEvent } from '../../machines/task-lifecycle.js';
+
+/** What the executor needs from the workspace manager (src/workspace). */
+export interface WorkspacePort {
+  prepare(task: TaskRecord, repo: RepositoryRecord, signal: AbortSignal): Promise<
+    | { ok: true; path: string; head: string; lastFetchAt: string }
+    | { ok: false; code: string; retryable: boolean; message: string }
+  >;
+}
+
+export type TurnOutcome =
+  | { kind: 'replied'; turnKey: string; turnId: string | null; finalMessage: string | null }
+  | { kind: 'no_comment'; turnKey: string; turnId: string | null; finalMessage: string | null }
+  | { kind: 'waiting_user'; turnKey: string; turnId: string | null; question?: string | null }
+  | { kind: 'failed'; turnKey: string; turnId: string | null; errorCode: string; retryable: boolean }
+  | { kind: 'interrupted'; turnKey: string; turnId: string | null };
+
+/** What the executor needs from the Codex session manager (src/sessions). */
+export interface SessionPort {
+  ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }>;
+  runTurn(
+    task: TaskRecord,
+    options: { kind: 'normal' | 'reply_retry'; cwd: string; signal: AbortSignal; replyRetryPrompt?: string },
+  ): Promise<TurnOutcome>;
+  interrupt(taskId: string): Promise<{ confirmed: boolean }>;
+}
+
+export type VerificationResult =
+  | { result: 'confirmed'; commentId?: number }
+  | { result: 'confirmed_via_fallback'; commentId?: number; mcpFailureReason?: string | null }
+  | { result: 'failed'; errorCode?: string };
+
+/** What the executor needs from reply verification (src/verification). */
+export interface VerificationPort {
+  verify(input: {
+    task: TaskRecord;
+    turn: TurnRecord;
+    runReplyRetryTurn: () => Promise<{ ok: boolean }>;
+  }): Promise<VerificationResult>;
+  replyRetryPrompt(previousFinalMessage: string | null, marker: string): string;
+}
+
+export interface ExecutorOptions {
+  store: Store;
+  runtime: ActorRuntime;
+  workspace: WorkspacePort;
+  sessions: SessionPort;
+  verification: VerificationPort;
+  /** Delay before an execution retry (§8: at most one). */
+  retryDelayMs?: number;
+  now?: () => number;
+  log?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+/** Errors whose `errorCode` means the task cannot succeed by retrying (§8 MCP rows: fail, one receipt). */
+const FATAL_PREPARE_CODES = new Set(['mcp_command_missing', 'mcp_start_failed', 'mcp_initialize_failed']);
+
+/** States in which the executor holds the repository lease and has work to do. */
+const ACTIVE = new Set(['preparing', 'running', 'verifying_reply', 'aborting']);
+
+/**
+ * Runs one claimed task from whatever state it is in until it no longer needs the repository lease:
+ * workspace → Codex thread → turn → reply verification (with its one reply-retry turn) → outcome.
+ * Every step is a task event; the machine decides what is legal, the runtime makes it durable.
+ */
+export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { abort(taskId: string): void } {
+  const { store, runtime, workspace, sessions, verification } = options;
+  const now = options.now ?? Date.now;
+  const retryDelayMs = options.retryDelayMs ?? 30_000;
+  const log = options.log ?? (() => undefined);
+  const aborts = new Map<string, AbortController>();
+
+  const task = (taskId: string): TaskRecord => {
+    const t = store.get<TaskRecord>('tasks', taskId);
+    if (!t) throw new Error(`task ${taskId} not found`);
+    return t;
+  };
+
+  async function send(taskId: string, event: TaskEvent): Promise<boolean> {
+    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor' });
+    if (!result.ok) log('task event rejected', { taskId, event: event.type, state: result.state });
+    return result.ok;
+  }
+
+  async function prepare(t: TaskRecord, signal: AbortSignal): Promise<void> {
+    const repo = store.get<RepositoryRecord>('repositories', t.repoKey);
+    if (!repo) {
+      await send(t.taskId, { type: 'FAIL', errorCode: 'repository_unknown' });
+      return;
+    }
+    const ws = await workspace.prepare(t, repo, signal);
+    if (!ws.ok) {
+      if (ws.code === 'workspace_dirty') await send(t.taskId, { type: 'WORKSPACE_BLOCKED', errorCode: ws.code });
+      else
+        await send(t.taskId, {
+          type: 'PREPARE_FAILED',
+          errorCode: ws.code,
+          retryable: ws.retryable,
+          retryAt: now() + retryDelayMs,
+          resumeAt: 'preparing',
+        });
+      return;
+    }
+    await store.transact((tx) => {
+      const current = tx.get<RepositoryRecord>('repositories', repo.repoKey);
+      if (current) tx.put('repositories', repo.repoKey, { ...current, lastFetchAt: ws.lastFetchAt }, { expectVersion: current.version });
+    });
+    try {
+      await sessions.ensureThread(task(t.taskId), ws.path);
+    } catch (err) {
+      const code = (err as { errorCode?: string }).errorCode ?? 'app_server_unavailable';
+      if (FATAL_PREPARE_CODES.has(code)) await send(t.taskId, { type: 'FAIL', errorCode: code });
+      else
+        await send(t.taskId, { type: 'PREPARE_FAILED', errorCode: code, retryable: true, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+      return;
+    }
+    await send(t.taskId, { type: 'WORKSPACE_READY' });
+  }
+
+  function workspacePathOf(t: TaskRecord): string {
+    const repo = store.get<RepositoryRecord>('repositories', t.repoKey);
+    if (!repo) throw new Error(`repository ${t.repoKey} not found`);
+    return repo.workspacePath;
+  }
+
+  async function finishAbort(taskId: string, alreadyInterrupted: boolean): Promise<void> {
+    const confirmed = alreadyInterrupted || (await sessions.interrupt(taskId).catch(() => ({ confirmed: false }))).confirmed;
+    await send(taskId, { type: confirmed ? 'ABORT_CONFIRMED' : 'ABORT_TIMEOUT' });
+  }
+
+  async function runNormalTurn(t: TaskRecord, signal: AbortSignal): Promise<void> {
+    const cwd = workspacePathOf(t);
+    // After an app-server restart or a retry, the thread must be resumed with its MCP config again.
+    await sessions.ensureThread(t, cwd);
+    const outcome = await sessions.runTurn(task(t.taskId), { kind: 'normal', cwd, signal });
+    if (task(t.taskId).state === 'aborting') return finishAbort(t.taskId, outcome.kind === 'interrupted');
+    switch (outcome.kind) {
+      case 'replied':
+      case 'no_comment':
+        // A turn without a comment call is a missing reply: verification decides (retry, then REST).
+        await send(t.taskId, { type: 'TURN_REPLIED' });
+        return;
+      case 'waiting_user':
+        await send(t.taskId, { type: 'TURN_WAITING_USER' });
+        return;
+      case 'failed':
+        await send(t.taskId, {
+          type: 'TURN_FAILED',
+          errorCode: outcome.errorCode,
+          retryable: outcome.retryable,
+          retryAt: now() + retryDelayMs,
+          resumeAt: 'preparing',
+        });
+        return;
+      case 'interrupted':
+        await send(t.taskId, { type: 'TURN_FAILED', errorCode: 'turn_interrupted', retryable: true, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+        return;
+    }
+  }
+
+  async function verify(t: TaskRecord, lease: HeldLease, signal: AbortSignal): Promise<void> {
+    const turn = latestTurn(t.taskId);
+    if (!turn) {
+      await send(t.taskId, { type: 'REPLY_FAILED', errorCode: 'turn_record_missing' });
+      return;
+    }
+    const result = await verification.verify({
+      task: t,
+      turn,
+      runReplyRetryTurn: async () => {
+        // §5.4.3: one reply_retry turn, through retry_wait → running on the same lease.
+        if (!(await send(t.taskId, { type: 'REPLY_MISSING', retryAt: now() }))) return { ok: false };
+        if (!(await send(t.taskId, { type: 'RETRY_DUE', leaseId: lease.leaseId }))) return { ok: false };
+        const cwd = workspacePathOf(t);
+        let ok = false;
+        try {
+          await sessions.ensureThread(task(t.taskId), cwd);
+          const outcome = await sessions.runTurn(task(t.taskId), {
+            kind: 'reply_retry',
+            cwd,
+            signal,
+            replyRetryPrompt: verification.replyRetryPrompt(turn.finalMessage, turn.marker),
+          });
+          ok = outcome.kind === 'replied';
+        } catch (err) {
+          log('reply retry turn failed', { taskId: t.taskId, error: (err as Error).message });
+        }
+        // Whatever the retry turn did, the next step is to look on Gitea again (then REST fallback).
+        await send(t.taskId, { type: 'TURN_REPLIED' });
+        return { ok };
+      },
+    });
+    if (result.result === 'confirmed') await send(t.taskId, { type: 'REPLY_CONFIRMED' });
+    else if (result.result === 'confirmed_via_fallback')
+      await send(t.taskId, { type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: result.mcpFailureReason ?? 'mcp_reply_missing' });
+    else await send(t.taskId, { type: 'REPLY_FAILED', errorCode: result.errorCode ?? 'reply_unconfirmed' });
+  }
+
+  function latestTurn(taskId: string): TurnRecord | undefined {
+    const turns = store.byIndex<TurnRecord>('turns', 'taskId', taskId);
+    return turns.at(-1);
+  }
+
+  return {
+    abort(taskId: string) {
+      aborts.get(taskId)?.abort();
+      void sessions.interrupt(taskId).catch(() => undefined);
+    },
+    async run(taskId: string, lease: HeldLease, signal: AbortSignal): Promise<void> {
+      const controller = new AbortController();
+      aborts.set(taskId, controller);
+      const onAbort = () => controller.abort();
+      signal.addEventListener('abort', onAbort);
+      try {
+        for (let step = 0; step < 20; step++) {
+          const t = task(taskId);
+          if (!ACTIVE.has(t.state) || controller.signal.aborted) return;
+          log('executor step', { taskId, state: t.state });
+          if (t.state === 'preparing') await prepare(t, controller.signal);
+          else if (t.state === 'running') await runNormalTurn(t, controller.signal);
+          else if (t.state === 'verifying_reply') await verify(t, lease, controller.signal);
+          else if (t.state === 'aborting') await finishAbort(taskId, false);
+        }
+        throw new Error(`task ${taskId} did not settle`);
+      } catch (err) {
+        log('executor error', { taskId, error: (err as Error).message });
+        const state = store.get<TaskRecord>('tasks', taskId)?.state;
+        if (state === 'preparing' || state === 'running')
+          await send(taskId, { type: state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', errorCode: 'executor_error', retryable: true, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+        else if (state === 'verifying_reply') await send(taskId, { type: 'REPLY_FAILED', errorCode: 'executor_error' });
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        aborts.delete(taskId);
+      }
+    },
+  };
+}
