@@ -134,6 +134,15 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   }
 
   async function runNormalTurn(t: TaskRecord, signal: AbortSignal): Promise<void> {
+    // Interrupted during verification (e.g. a restart mid reply-retry turn): the agent already
+    // answered once; go back to verification instead of running the whole instruction again.
+    const liveVerifier = store
+      .byIndex<{ kind: string; status: string }>('actors', 'taskId', t.taskId)
+      .some((a) => a.kind === 'verifier' && a.status === 'active');
+    if (liveVerifier) {
+      await send(t.taskId, { type: 'TURN_REPLIED' });
+      return;
+    }
     const cwd = workspacePathOf(t);
     // After an app-server restart or a retry, the thread must be resumed with its MCP config again.
     await sessions.ensureThread(t, cwd);

@@ -94,6 +94,7 @@ interface Host {
   pendingEvent: EventObject | null;
   lastCommit: Promise<unknown>;
   failed: Error | null;
+  unsubscribe: () => void;
 }
 
 const MAX_EVENT_AUDIT_BYTES = 2_000;
@@ -293,7 +294,10 @@ export class ActorRuntime {
 
   /** Stops every live actor without persisting anything more (used at shutdown and in tests). */
   stopAll(): void {
-    for (const host of this.hosts.values()) host.actor.stop();
+    for (const host of this.hosts.values()) {
+      host.unsubscribe();
+      host.actor.stop();
+    }
     this.hosts.clear();
   }
 
@@ -321,9 +325,10 @@ export class ActorRuntime {
       pendingEvent: null,
       lastCommit: Promise.resolve(),
       failed: null,
+      unsubscribe: () => undefined,
     };
     this.hosts.set(actorId, host);
-    actor.subscribe({
+    const subscription = actor.subscribe({
       next: (snapshot) => this.persist(host, snapshot as AnyMachineSnapshot),
       error: (err) => {
         host.failed = err instanceof Error ? err : new Error(String(err));
@@ -338,12 +343,14 @@ export class ActorRuntime {
         });
       },
       complete: () => {
-        // Final states are persisted by `next` before completion; a done actor needs no host.
+        // A final state arrives here, not through `next`. A stopped actor (shutdown) is not
+        // persisted: its stored snapshot stays `active` so the next start restores it.
         const snap = actor.getSnapshot() as AnyMachineSnapshot;
-        this.persist(host, snap);
+        if (snap.status === 'done') this.persist(host, snap);
         this.hosts.delete(actorId);
       },
     });
+    host.unsubscribe = () => subscription.unsubscribe();
     actor.start();
   }
 

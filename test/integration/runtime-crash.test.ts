@@ -99,3 +99,23 @@ describe('runtime survives SIGKILL mid-lifecycle', () => {
     expect(done).toBeGreaterThan(0);
   }, 120_000);
 });
+
+describe('runtime graceful restart', () => {
+  it('a planned shutdown (stopAll + close) leaves every live actor restorable', async () => {
+    const { createTestRuntime } = await import('../support/test-runtime.js');
+    const { taskKind, taskActorId } = await import('../../src/tasks/task-actor.js');
+    const first = await createTestRuntime([taskKind()]);
+    const created = await first.store.transact((tx) => {
+      tx.insert('tasks', 't1', { taskId: 't1', state: 'received', stateVersion: 0 });
+      return first.runtime.createInTx(tx, 'task', taskActorId('t1'), { taskId: 't1' }, { events: [{ type: 'ACCEPT' }], taskId: 't1' });
+    });
+    created.start();
+    await first.runtime.send(taskActorId('t1'), { type: 'CLAIM', leaseId: 'l1' });
+    await first.close(false);
+    const second = await createTestRuntime([taskKind()], first.dir);
+    expect(await second.runtime.restoreAll()).toEqual({ restored: 1, skipped: 0 });
+    const r = await second.runtime.send(taskActorId('t1'), { type: 'WORKSPACE_READY' });
+    expect(r).toMatchObject({ ok: true, fromState: 'preparing', toState: 'running', stateVersion: 4 });
+    await second.close();
+  });
+});

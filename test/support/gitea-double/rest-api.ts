@@ -135,8 +135,11 @@ export interface GiteaRestFaults {
   delay(pathPattern: PathPattern, ms: number, opts?: { method?: string }): void;
   /** The next `count` matching requests get their connection destroyed without an answer. */
   dropConnection(pathPattern: PathPattern, count?: number, opts?: { method?: string }): void;
-  /** POST comment answers 201 with a well-formed comment that is never stored ("accepts but loses"). */
-  loseCreatedComments(on: boolean): void;
+  /**
+   * POST comment answers 201 with a well-formed comment that is never stored ("accepts but loses"):
+   * `true`/`false` switches it for every POST, a number loses only the next that many.
+   */
+  loseCreatedComments(on: boolean | number): void;
   reset(): void;
 }
 
@@ -198,6 +201,7 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
   let delayRules: DelayRule[] = [];
   let dropRules: DropRule[] = [];
   let loseComments = false;
+  let loseNextComments = 0;
 
   const repoKey = (o: string, r: string) => `${o.toLowerCase()}/${r.toLowerCase()}`;
   const issueKey = (rk: string, n: number) => `${rk}#${n}`;
@@ -602,7 +606,9 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
           if (issue.locked) return { status: 403, body: apiError('CreateIssueComment: issue is locked') };
           const t = now();
           const rec: CommentRec = { id: nextCommentId++, repoKey: rk, issueNumber: index, user: viewer.login, body: b.body, created: t, updated: t };
-          if (!loseComments) {
+          const lose = loseComments || loseNextComments > 0;
+          if (loseNextComments > 0) loseNextComments -= 1;
+          if (!lose) {
             comments.set(rec.id, rec);
             issue.updated = t;
           }
@@ -699,13 +705,15 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       dropRules.push({ pattern, remaining: count, method: opts.method?.toUpperCase() });
     },
     loseCreatedComments(on) {
-      loseComments = on;
+      if (typeof on === 'number') loseNextComments = Math.max(0, on);
+      else loseComments = on;
     },
     reset() {
       failRules = [];
       delayRules = [];
       dropRules = [];
       loseComments = false;
+      loseNextComments = 0;
     },
   };
 

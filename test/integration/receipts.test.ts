@@ -1,0 +1,267 @@
+// The receipt outbox against the Gitea REST double over 127.0.0.1, with the real store, runtime and
+// task actors. Every scenario ends by counting the comments on each issue.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { EventObject } from 'xstate';
+import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
+import { formatReceiptMarker } from '../../src/domain/marker.js';
+import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
+import { TASK_KIND, taskActorId } from '../../src/tasks/task-actor.js';
+import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import {
+  BOT,
+  OWNER,
+  REPO,
+  createFetchGate,
+  openWorld,
+  removeDir,
+  startGitea,
+  taskRecord,
+  type GiteaFixture,
+  type World,
+} from '../support/verification-world.js';
+
+const ISSUES = [11, 12, 13, 14, 15, 16];
+let gitea: GiteaFixture;
+let world: World;
+const dirs: string[] = [];
+
+beforeEach(async () => {
+  gitea = await startGitea(ISSUES);
+  world = await openWorld(gitea);
+  dirs.push(world.dir);
+});
+afterEach(async () => {
+  await world.close();
+  await gitea.close();
+  for (const d of dirs.splice(0)) removeDir(d);
+});
+
+/** What intake does: task record + task actor (received → queued) + pending receipt, in one transaction. */
+async function queueTask(number: number, events: TaskEvent[] = []): Promise<TaskRecord> {
+  const task = taskRecord(number, { state: 'received' });
+  const created = await world.store.transact((tx) => {
+    tx.insert('tasks', task.taskId, task);
+    const c = world.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, {
+      events: [{ type: 'ACCEPT' }, ...events] as EventObject[],
+      taskId: task.taskId,
+    });
+    tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
+    return c;
+  });
+  created.start();
+  return task;
+}
+
+async function send(task: TaskRecord, event: TaskEvent, by?: string): Promise<void> {
+  const r = await world.runtime.send(taskActorId(task.taskId), event, { by: by ?? 'system' });
+  expect(r.ok).toBe(true);
+}
+
+function row(taskId: string, state: string): CommentRecord | undefined {
+  return world.store.get<CommentRecord>('comments', receiptCommentKey(taskId, state));
+}
+
+function bodies(issue: number): string[] {
+  return gitea.comments(issue).map((c) => c.body);
+}
+
+describe('receipt outbox', () => {
+  it('posts exactly one 已收到 receipt per task across 50 duplicate kicks', async () => {
+    gitea.double.faults.delay(/\/comments$/, 20, { method: 'POST' });
+    const tasks = [await queueTask(11), await queueTask(12), await queueTask(13)];
+    await world.outbox.start();
+    for (let i = 0; i < 50; i++) world.outbox.kick();
+    await Promise.all(Array.from({ length: 5 }, () => world.outbox.drain()));
+
+    for (const task of tasks) {
+      const onGitea = gitea.comments(task.resource.number);
+      expect(onGitea).toHaveLength(1);
+      expect(onGitea[0]!.user.login).toBe(BOT);
+      expect(onGitea[0]!.body).toContain('giteabot: 已收到');
+      expect(onGitea[0]!.body).toContain('@alice');
+      expect(onGitea[0]!.body).toContain(formatReceiptMarker(receiptCommentKey(task.taskId, 'received')));
+      // Nothing of the untrusted comment text is echoed.
+      expect(onGitea[0]!.body).not.toContain('IGNORE-ALL-RULES');
+      expect(onGitea[0]!.body).not.toContain('<script>');
+      expect(row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
+      const a = world.store.audit({ taskId: task.taskId }).map((e) => e.action);
+      expect(a.filter((x) => x === 'receipt.send_intent')).toHaveLength(1);
+      expect(a.indexOf('receipt.send_intent')).toBeLessThan(a.indexOf('receipt.send_result'));
+    }
+    expect(gitea.posts()).toBe(3);
+    // More kicks after the fact change nothing.
+    for (let i = 0; i < 50; i++) world.outbox.kick();
+    await world.outbox.drain();
+    expect(gitea.posts()).toBe(3);
+  });
+
+  it('a task that reaches queued while the outbox runs is picked up without an explicit kick', async () => {
+    await world.outbox.start();
+    const task = await queueTask(11);
+    await world.runtime.settled();
+    await world.outbox.drain();
+    expect(bodies(11)).toHaveLength(1);
+    expect(row(task.taskId, 'received')?.status).toBe('sent');
+  });
+
+  it('retries transient 500s with backoff, then posts once', async () => {
+    gitea.double.faults.failNext(/\/comments$/, 500, 2, { method: 'POST' });
+    const task = await queueTask(11);
+    await world.outbox.start();
+    await world.outbox.drain();
+
+    expect(row(task.taskId, 'received')?.status).toBe('sent');
+    expect(gitea.posts(11)).toBe(3);
+    expect(bodies(11)).toHaveLength(1);
+  });
+
+  it('a POST Gitea performed but answered 500 is found by its marker, not posted again', async () => {
+    gitea.double.faults.failNext(/\/comments$/, 500, 1, { method: 'POST', afterEffect: true });
+    const task = await queueTask(11);
+    await world.outbox.start();
+    await world.outbox.drain();
+
+    const onGitea = gitea.comments(11);
+    expect(onGitea).toHaveLength(1);
+    expect(row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
+    expect(world.store.audit({ taskId: task.taskId }).map((e) => e.action)).toContain('receipt.adopted');
+    expect(gitea.posts(11)).toBe(1);
+  });
+
+  it('a restart after the intent, with the POST landed but no result: found by marker, not re-posted', async () => {
+    const gate = createFetchGate();
+    await world.close();
+    world = await openWorld(gitea, { dir: world.dir, fetch: gate.fetch });
+    const task = await queueTask(11);
+    const landed = gate.hang('POST', /\/issues\/11\/comments$/, 'after');
+    await world.outbox.start();
+    await landed;
+    expect(bodies(11)).toHaveLength(1);
+    await world.crash();
+
+    world = await openWorld(gitea, { dir: world.dir });
+    expect(row(task.taskId, 'received')?.status).toBe('pending');
+    await world.outbox.start();
+    await world.outbox.drain();
+
+    const onGitea = gitea.comments(11);
+    expect(onGitea).toHaveLength(1);
+    expect(row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
+    expect(world.store.audit({ taskId: task.taskId }).map((e) => e.action)).toContain('receipt.adopted');
+    expect(gitea.posts(11)).toBe(1);
+  });
+
+  it('a restart after the intent, with the POST never sent: looks, finds nothing, posts once', async () => {
+    const gate = createFetchGate();
+    await world.close();
+    world = await openWorld(gitea, { dir: world.dir, fetch: gate.fetch });
+    const task = await queueTask(11);
+    const stuck = gate.hang('POST', /\/issues\/11\/comments$/, 'before');
+    await world.outbox.start();
+    await stuck;
+    await world.crash();
+
+    world = await openWorld(gitea, { dir: world.dir });
+    await world.outbox.start();
+    await world.outbox.drain();
+
+    expect(bodies(11)).toHaveLength(1);
+    expect(row(task.taskId, 'received')?.status).toBe('sent');
+    const gets = gitea.double.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/issues/11/comments'));
+    expect(gets).toHaveLength(1);
+    expect(gitea.posts(11)).toBe(1);
+  });
+
+  it('a locked issue (403) fails the receipt at once with an alert', async () => {
+    gitea.double.setLocked(OWNER, REPO, 11, true);
+    const task = await queueTask(11);
+    await world.outbox.start();
+    await world.outbox.drain();
+
+    expect(row(task.taskId, 'received')).toMatchObject({ status: 'failed', errorCode: 'gitea_forbidden' });
+    expect(world.store.audit({ taskId: task.taskId }).some((e) => e.action === 'receipt.failed' && e.level === 'alert')).toBe(true);
+    expect(gitea.posts(11)).toBe(1);
+    expect(bodies(11)).toHaveLength(0);
+  });
+
+  it('gives up after the bounded retries with an alert', async () => {
+    gitea.double.faults.failNext(/\/comments$/, 503, 100, { method: 'POST' });
+    const task = await queueTask(11);
+    await world.outbox.start();
+    await world.outbox.drain();
+
+    expect(row(task.taskId, 'received')).toMatchObject({ status: 'failed', errorCode: 'gitea_server_error' });
+    // 1 attempt + 3 retries (retryDelaysMs has 3 entries); the retries looked for an earlier copy first.
+    expect(gitea.posts(11)).toBe(4);
+    expect(bodies(11)).toHaveLength(0);
+  });
+
+  it('one failure receipt per failure state, in plain words; none for success', async () => {
+    await world.outbox.start();
+    const failed = await queueTask(11);
+    const failedReply = await queueTask(12);
+    const aborted = await queueTask(13);
+    const cancelled = await queueTask(14);
+    const succeeded = await queueTask(15);
+
+    await send(failed, { type: 'CLAIM', leaseId: 'l1' });
+    await send(failed, { type: 'PREPARE_FAILED', errorCode: 'mcp_command_missing', retryable: false });
+    await send(failedReply, { type: 'CLAIM', leaseId: 'l2' });
+    await send(failedReply, { type: 'WORKSPACE_READY' });
+    await send(failedReply, { type: 'TURN_REPLIED' });
+    await send(failedReply, { type: 'REPLY_FAILED', errorCode: 'rest_fallback_unconfirmed' });
+    await send(aborted, { type: 'CLAIM', leaseId: 'l3' });
+    await send(aborted, { type: 'WORKSPACE_READY' });
+    await send(aborted, { type: 'ABORT', by: 'admin:alice' }, 'admin:alice');
+    await send(aborted, { type: 'ABORT_CONFIRMED' });
+    await send(cancelled, { type: 'CANCEL', by: 'gitea:user:bob' }, 'gitea:user:bob');
+    await send(succeeded, { type: 'CLAIM', leaseId: 'l5' });
+    await send(succeeded, { type: 'WORKSPACE_READY' });
+    await send(succeeded, { type: 'TURN_REPLIED' });
+    await send(succeeded, { type: 'REPLY_CONFIRMED' });
+    await world.runtime.settled();
+    for (let i = 0; i < 20; i++) world.outbox.kick();
+    await world.outbox.drain();
+
+    const expectTwo = (issue: number, phrase: RegExp) => {
+      const b = bodies(issue);
+      expect(b).toHaveLength(2);
+      expect(b[0]).toContain('已收到');
+      expect(b[1]).toMatch(phrase);
+    };
+    expectTwo(11, /failed: the Gitea tool server could not be started \(command not found\) \(error code: `mcp_command_missing`\)/);
+    expectTwo(12, /answer is not on this issue: .*`rest_fallback_unconfirmed`/);
+    expectTwo(13, /stopped by operator alice/);
+    expectTwo(14, /cancelled by @bob/);
+    expect(bodies(15)).toHaveLength(1);
+    expect(bodies(15)[0]).toContain('已收到');
+
+    expect(row(failed.taskId, 'failed')).toMatchObject({ status: 'sent', kind: 'status' });
+    expect(bodies(11)[1]).toContain(formatReceiptMarker(receiptCommentKey(failed.taskId, 'failed')));
+    expect(world.store.list<CommentRecord>('comments', (r) => r.taskId === succeeded.taskId).map((r) => r.commentKey)).toEqual([
+      receiptCommentKey(succeeded.taskId, 'received'),
+    ]);
+    // A restart of the outbox does not add any.
+    world.outbox.stop();
+    await world.outbox.start();
+    await world.outbox.drain();
+    expect(gitea.posts()).toBe(9);
+  });
+
+  it('at start, tasks that ended without a failure receipt get one', async () => {
+    // These ended before any outbox listened (e.g. the process died right after the transition).
+    const failed = await queueTask(11, [{ type: 'CLAIM', leaseId: 'l1' }, { type: 'FAIL', errorCode: 'workspace_dirty' }]);
+    const cancelled = await queueTask(12, [{ type: 'CANCEL', by: 'admin:carol' }]);
+    await world.runtime.settled();
+
+    await world.outbox.start();
+    await world.outbox.drain();
+
+    expect(bodies(11)).toHaveLength(2);
+    expect(bodies(11)[1]).toMatch(/failed: the workspace has local changes/);
+    expect(bodies(12)).toHaveLength(2);
+    expect(bodies(12)[1]).toMatch(/cancelled by operator carol/);
+    expect(row(failed.taskId, 'failed')?.status).toBe('sent');
+    expect(row(cancelled.taskId, 'cancelled')?.status).toBe('sent');
+  });
+});
