@@ -36,6 +36,23 @@ export interface RunTurnOptions {
   onTurnId?: (turnId: string) => void;
   /** Every notification of this turn (for event persistence / eventSeq). */
   onNotification?: (n: CodexNotification) => void;
+  /**
+   * Each notification that changed what the turn knows (turn/started, item/completed,
+   * turn/completed), once: a repeat of one already processed (same item id) is skipped.
+   * `eventSeq` counts processed notifications from `initialEventSeq` (persist it).
+   */
+  onProcessed?: (n: CodexNotification, eventSeq: number) => void;
+  initialEventSeq?: number;
+}
+
+/** Identity of a processed notification; null for those that carry nothing to process (deltas). */
+function processKey(n: CodexNotification): string | null {
+  if (n.method === 'item/completed') {
+    const id = n.params?.item?.id;
+    return typeof id === 'string' ? `item/completed:${id}` : null;
+  }
+  if (n.method === 'turn/started' || n.method === 'turn/completed') return n.method;
+  return null;
 }
 
 /** A JSON-RPC rejection of `turn/start` that plausibly concerns collaborationMode. */
@@ -56,8 +73,17 @@ export async function runTurn(conn: CodexAppServerConnection, opts: RunTurnOptio
   done.catch(() => undefined); // if turn/start itself fails, `done` is never awaited
   let usedPlainFallback = false;
 
+  const processed = new Set<string>();
+  let eventSeq = opts.initialEventSeq ?? 0;
   const route = conn.onThreadTurn(opts.threadId, null, (n) => {
     opts.onNotification?.(n);
+    const key = processKey(n);
+    if (key !== null) {
+      if (processed.has(key)) return;
+      processed.add(key);
+      eventSeq += 1;
+      opts.onProcessed?.(n, eventSeq);
+    }
     if (n.method === 'item/completed' && n.params?.item) {
       const item = n.params.item as ThreadItem;
       items.push(item);

@@ -8,6 +8,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fromPromise, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
 import {
+  APP_SERVER_EVENT_CASES,
+  APP_SERVER_MACHINE_VERSION,
+  appServerMachine,
+  serializeAppServerForGraph,
   REPLY_VERIFIER_EVENT_CASES,
   REPLY_VERIFIER_MACHINE_VERSION,
   REPO_LOCK_EVENT_CASES,
@@ -110,6 +114,13 @@ const MACHINES: MachineUnderTest[] = [
       turnStartedAt: 1_700_000_000_000,
     }),
     invokes: verifierInvokes,
+  },
+  {
+    name: 'app-server',
+    kind: { kind: 'app_server', machine: appServerMachine, machineVersion: APP_SERVER_MACHINE_VERSION },
+    events: (s) => APP_SERVER_EVENT_CASES(s as never),
+    serialize: (s) => serializeAppServerForGraph(s as never),
+    input: (id) => ({ serviceId: id }),
   },
 ];
 

@@ -4,6 +4,7 @@
 //   STUB_REJECT_COLLAB_TURN=1    turn/start with collaborationMode → error -32602
 //   STUB_UNKNOWN_NOTIFICATION=1  emits an unknown notification after `initialized`
 //   STUB_SERVER_REQUEST=<method> after `initialized`, sends that server→client request (id "srv-1")
+//   STUB_DUPLICATE_NOTIFICATIONS=1  every turn's item/completed and turn/completed are sent twice
 // Every received message is appended to $STUB_APP_SERVER_LOG (JSON lines).
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -52,9 +53,12 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       // Notifications BEFORE the response, as the real server may do.
       send({ method: 'turn/started', params: { threadId, turn: { id: turnId, status: 'inProgress', items: [] } } });
       const item = { type: 'agentMessage', id: `msg-${turnSeq}`, text: `stub reply (collab=${params?.collaborationMode ? 'yes' : 'no'}, model=${params?.model ?? params?.collaborationMode?.settings?.model})` };
-      send({ method: 'item/completed', params: { threadId, turnId, item } });
+      const times = process.env.STUB_DUPLICATE_NOTIFICATIONS ? 2 : 1;
+      for (let i = 0; i < times; i++) send({ method: 'item/completed', params: { threadId, turnId, item } });
       send({ id, result: { turn: { id: turnId, status: 'inProgress', items: [] } } });
-      setTimeout(() => send({ method: 'turn/completed', params: { threadId, turn: { id: turnId, status: 'completed', items: [item], error: null } } }), 5);
+      setTimeout(() => {
+        for (let i = 0; i < times; i++) send({ method: 'turn/completed', params: { threadId, turn: { id: turnId, status: 'completed', items: [item], error: null } } });
+      }, 5);
       return;
     }
     default:

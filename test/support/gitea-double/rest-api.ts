@@ -31,6 +31,24 @@ export interface GiteaRestDoubleOptions {
   publicUrl?: string;
   /** Clock, for deterministic timestamps. */
   now?: () => Date;
+  /**
+   * Called for every comment actually created through the API (as Gitea fires its `issue_comment`
+   * webhook, also for the bot's own comments), with the objects a webhook payload carries.
+   */
+  onCommentCreated?: (event: CommentCreatedEvent) => void;
+}
+
+export interface CommentCreatedEvent {
+  owner: string;
+  repo: string;
+  index: number;
+  isPull: boolean;
+  issue: Record<string, unknown>;
+  comment: Record<string, unknown>;
+  /** As the commenter sees it: `permissions` are the commenter's (Gitea signs them into the payload). */
+  repository: Record<string, unknown>;
+  sender: Record<string, unknown>;
+  pullRequest: Record<string, unknown> | null;
 }
 
 export interface AddIssueInit {
@@ -611,6 +629,17 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
           if (!lose) {
             comments.set(rec.id, rec);
             issue.updated = t;
+            options.onCommentCreated?.({
+              owner: repo.owner,
+              repo: repo.name,
+              index,
+              isPull: issue.isPull,
+              issue: issueJson(issue),
+              comment: commentJson(rec),
+              repository: repoJson(repo, viewer.login),
+              sender: userJson(viewer),
+              pullRequest: issue.isPull ? pullJson(issue, viewer.login) : null,
+            });
           }
           return { status: 201, body: commentJson(rec) };
         }

@@ -1,0 +1,56 @@
+// The `session` actor kind: machines/session.ts hosted by the runtime, projected into the
+// `sessions` collection (spec §4.3) in the same transaction as each transition, with a CAS on
+// `version` (= the actor's stateVersion) so a stale writer never overwrites a newer session.
+import type { Tx } from '../store/types.js';
+import type { ActorKind, PersistedChange } from '../runtime/actor-runtime.js';
+import type { SessionRecord, TaskRecord } from '../domain/records.js';
+import { SESSION_MACHINE_VERSION, sessionMachine, sessionStatusOf, type SessionContext } from '../../machines/session.js';
+
+export const SESSION_KIND = 'session';
+
+export function sessionActorId(sessionKey: string): string {
+  return `session:${sessionKey}`;
+}
+
+export function sessionKind(machine: typeof sessionMachine = sessionMachine): ActorKind<typeof sessionMachine> {
+  return { kind: SESSION_KIND, machine, machineVersion: SESSION_MACHINE_VERSION, project: projectSession };
+}
+
+/** The record inserted (version 0) together with the actor; the projection keeps it current. */
+export function newSessionRecord(task: TaskRecord, hostRef: string, now: string): SessionRecord {
+  return {
+    sessionKey: task.sessionKey,
+    resourceKey: task.resourceKey,
+    repoKey: task.repoKey,
+    kind: task.resource.kind,
+    number: task.resource.number,
+    threadId: null,
+    runtime: { app: 'codexapp', mode: 'yolo' },
+    mcp: { server: 'gitea', transport: 'stdio', hostRef },
+    status: 'active',
+    lastTaskId: null,
+    lastTurnId: null,
+    createdAt: now,
+    updatedAt: now,
+    version: 0,
+  };
+}
+
+function projectSession(tx: Tx, change: PersistedChange): void {
+  const ctx = change.snapshot.context as SessionContext;
+  const rec = tx.get<SessionRecord>('sessions', ctx.sessionKey);
+  if (!rec) throw new Error(`session record ${ctx.sessionKey} missing for ${change.actorId}`);
+  tx.put<SessionRecord>(
+    'sessions',
+    ctx.sessionKey,
+    {
+      ...rec,
+      threadId: ctx.threadId,
+      status: sessionStatusOf(change.snapshot.value),
+      lastTaskId: ctx.taskId ?? ctx.lastTaskId,
+      lastTurnId: ctx.turnId ?? ctx.lastTurnId,
+      updatedAt: new Date().toISOString(),
+    },
+    { expectVersion: change.stateVersion - 1, versionField: 'version' },
+  );
+}

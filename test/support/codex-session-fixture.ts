@@ -1,0 +1,211 @@
+// A whole session stack for integration tests, offline: the Gitea REST double on 127.0.0.1, the
+// scripted model, CODEX_HOME pointing at it, the real `codex app-server` under the supervisor, the
+// gitea-mcp stand-in (backed by the REST double) behind executable wrapper scripts, a real store and
+// runtime hosting the task, session and app_server kinds, and a log collector.
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CodexConnectionOptions } from '../../src/codex/jsonrpc-connection.js';
+import type { TaskRecord } from '../../src/domain/records.js';
+import { appServerKind, createAppServerSupervisor, type AppServerSupervisor } from '../../src/sessions/app-server-supervisor.js';
+import { sessionKind } from '../../src/sessions/session-actor.js';
+import { createSessionManager, type SessionManager, type SessionManagerOptions } from '../../src/sessions/session-manager.js';
+import type { SessionLogger } from '../../src/sessions/session-logger.js';
+import { taskKind } from '../../src/tasks/task-actor.js';
+import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from './gitea-double/rest-api.js';
+import { GITEA_MCP_STANDIN_PATH } from './gitea-mcp-standin/index.js';
+import { nodeScript, repoRoot } from './codex-harness.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
+import { createTestRuntime } from './test-runtime.js';
+
+export const SESSION_TOKEN = 'tok_ccweb_session_3b9d7f21c4e8';
+export const OWNER = 'acme';
+export const REPO = 'widget';
+
+export interface LogLine {
+  level: 'info' | 'warn' | 'error';
+  obj: Record<string, unknown>;
+  msg?: string;
+}
+
+export interface SessionFixture {
+  root: string;
+  codexHome: string;
+  workspace: string;
+  model: ScriptedModel;
+  gitea: GiteaRestDouble;
+  giteaServer: StartedGiteaRestServer;
+  /** Wrapper commands: the stand-in backed by the REST double; one that exits at once; one that never answers initialize. */
+  mcp: { ok: string; exit: string; hang: string; callLog: string };
+  store: Awaited<ReturnType<typeof createTestRuntime>>['store'];
+  runtime: Awaited<ReturnType<typeof createTestRuntime>>['runtime'];
+  storeDir: string;
+  supervisor: AppServerSupervisor;
+  logs: LogLine[];
+  logger: SessionLogger;
+  lostTurns: Array<{ taskIds: string[]; reason: string }>;
+  manager(overrides?: Partial<SessionManagerOptions>): SessionManager;
+  /** Inserts a task record (state running) for issue `number` and returns it. */
+  task(id: string, number?: number, instruction?: string): Promise<TaskRecord>;
+  cleanup(): Promise<void>;
+}
+
+function writeWrapper(file: string, command: string, args: string[], env: Record<string, string>): string {
+  const assignments = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');
+  const exec = [command, ...args].map((a) => `'${a}'`).join(' ');
+  writeFileSync(file, `#!/bin/sh\n${assignments ? `export ${assignments}\n` : ''}exec ${exec} "$@"\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+/**
+ * MCP servers outlive a SIGKILLed app-server (Codex starts them in their own process groups) when
+ * they ignore stdin EOF: end the ones this fixture started, found by its unique Gitea URL.
+ */
+function killLeftovers(giteaUrl: string): void {
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+    } catch {
+      continue;
+    }
+    if (cmd.includes(`-host ${giteaUrl}`)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+}
+
+export async function sessionFixture(
+  steps: ScriptStep[] = [],
+  opts: { connection?: Partial<CodexConnectionOptions> | ((root: string) => Partial<CodexConnectionOptions>); issues?: number[] } = {},
+): Promise<SessionFixture> {
+  const root = mkdtempSync(join(tmpdir(), 'ccweb-session-'));
+  const codexHome = join(root, 'codex-home');
+  const workspace = join(root, 'workspace');
+  const bin = join(root, 'bin');
+  mkdirSync(workspace, { recursive: true });
+  mkdirSync(bin, { recursive: true });
+
+  const gitea = createGiteaRestDouble({ token: SESSION_TOKEN, botLogin: 'giteabot', users: ['alice'] });
+  const giteaServer = await startGiteaRestServer(gitea);
+  gitea.addRepo(OWNER, REPO);
+  for (const n of opts.issues ?? [42]) gitea.addIssue(OWNER, REPO, { number: n, title: `issue ${n}`, user: 'alice' });
+
+  const model = await startScriptedModel(steps);
+  writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
+
+  const callLog = join(root, 'mcp-calls.jsonl');
+  const stub = nodeScript(join(repoRoot, 'test', 'support', 'codex-gitea-mcp-stub.ts'));
+  const mcp = {
+    ok: writeWrapper(join(bin, 'gitea-mcp'), process.execPath, [GITEA_MCP_STANDIN_PATH], { STANDIN_CALL_LOG: callLog }),
+    exit: writeWrapper(join(bin, 'gitea-mcp-exit'), stub.command, stub.args, { STUB_MCP_MODE: 'exit' }),
+    hang: writeWrapper(join(bin, 'gitea-mcp-hang'), stub.command, stub.args, { STUB_MCP_MODE: 'hang' }),
+    callLog,
+  };
+
+  const rt = await createTestRuntime([taskKind(), sessionKind(), appServerKind()], join(root, 'store'));
+  const logs: LogLine[] = [];
+  const logger: SessionLogger = {
+    info: (obj, msg) => void logs.push({ level: 'info', obj, msg }),
+    warn: (obj, msg) => void logs.push({ level: 'warn', obj, msg }),
+    error: (obj, msg) => void logs.push({ level: 'error', obj, msg }),
+  };
+  const lostTurns: SessionFixture['lostTurns'] = [];
+  const connection = typeof opts.connection === 'function' ? opts.connection(root) : opts.connection;
+  const supervisor = createAppServerSupervisor({
+    runtime: rt.runtime,
+    connection: {
+      cwd: workspace,
+      requestTimeoutMs: 30_000,
+      // The service's own env holds the token; the supervisor must strip it from the app-server's.
+      env: { ...process.env, CCWEB_GITEA_TOKEN: SESSION_TOKEN },
+      ...connection,
+      extraEnv: { CODEX_HOME: codexHome, ...(connection?.extraEnv ?? {}) },
+    },
+    backoff: { baseMs: 50, maxMs: 500 },
+    logger,
+    onTurnsLost: (taskIds, reason) => void lostTurns.push({ taskIds, reason }),
+  });
+
+  return {
+    root,
+    codexHome,
+    workspace,
+    model,
+    gitea,
+    giteaServer,
+    mcp,
+    store: rt.store,
+    runtime: rt.runtime,
+    storeDir: rt.dir,
+    supervisor,
+    logs,
+    logger,
+    lostTurns,
+    manager: (overrides = {}) =>
+      createSessionManager({
+        store: rt.store,
+        runtime: rt.runtime,
+        supervisor,
+        giteaUrl: giteaServer.url,
+        giteaToken: SESSION_TOKEN,
+        mcpCommand: mcp.ok,
+        mcpStartupTimeoutSec: 20,
+        turnTimeoutMs: 60_000,
+        abortTimeoutMs: 5_000,
+        botLogin: 'giteabot',
+        logger,
+        ...overrides,
+      }),
+    async task(id, number = 42, instruction = 'please summarise this issue') {
+      const at = new Date().toISOString();
+      const resourceKey = `default:${OWNER}/${REPO}:issue:${number}`;
+      const rec: TaskRecord = {
+        taskId: id,
+        deliveryKey: `default:d-${id}`,
+        deliveryId: `d-${id}`,
+        repoKey: `default:${OWNER}/${REPO}`,
+        resourceKey,
+        sessionKey: resourceKey,
+        resource: { kind: 'issue', number },
+        owner: OWNER,
+        repo: REPO,
+        commentId: 9000,
+        commentUrl: `${giteaServer.url}/${OWNER}/${REPO}/issues/${number}#issuecomment-9000`,
+        author: 'alice',
+        instruction,
+        refs: null,
+        state: 'running',
+        attempt: 0,
+        replyAttempt: 0,
+        threadId: null,
+        turnId: null,
+        leaseId: 'lease-1',
+        nextRetryAt: null,
+        errorCode: null,
+        mcpFailureReason: null,
+        stoppedBy: null,
+        queueSeq: 1,
+        createdAt: at,
+        updatedAt: at,
+        stateVersion: 0,
+      };
+      await rt.store.transact((tx) => tx.insert('tasks', id, rec));
+      return rec;
+    },
+    async cleanup() {
+      await supervisor.stop().catch(() => undefined);
+      killLeftovers(giteaServer.url);
+      await rt.close(false).catch(() => undefined);
+      await model.close();
+      await giteaServer.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
