@@ -129,6 +129,8 @@ export interface CommentRecord {
   resourceKey: string;
   turnId: string | null;
   commentId: number | null;
+  /** The comment's page on Gitea (`html_url`), when known: the admin page links to it. */
+  htmlUrl?: string | null;
   marker: string;
   bodyHash: string;
   status: 'pending' | 'sent' | 'confirmed' | 'failed';

@@ -110,7 +110,7 @@ describe('runtime graceful restart', () => {
       return first.runtime.createInTx(tx, 'task', taskActorId('t1'), { taskId: 't1' }, { events: [{ type: 'ACCEPT' }], taskId: 't1' });
     });
     created.start();
-    await first.runtime.send(taskActorId('t1'), { type: 'CLAIM', leaseId: 'l1' });
+    await first.runtime.send(taskActorId('t1'), { type: 'CLAIM', leaseId: 'l1' } as { type: string });
     await first.close(false);
     const second = await createTestRuntime([taskKind()], first.dir);
     expect(await second.runtime.restoreAll()).toEqual({ restored: 1, skipped: 0 });

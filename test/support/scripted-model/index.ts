@@ -16,7 +16,14 @@ import type { AddressInfo } from 'node:net';
 
 export type ScriptStep =
   | { type: 'message'; text: string; deltas?: string[] }
-  | { type: 'tool_call'; name: string; namespace?: string; arguments: Record<string, unknown> | string; callId?: string }
+  | {
+      type: 'tool_call';
+      name: string;
+      namespace?: string;
+      /** A function computes them from the request (e.g. to echo the marker from the prompt). */
+      arguments: Record<string, unknown> | string | ((requestBody: any) => Record<string, unknown>);
+      callId?: string;
+    }
   | { type: 'shell'; command: string | string[]; callId?: string; workdir?: string; timeoutMs?: number }
   | { type: 'fail'; status?: number; body?: string }
   | { type: 'stall' };
@@ -36,6 +43,8 @@ export interface ScriptedModel {
   readonly requests: RecordedRequest[];
   /** Append steps to the script. */
   push(...steps: ScriptStep[]): void;
+  /** Decides the step for a request when the script is empty (a scripted agent for demos and soak runs). */
+  setResponder(responder: ((requestBody: any) => ScriptStep) | null): void;
   /** Steps not yet consumed. */
   pending(): number;
   /** Resolves when at least `n` /v1/responses requests have been received. */
@@ -94,6 +103,7 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
   const stalled = new Set<ServerResponse>();
   const waiters: Array<{ n: number; resolve: () => void }> = [];
   let lastShellTool: { name: string; parameters: unknown } | null = null;
+  let responder: ((requestBody: any) => ScriptStep) | null = null;
 
   const responsesCount = () => requests.filter((r) => r.path.endsWith('/responses')).length;
   const wake = () => {
@@ -124,7 +134,7 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
     }
     const shell = findShellTool(body);
     if (shell) lastShellTool = shell;
-    const step = queue.shift() ?? { type: 'message', text: '(script exhausted)' };
+    const step = queue.shift() ?? responder?.(body) ?? { type: 'message', text: '(script exhausted)' };
     requests.push({ at: Date.now(), method: 'POST', path, body, step });
     wake();
 
@@ -164,7 +174,10 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
           call_id: callId,
           name: step.name,
           ...(step.namespace ? { namespace: step.namespace } : {}),
-          arguments: typeof step.arguments === 'string' ? step.arguments : JSON.stringify(step.arguments),
+          arguments:
+            typeof step.arguments === 'string'
+              ? step.arguments
+              : JSON.stringify(typeof step.arguments === 'function' ? step.arguments(body) : step.arguments),
         };
       } else {
         const tool = shell ?? lastShellTool;
@@ -198,6 +211,9 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
     port,
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    setResponder(r) {
+      responder = r;
+    },
     push: (...steps) => void queue.push(...steps),
     pending: () => queue.length,
     waitForResponsesRequests: (n, timeoutMs = 30_000) =>

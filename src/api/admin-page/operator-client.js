@@ -1,0 +1,153 @@
+// Shared by the admin page and the visualizer: the admin token (sessionStorage: gone when the tab
+// closes), API calls, the live event stream, and small DOM helpers that only ever set text.
+
+const TOKEN_KEY = 'ccweb.adminToken';
+const OPERATOR_KEY = 'ccweb.operator';
+export const API = '/api/gitea-workflow';
+
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function operator() {
+  return sessionStorage.getItem(OPERATOR_KEY) || '';
+}
+
+export function signIn(newToken, newOperator) {
+  sessionStorage.setItem(TOKEN_KEY, newToken);
+  if (newOperator) sessionStorage.setItem(OPERATOR_KEY, newOperator);
+}
+
+export function signOut() {
+  sessionStorage.removeItem(TOKEN_KEY);
+}
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error) || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** fetch with the bearer token; JSON in and out. A 401 signs out and shows the login again. */
+export async function api(path, { method = 'GET', body, raw = false } = {}) {
+  const headers = { authorization: `Bearer ${token() || ''}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (raw && res.ok) return res;
+  const data = res.headers.get('content-type')?.includes('json') ? await res.json() : null;
+  if (res.status === 401) {
+    signOut();
+    window.dispatchEvent(new CustomEvent('ccweb:unauthorized'));
+  }
+  if (!res.ok) throw new ApiError(res.status, data);
+  return data;
+}
+
+/** A request id for a control action: a UUID, also where crypto.randomUUID is unavailable (plain http). */
+export function newRequestId() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * Live events. EventSource cannot send headers, so each (re)connection first fetches a one-time
+ * ticket with the token; the token itself never appears in a URL.
+ */
+export function liveEvents(handlers, onStatus = () => {}) {
+  let source = null;
+  let stopped = false;
+  let retry = 1000;
+  const connect = async () => {
+    if (stopped || !token()) return;
+    try {
+      const { ticket } = await api('/events/ticket', { method: 'POST' });
+      source = new EventSource(`${API}/events?ticket=${encodeURIComponent(ticket)}`);
+      source.onopen = () => {
+        retry = 1000;
+        onStatus('live');
+      };
+      for (const [type, fn] of Object.entries(handlers)) {
+        source.addEventListener(type, (ev) => fn(JSON.parse(ev.data)));
+      }
+      source.onerror = () => {
+        // The ticket is spent: never let EventSource retry with it; reconnect with a new one.
+        source.close();
+        onStatus('reconnecting');
+        setTimeout(connect, retry);
+        retry = Math.min(retry * 2, 15000);
+      };
+    } catch {
+      onStatus('offline');
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 15000);
+    }
+  };
+  connect();
+  return () => {
+    stopped = true;
+    source?.close();
+  };
+}
+
+/** Creates an element; children are nodes or strings (always text, never HTML). */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'onclick' || k === 'onchange' || k === 'onsubmit' || k === 'oninput') node.addEventListener(k.slice(2), v);
+    else if (k === 'className') node.className = v;
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+/** A link only for http(s) urls (the server filters too); anything else is plain text. */
+export function link(url, text) {
+  if (typeof url === 'string' && /^https?:\/\//i.test(url)) return el('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, text);
+  return el('span', {}, text);
+}
+
+export function time(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString(undefined, { hour12: false });
+}
+
+/** The login form, shared by both pages; resolves once a token is stored. */
+export function loginForm(container, title) {
+  return new Promise((resolve) => {
+    const tokenInput = el('input', { type: 'password', id: 'token', autocomplete: 'off', required: true, placeholder: 'admin token' });
+    const opInput = el('input', { type: 'text', id: 'operator', autocomplete: 'username', placeholder: 'your login (for the audit log)', value: operator() });
+    const form = el(
+      'form',
+      {
+        className: 'login',
+        onsubmit: (e) => {
+          e.preventDefault();
+          signIn(tokenInput.value.trim(), opInput.value.trim());
+          resolve();
+        },
+      },
+      el('h1', {}, title),
+      el('label', { for: 'token' }, 'Admin token'),
+      tokenInput,
+      el('label', { for: 'operator' }, 'Operator'),
+      opInput,
+      el('button', { type: 'submit', id: 'sign-in' }, 'Sign in'),
+      el('p', { className: 'hint' }, 'The token stays in this tab (sessionStorage) and is sent only as a bearer header.'),
+    );
+    container.replaceChildren(form);
+    tokenInput.focus();
+  });
+}

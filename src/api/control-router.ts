@@ -1,0 +1,278 @@
+import { Readable } from 'node:stream';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { EventObject } from 'xstate';
+import type { TaskState } from '../../machines/task-lifecycle.js';
+import {
+  GLOBAL_CONTROL_KEY,
+  type ControlRecord,
+  type ControlRequestRecord,
+  type RepositoryRecord,
+  type TaskRecord,
+} from '../domain/records.js';
+import type { ActorRuntime } from '../runtime/actor-runtime.js';
+import type { AuditEvent, AuditEventInput, Store, Tx } from '../store/types.js';
+import { taskActorId } from '../tasks/task-actor.js';
+import { requireAdminToken } from './admin-auth.js';
+import { AuditQuery, ControlBody, TaskListQuery } from './control-schemas.js';
+import { ApiError, handled, parseOr400, queryOf, readJsonBody, type ApiLogger } from './http-helpers.js';
+import { controlOf, listTasks, overview, taskDetail } from './task-queries.js';
+
+export const API_PREFIX = '/api/gitea-workflow';
+
+export interface ControlRouterDeps {
+  store: Store;
+  runtime: ActorRuntime;
+  adminToken: string;
+  /** After pause/resume/disable/enable is durable: wake the scheduler. */
+  onControlChanged?: () => void;
+  /** After a task entered `aborting`: the executor interrupts the running turn. */
+  onAbortRequested?: (taskId: string) => void;
+  now?: () => Date;
+  logger?: ApiLogger;
+}
+
+type Answer = { status: number; body: Record<string, unknown> };
+
+/** What a control action decided, recorded with the request in one transaction. */
+interface Outcome extends Answer {
+  audit: Omit<AuditEventInput, 'actor' | 'action'>;
+}
+
+/** Task actions: the event, and the states in which an operator may send it (spec §5.6, §6.2). */
+const TASK_ACTIONS = {
+  cancel: { event: 'CANCEL', from: ['queued', 'waiting_user', 'blocked_workspace'] },
+  unblock: { event: 'UNBLOCK', from: ['blocked_workspace'] },
+  abort: { event: 'ABORT', from: ['running'] },
+} as const satisfies Record<string, { event: string; from: readonly TaskState[] }>;
+type TaskAction = keyof typeof TASK_ACTIONS;
+
+/**
+ * The control and query API of spec §6.2. Every route needs the admin bearer token. Control
+ * requests are idempotent by `requestId`: the first answer is stored in `control_requests` (in the
+ * same transaction as the change and its audit event) and returned again for a repeat, which
+ * changes nothing and sends nothing.
+ */
+export function createControlRouter(deps: ControlRouterDeps): Router {
+  const { store, runtime } = deps;
+  const now = deps.now ?? (() => new Date());
+  const auth = requireAdminToken(deps.adminToken);
+  const router = new Router({ prefix: API_PREFIX });
+  // Two concurrent requests with one requestId: the second waits for the first's answer.
+  const inFlight = new Map<string, Promise<unknown>>();
+
+  const h = (fn: (ctx: Context) => Promise<void>) => handled(deps.logger, fn);
+
+  router.get('/overview', auth, h(async (ctx) => {
+    await store.sync();
+    ctx.body = overview(store, now());
+  }));
+
+  router.get('/tasks', auth, h(async (ctx) => {
+    const q = parseOr400(TaskListQuery, queryOf(ctx));
+    await store.sync();
+    ctx.body = listTasks(store, q);
+  }));
+
+  router.get('/tasks/:taskId', auth, h(async (ctx) => {
+    await store.sync();
+    const detail = taskDetail(store, String(ctx.params['taskId']));
+    if (!detail) throw new ApiError(404, { error: 'task_not_found' });
+    ctx.body = detail;
+  }));
+
+  router.get('/audit', auth, h(async (ctx) => {
+    const q = parseOr400(AuditQuery, queryOf(ctx));
+    await store.sync();
+    const events = auditEvents(store, q);
+    if (q.format === 'ndjson') {
+      const name = `audit-${(q.taskId ?? q.deliveryId ?? q.actorId ?? 'all').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 80)}.ndjson`;
+      ctx.set('content-disposition', `attachment; filename="${name}"`);
+      ctx.type = 'application/x-ndjson';
+      ctx.body = Readable.from(ndjsonLines(events));
+      return;
+    }
+    ctx.body = { events, nextAfterSeq: events.length ? events[events.length - 1]!.seq : null };
+  }));
+
+  const control = (path: string, action: string, target: (ctx: Context) => string | null, perform: (ctx: Context, req: ControlBody, target: string | null) => Promise<Answer>) => {
+    router.post(path, auth, h(async (ctx) => {
+      const req = parseOr400(ControlBody, await readJsonBody(ctx));
+      const t = target(ctx);
+      for (;;) {
+        const prior = store.get<ControlRequestRecord>('control_requests', req.requestId);
+        if (prior) return replay(ctx, prior, action, t);
+        const running = inFlight.get(req.requestId);
+        if (!running) break;
+        await running.catch(() => undefined);
+      }
+      const work = perform(ctx, req, t);
+      inFlight.set(req.requestId, work);
+      try {
+        const answer = await work;
+        ctx.status = answer.status;
+        ctx.body = answer.body;
+      } finally {
+        inFlight.delete(req.requestId);
+      }
+    }));
+  };
+
+  /** Records the request, its audit event and (via `decide`) the change, atomically. */
+  const commit = (req: ControlBody, action: string, target: string | null, decide: (tx: Tx) => Outcome): Promise<Answer & { replayed: boolean }> =>
+    store.transact((tx) => {
+      const prior = tx.get<ControlRequestRecord>('control_requests', req.requestId);
+      if (prior) return { ...prior.response, replayed: true };
+      const outcome = decide(tx);
+      const answer = { status: outcome.status, body: outcome.body };
+      tx.appendAudit({
+        ...outcome.audit,
+        action,
+        actor: `admin:${req.operator}`,
+        level: 'security',
+        metadata: { ...outcome.audit.metadata, requestId: req.requestId, reason: req.reason, status: outcome.status },
+      });
+      tx.insert<ControlRequestRecord>('control_requests', req.requestId, {
+        requestId: req.requestId,
+        operator: req.operator,
+        action,
+        target,
+        reason: req.reason,
+        response: answer,
+        createdAt: now().toISOString(),
+      });
+      return { ...answer, replayed: false };
+    });
+
+  const setPaused = (paused: boolean) => async (_ctx: Context, req: ControlBody): Promise<Answer> => {
+    const answer = await commit(req, paused ? 'control.pause' : 'control.resume', GLOBAL_CONTROL_KEY, (tx) => {
+      const current = tx.get<ControlRecord>('control', GLOBAL_CONTROL_KEY);
+      const changed = (current?.globalPaused ?? false) !== paused;
+      let record = current;
+      if (changed || !current) {
+        const next: ControlRecord = {
+          globalPaused: paused,
+          pauseReason: paused ? req.reason : null,
+          updatedBy: `admin:${req.operator}`,
+          updatedAt: now().toISOString(),
+          version: (current?.version ?? 0) + 1,
+        };
+        record = current
+          ? tx.put('control', GLOBAL_CONTROL_KEY, next, { expectVersion: current.version })
+          : tx.insert('control', GLOBAL_CONTROL_KEY, next);
+      }
+      const body = { ok: true, changed, control: { ...record! } };
+      return { status: 200, body, audit: { fromState: String(current?.globalPaused ?? false), toState: String(paused) } };
+    });
+    if (!answer.replayed) notify(deps.onControlChanged, deps.logger);
+    return answer;
+  };
+
+  control('/control/pause', 'control.pause', () => GLOBAL_CONTROL_KEY, setPaused(true));
+  control('/control/resume', 'control.resume', () => GLOBAL_CONTROL_KEY, setPaused(false));
+
+  const setRepo = (status: 'active' | 'disabled') => async (_ctx: Context, req: ControlBody, repoKey: string | null): Promise<Answer> => {
+    const action = status === 'disabled' ? 'control.repo_disable' : 'control.repo_enable';
+    const answer = await commit(req, action, repoKey, (tx) => {
+      const repo = tx.get<RepositoryRecord>('repositories', repoKey!);
+      if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
+      const changed = repo.status !== status;
+      const stored = changed
+        ? tx.put('repositories', repoKey!, { ...repo, status, version: repo.version + 1 }, { expectVersion: repo.version })
+        : repo;
+      return {
+        status: 200,
+        body: { ok: true, changed, repoKey, status: stored.status, version: stored.version },
+        audit: { fromState: repo.status, toState: status, metadata: { repoKey } },
+      };
+    });
+    if (!answer.replayed && answer.status === 200) notify(deps.onControlChanged, deps.logger);
+    return answer;
+  };
+  const repoKeyOf = (ctx: Context) => String(ctx.params['repoKey']);
+  control('/repos/:repoKey/disable', 'control.repo_disable', repoKeyOf, setRepo('disabled'));
+  control('/repos/:repoKey/enable', 'control.repo_enable', repoKeyOf, setRepo('active'));
+
+  const taskAction = (name: TaskAction) => async (_ctx: Context, req: ControlBody, taskId: string | null): Promise<Answer> => {
+    const spec = TASK_ACTIONS[name];
+    const action = `control.task_${name}`;
+    const id = taskId!;
+    const actorId = taskActorId(id);
+    const by = `admin:${req.operator}`;
+    const task = store.get<TaskRecord>('tasks', id);
+    if (!task) {
+      return commit(req, action, id, () => ({ status: 404, body: { error: 'task_not_found' }, audit: { errorCode: 'task_not_found', metadata: { taskId: id } } }));
+    }
+    // A transition made for this request before a crash (the event carries the requestId) counts
+    // as done: answer as if it had just happened, send nothing again.
+    const done = store
+      .audit({ actorId })
+      .find((e) => e.action === 'task.transition' && (e.metadata?.['event'] as { requestId?: unknown } | undefined)?.requestId === req.requestId);
+    let result: { ok: true; fromState: string; toState: string; stateVersion: number } | { ok: false; state: string | null };
+    if (done) {
+      result = { ok: true, fromState: done.fromState ?? '', toState: done.toState ?? '', stateVersion: done.stateVersion ?? 0 };
+    } else if (!(spec.from as readonly string[]).includes(task.state)) {
+      result = { ok: false, state: task.state };
+    } else {
+      const event = { type: spec.event, by, requestId: req.requestId } as EventObject;
+      const sent = await runtime.send(actorId, event, { by });
+      result = sent.ok ? sent : { ok: false, state: sent.state ?? store.get<TaskRecord>('tasks', id)?.state ?? null };
+    }
+    const answer = await commit(req, action, id, () =>
+      result.ok
+        ? {
+            status: 200,
+            body: { ok: true, taskId: id, fromState: result.fromState, toState: result.toState, stateVersion: result.stateVersion },
+            audit: { taskId: id, actorId, fromState: result.fromState, toState: result.toState, stateVersion: result.stateVersion },
+          }
+        : {
+            status: 409,
+            body: { error: 'illegal_state', state: result.state },
+            audit: { taskId: id, actorId, fromState: result.state, errorCode: 'illegal_state' },
+          },
+    );
+    if (!answer.replayed && name === 'abort' && answer.status === 200) notify(() => deps.onAbortRequested?.(id), deps.logger);
+    return answer;
+  };
+  const taskIdOf = (ctx: Context) => String(ctx.params['taskId']);
+  control('/tasks/:taskId/cancel', 'control.task_cancel', taskIdOf, taskAction('cancel'));
+  control('/tasks/:taskId/unblock', 'control.task_unblock', taskIdOf, taskAction('unblock'));
+  control('/tasks/:taskId/abort', 'control.task_abort', taskIdOf, taskAction('abort'));
+
+  return router;
+}
+
+function replay(ctx: Context, prior: ControlRequestRecord, action: string, target: string | null): void {
+  if (prior.action !== action || prior.target !== target) {
+    throw new ApiError(409, { error: 'request_id_conflict' });
+  }
+  ctx.set('idempotent-replay', 'true');
+  ctx.status = prior.response.status;
+  ctx.body = prior.response.body;
+}
+
+function notify(fn: (() => void) | undefined, logger: ApiLogger | undefined): void {
+  try {
+    fn?.();
+  } catch (err) {
+    logger?.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'operator callback failed');
+  }
+}
+
+function auditEvents(store: Store, q: ReturnType<typeof AuditQuery.parse>): AuditEvent[] {
+  const query = {
+    ...(q.taskId ? { taskId: q.taskId } : {}),
+    ...(q.deliveryId ? { deliveryId: q.deliveryId } : {}),
+    ...(q.actorId ? { actorId: q.actorId } : {}),
+    ...(q.from ? { from: new Date(q.from).toISOString() } : {}),
+    ...(q.to ? { to: new Date(q.to).toISOString() } : {}),
+    ...(q.afterSeq !== undefined ? { afterSeq: q.afterSeq } : {}),
+  };
+  const events = store.audit(query);
+  // The NDJSON export is the whole range; the JSON answer is a page (`afterSeq` continues it).
+  return q.format === 'ndjson' ? events : events.slice(0, q.limit);
+}
+
+function* ndjsonLines(events: AuditEvent[]): Generator<string> {
+  for (const e of events) yield `${JSON.stringify(e)}\n`;
+}

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { TASK_STATES } from '../../machines/task-lifecycle.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SAFE_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+// Control characters (except none) are refused so a reason cannot forge lines in logs or NDJSON.
+const NO_CONTROL_CHARS = /^[^\u0000-\u001f\u007f]*$/;
+
+/**
+ * Every control POST body. Strict: an unknown key is a 400, so no endpoint can be made to carry a
+ * model, MCP, or git parameter. `operator` names who acted (audited as `admin:<operator>`); the
+ * admin token, not this field, is what authenticates.
+ */
+export const ControlBody = z.strictObject({
+  requestId: z.string().refine((v) => UUID.test(v) || SAFE_ID.test(v), 'a UUID or 8–128 characters of [A-Za-z0-9._:-]'),
+  operator: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a login: letters, digits, ., _, - (max 64)'),
+  reason: z
+    .string()
+    .trim()
+    .min(1, 'a reason is required')
+    .max(500)
+    .regex(NO_CONTROL_CHARS, 'no control characters'),
+});
+export type ControlBody = z.infer<typeof ControlBody>;
+
+const Key = z.string().min(1).max(300);
+const IsoTime = z.iso.datetime({ offset: true });
+
+export const TaskListQuery = z.strictObject({
+  repoKey: Key.optional(),
+  resourceKey: Key.optional(),
+  state: z.enum(TASK_STATES).optional(),
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  pageSize: z.coerce.number().int().min(1).max(100).default(25),
+});
+
+export const AuditQuery = z.strictObject({
+  taskId: Key.optional(),
+  deliveryId: Key.optional(),
+  actorId: Key.optional(),
+  from: IsoTime.optional(),
+  to: IsoTime.optional(),
+  afterSeq: z.coerce.number().int().min(0).optional(),
+  limit: z.coerce.number().int().min(1).max(5000).default(1000),
+  format: z.enum(['json', 'ndjson']).default('json'),
+});
+
+export const ActorListQuery = z.strictObject({
+  kind: z.string().regex(/^[A-Za-z0-9_-]{1,40}$/).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});

@@ -1,0 +1,155 @@
+import { randomBytes } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
+import { bearerToken, requireAdminToken, tokenMatches, unauthorized } from './admin-auth.js';
+import { API_PREFIX } from './control-router.js';
+import { handled, type ApiLogger } from './http-helpers.js';
+
+/**
+ * Server-sent events for the admin page and the visualizer: every durable transition of every
+ * actor (`runtime.onTransition`), plus `control` events when an operator changes pause/repo state.
+ *
+ * Authentication: `Authorization: Bearer <admin token>`, or — because a browser's EventSource
+ * cannot set headers — a stream ticket: `POST /events/ticket` (bearer) returns a random ticket that
+ * is valid once, for 30 s, and only opens a stream. The admin token itself never goes into a URL,
+ * where it would end up in access logs, proxies and browser history.
+ */
+export interface LiveEventsDeps {
+  runtime: ActorRuntime;
+  adminToken: string;
+  now?: () => Date;
+  logger?: ApiLogger;
+  ticketTtlMs?: number;
+  heartbeatMs?: number;
+}
+
+export interface LiveTransition {
+  actorId: string;
+  kind: string;
+  taskId: string | null;
+  from: string | null;
+  to: string;
+  stateVersion: number;
+  by: string;
+  event: string | null;
+  time: string;
+}
+
+export interface LiveEvents {
+  router: Router;
+  /** Sends an event to every open stream (e.g. `control` after a pause). */
+  publish(type: string, data: Record<string, unknown>): void;
+  /** Number of open streams. */
+  clients(): number;
+  /** Ends every stream and stops listening (shutdown: open streams would keep the server alive). */
+  close(): void;
+}
+
+const MAX_TICKETS = 1000;
+
+interface Client {
+  write(frame: string): void;
+  end(): void;
+}
+
+export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
+  const now = deps.now ?? (() => new Date());
+  const ttl = deps.ticketTtlMs ?? 30_000;
+  const heartbeatMs = deps.heartbeatMs ?? 15_000;
+  const auth = requireAdminToken(deps.adminToken);
+  const tickets = new Map<string, number>();
+  const streams = new Set<Client>();
+  let nextId = 0;
+
+  const write = (type: string, data: unknown): void => {
+    nextId += 1;
+    const frame = `id: ${nextId}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+    for (const s of streams) s.write(frame);
+  };
+
+  const unsubscribe = deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now())));
+  const heartbeat = setInterval(() => {
+    for (const s of streams) s.write(': ping\n\n');
+  }, heartbeatMs);
+  heartbeat.unref();
+
+  const router = new Router({ prefix: API_PREFIX });
+
+  router.post('/events/ticket', auth, handled(deps.logger, async (ctx) => {
+    const at = Date.now();
+    for (const [t, exp] of tickets) if (exp <= at) tickets.delete(t);
+    if (tickets.size >= MAX_TICKETS) {
+      ctx.status = 429;
+      ctx.body = { error: 'too_many_tickets' };
+      return;
+    }
+    const ticket = randomBytes(32).toString('base64url');
+    tickets.set(ticket, at + ttl);
+    ctx.body = { ticket, expiresAt: new Date(at + ttl).toISOString() };
+  }));
+
+  router.get('/events', async (ctx: Context) => {
+    if (!admitted(ctx)) {
+      unauthorized(ctx);
+      return;
+    }
+    ctx.req.socket.setTimeout(0);
+    ctx.req.socket.setNoDelay(true);
+    ctx.req.socket.setKeepAlive(true);
+    // The stream outlives the request handler: write to the socket's response directly, so Koa
+    // neither buffers it nor reports a client's disconnect as an error.
+    ctx.respond = false;
+    const res = ctx.res;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+    });
+    const client: Client = { write: (frame) => void res.write(frame), end: () => res.end() };
+    streams.add(client);
+    const drop = () => {
+      streams.delete(client);
+    };
+    res.on('close', drop);
+    res.on('error', drop);
+    res.write('retry: 3000\n: connected\n\n');
+  });
+
+  const admitted = (ctx: Context): boolean => {
+    const token = bearerToken(ctx);
+    if (token !== null) return tokenMatches(token, deps.adminToken);
+    const ticket = typeof ctx.query['ticket'] === 'string' ? ctx.query['ticket'] : null;
+    if (!ticket) return false;
+    const exp = tickets.get(ticket);
+    tickets.delete(ticket);
+    return exp !== undefined && exp > Date.now();
+  };
+
+  return {
+    router,
+    publish: write,
+    clients: () => streams.size,
+    close: () => {
+      unsubscribe();
+      clearInterval(heartbeat);
+      for (const s of streams) s.end();
+      streams.clear();
+    },
+  };
+}
+
+function toLive(n: TransitionNotice, at: Date): LiveTransition {
+  return {
+    actorId: n.actorId,
+    kind: n.kind,
+    taskId: n.taskId,
+    from: n.fromState,
+    to: n.toState,
+    stateVersion: n.stateVersion,
+    by: n.by,
+    event: n.event?.type ?? null,
+    time: at.toISOString(),
+  };
+}

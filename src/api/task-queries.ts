@@ -1,0 +1,242 @@
+import { TERMINAL_TASK_STATES, TASK_STATES, type TaskState } from '../../machines/task-lifecycle.js';
+import {
+  GLOBAL_CONTROL_KEY,
+  type CommentRecord,
+  type ControlRecord,
+  type DeliveryRecord,
+  type LeaseRecord,
+  type RepositoryRecord,
+  type SessionRecord,
+  type TaskRecord,
+  type TurnRecord,
+} from '../domain/records.js';
+import type { ActorRecord } from '../runtime/actor-runtime.js';
+import type { AuditEvent, Store } from '../store/types.js';
+import { taskActorId } from '../tasks/task-actor.js';
+
+/** Reads for the operators' view. Pure functions of the store; nothing here writes. */
+
+/** States in which a task holds (or is about to use) its repository's lease. */
+const RUNNING_STATES: readonly TaskState[] = ['preparing', 'running', 'verifying_reply', 'aborting'];
+const ACTIVE_STATES = TASK_STATES.filter((s) => !TERMINAL_TASK_STATES.includes(s));
+
+export function controlOf(store: Store): ControlRecord {
+  return (
+    store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY) ?? {
+      globalPaused: false,
+      pauseReason: null,
+      updatedBy: null,
+      updatedAt: null,
+      version: 0,
+    }
+  );
+}
+
+export function overview(store: Store, now: Date): Record<string, unknown> {
+  const repos = new Map<string, { repoKey: string; status: string; running: number; queued: number; byState: Record<string, number> }>();
+  const repo = (repoKey: string, status = 'unregistered') => {
+    let r = repos.get(repoKey);
+    if (!r) {
+      r = { repoKey, status, running: 0, queued: 0, byState: {} };
+      repos.set(repoKey, r);
+    }
+    return r;
+  };
+  for (const rec of store.list<RepositoryRecord>('repositories')) repo(rec.repoKey, rec.status).status = rec.status;
+  const totals: Record<string, number> = {};
+  for (const state of ACTIVE_STATES) {
+    for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
+      const r = repo(task.repoKey);
+      r.byState[state] = (r.byState[state] ?? 0) + 1;
+      if (RUNNING_STATES.includes(state)) r.running += 1;
+      if (state === 'queued') r.queued += 1;
+      totals[state] = (totals[state] ?? 0) + 1;
+    }
+  }
+  const control = controlOf(store);
+  return {
+    now: now.toISOString(),
+    control: {
+      globalPaused: control.globalPaused,
+      pauseReason: control.pauseReason,
+      updatedBy: control.updatedBy,
+      updatedAt: control.updatedAt,
+      version: control.version,
+    },
+    running: sum(repos, 'running'),
+    queued: sum(repos, 'queued'),
+    activeByState: totals,
+    repos: [...repos.values()].sort((a, b) => a.repoKey.localeCompare(b.repoKey)),
+    leases: store.list<LeaseRecord>('leases').map((l) => ({ ...l })),
+  };
+}
+
+function sum(repos: Map<string, { running: number; queued: number }>, field: 'running' | 'queued'): number {
+  let n = 0;
+  for (const r of repos.values()) n += r[field];
+  return n;
+}
+
+export interface TaskFilter {
+  repoKey?: string | undefined;
+  resourceKey?: string | undefined;
+  state?: TaskState | undefined;
+  page: number;
+  pageSize: number;
+}
+
+/** Newest first: by creation time, then by arrival order (queueSeq), then later insertion first. */
+export function listTasks(store: Store, q: TaskFilter): Record<string, unknown> {
+  let base: TaskRecord[];
+  // Start from the most selective index, filter by the rest.
+  if (q.resourceKey) base = store.byIndex<TaskRecord>('tasks', 'resourceKey', q.resourceKey);
+  else if (q.state) base = store.byIndex<TaskRecord>('tasks', 'state', q.state);
+  else if (q.repoKey) base = store.byIndex<TaskRecord>('tasks', 'repoKey', q.repoKey);
+  else base = store.list<TaskRecord>('tasks');
+  const matching = base
+    .map((t, i) => ({ t, i }))
+    .filter(({ t }) => (!q.repoKey || t.repoKey === q.repoKey) && (!q.resourceKey || t.resourceKey === q.resourceKey) && (!q.state || t.state === q.state))
+    .sort((a, b) => cmp(b.t.createdAt, a.t.createdAt) || (b.t.queueSeq ?? 0) - (a.t.queueSeq ?? 0) || b.i - a.i)
+    .map(({ t }) => t);
+  const start = (q.page - 1) * q.pageSize;
+  return {
+    page: q.page,
+    pageSize: q.pageSize,
+    total: matching.length,
+    items: matching.slice(start, start + q.pageSize).map(taskSummary),
+  };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function taskSummary(t: TaskRecord): Record<string, unknown> {
+  return {
+    taskId: t.taskId,
+    repoKey: t.repoKey,
+    resourceKey: t.resourceKey,
+    resource: t.resource,
+    author: t.author,
+    state: t.state,
+    stateVersion: t.stateVersion,
+    attempt: t.attempt,
+    errorCode: t.errorCode,
+    stoppedBy: t.stoppedBy,
+    createdAt: t.createdAt,
+    updatedAt: t.updatedAt,
+    commentUrl: safeUrl(t.commentUrl),
+    instruction: truncate(t.instruction ?? '', 160),
+  };
+}
+
+/**
+ * A task with everything that explains it: turns, comments, errors and the full audit chain (the
+ * task's events, its delivery's, and those of every actor it drove), plus the correlation chain
+ * `deliveryKey → taskId → sessionKey/threadId → turnId → commentId` with links to Gitea.
+ */
+export function taskDetail(store: Store, taskId: string): Record<string, unknown> | undefined {
+  const task = store.get<TaskRecord>('tasks', taskId);
+  if (!task) return undefined;
+  const delivery = store.get<DeliveryRecord>('webhook_deliveries', task.deliveryKey) ?? null;
+  const session = store.get<SessionRecord>('sessions', task.sessionKey) ?? null;
+  const turns = store.byIndex<TurnRecord>('turns', 'taskId', taskId);
+  const comments = store.byIndex<CommentRecord>('comments', 'taskId', taskId);
+  const actors = store.byIndex<ActorRecord>('actors', 'taskId', taskId).map(actorSummary);
+  const actorIds = new Set<string>([taskActorId(taskId), ...actors.map((a) => String(a.actorId))]);
+  const sessionActor = store.get<ActorRecord>('actors', `session:${task.sessionKey}`);
+  if (sessionActor) actorIds.add(sessionActor.actorId);
+
+  const events = new Map<string, AuditEvent>();
+  const add = (list: AuditEvent[]) => list.forEach((e) => events.set(e.eventId, e));
+  add(store.audit({ taskId }));
+  if (task.deliveryId) add(store.audit({ deliveryId: task.deliveryId }));
+  // Shared actors (the resource's session) keep only the events about this task.
+  for (const actorId of actorIds) add(store.audit({ actorId }).filter((e) => !e.taskId || e.taskId === taskId));
+  // The repository lock's events for the leases this task held.
+  const leaseIds = new Set<string>();
+  for (const e of events.values()) {
+    const leaseId = eventField(e, 'leaseId');
+    if (typeof leaseId === 'string') leaseIds.add(leaseId);
+  }
+  add(
+    store.audit({ actorId: `lock:${task.repoKey}` }).filter((e) => eventField(e, 'taskId') === taskId || leaseIds.has(String(eventField(e, 'leaseId')))),
+  );
+  const audit = [...events.values()].sort((a, b) => a.seq - b.seq);
+
+  const errors = audit
+    .filter((e) => e.errorCode || e.level === 'alert')
+    .map((e) => ({ seq: e.seq, timestamp: e.timestamp, action: e.action, errorCode: e.errorCode ?? null, actorId: e.actorId ?? null }));
+  const threadId = task.threadId ?? session?.threadId ?? null;
+  return {
+    task: { ...task, commentUrl: safeUrl(task.commentUrl) },
+    delivery: delivery && {
+      deliveryKey: delivery.deliveryKey,
+      deliveryId: delivery.deliveryId,
+      eventType: delivery.eventType,
+      receivedAt: delivery.receivedAt,
+      status: delivery.status,
+      reason: delivery.reason,
+    },
+    session,
+    turns,
+    comments: comments.map((c) => ({ ...c, url: commentLink(task, c) })),
+    actors: sessionActor ? [...actors, actorSummary(sessionActor)] : actors,
+    errors: task.errorCode ? [{ source: 'task', errorCode: task.errorCode }, ...errors] : errors,
+    audit,
+    correlation: {
+      deliveryKey: task.deliveryKey,
+      deliveryId: task.deliveryId,
+      taskId,
+      sessionKey: task.sessionKey,
+      threadId,
+      trigger: { commentId: task.commentId, url: safeUrl(task.commentUrl) },
+      turns: turns.map((t) => ({ turnKey: t.turnKey, turnId: t.turnId, kind: t.kind, status: t.status })),
+      comments: comments.map((c) => ({ commentKey: c.commentKey, kind: c.kind, commentId: c.commentId, status: c.status, turnId: c.turnId, url: commentLink(task, c) })),
+    },
+  };
+}
+
+export function actorSummary(a: ActorRecord): Record<string, unknown> {
+  return {
+    actorId: a.actorId,
+    kind: a.kind,
+    machineId: a.machineId,
+    state: a.state,
+    status: a.status,
+    stateVersion: a.stateVersion,
+    taskId: a.taskId,
+    createdAt: a.createdAt,
+    updatedAt: a.updatedAt,
+  };
+}
+
+/** A field of the event a transition audit recorded (`metadata.event`). */
+function eventField(e: AuditEvent, field: string): unknown {
+  const ev = e.metadata?.['event'];
+  return ev && typeof ev === 'object' ? (ev as Record<string, unknown>)[field] : undefined;
+}
+
+/** The Gitea page of a comment: its stored html url, else derived from the trigger comment's url. */
+function commentLink(task: TaskRecord, c: CommentRecord): string | null {
+  const stored = safeUrl(c.htmlUrl);
+  if (stored) return stored;
+  const base = safeUrl(task.commentUrl);
+  if (!base || c.commentId === null) return null;
+  return `${base.replace(/#.*$/, '')}#issuecomment-${c.commentId}`;
+}
+
+/** Only http(s) links reach the page: a stored `javascript:` url must never become a link. */
+export function safeUrl(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length > 2000) return null;
+  try {
+    const u = new URL(value);
+    return u.protocol === 'https:' || u.protocol === 'http:' ? u.toString() : null;
+  } catch {
+    return null;
+  }
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}

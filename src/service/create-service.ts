@@ -1,0 +1,185 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Config } from '../config/index.js';
+import { STORE_INDEXES } from '../domain/records.js';
+import { createTaskExecutor } from '../executor/task-executor.js';
+import { createWorkspaceAdapter } from '../executor/workspace-adapter.js';
+import { createGiteaClient, type GiteaClient } from '../gitea/index.js';
+import { createApp } from '../http/create-app.js';
+import { createIntake } from '../intake/accept-comment.js';
+import { leaseOwnerId } from '../leases/lease-owner.js';
+import { repoLockKind } from '../leases/repo-lock-actor.js';
+import { createLogger, type Logger } from '../observability/logger.js';
+import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
+import { ActorRuntime } from '../runtime/actor-runtime.js';
+import { createScheduler } from '../scheduler/index.js';
+import { appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
+import { sessionKind } from '../sessions/session-actor.js';
+import { createSessionManager } from '../sessions/session-manager.js';
+import { createStore } from '../store/index.js';
+import { taskKind } from '../tasks/task-actor.js';
+import { createReplyVerification } from '../verification/reply-verification.js';
+import { createWebhookRouter } from '../webhook/route.js';
+import { createOperatorRouters } from '../api/operator-routers.js';
+
+export interface ServiceOptions {
+  config: Config;
+  logger?: Logger;
+  /** Extra environment for the Codex app-server (e.g. CODEX_HOME); secrets are stripped anyway. */
+  codexEnv?: Record<string, string>;
+  /** Extra arguments for the gitea-mcp command (default `-t stdio -host <giteaUrl>`). */
+  mcpArgs?: string[];
+  mcpStartupTimeoutSec?: number;
+  /** Delay before an execution retry. */
+  retryDelayMs?: number;
+}
+
+export interface Service {
+  url: string;
+  botLogin: string;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+/** The Gitea login the bot posts as: configured, or learned from the token (`GET /user`). */
+async function resolveBotLogin(config: Config, gitea: GiteaClient): Promise<string> {
+  if (config.botLogin) return config.botLogin;
+  const user = await gitea.getCurrentUser();
+  if (!user.login) throw new Error('could not learn the bot login from GET /api/v1/user: set CCWEB_BOT_LOGIN');
+  return user.login;
+}
+
+/**
+ * Wires every part into one running service: store → actor runtime (restored) → recovery →
+ * app-server → scheduler, receipts, intake and the operators' view on one HTTP server.
+ */
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { config } = options;
+  const logger =
+    options.logger ?? createLogger({ level: config.logLevel, secrets: [config.giteaToken, config.adminToken, ...config.webhookSecret] });
+  const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
+  const botLogin = await resolveBotLogin(config, gitea);
+
+  const store = createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
+  await store.open();
+
+  let runtime: ActorRuntime | null = null;
+  const getRuntime = () => {
+    if (!runtime) throw new Error('runtime not ready');
+    return runtime;
+  };
+  const verification = createReplyVerification({ store, runtime: getRuntime, gitea, botLogin, logger: (msg, fields) => logger.child({ part: 'verifier' }).info(fields, msg) });
+  runtime = new ActorRuntime({
+    store,
+    kinds: [taskKind(), repoLockKind(), sessionKind(), appServerKind(), verification.kind],
+    onAlert: (event) => logger.warn({ audit: event }, 'alert'),
+  });
+  const restored = await runtime.restoreAll();
+  logger.info(restored, 'actors restored');
+
+  let executorRef: ReturnType<typeof createTaskExecutor> | null = null;
+  const supervisor = createAppServerSupervisor({
+    runtime,
+    connection: {
+      command: config.codexCommand,
+      env: process.env,
+      extraEnv: options.codexEnv,
+      ...(config.codexModel ? { model: config.codexModel } : {}),
+    },
+    logger: logger.child({ part: 'app-server' }),
+  });
+  const sessions = createSessionManager({
+    store,
+    runtime,
+    supervisor,
+    giteaUrl: config.giteaUrl,
+    giteaToken: config.giteaToken,
+    mcpCommand: config.giteaMcpCommand,
+    ...(options.mcpArgs ? { mcpArgs: options.mcpArgs } : {}),
+    mcpStartupTimeoutSec: options.mcpStartupTimeoutSec ?? 30,
+    ...(config.codexModel ? { model: config.codexModel } : {}),
+    turnTimeoutMs: config.turnTimeoutMs,
+    botLogin,
+    logger: logger.child({ part: 'sessions' }),
+  });
+  const executor = createTaskExecutor({
+    store,
+    runtime,
+    workspace: createWorkspaceAdapter({ root: config.workspaceRoot, token: config.giteaToken }),
+    sessions,
+    verification,
+    retryDelayMs: options.retryDelayMs,
+    log: (msg, fields) => logger.info(fields, msg),
+  });
+  executorRef = executor;
+  const scheduler = createScheduler({
+    store,
+    runtime,
+    executor,
+    owner: leaseOwnerId('default'),
+    maxConcurrentTasks: config.maxConcurrentTasks,
+    leaseTtlMs: config.leaseTtlMs,
+    logger: logger.child({ part: 'scheduler' }),
+  });
+  const recovery = await scheduler.recover();
+  logger.info(recovery, 'restart recovery done');
+  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+
+  const intake = createIntake({
+    store,
+    runtime,
+    botLogin,
+    secrets: config.webhookSecret,
+    allowUsers: config.allowUsers,
+    denyUsers: config.denyUsers,
+    fetchPermission: async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as never,
+    workspaceRoot: config.workspaceRoot,
+    onAccepted: () => {
+      receipts.kick();
+      void scheduler.wake();
+    },
+    onStop: (taskIds) => taskIds.forEach((id) => executorRef?.abort(id)),
+    logger: logger.child({ part: 'intake' }),
+  });
+  const operators = createOperatorRouters({
+    store,
+    runtime,
+    adminToken: config.adminToken,
+    onControlChanged: () => void scheduler.wake(),
+    onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    logger: logger.child({ part: 'api' }),
+  });
+  const app = createApp({
+    routers: [createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }), ...operators.routers],
+    logger: logger.child({ part: 'http' }),
+  });
+
+  // The app-server starts in the background: intake and the API answer while Codex boots.
+  supervisor.start().catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
+  await receipts.start();
+  scheduler.start();
+
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.host}:${port}`;
+  logger.info({ url, botLogin, webhookPath: config.webhookPath }, 'ccweb-gitea listening');
+
+  return {
+    url,
+    botLogin,
+    logger,
+    async close() {
+      operators.close();
+      await new Promise<void>((r) => server.close(() => r()));
+      receipts.stop();
+      await scheduler.stop();
+      await supervisor.stop();
+      await runtime?.settled();
+      runtime?.stopAll();
+      await store.close();
+    },
+  };
+}

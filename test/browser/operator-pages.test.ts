@@ -1,0 +1,127 @@
+// The admin page and the visualizer in real Chromium (Debian's package, driven by playwright-core)
+// against a real HTTP server on 127.0.0.1 with a real store and runtime.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { TaskRecord } from '../../src/domain/records.js';
+import { taskActorId } from '../../src/tasks/task-actor.js';
+import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const SHOTS = join(import.meta.dirname, '../../test-artifacts/screenshots');
+
+let h: ApiHarness;
+let browser: Browser;
+let page: Page;
+const consoleErrors: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set CHROMIUM_PATH. The browser tests do not skip.`);
+  }
+  mkdirSync(SHOTS, { recursive: true });
+  h = await startApiHarness();
+  await insertRepository(h.store, 'default:acme/widget');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--headless=new'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text());
+  });
+  page.on('pageerror', (e) => consoleErrors.push(e.message));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await h?.close();
+});
+
+describe('admin page', () => {
+  it('signs in, shows a task created after load (live), opens it, cancels it with a reason', async () => {
+    await page.goto(`${h.url}/admin`);
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.fill('#operator', 'alice');
+    await page.click('#sign-in');
+    await page.waitForSelector('#tasks');
+    await page.waitForSelector('#live[data-status="live"]');
+    expect(await page.$$('tr[data-testid="task-row"]')).toHaveLength(0);
+
+    // A webhook arrives: intake's transaction creates the task; the page learns of it over SSE.
+    await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-1', instruction: '@ccweb-bot fix <b>bold</b> <img src=x onerror=alert(1)>' });
+    const row = await page.waitForSelector('tr[data-task-id="task-browser-1"][data-state="queued"]');
+    // Untrusted comment text is shown as text, never parsed as HTML.
+    expect(await page.$$('td.instruction b, td.instruction img')).toHaveLength(0);
+    expect(await row.$eval('td.instruction', (td) => td.textContent)).toContain('<b>bold</b>');
+    await page.screenshot({ path: join(SHOTS, 'admin-task-list.png'), fullPage: true });
+
+    await page.click('a[href="#/tasks/task-browser-1"]');
+    await page.waitForSelector('#task-state[data-state="queued"]');
+    await page.waitForSelector('#timeline tbody tr');
+    expect(await page.textContent('#correlation')).toContain('default:delivery-task-browser-1');
+
+    const dialogs: string[] = [];
+    page.once('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept('duplicate request from the browser test');
+    });
+    await page.click('#task-cancel');
+    await page.waitForSelector('#task-state[data-state="cancelled"]');
+    expect(dialogs[0]).toContain('Reason to cancel task task-browser-1');
+    await page.waitForSelector('#timeline tr[data-action="control.task_cancel"]');
+    await page.screenshot({ path: join(SHOTS, 'admin-task-cancelled.png'), fullPage: true });
+
+    expect(h.store.get<TaskRecord>('tasks', 'task-browser-1')).toMatchObject({ state: 'cancelled', stoppedBy: 'admin:alice' });
+    const control = h.store.audit({ taskId: 'task-browser-1' }).filter((e) => e.action === 'control.task_cancel');
+    expect(control).toHaveLength(1);
+    expect(control[0]).toMatchObject({ actor: 'admin:alice', metadata: { reason: 'duplicate request from the browser test' } });
+    expect(page.url()).not.toContain(ADMIN_TOKEN);
+  });
+
+  it('pauses and resumes the service with a reason', async () => {
+    await page.goto(`${h.url}/admin#/`);
+    await page.waitForSelector('#pause');
+    page.once('dialog', (d) => void d.accept('deploying'));
+    await page.click('#pause');
+    await page.waitForSelector('#resume');
+    expect(h.store.get<{ globalPaused: boolean; pauseReason: string }>('control', 'global')).toMatchObject({ globalPaused: true, pauseReason: 'deploying' });
+    page.once('dialog', (d) => void d.accept('deployed'));
+    await page.click('#resume');
+    await page.waitForSelector('#pause');
+    expect(h.store.get<{ globalPaused: boolean }>('control', 'global')!.globalPaused).toBe(false);
+  });
+});
+
+describe('visualizer', () => {
+  it('draws every machine, highlights the selected actor’s current state and path, and follows it live', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-2' });
+    await driveTask(h.runtime, 'task-browser-2', 'running');
+
+    await page.goto(`${h.url}/visualizer`);
+    await page.waitForSelector('#chart svg[data-machine]');
+    const machineButtons = await page.$$eval('.machines button', (bs) => bs.map((b) => b.getAttribute('data-machine')));
+    expect(machineButtons).toEqual(expect.arrayContaining(['task', 'repoLock', 'session', 'replyVerifier']));
+
+    await page.selectOption('#actor-kind', 'task');
+    await page.waitForSelector(`#actor-select option[value="${taskActorId('task-browser-2')}"]`);
+    await page.selectOption('#actor-select', taskActorId('task-browser-2'));
+    await page.waitForSelector('#chart svg[data-machine="task"] g.state.current[data-state="running"]');
+    const visited = await page.$$eval('#chart g.state.visited', (gs) => gs.map((g) => g.getAttribute('data-state')).sort());
+    expect(visited).toEqual(['preparing', 'queued', 'received']);
+    const taken = await page.$$eval('#chart g.edge.taken', (gs) => gs.map((g) => `${g.getAttribute('data-source')}>${g.getAttribute('data-target')}`).sort());
+    expect(taken).toEqual(['preparing>running', 'queued>preparing', 'received>queued']);
+    expect(await page.$$('#chart g.state.current')).toHaveLength(1);
+
+    // The executor reports a turn that needs the user: the chart follows over SSE, no reload.
+    await h.runtime.send(taskActorId('task-browser-2'), { type: 'TURN_WAITING_USER' });
+    await page.waitForSelector('#chart g.state.current[data-state="waiting_user"]');
+    await page.waitForSelector('#chart g.edge.taken[data-source="running"][data-target="waiting_user"]');
+    expect(await page.textContent('#current-state')).toBe('waiting_user');
+    await page.screenshot({ path: join(SHOTS, 'visualizer-task-actor.png'), fullPage: true });
+
+    // Another machine's drawing.
+    await page.click('.machines button[data-machine="replyVerifier"]');
+    await page.waitForSelector('#chart svg[data-machine="replyVerifier"] g.state[data-state="fallback_posting"]');
+    await page.screenshot({ path: join(SHOTS, 'visualizer-reply-verifier.png'), fullPage: true });
+    expect(consoleErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,309 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import type { ControlRecord, RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
+import { taskActorId } from '../../src/tasks/task-actor.js';
+import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';
+
+let h: ApiHarness;
+beforeEach(async () => {
+  h = await startApiHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+const body = (over: Record<string, unknown> = {}) => ({ requestId: randomUUID(), operator: 'alice', reason: 'testing the control plane', ...over });
+
+function transitions(taskId: string, to?: string) {
+  return h.store.audit({ actorId: taskActorId(taskId) }).filter((e) => e.action === 'task.transition' && (!to || e.toState === to));
+}
+
+describe('authentication', () => {
+  const REPO = encodeURIComponent('default:acme/widget');
+  const routes: [string, string][] = [
+    ['GET', '/api/gitea-workflow/overview'],
+    ['GET', '/api/gitea-workflow/tasks'],
+    ['GET', '/api/gitea-workflow/tasks/t-1'],
+    ['GET', '/api/gitea-workflow/audit?format=ndjson'],
+    ['GET', '/api/gitea-workflow/machines'],
+    ['GET', '/api/gitea-workflow/actors?kind=task'],
+    ['GET', `/api/gitea-workflow/actors/${encodeURIComponent('task:t-1')}`],
+    ['GET', '/api/gitea-workflow/events'],
+    ['POST', '/api/gitea-workflow/events/ticket'],
+    ['POST', '/api/gitea-workflow/control/pause'],
+    ['POST', '/api/gitea-workflow/control/resume'],
+    ['POST', `/api/gitea-workflow/repos/${REPO}/disable`],
+    ['POST', `/api/gitea-workflow/repos/${REPO}/enable`],
+    ['POST', '/api/gitea-workflow/tasks/t-1/cancel'],
+    ['POST', '/api/gitea-workflow/tasks/t-1/unblock'],
+    ['POST', '/api/gitea-workflow/tasks/t-1/abort'],
+  ];
+
+  it('answers 401 {error:"unauthorized"} without a token, with a wrong one, and with a non-bearer scheme, and changes nothing', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    await insertRepository(h.store, 'default:acme/widget');
+    const auditBefore = h.store.audit().length;
+    for (const [method, path] of routes) {
+      const payload = method === 'POST' ? body() : undefined;
+      for (const token of [null, 'wrong-token', `${ADMIN_TOKEN}x`, ADMIN_TOKEN.slice(0, -1), '']) {
+        const res = await h.call(method, path, payload, token);
+        expect(res.status, `${method} ${path} with ${token === null ? 'no token' : 'a wrong token'}`).toBe(401);
+        expect(res.body).toEqual({ error: 'unauthorized' });
+      }
+      const basic = await fetch(`${h.url}${path}`, { method, headers: { authorization: `Basic ${ADMIN_TOKEN}` } });
+      expect(basic.status).toBe(401);
+      await basic.body?.cancel();
+    }
+    expect(h.store.audit().length).toBe(auditBefore);
+    expect(h.store.get<TaskRecord>('tasks', 't-1')!.state).toBe('queued');
+    expect(h.store.get('control', 'global')).toBeUndefined();
+    expect(h.store.count('control_requests')).toBe(0);
+  });
+
+  it('accepts the right token (case-insensitive scheme)', async () => {
+    const res = await fetch(`${h.url}/api/gitea-workflow/overview`, { headers: { authorization: `bearer ${ADMIN_TOKEN}` } });
+    expect(res.status).toBe(200);
+    await res.body?.cancel();
+  });
+});
+
+describe('validation', () => {
+  it('rejects unknown keys (model, MCP, git parameters included), a missing or blank reason and a malformed requestId or operator with 400', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    const bad: [string, unknown][] = [
+      ['unknown key', body({ extra: 1 })],
+      ['model parameter', body({ model: 'gpt-5' })],
+      ['mcp parameter', body({ mcpServers: { gitea: { command: 'sh' } } })],
+      ['git parameter', body({ gitCommand: 'push --force' })],
+      ['missing reason', { requestId: randomUUID(), operator: 'alice' }],
+      ['blank reason', body({ reason: '   ' })],
+      ['too long reason', body({ reason: 'x'.repeat(501) })],
+      ['control characters in reason', body({ reason: 'line\nforged' })],
+      ['short requestId', body({ requestId: 'abc' })],
+      ['requestId with spaces', body({ requestId: 'has spaces in it' })],
+      ['missing requestId', { operator: 'alice', reason: 'r' }],
+      ['operator not a login', body({ operator: 'alice; drop' })],
+      ['not an object', ['requestId']],
+    ];
+    for (const [name, payload] of bad) {
+      for (const path of ['/api/gitea-workflow/tasks/t-1/cancel', '/api/gitea-workflow/control/pause']) {
+        const res = await h.call('POST', path, payload);
+        expect(res.status, `${name} → ${path}`).toBe(400);
+        expect(res.body.error).toBe('invalid_request');
+      }
+    }
+    const unknown = await h.call('POST', '/api/gitea-workflow/control/pause', body({ model: 'x' }));
+    expect(unknown.body.issues[0].code).toBe('unrecognized_keys');
+    const missing = await h.call('POST', '/api/gitea-workflow/control/pause', { requestId: randomUUID(), operator: 'alice' });
+    expect(missing.body.issues.map((i: { path: string }) => i.path)).toEqual(['reason']);
+    // Nothing happened: the task is still queued, no control record, no request stored.
+    expect(h.store.get<TaskRecord>('tasks', 't-1')!.state).toBe('queued');
+    expect(h.store.get('control', 'global')).toBeUndefined();
+    expect(h.store.count('control_requests')).toBe(0);
+    expect(transitions('t-1', 'cancelled')).toHaveLength(0);
+  });
+
+  it('rejects malformed JSON, a wrong media type, and invalid query parameters', async () => {
+    const raw = await fetch(`${h.url}/api/gitea-workflow/control/pause`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: '{"requestId":',
+    });
+    expect(raw.status).toBe(400);
+    expect(await raw.json()).toEqual({ error: 'invalid_json' });
+    const text = await fetch(`${h.url}/api/gitea-workflow/control/pause`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      body: JSON.stringify(body()),
+    });
+    expect(text.status).toBe(415);
+    await text.body?.cancel();
+    for (const q of ['state=bogus', 'page=0', 'pageSize=101', 'sort=createdAt']) {
+      expect((await h.call('GET', `/api/gitea-workflow/tasks?${q}`)).status, q).toBe(400);
+    }
+    for (const q of ['from=yesterday', 'format=csv', 'limit=0']) {
+      expect((await h.call('GET', `/api/gitea-workflow/audit?${q}`)).status, q).toBe(400);
+    }
+  });
+});
+
+describe('pause and resume', () => {
+  it('sets the control record with CAS versions, audits the operator and reason, and replays a repeated requestId', async () => {
+    const req = body({ reason: 'maintenance window' });
+    const first = await h.call('POST', '/api/gitea-workflow/control/pause', req);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ ok: true, changed: true, control: { globalPaused: true, pauseReason: 'maintenance window', updatedBy: 'admin:alice', version: 1 } });
+    const control = h.store.get<ControlRecord>('control', 'global')!;
+    expect(control).toMatchObject({ globalPaused: true, pauseReason: 'maintenance window', updatedBy: 'admin:alice', version: 1 });
+    expect(h.controlChanges).toBe(1);
+
+    const again = await h.call('POST', '/api/gitea-workflow/control/pause', req);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('idempotent-replay')).toBe('true');
+    expect(h.store.get<ControlRecord>('control', 'global')!.version).toBe(1);
+    expect(h.controlChanges).toBe(1);
+    const audits = h.store.audit().filter((e) => e.action === 'control.pause');
+    expect(audits).toHaveLength(1);
+    expect(audits[0]).toMatchObject({ actor: 'admin:alice', metadata: { reason: 'maintenance window', requestId: req.requestId } });
+
+    const overview = await h.call('GET', '/api/gitea-workflow/overview');
+    expect(overview.body.control).toMatchObject({ globalPaused: true, pauseReason: 'maintenance window' });
+
+    // Pausing again with a new request changes nothing but is still answered and audited.
+    const twice = await h.call('POST', '/api/gitea-workflow/control/pause', body());
+    expect(twice.body).toMatchObject({ ok: true, changed: false });
+    expect(h.store.get<ControlRecord>('control', 'global')!.version).toBe(1);
+
+    const resume = await h.call('POST', '/api/gitea-workflow/control/resume', body({ operator: 'bob' }));
+    expect(resume.body).toMatchObject({ ok: true, changed: true, control: { globalPaused: false, pauseReason: null, updatedBy: 'admin:bob', version: 2 } });
+    expect(h.store.get<ControlRecord>('control', 'global')).toMatchObject({ globalPaused: false, version: 2 });
+    expect(h.controlChanges).toBe(3);
+  });
+
+  it('refuses a requestId reused for another action with 409 request_id_conflict', async () => {
+    const req = body();
+    expect((await h.call('POST', '/api/gitea-workflow/control/pause', req)).status).toBe(200);
+    const other = await h.call('POST', '/api/gitea-workflow/control/resume', req);
+    expect(other.status).toBe(409);
+    expect(other.body).toEqual({ error: 'request_id_conflict' });
+    expect(h.store.get<ControlRecord>('control', 'global')!.globalPaused).toBe(true);
+  });
+});
+
+describe('repositories', () => {
+  it('disables and enables a repository (URL-encoded repoKey), with CAS on version and audit; unknown repo → 404', async () => {
+    await insertRepository(h.store, 'default:acme/widget');
+    const path = `/api/gitea-workflow/repos/${encodeURIComponent('default:acme/widget')}`;
+    const req = body({ reason: 'runaway bot' });
+    const off = await h.call('POST', `${path}/disable`, req);
+    expect(off.status).toBe(200);
+    expect(off.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', status: 'disabled', version: 2 });
+    expect(h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')).toMatchObject({ status: 'disabled', version: 2 });
+    expect((await h.call('POST', `${path}/disable`, req)).body).toEqual(off.body);
+    expect(h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')!.version).toBe(2);
+    const audit = h.store.audit().filter((e) => e.action === 'control.repo_disable');
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor: 'admin:alice', fromState: 'active', toState: 'disabled', metadata: { repoKey: 'default:acme/widget', reason: 'runaway bot' } });
+    expect(h.controlChanges).toBe(1);
+
+    const overview = await h.call('GET', '/api/gitea-workflow/overview');
+    expect(overview.body.repos).toEqual([expect.objectContaining({ repoKey: 'default:acme/widget', status: 'disabled' })]);
+
+    const on = await h.call('POST', `${path}/enable`, body());
+    expect(on.body).toMatchObject({ status: 'active', version: 3 });
+
+    const missing = await h.call('POST', `/api/gitea-workflow/repos/${encodeURIComponent('default:acme/nope')}/disable`, body());
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ error: 'repo_not_found' });
+  });
+});
+
+describe('task controls', () => {
+  it('cancels a queued task once: transition + audit by admin:<operator>, a repeat replays, a second request → 409 with the state', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    const req = body({ reason: 'wrong repository' });
+    const first = await h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ ok: true, taskId: 't-1', fromState: 'queued', toState: 'cancelled', stateVersion: 3 });
+    expect(h.store.get<TaskRecord>('tasks', 't-1')).toMatchObject({ state: 'cancelled', stoppedBy: 'admin:alice', stateVersion: 3 });
+    const t = transitions('t-1', 'cancelled');
+    expect(t).toHaveLength(1);
+    expect(t[0]).toMatchObject({ actor: 'admin:alice', fromState: 'queued', metadata: { event: { type: 'CANCEL', by: 'admin:alice', requestId: req.requestId } } });
+
+    const repeat = await h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req);
+    expect(repeat.status).toBe(200);
+    expect(repeat.body).toEqual(first.body);
+    expect(transitions('t-1', 'cancelled')).toHaveLength(1);
+    const controls = h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel');
+    expect(controls).toHaveLength(1);
+    expect(controls[0]).toMatchObject({ actor: 'admin:alice', level: 'security', metadata: { reason: 'wrong repository', requestId: req.requestId } });
+
+    const second = await h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', body());
+    expect(second.status).toBe(409);
+    expect(second.body).toEqual({ error: 'illegal_state', state: 'cancelled' });
+    // The refusal is answered before the runtime sees it: no event, no alert.
+    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'runtime.event_rejected')).toHaveLength(0);
+    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel')).toHaveLength(2);
+  });
+
+  it('two concurrent requests with one requestId make one transition and get the same answer', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    const req = body();
+    const [a, b] = await Promise.all([
+      h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req),
+      h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req),
+    ]);
+    expect(a.status).toBe(200);
+    expect(b.body).toEqual(a.body);
+    expect(transitions('t-1', 'cancelled')).toHaveLength(1);
+    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel')).toHaveLength(1);
+  });
+
+  it('cancels waiting_user and blocked_workspace tasks; refuses running and unknown tasks', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-blocked' });
+    await driveTask(h.runtime, 't-blocked', 'blocked_workspace');
+    expect((await h.call('POST', '/api/gitea-workflow/tasks/t-blocked/cancel', body())).body).toMatchObject({ fromState: 'blocked_workspace', toState: 'cancelled' });
+
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-wait' });
+    await driveTask(h.runtime, 't-wait', 'running');
+    await h.runtime.send(taskActorId('t-wait'), { type: 'TURN_WAITING_USER' });
+    expect((await h.call('POST', '/api/gitea-workflow/tasks/t-wait/cancel', body())).body).toMatchObject({ fromState: 'waiting_user', toState: 'cancelled' });
+
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-run' });
+    await driveTask(h.runtime, 't-run', 'running');
+    const running = await h.call('POST', '/api/gitea-workflow/tasks/t-run/cancel', body());
+    expect(running.status).toBe(409);
+    expect(running.body).toEqual({ error: 'illegal_state', state: 'running' });
+    expect(h.store.get<TaskRecord>('tasks', 't-run')!.state).toBe('running');
+
+    const missing = await h.call('POST', '/api/gitea-workflow/tasks/nope/cancel', body());
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ error: 'task_not_found' });
+  });
+
+  it('aborts a running task into aborting and asks the executor to interrupt, once', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-run' });
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-queued' });
+    await driveTask(h.runtime, 't-run', 'running');
+    const req = body({ reason: 'agent is looping' });
+    const res = await h.call('POST', '/api/gitea-workflow/tasks/t-run/abort', req);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, fromState: 'running', toState: 'aborting' });
+    expect(h.store.get<TaskRecord>('tasks', 't-run')).toMatchObject({ state: 'aborting', stoppedBy: 'admin:alice' });
+    expect(h.aborts).toEqual(['t-run']);
+    expect((await h.call('POST', '/api/gitea-workflow/tasks/t-run/abort', req)).body).toEqual(res.body);
+    expect(h.aborts).toEqual(['t-run']);
+    expect(transitions('t-run', 'aborting')).toHaveLength(1);
+    expect(h.store.audit({ taskId: 't-run' }).filter((e) => e.action === 'control.task_abort')).toHaveLength(1);
+
+    const queued = await h.call('POST', '/api/gitea-workflow/tasks/t-queued/abort', body());
+    expect(queued.status).toBe(409);
+    expect(queued.body).toEqual({ error: 'illegal_state', state: 'queued' });
+    expect(h.aborts).toEqual(['t-run']);
+  });
+
+  it('unblocks a blocked_workspace task back to queued; refuses it elsewhere', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    const early = await h.call('POST', '/api/gitea-workflow/tasks/t-1/unblock', body());
+    expect(early.body).toEqual({ error: 'illegal_state', state: 'queued' });
+    await driveTask(h.runtime, 't-1', 'blocked_workspace');
+    const res = await h.call('POST', '/api/gitea-workflow/tasks/t-1/unblock', body({ operator: 'carol', reason: 'workspace cleaned by hand' }));
+    expect(res.body).toMatchObject({ ok: true, fromState: 'blocked_workspace', toState: 'queued' });
+    expect(h.store.get<TaskRecord>('tasks', 't-1')).toMatchObject({ state: 'queued', errorCode: null });
+    expect(transitions('t-1').at(-1)).toMatchObject({ actor: 'admin:carol', fromState: 'blocked_workspace', toState: 'queued' });
+  });
+
+  it('after a crash between the transition and its record, a retried requestId answers from the transition and sends nothing', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    const req = body();
+    // The transition happened (its event carries the requestId), the control request was never stored.
+    const sent = await h.runtime.send(taskActorId('t-1'), { type: 'CANCEL', by: 'admin:alice', requestId: req.requestId } as never, { by: 'admin:alice' });
+    expect(sent.ok).toBe(true);
+    const res = await h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, fromState: 'queued', toState: 'cancelled' });
+    expect(transitions('t-1', 'cancelled')).toHaveLength(1);
+    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'runtime.event_rejected')).toHaveLength(0);
+  });
+});

@@ -1,0 +1,153 @@
+// The operators' view over real HTTP: a durable store in a temp dir, the actor runtime with the
+// task kind, the operator routers mounted on the app from createApp, bound to 127.0.0.1.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../src/http/create-app.js';
+import { createOperatorRouters, type OperatorRouters } from '../../src/api/operator-routers.js';
+import type { RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
+import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
+import type { Store } from '../../src/store/types.js';
+import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
+import { createTestRuntime } from './test-runtime.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+export interface ApiHarness {
+  url: string;
+  store: Store;
+  runtime: ActorRuntime;
+  operator: OperatorRouters;
+  controlChanges: number;
+  aborts: string[];
+  /** JSON request with the admin token unless `token` says otherwise (null: no header). */
+  call(method: string, path: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  close(): Promise<void>;
+}
+
+export async function startApiHarness(): Promise<ApiHarness> {
+  const { store, runtime, close } = await createTestRuntime([taskKind()]);
+  const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
+  const operator = createOperatorRouters({
+    store,
+    runtime,
+    adminToken: ADMIN_TOKEN,
+    onControlChanged: () => {
+      harness.controlChanges += 1;
+    },
+    onAbortRequested: (taskId) => harness.aborts.push(taskId),
+  });
+  const app = createApp({ routers: operator.routers });
+  const server: Server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  Object.assign(harness, {
+    url,
+    store,
+    runtime,
+    operator,
+    call: async (method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN) => {
+      const headers: Record<string, string> = {};
+      if (token !== null) headers['authorization'] = `Bearer ${token}`;
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const text = await res.text();
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = null;
+      }
+      return { status: res.status, body: parsed, headers: res.headers, text };
+    },
+    close: async () => {
+      operator.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close();
+    },
+  });
+  return harness;
+}
+
+let seq = 0;
+
+/**
+ * Creates a task the way intake does: the record (stateVersion 0) and the task actor, accepted
+ * into `queued`, in one transaction; then starts the actor.
+ */
+export async function createQueuedTask(
+  store: Store,
+  runtime: ActorRuntime,
+  overrides: Partial<TaskRecord> & { taskId: string },
+): Promise<TaskRecord> {
+  seq += 1;
+  const id = overrides.taskId;
+  const repoKey = overrides.repoKey ?? 'default:acme/widget';
+  const number = overrides.resource?.number ?? seq;
+  const createdAt = overrides.createdAt ?? new Date().toISOString();
+  const record: TaskRecord = {
+    deliveryKey: `default:delivery-${id}`,
+    deliveryId: `delivery-${id}`,
+    repoKey,
+    resourceKey: `${repoKey}:issue:${number}`,
+    sessionKey: `${repoKey}:issue:${number}`,
+    resource: { kind: 'issue', number },
+    owner: 'acme',
+    repo: 'widget',
+    commentId: 1000 + seq,
+    commentUrl: `http://127.0.0.1:3000/acme/widget/issues/${number}#issuecomment-${1000 + seq}`,
+    author: 'alice',
+    instruction: `@ccweb-bot please look at <b>this</b> #${seq}`,
+    refs: null,
+    state: 'received',
+    attempt: 0,
+    replyAttempt: 0,
+    threadId: null,
+    turnId: null,
+    leaseId: null,
+    nextRetryAt: null,
+    errorCode: null,
+    mcpFailureReason: null,
+    stoppedBy: null,
+    queueSeq: seq,
+    createdAt,
+    updatedAt: createdAt,
+    stateVersion: 0,
+    ...overrides,
+  };
+  const created = await store.transact((tx) => {
+    tx.insert('tasks', id, record);
+    return runtime.createInTx(tx, 'task', taskActorId(id), { taskId: id }, { events: [{ type: 'ACCEPT' }], taskId: id });
+  });
+  created.start();
+  return store.get<TaskRecord>('tasks', id)!;
+}
+
+/** Drives a queued task on to a later state with the events the scheduler/executor would send. */
+export async function driveTask(runtime: ActorRuntime, taskId: string, to: 'running' | 'blocked_workspace'): Promise<void> {
+  const id = taskActorId(taskId);
+  const send = async (event: { type: string; [k: string]: unknown }) => {
+    const r = await runtime.send(id, event as never);
+    if (!r.ok) throw new Error(`${event.type} rejected in ${r.state}`);
+  };
+  await send({ type: 'CLAIM', leaseId: `lease-${taskId}` });
+  await send(to === 'running' ? { type: 'WORKSPACE_READY' } : { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' });
+}
+
+export async function insertRepository(store: Store, repoKey: string): Promise<void> {
+  const [owner, name] = repoKey.split(':')[1]!.split('/');
+  const record: RepositoryRecord = {
+    repoKey,
+    instanceId: 'default',
+    owner: owner!,
+    name: name!,
+    cloneUrl: `http://127.0.0.1:3000/${owner}/${name}.git`,
+    workspacePath: `/tmp/ws/${owner}/${name}`,
+    defaultBranch: 'main',
+    status: 'active',
+    registeredAt: new Date().toISOString(),
+    lastFetchAt: null,
+    version: 1,
+  };
+  await store.transact((tx) => tx.insert('repositories', repoKey, record));
+}

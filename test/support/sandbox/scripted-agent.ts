@@ -1,0 +1,82 @@
+/**
+ * A scripted "model" for the demo and the end-to-end tests: it reads what Codex sends (the turn's
+ * prompt with the marker, earlier tool outputs) and answers like a well-behaved agent would — one
+ * comment through the gitea tool carrying the marker, then a final message. Keywords in the user's
+ * comment choose a behaviour, so a test or the demo steers it by what it writes on the issue:
+ *
+ * - `question`  → posts a question and ends with CCWEB_WAITING_USER (the task waits for the user);
+ * - `head`      → runs `git rev-parse HEAD` through Codex's shell tool first and reports the sha;
+ * - `forget`    → answers without calling the gitea tool (the reply goes missing; retry, then REST);
+ * - `slow`      → stalls (the turn runs until interrupted);
+ * - otherwise   → a short answer.
+ */
+import type { ScriptStep } from '../scripted-model/index.js';
+
+const MARKER_RE = /<!-- ccweb taskId=\S+ turnKey=\S+ resource=(default:([^/\s]+)\/([^:\s]+):(issue|pull_request):(\d+)) -->/g;
+
+interface InputItem {
+  type?: string;
+  role?: string;
+  content?: Array<{ type?: string; text?: string }>;
+  output?: unknown;
+  call_id?: string;
+  name?: string;
+}
+
+function textOf(item: InputItem): string {
+  return (item.content ?? []).map((c) => c.text ?? '').join('\n');
+}
+
+export interface AgentOptions {
+  /** What the agent answers (before the marker), given the user's text. */
+  answer?: (userText: string) => string;
+}
+
+export function scriptedAgent(options: AgentOptions = {}): (body: any) => ScriptStep {
+  const answer = options.answer ?? ((t: string) => `Done. I looked at the request (${t.length} characters) and the repository.`);
+  return (body) => {
+    const input: InputItem[] = Array.isArray(body?.input) ? body.input : [];
+    // The current turn starts at the last user message; everything after it is this turn's tool traffic.
+    let start = -1;
+    input.forEach((item, i) => {
+      if (item.type === 'message' && item.role === 'user') start = i;
+    });
+    const userText = start >= 0 ? textOf(input[start]!) : '';
+    const markers = [...JSON.stringify(body).matchAll(MARKER_RE)];
+    const marker = markers.at(-1);
+    if (!marker) return { type: 'message', text: 'No marker found; nothing to do.' };
+    const markerLine = marker[0].replace(/\\"/g, '"');
+    const [, , owner, repo, , num] = marker;
+    const after = input.slice(start + 1);
+    const outputs = after.filter((i) => i.type === 'function_call_output');
+    const calls = after.filter((i) => i.type === 'function_call');
+    const commented = calls.some((c) => c.name === 'create_issue_comment' || c.name === 'issue_write');
+    const lower = userText.toLowerCase();
+
+    if (lower.includes('slow') && !lower.includes('re-post')) return { type: 'stall' };
+    if (commented) {
+      return {
+        type: 'message',
+        text: lower.includes('question') && !lower.includes('re-post') ? 'I asked a question.\nCCWEB_WAITING_USER' : 'Posted my answer on the issue.',
+      };
+    }
+    if (lower.includes('forget') && !lower.includes('re-post')) return { type: 'message', text: 'Here is my answer (but I forgot to post it).' };
+
+    let text = answer(userText);
+    if (lower.includes('head') && !lower.includes('re-post')) {
+      const shellDone = outputs.length > 0;
+      if (!shellDone) return { type: 'shell', command: ['git', 'rev-parse', 'HEAD'] };
+      const out = JSON.stringify(outputs.at(-1)!.output ?? '');
+      const sha = /[0-9a-f]{40}/.exec(out)?.[0] ?? 'unknown';
+      text = `The workspace is at commit ${sha}.`;
+    } else if (lower.includes('question') && !lower.includes('re-post')) {
+      text = 'Which browser does the flaky login test fail in?';
+    }
+    return {
+      type: 'tool_call',
+      name: 'create_issue_comment',
+      namespace: 'mcp__gitea',
+      arguments: { owner, repo, index: Number(num), body: `${text}\n\n${markerLine}` },
+    };
+  };
+}
