@@ -416,7 +416,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     // only this worker can be driving it (one lease per repository), and it must not loop.
     if (executorDone && current.state === 'verifying_reply') {
       logger.warn({ taskId, errorCode }, 'verification left unfinished; failing the reply');
-      await runtime.send(taskActorId(taskId), { type: 'REPLY_FAILED', errorCode } satisfies TaskEvent, { by });
+      const failReply: TaskEvent = { type: 'REPLY_FAILED', errorCode };
+      await runtime.send(taskActorId(taskId), failReply, { by });
       return;
     }
     if ((current.context as TaskContext).leaseId !== leaseId) return;

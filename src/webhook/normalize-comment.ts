@@ -72,6 +72,11 @@ function isPlausibleLogin(value: string): boolean {
 /** Delivery ids become key parts; Gitea sends a UUID. Accept only a conservative token. */
 const DELIVERY_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** True when `value` is usable as the `X-Gitea-Delivery` part of a deliveryKey. */
+export function isValidDeliveryId(value: string): boolean {
+  return DELIVERY_ID.test(value);
+}
+
 const timestamp = z.iso.datetime({ offset: true });
 const positiveInt = z.number().int().positive();
 
