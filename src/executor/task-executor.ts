@@ -114,6 +114,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       await sessions.ensureThread(task(t.taskId), ws.path);
     } catch (err) {
       const code = (err as { errorCode?: string }).errorCode ?? 'app_server_unavailable';
+      log('thread start failed', { taskId: t.taskId, errorCode: code, error: (err as Error).message });
       if (FATAL_PREPARE_CODES.has(code)) await send(t.taskId, { type: 'FAIL', errorCode: code });
       else
         await send(t.taskId, { type: 'PREPARE_FAILED', errorCode: code, retryable: true, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });

@@ -1,0 +1,150 @@
+// Builders for the records intake writes (spec §4). Pure: every time comes in as an argument.
+import { createHash } from 'node:crypto';
+import type {
+  CommentRecord,
+  CommentTriggerRecord,
+  DeliveryRecord,
+  RepositoryRecord,
+  SessionRecord,
+  TaskRecord,
+} from '../domain/records.js';
+import { formatReceiptMarker } from '../domain/marker.js';
+import type { NormalizedComment } from '../webhook/normalize-comment.js';
+import type { IntakeResponse } from './intake-response.js';
+
+export const DEFAULT_DELIVERY_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+export function payloadHash(json: Buffer): string {
+  return 'sha256:' + createHash('sha256').update(json).digest('hex');
+}
+
+export interface DeliveryFields {
+  deliveryKey: string;
+  deliveryId: string;
+  eventType: string;
+  receivedAt: Date;
+  retentionMs: number;
+  normalized: boolean;
+  taskId: string | null;
+  status: DeliveryRecord['status'];
+  reason: string | null;
+  payloadHash: string;
+  response: IntakeResponse;
+}
+
+export function deliveryRecord(f: DeliveryFields): DeliveryRecord {
+  return {
+    deliveryKey: f.deliveryKey,
+    deliveryId: f.deliveryId,
+    eventType: f.eventType,
+    receivedAt: f.receivedAt.toISOString(),
+    signatureValid: true,
+    normalized: f.normalized,
+    taskId: f.taskId,
+    status: f.status,
+    reason: f.reason,
+    payloadHash: f.payloadHash,
+    response: { status: f.response.status, body: { ...f.response.body } },
+    expiresAt: new Date(f.receivedAt.getTime() + f.retentionMs).toISOString(),
+  };
+}
+
+export function triggerRecord(triggerKey: string, deliveryKey: string, taskId: string | null, now: Date): CommentTriggerRecord {
+  return { triggerKey, deliveryKey, taskId, createdAt: now.toISOString() };
+}
+
+export function repositoryRecord(c: NormalizedComment, workspacePath: string, now: Date): RepositoryRecord {
+  return {
+    repoKey: c.repoKey,
+    instanceId: c.instanceId,
+    owner: c.repo.owner,
+    name: c.repo.name,
+    cloneUrl: c.repo.cloneUrl,
+    workspacePath,
+    defaultBranch: c.repo.defaultBranch,
+    status: 'active',
+    registeredAt: now.toISOString(),
+    lastFetchAt: null,
+    version: 1,
+  };
+}
+
+export function sessionRecord(c: NormalizedComment, hostRef: string, now: Date): SessionRecord {
+  return {
+    sessionKey: c.resourceKey,
+    resourceKey: c.resourceKey,
+    repoKey: c.repoKey,
+    kind: c.resource.kind,
+    number: c.resource.number,
+    threadId: null,
+    runtime: { app: 'codexapp', mode: 'yolo' },
+    mcp: { server: 'gitea', transport: 'stdio', hostRef },
+    status: 'active',
+    lastTaskId: null,
+    lastTurnId: null,
+    createdAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+    // 0: the session actor, created with the first thread, projects its stateVersion (1, 2, …) here.
+    version: 0,
+  };
+}
+
+/** State `received`, stateVersion 0: the task actor's projection takes it from there in the same tx. */
+export function taskRecord(c: NormalizedComment, taskId: string, queueSeq: number, now: Date): TaskRecord {
+  return {
+    taskId,
+    deliveryKey: c.deliveryKey,
+    deliveryId: c.deliveryId,
+    repoKey: c.repoKey,
+    resourceKey: c.resourceKey,
+    sessionKey: c.resourceKey,
+    resource: { kind: c.resource.kind, number: c.resource.number },
+    owner: c.repo.owner,
+    repo: c.repo.name,
+    commentId: c.comment.id,
+    commentUrl: c.comment.htmlUrl,
+    author: c.actor.login,
+    instruction: c.comment.body,
+    refs: c.refs ? { ...c.refs } : null,
+    state: 'received',
+    attempt: 0,
+    replyAttempt: 0,
+    threadId: null,
+    turnId: null,
+    leaseId: null,
+    nextRetryAt: null,
+    errorCode: null,
+    mcpFailureReason: null,
+    stoppedBy: null,
+    queueSeq,
+    createdAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+    stateVersion: 0,
+  };
+}
+
+export function receiptCommentKey(taskId: string): string {
+  return `${taskId}:status:received`;
+}
+
+/**
+ * The intent to post the "received" receipt (§9.3: intent before the side effect). The receipt
+ * poster owns the body; `bodyHash` stays empty until it writes one.
+ */
+export function receiptIntent(taskId: string, resourceKey: string, now: Date): CommentRecord {
+  const commentKey = receiptCommentKey(taskId);
+  return {
+    commentKey,
+    taskId,
+    kind: 'status',
+    resourceKey,
+    turnId: null,
+    commentId: null,
+    marker: formatReceiptMarker(commentKey),
+    bodyHash: '',
+    status: 'pending',
+    errorCode: null,
+    createdAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+  };
+}
