@@ -83,6 +83,8 @@ export interface TaskRecord {
   author: string;
   /** The comment body, untouched. Untrusted data. */
   instruction: string;
+  /** Replies after the task asked the user something (`waiting_user`); the last one is the next turn's input. Untrusted. */
+  followUps?: Array<{ commentId: number; author: string; body: string; commentUrl: string; deliveryKey: string; at: string }>;
   refs: { base: string; head: string; headSha: string } | null;
   state: TaskState;
   attempt: number;

@@ -429,6 +429,8 @@ export class ActorRuntime {
       fromState: change.fromState,
       toState: change.toState,
       stateVersion: change.stateVersion,
+      // The context's error code, when the machine keeps one: why a task went to retry_wait/failed.
+      errorCode: errorCodeOf(change.snapshot.context),
       metadata: change.event ? { event: summarizeEvent(change.event) } : {},
     });
   }
@@ -461,6 +463,11 @@ export class ActorRuntime {
       return false;
     }
   }
+}
+
+function errorCodeOf(context: unknown): string | null {
+  const code = (context as { errorCode?: unknown } | null)?.errorCode;
+  return typeof code === 'string' ? code : null;
 }
 
 /** Event fields for the audit log: bounded, and never free text that could carry a secret. */

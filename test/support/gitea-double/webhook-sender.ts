@@ -53,14 +53,17 @@ export interface WebhookSender {
   readonly deliveries: Delivery[];
 }
 
-export function createWebhookSender(options: { url: string; secret: string; timeoutMs?: number }): WebhookSender {
+/** `url` may be a function: the hook's target can change (a service restarting on a new port) while Replay keeps working. */
+export function createWebhookSender(options: { url: string | (() => string); secret: string | (() => string); timeoutMs?: number }): WebhookSender {
   const deliveries: Delivery[] = [];
   const timeoutMs = options.timeoutMs ?? 5_000;
 
   function deliver(body: Buffer, eventType: Delivery['eventType']): Promise<Delivery> {
     const deliveryId = randomUUID();
-    const sig256 = createHmac('sha256', options.secret).update(body).digest('hex');
-    const sig1 = createHmac('sha1', options.secret).update(body).digest('hex');
+    const secret = typeof options.secret === 'function' ? options.secret() : options.secret;
+    const url = typeof options.url === 'function' ? options.url() : options.url;
+    const sig256 = createHmac('sha256', secret).update(body).digest('hex');
+    const sig1 = createHmac('sha1', secret).update(body).digest('hex');
     const headers: Record<string, string> = {
       'Content-Type': 'application/json',
       'User-Agent': 'Go-http-client/1.1',
@@ -85,7 +88,7 @@ export function createWebhookSender(options: { url: string; secret: string; time
     const delivery: Delivery = { deliveryId, eventType, body, status: null, responseBody: '', error: null, sentAt: started, durationMs: 0 };
     deliveries.push(delivery);
     return new Promise((resolve) => {
-      const req = request(options.url, { method: 'POST', headers, timeout: timeoutMs }, (res) => {
+      const req = request(url, { method: 'POST', headers, timeout: timeoutMs }, (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (text += c));

@@ -39,6 +39,7 @@ export async function startGiteaSandbox(options: { root: string; botLogin?: stri
     alice: randomBytes(20).toString('hex'),
     bob: randomBytes(20).toString('hex'),
   };
+  let hook: { url: string; secret: string } | null = null;
   let sender: WebhookSender | null = null;
   const pending = new Map<number, Promise<Delivery>>();
 
@@ -109,7 +110,8 @@ export async function startGiteaSandbox(options: { root: string; botLogin?: stri
     prNumber: 2,
     prHeadSha,
     connectWebhook(url, secret) {
-      sender = createWebhookSender({ url, secret });
+      hook = { url, secret };
+      sender ??= createWebhookSender({ url: () => hook!.url, secret: () => hook!.secret });
     },
     async comment(login, index, body) {
       const token = userTokens[login];

@@ -6,9 +6,12 @@
  *
  * - `question`  → posts a question and ends with CCWEB_WAITING_USER (the task waits for the user);
  * - `head`      → runs `git rev-parse HEAD` through Codex's shell tool first and reports the sha;
- * - `forget`    → answers without calling the gitea tool (the reply goes missing; retry, then REST);
+ * - `forget`    → answers without calling the gitea tool (the reply goes missing: the reply-retry turn posts it);
+ * - `forget-always` → never posts, not even in the reply-retry turn (→ REST fallback);
  * - `slow`      → stalls (the turn runs until interrupted);
+ * - `slow-once` → stalls in the first attempt of a task only (a restart test's second attempt answers);
  * - otherwise   → a short answer.
+ * The reply-retry turn (its prompt says the answer "did not appear as a comment") re-posts.
  */
 import type { ScriptStep } from '../scripted-model/index.js';
 
@@ -34,6 +37,7 @@ export interface AgentOptions {
 
 export function scriptedAgent(options: AgentOptions = {}): (body: any) => ScriptStep {
   const answer = options.answer ?? ((t: string) => `Done. I looked at the request (${t.length} characters) and the repository.`);
+  const stalledTasks = new Set<string>();
   return (body) => {
     const input: InputItem[] = Array.isArray(body?.input) ? body.input : [];
     // The current turn starts at the last user message; everything after it is this turn's tool traffic.
@@ -41,7 +45,10 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
     input.forEach((item, i) => {
       if (item.type === 'message' && item.role === 'user') start = i;
     });
-    const userText = start >= 0 ? textOf(input[start]!) : '';
+    const turnText = start >= 0 ? textOf(input[start]!) : '';
+    // Keywords count only inside the quoted user comment, not in the service's own wording around it.
+    const quoted = /(`{3,})untrusted-comment\n([\s\S]*?)\n\1/.exec(turnText);
+    const userText = quoted ? quoted[2]! : turnText;
     const markers = [...JSON.stringify(body).matchAll(MARKER_RE)];
     const marker = markers.at(-1);
     if (!marker) return { type: 'message', text: 'No marker found; nothing to do.' };
@@ -52,24 +59,34 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
     const calls = after.filter((i) => i.type === 'function_call');
     const commented = calls.some((c) => c.name === 'create_issue_comment' || c.name === 'issue_write');
     const lower = userText.toLowerCase();
+    const isRetry = turnText.toLowerCase().includes('did not appear as a comment');
+    const history = JSON.stringify(input).toLowerCase();
+    const taskId = /taskId=(\S+)/.exec(markerLine)?.[1] ?? '';
 
-    if (lower.includes('slow') && !lower.includes('re-post')) return { type: 'stall' };
+    if (lower.includes('slow-once') && !isRetry) {
+      if (!stalledTasks.has(taskId)) {
+        stalledTasks.add(taskId);
+        return { type: 'stall' };
+      }
+    } else if (lower.includes('slow') && !isRetry) return { type: 'stall' };
     if (commented) {
       return {
         type: 'message',
-        text: lower.includes('question') && !lower.includes('re-post') ? 'I asked a question.\nCCWEB_WAITING_USER' : 'Posted my answer on the issue.',
+        text: lower.includes('question') && !isRetry ? 'I asked a question.\nCCWEB_WAITING_USER' : 'Posted my answer on the issue.',
       };
     }
-    if (lower.includes('forget') && !lower.includes('re-post')) return { type: 'message', text: 'Here is my answer (but I forgot to post it).' };
+    if ((lower.includes('forget') && !isRetry) || history.includes('forget-always')) {
+      return { type: 'message', text: 'Here is my answer (but I forgot to post it).' };
+    }
 
     let text = answer(userText);
-    if (lower.includes('head') && !lower.includes('re-post')) {
+    if (lower.includes('head') && !isRetry) {
       const shellDone = outputs.length > 0;
       if (!shellDone) return { type: 'shell', command: ['git', 'rev-parse', 'HEAD'] };
       const out = JSON.stringify(outputs.at(-1)!.output ?? '');
       const sha = /[0-9a-f]{40}/.exec(out)?.[0] ?? 'unknown';
       text = `The workspace is at commit ${sha}.`;
-    } else if (lower.includes('question') && !lower.includes('re-post')) {
+    } else if (lower.includes('question') && !isRetry) {
       text = 'Which browser does the flaky login test fail in?';
     }
     return {

@@ -1,0 +1,801 @@
+// Webhook intake end to end within the HTTP layer: byte-exact Gitea fixtures with real signatures,
+// over loopback HTTP, into a real durable store and actor runtime. Every test checks what was
+// stored and that nothing else was (records per collection, audit actions).
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import { createStore } from '../../src/store/index.js';
+import { STORE_INDEXES, type CommentRecord, type DeliveryRecord, type RepositoryRecord, type SessionRecord, type TaskRecord } from '../../src/domain/records.js';
+import { taskIdFor } from '../../src/webhook/normalize-comment.js';
+import { taskActorId } from '../../src/tasks/task-actor.js';
+import { formatReceiptMarker } from '../../src/domain/marker.js';
+import {
+  ACCEPT_AUDIT,
+  ONE_ACCEPTED_TASK,
+  expectedCounts,
+  startIntakeHarness,
+  type HarnessOptions,
+  type IntakeHarness,
+} from '../support/intake-harness.js';
+import {
+  FIXTURE_SECRET,
+  formEncode,
+  loadFixture,
+  signedHeaders,
+  withoutHeader,
+  type FixtureName,
+} from '../support/webhook-fixtures.js';
+
+let h: IntakeHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function start(options: HarnessOptions = {}): Promise<IntakeHarness> {
+  h = await startIntakeHarness(options);
+  return h;
+}
+
+/** A fixture re-serialised after `mutate`, signed, under a fresh delivery UUID (or the one given). */
+function delivery(
+  name: FixtureName,
+  options: { mutate?: (p: any) => void; deliveryId?: string; secret?: string } = {},
+): { body: Buffer; headers: Record<string, string>; deliveryId: string } {
+  const fixture = loadFixture(name);
+  const body = options.mutate
+    ? Buffer.from(JSON.stringify((() => { const p = JSON.parse(fixture.body.toString('utf8')); options.mutate!(p); return p; })(), null, 2), 'utf8')
+    : fixture.body;
+  const deliveryId = options.deliveryId ?? randomUUID();
+  const ids = { 'X-Gitea-Delivery': deliveryId, 'X-Gogs-Delivery': deliveryId, 'X-GitHub-Delivery': deliveryId };
+  return { body, headers: signedHeaders(fixture.headers, body, options.secret ?? FIXTURE_SECRET, ids), deliveryId };
+}
+
+/** The fixture exactly as Gitea sent it, headers included. */
+function exact(name: FixtureName): { body: Buffer; headers: Record<string, string>; deliveryId: string } {
+  const f = loadFixture(name);
+  return { ...f, deliveryId: f.headers['X-Gitea-Delivery']! };
+}
+
+function comment(body: string, id = 5000 + Math.floor(Math.random() * 1e6)) {
+  return (p: any) => {
+    p.comment.body = body;
+    p.comment.id = id;
+  };
+}
+
+function task(harness: IntakeHarness, taskId: string): TaskRecord {
+  return harness.store.get<TaskRecord>('tasks', taskId)!;
+}
+
+describe('202: a verified, first-time comment becomes one durable queued task', () => {
+  it('stores delivery, trigger, repository, session, task, actor and receipt intent in one transaction', async () => {
+    const harness = await start();
+    const d = exact('issue_comment_created_on_issue');
+    const commitsBefore = harness.store.stats().commits;
+    const res = await harness.post(d.body, d.headers);
+    const taskId = taskIdFor(`default:${d.deliveryId}`);
+
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ deliveryId: d.deliveryId, taskId, state: 'queued' });
+    expect(harness.store.stats().commits - commitsBefore).toBe(1);
+    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect(harness.auditActions()).toEqual(ACCEPT_AUDIT);
+    expect(harness.accepted).toEqual([taskId]);
+
+    const payload = JSON.parse(d.body.toString('utf8'));
+    const t = task(harness, taskId);
+    expect(t).toMatchObject({
+      taskId,
+      deliveryKey: `default:${d.deliveryId}`,
+      repoKey: 'default:alice/widgets',
+      resourceKey: 'default:alice/widgets:issue:7',
+      sessionKey: 'default:alice/widgets:issue:7',
+      resource: { kind: 'issue', number: 7 },
+      owner: 'alice',
+      repo: 'widgets',
+      commentId: 4021,
+      author: 'bob',
+      instruction: payload.comment.body,
+      refs: null,
+      state: 'queued',
+      stateVersion: 2,
+      attempt: 0,
+    });
+    const accept = harness.store.audit().find((e) => e.action === 'webhook.accept')!;
+    expect(t.queueSeq).toBe(accept.seq);
+    expect(accept).toMatchObject({ taskId, deliveryId: d.deliveryId, actor: 'gitea:user:bob' });
+    expect(harness.runtime.stateOf(taskActorId(taskId))?.state).toBe('queued');
+
+    const del = harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)!;
+    expect(del).toMatchObject({ status: 'accepted', taskId, signatureValid: true, normalized: true, eventType: 'issue_comment', reason: null });
+    expect(del.response).toEqual({ status: 202, body: res.body });
+    expect(del.payloadHash).toBe('sha256:a34b47f8abbb33e794e236c63b55e0c4b595a3de2300caf3948109c797812785');
+    expect(Date.parse(del.expiresAt) - Date.parse(del.receivedAt)).toBe(30 * 24 * 3600 * 1000);
+
+    const repo = harness.store.get<RepositoryRecord>('repositories', 'default:alice/widgets')!;
+    expect(repo).toMatchObject({ status: 'active', version: 1, owner: 'alice', name: 'widgets', defaultBranch: 'main' });
+    expect(repo.workspacePath).toBe(`${harness.workspaceRoot}/default/alice/widgets`);
+    expect(repo.cloneUrl).not.toMatch(/@/); // no credentials in the stored URL
+    expect(harness.store.get<SessionRecord>('sessions', 'default:alice/widgets:issue:7')).toMatchObject({
+      status: 'active',
+      threadId: null,
+      // 0: the session actor takes the record over with its first projection (CAS on version).
+      version: 0,
+      kind: 'issue',
+      number: 7,
+    });
+    const receipt = harness.store.get<CommentRecord>('comments', `${taskId}:status:received`)!;
+    expect(receipt).toMatchObject({ kind: 'status', status: 'pending', taskId, marker: formatReceiptMarker(`${taskId}:status:received`) });
+    expect(harness.store.get('comment_triggers', 'default:alice/widgets:comment:4021:created:2026-07-20T09:15:42Z')).toMatchObject({ taskId });
+  });
+
+  it('the 202 is durable: a reopened store holds the queued task', async () => {
+    const harness = await start();
+    const d = exact('issue_comment_created_on_issue');
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(202);
+    await harness.close(false);
+    h = undefined;
+    const reopened = createStore({ dir: `${harness.dir}/store`, indexes: STORE_INDEXES });
+    await reopened.open();
+    try {
+      expect(reopened.get<TaskRecord>('tasks', res.body.taskId)?.state).toBe('queued');
+      expect(reopened.get('webhook_deliveries', `default:${d.deliveryId}`)).toBeDefined();
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('a PR conversation comment carries the PR refs and kind pull_request', async () => {
+    const harness = await start();
+    const d = exact('pull_request_comment_created');
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(202);
+    const t = task(harness, res.body.taskId);
+    expect(t.resource).toEqual({ kind: 'pull_request', number: t.resource.number });
+    expect(t.resourceKey).toBe(`default:alice/widgets:pull_request:${t.resource.number}`);
+    expect(t.refs).not.toBeNull();
+    expect(t.instruction).toBe('@ccweb-bot please fix the lint errors & the failing test');
+    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+  });
+
+  it('a PR comment from Gitea < 1.23 (no pull_request object) is queued with refs null', async () => {
+    const harness = await start();
+    const d = delivery('pull_request_comment_created', { mutate: (p) => delete p.pull_request });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(202);
+    expect(task(harness, res.body.taskId).refs).toBeNull();
+  });
+
+  it('a second comment on a known repository and resource reuses both records', async () => {
+    const harness = await start();
+    await harness.post(exact('issue_comment_created_on_issue').body, exact('issue_comment_created_on_issue').headers);
+    const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot and the docs too', 4099) });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(202);
+    expect(harness.counts()).toEqual(
+      expectedCounts({ webhook_deliveries: 2, comment_triggers: 2, repositories: 1, sessions: 1, tasks: 2, actors: 2, comments: 2 }),
+    );
+    expect(harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.accept', 'task.transition', 'task.transition']);
+    const [a, b] = harness.store.list<TaskRecord>('tasks');
+    expect(b!.queueSeq).toBeGreaterThan(a!.queueSeq);
+  });
+
+  it('form content type: payload=<urlencoded JSON>, signed over the JSON', async () => {
+    const harness = await start();
+    const f = exact('issue_comment_created_on_issue');
+    const body = formEncode(f.body);
+    const headers = { ...f.headers, 'Content-Type': 'application/x-www-form-urlencoded' };
+    const res = await harness.post(body, headers);
+    expect(res.status).toBe(202);
+    expect(task(harness, res.body.taskId).instruction).toBe(JSON.parse(f.body.toString('utf8')).comment.body);
+    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+  });
+
+  it('X-Hub-Signature-256 alone is enough', async () => {
+    const harness = await start();
+    const f = exact('issue_comment_created_on_issue');
+    const res = await harness.post(f.body, withoutHeader(withoutHeader(f.headers, 'X-Gitea-Signature'), 'X-Gogs-Signature'));
+    expect(res.status).toBe(202);
+  });
+
+  it('secret rotation: the old and the new secret are accepted, a revoked one is not', async () => {
+    const harness = await start({ secrets: ['rotated-secret-2026', FIXTURE_SECRET] });
+    const old = exact('issue_comment_created_on_issue');
+    expect((await harness.post(old.body, old.headers)).status).toBe(202);
+    const fresh = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot new secret', 4100), secret: 'rotated-secret-2026' });
+    expect((await harness.post(fresh.body, fresh.headers)).status).toBe(202);
+    const revoked = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot revoked', 4101), secret: 'revoked-secret' });
+    expect((await harness.post(revoked.body, revoked.headers)).status).toBe(401);
+    expect(harness.store.count('tasks')).toBe(2);
+    expect(harness.auditActions().filter((a) => a === 'webhook.signature_invalid')).toHaveLength(1);
+  });
+
+  it('unicode, RTL and bidi control characters are stored byte-exact as the instruction', async () => {
+    const harness = await start();
+    const text = '@ccweb-bot 请修复构建 \u202Eevil.exe\u202C مرحبا بالعالم \u200F\u2066x\u2069 🎉 e\u0301 <tag> & "q" \\ \r\n\u0000end';
+    const d = delivery('issue_comment_created_on_issue', { mutate: comment(text, 4200) });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(202);
+    const stored = task(harness, res.body.taskId).instruction;
+    expect(stored).toBe(text);
+    expect(Buffer.from(stored, 'utf8').equals(Buffer.from(text, 'utf8'))).toBe(true);
+  });
+
+  it("Gitea's escaped <>& in the fixture bytes arrive unescaped in the instruction", async () => {
+    const harness = await start();
+    const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot compare a<b && c>d', 4201) });
+    const gitea = Buffer.from(d.body.toString('utf8').replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026'));
+    const res = await harness.post(gitea, signedHeaders(d.headers, gitea));
+    expect(res.status).toBe(202);
+    expect(task(harness, res.body.taskId).instruction).toBe('@ccweb-bot compare a<b && c>d');
+  });
+});
+
+describe('200: repeats and duplicates return the original result', () => {
+  it('the same delivery again answers 200 with the original body and stores only an audit event', async () => {
+    const harness = await start();
+    const d = exact('issue_comment_created_on_issue');
+    const first = await harness.post(d.body, d.headers);
+    const again = await harness.post(d.body, d.headers);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect(harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.duplicate_delivery']);
+    expect(harness.accepted).toHaveLength(1);
+  });
+
+  it('Replay (same body, new delivery UUID) is a duplicate of the original task', async () => {
+    const harness = await start();
+    const original = exact('issue_comment_created_on_issue');
+    const first = await harness.post(original.body, original.headers);
+    const replayId = randomUUID();
+    const replay = {
+      ...original.headers,
+      'X-Gitea-Delivery': replayId,
+      'X-Gogs-Delivery': replayId,
+      'X-GitHub-Delivery': replayId,
+    };
+    const res = await harness.post(original.body, replay);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'duplicate', taskId: first.body.taskId });
+    expect(harness.counts()).toEqual(expectedCounts({ ...ONE_ACCEPTED_TASK, webhook_deliveries: 2 }));
+    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${replayId}`)).toMatchObject({
+      status: 'duplicate',
+      reason: 'duplicate_comment',
+      taskId: first.body.taskId,
+    });
+    expect(harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.duplicate_comment']);
+    // And the replay's own repeat answers with the replay's first answer.
+    const again = await harness.post(original.body, replay);
+    expect(again).toMatchObject({ status: 200, body: res.body });
+  });
+
+  // A slow permission API keeps all 50 requests in flight between their pre-checks and their final
+  // transaction, so only the re-check inside that transaction can keep them apart.
+  const slowApi: HarnessOptions = { fetchPermission: () => new Promise((r) => setTimeout(() => r('write'), 30)) };
+  const noSignedPermissions = (p: any) => {
+    delete p.repository.permissions;
+  };
+
+  it('50 concurrent identical posts yield exactly one task (signed permissions)', async () => {
+    const harness = await start();
+    const d = exact('issue_comment_created_on_issue');
+    const results = await Promise.all(Array.from({ length: 50 }, () => harness.post(d.body, d.headers)));
+    expect(results.filter((r) => r.status === 202)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 200)).toHaveLength(49);
+    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+  });
+
+  it('50 concurrent identical posts yield exactly one task, all racing past a slow permission check', async () => {
+    const harness = await start(slowApi);
+    const d = delivery('issue_comment_created_on_issue', { mutate: noSignedPermissions });
+    const results = await Promise.all(Array.from({ length: 50 }, () => harness.post(d.body, d.headers)));
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 202)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(49);
+    const taskId = taskIdFor(`default:${d.deliveryId}`);
+    for (const r of results) expect(r.body).toEqual({ deliveryId: d.deliveryId, taskId, state: 'queued' });
+    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    const actions = harness.auditActions();
+    expect(actions.filter((a) => a === 'webhook.duplicate_delivery')).toHaveLength(49);
+    expect(actions.filter((a) => a !== 'webhook.duplicate_delivery')).toEqual(ACCEPT_AUDIT);
+    expect(harness.permissionCalls.length).toBeGreaterThan(1); // they really raced
+  });
+
+  it('50 concurrent Replays of one comment (50 delivery UUIDs) yield exactly one task', async () => {
+    const harness = await start(slowApi);
+    const f = delivery('issue_comment_created_on_issue', { mutate: noSignedPermissions });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => {
+        const id = randomUUID();
+        return harness.post(f.body, { ...f.headers, 'X-Gitea-Delivery': id });
+      }),
+    );
+    const winners = results.filter((r) => r.status === 202);
+    expect(winners).toHaveLength(1);
+    const dups = results.filter((r) => r.status === 200);
+    expect(dups).toHaveLength(49);
+    for (const r of dups) expect(r.body).toEqual({ status: 'duplicate', taskId: winners[0]!.body.taskId });
+    expect(harness.counts()).toEqual(expectedCounts({ ...ONE_ACCEPTED_TASK, webhook_deliveries: 50 }));
+    expect(harness.permissionCalls.length).toBeGreaterThan(1);
+  });
+
+  it('concurrent first comments on a new repository register it once', async () => {
+    const harness = await start();
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => {
+        const d = delivery('issue_comment_created_on_issue', {
+          mutate: (p) => {
+            comment(`@ccweb-bot task ${i}`, 6000 + i)(p);
+            p.issue.number = 100 + i;
+          },
+        });
+        return harness.post(d.body, d.headers);
+      }),
+    );
+    expect(results.every((r) => r.status === 202)).toBe(true);
+    expect(harness.counts()).toEqual(
+      expectedCounts({ webhook_deliveries: 10, comment_triggers: 10, repositories: 1, sessions: 10, tasks: 10, actors: 10, comments: 10 }),
+    );
+    expect(harness.auditActions().filter((a) => a === 'repository.register')).toHaveLength(1);
+    const seqs = harness.store.list<TaskRecord>('tasks').map((t) => t.queueSeq);
+    expect(new Set(seqs).size).toBe(10);
+  });
+});
+
+describe('200: ignored events and comments (delivery stored as ignored, audited, no task)', () => {
+  const cases: Array<[string, () => { body: Buffer; headers: Record<string, string>; deliveryId: string }, string]> = [
+    ['an edited comment (edits never trigger)', () => exact('issue_comment_edited'), 'edited_comment'],
+    ["the bot's own comment", () => exact('issue_comment_created_by_bot'), 'bot_self_comment'],
+    ["the bot's own comment, login in another case", () => delivery('issue_comment_created_by_bot', { mutate: (p) => { p.sender.login = 'CCWeb-Bot'; p.comment.body = '@ccweb-bot loop?'; } }), 'bot_self_comment'],
+    ['a deleted comment', () => delivery('issue_comment_created_on_issue', { mutate: (p) => { p.action = 'deleted'; } }), 'deleted_comment'],
+    ['a comment without a mention', () => delivery('issue_comment_created_on_issue', { mutate: comment('please fix the build') }), 'no_mention'],
+    ['a mention of another user with a longer login', () => delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-botx fix it') }), 'no_mention'],
+    ['a mention inside an inline code span', () => delivery('issue_comment_created_on_issue', { mutate: comment('run `@ccweb-bot fix` to see') }), 'no_mention'],
+    ['a mention inside a fenced code block', () => delivery('issue_comment_created_on_issue', { mutate: comment('log:\n```\n@ccweb-bot fix\n```\nthanks') }), 'no_mention'],
+    ['a mention inside a quote', () => delivery('issue_comment_created_on_issue', { mutate: comment('> @ccweb-bot please fix\n\nI agree with this') }), 'no_mention'],
+  ];
+  for (const [title, make, reason] of cases) {
+    it(title, async () => {
+      const harness = await start();
+      const d = make();
+      const res = await harness.post(d.body, d.headers);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ status: 'ignored', reason });
+      expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1 }));
+      expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({
+        status: 'ignored',
+        reason,
+        taskId: null,
+        response: { status: 200, body: res.body },
+      });
+      expect(harness.auditActions()).toEqual(['webhook.ignored']);
+      expect(harness.store.audit()[0]!.errorCode).toBe(reason);
+    });
+  }
+
+  for (const [event, eventType] of [
+    ['push', 'push'],
+    ['pull_request_comment', 'pull_request_review_comment'],
+    ['issues', 'issues'],
+  ] as const) {
+    it(`event ${event}/${eventType} is ignored as unsupported_event before parsing`, async () => {
+      const harness = await start();
+      const body = Buffer.from(JSON.stringify({ ref: 'refs/heads/main', unrelated: true }));
+      const id = randomUUID();
+      const headers = signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body, FIXTURE_SECRET, {
+        'X-Gitea-Event': event,
+        'X-Gitea-Event-Type': eventType,
+        'X-Gitea-Delivery': id,
+      });
+      const res = await harness.post(body, headers);
+      expect(res).toMatchObject({ status: 200, body: { status: 'ignored', reason: 'unsupported_event' } });
+      expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1 }));
+      expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${id}`)).toMatchObject({ normalized: false, eventType });
+      expect(harness.auditActions()).toEqual(['webhook.ignored']);
+    });
+  }
+});
+
+describe('401: missing or wrong signature — a security audit event and nothing else', () => {
+  const f = () => exact('issue_comment_created_on_issue');
+  const cases: Array<[string, () => Record<string, string>, (b: Buffer) => Buffer]> = [
+    ['wrong signature', () => ({ ...f().headers, 'X-Gitea-Signature': 'ab'.repeat(32), 'X-Hub-Signature-256': `sha256=${'ab'.repeat(32)}` }), (b) => b],
+    ['signed with another secret', () => signedHeaders(f().headers, f().body, 'not-the-secret'), (b) => b],
+    ['body changed after signing (one byte)', () => f().headers, (b) => Buffer.concat([b.subarray(0, b.length - 2), Buffer.from(' }')])],
+    ['no signature headers at all', () => withoutHeader(withoutHeader(withoutHeader(f().headers, 'X-Gitea-Signature'), 'X-Hub-Signature-256'), 'X-Gogs-Signature'), (b) => b],
+    ['empty signature headers (a hook without secret)', () => ({ ...f().headers, 'X-Gitea-Signature': '', 'X-Gogs-Signature': '', 'X-Hub-Signature-256': 'sha256=' }), (b) => b],
+    ['SHA-1 signature only', () => withoutHeader(withoutHeader(withoutHeader(f().headers, 'X-Gitea-Signature'), 'X-Hub-Signature-256'), 'X-Gogs-Signature'), (b) => b],
+    ['truncated signature', () => ({ ...f().headers, 'X-Gitea-Signature': f().headers['X-Gitea-Signature']!.slice(0, 63), 'X-Hub-Signature-256': 'sha256=' }), (b) => b],
+  ];
+  for (const [title, headers, body] of cases) {
+    it(title, async () => {
+      const harness = await start();
+      const res = await harness.post(body(f().body), headers());
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: 'unauthorized' });
+      expect(harness.counts()).toEqual(expectedCounts({}));
+      const events = harness.store.audit();
+      expect(events).toHaveLength(1);
+      expect(events[0]).toMatchObject({
+        action: 'webhook.signature_invalid',
+        level: 'security',
+        deliveryId: f().deliveryId,
+        metadata: { remoteAddress: '127.0.0.1', userAgent: 'Go-http-client/1.1' },
+      });
+      const stored = JSON.stringify(events[0]);
+      expect(stored).not.toContain('please fix');
+      expect(stored).not.toContain(FIXTURE_SECRET);
+      expect(stored).not.toContain(f().headers['X-Gitea-Signature']!.slice(0, 16));
+    });
+  }
+
+  it('a form body without a payload field is unauthorized too', async () => {
+    const harness = await start();
+    const body = Buffer.from('other=1');
+    const res = await harness.post(body, { ...signedHeaders(f().headers, body), 'Content-Type': 'application/x-www-form-urlencoded' });
+    expect(res).toMatchObject({ status: 401, body: { error: 'unauthorized' } });
+    expect(harness.counts()).toEqual(expectedCounts({}));
+    expect(harness.auditActions()).toEqual(['webhook.signature_invalid']);
+  });
+});
+
+describe('400: unparseable or incomplete payloads, unsafe names — nothing queued', () => {
+  function expectInvalid(harness: IntakeHarness, res: { status: number; body: unknown }) {
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'invalid_payload' });
+    expect(harness.counts()).toEqual(expectedCounts({}));
+    expect(harness.auditActions()).toEqual(['webhook.invalid_payload']);
+  }
+
+  it('non-JSON body with a valid signature', async () => {
+    const harness = await start();
+    const body = Buffer.from('this is not json {');
+    expectInvalid(harness, await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body)));
+  });
+
+  it('invalid UTF-8 with a valid signature', async () => {
+    const harness = await start();
+    const body = Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
+    expectInvalid(harness, await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body)));
+  });
+
+  for (const [field, mutate] of [
+    ['comment.id', (p: any) => delete p.comment.id],
+    ['comment.body', (p: any) => delete p.comment.body],
+    ['repository', (p: any) => delete p.repository],
+    ['sender', (p: any) => delete p.sender],
+    ['is_pull', (p: any) => delete p.is_pull],
+    ['issue.number (a string)', (p: any) => { p.issue.number = '7'; }],
+  ] as const) {
+    it(`missing or wrong required field: ${field}`, async () => {
+      const harness = await start();
+      const d = delivery('issue_comment_created_on_issue', { mutate });
+      expectInvalid(harness, await harness.post(d.body, d.headers));
+    });
+  }
+
+  for (const [title, header] of [
+    ['X-Gitea-Delivery', 'X-Gitea-Delivery'],
+    ['X-Gitea-Event', 'X-Gitea-Event'],
+    ['X-Gitea-Event-Type', 'X-Gitea-Event-Type'],
+  ] as const) {
+    it(`missing header ${title}`, async () => {
+      const harness = await start();
+      const d = exact('issue_comment_created_on_issue');
+      expectInvalid(harness, await harness.post(d.body, withoutHeader(d.headers, header)));
+    });
+  }
+
+  it('X-Gitea-Event-Type contradicting the signed is_pull', async () => {
+    const harness = await start();
+    const d = exact('issue_comment_created_on_issue');
+    expectInvalid(harness, await harness.post(d.body, { ...d.headers, 'X-Gitea-Event-Type': 'pull_request_comment' }));
+  });
+
+  for (const [title, mutate] of [
+    ['repository name ..', (p: any) => { p.repository.name = '..'; p.repository.full_name = 'alice/..'; }],
+    ['repository name ../../etc', (p: any) => { p.repository.name = '../../etc'; p.repository.full_name = 'alice/../../etc'; }],
+    ['repository name with a slash', (p: any) => { p.repository.name = 'a/b'; p.repository.full_name = 'alice/a/b'; }],
+    ['repository name with a backslash', (p: any) => { p.repository.name = 'a\\b'; p.repository.full_name = 'alice/a\\b'; }],
+    ['repository name with NUL', (p: any) => { p.repository.name = 'wid\u0000gets'; p.repository.full_name = 'alice/wid\u0000gets'; }],
+    ['repository name with a newline', (p: any) => { p.repository.name = 'wid\ngets'; p.repository.full_name = 'alice/wid\ngets'; }],
+    ['owner ..', (p: any) => { p.repository.owner.login = '..'; p.repository.full_name = '../widgets'; }],
+    ['owner with a leading dash', (p: any) => { p.repository.owner.login = '-alice'; p.repository.full_name = '-alice/widgets'; }],
+    ['full_name not matching owner/name', (p: any) => { p.repository.full_name = 'mallory/widgets'; }],
+  ] as const) {
+    it(`path traversal / unsafe name: ${title}`, async () => {
+      const harness = await start();
+      const d = delivery('issue_comment_created_on_issue', { mutate });
+      expectInvalid(harness, await harness.post(d.body, d.headers));
+    });
+  }
+});
+
+describe('415 and 413: content type and size, checked before anything is read or stored', () => {
+  for (const [title, type] of [
+    ['text/plain', 'text/plain'],
+    ['multipart/form-data', 'multipart/form-data; boundary=x'],
+    ['no Content-Type', undefined],
+  ] as const) {
+    it(`wrong content type: ${title}`, async () => {
+      const harness = await start();
+      const d = exact('issue_comment_created_on_issue');
+      const headers = type === undefined ? withoutHeader(d.headers, 'Content-Type') : { ...d.headers, 'Content-Type': type };
+      const res = await harness.post(d.body, headers);
+      expect(res).toMatchObject({ status: 415, body: { error: 'unsupported_media_type' } });
+      expect(harness.counts()).toEqual(expectedCounts({}));
+      expect(harness.auditActions()).toEqual([]);
+    });
+  }
+
+  it('application/json with a charset parameter is fine', async () => {
+    const harness = await start();
+    const d = exact('issue_comment_created_on_issue');
+    expect((await harness.post(d.body, { ...d.headers, 'Content-Type': 'application/json; charset=utf-8' })).status).toBe(202);
+  });
+
+  it('a compressed body is refused (415), never decoded', async () => {
+    const harness = await start();
+    const d = exact('issue_comment_created_on_issue');
+    const res = await harness.post(d.body, { ...d.headers, 'Content-Encoding': 'gzip' });
+    expect(res.status).toBe(415);
+    expect(harness.counts()).toEqual(expectedCounts({}));
+  });
+
+  it('a declared Content-Length over the 2 MiB default → 413 and the connection closes', async () => {
+    const harness = await start();
+    const body = Buffer.alloc(2 * 1024 * 1024 + 1, 0x20);
+    const res = await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body));
+    expect(res).toMatchObject({ status: 413, body: { error: 'payload_too_large' } });
+    expect(res.headers['connection']).toBe('close');
+    expect(harness.counts()).toEqual(expectedCounts({}));
+    expect(harness.auditActions()).toEqual([]);
+  });
+
+  it('a chunked upload (no Content-Length) is cut off at the limit → 413', async () => {
+    const harness = await start({ maxBytes: 64 * 1024 });
+    const body = Buffer.alloc(1024 * 1024, 0x20);
+    const res = await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body), { chunked: true });
+    expect(res.status).toBe(413);
+    expect(harness.counts()).toEqual(expectedCounts({}));
+  });
+
+  it('a body of exactly the limit is read', async () => {
+    const d = exact('issue_comment_created_on_issue');
+    const harness = await start({ maxBytes: d.body.length });
+    expect((await harness.post(d.body, d.headers)).status).toBe(202);
+  });
+
+  it('GET on the webhook path → 405, nothing stored', async () => {
+    const harness = await start();
+    const res = await harness.post(Buffer.alloc(0), {}, { method: 'GET' });
+    expect(res.status).toBe(405);
+    expect(harness.counts()).toEqual(expectedCounts({}));
+  });
+});
+
+describe('who may trigger: write/admin, signed permissions first, else the API, fail closed', () => {
+  function expectRejectedTask(harness: IntakeHarness, res: { status: number; body: any }, reason: string, deliveryId: string) {
+    const taskId = taskIdFor(`default:${deliveryId}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'rejected', reason, taskId });
+    // Visible to operators as a rejected task; no repository, session or receipt for it.
+    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1 }));
+    expect(task(harness, taskId)).toMatchObject({ state: 'rejected', author: expect.any(String) });
+    expect(harness.runtime.stateOf(taskActorId(taskId))?.state).toBe('rejected');
+    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${deliveryId}`)).toMatchObject({ status: 'rejected', reason, taskId });
+    expect(harness.auditActions()).toEqual(['webhook.rejected', 'task.transition', 'task.transition']);
+    expect(harness.store.audit()[0]!.errorCode).toBe(reason);
+    expect(harness.accepted).toEqual([]);
+  }
+
+  it('read-only commenter (signed permissions) → rejected, permission API not asked', async () => {
+    const harness = await start({ fetchPermission: async () => 'admin' });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: false, push: false, pull: true }; } });
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expect(harness.permissionCalls).toEqual([]);
+  });
+
+  it('admin without push (signed) → accepted', async () => {
+    const harness = await start();
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: false, pull: true }; } });
+    expect((await harness.post(d.body, d.headers)).status).toBe(202);
+  });
+
+  it('permissions absent, permission API says write → accepted', async () => {
+    const harness = await start({ fetchPermission: async () => 'write' });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(202);
+    expect(harness.permissionCalls).toEqual([['alice', 'widgets', 'bob']]);
+    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+  });
+
+  it('permissions absent, permission API says read → rejected', async () => {
+    const harness = await start({ fetchPermission: async () => 'read' });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = null; } });
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+  });
+
+  it('permissions absent, permission API throws → rejected (fail closed)', async () => {
+    const harness = await start({ fetchPermission: async () => { throw new Error('403 Forbidden'); } });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'permission_check_failed', d.deliveryId);
+  });
+
+  it('permissions absent, permission API hangs → rejected after the timeout (fail closed)', async () => {
+    const harness = await start({ fetchPermission: () => new Promise(() => undefined), intake: { permissionTimeoutMs: 50 } });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'permission_check_failed', d.deliveryId);
+  });
+
+  it('deny list wins over write permission', async () => {
+    const harness = await start({ denyUsers: ['BOB'] });
+    const d = delivery('issue_comment_created_on_issue');
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+  });
+
+  it('allow list without the commenter → rejected; with the commenter → accepted', async () => {
+    const harness = await start({ allowUsers: ['carol'] });
+    const d = delivery('issue_comment_created_on_issue');
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    await harness.close();
+    const allowed = await start({ allowUsers: ['carol', 'bob'] });
+    const e = delivery('issue_comment_created_on_issue');
+    expect((await allowed.post(e.body, e.headers)).status).toBe(202);
+  });
+
+  it('a Replay of a rejected comment stays rejected (duplicate of the rejected task)', async () => {
+    const harness = await start();
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: false, push: false, pull: true }; } });
+    const first = await harness.post(d.body, d.headers);
+    const res = await harness.post(d.body, { ...d.headers, 'X-Gitea-Delivery': randomUUID() });
+    expect(res.body).toEqual({ status: 'duplicate', taskId: first.body.taskId });
+    expect(harness.store.count('tasks')).toBe(1);
+  });
+});
+
+describe('409: a repository disabled by an operator gets no task', () => {
+  it('answers repository_disabled, records the delivery as rejected, and repeats it', async () => {
+    const harness = await start();
+    await harness.store.transact((tx) =>
+      tx.insert('repositories', 'default:alice/widgets', {
+        repoKey: 'default:alice/widgets',
+        instanceId: 'default',
+        owner: 'alice',
+        name: 'widgets',
+        cloneUrl: 'https://gitea.example.com/alice/widgets.git',
+        workspacePath: '/w/default/alice/widgets',
+        defaultBranch: 'main',
+        status: 'disabled',
+        registeredAt: '2026-01-01T00:00:00Z',
+        lastFetchAt: null,
+        version: 2,
+      } satisfies RepositoryRecord),
+    );
+    const d = exact('issue_comment_created_on_issue');
+    const res = await harness.post(d.body, d.headers);
+    expect(res).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
+    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, repositories: 1 }));
+    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({
+      status: 'rejected',
+      reason: 'repository_disabled',
+      taskId: null,
+    });
+    expect(harness.auditActions()).toEqual(['webhook.repository_disabled']);
+    expect(harness.store.get<RepositoryRecord>('repositories', 'default:alice/widgets')?.version).toBe(2);
+    const again = await harness.post(d.body, d.headers);
+    expect(again).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
+    expect(harness.store.count('tasks')).toBe(0);
+  });
+});
+
+describe('503: the store cannot make the task durable — never "queued"', () => {
+  it('store closed', async () => {
+    const harness = await start();
+    await harness.store.close();
+    const d = exact('issue_comment_created_on_issue');
+    const res = await harness.post(d.body, d.headers);
+    expect(res).toMatchObject({ status: 503, body: { error: 'store_unavailable' } });
+    expect(harness.accepted).toEqual([]);
+  });
+
+  it('journal write fails: 503, nothing acknowledged, and the failed write is not on disk', async () => {
+    let fail = false;
+    const harness = await start({
+      store: {
+        beforeJournalWrite: () => {
+          if (fail) throw new Error('EIO: simulated disk failure');
+        },
+      },
+    });
+    fail = true;
+    const d = exact('issue_comment_created_on_issue');
+    const res = await harness.post(d.body, d.headers);
+    expect(res).toMatchObject({ status: 503, body: { error: 'store_unavailable' } });
+    expect(harness.accepted).toEqual([]);
+    // A repeat must not turn the in-memory (never durable) record into a "duplicate" answer.
+    const again = await harness.post(d.body, d.headers);
+    expect(again.status).toBe(503);
+    await harness.close(false);
+    h = undefined;
+    const reopened = createStore({ dir: `${harness.dir}/store`, indexes: STORE_INDEXES });
+    await reopened.open();
+    try {
+      expect(reopened.count('tasks')).toBe(0);
+      expect(reopened.count('webhook_deliveries')).toBe(0);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
+
+describe('@ccweb-bot stop', () => {
+  async function queue(harness: IntakeHarness, id: number, number = 7): Promise<string> {
+    const d = delivery('issue_comment_created_on_issue', {
+      mutate: (p) => {
+        comment(`@ccweb-bot task ${id}`, id)(p);
+        p.issue.number = number;
+      },
+    });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(202);
+    return res.body.taskId as string;
+  }
+
+  it('cancels queued tasks and aborts the running one of that resource only', async () => {
+    const harness = await start();
+    const running = await queue(harness, 7001);
+    const queued = await queue(harness, 7002);
+    const elsewhere = await queue(harness, 7003, 8);
+    const claim: TaskEvent = { type: 'CLAIM', leaseId: 'lease-1' };
+    expect((await harness.runtime.send(taskActorId(running), claim)).ok).toBe(true);
+    expect((await harness.runtime.send(taskActorId(running), { type: 'WORKSPACE_READY' })).ok).toBe(true);
+
+    const before = harness.counts();
+    const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot STOP!', 7100) });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'stop', taskIds: [running, queued] });
+    expect(task(harness, running)).toMatchObject({ state: 'aborting', stoppedBy: 'gitea:user:bob' });
+    expect(task(harness, queued)).toMatchObject({ state: 'cancelled', stoppedBy: 'gitea:user:bob' });
+    expect(task(harness, elsewhere).state).toBe('queued');
+    expect(harness.stops).toEqual([[running, queued]]);
+    expect(harness.counts()).toEqual({ ...before, webhook_deliveries: before.webhook_deliveries + 1, comment_triggers: before.comment_triggers + 1 });
+    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({ status: 'accepted', reason: 'stop', taskId: null });
+    const tail = harness.store.audit().slice(-3);
+    expect(tail.map((e) => [e.action, e.actor, e.toState ?? null])).toEqual([
+      ['webhook.stop', 'gitea:user:bob', null],
+      ['task.transition', 'gitea:user:bob', 'aborting'],
+      ['task.transition', 'gitea:user:bob', 'cancelled'],
+    ]);
+  });
+
+  it('a stop from a read-only commenter is rejected and stops nothing', async () => {
+    const harness = await start();
+    const queued = await queue(harness, 7201);
+    const d = delivery('issue_comment_created_on_issue', {
+      mutate: (p) => {
+        comment('@ccweb-bot stop', 7202)(p);
+        p.sender.login = 'mallory';
+        p.repository.permissions = { admin: false, push: false, pull: true };
+      },
+    });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.body).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
+    expect(task(harness, queued).state).toBe('queued');
+    expect(harness.stops).toEqual([]);
+  });
+
+  it('a stop with nothing to stop is recorded and answers an empty list', async () => {
+    const harness = await start();
+    const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot stop', 7301) });
+    const res = await harness.post(d.body, d.headers);
+    expect(res.body).toEqual({ status: 'stop', taskIds: [] });
+    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1 }));
+    expect(harness.auditActions()).toEqual(['webhook.stop']);
+  });
+});

@@ -1,0 +1,176 @@
+// The real intake over real HTTP: a durable store, the actor runtime with the task kind, the Koa app
+// from createApp, bound to 127.0.0.1 on an ephemeral port. Requests go out as raw node:http calls so
+// tests control every header and byte.
+import { request as httpRequest, type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../../src/http/create-app.js';
+import { createIntake, type IntakeOptions } from '../../src/intake/accept-comment.js';
+import { createWebhookRouter } from '../../src/webhook/route.js';
+import type { RepoPermission } from '../../src/webhook/authorize-actor.js';
+import { COLLECTIONS, type CollectionName, type Store } from '../../src/store/types.js';
+import { createStore, type StoreOptions } from '../../src/store/index.js';
+import { STORE_INDEXES } from '../../src/domain/records.js';
+import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
+import { taskKind } from '../../src/tasks/task-actor.js';
+import { FIXTURE_SECRET } from './webhook-fixtures.js';
+
+export const BOT_LOGIN = 'ccweb-bot';
+
+export interface HarnessOptions {
+  secrets?: string[];
+  allowUsers?: string[];
+  denyUsers?: string[];
+  fetchPermission?: (owner: string, repo: string, login: string) => Promise<RepoPermission>;
+  maxBytes?: number;
+  /** Extra store options (e.g. `beforeJournalWrite` to make the journal fail). */
+  store?: Partial<StoreOptions>;
+  intake?: Partial<IntakeOptions>;
+}
+
+export interface PostResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  body: any;
+}
+
+export interface IntakeHarness {
+  dir: string;
+  store: Store;
+  runtime: ActorRuntime;
+  workspaceRoot: string;
+  url: string;
+  permissionCalls: Array<[string, string, string]>;
+  accepted: string[];
+  stops: string[][];
+  post(body: Buffer, headers: Record<string, string>, options?: { path?: string; method?: string; chunked?: boolean }): Promise<PostResult>;
+  /** Records per collection (every collection, zeros included). */
+  counts(): Record<CollectionName, number>;
+  /** Audit actions in order. */
+  auditActions(): string[];
+  close(remove?: boolean): Promise<void>;
+}
+
+export async function startIntakeHarness(options: HarnessOptions = {}): Promise<IntakeHarness> {
+  const dir = mkdtempSync(join(tmpdir(), 'ccweb-intake-'));
+  const store = createStore({ dir: join(dir, 'store'), indexes: STORE_INDEXES, ...options.store });
+  await store.open();
+  const runtime = new ActorRuntime({ store, kinds: [taskKind()] });
+  const workspaceRoot = join(dir, 'workspaces');
+  const permissionCalls: Array<[string, string, string]> = [];
+  const accepted: string[] = [];
+  const stops: string[][] = [];
+  const fetchPermission =
+    options.fetchPermission ?? (async (): Promise<RepoPermission> => {
+      throw new Error('no permission API in this test');
+    });
+  const intake = createIntake({
+    store,
+    runtime,
+    botLogin: BOT_LOGIN,
+    secrets: options.secrets ?? [FIXTURE_SECRET],
+    allowUsers: options.allowUsers,
+    denyUsers: options.denyUsers,
+    fetchPermission: (owner, repo, login) => {
+      permissionCalls.push([owner, repo, login]);
+      return fetchPermission(owner, repo, login);
+    },
+    workspaceRoot,
+    onAccepted: (taskId) => accepted.push(taskId),
+    onStop: (taskIds) => stops.push(taskIds),
+    ...options.intake,
+  });
+  const app = createApp({ routers: [createWebhookRouter({ intake, maxBytes: options.maxBytes })] });
+  const server: Server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+
+  const post: IntakeHarness['post'] = (body, headers, opts = {}) =>
+    new Promise((resolve, reject) => {
+      const sendHeaders: Record<string, string> = {};
+      for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() !== 'content-length') sendHeaders[k] = v;
+      if (!opts.chunked) sendHeaders['Content-Length'] = String(body.length);
+      const req = httpRequest(
+        { host: '127.0.0.1', port, path: opts.path ?? '/api/gitea/webhook', method: opts.method ?? 'POST', headers: sendHeaders, agent: false },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+          });
+          res.on('error', reject);
+        },
+      );
+      // The server may answer (413) and close before the upload ends: that answer is what counts.
+      req.on('error', reject);
+      if (opts.chunked) {
+        const step = 64 * 1024;
+        let i = 0;
+        const pump = () => {
+          while (i < body.length) {
+            const ok = req.write(body.subarray(i, i + step));
+            i += step;
+            if (!ok) {
+              req.once('drain', pump);
+              return;
+            }
+          }
+          req.end();
+        };
+        pump();
+      } else {
+        req.end(body);
+      }
+    });
+
+  return {
+    dir,
+    store,
+    runtime,
+    workspaceRoot,
+    url,
+    permissionCalls,
+    accepted,
+    stops,
+    post,
+    counts: () => Object.fromEntries(COLLECTIONS.map((c) => [c, store.count(c)])) as Record<CollectionName, number>,
+    auditActions: () => store.audit().map((e) => e.action),
+    close: async (remove = true) => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await runtime.settled().catch(() => undefined);
+      runtime.stopAll();
+      await store.close();
+      if (remove) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Every collection zero except the given counts. */
+export function expectedCounts(nonZero: Partial<Record<CollectionName, number>>): Record<CollectionName, number> {
+  return Object.fromEntries(COLLECTIONS.map((c) => [c, nonZero[c] ?? 0])) as Record<CollectionName, number>;
+}
+
+/** What one accepted task stores, on a repository and resource seen for the first time. */
+export const ONE_ACCEPTED_TASK = {
+  webhook_deliveries: 1,
+  comment_triggers: 1,
+  repositories: 1,
+  sessions: 1,
+  tasks: 1,
+  actors: 1,
+  comments: 1,
+} as const;
+
+/** Audit actions of one accepted task on a new repository. */
+export const ACCEPT_AUDIT = ['webhook.accept', 'repository.register', 'task.transition', 'task.transition'];

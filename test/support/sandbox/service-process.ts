@@ -1,0 +1,76 @@
+/**
+ * The real service as its own process (`node --import tsx src/main.ts`, what `npm start` runs), for
+ * tests that kill it with SIGKILL. `--import tsx` keeps it one process: a SIGKILL through the tsx
+ * CLI wrapper would leave the real service running.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from '../codex-harness.js';
+
+export interface ServiceProcess {
+  url: string;
+  pid: number;
+  child: ChildProcess;
+  /** Every stdout/stderr line so far (JSON log lines from pino, or plain text). */
+  lines: string[];
+  /** SIGKILL, and wait for the exit. */
+  kill9(): Promise<void>;
+  /** SIGTERM (graceful), and wait for the exit. */
+  stop(): Promise<void>;
+}
+
+export function startServiceProcess(env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'src', 'main.ts')], {
+    cwd: repoRoot,
+    // info: the harness waits for the "listening" line.
+    env: { ...process.env, ...env, CCWEB_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`service did not start in time:\n${lines.slice(-30).join('\n')}`));
+    }, options.timeoutMs ?? 60_000);
+    const onLine = (line: string) => {
+      lines.push(line);
+      if (!line.includes('ccweb-gitea listening')) return;
+      try {
+        const url = (JSON.parse(line) as { url: string }).url;
+        clearTimeout(timer);
+        resolve({
+          url,
+          pid: child.pid!,
+          child,
+          lines,
+          async kill9() {
+            child.kill('SIGKILL');
+            await exited;
+          },
+          async stop() {
+            child.kill('SIGTERM');
+            await exited;
+          },
+        });
+      } catch {
+        /* not the JSON line */
+      }
+    };
+    for (const stream of [child.stdout!, child.stderr!]) {
+      let buf = '';
+      stream.on('data', (d: Buffer) => {
+        buf += d.toString();
+        let nl;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          onLine(buf.slice(0, nl));
+          buf = buf.slice(nl + 1);
+        }
+      });
+    }
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited (${code ?? signal}) before listening:\n${lines.slice(-30).join('\n')}`));
+    });
+  });
+}
