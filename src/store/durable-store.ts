@@ -269,6 +269,11 @@ export class DurableStore implements Store {
     } finally {
       tx.finish();
     }
+    try {
+      tx.seal();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     // A read-only transaction writes nothing but may have read not-yet-durable state.
     if (tx.ops.length === 0) return journal.sync().then(() => result);
     const seq = ++this.#seq;

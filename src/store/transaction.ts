@@ -1,8 +1,9 @@
 // A transaction buffers its writes in an overlay (so fn reads its own writes) and only hands them
 // to the state when fn returned without throwing: a throw anywhere applies nothing and writes no
-// journal line. Each record is serialized exactly once, here: that JSON is both the journal text
-// and, parsed back and frozen, the in-memory value — so memory always equals what replay rebuilds
-// (no undefined fields, no Dates, no aliasing with the caller's object).
+// journal line. A key written several times in one transaction (an actor created and moved on at
+// once, its projection rewritten) is serialized once, at the end, with its last value. That JSON is
+// both the journal text and, parsed back and frozen, the in-memory value — so memory always equals
+// what replay rebuilds (no undefined fields, no Dates, no aliasing with the caller's object).
 import { nanoid } from 'nanoid';
 import { assertCollection, deepFreeze, type MemoryState, type Op } from './memory-state.js';
 import {
@@ -29,6 +30,10 @@ export class Transaction implements Tx {
   readonly ops: Op[] = [];
   readonly #opTexts: string[] = [];
   readonly #overlay = new Map<CollectionName, Map<string, StoredRecord | typeof DELETED>>();
+  /** Keys written, in first-write order; their final values become ops in `seal()`. */
+  readonly #pending = new Map<string, [CollectionName, string]>();
+  readonly #audits: Array<[Op, string]> = [];
+  #sealed = false;
   readonly #state: MemoryState;
   #nextAuditSeq: number;
   #finished = false;
@@ -71,8 +76,7 @@ export class Transaction implements Tx {
   delete(collection: CollectionName, key: string): void {
     if (this.get(collection, key) === undefined) return;
     this.#overlayOf(collection).set(key, DELETED);
-    this.ops.push(['d', collection, key]);
-    this.#opTexts.push(`["d",${JSON.stringify(collection)},${JSON.stringify(key)}]`);
+    this.#touch(collection, key);
   }
 
   appendAudit(input: AuditEventInput): AuditEvent {
@@ -88,9 +92,35 @@ export class Transaction implements Tx {
     const json = JSON.stringify(event);
     const stored = deepFreeze(JSON.parse(json) as AuditEvent);
     this.#nextAuditSeq += 1;
-    this.ops.push(['a', stored]);
-    this.#opTexts.push(`["a",${json}]`);
+    this.#audits.push([['a', stored], `["a",${json}]`]);
     return stored;
+  }
+
+  /**
+   * Turns the buffered writes into ops: each touched key once, with its final value (records in
+   * first-write order, then audit events in append order). Called once, after fn returned.
+   */
+  seal(): void {
+    if (this.#sealed) return;
+    this.#sealed = true;
+    for (const [collection, key] of this.#pending.values()) {
+      const value = this.#overlay.get(collection)!.get(key)!;
+      if (value === DELETED) {
+        // Created and deleted within this transaction: nothing to write.
+        if (this.#state.get(collection, key) === undefined) continue;
+        this.ops.push(['d', collection, key]);
+        this.#opTexts.push(`["d",${JSON.stringify(collection)},${JSON.stringify(key)}]`);
+        continue;
+      }
+      const json = serializeRecord(collection, value);
+      const stored = deepFreeze(JSON.parse(json) as StoredRecord);
+      this.ops.push(['p', collection, key, stored]);
+      this.#opTexts.push(`["p",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
+    }
+    for (const [op, text] of this.#audits) {
+      this.ops.push(op);
+      this.#opTexts.push(text);
+    }
   }
 
   /** The journal line for this transaction. */
@@ -105,12 +135,20 @@ export class Transaction implements Tx {
 
   #write<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
     if (typeof key !== 'string' || key === '') throw new TypeError(`${collection}: key must be a non-empty string`);
-    const json = serializeRecord(collection, record);
-    const stored = deepFreeze(JSON.parse(json) as T);
-    this.#overlayOf(collection).set(key, stored);
-    this.ops.push(['p', collection, key, stored]);
-    this.#opTexts.push(`["p",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
-    return stored;
+    if (record === null || typeof record !== 'object' || Array.isArray(record)) {
+      throw new TypeError(`${collection}: a record must be a plain object`);
+    }
+    // A shallow frozen copy: the caller's object stays theirs, and nothing can change what will be
+    // serialized at seal() through the value `get` hands back.
+    const kept = Object.freeze({ ...record });
+    this.#overlayOf(collection).set(key, kept);
+    this.#touch(collection, key);
+    return kept as T;
+  }
+
+  #touch(collection: CollectionName, key: string): void {
+    const id = `${collection}\u0000${key}`;
+    if (!this.#pending.has(id)) this.#pending.set(id, [collection, key]);
   }
 
   #overlayOf(collection: CollectionName): Map<string, StoredRecord | typeof DELETED> {
