@@ -375,7 +375,8 @@ export function createIntake(options: IntakeOptions): Intake {
 
     // A reply to a task that asked the user something (spec: session = resource): the same task
     // is re-queued with this comment as its next input, on the same thread; no new task or receipt.
-    const waiting = store.byIndex<TaskRecord>('tasks', 'resourceKey', c.resourceKey).find((t) => t.state === 'waiting_user');
+    // Few tasks wait at any time, while one resource may have many: search the state index.
+    const waiting = store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c.resourceKey);
     if (waiting) {
       audit('webhook.follow_up', { taskId: waiting.taskId, actorId: taskActorId(waiting.taskId) });
       const response = accepted(s.deliveryId, waiting.taskId);

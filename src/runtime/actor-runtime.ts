@@ -1,8 +1,7 @@
 import {
   createActor,
-  initialTransition,
-  transition,
   type AnyActorRef,
+  type AnyActorScope,
   type AnyMachineSnapshot,
   type AnyStateMachine,
   type EventObject,
@@ -117,6 +116,7 @@ export class ActorRuntime {
   private readonly inspect: RuntimeOptions['inspect'];
   private readonly onAlert: RuntimeOptions['onAlert'];
   private readonly listeners = new Set<(change: TransitionNotice) => void>();
+  private readonly scopes = new Map<string, AnyActorScope>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -175,14 +175,15 @@ export class ActorRuntime {
     if (tx.get('actors', actorId)) throw new Error(`actor ${actorId} already exists`);
     const by = options.by ?? 'system';
     const taskId = options.taskId ?? null;
-    let [snapshot] = initialTransition(kind.machine, input as never) as [AnyMachineSnapshot, unknown];
+    const scope = this.inertScope(kind);
+    let snapshot = kind.machine.getInitialSnapshot(scope, input) as AnyMachineSnapshot;
     let state = stateValueToString(snapshot.value);
     let stateVersion = 1;
     const createdAt = this.now().toISOString();
     this.writeChange(tx, kind, { actorId, kind: kind.kind, fromState: null, toState: state, stateVersion, snapshot, event: null, by }, taskId, true, createdAt);
     for (const event of options.events ?? []) {
       if (!snapshot.can(event)) throw new Error(`event ${event.type} is not legal in ${state} for ${actorId}`);
-      const [next] = transition(kind.machine, snapshot, event as never) as [AnyMachineSnapshot, unknown];
+      const next = kind.machine.transition(snapshot, event, scope) as AnyMachineSnapshot;
       const toState = stateValueToString(next.value);
       stateVersion += 1;
       this.writeChange(tx, kind, { actorId, kind: kind.kind, fromState: state, toState, stateVersion, snapshot: next, event, by }, taskId, false, createdAt);
@@ -448,6 +449,32 @@ export class ActorRuntime {
   private async alert(event: Parameters<Tx['appendAudit']>[0]): Promise<void> {
     const stored = await this.store.transact((tx) => tx.appendAudit({ level: 'alert', ...event }));
     this.onAlert?.(stored);
+  }
+
+  /**
+   * A scope that executes nothing, made once per kind, for computing snapshots purely (what xstate's
+   * `initialTransition`/`transition` do, minus building a throwaway actor per call — that actor also
+   * evaluates the machine's context factory without input, which throws for ours: both were most of
+   * the cost of creating a task at intake).
+   */
+  private inertScope(kind: ActorKind): AnyActorScope {
+    let scope = this.scopes.get(kind.kind);
+    if (!scope) {
+      const self = createActor(kind.machine, { input: {} as never });
+      scope = {
+        self,
+        defer: () => undefined,
+        id: '',
+        logger: () => undefined,
+        sessionId: '',
+        stopChild: () => undefined,
+        system: self.system,
+        emit: () => undefined,
+        actionExecutor: () => undefined,
+      } as unknown as AnyActorScope;
+      this.scopes.set(kind.kind, scope);
+    }
+    return scope;
   }
 
   private kindOf(name: string): ActorKind {
