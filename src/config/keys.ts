@@ -174,6 +174,18 @@ export const KEYS = {
     expect: 'an integer number of milliseconds from 1000 to 86400000',
     fix: 'Set it to the longest a Codex turn may run, e.g. 1800000 (30 min, default).',
   },
+  deliveryRetentionDays: {
+    env: 'CCWEB_DELIVERY_RETENTION_DAYS',
+    schema: integer(1, 3650),
+    expect: 'an integer number of days from 1 to 3650',
+    fix: "Set it to how long a delivery record answers repeats, e.g. 30 (default); keep it longer than anyone would press Gitea's Replay.",
+  },
+  taskRetentionDays: {
+    env: 'CCWEB_TASK_RETENTION_DAYS',
+    schema: integer(1, 36500),
+    expect: 'an integer number of days from 1 to 36500',
+    fix: 'Set it to how long finished tasks stay in the store, e.g. 365, or leave it unset to keep them forever (default); audit history is always kept.',
+  },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOG_LEVELS)),
@@ -205,4 +217,6 @@ export const DEFAULTS = {
   // Codex turns on real repositories (clone, build, test, reply) can take many minutes.
   turnTimeoutMs: 30 * 60_000,
   logLevel: 'info' as LogLevel,
+  // Gitea never redelivers by itself; a month covers an operator pressing Replay after an outage.
+  deliveryRetentionDays: 30,
 };

@@ -41,6 +41,10 @@ export interface Config {
   leaseTtlMs: number;
   turnTimeoutMs: number;
   logLevel: LogLevel;
+  /** Unset → `DEFAULTS.deliveryRetentionDays` (30). */
+  deliveryRetentionDays?: number;
+  /** Unset → finished tasks are kept forever. */
+  taskRetentionDays?: number;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
 }
@@ -236,6 +240,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   };
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
+  if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
+  if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   return config;
 }
 

@@ -10,7 +10,13 @@ import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
 import { leaseOwnerId } from '../leases/lease-owner.js';
 import { repoLockKind } from '../leases/repo-lock-actor.js';
-import { createLogger, type Logger } from '../observability/logger.js';
+import { createLogger, type LogCorrelation, type Logger } from '../observability/logger.js';
+import { createMetrics, queuedTasksByRepo, type ServiceMetrics } from '../observability/metrics.js';
+import { createOpsRouter } from '../health/ops-router.js';
+import { createReadiness } from '../health/readiness.js';
+import { DAY_MS, startRetention } from '../retention/retention-sweep.js';
+import { DEFAULTS } from '../config/keys.js';
+import type { TaskRecord } from '../domain/records.js';
 import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
 import { ActorRuntime } from '../runtime/actor-runtime.js';
 import { createScheduler } from '../scheduler/index.js';
@@ -33,12 +39,15 @@ export interface ServiceOptions {
   mcpStartupTimeoutSec?: number;
   /** Delay before an execution retry. */
   retryDelayMs?: number;
+  /** Where the service's own logger writes (default stdout); ignored when `logger` is given. */
+  logDestination?: NodeJS.WritableStream;
 }
 
 export interface Service {
   url: string;
   botLogin: string;
   logger: Logger;
+  metrics: ServiceMetrics;
   close(): Promise<void>;
 }
 
@@ -56,13 +65,24 @@ async function resolveBotLogin(config: Config, gitea: GiteaClient): Promise<stri
  */
 export async function startService(options: ServiceOptions): Promise<Service> {
   const { config } = options;
+  const correlation: LogCorrelation = {};
   const logger =
-    options.logger ?? createLogger({ level: config.logLevel, secrets: [config.giteaToken, config.adminToken, ...config.webhookSecret] });
+    options.logger ??
+    createLogger({
+      level: config.logLevel,
+      secrets: [config.giteaToken, config.adminToken, ...config.webhookSecret],
+      correlation,
+      ...(options.logDestination ? { destination: options.logDestination } : {}),
+    });
+  const metrics = createMetrics();
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea);
 
   const store = createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
+  metrics.timeStoreCommits(store);
   await store.open();
+  correlation.deliveryIdOf = (taskId) => store.get<TaskRecord>('tasks', taskId)?.deliveryId;
+  metrics.watchQueue(() => queuedTasksByRepo(store));
 
   let runtime: ActorRuntime | null = null;
   const getRuntime = () => {
@@ -75,6 +95,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     kinds: [taskKind(), repoLockKind(), sessionKind(), appServerKind(), verification.kind],
     onAlert: (event) => logger.warn({ audit: event }, 'alert'),
   });
+  runtime.onTransition((change) => metrics.onTransition(change));
   const restored = await runtime.restoreAll();
   logger.info(restored, 'actors restored');
 
@@ -135,6 +156,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     denyUsers: config.denyUsers,
     fetchPermission: async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as never,
     workspaceRoot: config.workspaceRoot,
+    deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
     onAccepted: () => {
       receipts.kick();
       void scheduler.wake();
@@ -151,7 +173,15 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'api' }),
   });
   const app = createApp({
-    routers: [createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }), ...operators.routers],
+    routers: [
+      createOpsRouter({
+        metrics,
+        webhookPath: config.webhookPath,
+        readiness: createReadiness({ store, appServerState: () => supervisor.state()?.state }),
+      }),
+      createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }),
+      ...operators.routers,
+    ],
     logger: logger.child({ part: 'http' }),
   });
 
@@ -159,6 +189,14 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   supervisor.start().catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
   scheduler.start();
+  const retention = startRetention({
+    store,
+    policy: {
+      deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
+      taskRetentionMs: config.taskRetentionDays === undefined ? null : config.taskRetentionDays * DAY_MS,
+    },
+    logger: logger.child({ part: 'retention' }),
+  });
 
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -171,9 +209,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     url,
     botLogin,
     logger,
+    metrics,
     async close() {
       operators.close();
       await new Promise<void>((r) => server.close(() => r()));
+      await retention.stop();
       receipts.stop();
       await scheduler.stop();
       await supervisor.stop();

@@ -212,7 +212,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       await conn.request('thread/resume', threadResumeParams({ threadId, cwd, giteaMcp: mcpConfig }), { timeoutMs: threadRequestTimeoutMs });
     } catch (err) {
       const failure = threadFailure(err, 'thread_resume_failed');
-      logger.warn({ sessionKey: task.sessionKey, threadId, errorCode: failure.errorCode, reason: failure.message }, 'thread/resume failed');
+      logger.warn({ sessionKey: task.sessionKey, taskId: task.taskId, threadId, errorCode: failure.errorCode, reason: failure.message }, 'thread/resume failed');
       // Transport and MCP failures say nothing about the thread: stay in `resuming`, retry later.
       if (failure.errorCode !== 'thread_resume_failed') throw failure;
       await sendSession(task.sessionKey, { type: 'RESUME_FAILED', errorCode: 'thread_resume_failed' });

@@ -1,0 +1,126 @@
+// Help texts: one per command, each with examples. `ccweb-gitea help <command>` and
+// `ccweb-gitea <command> --help` print the same text.
+
+export const MAIN_HELP = `ccweb-gitea — answers @bot comments on Gitea issues and pull requests with the Codex agent
+
+Usage: ccweb-gitea <command> [options]
+
+Commands:
+  serve              run the service (the same as npm start)
+  doctor             check git, Codex, gitea-mcp, Gitea, the token, secrets and directories
+  demo               run the service against a local sandbox Gitea and show what happens
+  visualize          write every state machine as Stately code, Mermaid and SVG
+  export-audit       print the audit history as NDJSON, read offline from the data directory
+  config-reference   print the configuration reference table (Markdown)
+  help [command]     show help for a command
+
+Options:
+  -h, --help         show help (also after a command)
+
+Examples:
+  ccweb-gitea doctor --repo acme/widget
+  ccweb-gitea serve --config /etc/ccweb-gitea/config.json
+  ccweb-gitea export-audit --task gitea-task-0123456789abcdef01234567 --out task.ndjson
+
+Configuration comes from CCWEB_* environment variables and an optional JSON file; see
+docs/OPERATIONS.md. Exit codes: 0 ok, 1 failed, 2 bad command line.
+`;
+
+export const COMMAND_HELP: Record<string, string> = {
+  serve: `Usage: ccweb-gitea serve [--config PATH]
+
+Runs the service: the webhook endpoint, the scheduler and the Codex app-server, the operators'
+API and page, and /healthz, /readyz, /metrics. Stops gracefully on SIGTERM or SIGINT.
+
+Options:
+  --config PATH   JSON file of camelCase keys (default ./ccweb.config.json if present);
+                  CCWEB_* environment variables win over it
+  -h, --help      show this help
+
+Examples:
+  CCWEB_GITEA_URL=https://gitea.example.com CCWEB_GITEA_TOKEN=… CCWEB_WEBHOOK_SECRET=… \\
+  CCWEB_ADMIN_TOKEN=… ccweb-gitea serve
+  ccweb-gitea serve --config /etc/ccweb-gitea/config.json
+`,
+  doctor: `Usage: ccweb-gitea doctor [--config PATH] [--repo OWNER/NAME] [--skip CHECKS] [--json]
+
+Checks the setup with the same configuration as serve and prints one line per check:
+  ok|warn|fail|skip  <check>  <detail>  → <fix>
+Checks: config, git, codex (starts \`codex app-server\` and completes initialize), gitea-mcp (MCP
+handshake), gitea (GET /api/v1/user with the token), token-scope (with --repo), webhook-secret,
+data-dir, workspace-root, store-lock. Secrets are never printed.
+
+Options:
+  --config PATH        as for serve
+  --repo OWNER/NAME    also check the token can read this repository's collaborators
+  --skip CHECKS        comma-separated checks to leave out, e.g. codex,gitea-mcp
+  --json               one JSON object per check instead of text
+  -h, --help           show this help
+
+Exit code 0 when no check failed (warnings allowed), 1 otherwise.
+
+Examples:
+  ccweb-gitea doctor
+  ccweb-gitea doctor --repo acme/widget
+  ccweb-gitea doctor --skip codex --json
+`,
+  demo: `Usage: ccweb-gitea demo [--once]
+
+Starts a sandbox on 127.0.0.1 — a Gitea test double, the real Codex app-server driven by a
+scripted model, a gitea-mcp stand-in — and the service, posts a few comments as users would and
+prints each task's timeline and the resulting comments. Needs the development dependencies.
+
+Options:
+  --once       exit after the comments were answered (exit 1 if some task did not finish)
+  -h, --help   show this help
+
+Examples:
+  ccweb-gitea demo --once
+  npm run demo -- --once
+`,
+  visualize: `Usage: ccweb-gitea visualize [OUT_DIR]
+
+Writes every state machine (task, repository lock, session, reply verifier, app-server) as Stately
+code, Mermaid and SVG into OUT_DIR (default visualizer/exports) and prints the files written.
+
+Examples:
+  ccweb-gitea visualize
+  ccweb-gitea visualize /tmp/machines
+`,
+  'export-audit': `Usage: ccweb-gitea export-audit [--data-dir DIR] [--task ID] [--from TIME] [--to TIME] [--out FILE]
+
+Prints the audit history (every transition, webhook decision, operator action and alert) as
+NDJSON, one event per line in sequence order. Reads the store's files directly: no lock is
+taken and nothing is written, so it works beside a running service or on a backup copy.
+
+Options:
+  --data-dir DIR   the service's data directory (default $CCWEB_DATA_DIR, else ./data)
+  --task ID        only events of this task
+  --from TIME      only events at or after TIME (ISO-8601, e.g. 2026-05-01 or 2026-05-01T12:00:00Z)
+  --to TIME        only events at or before TIME
+  --out FILE       write to FILE instead of standard output
+  -h, --help       show this help
+
+Examples:
+  ccweb-gitea export-audit --data-dir /var/lib/ccweb-gitea > audit.ndjson
+  ccweb-gitea export-audit --task gitea-task-0123456789abcdef01234567
+  ccweb-gitea export-audit --from 2026-05-01 --to 2026-05-31T23:59:59Z --out may.ndjson
+`,
+  'config-reference': `Usage: ccweb-gitea config-reference
+
+Prints every configuration key (environment name, file key, default, accepted values, notes) as
+the Markdown table of docs/OPERATIONS.md.
+
+Example:
+  ccweb-gitea config-reference > /tmp/keys.md
+`,
+  help: `Usage: ccweb-gitea help [COMMAND]
+
+Shows the overview, or the help of COMMAND.
+
+Example:
+  ccweb-gitea help doctor
+`,
+};
+
+export const COMMANDS = Object.keys(COMMAND_HELP);

@@ -1,0 +1,174 @@
+// Retention (spec §4.1 `expiresAt`): what the store forgets, and when.
+//
+// - `webhook_deliveries`: each answers repeats of its delivery id until its `expiresAt`
+//   (receivedAt + CCWEB_DELIVERY_RETENTION_DAYS). Gitea never redelivers by itself; the window only
+//   has to outlast an operator pressing Replay.
+// - `comment_triggers`: the dedup memory of a comment (Replay sends a new delivery id with the same
+//   body). One expires after the same window, but only once the task it made is gone too: while the
+//   task is stored, a late repeat must be answered `duplicate`, not turned into a second task whose
+//   insert would collide with the first one.
+// - Finished tasks (with their turns, comment records and final actor records) are kept forever
+//   unless CCWEB_TASK_RETENTION_DAYS is set. The audit log is never touched: it is append-only.
+//
+// The sweep runs off the hot path: candidates are picked with one synchronous pass over a
+// collection, then deleted in small transactions with a macrotask yield between them, so intake
+// and the scheduler interleave with it. Every deletion is re-checked inside its transaction.
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
+import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
+import type { ActorRecord } from '../runtime/actor-runtime.js';
+import type { Store, Tx } from '../store/types.js';
+
+export const DAY_MS = 24 * 60 * 60 * 1000;
+
+export interface RetentionPolicy {
+  /** Window for delivery and comment-trigger records. */
+  deliveryRetentionMs: number;
+  /** Window for finished tasks after their last update; null keeps them forever. */
+  taskRetentionMs: number | null;
+}
+
+export interface SweepResult {
+  deliveries: number;
+  triggers: number;
+  tasks: number;
+  /** Transactions written. */
+  batches: number;
+}
+
+export interface SweepOptions {
+  now?: () => number;
+  /** Records deleted per transaction. Default 200. */
+  batchSize?: number;
+}
+
+async function inBatches(
+  store: Store,
+  keys: string[],
+  batchSize: number,
+  remove: (tx: Tx, key: string) => boolean,
+): Promise<{ removed: number; batches: number }> {
+  let removed = 0;
+  let batches = 0;
+  for (let i = 0; i < keys.length; i += batchSize) {
+    const slice = keys.slice(i, i + batchSize);
+    removed += await store.transact((tx) => slice.filter((key) => remove(tx, key)).length);
+    batches += 1;
+    await yieldToLoop();
+  }
+  return { removed, batches };
+}
+
+/** One pass: deletes what the policy says has expired at `now`. Safe to run while the service works. */
+export async function sweepRetention(store: Store, policy: RetentionPolicy, options: SweepOptions = {}): Promise<SweepResult> {
+  const now = (options.now ?? Date.now)();
+  const batchSize = options.batchSize ?? 200;
+  const result: SweepResult = { deliveries: 0, triggers: 0, tasks: 0, batches: 0 };
+  const add = (r: { removed: number; batches: number }, field: 'deliveries' | 'triggers' | 'tasks') => {
+    result[field] += r.removed;
+    result.batches += r.batches;
+  };
+
+  const deliveryExpired = (d: DeliveryRecord | undefined) => d !== undefined && Date.parse(d.expiresAt) <= now;
+  const deliveries = store.list<DeliveryRecord>('webhook_deliveries', deliveryExpired).map((d) => d.deliveryKey);
+  add(
+    await inBatches(store, deliveries, batchSize, (tx, key) => {
+      if (!deliveryExpired(tx.get<DeliveryRecord>('webhook_deliveries', key))) return false;
+      tx.delete('webhook_deliveries', key);
+      return true;
+    }),
+    'deliveries',
+  );
+
+  if (policy.taskRetentionMs !== null) {
+    const cutoff = now - policy.taskRetentionMs;
+    const taskExpired = (t: TaskRecord | undefined) => t !== undefined && isTerminalTaskState(t.state) && Date.parse(t.updatedAt) <= cutoff;
+    const tasks = store.list<TaskRecord>('tasks', taskExpired).map((t) => t.taskId);
+    add(
+      await inBatches(store, tasks, Math.max(1, Math.floor(batchSize / 10)), (tx, taskId) => {
+        if (!taskExpired(tx.get<TaskRecord>('tasks', taskId))) return false;
+        for (const t of store.byIndex<{ turnKey: string }>('turns', 'taskId', taskId)) tx.delete('turns', t.turnKey);
+        for (const c of store.byIndex<{ commentKey: string }>('comments', 'taskId', taskId)) tx.delete('comments', c.commentKey);
+        for (const a of store.byIndex<ActorRecord>('actors', 'taskId', taskId)) if (a.status !== 'active') tx.delete('actors', a.actorId);
+        tx.delete('tasks', taskId);
+        return true;
+      }),
+      'tasks',
+    );
+  }
+
+  const triggerCutoff = now - policy.deliveryRetentionMs;
+  const triggerExpired = (t: CommentTriggerRecord | undefined, reader: Pick<Tx, 'get'>) =>
+    t !== undefined &&
+    Date.parse(t.createdAt) <= triggerCutoff &&
+    (t.taskId === null || reader.get('tasks', t.taskId) === undefined);
+  const triggers = store
+    .list<CommentTriggerRecord>('comment_triggers', (t) => triggerExpired(t, store))
+    .map((t) => t.triggerKey);
+  add(
+    await inBatches(store, triggers, batchSize, (tx, key) => {
+      if (!triggerExpired(tx.get<CommentTriggerRecord>('comment_triggers', key), tx)) return false;
+      tx.delete('comment_triggers', key);
+      return true;
+    }),
+    'triggers',
+  );
+  return result;
+}
+
+export interface RetentionLogger {
+  info(obj: Record<string, unknown>, msg?: string): void;
+  warn(obj: Record<string, unknown>, msg?: string): void;
+}
+
+export interface RetentionWorkerOptions extends SweepOptions {
+  store: Store;
+  policy: RetentionPolicy;
+  /** Time between sweeps. Default one hour; the first runs one minute after start. */
+  intervalMs?: number;
+  firstDelayMs?: number;
+  logger?: RetentionLogger;
+}
+
+export interface RetentionWorker {
+  /** Runs one sweep now (waits for a running one first). */
+  sweepNow(): Promise<SweepResult>;
+  stop(): Promise<void>;
+}
+
+export function startRetention(options: RetentionWorkerOptions): RetentionWorker {
+  const intervalMs = options.intervalMs ?? 60 * 60 * 1000;
+  let running: Promise<SweepResult> | null = null;
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+
+  const sweepNow = async (): Promise<SweepResult> => {
+    while (running) await running.catch(() => undefined);
+    running = sweepRetention(options.store, options.policy, options).finally(() => {
+      running = null;
+    });
+    return running;
+  };
+  const arm = (delay: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      sweepNow()
+        .then((r) => {
+          if (r.deliveries + r.triggers + r.tasks > 0) options.logger?.info({ ...r }, 'retention sweep');
+        })
+        .catch((err: unknown) => options.logger?.warn({ err: err instanceof Error ? err.message : String(err) }, 'retention sweep failed'))
+        .finally(() => arm(intervalMs));
+    }, delay);
+    timer.unref();
+  };
+  arm(options.firstDelayMs ?? 60_000);
+
+  return {
+    sweepNow,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}

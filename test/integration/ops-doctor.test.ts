@@ -1,0 +1,91 @@
+// `ccweb-gitea doctor` against the sandbox: the real Codex app-server (scripted model through
+// CODEX_HOME), the gitea-mcp command with a real MCP handshake, the sandbox Gitea's REST API.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runDoctor } from '../../src/cli/doctor.js';
+import { runCli } from '../../src/cli/index.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+
+const root = mkdtempSync(join(tmpdir(), 'ccweb-doctor-'));
+let env: SandboxEnvironment;
+let baseEnv: Record<string, string | undefined>;
+
+function capture(): { stream: PassThrough; text: () => string } {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (d: Buffer) => (text += d.toString()));
+  return { stream, text: () => text };
+}
+
+beforeAll(async () => {
+  env = await startSandboxEnvironment(root);
+  baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...env.env };
+}, 60_000);
+
+afterAll(async () => {
+  await env?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('doctor', () => {
+  it('passes every check against the sandbox, Codex and the MCP handshake included', async () => {
+    const results = await runDoctor({ env: baseEnv, cwd: root, repo: `${env.gitea.owner}/${env.gitea.repo}` });
+    expect(results.map((r) => r.check)).toEqual([
+      'config',
+      'git',
+      'codex',
+      'gitea-mcp',
+      'gitea',
+      'token-scope',
+      'webhook-secret',
+      'data-dir',
+      'workspace-root',
+      'store-lock',
+    ]);
+    for (const r of results) expect(r.status, `${r.check}: ${r.detail} ${r.fix ?? ''}`).toBe('ok');
+    expect(results.find((r) => r.check === 'codex')!.detail).toMatch(/initialize/);
+    expect(results.find((r) => r.check === 'gitea')!.detail).toContain(env.gitea.botLogin);
+  });
+
+  it('a wrong token fails the gitea check with a fix, exit code 1, and the token is never printed', async () => {
+    const wrong = 'wrong-token-0123456789abcdef';
+    const out = capture();
+    const err = capture();
+    const code = await runCli(['doctor', '--skip', 'codex,gitea-mcp', '--repo', `${env.gitea.owner}/${env.gitea.repo}`], {
+      stdout: out.stream,
+      stderr: err.stream,
+      env: { ...baseEnv, CCWEB_GITEA_TOKEN: wrong },
+      cwd: root,
+    });
+    expect(code).toBe(1);
+    expect(out.text()).toMatch(/^fail\s+gitea\s+GET \/api\/v1\/user failed: gitea_unauthorized\s+→ .*CCWEB_GITEA_TOKEN/m);
+    expect(out.text()).toMatch(/^ok\s+webhook-secret/m);
+    for (const secret of [wrong, env.webhookSecret, env.adminToken]) expect(out.text() + err.text()).not.toContain(secret);
+  });
+
+  it('a missing gitea-mcp command fails its check with the install fix', async () => {
+    const results = await runDoctor({
+      env: { ...baseEnv, CCWEB_GITEA_MCP_COMMAND: join(root, 'no-such-gitea-mcp') },
+      cwd: root,
+      skip: new Set(['codex']),
+    });
+    const mcp = results.find((r) => r.check === 'gitea-mcp')!;
+    expect(mcp.status).toBe('fail');
+    expect(mcp.detail).toMatch(/^mcp_command_missing/);
+    expect(mcp.fix).toMatch(/install-gitea-mcp\.sh/);
+    expect(results.find((r) => r.check === 'gitea')!.status).toBe('ok');
+  });
+
+  it('an invalid configuration fails with one line per problem and skips what needs it', async () => {
+    const { CCWEB_GITEA_TOKEN: _t, ...rest } = baseEnv;
+    const results = await runDoctor({ env: { ...rest, CCWEB_PORT: 'eighty' }, cwd: root, skip: new Set(['codex']) });
+    const config = results.filter((r) => r.check === 'config');
+    expect(config.map((r) => r.status)).toEqual(['fail', 'fail']);
+    expect(config.map((r) => r.detail).join('\n')).toMatch(/CCWEB_GITEA_TOKEN[\s\S]*CCWEB_PORT|CCWEB_PORT[\s\S]*CCWEB_GITEA_TOKEN/);
+    expect(results.find((r) => r.check === 'git')!.status).toBe('ok');
+    expect(results.find((r) => r.check === 'gitea')!.status).toBe('skip');
+  });
+});

@@ -1,0 +1,99 @@
+// Retention against real intake writes: expired deliveries go, recent ones and every task stay;
+// a comment's dedup memory outlives its delivery while the task exists; with a task window set,
+// finished tasks go (with their turns, comments and actor records) and the audit history stays.
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../../src/domain/records.js';
+import { DAY_MS, sweepRetention, startRetention } from '../../src/retention/retention-sweep.js';
+import { taskActorId } from '../../src/tasks/task-actor.js';
+import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
+import { FIXTURE_SECRET, loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
+
+let h: IntakeHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const WINDOW = { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: null };
+
+function post(harness: IntakeHarness, commentId: number, body: string, deliveryId = randomUUID()) {
+  const fixture = loadFixture('issue_comment_created_on_issue');
+  const p = JSON.parse(fixture.body.toString('utf8'));
+  p.comment.id = commentId;
+  p.comment.body = body;
+  const raw = Buffer.from(JSON.stringify(p, null, 2), 'utf8');
+  const ids = { 'X-Gitea-Delivery': deliveryId, 'X-Gogs-Delivery': deliveryId, 'X-GitHub-Delivery': deliveryId };
+  return harness.post(raw, signedHeaders(fixture.headers, raw, FIXTURE_SECRET, ids)).then((r) => ({ ...r, deliveryId }));
+}
+
+async function world() {
+  let clock = Date.now() - 40 * DAY_MS;
+  h = await startIntakeHarness({ intake: { now: () => new Date(clock) } });
+  const old = await post(h, 7001, '@ccweb-bot old request');
+  const oldIgnored = await post(h, 7002, 'no mention, ignored');
+  clock = Date.now();
+  const recent = await post(h, 7003, '@ccweb-bot recent request');
+  expect([old.status, oldIgnored.status, recent.status]).toEqual([202, 200, 202]);
+  return { harness: h, old, oldIgnored, recent };
+}
+
+describe('retention sweep', () => {
+  it('deletes expired deliveries in small batches, keeps recent ones, every task and the audit', async () => {
+    const { harness, old, oldIgnored, recent } = await world();
+    const { store } = harness;
+    const auditBefore = store.audit().length;
+    const result = await sweepRetention(store, WINDOW, { batchSize: 1 });
+    expect(result).toMatchObject({ deliveries: 2, triggers: 0, tasks: 0 });
+    expect(result.batches).toBe(2);
+    expect(store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
+    expect(store.get('webhook_deliveries', `default:${oldIgnored.deliveryId}`)).toBeUndefined();
+    expect(store.get<DeliveryRecord>('webhook_deliveries', `default:${recent.deliveryId}`)?.taskId).toBe(recent.body.taskId);
+    expect(store.get<TaskRecord>('tasks', old.body.taskId)?.state).toBe('queued');
+    expect(store.get<TaskRecord>('tasks', recent.body.taskId)?.state).toBe('queued');
+    // The old task still exists, so its comment's dedup record must too.
+    expect(store.list<CommentTriggerRecord>('comment_triggers').map((t) => t.taskId).sort()).toEqual([old.body.taskId, recent.body.taskId].sort());
+    expect(store.audit().length).toBe(auditBefore);
+
+    // A late repeat of the forgotten delivery, and a Replay of its comment, are duplicates — no second task.
+    const repeat = await post(harness, 7001, '@ccweb-bot old request', old.deliveryId);
+    const replay = await post(harness, 7001, '@ccweb-bot old request');
+    for (const r of [repeat, replay]) expect([r.status, r.body]).toEqual([200, { status: 'duplicate', taskId: old.body.taskId }]);
+    expect(store.count('tasks')).toBe(2);
+  });
+
+  it('with a task window, removes finished tasks with their records and then their triggers; the audit stays', async () => {
+    const { harness, old, recent } = await world();
+    const { store, runtime } = harness;
+    const cancel: TaskEvent = { type: 'CANCEL', by: 'admin:test' };
+    const sent = await runtime.send(taskActorId(old.body.taskId), cancel, { by: 'admin:test' });
+    expect(sent.ok).toBe(true);
+    await runtime.settled();
+    const oldAudit = store.audit({ taskId: old.body.taskId }).length;
+    expect(store.byIndex('comments', 'taskId', old.body.taskId).length).toBe(1);
+
+    const later = Date.now() + 2 * DAY_MS;
+    const result = await sweepRetention(store, { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: DAY_MS }, { now: () => later });
+    expect(result).toMatchObject({ tasks: 1, triggers: 1 });
+    expect(store.get('tasks', old.body.taskId)).toBeUndefined();
+    expect(store.byIndex('comments', 'taskId', old.body.taskId)).toEqual([]);
+    expect(store.get('actors', taskActorId(old.body.taskId))).toBeUndefined();
+    expect(store.get<TaskRecord>('tasks', recent.body.taskId)?.state).toBe('queued');
+    expect(store.get('actors', taskActorId(recent.body.taskId))).toBeDefined();
+    expect(store.list<CommentTriggerRecord>('comment_triggers').map((t) => t.taskId)).toEqual([recent.body.taskId]);
+    expect(store.audit({ taskId: old.body.taskId }).length).toBe(oldAudit);
+  });
+
+  it('the periodic worker sweeps on its own and stops cleanly', async () => {
+    const { harness, old } = await world();
+    const worker = startRetention({ store: harness.store, policy: WINDOW, firstDelayMs: 0, intervalMs: 60_000 });
+    const deadline = Date.now() + 10_000;
+    while (harness.store.get('webhook_deliveries', `default:${old.deliveryId}`) !== undefined && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await worker.stop();
+    expect(harness.store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
+    expect(harness.store.count('tasks')).toBe(2);
+  });
+});

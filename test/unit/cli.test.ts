@@ -1,0 +1,176 @@
+// The command line: parsing, help on every level, usage errors (exit 2), the configuration
+// reference staying equal to docs/OPERATIONS.md, and export-audit reading a store offline.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { configReferenceTable } from '../../src/cli/config-reference.js';
+import { COMMAND_HELP, COMMANDS } from '../../src/cli/help.js';
+import { runCli } from '../../src/cli/index.js';
+import { CONFIG_KEYS, KEYS } from '../../src/config/keys.js';
+import { loadConfig } from '../../src/config/index.js';
+import { STORE_INDEXES } from '../../src/domain/records.js';
+import { createStore } from '../../src/store/index.js';
+import { repoRoot } from '../support/codex-harness.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function cli(argv: string[], env: Record<string, string> = {}, cwd = process.cwd()) {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let stdout = '';
+  let stderr = '';
+  out.on('data', (d: Buffer) => (stdout += d.toString()));
+  err.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await runCli(argv, { stdout: out, stderr: err, env, cwd });
+  return { code, stdout, stderr };
+}
+
+describe('help', () => {
+  it('the overview lists every command and is printed by --help, -h and help', async () => {
+    for (const argv of [['--help'], ['-h'], ['help']]) {
+      const r = await cli(argv);
+      expect(r.code).toBe(0);
+      for (const c of ['serve', 'doctor', 'demo', 'visualize', 'export-audit', 'config-reference']) expect(r.stdout).toContain(`  ${c} `);
+    }
+  });
+
+  it.each(COMMANDS)('%s --help prints its usage with an example, and `help %s` the same', async (command) => {
+    const a = await cli([command, '--help']);
+    const b = await cli(['help', command]);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toMatch(new RegExp(`^Usage: ccweb-gitea ${command}`));
+    expect(a.stdout).toMatch(/Examples?:\n {2}\S/);
+    expect(b.stdout).toBe(a.stdout);
+  });
+});
+
+describe('usage errors exit 2 with help on stderr', () => {
+  it('an unknown command', async () => {
+    const r = await cli(['frobnicate']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/unknown command frobnicate[\s\S]*Usage: ccweb-gitea <command>/);
+    expect(r.stdout).toBe('');
+  });
+
+  it('no command at all', async () => {
+    const r = await cli([]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('Usage: ccweb-gitea <command>');
+  });
+
+  it('an unknown option or a stray argument, with that command’s help', async () => {
+    const a = await cli(['doctor', '--frob']);
+    expect(a.code).toBe(2);
+    expect(a.stderr).toMatch(/doctor: Unknown option '--frob'[\s\S]*Usage: ccweb-gitea doctor/);
+    const b = await cli(['export-audit', 'extra']);
+    expect(b.code).toBe(2);
+    expect(b.stderr).toMatch(/unexpected argument extra[\s\S]*Usage: ccweb-gitea export-audit/);
+    const c = await cli(['help', 'frobnicate']);
+    expect(c.code).toBe(2);
+  });
+
+  it('a bad date for export-audit', async () => {
+    const r = await cli(['export-audit', '--data-dir', tmpdir(), '--from', 'yesterday-ish']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--from yesterday-ish is not a date/);
+  });
+});
+
+describe('configuration reference', () => {
+  it('has one row per key and docs/OPERATIONS.md holds exactly this table', async () => {
+    const table = configReferenceTable();
+    expect(table.split('\n').length).toBe(CONFIG_KEYS.length + 2);
+    for (const key of CONFIG_KEYS) expect(table).toContain(`| \`${KEYS[key].env}\` | \`${key}\` |`);
+    const doc = readFileSync(join(repoRoot, 'docs', 'OPERATIONS.md'), 'utf8');
+    expect(doc, 'regenerate with: ccweb-gitea config-reference').toContain(table);
+    expect((await cli(['config-reference'])).stdout).toBe(`${table}\n`);
+  });
+});
+
+describe('visualize', () => {
+  it('writes every machine export into the given directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ccweb-vis-'));
+    dirs.push(dir);
+    const r = await cli(['visualize', dir]);
+    expect(r.code).toBe(0);
+    const files = r.stdout.trim().split('\n');
+    for (const machine of ['task', 'repo-lock', 'session', 'reply-verifier', 'app-server']) {
+      expect(files.some((f) => f === join(dir, `${machine}.svg`)), machine).toBe(true);
+    }
+    expect(readFileSync(files.find((f) => f.endsWith('.mmd'))!, 'utf8')).toMatch(/stateDiagram/);
+  });
+});
+
+describe('retention keys', () => {
+  it('validate with a fix, and stay unset unless given', () => {
+    const base = { CCWEB_WEBHOOK_SECRET: 's'.repeat(20), CCWEB_GITEA_URL: 'https://g.example', CCWEB_GITEA_TOKEN: 't', CCWEB_ADMIN_TOKEN: 'a' };
+    const ok = loadConfig({ env: { ...base, CCWEB_DELIVERY_RETENTION_DAYS: '7', CCWEB_TASK_RETENTION_DAYS: '365' }, argv: [], resolveCodexCommand: () => 'codex' });
+    expect([ok.deliveryRetentionDays, ok.taskRetentionDays]).toEqual([7, 365]);
+    const unset = loadConfig({ env: base, argv: [], resolveCodexCommand: () => 'codex' });
+    expect([unset.deliveryRetentionDays, unset.taskRetentionDays]).toEqual([undefined, undefined]);
+    expect(() => loadConfig({ env: { ...base, CCWEB_DELIVERY_RETENTION_DAYS: '0' }, argv: [], resolveCodexCommand: () => 'codex' })).toThrow(
+      /CCWEB_DELIVERY_RETENTION_DAYS \("deliveryRetentionDays" in the config file\) is invalid .*e\.g\. 30/,
+    );
+  });
+});
+
+describe('export-audit', () => {
+  it('streams the audit as NDJSON, filtered by task and time, while the store is open in another owner', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ccweb-cli-'));
+    dirs.push(dataDir);
+    const store = createStore({ dir: join(dataDir, 'store'), indexes: STORE_INDEXES, segmentBytes: 4096 });
+    await store.open();
+    for (let i = 0; i < 60; i++) {
+      await store.transact((tx) => tx.appendAudit({ action: 'test.event', actor: 'test', taskId: i % 2 === 0 ? 'task-even' : 'task-odd', metadata: { i } }));
+    }
+    // Seal segments and fold them into a checkpoint + audit archive, then add journal-only events.
+    await store.compact();
+    await store.transact((tx) => tx.appendAudit({ action: 'test.after', actor: 'test', taskId: 'task-even' }));
+
+    const all = await cli(['export-audit', '--data-dir', dataDir]);
+    expect(all.code).toBe(0);
+    const events = all.stdout.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; taskId: string; action: string });
+    expect(events.length).toBe(61);
+    expect(events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq)].sort((a, b) => a - b));
+    expect(new Set(events.map((e) => e.seq)).size).toBe(61);
+    expect(all.stderr).toBe('61 audit event(s)\n');
+
+    const even = await cli(['export-audit', '--task', 'task-even', '--out', 'even.ndjson'], { CCWEB_DATA_DIR: dataDir }, dataDir);
+    expect(even.stdout).toBe('');
+    const lines = readFileSync(join(dataDir, 'even.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { taskId: string; action: string });
+    expect(lines.length).toBe(31);
+    expect(lines.every((e) => e.taskId === 'task-even')).toBe(true);
+    expect(lines.at(-1)!.action).toBe('test.after');
+
+    const future = await cli(['export-audit', '--data-dir', dataDir, '--from', new Date(Date.now() + 60_000).toISOString()]);
+    expect(future.stdout).toBe('');
+    const past = await cli(['export-audit', '--data-dir', dataDir, '--to', '2000-01-01']);
+    expect(past.stdout).toBe('');
+    await store.close();
+  });
+
+  it('fails with exit 1 when there is no store', async () => {
+    const r = await cli(['export-audit', '--data-dir', join(tmpdir(), 'ccweb-no-such-dir')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/no store at/);
+  });
+});
+
+describe('bin/ccweb-gitea.js', () => {
+  it('runs the TypeScript CLI through tsx', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, [join(repoRoot, 'bin', 'ccweb-gitea.js'), 'export-audit', '--help']);
+    expect(stdout).toBe(COMMAND_HELP['export-audit']);
+  });
+
+  it('exits 2 on an unknown command', async () => {
+    const run = promisify(execFile)(process.execPath, [join(repoRoot, 'bin', 'ccweb-gitea.js'), 'nope']);
+    await expect(run).rejects.toMatchObject({ code: 2 });
+  });
+});
