@@ -301,7 +301,13 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     const model = options.model ?? conn.model;
     if (!model) return failed(turnKey, null, 'codex_model_unknown', false);
 
-    const marker = formatMarker({ taskId: task.taskId, turnKey, resourceKey: task.resourceKey });
+    // A reply-retry turn re-posts the answer of the turn being verified: it must carry THAT turn's
+    // marker, or verification (which looks for the original marker) misses it and the REST fallback
+    // posts a second answer.
+    const original = opts.kind === 'reply_retry'
+      ? store.byIndex<TurnRecord>('turns', 'taskId', task.taskId).filter((t) => t.kind === 'normal').at(-1)
+      : undefined;
+    const marker = original?.marker ?? formatMarker({ taskId: task.taskId, turnKey, resourceKey: task.resourceKey });
     const instructions = developerInstructions(instructionContextFor(task, options.giteaUrl, marker, options.botLogin));
     const input = turnInputText(task, { kind: opts.kind, marker, ...(opts.replyRetryPrompt ? { replyRetryPrompt: opts.replyRetryPrompt } : {}) });
     const startedAt = now().toISOString();

@@ -1,0 +1,84 @@
+// The chaos run's checks must be able to fail: each is fed a hand-made history with the violation.
+import { describe, expect, it } from 'vitest';
+import type { AuditEvent } from '../../src/store/types.js';
+import { checkComments, checkDeliveries, checkRuns } from '../support/chaos-checks.js';
+
+let seq = 0;
+const ev = (action: string, e: Partial<AuditEvent>): AuditEvent => ({ eventId: `e${++seq}`, seq, timestamp: new Date().toISOString(), actor: 'test', action, ...e });
+const task = (taskId: string, fromState: string | null, toState: string, event: Record<string, unknown> = {}) =>
+  ev('task.transition', { taskId, actorId: `task:${taskId}`, fromState, toState, metadata: { event } });
+const lock = (repoKey: string, fromState: string, toState: string, event: Record<string, unknown>) =>
+  ev('lock.transition', { actorId: `lock:${repoKey}`, fromState, toState, metadata: { event } });
+
+describe('chaos checks', () => {
+  const tasks = [
+    { taskId: 'a', repoKey: 'r' },
+    { taskId: 'b', repoKey: 'r' },
+  ];
+
+  it('accepts serial runs that each hold the lease they name', () => {
+    const events = [
+      lock('r', 'free', 'held', { type: 'ACQUIRE', leaseId: 'L1' }),
+      task('a', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L1' }),
+      task('a', 'preparing', 'succeeded'),
+      lock('r', 'held', 'free', { type: 'RELEASE', leaseId: 'L1' }),
+      lock('r', 'free', 'held', { type: 'ACQUIRE', leaseId: 'L2' }),
+      task('b', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L2' }),
+    ];
+    const r = checkRuns(events, tasks);
+    expect({ runs: r.runs, overlaps: r.overlaps.length, claims: r.claimsWithoutLease.length }).toEqual({ runs: 2, overlaps: 0, claims: 0 });
+  });
+
+  it('finds two runs of one repository at once, and a claim naming a lease the lock does not hold', () => {
+    const events = [
+      lock('r', 'free', 'held', { type: 'ACQUIRE', leaseId: 'L1' }),
+      task('a', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L1' }),
+      task('b', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L9' }),
+    ];
+    const r = checkRuns(events, tasks);
+    expect(r.overlaps).toHaveLength(1);
+    expect(r.claimsWithoutLease.map((c) => c.taskId)).toEqual(['b']);
+  });
+
+  it('finds a 202 without a task and a delivery that made two', () => {
+    const r = checkDeliveries(
+      [
+        { deliveryId: 'd1', status: 202 },
+        { deliveryId: 'd2', status: 202 },
+        { deliveryId: 'd3', status: null },
+      ],
+      [
+        { taskId: 't1', deliveryId: 'd1' },
+        { taskId: 't2', deliveryId: 'd1' },
+        { taskId: 't3', deliveryId: 'd3' },
+      ],
+    );
+    expect({ missing: r.missing, doubled: r.doubled, withoutAck: r.tasksWithoutAck }).toEqual({ missing: ['d2'], doubled: ['d1'], withoutAck: 1 });
+  });
+
+  it('finds a missing receipt, a doubled receipt and two answers', () => {
+    const receipt = (id: string) => `giteabot: 已收到 <!-- ccweb receipt=${id}:status:received -->`;
+    const answer = (id: string, n: number) => `done <!-- ccweb taskId=${id} turnKey=${id}:${n} resource=default:a/b:issue:1 -->`;
+    const bot = (body: string) => ({ user: 'ccweb-bot', body });
+    const comments: Record<string, Array<{ user: string; body: string }>> = {
+      ok: [bot(receipt('ok')), bot(answer('ok', 1)), { user: 'alice', body: answer('ok', 1) }],
+      none: [bot(answer('none', 1))],
+      twice: [bot(receipt('twice')), bot(receipt('twice')), bot(answer('twice', 1)), bot(answer('twice', 2))],
+    };
+    const r = checkComments(
+      [
+        { taskId: 'ok', state: 'succeeded' },
+        { taskId: 'none', state: 'succeeded' },
+        { taskId: 'twice', state: 'succeeded_with_rest_fallback' },
+      ],
+      (id) => comments[id]!,
+      'ccweb-bot',
+    );
+    expect(r.receiptsOk).toBe(1);
+    expect(r.receiptProblems).toEqual([
+      { taskId: 'none', count: 0 },
+      { taskId: 'twice', count: 2 },
+    ]);
+    expect(r.answerProblems).toEqual([{ taskId: 'twice', state: 'succeeded_with_rest_fallback', count: 2 }]);
+  });
+});
