@@ -51,6 +51,12 @@ export interface ExecutorOptions {
   workspace: WorkspacePort;
   sessions: SessionPort;
   verification: VerificationPort;
+  /**
+   * Whether the bot's comment carrying `turn`'s marker is on Gitea. Before a retry runs the
+   * instruction again after an unfinished turn (a restart, a crash of the app-server), this tells
+   * whether the agent had already answered: then the answer is verified instead of produced twice.
+   */
+  replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
   /** Delay before an execution retry (§8: at most one). */
   retryDelayMs?: number;
   now?: () => number;
@@ -143,6 +149,20 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     if (liveVerifier) {
       await send(t.taskId, { type: 'TURN_REPLIED' });
       return;
+    }
+    const prior = store
+      .byIndex<TurnRecord>('turns', 'taskId', t.taskId)
+      .filter((turn) => turn.kind === 'normal')
+      .at(-1);
+    if (prior && prior.status !== 'completed' && options.replyExists) {
+      // Unknown (Gitea did not answer) counts as "maybe answered": verification decides, and it
+      // never writes on an unknown result — a second answer is the outcome users hate most.
+      const answered = await options.replyExists(t, prior).catch(() => true);
+      if (answered) {
+        log('answer of an interrupted turn found; verifying it instead of running the turn again', { taskId: t.taskId, turnKey: prior.turnKey });
+        await send(t.taskId, { type: 'TURN_REPLIED' });
+        return;
+      }
     }
     const cwd = workspacePathOf(t);
     // After an app-server restart or a retry, the thread must be resumed with its MCP config again.

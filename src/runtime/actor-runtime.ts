@@ -22,6 +22,12 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
   project?: (tx: Tx, change: PersistedChange) => void;
   /** Upgrades a snapshot written by an older machine version; return undefined when impossible. */
   migrate?: (snapshot: unknown, fromVersion: number) => unknown;
+  /**
+   * `lazy`: after a restart, brought back to life on first use instead of in `restoreAll()`. For
+   * actors without invoked effects (nothing in flight to restart), so ten thousand queued tasks do
+   * not delay start-up or hold memory until the scheduler reaches them.
+   */
+  restore?: 'eager' | 'lazy';
 }
 
 export interface PersistedChange {
@@ -146,8 +152,11 @@ export class ActorRuntime {
     return () => this.listeners.delete(listener);
   }
 
+  /** Live, or stored unfinished and restorable on first use (lazy kinds). */
   has(actorId: string): boolean {
-    return this.hosts.has(actorId);
+    if (this.hosts.has(actorId)) return true;
+    const rec = this.store.get<ActorRecord>('actors', actorId);
+    return rec !== undefined && rec.status === 'active' && this.kinds.get(rec.kind)?.restore === 'lazy' && this.restorable(rec) !== undefined;
   }
 
   /** Current state of a live actor, or of a stored (possibly final) one. */
@@ -216,7 +225,7 @@ export class ActorRuntime {
   /** Sends an event; resolves once the resulting transition is durable, or with the rejection. */
   async send(actorId: string, event: EventObject, options: SendOptions = {}): Promise<SendResult> {
     const by = options.by ?? 'system';
-    const host = this.hosts.get(actorId);
+    const host = this.hosts.get(actorId) ?? (await this.hostLazy(actorId));
     if (!host) {
       const rec = this.store.get<ActorRecord>('actors', actorId);
       await this.alert({
@@ -264,33 +273,65 @@ export class ActorRuntime {
    * migrated when the kind knows how, otherwise left stopped with an alert. In-flight invokes start
    * again (effects are idempotent by key); timers are re-armed by their owners from context deadlines.
    */
-  async restoreAll(): Promise<{ restored: number; skipped: number }> {
+  async restoreAll(): Promise<{ restored: number; skipped: number; deferred: number }> {
     let restored = 0;
     let skipped = 0;
+    let deferred = 0;
     for (const rec of this.store.list<ActorRecord>('actors', (r) => r.status === 'active')) {
       if (this.hosts.has(rec.actorId)) continue;
       const kind = this.kinds.get(rec.kind);
-      let snapshot = rec.snapshot;
-      if (kind && rec.machineVersion !== kind.machineVersion) {
-        snapshot = kind.migrate?.(rec.snapshot, rec.machineVersion);
-      }
-      if (!kind || snapshot === undefined || !this.stateExists(kind, rec.state)) {
+      const snapshot = this.restorable(rec);
+      if (!kind || snapshot === undefined) {
         skipped += 1;
-        await this.alert({
-          action: 'runtime.restore_failed',
-          actor: 'system',
-          actorId: rec.actorId,
-          taskId: rec.taskId,
-          fromState: rec.state,
-          errorCode: kind ? 'machine_version_mismatch' : 'unknown_machine',
-          metadata: { machineVersion: rec.machineVersion, expected: kind?.machineVersion ?? null },
-        });
+        await this.alertRestoreFailed(rec);
+        continue;
+      }
+      if (kind.restore === 'lazy') {
+        deferred += 1;
         continue;
       }
       this.host(kind, rec.actorId, rec.taskId, snapshot, rec.state, rec.stateVersion);
       restored += 1;
     }
-    return { restored, skipped };
+    return { restored, skipped, deferred };
+  }
+
+  /** The snapshot to restore a stored actor from (migrated if needed), or undefined when impossible. */
+  private restorable(rec: ActorRecord): unknown {
+    const kind = this.kinds.get(rec.kind);
+    if (!kind) return undefined;
+    const snapshot = rec.machineVersion === kind.machineVersion ? rec.snapshot : kind.migrate?.(rec.snapshot, rec.machineVersion);
+    return snapshot !== undefined && this.stateExists(kind, rec.state) ? snapshot : undefined;
+  }
+
+  /** Brings a stored unfinished actor of a lazy kind to life on first use. */
+  private async hostLazy(actorId: string): Promise<Host | undefined> {
+    const rec = this.store.get<ActorRecord>('actors', actorId);
+    const kind = rec ? this.kinds.get(rec.kind) : undefined;
+    if (!rec || !kind || rec.status !== 'active' || kind.restore !== 'lazy') return undefined;
+    const snapshot = this.restorable(rec);
+    if (snapshot === undefined) {
+      await this.alertRestoreFailed(rec);
+      return undefined;
+    }
+    // Another caller may have hosted it while the alert above was being written.
+    const live = this.hosts.get(actorId);
+    if (live) return live;
+    this.host(kind, rec.actorId, rec.taskId, snapshot, rec.state, rec.stateVersion);
+    return this.hosts.get(actorId);
+  }
+
+  private async alertRestoreFailed(rec: ActorRecord): Promise<void> {
+    const kind = this.kinds.get(rec.kind);
+    await this.alert({
+      action: 'runtime.restore_failed',
+      actor: 'system',
+      actorId: rec.actorId,
+      taskId: rec.taskId,
+      fromState: rec.state,
+      errorCode: kind ? 'machine_version_mismatch' : 'unknown_machine',
+      metadata: { machineVersion: rec.machineVersion, expected: kind?.machineVersion ?? null },
+    });
   }
 
   /** Stops every live actor without persisting anything more (used at shutdown and in tests). */

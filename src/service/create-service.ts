@@ -26,6 +26,8 @@ import { createSessionManager } from '../sessions/session-manager.js';
 import { createStore } from '../store/index.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
+import { findReplyComments } from '../verification/find-reply.js';
+import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
 
@@ -130,6 +132,14 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     workspace: createWorkspaceAdapter({ root: config.workspaceRoot, token: config.giteaToken }),
     sessions,
     verification,
+    replyExists: async (task, turn) => {
+      const marker = parseMarkers(turn.marker)[0];
+      if (!marker) return false;
+      // Gitea filters `since` on whole seconds of its own clock: a margin, the marker does the matching.
+      const since = new Date(Date.parse(turn.startedAt) - 5 * 60_000);
+      const comments = await gitea.listIssueComments(task.owner, task.repo, task.resource.number, { since });
+      return findReplyComments(comments, botLogin, marker).first !== undefined;
+    },
     retryDelayMs: options.retryDelayMs,
     log: (msg, fields) => logger.info(fields, msg),
   });

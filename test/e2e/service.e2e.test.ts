@@ -68,7 +68,7 @@ function expectCompleteChain(d: TaskDetail, index: number): void {
 
 beforeAll(async () => {
   env = await startSandboxEnvironment(root);
-  for (const n of [3, 4, 5, 6, 7]) env.gitea.double.addIssue('acme', 'widget', { number: n, title: `issue ${n}`, user: 'alice' });
+  for (const n of [3, 4, 5, 6, 7, 8]) env.gitea.double.addIssue('acme', 'widget', { number: n, title: `issue ${n}`, user: 'alice' });
   service = await startServiceProcess(env.env);
   env.gitea.connectWebhook(`${service.url}/api/gitea/webhook`, env.webhookSecret);
 }, 90_000);
@@ -170,6 +170,24 @@ describe('end to end against the sandbox Gitea', () => {
     expect(comments.filter((c) => c.user === 'ccweb-bot' && c.body.includes(`taskId=${taskId}`))).toHaveLength(1);
     expect(comments).toHaveLength(3);
     expectCompleteChain(d, 6);
+  });
+
+  it('(6b) kill -9 after the agent posted but before its turn ended: the answer is verified, not produced twice', async () => {
+    const r = await userComment('alice', 8, '@ccweb-bot explain the login flow (post-then-stall)');
+    const taskId = String(r.body.taskId);
+    const deadline = Date.now() + 30_000;
+    while (!commentsOn(8).some((c) => c.user === 'ccweb-bot' && c.body.includes(`taskId=${taskId}`)) && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    await service.kill9();
+    service = await startServiceProcess(env.env);
+    env.gitea.connectWebhook(`${service.url}/api/gitea/webhook`, env.webhookSecret);
+    const d = await waitForTask(taskId, ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback'], 90_000);
+    expect(d.task.state).toBe('succeeded');
+    expect(d.turns).toHaveLength(1); // no second turn: the first one's answer was found and verified
+    const comments = commentsOn(8);
+    expect(comments.filter((c) => c.user === 'ccweb-bot' && c.body.includes(`taskId=${taskId}`))).toHaveLength(1);
+    expect(comments).toHaveLength(3);
   });
 
   it('(7) a Gitea Replay of an old delivery creates nothing new', async () => {

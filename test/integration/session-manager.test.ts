@@ -62,7 +62,9 @@ function assertTokenNowhere(f: SessionFixture, opts: { exceptFiles?: string[] } 
   expect(filesContaining(f.codexHome, SESSION_TOKEN)).toEqual([]);
   expect(filesContaining(f.root, SESSION_TOKEN).filter((p) => !(opts.exceptFiles ?? []).includes(p))).toEqual([]);
   // No event of ours was refused by an actor (ordering of session/app-server events holds).
-  expect(f.logs.filter((l) => l.msg?.endsWith('event rejected'))).toEqual([]);
+  const rejected = f.logs.filter((l) => l.msg?.endsWith("event rejected"));
+  if (rejected.length > 0) console.log("REJECTED", JSON.stringify(rejected));
+  expect(rejected).toEqual([]);
 }
 
 /** Wraps `conn.request` to record the params of the given methods. */

@@ -10,6 +10,8 @@
  * - `forget-always` → never posts, not even in the reply-retry turn (→ REST fallback);
  * - `slow`      → stalls (the turn runs until interrupted);
  * - `slow-once` → stalls in the first attempt of a task only (a restart test's second attempt answers);
+ * - `post-then-stall` → posts its answer, then stalls before finishing the turn (a restart test: the
+ *   answer is on Gitea but the turn never completed);
  * - otherwise   → a short answer.
  * The reply-retry turn (its prompt says the answer "did not appear as a comment") re-posts.
  */
@@ -70,6 +72,7 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
       }
     } else if (lower.includes('slow') && !isRetry) return { type: 'stall' };
     if (commented) {
+      if (lower.includes('post-then-stall') && !isRetry) return { type: 'stall' };
       return {
         type: 'message',
         text: lower.includes('question') && !isRetry ? 'I asked a question.\nCCWEB_WAITING_USER' : 'Posted my answer on the issue.',
