@@ -20,11 +20,11 @@ import { createIntake } from '../src/intake/accept-comment.js';
 import {
   deliveryRecord,
   payloadHash,
-  receiptIntent,
   sessionRecord,
   taskRecord,
   triggerRecord,
 } from '../src/intake/intake-records.js';
+import { pendingReceiptRecord } from '../src/receipts/receipt-record.js';
 import { accepted } from '../src/intake/intake-response.js';
 import { ActorRuntime, type ActorRecord } from '../src/runtime/actor-runtime.js';
 import { createStore, type DurableStore } from '../src/store/index.js';
@@ -168,7 +168,7 @@ async function prefill(store: DurableStore, runtime: ActorRuntime, total: number
         }));
         const triggerKey = commentTriggerKey(c);
         tx.insert('comment_triggers', triggerKey, triggerRecord(triggerKey, deliveryKey, taskId, now));
-        tx.insert('sessions', c.resourceKey, sessionRecord(c, 'default', now));
+        tx.insert('sessions', c.resourceKey, sessionRecord(taskRecord(c, taskId, i, now), 'default', now));
         const actorId = taskActorId(taskId);
         if (template === undefined) {
           tx.insert('tasks', taskId, taskRecord(c, taskId, i, now));
@@ -184,7 +184,7 @@ async function prefill(store: DurableStore, runtime: ActorRuntime, total: number
             snapshot: { ...snapshot, context: { ...snapshot.context, taskId } },
           });
         }
-        const receipt = receiptIntent(taskId, c.resourceKey, now);
+        const receipt = pendingReceiptRecord({ taskId, resourceKey: c.resourceKey }, 'received', now);
         tx.insert('comments', receipt.commentKey, receipt);
       }
     });

@@ -2,6 +2,7 @@
 // line per check with the fix. Read-only except for a probe file in the data and workspace
 // directories (created and removed). Every line is scrubbed of the configured secrets.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isAlive } from '../store/process-lock.js';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { CodexAppServerConnection, errorText } from '../codex/jsonrpc-connection.js';
@@ -75,15 +76,6 @@ function writable(dir: string): string | null {
     return null;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code ?? 'error';
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

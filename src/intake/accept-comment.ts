@@ -12,6 +12,7 @@
 // the journal orders after everything it is answering about.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
+import { pendingReceiptRecord } from '../receipts/receipt-record.js';
 import type { DeliveryRecord, CommentTriggerRecord, RepositoryRecord } from '../domain/records.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import { StoreError, type AuditEventInput, type Store, type Tx } from '../store/types.js';
@@ -33,7 +34,6 @@ import {
   DEFAULT_DELIVERY_RETENTION_MS,
   deliveryRecord,
   payloadHash,
-  receiptIntent,
   repositoryRecord,
   sessionRecord,
   taskRecord,
@@ -396,14 +396,14 @@ export function createIntake(options: IntakeOptions): Intake {
       tx.insert('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
       audit('repository.register', { metadata: { workspacePath } });
     }
-    if (tx.get('sessions', c.resourceKey) === undefined) tx.insert('sessions', c.resourceKey, sessionRecord(c, hostRef, at));
-    tx.insert('tasks', taskId, taskRecord(c, taskId, event.seq, at));
+    const task = tx.insert('tasks', taskId, taskRecord(c, taskId, event.seq, at));
+    if (tx.get('sessions', c.resourceKey) === undefined) tx.insert('sessions', c.resourceKey, sessionRecord(task, hostRef, at));
     const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
       events: [{ type: 'ACCEPT' }],
       by: actor,
       taskId,
     });
-    const receipt = receiptIntent(taskId, c.resourceKey, at);
+    const receipt = pendingReceiptRecord(task, 'received', at);
     tx.insert('comments', receipt.commentKey, receipt);
     return { response, start: created.start, taskId };
   }

@@ -1,5 +1,6 @@
 // Builders for the records intake writes (spec §4). Pure: every time comes in as an argument.
 import { createHash } from 'node:crypto';
+import { newSessionRecord } from '../sessions/session-actor.js';
 import type {
   CommentRecord,
   CommentTriggerRecord,
@@ -69,24 +70,9 @@ export function repositoryRecord(c: NormalizedComment, workspacePath: string, no
   };
 }
 
-export function sessionRecord(c: NormalizedComment, hostRef: string, now: Date): SessionRecord {
-  return {
-    sessionKey: c.resourceKey,
-    resourceKey: c.resourceKey,
-    repoKey: c.repoKey,
-    kind: c.resource.kind,
-    number: c.resource.number,
-    threadId: null,
-    runtime: { app: 'codexapp', mode: 'yolo' },
-    mcp: { server: 'gitea', transport: 'stdio', hostRef },
-    status: 'active',
-    lastTaskId: null,
-    lastTurnId: null,
-    createdAt: now.toISOString(),
-    updatedAt: now.toISOString(),
-    // 0: the session actor, created with the first thread, projects its stateVersion (1, 2, …) here.
-    version: 0,
-  };
+/** The session record, as the session actor expects it (version 0; its projection takes it from there). */
+export function sessionRecord(task: TaskRecord, hostRef: string, now: Date): SessionRecord {
+  return newSessionRecord(task, hostRef, now.toISOString());
 }
 
 /** State `received`, stateVersion 0: the task actor's projection takes it from there in the same tx. */
@@ -120,31 +106,5 @@ export function taskRecord(c: NormalizedComment, taskId: string, queueSeq: numbe
     createdAt: now.toISOString(),
     updatedAt: now.toISOString(),
     stateVersion: 0,
-  };
-}
-
-export function receiptCommentKey(taskId: string): string {
-  return `${taskId}:status:received`;
-}
-
-/**
- * The intent to post the "received" receipt (§9.3: intent before the side effect). The receipt
- * poster owns the body; `bodyHash` stays empty until it writes one.
- */
-export function receiptIntent(taskId: string, resourceKey: string, now: Date): CommentRecord {
-  const commentKey = receiptCommentKey(taskId);
-  return {
-    commentKey,
-    taskId,
-    kind: 'status',
-    resourceKey,
-    turnId: null,
-    commentId: null,
-    marker: formatReceiptMarker(commentKey),
-    bodyHash: '',
-    status: 'pending',
-    errorCode: null,
-    createdAt: now.toISOString(),
-    updatedAt: now.toISOString(),
   };
 }

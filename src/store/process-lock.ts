@@ -31,7 +31,8 @@ export function acquireProcessLock(dir: string): () => void {
   throw new StoreError('store_locked', `store ${dir}: could not take the lock`);
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it exists, owned by someone else). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

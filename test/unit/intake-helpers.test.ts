@@ -1,7 +1,8 @@
 // Pure intake helpers: repeat answers, stop targets, record builders.
 import { describe, expect, it } from 'vitest';
 import { accepted, repeatOf, REPOSITORY_DISABLED, ignored } from '../../src/intake/intake-response.js';
-import { deliveryRecord, payloadHash, receiptIntent, taskRecord } from '../../src/intake/intake-records.js';
+import { deliveryRecord, payloadHash, taskRecord } from '../../src/intake/intake-records.js';
+import { pendingReceiptRecord } from '../../src/receipts/receipt-record.js';
 import { stopTargets } from '../../src/intake/stop-tasks.js';
 import type { TaskRecord } from '../../src/domain/records.js';
 import { normalizeComment } from '../../src/webhook/normalize-comment.js';
@@ -71,6 +72,6 @@ describe('record builders', () => {
   });
 
   it('receipt intent: key <taskId>:status:received with its marker', () => {
-    expect(receiptIntent('t1', 'r', at)).toMatchObject({ commentKey: 't1:status:received', marker: '<!-- ccweb receipt=t1:status:received -->', status: 'pending' });
+    expect(pendingReceiptRecord({ taskId: 't1', resourceKey: 'r' }, 'received', at)).toMatchObject({ commentKey: 't1:status:received', marker: '<!-- ccweb receipt=t1:status:received -->', status: 'pending' });
   });
 });
