@@ -77,6 +77,12 @@ export interface IntakeOptions {
   permissionTimeoutMs?: number;
   /** `sessions.mcp.hostRef` for new sessions. Default `gitea-main`, as the session manager's. */
   mcpHostRef?: string;
+  /**
+   * Bad-signature requests come from anyone: one security audit event each, up to this many per
+   * minute; beyond that they are counted and one `webhook.signature_invalid_suppressed` event per
+   * minute carries the count, so a flood cannot fill the disk. Default 120.
+   */
+  securityAuditPerMinute?: number;
   /** After a task was queued durably (e.g. wake the scheduler). Must not throw; errors are ignored. */
   onAccepted?: (taskId: string) => void;
   /** After a stop was recorded and its events sent. */
@@ -95,6 +101,10 @@ export interface IntakeRequest {
 
 export interface Intake {
   handle(request: IntakeRequest): Promise<IntakeResponse>;
+  /** Writes the count of security audit events held back by the rate limit (call at shutdown). */
+  flush(): Promise<void>;
+  /** Stops the periodic flush timer. */
+  close(): Promise<void>;
 }
 
 /** What the final transaction should write when no uniqueness rule or disabled repository intervenes. */
@@ -423,7 +433,45 @@ export function createIntake(options: IntakeOptions): Intake {
     return INVALID_PAYLOAD;
   }
 
+  const securityBudget = options.securityAuditPerMinute ?? 120;
+  const WINDOW_MS = 60_000;
+  let windowStart = 0;
+  let windowCount = 0;
+  let suppressed = 0;
+  const flushTimer = setInterval(() => void flushSuppressed(), WINDOW_MS);
+  flushTimer.unref();
+
+  async function flushSuppressed(): Promise<void> {
+    if (suppressed === 0) return;
+    const count = suppressed;
+    suppressed = 0;
+    try {
+      await store.transact((tx) =>
+        tx.appendAudit({
+          action: 'webhook.signature_invalid_suppressed',
+          actor: 'gitea:unauthenticated',
+          level: 'security',
+          errorCode: 'invalid_signature',
+          metadata: { suppressed: count, windowStart: new Date(windowStart).toISOString(), perMinute: securityBudget },
+        }),
+      );
+    } catch (error) {
+      options.logger?.warn({ err: error instanceof Error ? error.name : 'unknown', suppressed: count }, 'security audit summary not stored');
+    }
+  }
+
   async function auditBadSignature(request: IntakeRequest, reason: string): Promise<void> {
+    const at = now().getTime();
+    if (at - windowStart >= WINDOW_MS) {
+      await flushSuppressed();
+      windowStart = at;
+      windowCount = 0;
+    }
+    if (windowCount >= securityBudget) {
+      suppressed += 1;
+      return;
+    }
+    windowCount += 1;
     try {
       await store.transact((tx) =>
         tx.appendAudit({
@@ -455,5 +503,12 @@ export function createIntake(options: IntakeOptions): Intake {
     }
   }
 
-  return { handle };
+  return {
+    handle,
+    flush: flushSuppressed,
+    async close() {
+      clearInterval(flushTimer);
+      await flushSuppressed();
+    },
+  };
 }

@@ -223,6 +223,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     async close() {
       operators.close();
       await new Promise<void>((r) => server.close(() => r()));
+      await intake.close();
       await retention.stop();
       receipts.stop();
       await scheduler.stop();
