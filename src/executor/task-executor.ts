@@ -53,7 +53,7 @@ export interface ExecutorOptions {
   verification: VerificationPort;
   /**
    * Whether the bot's comment carrying `turn`'s marker is on Gitea. Before a retry runs the
-   * instruction again after an unfinished turn (a restart, a crash of the app-server), this tells
+   * instruction again after an interrupted turn (a restart, a crash of the app-server), this tells
    * whether the agent had already answered: then the answer is verified instead of produced twice.
    */
   replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
@@ -154,7 +154,12 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       .byIndex<TurnRecord>('turns', 'taskId', t.taskId)
       .filter((turn) => turn.kind === 'normal')
       .at(-1);
-    if (prior && prior.status !== 'completed' && options.replyExists) {
+    // The prior turn answered the current input unless a follow-up (the user's reply after
+    // waiting_user) came after it. Whether it finished or not: a restart can land between the turn's
+    // end and the task's TURN_REPLIED, so "completed" alone does not mean the task moved on.
+    const followUp = t.followUps?.at(-1);
+    const priorIsForThisInput = prior !== undefined && (!followUp || Date.parse(followUp.at) < Date.parse(prior.startedAt));
+    if (prior && priorIsForThisInput && options.replyExists) {
       // Unknown (Gitea did not answer) counts as "maybe answered": verification decides, and it
       // never writes on an unknown result — a second answer is the outcome users hate most.
       const answered = await options.replyExists(t, prior).catch(() => true);
