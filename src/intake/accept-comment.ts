@@ -271,12 +271,17 @@ export function createIntake(options: IntakeOptions): Intake {
       // The reply is recorded on the task (durable above); the task goes back to the queue and
       // resumes its thread. A crash between the two leaves the follow-up stored and the task
       // waiting: the next comment (or an operator) moves it on.
-      await runtime.send(taskActorId(outcome.followUp), { type: 'USER_REPLIED' } satisfies TaskEvent, { by: `gitea:user:${c.actor.login}` });
+      // The delivery is accepted and durable whatever happens next: a failure here is logged, never a 500.
+      await runtime
+        .send(taskActorId(outcome.followUp), { type: 'USER_REPLIED' } satisfies TaskEvent, { by: `gitea:user:${c.actor.login}` })
+        .catch((error: unknown) => options.logger?.warn({ taskId: outcome.followUp, err: error instanceof Error ? error.message : String(error) }, 'follow-up not re-queued'));
     }
     if (outcome.taskId !== undefined && plan.kind === 'accept') safely(() => options.onAccepted?.(outcome.taskId!));
     if (outcome.stop !== undefined && c) {
       const targets = outcome.stop;
-      await sendStops(runtime, targets, `gitea:user:${c.actor.login}`);
+      await sendStops(runtime, targets, `gitea:user:${c.actor.login}`).catch((error: unknown) =>
+        options.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'stop events not all sent'),
+      );
       safely(() => options.onStop?.(targets.map((t) => t.taskId)));
     }
     return outcome.response;

@@ -382,7 +382,7 @@ export class ActorRuntime {
           fromState: host.state,
           errorCode: 'actor_error',
           metadata: { message: host.failed.message.slice(0, 300) },
-        });
+        }).catch(() => undefined); // the store may be the reason: never an unhandled rejection
       },
       complete: () => {
         // A final state arrives here, not through `next`. A stopped actor (shutdown) is not

@@ -333,9 +333,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function finish(worker: Worker, lease: HeldLease, failure: unknown): Promise<void> {
     try {
       if (failure !== null) logger.error({ taskId: worker.taskId, err: errorMessage(failure) }, 'executor failed');
-      if (!worker.lost) {
+      if (!worker.lost && !stopped) {
         // The executor must leave the task out of preparing/running before it returns; one that
         // did not (a bug, or a throw) must not leave the task stuck holding a lease nobody renews.
+        // After stop() aborted it, the task stays where it is: the next start's recovery moves it
+        // to retry_wait (interrupted_by_restart) instead of failing it here.
         await failLeaseless(worker.taskId, lease.leaseId, failure !== null ? 'executor_error' : 'executor_left_task', true);
       }
       // For a lost lease this RELEASE names a stale leaseId: the lock rejects it and the runtime

@@ -309,7 +309,18 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       : undefined;
     const marker = original?.marker ?? formatMarker({ taskId: task.taskId, turnKey, resourceKey: task.resourceKey });
     const instructions = developerInstructions(instructionContextFor(task, options.giteaUrl, marker, options.botLogin));
-    const input = turnInputText(task, { kind: opts.kind, marker, ...(opts.replyRetryPrompt ? { replyRetryPrompt: opts.replyRetryPrompt } : {}) });
+    // Replies count from the last turn that finished (the one that asked): a retry of an interrupted
+    // turn gets the same replies again.
+    const previousTurnStart = store
+      .byIndex<TurnRecord>('turns', 'taskId', task.taskId)
+      .filter((t) => t.kind === 'normal' && t.status === 'completed')
+      .at(-1)?.startedAt;
+    const input = turnInputText(task, {
+      kind: opts.kind,
+      marker,
+      ...(previousTurnStart ? { repliesSince: previousTurnStart } : {}),
+      ...(opts.replyRetryPrompt ? { replyRetryPrompt: opts.replyRetryPrompt } : {}),
+    });
     const startedAt = now().toISOString();
     // Intent first (§9.3): the turn record and its marker exist before Codex is asked.
     await store.transact((tx) => {
@@ -442,7 +453,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         {
           status,
           completedAt: now().toISOString(),
-          finalMessage: out?.finalMessage ?? null,
+          // The agent can read its own environment (yolo): never store — or later post through the
+          // REST fallback — a token it echoed.
+          finalMessage: out?.finalMessage == null ? null : redact(out.finalMessage),
           commentCall: outcome.kind === 'replied' || outcome.kind === 'waiting_user' ? outcome.commentCall : null,
         },
         (tx) =>

@@ -344,6 +344,8 @@ export class DurableStore implements Store {
         this.#checkpointSeq = result.seq;
         this.#checkpointBytes = await stat(join(this.dir, CHECKPOINT_FILE)).then((s) => s.size);
         this.#compactions += 1;
+        // A success clears an earlier failure, so compaction chains again (see finally below).
+        this.lastCompactionError = undefined;
       } catch (error) {
         this.lastCompactionError = error;
         this.#options.onCompactionError?.(error);

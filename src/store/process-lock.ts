@@ -1,4 +1,4 @@
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StoreError } from './types.js';
 
@@ -11,7 +11,15 @@ export function acquireProcessLock(dir: string): () => void {
   const path = join(dir, 'LOCK');
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      // Written whole under a private name, then linked into place: nobody ever reads a LOCK
+      // without its pid, and of two processes taking over a stale lock only one link succeeds.
+      const tmp = `${path}.${process.pid}.tmp`;
+      writeFileSync(tmp, String(process.pid));
+      try {
+        linkSync(tmp, path);
+      } finally {
+        unlinkSync(tmp);
+      }
       return () => {
         try {
           if (readFileSync(path, 'utf8') === String(process.pid)) unlinkSync(path);

@@ -48,3 +48,25 @@ describe('turn input', () => {
     expect(plainTurnText('RULES', 'INPUT')).toMatch(/developer instructions\]\nRULES\n\[end of developer instructions\]\n\nINPUT$/);
   });
 });
+
+describe('turn input after the agent asked the user', () => {
+  it('quotes every reply since the turn that asked, each in its own untrusted fence', async () => {
+    const { turnInputText } = await import('../../src/sessions/developer-instructions.js');
+    const base = {
+      taskId: 't', author: 'alice', instruction: '@bot original request', commentUrl: 'http://g/i/1#c1',
+      resource: { kind: 'issue', number: 1 },
+      followUps: [
+        { commentId: 2, author: 'alice', body: 'first reply', commentUrl: 'http://g/i/1#c2', deliveryKey: 'd2', at: '2026-01-01T00:00:02.000Z' },
+        { commentId: 3, author: 'bob', body: 'second reply', commentUrl: 'http://g/i/1#c3', deliveryKey: 'd3', at: '2026-01-01T00:00:03.000Z' },
+      ],
+    } as never;
+    const text = turnInputText(base, { kind: 'normal', marker: '<!-- m -->', repliesSince: '2026-01-01T00:00:01.000Z' });
+    expect(text).toContain('first reply');
+    expect(text).toContain('second reply');
+    expect(text).not.toContain('original request');
+    expect(text.match(/untrusted-comment/g)).toHaveLength(2);
+    const later = turnInputText(base, { kind: 'normal', marker: '<!-- m -->', repliesSince: '2026-01-01T00:00:02.500Z' });
+    expect(later).not.toContain('first reply');
+    expect(turnInputText(base, { kind: 'normal', marker: '<!-- m -->', repliesSince: '2026-01-01T00:00:09.000Z' })).toContain('original request');
+  });
+});
