@@ -402,6 +402,17 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     expect(start.params.input[0].text).toContain('[ccweb-gitea developer instructions]');
     // The app-server's environment carried no secret (CCWEB_GITEA_TOKEN was in the service env).
     expect(readJsonLines(join(f.root, 'stub.jsonl')).find((l) => l.stub === 'env')).toMatchObject({ sensitiveEnvNames: [] });
+    // A restarted process rejects the same probes again: one downgrade per capability per process,
+    // and no event refused by the actor (assertTokenNowhere checks that too).
+    const before = f.supervisor.current()!;
+    before.kill('SIGTERM');
+    await before.waitForExit();
+    await f.supervisor.connection();
+    expect(f.supervisor.generation).toBe(2);
+    await f.runtime.settled();
+    expect(downgrades(f)).toEqual(['goals', 'collaborationMode/list']);
+    const dg = f.store.audit({ actorId: f.supervisor.actorId }).filter((e) => (e.metadata?.event as any)?.type === 'CAPABILITY_DOWNGRADE');
+    expect(dg.map((e) => (e.metadata?.event as any)?.capability)).toEqual(['goals', 'collaborationMode/list', 'goals', 'collaborationMode/list']);
     // The stand-in logs every message it receives, thread/start's MCP env included: that file is the only exception.
     assertTokenNowhere(f, { exceptFiles: [join(f.root, 'stub.jsonl')] });
   }, 30_000);
