@@ -26,6 +26,8 @@ export interface RunGitOptions {
   /** Extra strings to redact besides the token. */
   secrets?: readonly string[];
   logger?: GitLogger;
+  /** Aborting kills git's process group, like the timeout (a lost lease, a service shutdown). */
+  signal?: AbortSignal;
 }
 
 export interface GitResult {
@@ -69,15 +71,19 @@ export async function runGit(args: readonly string[], options: RunGitOptions): P
     maxBuffer: 64 * 1024 * 1024,
   });
   const pid = subprocess.pid;
-  const timer = setTimeout(() => {
+  const stop = () => {
     timedOut = true;
     killGroup(pid);
-  }, options.timeoutMs);
+  };
+  const timer = setTimeout(stop, options.timeoutMs);
+  if (options.signal?.aborted) stop();
+  options.signal?.addEventListener('abort', stop, { once: true });
   let result;
   try {
     result = await subprocess;
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener('abort', stop);
     // Children that outlived git itself (should not happen) go too.
     if (timedOut) killGroup(pid);
   }

@@ -29,6 +29,8 @@ export interface PrepareWorkspaceInput {
   defaultBranch?: string;
   /** Budget for the whole preparation; each git command gets what is left. Default 120 s. */
   timeoutMs?: number;
+  /** Aborts the git command in flight (reported as `timeout`, retryable). */
+  signal?: AbortSignal;
   logger?: GitLogger;
   now?: () => Date;
 }
@@ -169,7 +171,7 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
     return left;
   };
   const local = (args: string[], cwd = workspace): Promise<GitResult> =>
-    runGit(args, { cwd, timeoutMs: remaining(), logger: input.logger, secrets: [input.token] });
+    runGit(args, { cwd, timeoutMs: remaining(), logger: input.logger, secrets: [input.token], signal: input.signal });
   const remote = (args: string[], cwd = workspace): Promise<GitResult> =>
     runGit(args, {
       cwd,
@@ -177,6 +179,7 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
       logger: input.logger,
       token: input.token,
       scopeUrl: input.cloneUrl,
+      signal: input.signal,
     });
   const must = async (args: string[], result: Promise<GitResult>): Promise<GitResult> => {
     const r = await result;
@@ -292,6 +295,7 @@ async function cloneInto(
         logger: input.logger,
         token: input.token,
         scopeUrl: input.cloneUrl,
+        signal: input.signal,
       }),
     );
     if (existsSync(workspace) && (await readdir(workspace)).length > 0) {

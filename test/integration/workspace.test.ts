@@ -283,6 +283,29 @@ describe('workspace manager over smart HTTP', () => {
     server.hang.delete(`acme/${name}`);
   });
 
+  it('an abort signal (lost lease, shutdown) stops a hanging git at once and leaves nothing behind', async () => {
+    const name = `abort${randomBytes(4).toString('hex')}`;
+    await server.createRepo('acme', name);
+    server.hang.add(`acme/${name}`);
+    const controller = new AbortController();
+    const pending = prepare({
+      root: path.join(tmp, 'ws-abort'),
+      repo: name,
+      cloneUrl: server.cloneUrl('acme', name),
+      timeoutMs: 60_000,
+      signal: controller.signal,
+    });
+    // Wait until git is talking to the hanging server, then abort.
+    for (let i = 0; i < 200 && !server.requests.some((q) => q.repo === name); i++) await new Promise((r) => setTimeout(r, 25));
+    controller.abort();
+    const r = await pending;
+    expect(r).toMatchObject({ ok: false, code: 'timeout', retryable: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const ps = await execa('ps', ['-eo', 'pid,args']);
+    expect(ps.stdout.split('\n').filter((line) => line.includes(name))).toEqual([]);
+    server.hang.delete(`acme/${name}`);
+  });
+
   it('leak scan: the token is nowhere in the workspace, config, errors or logs', async () => {
     // One more clone and fetch of a second repository, so both paths are covered here too.
     await server.createRepo('acme', 'gadget', { files: { 'a.txt': 'a\n' } });
