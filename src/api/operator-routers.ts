@@ -1,22 +1,12 @@
 import type Router from '@koa/router';
 import type { AnyStateMachine } from 'xstate';
-import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
-import { createControlRouter } from './control-router.js';
-import type { ApiLogger } from './http-helpers.js';
+import { createControlRouter, type ControlRouterDeps } from './control-router.js';
 import { createLiveEvents, type LiveEvents } from './live-events.js';
 import { createMachinesRouter } from './machines-router.js';
 import { createStaticPagesRouter } from './static-pages.js';
 import { controlOf } from './task-queries.js';
 
-export interface OperatorDeps {
-  store: Store;
-  runtime: ActorRuntime;
-  adminToken: string;
-  onControlChanged?: () => void;
-  onAbortRequested?: (taskId: string) => void;
-  now?: () => Date;
-  logger?: ApiLogger;
+export interface OperatorDeps extends ControlRouterDeps {
   machines?: AnyStateMachine[];
 }
 

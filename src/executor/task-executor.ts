@@ -93,6 +93,11 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     return result.ok;
   }
 
+  /** A failed step: retry_wait (re-prepare after the retry delay) while a retry is left, else failed — the machine decides. */
+  function failStep(taskId: string, type: 'PREPARE_FAILED' | 'TURN_FAILED', errorCode: string, retryable: boolean): Promise<boolean> {
+    return send(taskId, { type, errorCode, retryable, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+  }
+
   async function prepare(t: TaskRecord, signal: AbortSignal): Promise<void> {
     const repo = store.get<RepositoryRecord>('repositories', t.repoKey);
     if (!repo) {
@@ -102,14 +107,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     const ws = await workspace.prepare(t, repo, signal);
     if (!ws.ok) {
       if (ws.code === 'workspace_dirty') await send(t.taskId, { type: 'WORKSPACE_BLOCKED', errorCode: ws.code });
-      else
-        await send(t.taskId, {
-          type: 'PREPARE_FAILED',
-          errorCode: ws.code,
-          retryable: ws.retryable,
-          retryAt: now() + retryDelayMs,
-          resumeAt: 'preparing',
-        });
+      else await failStep(t.taskId, 'PREPARE_FAILED', ws.code, ws.retryable);
       return;
     }
     await store.transact((tx) => {
@@ -123,7 +121,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       log('thread start failed', { taskId: t.taskId, errorCode: code, error: (err as Error).message });
       if (FATAL_PREPARE_CODES.has(code)) await send(t.taskId, { type: 'FAIL', errorCode: code });
       else
-        await send(t.taskId, { type: 'PREPARE_FAILED', errorCode: code, retryable: true, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+        await failStep(t.taskId, 'PREPARE_FAILED', code, true);
       return;
     }
     await send(t.taskId, { type: 'WORKSPACE_READY' });
@@ -184,16 +182,10 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         await send(t.taskId, { type: 'TURN_WAITING_USER' });
         return;
       case 'failed':
-        await send(t.taskId, {
-          type: 'TURN_FAILED',
-          errorCode: outcome.errorCode,
-          retryable: outcome.retryable,
-          retryAt: now() + retryDelayMs,
-          resumeAt: 'preparing',
-        });
+        await failStep(t.taskId, 'TURN_FAILED', outcome.errorCode, outcome.retryable);
         return;
       case 'interrupted':
-        await send(t.taskId, { type: 'TURN_FAILED', errorCode: 'turn_interrupted', retryable: true, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+        await failStep(t.taskId, 'TURN_FAILED', 'turn_interrupted', true);
         return;
     }
   }
@@ -266,7 +258,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         log('executor error', { taskId, error: (err as Error).message });
         const state = store.get<TaskRecord>('tasks', taskId)?.state;
         if (state === 'preparing' || state === 'running')
-          await send(taskId, { type: state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', errorCode: 'executor_error', retryable: true, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+          await failStep(taskId, state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', 'executor_error', true);
         else if (state === 'verifying_reply') await send(taskId, { type: 'REPLY_FAILED', errorCode: 'executor_error' });
       } finally {
         signal.removeEventListener('abort', onAbort);
