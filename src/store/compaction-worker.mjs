@@ -9,9 +9,23 @@ import { join } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, writeFileDurably } from './durable-json-file.mjs';
 import { CHECKPOINT_FILE, CHECKPOINT_FORMAT, auditArchiveName, parseSegment } from './journal-files.mjs';
+import {
+  buildAuditArchive,
+  buildColdFile,
+  COLD_ENTRY_WORDS,
+  closeQuietly,
+  coldFileName,
+  decodeColdIndex,
+  encodeColdIndex,
+  hash32,
+  indexFileName,
+  openForRead,
+  readColdLine,
+  recordId,
+} from './cold-files.mjs';
 
 export function emptyCheckpoint() {
-  return { format: CHECKPOINT_FORMAT, seq: 0, auditSeq: 0, collections: {}, audit: [], auditArchives: [] };
+  return { format: CHECKPOINT_FORMAT, seq: 0, auditSeq: 0, collections: {}, audit: [], auditArchives: [], coldFiles: [] };
 }
 
 async function compact({ dir, segments, fsync }) {
@@ -34,6 +48,10 @@ async function compact({ dir, segments, fsync }) {
   // Audit events leave the checkpoint for immutable archive files, one per compaction: the
   // checkpoint then stays proportional to live records, not to history.
   const newEvents = [...(data.audit ?? [])];
+  // Records archived ('c') by the folded transactions go to a new cold file; a key written or
+  // deleted afterwards ('p'/'d') supersedes any copy in an older cold file.
+  const newCold = new Map();
+  const touched = new Set();
   const folded = [];
   for (const name of segments) {
     const file = join(dir, name);
@@ -42,9 +60,14 @@ async function compact({ dir, segments, fsync }) {
       if (entry.seq <= seq) continue;
       if (entry.seq !== seq + 1) throw new Error(`${file}: seq ${entry.seq} follows ${seq}`);
       for (const op of entry.ops) {
-        if (op[0] === 'p') collection(op[1]).set(op[2], op[3]);
-        else if (op[0] === 'd') collection(op[1]).delete(op[2]);
-        else if (op[0] === 'a') {
+        if (op[0] === 'p' || op[0] === 'd' || op[0] === 'c') {
+          const id = recordId(op[1], op[2]);
+          newCold.delete(id);
+          if (op[0] === 'p') collection(op[1]).set(op[2], op[3]);
+          else collection(op[1]).delete(op[2]);
+          if (op[0] === 'c') newCold.set(id, [op[1], op[2], op[3]]);
+          touched.add(id);
+        } else if (op[0] === 'a') {
           // Audit events are append-only and keyed by seq: never duplicated, never dropped.
           if (op[1].seq > auditSeq) {
             newEvents.push(op[1]);
@@ -57,20 +80,71 @@ async function compact({ dir, segments, fsync }) {
     folded.push(name);
   }
 
+  const coldFiles = [...(data.coldFiles ?? [])];
+  await retireSupersededColdCopies(dir, coldFiles, touched, fsync);
+  let coldFile = null;
+  if (newCold.size > 0) {
+    // Data file and index are durable before the checkpoint that lists them; an unlisted pair is a leftover.
+    coldFile = coldFileName(data.seq + 1, seq);
+    const { text, index } = buildColdFile([...newCold.values()]);
+    await writeFileDurably(join(dir, coldFile), text, { fsync });
+    await writeFileDurably(join(dir, indexFileName(coldFile)), index, { fsync });
+    coldFiles.push(coldFile);
+  }
+
   data.auditArchives = [...(data.auditArchives ?? [])];
+  let auditArchive = null;
   if (newEvents.length > 0) {
     // Written (durably) before the checkpoint that lists it; an unlisted archive is a leftover.
-    const name = auditArchiveName(newEvents[0].seq, newEvents[newEvents.length - 1].seq);
-    await writeFileDurably(join(dir, name), newEvents.map((event) => JSON.stringify(event)).join('\n') + '\n', { fsync });
-    data.auditArchives.push(name);
+    auditArchive = auditArchiveName(newEvents[0].seq, newEvents[newEvents.length - 1].seq);
+    const { text, index } = buildAuditArchive(newEvents);
+    await writeFileDurably(join(dir, auditArchive), text, { fsync });
+    await writeFileDurably(join(dir, indexFileName(auditArchive)), index, { fsync });
+    data.auditArchives.push(auditArchive);
   }
   data.audit = [];
   data.seq = seq;
   data.auditSeq = auditSeq;
+  data.coldFiles = coldFiles;
   data.collections = {};
   for (const [name, map] of collections) data.collections[name] = [...map];
   await db.write();
-  return { seq, folded };
+  return { seq, folded, coldFile, auditArchive };
+}
+
+/**
+ * Marks dead, in the indexes of older cold files, the copies of keys the folded transactions wrote
+ * or deleted. A rewritten index only ever reflects journal entries that are already durable, so a
+ * crash before the new checkpoint lands is harmless: replay makes the same decision again.
+ */
+async function retireSupersededColdCopies(dir, coldFiles, touched, fsync) {
+  if (touched.size === 0 || coldFiles.length === 0) return;
+  const hashes = new Map();
+  for (const id of touched) {
+    const h = hash32(id);
+    const ids = hashes.get(h);
+    if (ids) ids.push(id);
+    else hashes.set(h, [id]);
+  }
+  for (const name of coldFiles) {
+    const indexPath = join(dir, indexFileName(name));
+    const words = decodeColdIndex(await readFile(indexPath));
+    let changed = false;
+    let fd = null;
+    try {
+      for (let i = 0; i < words.length; i += COLD_ENTRY_WORDS) {
+        if (words[i + 2] === 0 || !hashes.has(words[i])) continue;
+        fd ??= openForRead(join(dir, name));
+        const [collection, key] = readColdLine(fd, words[i + 1], words[i + 2]);
+        if (!hashes.get(words[i]).includes(recordId(collection, key))) continue;
+        words[i + 2] = 0;
+        changed = true;
+      }
+    } finally {
+      if (fd !== null) closeQuietly(fd);
+    }
+    if (changed) await writeFileDurably(indexPath, encodeColdIndex(words), { fsync });
+  }
 }
 
 if (parentPort && workerData) {

@@ -7,15 +7,18 @@ export interface CompactionResult {
   seq: number;
   /** Segment file names folded; safe to delete. */
   folded: string[];
+  /** The cold file and audit archive this compaction wrote, if any. */
+  coldFile: string | null;
+  auditArchive: string | null;
 }
 
 export function runCompaction(params: { dir: string; segments: string[]; fsync: boolean }): Promise<CompactionResult> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const worker = new Worker(new URL('./compaction-worker.mjs', import.meta.url), { workerData: params });
-    worker.once('message', (message: { ok: boolean; seq: number; folded: string[]; message?: string }) => {
+    worker.once('message', (message: CompactionResult & { ok: boolean; message?: string }) => {
       settled = true;
-      if (message.ok) resolve({ seq: message.seq, folded: message.folded });
+      if (message.ok) resolve({ seq: message.seq, folded: message.folded, coldFile: message.coldFile, auditArchive: message.auditArchive });
       else reject(new Error(`compaction failed: ${message.message}`));
     });
     worker.once('error', (error) => {

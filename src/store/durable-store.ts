@@ -16,6 +16,8 @@ import {
   segmentName,
 } from './journal-files.mjs';
 import { Journal } from './journal.js';
+import { ColdTier } from './cold-tier.js';
+import { COLD_FILE_RE, indexFileName } from './cold-files.mjs';
 import { MemoryState, deepFreeze } from './memory-state.js';
 import { Transaction } from './transaction.js';
 import {
@@ -51,6 +53,13 @@ export interface StoreOptions {
 export interface DurableStoreStats extends StoreStats {
   compactions: number;
   checkpointBytes: number;
+  /** Archived records indexed on disk, and those archived since the last compaction (still in memory). */
+  coldRecords: number;
+  pendingColdRecords: number;
+  coldIndexBytes: number;
+  auditArchives: number;
+  /** Audit events held in memory (not yet in an archive). */
+  auditEventsInMemory: number;
 }
 
 interface CheckpointDoc {
@@ -62,6 +71,8 @@ interface CheckpointDoc {
   audit: AuditEvent[];
   /** Immutable audit archive files, in seq order. */
   auditArchives?: string[];
+  /** Immutable files of archived records, in seq order (their indexes mark superseded entries). */
+  coldFiles?: string[];
 }
 
 const emptyCheckpoint = (): CheckpointDoc => ({
@@ -71,6 +82,7 @@ const emptyCheckpoint = (): CheckpointDoc => ({
   collections: {},
   audit: [],
   auditArchives: [],
+  coldFiles: [],
 });
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
@@ -100,8 +112,10 @@ export class DurableStore implements Store {
     this.#options = options;
     this.#fsync = options.fsync ?? true;
     this.#segmentBytes = options.segmentBytes ?? 16 * 1024 * 1024;
-    this.#state = new MemoryState(options.indexes);
+    this.#state = new MemoryState(options.indexes, (this.#cold = new ColdTier(options.dir)));
   }
+
+  readonly #cold: ColdTier;
 
   async open(): Promise<void> {
     if (this.#phase !== 'new') throw new StoreUnavailableError(`store cannot be opened twice (${this.#phase})`);
@@ -122,9 +136,9 @@ export class DurableStore implements Store {
     const { dir } = this;
     await mkdir(dir, { recursive: true });
     this.#releaseLock = acquireProcessLock(dir);
-    // A crash during a checkpoint write leaves its temp file behind; the rename never happened.
+    // A crash during a durable write (checkpoint, archive, index) leaves its temp file behind; the rename never happened.
     for (const name of await readdir(dir)) {
-      if (name.startsWith(`.${CHECKPOINT_FILE}.`) && name.endsWith('.tmp')) await unlink(join(dir, name));
+      if (name.startsWith('.') && name.endsWith('.tmp')) await unlink(join(dir, name));
     }
 
     const checkpointPath = join(dir, CHECKPOINT_FILE);
@@ -139,22 +153,17 @@ export class DurableStore implements Store {
       for (const [key, record] of entries) collection.put(key, deepFreeze(record));
     }
     const archives = checkpoint.auditArchives ?? [];
-    for (const name of archives) {
-      const file = join(dir, name);
-      const lines = (await readFile(file, 'utf8')).split('\n');
-      if (lines.pop() !== '') throw new JournalCorruptionError(file, lines.length + 1, 'audit archive is not newline-terminated');
-      for (const [line, text] of lines.entries()) {
-        try {
-          this.#state.audit.append(deepFreeze(JSON.parse(text) as AuditEvent));
-        } catch (error) {
-          throw new JournalCorruptionError(file, line + 1, (error as Error).message);
-        }
-      }
-    }
-    // A compaction that died after writing its archive but before its checkpoint leaves an
-    // unlisted archive: its events are still in the journal, so the file must not be read.
+    // Archived audit events stay on disk; only their indexes are loaded.
+    for (const name of archives) await this.#cold.loadAuditArchive(name, this.#fsync);
+    this.#state.audit.skipThrough(this.#cold.archivedThrough);
+    const coldFiles = checkpoint.coldFiles ?? [];
+    for (const name of coldFiles) this.#cold.loadColdFile(name);
+    // A compaction that died after writing its archive or cold file but before its checkpoint leaves
+    // unlisted files: their contents are still in the journal, so they must not be read.
+    const listed = new Set([...archives, ...coldFiles].flatMap((name) => [name, indexFileName(name)]));
     for (const name of await readdir(dir)) {
-      if (AUDIT_ARCHIVE_RE.test(name) && !archives.includes(name)) await unlink(join(dir, name));
+      const ours = AUDIT_ARCHIVE_RE.test(name) || COLD_FILE_RE.test(name) || /^(audit|cold)-\d{16}-\d{16}\.idx$/.test(name);
+      if (ours && !listed.has(name)) await unlink(join(dir, name));
     }
     for (const event of checkpoint.audit) this.#state.audit.append(deepFreeze(event));
     this.#seq = checkpoint.seq;
@@ -173,7 +182,7 @@ export class DurableStore implements Store {
           throw new JournalCorruptionError(file, line + 1, `seq ${entry.seq} does not follow ${this.#seq}`);
         }
         try {
-          this.#state.applyFromDisk(entry.ops);
+          this.#state.applyFromDisk(entry.ops, entry.seq);
         } catch (error) {
           throw new JournalCorruptionError(file, line + 1, (error as Error).message);
         }
@@ -213,6 +222,7 @@ export class DurableStore implements Store {
     this.#phase = 'closed';
     await this.#journal?.close();
     await this.#compacting;
+    this.#cold.close();
     this.#releaseLock?.();
   }
 
@@ -247,9 +257,25 @@ export class DurableStore implements Store {
     return this.#state.collection(collection).entries.size;
   }
 
-  audit(query?: AuditQuery): AuditEvent[] {
+  archivedCount(collection: CollectionName): number {
     this.#assertReadable();
-    return this.#state.audit.query(query);
+    return this.#cold.count(collection);
+  }
+
+  *scanArchived<T extends StoredRecord>(collection: CollectionName): Generator<T> {
+    this.#assertReadable();
+    for (const record of this.#cold.scan(collection)) yield record as T;
+  }
+
+  audit(query: AuditQuery = {}): AuditEvent[] {
+    this.#assertReadable();
+    const limit = query.limit ?? Number.POSITIVE_INFINITY;
+    const archivedThrough = this.#cold.archivedThrough;
+    const archived = (query.afterSeq ?? 0) < archivedThrough ? this.#cold.queryAudit(query, limit) : [];
+    if (archived.length >= limit) return archived;
+    // Memory may still hold events an archive has just taken over; those were answered above.
+    const recent = this.#state.audit.query({ ...query, afterSeq: Math.max(query.afterSeq ?? 0, archivedThrough), limit: limit - archived.length });
+    return archived.length === 0 ? recent : [...archived, ...recent];
   }
 
   transact<R>(fn: (tx: Tx) => R): Promise<R> {
@@ -277,7 +303,7 @@ export class DurableStore implements Store {
     // A read-only transaction writes nothing but may have read not-yet-durable state.
     if (tx.ops.length === 0) return journal.sync().then(() => result);
     const seq = ++this.#seq;
-    this.#state.apply(tx.ops);
+    this.#state.apply(tx.ops, seq);
     this.#commits += 1;
     return journal.append(tx.line(seq), seq).then(() => result);
   }
@@ -299,6 +325,8 @@ export class DurableStore implements Store {
       batches: this.#journal?.batches ?? 0,
       compactions: this.#compactions,
       checkpointBytes: this.#checkpointBytes,
+      ...this.#cold.stats(),
+      auditEventsInMemory: this.#state.audit.events.length,
     };
   }
 
@@ -333,6 +361,12 @@ export class DurableStore implements Store {
     this.#compacting = (async () => {
       try {
         const result = await runCompaction({ dir: this.dir, segments, fsync: this.#fsync });
+        // The checkpoint listing them is durable: archived records and events leave memory.
+        if (result.coldFile) this.#cold.adoptColdFile(result.coldFile, result.seq);
+        if (result.auditArchive) {
+          await this.#cold.loadAuditArchive(result.auditArchive, this.#fsync);
+          this.#state.audit.dropThrough(this.#cold.archivedThrough);
+        }
         // Only now is the checkpoint durable, so only now may the segments go.
         for (const name of result.folded) {
           await unlink(join(this.dir, name)).catch((error: NodeJS.ErrnoException) => {

@@ -2,11 +2,14 @@
 // with its own indexes. Records are deep-frozen: handing out the stored object is then safe (no
 // copy on every read) and a caller that tries to mutate one gets a TypeError instead of silently
 // diverging from what the journal says.
+import type { ColdTier } from './cold-tier.js';
 import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
 
+/** `p` put, `d` delete, `c` archive (the record, as of this transaction, moves to the cold tier), `a` audit. */
 export type Op =
   | readonly ['p', CollectionName, string, StoredRecord]
   | readonly ['d', CollectionName, string]
+  | readonly ['c', CollectionName, string, StoredRecord]
   | readonly ['a', AuditEvent];
 
 interface Entry {
@@ -135,6 +138,24 @@ class AuditLog {
     if (event.seq <= this.lastSeq) throw new Error(`audit seq ${event.seq} is not after ${this.lastSeq}`);
     this.events.push(event);
     this.lastSeq = event.seq;
+    this.#indexEvent(event);
+  }
+
+  /** Advances past events that live in an audit archive now (seq ≤ `seq`), without holding them. */
+  skipThrough(seq: number): void {
+    if (seq > this.lastSeq) this.lastSeq = seq;
+  }
+
+  /** Forgets events up to `seq`: an audit archive holds them now. */
+  dropThrough(seq: number): void {
+    const keep = firstAfter(this.events, seq);
+    if (keep === 0) return;
+    this.events.splice(0, keep);
+    for (const map of [this.#byTask, this.#byDelivery, this.#byActor]) map.clear();
+    for (const event of this.events) this.#indexEvent(event);
+  }
+
+  #indexEvent(event: AuditEvent): void {
     const add = (map: Map<string, AuditEvent[]>, key: string | null | undefined) => {
       if (typeof key !== 'string') return;
       const list = map.get(key);
@@ -174,12 +195,18 @@ class AuditLog {
   }
 }
 
+/**
+ * Hot records and recent audit events in memory; archived ones in the cold tier. Every key is in
+ * at most one of the two: writing or deleting a cold key supersedes its archived copy.
+ */
 export class MemoryState {
   readonly #collections = new Map<CollectionName, CollectionState>();
   readonly audit = new AuditLog();
+  readonly cold: ColdTier | undefined;
 
-  constructor(indexes: Partial<Record<CollectionName, string[]>> = {}) {
+  constructor(indexes: Partial<Record<CollectionName, string[]>> = {}, cold?: ColdTier) {
     for (const name of COLLECTIONS) this.#collections.set(name, new CollectionState(indexes[name] ?? []));
+    this.cold = cold;
   }
 
   collection(name: CollectionName): CollectionState {
@@ -189,27 +216,41 @@ export class MemoryState {
   }
 
   get(name: CollectionName, key: string): StoredRecord | undefined {
-    return this.collection(name).entries.get(key)?.record;
+    return this.collection(name).entries.get(key)?.record ?? this.cold?.get(name, key);
   }
 
-  /** Apply ops whose records are already frozen (built by a Transaction). */
-  apply(ops: readonly Op[]): void {
+  isHot(name: CollectionName, key: string): boolean {
+    return this.collection(name).entries.has(key);
+  }
+
+  /** Apply ops whose records are already frozen (built by a Transaction), from the journal entry `seq`. */
+  apply(ops: readonly Op[], seq: number): void {
     for (const op of ops) {
-      if (op[0] === 'p') this.collection(op[1]).put(op[2], op[3]);
-      else if (op[0] === 'd') this.collection(op[1]).delete(op[2]);
-      else this.audit.append(op[1]);
+      if (op[0] === 'a') {
+        this.audit.append(op[1]);
+        continue;
+      }
+      const collection = this.collection(op[1]);
+      const hot = collection.entries.has(op[2]);
+      if (!hot) this.cold?.supersede(op[1], op[2]);
+      if (op[0] === 'p') collection.put(op[2], op[3]);
+      else collection.delete(op[2]);
+      if (op[0] === 'c') {
+        if (!this.cold) throw new Error('archive op without a cold tier');
+        this.cold.archive(op[1], op[2], op[3], seq);
+      }
     }
   }
 
   /** Apply ops read from disk: validate their shape first, freeze their records. */
-  applyFromDisk(ops: readonly unknown[]): void {
+  applyFromDisk(ops: readonly unknown[], seq: number): void {
     const checked: Op[] = [];
     for (const op of ops) {
       if (!Array.isArray(op)) throw new Error('op is not an array');
       const [kind, a, b, c] = op as unknown[];
-      if (kind === 'p' && typeof a === 'string' && typeof b === 'string' && c && typeof c === 'object') {
+      if ((kind === 'p' || kind === 'c') && typeof a === 'string' && typeof b === 'string' && c && typeof c === 'object') {
         assertCollection(a);
-        checked.push(['p', a, b, deepFreeze(c as StoredRecord)]);
+        checked.push([kind, a, b, deepFreeze(c as StoredRecord)]);
       } else if (kind === 'd' && typeof a === 'string' && typeof b === 'string') {
         assertCollection(a);
         checked.push(['d', a, b]);
@@ -219,6 +260,6 @@ export class MemoryState {
         throw new Error(`malformed op ${JSON.stringify(op).slice(0, 200)}`);
       }
     }
-    this.apply(checked);
+    this.apply(checked, seq);
   }
 }

@@ -33,6 +33,8 @@ export class Transaction implements Tx {
   /** Keys written, in first-write order; their final values become ops in `seal()`. */
   readonly #pending = new Map<string, [CollectionName, string]>();
   readonly #audits: Array<[Op, string]> = [];
+  /** Keys to archive at seal() (ids as in #pending). */
+  readonly #archived = new Set<string>();
   #sealed = false;
   readonly #state: MemoryState;
   #nextAuditSeq: number;
@@ -76,7 +78,17 @@ export class Transaction implements Tx {
   delete(collection: CollectionName, key: string): void {
     if (this.get(collection, key) === undefined) return;
     this.#overlayOf(collection).set(key, DELETED);
-    this.#touch(collection, key);
+    this.#archived.delete(this.#touch(collection, key));
+  }
+
+  archive(collection: CollectionName, key: string): void {
+    const current = this.get(collection, key);
+    if (current === undefined) return;
+    const overlay = this.#overlayOf(collection);
+    // Already cold and not written here: nothing to move.
+    if (!overlay.has(key) && !this.#state.isHot(collection, key)) return;
+    if (!overlay.has(key)) overlay.set(key, current);
+    this.#archived.add(this.#touch(collection, key));
   }
 
   appendAudit(input: AuditEventInput): AuditEvent {
@@ -114,8 +126,9 @@ export class Transaction implements Tx {
       }
       const json = serializeRecord(collection, value);
       const stored = deepFreeze(JSON.parse(json) as StoredRecord);
-      this.ops.push(['p', collection, key, stored]);
-      this.#opTexts.push(`["p",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
+      const kind = this.#archived.has(`${collection}\u0000${key}`) ? 'c' : 'p';
+      this.ops.push([kind, collection, key, stored]);
+      this.#opTexts.push(`["${kind}",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
     }
     for (const [op, text] of this.#audits) {
       this.ops.push(op);
@@ -142,13 +155,15 @@ export class Transaction implements Tx {
     // serialized at seal() through the value `get` hands back.
     const kept = Object.freeze({ ...record });
     this.#overlayOf(collection).set(key, kept);
-    this.#touch(collection, key);
+    // Written after being archived in the same transaction: it stays hot.
+    this.#archived.delete(this.#touch(collection, key));
     return kept as T;
   }
 
-  #touch(collection: CollectionName, key: string): void {
+  #touch(collection: CollectionName, key: string): string {
     const id = `${collection}\u0000${key}`;
     if (!this.#pending.has(id)) this.#pending.set(id, [collection, key]);
+    return id;
   }
 
   #overlayOf(collection: CollectionName): Map<string, StoredRecord | typeof DELETED> {

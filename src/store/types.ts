@@ -76,6 +76,12 @@ export interface Tx {
   /** Upsert, optionally compare-and-swap (throws `VersionConflictError`). Returns the stored record. */
   put<T extends StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): T;
   delete(collection: CollectionName, key: string): void;
+  /**
+   * Moves the record (as of this transaction) to the cold tier: it leaves memory and `list`,
+   * `byIndex` and `count`, and stays readable by key through `get`. Writing or deleting the key
+   * later brings it back / removes it as usual. No-op for a missing or already archived key.
+   */
+  archive(collection: CollectionName, key: string): void;
   /** Append-only: events are never updated or deleted. */
   appendAudit(event: AuditEventInput): AuditEvent;
 }
@@ -95,12 +101,19 @@ export interface Store {
   open(): Promise<void>;
   /** Flush and close; after this every call rejects. */
   close(): Promise<void>;
+  /** A hot or archived record (an archived one is read from disk). */
   get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined;
-  /** All records of a collection, optionally filtered. Order: insertion order. */
+  /** All hot (not archived) records of a collection, optionally filtered. Order: insertion order. */
   list<T extends StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[];
-  /** Records whose `field` equals `value`, through a maintained secondary index (see `indexes` option). */
+  /** Hot records whose `field` equals `value`, through a maintained secondary index (see `indexes` option). */
   byIndex<T extends StoredRecord>(collection: CollectionName, field: string, value: string | number): T[];
+  /** Hot records of a collection. */
   count(collection: CollectionName): number;
+  /** Archived records of a collection. */
+  archivedCount(collection: CollectionName): number;
+  /** Every archived record of a collection, read from disk one at a time (no particular order). */
+  scanArchived<T extends StoredRecord>(collection: CollectionName): Iterable<T>;
+  /** Archived events come from disk, recent ones from memory; the result is in seq order either way. */
   audit(query?: AuditQuery): AuditEvent[];
   /** Runs fn synchronously; applies atomically; resolves once durable. Rejects with the thrown error (nothing applied) or with `StoreUnavailableError`. */
   transact<R>(fn: (tx: Tx) => R): Promise<R>;

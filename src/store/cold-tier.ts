@@ -1,0 +1,254 @@
+// The part of the store that lives on disk and is read on demand: archived records and archived
+// audit events. Memory holds only their indexes (cold-index.ts, the audit indexes); a read is a
+// synchronous pread that the page cache usually answers in microseconds, so the store's API stays
+// synchronous. See LAYOUT.md ("Cold tier").
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  AUDIT_KEYS,
+  COLD_ENTRY_WORDS,
+  closeQuietly,
+  decodeAuditIndex,
+  decodeColdIndex,
+  eventsWithHash,
+  hash32,
+  indexExistingAuditArchive,
+  indexFileName,
+  openForRead,
+  readColdLine,
+  readRange,
+  recordId,
+  type AuditIndex,
+} from './cold-files.mjs';
+import { writeFileDurably } from './durable-json-file.mjs';
+import { ColdIndex, type ColdLocation } from './cold-index.js';
+import { deepFreeze } from './memory-state.js';
+import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
+
+const COLLECTION_NO = new Map<string, number>(COLLECTIONS.map((name, i) => [name, i]));
+const COLLECTION_BY_HASH = new Map<number, number>(COLLECTIONS.map((name, i) => [hash32(name), i]));
+
+interface PendingCold {
+  collection: CollectionName;
+  key: string;
+  record: StoredRecord;
+  /** The journal seq of the transaction that archived it. */
+  seq: number;
+}
+
+interface AuditArchive {
+  name: string;
+  index: AuditIndex;
+  lastSeq: number;
+}
+
+export class ColdTier {
+  readonly #dir: string;
+  /** File number → name; 0 is unused so that 0 can mean "empty slot" in the index. */
+  readonly #files: string[] = [''];
+  readonly #fds = new Map<string, number>();
+  readonly #index = new ColdIndex();
+  /** Archived by a transaction the journal holds but no compaction has folded yet: still in memory. */
+  readonly #pending = new Map<string, PendingCold>();
+  readonly #archives: AuditArchive[] = [];
+
+  constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  // ---- records ---------------------------------------------------------------------------------
+
+  get(collection: CollectionName, key: string): StoredRecord | undefined {
+    const id = recordId(collection, key);
+    const pending = this.#pending.get(id);
+    if (pending) return pending.record;
+    const found = this.#find(collection, key, hash32(id));
+    return found?.record;
+  }
+
+  /** A transaction archived this record (it left the hot state). */
+  archive(collection: CollectionName, key: string, record: StoredRecord, seq: number): void {
+    this.#pending.set(recordId(collection, key), { collection, key, record, seq });
+  }
+
+  /** The key was written or deleted again: any archived copy is superseded. */
+  supersede(collection: CollectionName, key: string): void {
+    const id = recordId(collection, key);
+    if (this.#pending.delete(id)) return;
+    const found = this.#find(collection, key, hash32(id));
+    if (found) this.#index.kill(found.slot);
+  }
+
+  /** Adds a cold file listed by the checkpoint (at open) — every live entry of its index. */
+  loadColdFile(name: string): void {
+    const file = this.#files.push(name) - 1;
+    const words = decodeColdIndex(readFileSync(join(this.#dir, indexFileName(name))));
+    for (let i = 0; i < words.length; i += COLD_ENTRY_WORDS) {
+      if (words[i + 2] === 0) continue;
+      const collection = COLLECTION_BY_HASH.get(words[i + 3]!);
+      if (collection === undefined) throw new Error(`cold file ${name}: entry ${i / COLD_ENTRY_WORDS} names an unknown collection`);
+      this.#index.add(words[i]!, file, words[i + 1]!, words[i + 2]!, collection);
+    }
+  }
+
+  /**
+   * A compaction folded the journal through `foldedSeq` and wrote `name`: the pending records it
+   * holds leave memory. Entries for keys written again since the fold are not taken (the next
+   * compaction marks them dead on disk too).
+   */
+  adoptColdFile(name: string, foldedSeq: number): void {
+    const byHash = new Map<number, PendingCold[]>();
+    for (const [id, p] of this.#pending) {
+      if (p.seq > foldedSeq) continue;
+      const h = hash32(id);
+      const list = byHash.get(h);
+      if (list) list.push(p);
+      else byHash.set(h, [p]);
+    }
+    const file = this.#files.push(name) - 1;
+    const words = decodeColdIndex(readFileSync(join(this.#dir, indexFileName(name))));
+    for (let i = 0; i < words.length; i += COLD_ENTRY_WORDS) {
+      const [h, offset, length] = [words[i]!, words[i + 1]!, words[i + 2]!];
+      const candidates = byHash.get(h);
+      if (!candidates || length === 0) continue;
+      let match = candidates.length === 1 ? candidates[0] : undefined;
+      if (!match) {
+        const [collection, key] = readColdLine(this.#fd(file), offset, length);
+        match = candidates.find((p) => p.collection === collection && p.key === key);
+      }
+      if (!match) continue;
+      this.#index.add(h, file, offset, length, COLLECTION_NO.get(match.collection)!);
+      this.#pending.delete(recordId(match.collection, match.key));
+      candidates.splice(candidates.indexOf(match), 1);
+    }
+  }
+
+  count(collection: CollectionName): number {
+    const no = COLLECTION_NO.get(collection)!;
+    let n = 0;
+    for (const p of this.#pending.values()) if (p.collection === collection) n += 1;
+    for (const _ of this.#index.entries(no)) n += 1;
+    return n;
+  }
+
+  /** Every cold record of a collection (no particular order). Reads one record per step. */
+  *scan(collection: CollectionName): Generator<StoredRecord> {
+    for (const p of [...this.#pending.values()]) if (p.collection === collection) yield p.record;
+    for (const loc of [...this.#index.entries(COLLECTION_NO.get(collection)!)]) {
+      const record = this.#read(loc)?.[2];
+      if (record) yield record;
+    }
+  }
+
+  stats(): { coldRecords: number; pendingColdRecords: number; coldIndexBytes: number; auditArchives: number } {
+    return { coldRecords: this.#index.size, pendingColdRecords: this.#pending.size, coldIndexBytes: this.#index.bytes, auditArchives: this.#archives.length };
+  }
+
+  #find(collection: CollectionName, key: string, h: number): { slot: number; record: StoredRecord } | undefined {
+    for (const loc of this.#index.candidates(h)) {
+      const line = this.#read(loc);
+      if (line && line[0] === collection && line[1] === key) return { slot: loc.slot, record: line[2] };
+    }
+    return undefined;
+  }
+
+  #read(loc: ColdLocation): [string, string, StoredRecord] | undefined {
+    const line = readColdLine(this.#fd(loc.file), loc.offset, loc.length);
+    deepFreeze(line[2]);
+    return line;
+  }
+
+  #fd(file: number | string): number {
+    const name = typeof file === 'number' ? this.#files[file]! : file;
+    let fd = this.#fds.get(name);
+    if (fd === undefined) this.#fds.set(name, (fd = openForRead(join(this.#dir, name))));
+    return fd;
+  }
+
+  // ---- audit ---------------------------------------------------------------------------------
+
+  /** Registers an audit archive; builds its index first if it predates indexes. */
+  async loadAuditArchive(name: string, fsync: boolean): Promise<void> {
+    const indexPath = join(this.#dir, indexFileName(name));
+    if (!existsSync(indexPath)) await writeFileDurably(indexPath, indexExistingAuditArchive(join(this.#dir, name)), { fsync });
+    const index = decodeAuditIndex(readFileSync(indexPath));
+    this.#archives.push({ name, index, lastSeq: index.firstSeq + index.count - 1 });
+  }
+
+  /** Seq of the last archived event (0 when none). */
+  get archivedThrough(): number {
+    return this.#archives.at(-1)?.lastSeq ?? 0;
+  }
+
+  /** Archived events matching `query`, in seq order, at most `limit`. */
+  queryAudit(query: AuditQuery, limit: number): AuditEvent[] {
+    const out: AuditEvent[] = [];
+    const afterSeq = query.afterSeq ?? 0;
+    const keyed = AUDIT_KEYS.filter((field) => query[field] !== undefined);
+    for (const archive of this.#archives) {
+      if (out.length >= limit) break;
+      if (archive.lastSeq <= afterSeq || archive.index.count === 0) continue;
+      const first = Math.max(0, afterSeq + 1 - archive.index.firstSeq);
+      let numbers: Iterable<number>;
+      if (keyed.length > 0) {
+        // The narrowest key's event list; the other criteria filter it.
+        let best: number[] | undefined;
+        for (const field of keyed) {
+          const list = eventsWithHash(archive.index.keys[field], hash32(query[field]!)).filter((n) => n >= first);
+          if (!best || list.length < best.length) best = list;
+        }
+        numbers = best!;
+      } else {
+        numbers = rangeOf(first, archive.index.count);
+      }
+      for (const event of this.#readEvents(archive, numbers)) {
+        if (!matches(event, query)) continue;
+        out.push(event);
+        if (out.length >= limit) break;
+      }
+    }
+    return out;
+  }
+
+  *#readEvents(archive: AuditArchive, numbers: Iterable<number>): Generator<AuditEvent> {
+    const fd = this.#fd(archive.name);
+    const { offsets } = archive.index;
+    // Consecutive event numbers are read in chunks of up to 1 MiB; scattered ones one by one.
+    let run: number[] = [];
+    const flush = function* (this: void): Generator<AuditEvent> {
+      if (run.length === 0) return;
+      const start = offsets[run[0]!]!;
+      const bytes = readRange(fd, start, offsets[run.at(-1)! + 1]! - start);
+      for (const n of run) {
+        const text = bytes.toString('utf8', offsets[n]! - start, offsets[n + 1]! - start - 1);
+        yield deepFreeze(JSON.parse(text) as AuditEvent);
+      }
+      run = [];
+    };
+    for (const n of numbers) {
+      const contiguous = run.length > 0 && n === run.at(-1)! + 1 && offsets[n + 1]! - offsets[run[0]!]! <= 1 << 20;
+      if (!contiguous) yield* flush();
+      run.push(n);
+    }
+    yield* flush();
+  }
+
+  close(): void {
+    for (const fd of this.#fds.values()) closeQuietly(fd);
+    this.#fds.clear();
+  }
+}
+
+function* rangeOf(from: number, to: number): Generator<number> {
+  for (let i = from; i < to; i++) yield i;
+}
+
+export function matches(event: AuditEvent, query: AuditQuery): boolean {
+  if (query.afterSeq !== undefined && event.seq <= query.afterSeq) return false;
+  if (query.taskId !== undefined && event.taskId !== query.taskId) return false;
+  if (query.deliveryId !== undefined && event.deliveryId !== query.deliveryId) return false;
+  if (query.actorId !== undefined && event.actorId !== query.actorId) return false;
+  if (query.from !== undefined && event.timestamp < query.from) return false;
+  if (query.to !== undefined && event.timestamp > query.to) return false;
+  return true;
+}

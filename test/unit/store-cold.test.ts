@@ -1,0 +1,192 @@
+// The cold tier: archived records leave memory but stay readable by key; writes and deletes of an
+// archived key supersede its copy, across compactions and reopens; archived audit events answer
+// the same queries as in-memory ones. Checked against a plain Map model under random workloads.
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { UniqueViolationError, type AuditEvent, type AuditQuery, type DurableStore, type StoredRecord } from '../../src/store/index.js';
+import { storeDirs } from '../support/store-helpers.js';
+
+const env = storeDirs();
+afterEach(() => env.cleanup());
+
+const INDEXES = { tasks: ['state'] };
+
+/** Deterministic PRNG (mulberry32) so a failure replays. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Model {
+  hot: Map<string, StoredRecord>;
+  cold: Map<string, StoredRecord>;
+}
+
+function expectMatchesModel(store: DurableStore, model: Model, keys: Iterable<string>) {
+  for (const key of keys) {
+    const expected = model.hot.get(key) ?? model.cold.get(key);
+    expect(store.get('tasks', key), key).toEqual(expected);
+  }
+  expect(new Set(store.list('tasks').map((r) => r['id']))).toEqual(new Set(model.hot.keys()));
+  expect(store.count('tasks')).toBe(model.hot.size);
+  expect(store.archivedCount('tasks')).toBe(model.cold.size);
+  expect(new Set([...store.scanArchived('tasks')].map((r) => r['id']))).toEqual(new Set(model.cold.keys()));
+  const queued = [...model.hot.values()].filter((r) => r['state'] === 'queued').map((r) => r['id']);
+  expect(store.byIndex('tasks', 'state', 'queued').map((r) => r['id']).sort()).toEqual(queued.sort());
+}
+
+async function randomWorkload(store: DurableStore, model: Model, random: () => number, steps: number, keySpace: number) {
+  for (let i = 0; i < steps; i++) {
+    const key = `k${Math.floor(random() * keySpace)}`;
+    const roll = random();
+    const state = random() < 0.5 ? 'queued' : 'succeeded';
+    await store.transact((tx) => {
+      const exists = tx.get('tasks', key) !== undefined;
+      if (roll < 0.45) {
+        const record = { id: key, state, n: i, pad: 'x'.repeat(Math.floor(random() * 300)) };
+        tx.put('tasks', key, record);
+        model.cold.delete(key);
+        model.hot.set(key, record);
+        if (random() < 0.3) {
+          // Archived in the same transaction that wrote it: the archived copy is the new value.
+          tx.archive('tasks', key);
+          model.hot.delete(key);
+          model.cold.set(key, record);
+        }
+      } else if (roll < 0.75) {
+        tx.archive('tasks', key);
+        if (model.hot.has(key)) {
+          model.cold.set(key, model.hot.get(key)!);
+          model.hot.delete(key);
+        }
+      } else if (roll < 0.9 && exists) {
+        tx.delete('tasks', key);
+        model.hot.delete(key);
+        model.cold.delete(key);
+      }
+      tx.appendAudit({ action: 'step', actor: 'test', taskId: key, actorId: `a${i % 5}`, deliveryId: i % 3 === 0 ? `d${i % 11}` : null });
+    });
+  }
+}
+
+const QUERIES: AuditQuery[] = [
+  {},
+  { taskId: 'k3' },
+  { taskId: 'k17', afterSeq: 40 },
+  { actorId: 'a2', limit: 7 },
+  { deliveryId: 'd4' },
+  { afterSeq: 100, limit: 25 },
+  { taskId: 'k5', actorId: 'a1' },
+  { taskId: 'nope' },
+];
+
+describe('store cold tier', () => {
+  it('random archive/put/delete across compactions and reopens matches a Map model', async () => {
+    for (const seed of [1, 2, 3]) {
+      const dir = await env.dir();
+      const random = rng(seed);
+      const model: Model = { hot: new Map(), cold: new Map() };
+      const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
+      let store = await env.open({ dir, segmentBytes: 8 * 1024, indexes: INDEXES });
+      const allEvents: AuditEvent[] = [];
+      for (let round = 0; round < 6; round++) {
+        await randomWorkload(store, model, random, 150, 40);
+        expectMatchesModel(store, model, keys);
+        if (round % 2 === 0) await store.compact();
+        else await store.compactionIdle();
+        expectMatchesModel(store, model, keys);
+        if (round % 3 === 2) {
+          await store.close();
+          store = await env.open({ dir, segmentBytes: 8 * 1024, indexes: INDEXES });
+          expectMatchesModel(store, model, keys);
+        }
+      }
+      allEvents.push(...store.audit());
+      expect(allEvents.map((e) => e.seq)).toEqual(Array.from({ length: 900 }, (_, i) => i + 1));
+      // Every query answered from archives + memory equals filtering the whole log.
+      for (const q of QUERIES) {
+        const expected = allEvents
+          .filter((e) => (q.taskId === undefined || e.taskId === q.taskId) && (q.actorId === undefined || e.actorId === q.actorId))
+          .filter((e) => (q.deliveryId === undefined || e.deliveryId === q.deliveryId) && (q.afterSeq === undefined || e.seq > q.afterSeq))
+          .slice(0, q.limit ?? Infinity);
+        expect(store.audit(q), JSON.stringify(q)).toEqual(expected);
+      }
+      expect(store.stats().auditArchives).toBeGreaterThan(1);
+      expect(store.stats().coldRecords).toBeGreaterThan(0);
+    }
+  });
+
+  it('archived records leave memory after compaction; audit events too', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir, indexes: INDEXES });
+    for (let i = 0; i < 200; i++) {
+      await store.transact((tx) => {
+        tx.insert('tasks', `t${i}`, { id: `t${i}`, state: 'succeeded' });
+        tx.archive('tasks', `t${i}`);
+        tx.appendAudit({ action: 'done', actor: 'test', taskId: `t${i}` });
+      });
+    }
+    expect(store.stats().pendingColdRecords).toBe(200);
+    await store.compact();
+    const stats = store.stats();
+    expect(stats.pendingColdRecords).toBe(0);
+    expect(stats.coldRecords).toBe(200);
+    expect(stats.auditEventsInMemory).toBe(0);
+    expect(store.get('tasks', 't150')).toEqual({ id: 't150', state: 'succeeded' });
+    expect(Object.isFrozen(store.get('tasks', 't150'))).toBe(true);
+    expect(store.audit({ taskId: 't150' }).map((e) => e.action)).toEqual(['done']);
+    // A unique insert still sees the archived key.
+    await expect(store.transact((tx) => tx.insert('tasks', 't7', { id: 't7' }))).rejects.toBeInstanceOf(UniqueViolationError);
+  });
+
+  it('a deleted archived key stays deleted after later compactions and a reopen (its index entry is retired on disk)', async () => {
+    const dir = await env.dir();
+    let store = await env.open({ dir, indexes: INDEXES });
+    await store.transact((tx) => {
+      tx.insert('tasks', 'gone', { id: 'gone' });
+      tx.insert('tasks', 'back', { id: 'back', v: 1 });
+      tx.archive('tasks', 'gone');
+      tx.archive('tasks', 'back');
+    });
+    await store.compact();
+    await store.transact((tx) => {
+      tx.delete('tasks', 'gone');
+      tx.put('tasks', 'back', { id: 'back', v: 2 });
+    });
+    expect(store.get('tasks', 'gone')).toBeUndefined();
+    await store.compact();
+    await store.transact((tx) => tx.delete('tasks', 'back'));
+    await store.compact();
+    await store.close();
+    store = await env.open({ dir, indexes: INDEXES });
+    expect(store.get('tasks', 'gone')).toBeUndefined();
+    expect(store.get('tasks', 'back')).toBeUndefined();
+    expect(store.archivedCount('tasks')).toBe(0);
+  });
+
+  it('ignores an unlisted cold file and index (a compaction that died before its checkpoint)', async () => {
+    const dir = await env.dir();
+    let store = await env.open({ dir, indexes: INDEXES });
+    await store.transact((tx) => {
+      tx.insert('tasks', 'a', { id: 'a' });
+      tx.archive('tasks', 'a');
+    });
+    await store.close();
+    const leftover = 'cold-0000000000000001-0000000000000001.ndjson';
+    await writeFile(join(dir, leftover), '["tasks","b",{"id":"b"}]\n');
+    await writeFile(join(dir, leftover.replace('.ndjson', '.idx')), Buffer.alloc(16));
+    store = await env.open({ dir, indexes: INDEXES });
+    expect(await readdir(dir)).not.toContain(leftover);
+    expect(store.get('tasks', 'a')).toEqual({ id: 'a' });
+    expect(store.get('tasks', 'b')).toBeUndefined();
+    await store.compact();
+    expect(store.get('tasks', 'a')).toEqual({ id: 'a' });
+  });
+});
