@@ -11,7 +11,8 @@ import {
   type TurnRecord,
 } from '../domain/records.js';
 import type { ActorRecord } from '../runtime/actor-runtime.js';
-import type { AuditEvent, Store } from '../store/types.js';
+import type { ArchivedTask } from '../retention/task-archiver.js';
+import type { AuditEvent, Store, StoredRecord } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 
 /** Reads for the operators' view. Pure functions of the store; nothing here writes. */
@@ -66,6 +67,8 @@ export function overview(store: Store, now: Date): Record<string, unknown> {
     running: sum(repos, 'running'),
     queued: sum(repos, 'queued'),
     activeByState: totals,
+    /** Finished tasks moved to the on-disk archive (readable by id; not in task lists). */
+    archivedTasks: store.archivedCount('tasks'),
     repos: [...repos.values()].sort((a, b) => a.repoKey.localeCompare(b.repoKey)),
     leases: store.list<LeaseRecord>('leases').map((l) => ({ ...l })),
   };
@@ -103,6 +106,8 @@ export function listTasks(store: Store, q: TaskFilter): Record<string, unknown> 
     page: q.page,
     pageSize: q.pageSize,
     total: matching.length,
+    /** Archived tasks are not listed here (see CCWEB_ARCHIVE_AFTER_MINUTES); GET /tasks/:id still finds them. */
+    archivedTasks: store.archivedCount('tasks'),
     items: matching.slice(start, start + q.pageSize).map(taskSummary),
   };
 }
@@ -140,9 +145,15 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
   if (!task) return undefined;
   const delivery = store.get<DeliveryRecord>('webhook_deliveries', task.deliveryKey) ?? null;
   const session = store.get<SessionRecord>('sessions', task.sessionKey) ?? null;
-  const turns = store.byIndex<TurnRecord>('turns', 'taskId', taskId);
-  const comments = store.byIndex<CommentRecord>('comments', 'taskId', taskId);
-  const actors = store.byIndex<ActorRecord>('actors', 'taskId', taskId).map(actorSummary);
+  // An archived task's records left the indexes; the task lists their keys (task-archiver.ts).
+  const related = <T extends StoredRecord>(collection: 'turns' | 'comments' | 'actors'): T[] => {
+    const keys = (task as ArchivedTask).archive?.records[collection];
+    if (!keys) return store.byIndex<T>(collection, 'taskId', taskId);
+    return keys.map((key) => store.get<T>(collection, key)).filter((r): r is T => r !== undefined);
+  };
+  const turns = related<TurnRecord>('turns');
+  const comments = related<CommentRecord>('comments');
+  const actors = related<ActorRecord>('actors').map(actorSummary);
   const actorIds = new Set<string>([taskActorId(taskId), ...actors.map((a) => String(a.actorId))]);
   const sessionActor = store.get<ActorRecord>('actors', `session:${task.sessionKey}`);
   if (sessionActor) actorIds.add(sessionActor.actorId);

@@ -186,6 +186,12 @@ export const KEYS = {
     expect: 'an integer number of days from 1 to 36500',
     fix: 'Set it to how long finished tasks stay in the store, e.g. 365, or leave it unset to keep them forever (default); audit history is always kept.',
   },
+  archiveAfterMinutes: {
+    env: 'CCWEB_ARCHIVE_AFTER_MINUTES',
+    schema: integer(0, 525_600),
+    expect: 'an integer number of minutes from 0 to 525600',
+    fix: 'Set it to how long a finished task stays in memory (admin task lists, counts) before it moves to the on-disk archive, e.g. 60 (default); archived tasks stay readable by id and in the audit log.',
+  },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOG_LEVELS)),
@@ -219,4 +225,7 @@ export const DEFAULTS = {
   logLevel: 'info' as LogLevel,
   // Gitea never redelivers by itself; a month covers an operator pressing Replay after an outage.
   deliveryRetentionDays: 30,
+  // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then
+  // follows live work, not history (issue #9: RSS at 100k stored tasks).
+  archiveAfterMinutes: 60,
 };

@@ -45,6 +45,8 @@ export interface Config {
   deliveryRetentionDays?: number;
   /** Unset → finished tasks are kept forever. */
   taskRetentionDays?: number;
+  /** Unset → `DEFAULTS.archiveAfterMinutes` (60). */
+  archiveAfterMinutes?: number;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
 }
@@ -242,6 +244,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
+  if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;
   return config;
 }
 

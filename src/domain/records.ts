@@ -180,6 +180,7 @@ export const GLOBAL_CONTROL_KEY = 'global';
 export const STORE_INDEXES: Partial<Record<CollectionName, string[]>> = {
   tasks: ['repoKey', 'resourceKey', 'state', 'deliveryKey'],
   webhook_deliveries: ['taskId'],
+  comment_triggers: ['taskId'],
   turns: ['taskId'],
   comments: ['taskId'],
   actors: ['taskId', 'kind'],

@@ -9,15 +9,20 @@
 //   insert would collide with the first one.
 // - Finished tasks (with their turns, comment records and final actor records) are kept forever
 //   unless CCWEB_TASK_RETENTION_DAYS is set. The audit log is never touched: it is append-only.
+// - Before any of that, finished tasks older than CCWEB_ARCHIVE_AFTER_MINUTES are archived
+//   (task-archiver.ts): moved to the store's cold tier, still readable by key. Expiry applies to
+//   archived records too; they are found by scanning the cold tier.
 //
 // The sweep runs off the hot path: candidates are picked with one synchronous pass over a
-// collection, then deleted in small transactions with a macrotask yield between them, so intake
-// and the scheduler interleave with it. Every deletion is re-checked inside its transaction.
+// collection (or a chunked scan of the cold tier), then deleted in small transactions with a
+// macrotask yield between them, so intake and the scheduler interleave with it. Every deletion is
+// re-checked inside its transaction.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRecord } from '../runtime/actor-runtime.js';
-import type { Store, Tx } from '../store/types.js';
+import type { CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
+import { archiveFinishedTasks, type ArchivedTask, type ArchivedRecordKeys } from './task-archiver.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -26,9 +31,12 @@ export interface RetentionPolicy {
   deliveryRetentionMs: number;
   /** Window for finished tasks after their last update; null keeps them forever. */
   taskRetentionMs: number | null;
+  /** Finished tasks older than this move to the cold tier; null keeps them all in memory. */
+  archiveAfterMs?: number | null;
 }
 
 export interface SweepResult {
+  archived: number;
   deliveries: number;
   triggers: number;
   tasks: number;
@@ -40,6 +48,17 @@ export interface SweepOptions {
   now?: () => number;
   /** Records deleted per transaction. Default 200. */
   batchSize?: number;
+}
+
+/** Keys of hot records matching `pick`, then of archived ones (scanned in chunks, yielding between). */
+async function candidates<T extends StoredRecord>(store: Store, collection: CollectionName, pick: (r: T) => boolean, key: (r: T) => string): Promise<string[]> {
+  const keys = store.list<T>(collection, pick).map(key);
+  let n = 0;
+  for (const record of store.scanArchived<T>(collection)) {
+    if (pick(record)) keys.push(key(record));
+    if (++n % 500 === 0) await yieldToLoop();
+  }
+  return keys;
 }
 
 async function inBatches(
@@ -63,14 +82,20 @@ async function inBatches(
 export async function sweepRetention(store: Store, policy: RetentionPolicy, options: SweepOptions = {}): Promise<SweepResult> {
   const now = (options.now ?? Date.now)();
   const batchSize = options.batchSize ?? 200;
-  const result: SweepResult = { deliveries: 0, triggers: 0, tasks: 0, batches: 0 };
+  const result: SweepResult = { archived: 0, deliveries: 0, triggers: 0, tasks: 0, batches: 0 };
   const add = (r: { removed: number; batches: number }, field: 'deliveries' | 'triggers' | 'tasks') => {
     result[field] += r.removed;
     result.batches += r.batches;
   };
 
+  if (policy.archiveAfterMs !== undefined && policy.archiveAfterMs !== null) {
+    const archived = await archiveFinishedTasks(store, { archiveAfterMs: policy.archiveAfterMs, now: () => now });
+    result.archived = archived.tasks;
+    result.batches += archived.batches;
+  }
+
   const deliveryExpired = (d: DeliveryRecord | undefined) => d !== undefined && Date.parse(d.expiresAt) <= now;
-  const deliveries = store.list<DeliveryRecord>('webhook_deliveries', deliveryExpired).map((d) => d.deliveryKey);
+  const deliveries = await candidates<DeliveryRecord>(store, 'webhook_deliveries', deliveryExpired, (d) => d.deliveryKey);
   add(
     await inBatches(store, deliveries, batchSize, (tx, key) => {
       if (!deliveryExpired(tx.get<DeliveryRecord>('webhook_deliveries', key))) return false;
@@ -83,13 +108,19 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
   if (policy.taskRetentionMs !== null) {
     const cutoff = now - policy.taskRetentionMs;
     const taskExpired = (t: TaskRecord | undefined) => t !== undefined && isTerminalTaskState(t.state) && Date.parse(t.updatedAt) <= cutoff;
-    const tasks = store.list<TaskRecord>('tasks', taskExpired).map((t) => t.taskId);
+    const tasks = await candidates<TaskRecord>(store, 'tasks', taskExpired, (t) => t.taskId);
     add(
       await inBatches(store, tasks, Math.max(1, Math.floor(batchSize / 10)), (tx, taskId) => {
-        if (!taskExpired(tx.get<TaskRecord>('tasks', taskId))) return false;
+        const task = tx.get<ArchivedTask>('tasks', taskId);
+        if (!taskExpired(task)) return false;
         for (const t of store.byIndex<{ turnKey: string }>('turns', 'taskId', taskId)) tx.delete('turns', t.turnKey);
         for (const c of store.byIndex<{ commentKey: string }>('comments', 'taskId', taskId)) tx.delete('comments', c.commentKey);
         for (const a of store.byIndex<ActorRecord>('actors', 'taskId', taskId)) if (a.status !== 'active') tx.delete('actors', a.actorId);
+        // An archived task's records left the indexes; the task lists their keys.
+        const archived: Partial<ArchivedRecordKeys> = task?.archive?.records ?? {};
+        for (const collection of ['turns', 'comments', 'actors'] as const) {
+          for (const key of archived[collection] ?? []) tx.delete(collection, key);
+        }
         tx.delete('tasks', taskId);
         return true;
       }),
@@ -102,9 +133,7 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
     t !== undefined &&
     Date.parse(t.createdAt) <= triggerCutoff &&
     (t.taskId === null || reader.get('tasks', t.taskId) === undefined);
-  const triggers = store
-    .list<CommentTriggerRecord>('comment_triggers', (t) => triggerExpired(t, store))
-    .map((t) => t.triggerKey);
+  const triggers = await candidates<CommentTriggerRecord>(store, 'comment_triggers', (t) => triggerExpired(t, store), (t) => t.triggerKey);
   add(
     await inBatches(store, triggers, batchSize, (tx, key) => {
       if (!triggerExpired(tx.get<CommentTriggerRecord>('comment_triggers', key), tx)) return false;
@@ -154,7 +183,7 @@ export function startRetention(options: RetentionWorkerOptions): RetentionWorker
     timer = setTimeout(() => {
       sweepNow()
         .then((r) => {
-          if (r.deliveries + r.triggers + r.tasks > 0) options.logger?.info({ ...r }, 'retention sweep');
+          if (r.archived + r.deliveries + r.triggers + r.tasks > 0) options.logger?.info({ ...r }, 'retention sweep');
         })
         .catch((err: unknown) => options.logger?.warn({ err: err instanceof Error ? err.message : String(err) }, 'retention sweep failed'))
         .finally(() => arm(intervalMs));

@@ -204,6 +204,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     policy: {
       deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
       taskRetentionMs: config.taskRetentionDays === undefined ? null : config.taskRetentionDays * DAY_MS,
+      archiveAfterMs: (config.archiveAfterMinutes ?? DEFAULTS.archiveAfterMinutes) * 60_000,
     },
     logger: logger.child({ part: 'retention' }),
   });

@@ -127,8 +127,7 @@ export class ColdTier {
     const no = COLLECTION_NO.get(collection)!;
     let n = 0;
     for (const p of this.#pending.values()) if (p.collection === collection) n += 1;
-    for (const _ of this.#index.entries(no)) n += 1;
-    return n;
+    return n + this.#index.count(no);
   }
 
   /** Every cold record of a collection (no particular order). Reads one record per step. */

@@ -25,6 +25,9 @@ interface Bucket {
   ordered: boolean;
 }
 
+/** Most index values name one record (a task's id, a delivery key): those hold the key itself, not a Bucket. */
+type IndexSlot = string | Bucket;
+
 export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
@@ -48,7 +51,7 @@ export function assertCollection(name: string): asserts name is CollectionName {
 
 class CollectionState {
   readonly entries = new Map<string, Entry>();
-  readonly indexes = new Map<string, Map<string, Bucket>>();
+  readonly indexes = new Map<string, Map<string, IndexSlot>>();
   #nextOrd = 0;
 
   constructor(indexedFields: readonly string[]) {
@@ -78,15 +81,16 @@ class CollectionState {
   byIndex(field: string, value: string | number): StoredRecord[] | undefined {
     const index = this.indexes.get(field);
     if (!index) return undefined;
-    const bucket = index.get(indexKey(value) ?? '');
-    if (!bucket) return [];
-    if (!bucket.ordered) {
-      const sorted = [...bucket.keys].sort((a, b) => this.entries.get(a)!.ord - this.entries.get(b)!.ord);
-      bucket.keys = new Set(sorted);
-      bucket.ordered = true;
+    const slot = index.get(indexKey(value) ?? '');
+    if (slot === undefined) return [];
+    if (typeof slot === 'string') return [this.entries.get(slot)!.record];
+    if (!slot.ordered) {
+      const sorted = [...slot.keys].sort((a, b) => this.entries.get(a)!.ord - this.entries.get(b)!.ord);
+      slot.keys = new Set(sorted);
+      slot.ordered = true;
     }
     const records: StoredRecord[] = [];
-    for (const key of bucket.keys) records.push(this.entries.get(key)!.record);
+    for (const key of slot.keys) records.push(this.entries.get(key)!.record);
     return records;
   }
 
@@ -94,8 +98,18 @@ class CollectionState {
     for (const [field, index] of this.indexes) {
       const value = indexKey(entry.record[field]);
       if (value === undefined) continue;
-      let bucket = index.get(value);
-      if (!bucket) index.set(value, (bucket = { keys: new Set(), lastOrd: -1, ordered: true }));
+      const slot = index.get(value);
+      if (slot === undefined) {
+        index.set(value, key);
+        continue;
+      }
+      if (slot === key) continue;
+      let bucket: Bucket;
+      if (typeof slot === 'string') {
+        const first = this.entries.get(slot)!.ord;
+        bucket = { keys: new Set([slot]), lastOrd: first, ordered: true };
+        index.set(value, bucket);
+      } else bucket = slot;
       if (bucket.keys.has(key)) continue;
       if (entry.ord < bucket.lastOrd) bucket.ordered = false;
       else bucket.lastOrd = entry.ord;
@@ -107,10 +121,14 @@ class CollectionState {
     for (const [field, index] of this.indexes) {
       const value = indexKey(entry.record[field]);
       if (value === undefined) continue;
-      const bucket = index.get(value);
-      if (!bucket) continue;
-      bucket.keys.delete(key);
-      if (bucket.keys.size === 0) index.delete(value);
+      const slot = index.get(value);
+      if (slot === undefined) continue;
+      if (typeof slot === 'string') {
+        if (slot === key) index.delete(value);
+        continue;
+      }
+      slot.keys.delete(key);
+      if (slot.keys.size === 0) index.delete(value);
     }
   }
 }

@@ -4,7 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
-import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../../src/domain/records.js';
+import { listTasks, taskDetail } from '../../src/api/task-queries.js';
+import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../../src/domain/records.js';
+import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
+import type { DurableStore } from '../../src/store/index.js';
 import { DAY_MS, sweepRetention, startRetention } from '../../src/retention/retention-sweep.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
@@ -95,5 +98,80 @@ describe('retention sweep', () => {
     await worker.stop();
     expect(harness.store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
     expect(harness.store.count('tasks')).toBe(2);
+  });
+});
+
+describe('archiving finished tasks', () => {
+  /** Cancels a task and marks its receipts sent, as the outbox would have. */
+  async function finish(harness: IntakeHarness, taskId: string) {
+    const { store, runtime } = harness;
+    expect((await runtime.send(taskActorId(taskId), { type: 'CANCEL', by: 'admin:test' } as TaskEvent, { by: 'admin:test' })).ok).toBe(true);
+    await runtime.settled();
+    await store.transact((tx) => {
+      const received = tx.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received'))!;
+      tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
+      const failure = pendingReceiptRecord({ taskId, resourceKey: received.resourceKey }, 'cancelled');
+      tx.insert('comments', failure.commentKey, { ...failure, status: 'sent', commentId: 2 });
+    });
+  }
+
+  it('moves settled finished tasks and their records to the cold tier; reads by key, dedup and the detail view still work', async () => {
+    const { harness, old, recent } = await world();
+    const { store } = harness;
+    const oldId = String(old.body.taskId);
+    await finish(harness, oldId);
+    const fresh = await post(harness, 7005, '@ccweb-bot finished recently');
+    const freshId = String(fresh.body.taskId);
+    await finish(harness, freshId);
+    const unsettled = await post(harness, 7004, '@ccweb-bot cancelled, receipt not sent yet');
+    expect((await harness.runtime.send(taskActorId(String(unsettled.body.taskId)), { type: 'CANCEL', by: 'admin:test' } as TaskEvent, { by: 'admin:test' })).ok).toBe(true);
+    await harness.runtime.settled();
+    const detailBefore = taskDetail(store, freshId)!;
+    const hotBefore = { comments: store.count('comments'), actors: store.count('actors') };
+
+    // Too recent for the window: nothing moves.
+    expect((await sweepRetention(store, { ...WINDOW, archiveAfterMs: DAY_MS })).archived).toBe(0);
+    const result = await sweepRetention(store, { ...WINDOW, archiveAfterMs: 0 }, { now: () => Date.now() + 60_000 });
+    // The queued task and the one whose failure receipt is still pending stay.
+    expect(result.archived).toBe(2);
+    expect(store.list<TaskRecord>('tasks').map((t) => t.taskId).sort()).toEqual([recent.body.taskId, unsettled.body.taskId].sort());
+    expect(store.archivedCount('tasks')).toBe(2);
+    expect(store.count('comments')).toBe(hotBefore.comments - 4);
+    expect(store.count('actors')).toBe(hotBefore.actors - 2);
+    // The old delivery expired in the same sweep; the fresh one is archived, not gone.
+    expect(store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
+    expect(store.get('webhook_deliveries', `default:${fresh.deliveryId}`)).toBeDefined();
+    expect(store.list('webhook_deliveries').map((d) => d['deliveryKey'])).not.toContain(`default:${fresh.deliveryId}`);
+
+    const durable = store as DurableStore;
+    await durable.compact();
+    expect(durable.stats().pendingColdRecords).toBe(0);
+    const archived = store.get<TaskRecord & { archive?: { records: Record<string, string[]> } }>('tasks', oldId)!;
+    expect(detailBefore['comments']).toHaveLength(2);
+    expect(archived.state).toBe('cancelled');
+    expect(archived.archive?.records['comments']).toHaveLength(2);
+    // The operators' detail view is unchanged apart from the archive note.
+    const detailAfter = taskDetail(store, freshId)!;
+    expect({ ...detailAfter, task: undefined }).toEqual({ ...detailBefore, task: undefined });
+    expect(listTasks(store, { page: 1, pageSize: 50 })).toMatchObject({ total: 2, archivedTasks: 2 });
+
+    // Repeats of a delivery and Replays of a comment are still duplicates of the archived task.
+    const repeat = await post(harness, 7001, '@ccweb-bot old request', old.deliveryId);
+    const replay = await post(harness, 7001, '@ccweb-bot old request');
+    for (const r of [repeat, replay]) expect([r.status, r.body]).toEqual([200, { status: 'duplicate', taskId: oldId }]);
+    const freshRepeat = await post(harness, 7005, '@ccweb-bot finished recently', fresh.deliveryId);
+    // Answered from the archived delivery record: the first answer again (202 becomes 200).
+    expect([freshRepeat.status, freshRepeat.body]).toEqual([200, fresh.body]);
+    expect(store.count('tasks') + store.archivedCount('tasks')).toBe(4);
+
+    // With a task window, an archived task goes with every record it listed.
+    const later = Date.now() + 2 * DAY_MS;
+    const expired = await sweepRetention(store, { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: DAY_MS, archiveAfterMs: null }, { now: () => later });
+    expect(expired.tasks).toBe(3); // both archived ones and the unsettled cancelled one
+    expect(store.get('tasks', oldId)).toBeUndefined();
+    expect(store.get('actors', taskActorId(oldId))).toBeUndefined();
+    for (const key of archived.archive!.records['comments']!) expect(store.get('comments', key)).toBeUndefined();
+    expect(store.archivedCount('tasks')).toBe(0);
+    expect(store.list<TaskRecord>('tasks').map((t) => t.taskId).sort()).toEqual([recent.body.taskId].sort());
   });
 });

@@ -1,9 +1,11 @@
 /**
  * The real service as its own process (`node --import tsx src/main.ts`, what `npm start` runs), for
  * tests that kill it with SIGKILL. `--import tsx` keeps it one process: a SIGKILL through the tsx
- * CLI wrapper would leave the real service running.
+ * CLI wrapper would leave the real service running. With `compiled: true` it runs the production
+ * build instead (`node dist/src/main.js`, what `npm run start:dist` runs; `npm run build` first).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../codex-harness.js';
 
@@ -19,8 +21,19 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-export function startServiceProcess(env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'src', 'main.ts')], {
+export interface ServiceProcessOptions {
+  timeoutMs?: number;
+  /** Run the compiled service (dist/src/main.js) instead of src/main.ts through tsx. Default false. */
+  compiled?: boolean;
+}
+
+export function startServiceProcess(env: Record<string, string>, options: ServiceProcessOptions = {}): Promise<ServiceProcess> {
+  const compiledMain = join(repoRoot, 'dist', 'src', 'main.js');
+  if (options.compiled && !existsSync(compiledMain)) {
+    return Promise.reject(new Error(`${compiledMain} is missing: run \`npm run build\` first`));
+  }
+  const args = options.compiled ? [compiledMain] : ['--import', 'tsx', join(repoRoot, 'src', 'main.ts')];
+  const child = spawn(process.execPath, args, {
     cwd: repoRoot,
     // info: the harness waits for the "listening" line.
     env: { ...process.env, ...env, CCWEB_LOG_LEVEL: 'info' },
