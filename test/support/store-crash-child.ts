@@ -20,6 +20,9 @@ async function writer(): Promise<void> {
       if (counter) tx.put('control', 'counter', { last: key, version: 0 }, { expectVersion: counter.version });
       else tx.insert('control', 'counter', { last: key, version: 1 });
       tx.appendAudit({ action: 'crash.write', actor: 'system', taskId: key });
+      // Every third transaction archives an earlier record: cold files and their indexes get written
+      // (and crashed in the middle of) by the compactions too.
+      if (n % 3 === 0 && n >= 2) tx.archive('tasks', `c${cycle}-${n - 2}`);
     });
     process.stdout.write(`ack ${key}\n`);
   }
