@@ -82,7 +82,7 @@ export class ColdTier {
   /** Adds a cold file listed by the checkpoint (at open) — every live entry of its index. */
   loadColdFile(name: string): void {
     const file = this.#files.push(name) - 1;
-    const words = decodeColdIndex(readFileSync(join(this.#dir, indexFileName(name))));
+    const words = this.#readIndex(name, decodeColdIndex);
     for (let i = 0; i < words.length; i += COLD_ENTRY_WORDS) {
       if (words[i + 2] === 0) continue;
       const collection = COLLECTION_BY_HASH.get(words[i + 3]!);
@@ -106,7 +106,7 @@ export class ColdTier {
       else byHash.set(h, [p]);
     }
     const file = this.#files.push(name) - 1;
-    const words = decodeColdIndex(readFileSync(join(this.#dir, indexFileName(name))));
+    const words = this.#readIndex(name, decodeColdIndex);
     for (let i = 0; i < words.length; i += COLD_ENTRY_WORDS) {
       const [h, offset, length] = [words[i]!, words[i + 1]!, words[i + 2]!];
       const candidates = byHash.get(h);
@@ -157,6 +157,16 @@ export class ColdTier {
     return line;
   }
 
+  /** A listed file's index; a missing or damaged one stops `open()` naming the file. */
+  #readIndex<T>(name: string, decode: (buffer: Buffer) => T): T {
+    const path = join(this.#dir, indexFileName(name));
+    try {
+      return decode(readFileSync(path));
+    } catch (error) {
+      throw new Error(`store index ${path} is unreadable: ${(error as Error).message}`);
+    }
+  }
+
   #fd(file: number | string): number {
     const name = typeof file === 'number' ? this.#files[file]! : file;
     let fd = this.#fds.get(name);
@@ -170,7 +180,7 @@ export class ColdTier {
   async loadAuditArchive(name: string, fsync: boolean): Promise<void> {
     const indexPath = join(this.#dir, indexFileName(name));
     if (!existsSync(indexPath)) await writeFileDurably(indexPath, indexExistingAuditArchive(join(this.#dir, name)), { fsync });
-    const index = decodeAuditIndex(readFileSync(indexPath));
+    const index = this.#readIndex(name, decodeAuditIndex);
     this.#archives.push({ name, index, lastSeq: index.firstSeq + index.count - 1 });
   }
 

@@ -126,6 +126,7 @@ export class DurableStore implements Store {
     } catch (error) {
       this.#phase = 'closed';
       await this.#journal?.close();
+      this.#cold.close();
       this.#releaseLock?.();
       throw error;
     }

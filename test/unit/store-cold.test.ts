@@ -189,4 +189,18 @@ describe('store cold tier', () => {
     await store.compact();
     expect(store.get('tasks', 'a')).toEqual({ id: 'a' });
   });
+
+  it('refuses to open with a damaged cold index, naming the file', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir, indexes: INDEXES });
+    await store.transact((tx) => {
+      tx.insert('tasks', 'a', { id: 'a' });
+      tx.archive('tasks', 'a');
+    });
+    await store.compact();
+    await store.close();
+    const index = (await readdir(dir)).find((n) => n.startsWith('cold-') && n.endsWith('.idx'))!;
+    await writeFile(join(dir, index), Buffer.alloc(7));
+    await expect(env.open({ dir, indexes: INDEXES })).rejects.toThrow(new RegExp(`store index .*${index} is unreadable`));
+  });
 });
