@@ -15,7 +15,7 @@ import type { TaskRecord } from '../domain/records.js';
 import { pendingReceiptRecord } from '../receipts/receipt-record.js';
 import type { DeliveryRecord, CommentTriggerRecord, RepositoryRecord } from '../domain/records.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import { StoreError, type AuditEventInput, type Store, type Tx } from '../store/types.js';
+import { StoreError, type AuditEventInput, type CollectionName, type Store, type StoredRecord, type Tx } from '../store/types.js';
 import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
 import { authorizeActor, type AuthorizeResult, type RepoPermission } from '../webhook/authorize-actor.js';
 import { classifyComment, classifyEvent } from '../webhook/classify.js';
@@ -287,11 +287,20 @@ export function createIntake(options: IntakeOptions): Intake {
     return outcome.response;
   }
 
+  function insertArchived<T extends StoredRecord>(tx: Tx, collection: CollectionName, key: string, record: T): T {
+    const stored = tx.insert(collection, key, record);
+    tx.archive(collection, key);
+    return stored;
+  }
+
   function write(tx: Tx, s: Subject, plan: Plan, workspacePath: string): Outcome {
     const c = s.comment;
     const at = now();
+    // Delivery and trigger records are only ever read by key (dedup, the detail view) or scanned by
+    // retention: they go straight to the store's cold tier and never weigh on memory.
     const delivery = (status: DeliveryRecord['status'], reason: string | null, taskId: string | null, response: IntakeResponse) =>
-      tx.insert(
+      insertArchived(
+        tx,
         'webhook_deliveries',
         s.deliveryKey,
         deliveryRecord({
@@ -366,7 +375,7 @@ export function createIntake(options: IntakeOptions): Intake {
       const taskIds = targets.map((t) => t.taskId);
       const response = stopped(taskIds);
       delivery('accepted', 'stop', null, response);
-      tx.insert('comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, null, at));
+      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, null, at));
       audit('webhook.stop', { metadata: { taskIds, events: targets.map((t) => t.event) } });
       return { response, stop: targets };
     }
@@ -377,7 +386,7 @@ export function createIntake(options: IntakeOptions): Intake {
       const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: plan.reason });
       const response = rejected(plan.reason, taskId);
       delivery('rejected', plan.reason, taskId, response);
-      tx.insert('comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
+      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
       tx.insert('tasks', taskId, taskRecord(c, taskId, event.seq, at));
       const reject: TaskEvent = { type: 'REJECT', reason: plan.reason };
       const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
@@ -396,7 +405,7 @@ export function createIntake(options: IntakeOptions): Intake {
       audit('webhook.follow_up', { taskId: waiting.taskId, actorId: taskActorId(waiting.taskId) });
       const response = accepted(s.deliveryId, waiting.taskId);
       delivery('accepted', 'follow_up', waiting.taskId, response);
-      tx.insert('comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, waiting.taskId, at));
+      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, waiting.taskId, at));
       const followUps = [...(waiting.followUps ?? []), { commentId: c.comment.id, author: c.actor.login, body: c.comment.body, commentUrl: c.comment.htmlUrl, deliveryKey: s.deliveryKey, at: at.toISOString() }];
       tx.put('tasks', waiting.taskId, { ...waiting, followUps });
       return { response, followUp: waiting.taskId, taskId: waiting.taskId };
@@ -406,7 +415,7 @@ export function createIntake(options: IntakeOptions): Intake {
     const event = audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
     const response = accepted(s.deliveryId, taskId);
     delivery('accepted', null, taskId, response);
-    tx.insert('comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
+    insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
     if (tx.get('repositories', c.repoKey) === undefined) {
       tx.insert('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
       audit('repository.register', { metadata: { workspacePath } });

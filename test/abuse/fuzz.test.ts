@@ -71,7 +71,7 @@ describe('abuse: hostile requests against the real service', () => {
 
     const store = createStore({ dir: join(cfg.CCWEB_DATA_DIR!, 'store'), indexes: STORE_INDEXES });
     await store.open();
-    const counts = Object.fromEntries(COLLECTIONS.map((c) => [c, store.count(c)]));
+    const counts = Object.fromEntries(COLLECTIONS.map((c) => [c, store.count(c) + store.archivedCount(c)]));
     const actorKinds = store.list<{ kind: string }>('actors').map((a) => a.kind);
     const audit = store.audit();
     await store.close();

@@ -726,7 +726,7 @@ describe('503: the store cannot make the task durable — never "queued"', () =>
     await reopened.open();
     try {
       expect(reopened.count('tasks')).toBe(0);
-      expect(reopened.count('webhook_deliveries')).toBe(0);
+      expect(reopened.count('webhook_deliveries') + reopened.archivedCount('webhook_deliveries')).toBe(0);
     } finally {
       await reopened.close();
     }

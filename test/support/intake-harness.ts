@@ -144,7 +144,8 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
     accepted,
     stops,
     post,
-    counts: () => Object.fromEntries(COLLECTIONS.map((c) => [c, store.count(c)])) as Record<CollectionName, number>,
+    // Live and archived records alike: intake archives delivery and trigger records as it writes them.
+    counts: () => Object.fromEntries(COLLECTIONS.map((c) => [c, store.count(c) + store.archivedCount(c)])) as Record<CollectionName, number>,
     auditActions: () => store.audit().map((e) => e.action),
     close: async (remove = true) => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
