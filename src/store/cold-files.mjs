@@ -157,10 +157,9 @@ export function decodeAuditIndex(buffer) {
 
 function decodeWords(buffer) {
   if (buffer.byteLength % 4 !== 0) throw new Error('index size is not a multiple of 4');
-  // Copy: a Buffer may be a slice of a shared pool with an unaligned offset.
-  const out = new Uint32Array(buffer.byteLength / 4);
-  out.set(new Uint32Array(buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength)));
-  return out;
+  // A view when aligned (files read whole get their own buffer at offset 0): no copy at start-up.
+  if (buffer.byteOffset % 4 === 0) return new Uint32Array(buffer.buffer, buffer.byteOffset, buffer.byteLength / 4);
+  return new Uint32Array(Uint8Array.prototype.slice.call(buffer).buffer);
 }
 
 /** Builds the index of an archive written before indexes existed (one synchronous read). */

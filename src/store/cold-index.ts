@@ -94,10 +94,16 @@ export class ColdIndex {
     }
   }
 
-  #resize(): void {
+  /** Sizes the table for `entries` more live entries at once (one allocation instead of a doubling series). */
+  reserve(entries: number): void {
+    if (this.#used + entries > this.#hashes.length * MAX_LOAD) this.#resize(this.#live + entries, MAX_LOAD);
+  }
+
+  /** Growing on the way: leave room (≤ 60 % full after). Reserving a known total: up to MAX_LOAD. */
+  #resize(wanted = this.#live + 1, load = MAX_LOAD * 0.75): void {
     const old = { h: this.#hashes, f: this.#files, o: this.#offsets, l: this.#lengths, c: this.#collections };
     let size = this.#hashes.length;
-    while (this.#live + 1 > size * MAX_LOAD * 0.75) size *= 2;
+    while (wanted > size * load) size *= 2;
     this.#hashes = new Uint32Array(size);
     this.#files = new Uint32Array(size);
     this.#offsets = new Uint32Array(size);

@@ -2,7 +2,7 @@
 // audit events. Memory holds only their indexes (cold-index.ts, the audit indexes); a read is a
 // synchronous pread that the page cache usually answers in microseconds, so the store's API stays
 // synchronous. See LAYOUT.md ("Cold tier").
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   AUDIT_KEYS,
@@ -77,6 +77,13 @@ export class ColdTier {
     if (this.#pending.delete(id)) return;
     const found = this.#find(collection, key, hash32(id));
     if (found) this.#index.kill(found.slot);
+  }
+
+  /** Sizes the index for the cold files a checkpoint lists, before loading them. */
+  reserveFor(names: readonly string[]): void {
+    let entries = 0;
+    for (const name of names) entries += statSync(join(this.#dir, indexFileName(name)), { throwIfNoEntry: false })?.size ?? 0;
+    this.#index.reserve(entries / (COLD_ENTRY_WORDS * 4));
   }
 
   /** Adds a cold file listed by the checkpoint (at open) — every live entry of its index. */

@@ -8,3 +8,6 @@ export declare class DurableJsonFile<T> implements Adapter<T> {
   read(): Promise<T | null>;
   write(data: T): Promise<void>;
 }
+
+export declare function toLineJson(data: unknown): string;
+export declare function parseLineJson(text: string): unknown;

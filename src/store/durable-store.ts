@@ -158,6 +158,7 @@ export class DurableStore implements Store {
     for (const name of archives) await this.#cold.loadAuditArchive(name, this.#fsync);
     this.#state.audit.skipThrough(this.#cold.archivedThrough);
     const coldFiles = checkpoint.coldFiles ?? [];
+    this.#cold.reserveFor(coldFiles);
     for (const name of coldFiles) this.#cold.loadColdFile(name);
     // A compaction that died after writing its archive or cold file but before its checkpoint leaves
     // unlisted files: their contents are still in the journal, so they must not be read.

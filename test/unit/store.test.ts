@@ -480,3 +480,22 @@ describe('store: several writes of one key in a transaction', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('store checkpoint text', () => {
+  it('is one JSON document with an entry per line, read back line by line, and old single-line checkpoints still load', async () => {
+    const { toLineJson, parseLineJson } = await import('../../src/store/durable-json-file.mjs');
+    const doc = {
+      format: 'ccweb-store/1',
+      seq: 7,
+      collections: { tasks: [['a', { s: 'line\nbreak, "quoted" ],' }], ['b', { n: 2 }]], empty: [], leases: [['r', { held: true }]] },
+      audit: [],
+    };
+    const text = toLineJson(doc);
+    expect(JSON.parse(text)).toEqual(doc);
+    expect(text.split('\n').length).toBeGreaterThan(6);
+    expect(parseLineJson(text)).toEqual(doc);
+    expect(parseLineJson(JSON.stringify(doc))).toEqual(doc);
+    expect(() => parseLineJson(text.slice(0, text.lastIndexOf('\n')))).toThrow(/ends early/);
+    expect(() => parseLineJson(text.replace('"b",{"n":2}', '"b",{"n":'))).toThrow();
+  });
+});
