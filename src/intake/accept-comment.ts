@@ -296,8 +296,8 @@ export function createIntake(options: IntakeOptions): Intake {
   function write(tx: Tx, s: Subject, plan: Plan, workspacePath: string): Outcome {
     const c = s.comment;
     const at = now();
-    // Delivery and trigger records are only ever read by key (dedup, the detail view) or scanned by
-    // retention: they go straight to the store's cold tier and never weigh on memory.
+    // Delivery, trigger and new session records are only ever read by key (dedup, the detail view, the
+    // session manager) or scanned by retention: they go straight to the store's cold tier.
     const delivery = (status: DeliveryRecord['status'], reason: string | null, taskId: string | null, response: IntakeResponse) =>
       insertArchived(
         tx,
@@ -421,7 +421,8 @@ export function createIntake(options: IntakeOptions): Intake {
       audit('repository.register', { metadata: { workspacePath } });
     }
     const task = tx.insert('tasks', taskId, taskRecord(c, taskId, event.seq, at));
-    if (tx.get('sessions', c.resourceKey) === undefined) tx.insert('sessions', c.resourceKey, sessionRecord(task, hostRef, at));
+    // Sessions too are read by key only; the session manager's first write brings one back to memory.
+    if (tx.get('sessions', c.resourceKey) === undefined) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, hostRef, at));
     const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
       events: [{ type: 'ACCEPT' }],
       by: actor,
