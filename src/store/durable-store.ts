@@ -12,7 +12,7 @@ import {
   AUDIT_ARCHIVE_RE,
   JournalCorruptionError,
   listSegments,
-  parseSegment,
+  forEachSegmentEntry,
   segmentName,
 } from './journal-files.mjs';
 import { Journal } from './journal.js';
@@ -177,19 +177,18 @@ export class DurableStore implements Store {
     for (const [i, name] of segments.entries()) {
       const file = join(dir, name);
       const isLast = i === segments.length - 1;
-      const parsed = parseSegment(await readFile(file, 'utf8'), file, { allowTornTail: isLast });
-      for (const [line, entry] of parsed.entries.entries()) {
-        if (entry.seq <= this.#seq) continue; // already folded into the checkpoint
+      const parsed = forEachSegmentEntry(await readFile(file), file, { allowTornTail: isLast }, (entry, lineNo) => {
+        if (entry.seq <= this.#seq) return; // already folded into the checkpoint
         if (entry.seq !== this.#seq + 1) {
-          throw new JournalCorruptionError(file, line + 1, `seq ${entry.seq} does not follow ${this.#seq}`);
+          throw new JournalCorruptionError(file, lineNo, `seq ${entry.seq} does not follow ${this.#seq}`);
         }
         try {
           this.#state.applyFromDisk(entry.ops, entry.seq);
         } catch (error) {
-          throw new JournalCorruptionError(file, line + 1, (error as Error).message);
+          throw new JournalCorruptionError(file, lineNo, (error as Error).message);
         }
         this.#seq = entry.seq;
-      }
+      });
       if (parsed.torn) {
         // Crash in the middle of a group-commit write: that batch was never acknowledged.
         await truncate(file, parsed.validBytes);

@@ -22,3 +22,10 @@ export declare function parseSegment(
 ): { entries: JournalEntry[]; validBytes: number; torn: boolean; tornLine: number };
 export declare const AUDIT_ARCHIVE_RE: RegExp;
 export declare function auditArchiveName(firstSeq: number, lastSeq: number): string;
+
+export declare function forEachSegmentEntry(
+  bytes: Buffer,
+  file: string,
+  options: { allowTornTail?: boolean },
+  onEntry: (entry: JournalEntry, lineNo: number) => void,
+): { validBytes: number; torn: boolean; tornLine: number };

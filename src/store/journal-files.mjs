@@ -73,3 +73,30 @@ export function parseSegment(text, file, { allowTornTail = false } = {}) {
   }
   return { entries, validBytes: Buffer.byteLength(text), torn: false, tornLine: 0 };
 }
+
+/**
+ * `parseSegment` over the file's bytes, handing each entry to `onEntry` as it is parsed: replaying
+ * a segment at start-up then holds one line at a time, not the segment as one string plus every
+ * parsed entry. Same torn-tail and corruption rules.
+ */
+export function forEachSegmentEntry(bytes, file, { allowTornTail = false } = {}, onEntry) {
+  let offset = 0;
+  let lineNo = 0;
+  while (offset < bytes.length) {
+    lineNo += 1;
+    const newline = bytes.indexOf(10, offset);
+    const end = newline === -1 ? bytes.length : newline;
+    const isLast = newline === -1 || newline === bytes.length - 1;
+    let entry;
+    try {
+      if (newline === -1) throw new Error('line is not terminated');
+      entry = parseEntry(bytes.toString('utf8', offset, end));
+    } catch (error) {
+      if (allowTornTail && isLast) return { validBytes: offset, torn: true, tornLine: lineNo };
+      throw new JournalCorruptionError(file, lineNo, error.message);
+    }
+    onEntry(entry, lineNo);
+    offset = end + 1;
+  }
+  return { validBytes: bytes.length, torn: false, tornLine: 0 };
+}
