@@ -183,6 +183,13 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     const wait = Math.max(0, (s.context.restartAt ?? now()) - now());
     restartTimer = setTimeout(() => {
       restartTimer = null;
+      // Timers run on the monotonic loop clock and can fire a millisecond before the wall clock
+      // reaches restartAt; RESTART_DUE then would be refused by the guard (and audited as an
+      // illegal event). Wait for the deadline instead.
+      if (now() < (snapshot()?.context.restartAt ?? 0)) {
+        armRestart();
+        return;
+      }
       void (async () => {
         if (stopping) return;
         if (await send({ type: 'RESTART_DUE', now: now() })) await launch();

@@ -89,6 +89,20 @@ describe('admin page', () => {
     await page.waitForSelector('#pause');
     expect(h.store.get<{ globalPaused: boolean }>('control', 'global')!.globalPaused).toBe(false);
   });
+
+  it('an archived task leaves the list, is counted, and still opens by id', async () => {
+    // What the archiver does to a finished task (the cancelled one above), at the store level.
+    await h.store.transact((tx) => tx.archive('tasks', 'task-browser-1'));
+    await page.goto(`${h.url}/admin#/`);
+    await page.reload();
+    await page.waitForSelector('#tasks');
+    expect(await page.$$('tr[data-task-id="task-browser-1"]')).toHaveLength(0);
+    expect(await page.textContent('#task-count')).toContain('1 archived');
+    await page.fill('#open-task input[name="taskId"]', 'task-browser-1');
+    await page.press('#open-task input[name="taskId"]', 'Enter');
+    await page.waitForSelector('#task-state[data-state="cancelled"]');
+    await page.waitForSelector('#timeline tr[data-action="control.task_cancel"]');
+  });
 });
 
 describe('visualizer', () => {

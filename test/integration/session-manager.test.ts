@@ -417,6 +417,26 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     assertTokenNowhere(f, { exceptFiles: [join(f.root, 'stub.jsonl')] });
   }, 30_000);
 
+  it('restart timer firing before the wall clock reaches restartAt: it waits, no RESTART_DUE is refused', async () => {
+    // Timers run on the loop's monotonic clock, events carry Date.now(): they drift by a millisecond
+    // now and then (this test failed that way in CI). A wall clock at half speed makes it certain.
+    const t0 = Date.now();
+    const p0 = performance.now();
+    fx = await sessionFixture([], { connection: onStub({}), now: () => Math.floor(t0 + (performance.now() - p0) / 2) });
+    const f = fx;
+    await f.supervisor.start();
+    const before = f.supervisor.current()!;
+    before.kill('SIGTERM');
+    await before.waitForExit();
+    await f.supervisor.connection();
+    expect(f.supervisor.generation).toBe(2);
+    await f.runtime.settled();
+    const events = f.store.audit({ actorId: f.supervisor.actorId }).map((e) => (e.metadata?.event as { type?: string } | undefined)?.type);
+    expect(events.filter((t) => t === 'RESTART_DUE')).toHaveLength(1);
+    expect(f.store.audit({ actorId: f.supervisor.actorId }).filter((e) => e.level === 'alert')).toEqual([]);
+    expect(f.logs.filter((l) => l.msg?.endsWith('event rejected'))).toEqual([]);
+  }, 30_000);
+
   it('collaborationMode rejected on turn/start → one downgrade, plain retry; repeated notifications are processed once', async () => {
     fx = await sessionFixture([], { connection: onStub({ STUB_REJECT_COLLAB_TURN: '1', STUB_DUPLICATE_NOTIFICATIONS: '1' }) });
     const f = fx;

@@ -12,17 +12,7 @@ import { createWebhookSender, type Delivery, type WebhookSender } from './gitea-
 import type { PermissionLevel } from './gitea-double/rest-api.js';
 import { startSandboxEnvironment, type SandboxEnvironment } from './sandbox/sandbox-environment.js';
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed with the same schedule. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from './seeded-random.js';
 
 export interface ChaosIssue {
   owner: string;

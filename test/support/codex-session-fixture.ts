@@ -83,7 +83,12 @@ function killLeftovers(giteaUrl: string): void {
 
 export async function sessionFixture(
   steps: ScriptStep[] = [],
-  opts: { connection?: Partial<CodexConnectionOptions> | ((root: string) => Partial<CodexConnectionOptions>); issues?: number[] } = {},
+  opts: {
+    connection?: Partial<CodexConnectionOptions> | ((root: string) => Partial<CodexConnectionOptions>);
+    issues?: number[];
+    /** The supervisor's wall clock (default Date.now). */
+    now?: () => number;
+  } = {},
 ): Promise<SessionFixture> {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-session-'));
   const codexHome = join(root, 'codex-home');
@@ -129,6 +134,7 @@ export async function sessionFixture(
       extraEnv: { CODEX_HOME: codexHome, ...(connection?.extraEnv ?? {}) },
     },
     backoff: { baseMs: 50, maxMs: 500 },
+    ...(opts.now ? { now: opts.now } : {}),
     logger,
     onTurnsLost: (taskIds, reason) => void lostTurns.push({ taskIds, reason }),
   });

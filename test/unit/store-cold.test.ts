@@ -5,24 +5,13 @@ import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UniqueViolationError, type AuditEvent, type AuditQuery, type DurableStore, type StoredRecord } from '../../src/store/index.js';
+import { seededRandom as rng } from '../support/seeded-random.js';
 import { storeDirs } from '../support/store-helpers.js';
 
 const env = storeDirs();
 afterEach(() => env.cleanup());
 
 const INDEXES = { tasks: ['state'] };
-
-/** Deterministic PRNG (mulberry32) so a failure replays. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Model {
   hot: Map<string, StoredRecord>;

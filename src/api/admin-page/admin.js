@@ -112,7 +112,18 @@ async function renderTasks() {
       el('h2', {}, 'Repositories'),
       repoTable(o),
       el('h2', {}, 'Tasks'),
-      el('div', { className: 'filters' }, repoSelect, stateSelect, el('span', { className: 'muted' }, `${list.total} tasks`)),
+      el('div', { className: 'filters' },
+        repoSelect,
+        stateSelect,
+        el('span', { className: 'muted', id: 'task-count' },
+          `${list.total} tasks`,
+          // Finished tasks leave the list for the on-disk archive (CCWEB_ARCHIVE_AFTER_MINUTES); they open by id.
+          list.archivedTasks ? ` · ${list.archivedTasks} archived (not listed; open by id)` : ''),
+        el('form', { id: 'open-task', onsubmit: (e) => {
+          e.preventDefault();
+          const id = e.target.elements.taskId.value.trim();
+          if (id) location.hash = `#/tasks/${encodeURIComponent(id)}`;
+        } }, el('input', { name: 'taskId', className: 'mono', placeholder: 'open a task by id', 'aria-label': 'open a task by id' }))),
       el('table', { id: 'tasks' },
         el('thead', {}, el('tr', {}, ...['task', 'state', 'repository', 'resource', 'author', 'instruction', 'updated'].map((h) => el('th', {}, h)))),
         el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 7, className: 'muted' }, 'No tasks.'))),
