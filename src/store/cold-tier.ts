@@ -99,34 +99,21 @@ export class ColdTier {
   }
 
   /**
-   * A compaction folded the journal through `foldedSeq` and wrote `name`: the pending records it
-   * holds leave memory. Entries for keys written again since the fold are not taken (the next
-   * compaction marks them dead on disk too).
+   * A compaction folded the journal through `foldedSeq` and wrote `name`, whose records are `keys`
+   * in file order: the pending records it holds leave memory. Entries for keys written again since
+   * the fold are not taken (the next compaction marks them dead on disk too).
    */
-  adoptColdFile(name: string, foldedSeq: number): void {
-    const byHash = new Map<number, PendingCold[]>();
-    for (const [id, p] of this.#pending) {
-      if (p.seq > foldedSeq) continue;
-      const h = hash32(id);
-      const list = byHash.get(h);
-      if (list) list.push(p);
-      else byHash.set(h, [p]);
-    }
+  adoptColdFile(name: string, foldedSeq: number, keys: ReadonlyArray<readonly [string, string]>): void {
     const file = this.#files.push(name) - 1;
     const words = this.#readIndex(name, decodeColdIndex);
-    for (let i = 0; i < words.length; i += COLD_ENTRY_WORDS) {
-      const [h, offset, length] = [words[i]!, words[i + 1]!, words[i + 2]!];
-      const candidates = byHash.get(h);
-      if (!candidates || length === 0) continue;
-      let match = candidates.length === 1 ? candidates[0] : undefined;
-      if (!match) {
-        const [collection, key] = readColdLine(this.#fd(file), offset, length);
-        match = candidates.find((p) => p.collection === collection && p.key === key);
-      }
-      if (!match) continue;
-      this.#index.add(h, file, offset, length, COLLECTION_NO.get(match.collection)!);
-      this.#pending.delete(recordId(match.collection, match.key));
-      candidates.splice(candidates.indexOf(match), 1);
+    if (words.length !== keys.length * COLD_ENTRY_WORDS) throw new Error(`cold file ${name}: ${keys.length} keys for ${words.length / COLD_ENTRY_WORDS} index entries`);
+    for (const [n, [collection, key]] of keys.entries()) {
+      const id = recordId(collection, key);
+      const pending = this.#pending.get(id);
+      if (!pending || pending.seq > foldedSeq) continue;
+      const i = n * COLD_ENTRY_WORDS;
+      this.#index.add(words[i]!, file, words[i + 1]!, words[i + 2]!, COLLECTION_NO.get(collection)!);
+      this.#pending.delete(id);
     }
   }
 

@@ -83,10 +83,14 @@ async function compact({ dir, segments, fsync }) {
   const coldFiles = [...(data.coldFiles ?? [])];
   await retireSupersededColdCopies(dir, coldFiles, touched, fsync);
   let coldFile = null;
+  let coldKeys = [];
   if (newCold.size > 0) {
     // Data file and index are durable before the checkpoint that lists them; an unlisted pair is a leftover.
     coldFile = coldFileName(data.seq + 1, seq);
-    const { text, index } = buildColdFile([...newCold.values()]);
+    const entries = [...newCold.values()];
+    // The main thread matches its pending records to these exactly (hashes alone may collide).
+    coldKeys = entries.map(([collection, key]) => [collection, key]);
+    const { text, index } = buildColdFile(entries);
     await writeFileDurably(join(dir, coldFile), text, { fsync });
     await writeFileDurably(join(dir, indexFileName(coldFile)), index, { fsync });
     coldFiles.push(coldFile);
@@ -109,7 +113,7 @@ async function compact({ dir, segments, fsync }) {
   data.collections = {};
   for (const [name, map] of collections) data.collections[name] = [...map];
   await db.write();
-  return { seq, folded, coldFile, auditArchive };
+  return { seq, folded, coldFile, coldKeys, auditArchive };
 }
 
 /**

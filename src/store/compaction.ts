@@ -9,6 +9,8 @@ export interface CompactionResult {
   folded: string[];
   /** The cold file and audit archive this compaction wrote, if any. */
   coldFile: string | null;
+  /** `[collection, key]` of each record in `coldFile`, in file order. */
+  coldKeys: Array<[string, string]>;
   auditArchive: string | null;
 }
 
@@ -18,7 +20,7 @@ export function runCompaction(params: { dir: string; segments: string[]; fsync: 
     const worker = new Worker(new URL('./compaction-worker.mjs', import.meta.url), { workerData: params });
     worker.once('message', (message: CompactionResult & { ok: boolean; message?: string }) => {
       settled = true;
-      if (message.ok) resolve({ seq: message.seq, folded: message.folded, coldFile: message.coldFile, auditArchive: message.auditArchive });
+      if (message.ok) resolve({ seq: message.seq, folded: message.folded, coldFile: message.coldFile, coldKeys: message.coldKeys, auditArchive: message.auditArchive });
       else reject(new Error(`compaction failed: ${message.message}`));
     });
     worker.once('error', (error) => {

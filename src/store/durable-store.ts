@@ -116,6 +116,7 @@ export class DurableStore implements Store {
   }
 
   readonly #cold: ColdTier;
+  #fatal: StoreUnavailableError | undefined;
 
   async open(): Promise<void> {
     if (this.#phase !== 'new') throw new StoreUnavailableError(`store cannot be opened twice (${this.#phase})`);
@@ -363,10 +364,17 @@ export class DurableStore implements Store {
       try {
         const result = await runCompaction({ dir: this.dir, segments, fsync: this.#fsync });
         // The checkpoint listing them is durable: archived records and events leave memory.
-        if (result.coldFile) this.#cold.adoptColdFile(result.coldFile, result.seq);
-        if (result.auditArchive) {
-          await this.#cold.loadAuditArchive(result.auditArchive, this.#fsync);
-          this.#state.audit.dropThrough(this.#cold.archivedThrough);
+        try {
+          if (result.coldFile) this.#cold.adoptColdFile(result.coldFile, result.seq, result.coldKeys);
+          if (result.auditArchive) {
+            await this.#cold.loadAuditArchive(result.auditArchive, this.#fsync);
+            this.#state.audit.dropThrough(this.#cold.archivedThrough);
+          }
+        } catch (error) {
+          // The new checkpoint is durable but memory could not take it in: memory and disk would
+          // disagree from here on, so the store stops (fail-stop); a restart loads what is on disk.
+          this.#fatal = new StoreUnavailableError(`store unavailable: a compaction's files could not be loaded (${(error as Error).message})`);
+          throw error;
         }
         // Only now is the checkpoint durable, so only now may the segments go.
         for (const name of result.folded) {
@@ -394,7 +402,7 @@ export class DurableStore implements Store {
   #unavailable(): StoreUnavailableError | undefined {
     if (this.#phase === 'closed') return new StoreUnavailableError('store closed');
     if (this.#phase !== 'open') return new StoreUnavailableError('store not open');
-    return this.#journal?.failure;
+    return this.#fatal ?? this.#journal?.failure;
   }
 
   #assertReadable(): void {
