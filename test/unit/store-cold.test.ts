@@ -1,7 +1,7 @@
 // The cold tier: archived records leave memory but stay readable by key; writes and deletes of an
 // archived key supersede its copy, across compactions and reopens; archived audit events answer
 // the same queries as in-memory ones. Checked against a plain Map model under random workloads.
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UniqueViolationError, type AuditEvent, type AuditQuery, type DurableStore, type StoredRecord } from '../../src/store/index.js';
@@ -227,5 +227,27 @@ describe('store cold tier', () => {
     await store.close();
     store = await env.open({ dir, indexes: INDEXES });
     expect([store.get('sessions', x), store.get('sessions', y)]).toEqual([undefined, { v: 'y1' }]);
+  });
+
+  it('a store from before indexes (audit archives without .idx, a single-line checkpoint) opens and gets its indexes', async () => {
+    const dir = await env.dir();
+    let store = await env.open({ dir, indexes: INDEXES });
+    for (let i = 0; i < 50; i++) {
+      await store.transact((tx) => {
+        tx.put('tasks', `t${i % 7}`, { id: `t${i % 7}`, state: 'queued', n: i });
+        tx.appendAudit({ action: 'step', actor: 'test', taskId: `t${i % 7}` });
+      });
+    }
+    await store.compact();
+    const before = { t3: store.audit({ taskId: 't3' }), all: store.audit(), records: store.list('tasks') };
+    await store.close();
+    for (const name of await readdir(dir)) if (name.startsWith('audit-') && name.endsWith('.idx')) await rm(join(dir, name));
+    const checkpoint = join(dir, 'checkpoint.json');
+    await writeFile(checkpoint, JSON.stringify(JSON.parse(await readFile(checkpoint, 'utf8'))));
+    store = await env.open({ dir, indexes: INDEXES });
+    expect(store.audit({ taskId: 't3' })).toEqual(before.t3);
+    expect(store.audit()).toEqual(before.all);
+    expect(store.list('tasks')).toEqual(before.records);
+    expect((await readdir(dir)).some((n) => n.startsWith('audit-') && n.endsWith('.idx'))).toBe(true);
   });
 });
