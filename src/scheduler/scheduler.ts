@@ -464,8 +464,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         w.cancelHeartbeat?.();
         w.abort.abort(new Error('scheduler_stopping'));
       }
-      // Executors must honour the signal; their leases are released as they return.
-      await Promise.all(current.map((w) => w.done).filter((d): d is Promise<void> => d !== null));
+      // Executors must honour the signal; their leases are released as they return. Orphans (their
+      // lease was lost, their signal already aborted) are waited for too, so nothing of theirs still
+      // writes after stop() returns and the store closes.
+      await Promise.all([...current, ...orphans].map((w) => w.done).filter((d): d is Promise<void> => d !== null));
       await settled();
     },
     wake,

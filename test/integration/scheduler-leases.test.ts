@@ -65,6 +65,28 @@ const R = 'default:org/alpha';
 const S = 'default:org/beta';
 
 describe('repository leases', () => {
+  it('stop() also waits for an executor that lost its lease and is still finishing', async () => {
+    const stall = deferred();
+    const r = await rig(async (call) => {
+      if (call.taskId === 'A' && call.run === 0) return stall.promise; // ignores its aborted signal for now
+      await walkToSuccess(call);
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    r.clock.advance(1000); // the lease expires: A's first executor is an orphan now
+    await waitUntil(() => r.store.audit({}).some((e) => e.action === 'scheduler.lease_lost'), 'the lease to be lost');
+    expect(r.calls[0]!.signal.aborted).toBe(true);
+    let stopped = false;
+    const stopping = r.scheduler.stop().then(() => (stopped = true));
+    await new Promise((done) => setTimeout(done, 50));
+    expect(stopped).toBe(false);
+    stall.resolve();
+    await stopping;
+    expect(stopped).toBe(true);
+  });
+
   it('a stalled worker loses its expired lease, the repository moves on, and its late RELEASE is rejected', async () => {
     const stall = deferred();
     const r = await rig(async (call) => {
