@@ -14,7 +14,8 @@ import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dist = join(root, 'dist');
+// CCWEB_BUILD_DIR: another directory under the root (the build test uses one, leaving dist/ alone).
+const dist = join(root, process.env.CCWEB_BUILD_DIR ?? 'dist');
 const STARTED = join(dist, '.build-started');
 const STAMP = join(dist, '.build-stamp');
 

@@ -25,10 +25,12 @@ export interface ServiceProcessOptions {
   timeoutMs?: number;
   /** Run the compiled service (dist/src/main.js) instead of src/main.ts through tsx. Default false. */
   compiled?: boolean;
+  /** With `compiled`: the build directory under the repository root. Default `dist`. */
+  buildDir?: string;
 }
 
 export function startServiceProcess(env: Record<string, string>, options: ServiceProcessOptions = {}): Promise<ServiceProcess> {
-  const compiledMain = join(repoRoot, 'dist', 'src', 'main.js');
+  const compiledMain = join(repoRoot, options.buildDir ?? 'dist', 'src', 'main.js');
   if (options.compiled && !existsSync(compiledMain)) {
     return Promise.reject(new Error(`${compiledMain} is missing: run \`npm run build\` first`));
   }

@@ -1,0 +1,46 @@
+// The production build (`npm run build`: tsc + scripts/build-copy-assets.mjs) compiles, and the
+// compiled service starts and serves its API and pages: what `ccweb-gitea serve` runs when dist/ is
+// current. Built into dist-test/ so that a dist/ other tests or the bin may be using is left alone.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { repoRoot } from '../support/codex-harness.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
+
+const BUILD_DIR = 'dist-test';
+let env: SandboxEnvironment | undefined;
+let proc: ServiceProcess | undefined;
+const root = mkdtempSync(join(tmpdir(), 'ccweb-build-'));
+
+afterAll(async () => {
+  await proc?.stop();
+  await env?.close();
+  rmSync(root, { recursive: true, force: true });
+  rmSync(join(repoRoot, BUILD_DIR), { recursive: true, force: true });
+});
+
+describe('production build', () => {
+  it('compiles, and the compiled service starts and answers /healthz, the admin page and the API', async () => {
+    const buildEnv = { ...process.env, CCWEB_BUILD_DIR: BUILD_DIR };
+    const script = join(repoRoot, 'scripts', 'build-copy-assets.mjs');
+    execFileSync(process.execPath, [script, '--clean'], { cwd: repoRoot, env: buildEnv });
+    execFileSync(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', BUILD_DIR], { cwd: repoRoot, env: buildEnv });
+    execFileSync(process.execPath, [script], { cwd: repoRoot, env: buildEnv });
+    // What the compiled code loads beside itself at runtime.
+    for (const rel of ['src/store/compaction-worker.mjs', 'src/store/cold-files.mjs', 'src/api/admin-page/index.html', 'visualizer/page', 'src/codex/protocol/VERSION', '.build-stamp']) {
+      expect(existsSync(join(repoRoot, BUILD_DIR, rel)), rel).toBe(true);
+    }
+
+    env = await startSandboxEnvironment(root);
+    proc = await startServiceProcess({ ...env.env }, { compiled: true, buildDir: BUILD_DIR, timeoutMs: 60_000 });
+    expect((await fetch(`${proc.url}/healthz`)).status).toBe(200);
+    const admin = await fetch(`${proc.url}/admin`);
+    expect([admin.status, (await admin.text()).toLowerCase()]).toEqual([200, expect.stringContaining('<html')]);
+    const overview = await fetch(`${proc.url}/api/gitea-workflow/overview`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
+    expect(overview.status).toBe(200);
+    expect(await overview.json()).toMatchObject({ queued: 0, archivedTasks: 0 });
+  }, 120_000);
+});
