@@ -91,6 +91,18 @@ export interface ReplyVerifierContext {
   result: ReplyVerifierResult | null;
 }
 
+/** What `queryReply` looks for: the same question when checking the agent's reply and the fallback. */
+function replyQueryInput(context: ReplyVerifierContext) {
+  return {
+    taskId: context.taskId,
+    turnKey: context.turnKey,
+    resourceKey: context.resourceKey,
+    marker: context.marker,
+    botLogin: context.botLogin,
+    since: context.turnStartedAt,
+  };
+}
+
 /** External events; invoke done/error events are produced by the invoked actors. */
 export type ReplyVerifierEvent =
   | { type: 'RETRY_TURN_DONE' }
@@ -184,14 +196,7 @@ export const replyVerifierMachine = setup({
       invoke: {
         id: REPLY_VERIFIER_INVOKE_IDS.query,
         src: 'queryReply',
-        input: ({ context }) => ({
-          taskId: context.taskId,
-          turnKey: context.turnKey,
-          resourceKey: context.resourceKey,
-          marker: context.marker,
-          botLogin: context.botLogin,
-          since: context.turnStartedAt,
-        }),
+        input: ({ context }) => replyQueryInput(context),
         onDone: [
           {
             guard: { type: 'replyFound', params: ({ event }) => ({ found: event.output.found }) },
@@ -256,14 +261,7 @@ export const replyVerifierMachine = setup({
       invoke: {
         id: REPLY_VERIFIER_INVOKE_IDS.checkFallback,
         src: 'queryReply',
-        input: ({ context }) => ({
-          taskId: context.taskId,
-          turnKey: context.turnKey,
-          resourceKey: context.resourceKey,
-          marker: context.marker,
-          botLogin: context.botLogin,
-          since: context.turnStartedAt,
-        }),
+        input: ({ context }) => replyQueryInput(context),
         onDone: [
           {
             guard: { type: 'replyFound', params: ({ event }) => ({ found: event.output.found }) },

@@ -75,6 +75,25 @@ export function sessionRecord(task: TaskRecord, hostRef: string, now: Date): Ses
   return newSessionRecord(task, hostRef, now.toISOString());
 }
 
+/** The fields a task actor's projection owns, as a new task has them before its first transition. */
+export function initialTaskMirror(): Pick<
+  TaskRecord,
+  'state' | 'attempt' | 'replyAttempt' | 'threadId' | 'turnId' | 'leaseId' | 'nextRetryAt' | 'errorCode' | 'mcpFailureReason' | 'stoppedBy'
+> {
+  return {
+    state: 'received',
+    attempt: 0,
+    replyAttempt: 0,
+    threadId: null,
+    turnId: null,
+    leaseId: null,
+    nextRetryAt: null,
+    errorCode: null,
+    mcpFailureReason: null,
+    stoppedBy: null,
+  };
+}
+
 /** State `received`, stateVersion 0: the task actor's projection takes it from there in the same tx. */
 export function taskRecord(c: NormalizedComment, taskId: string, queueSeq: number, now: Date): TaskRecord {
   return {
@@ -92,16 +111,7 @@ export function taskRecord(c: NormalizedComment, taskId: string, queueSeq: numbe
     author: c.actor.login,
     instruction: c.comment.body,
     refs: c.refs ? { ...c.refs } : null,
-    state: 'received',
-    attempt: 0,
-    replyAttempt: 0,
-    threadId: null,
-    turnId: null,
-    leaseId: null,
-    nextRetryAt: null,
-    errorCode: null,
-    mcpFailureReason: null,
-    stoppedBy: null,
+    ...initialTaskMirror(),
     queueSeq,
     createdAt: now.toISOString(),
     updatedAt: now.toISOString(),

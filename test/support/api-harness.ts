@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/create-app.js';
 import { createOperatorRouters, type OperatorRouters } from '../../src/api/operator-routers.js';
 import type { RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
+import { initialTaskMirror } from '../../src/intake/intake-records.js';
 import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import type { Store } from '../../src/store/types.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
@@ -99,16 +100,7 @@ export async function createQueuedTask(
     author: 'alice',
     instruction: `@ccweb-bot please look at <b>this</b> #${seq}`,
     refs: null,
-    state: 'received',
-    attempt: 0,
-    replyAttempt: 0,
-    threadId: null,
-    turnId: null,
-    leaseId: null,
-    nextRetryAt: null,
-    errorCode: null,
-    mcpFailureReason: null,
-    stoppedBy: null,
+    ...initialTaskMirror(),
     queueSeq: seq,
     createdAt,
     updatedAt: createdAt,

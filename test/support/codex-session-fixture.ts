@@ -17,6 +17,7 @@ import { GITEA_MCP_STANDIN_PATH } from './gitea-mcp-standin/index.js';
 import { nodeScript, repoRoot } from './codex-harness.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
 import { createTestRuntime } from './test-runtime.js';
+import { initialTaskMirror } from '../../src/intake/intake-records.js';
 
 export const SESSION_TOKEN = 'tok_ccweb_session_3b9d7f21c4e8';
 export const OWNER = 'acme';
@@ -187,16 +188,9 @@ export async function sessionFixture(
         author: 'alice',
         instruction,
         refs: null,
+        ...initialTaskMirror(),
         state: 'running',
-        attempt: 0,
-        replyAttempt: 0,
-        threadId: null,
-        turnId: null,
         leaseId: 'lease-1',
-        nextRetryAt: null,
-        errorCode: null,
-        mcpFailureReason: null,
-        stoppedBy: null,
         queueSeq: 1,
         createdAt: at,
         updatedAt: at,

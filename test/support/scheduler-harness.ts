@@ -4,6 +4,7 @@ import type { EventObject } from 'xstate';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type TaskRecord } from '../../src/domain/records.js';
 import { repoLockKind } from '../../src/leases/repo-lock-actor.js';
+import { initialTaskMirror } from '../../src/intake/intake-records.js';
 import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import type { HeldLease, SchedulerClock, TaskExecutor } from '../../src/scheduler/types.js';
 import type { AuditEvent, Store } from '../../src/store/types.js';
@@ -42,16 +43,7 @@ export async function submitTask(store: Store, runtime: ActorRuntime, taskId: st
       author: 'alice',
       instruction: 'do it',
       refs: null,
-      state: 'received',
-      attempt: 0,
-      replyAttempt: 0,
-      threadId: null,
-      turnId: null,
-      leaseId: null,
-      nextRetryAt: null,
-      errorCode: null,
-      mcpFailureReason: null,
-      stoppedBy: null,
+      ...initialTaskMirror(),
       queueSeq: seq,
       createdAt: now,
       updatedAt: now,
