@@ -46,7 +46,7 @@ const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record
 
 const SECRET = 'bench-secret';
 const BOT = 'ccweb-bot';
-const FIXTURES = process.env['CCWEB_GITEA_FIXTURES'] ?? fileURLToPath(new URL('../../shared/gitea/fixtures/', import.meta.url));
+const FIXTURES = process.env['CCWEB_GITEA_FIXTURES'] ?? fileURLToPath(new URL('../test/fixtures/gitea/webhooks/', import.meta.url));
 const CONNECTIONS = 32;
 const ROUNDS = 3;
 const SLICE_S = 5;

@@ -15,7 +15,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const swaggerArg = args.includes('--swagger') ? args[args.indexOf('--swagger') + 1] : undefined;
-const swaggerPath = resolve(repoRoot, swaggerArg ?? '../shared/gitea/swagger-v1.26.3.json');
+const swaggerPath = resolve(repoRoot, swaggerArg ?? 'test/fixtures/gitea/swagger-v1.26.3.json');
 const outPath = resolve(repoRoot, 'src/gitea/generated/gitea-api.ts');
 const check = args.includes('--check');
 

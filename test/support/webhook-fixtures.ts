@@ -5,9 +5,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** `../shared/gitea/fixtures` beside the repository (override with CCWEB_GITEA_FIXTURES). */
+/** `test/fixtures/gitea/webhooks` (copied from Gitea 1.26 deliveries, see its README) (override with CCWEB_GITEA_FIXTURES). */
 export const FIXTURE_DIR =
-  process.env['CCWEB_GITEA_FIXTURES'] ?? fileURLToPath(new URL('../../../shared/gitea/fixtures/', import.meta.url));
+  process.env['CCWEB_GITEA_FIXTURES'] ?? fileURLToPath(new URL('../fixtures/gitea/webhooks/', import.meta.url));
 export const FIXTURE_SECRET = 'test-secret';
 
 export const FIXTURE_NAMES = [

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildCommentPayload, createWebhookSender } from '../support/gitea-double/webhook-sender.js';
 
-const FIXTURES = join(import.meta.dirname, '../../../shared/gitea/fixtures');
+const FIXTURES = join(import.meta.dirname, '../fixtures/gitea/webhooks');
 
 describe('sandbox webhook sender behaves like Gitea', () => {
   it.each(['issue_comment_created_on_issue', 'pull_request_comment_created', 'issue_comment_edited'])(

@@ -1,6 +1,6 @@
 /**
  * Validates JSON against the definitions of Gitea's own Swagger 2.0 document
- * (../shared/gitea/swagger-v1.26.3.json, beside the repository).
+ * (test/fixtures/gitea/swagger-v1.26.3.json).
  *
  * Two adjustments to match how Gitea really serialises Go structs, both deliberate:
  * - nil pointers/slices come out as `null`: properties that are a `$ref`, an array or a date-time
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-export const SWAGGER_PATH = resolve(repoRoot, '../shared/gitea/swagger-v1.26.3.json');
+export const SWAGGER_PATH = resolve(repoRoot, 'test/fixtures/gitea/swagger-v1.26.3.json');
 
 type Schema = Record<string, unknown>;
 
