@@ -108,6 +108,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       command: config.codexCommand,
       env: process.env,
       extraEnv: options.codexEnv,
+      agentHome: join(config.dataDir, 'agent-home'),
+      ...(config.agentPath ? { agentPath: config.agentPath } : {}),
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
