@@ -1,9 +1,10 @@
 // Finds processes a test run left behind, by reading /proc (Linux).
 //
 // A process belongs to this run when its environment carries the run's marker (everything the
-// suite spawns inherits it: the service, app-servers, Gitea, git), or when its command line names a
-// file of this checkout (MCP stand-ins, which Codex starts with a scrubbed environment). Processes
-// of other runs — another checkout, another vitest — are never counted or touched.
+// suite spawns inherits it: the service, app-servers, Gitea, git), or when it is an orphan that did
+// not exist when the run started and whose command line names a file of this checkout (MCP
+// stand-ins, which Codex starts with a scrubbed environment). A live process of another run of the
+// same checkout has a live parent, so it is never counted or touched.
 import { readFileSync, readdirSync } from 'node:fs';
 
 export const RUN_MARKER_VAR = 'CCWEB_TEST_RUN_ID';
@@ -31,7 +32,13 @@ function parentOf(pid: number): number {
 }
 
 /** Processes of this run still alive, except `exclude` (the caller and its ancestors, typically). */
-export function leftoverProcesses(opts: { runId: string; cmdlineNeedles: string[]; exclude: Set<number> }): ProcessInfo[] {
+export function leftoverProcesses(opts: {
+  runId: string;
+  cmdlineNeedles: string[];
+  exclude: Set<number>;
+  /** Processes alive before the run started (from `allPids()`). */
+  preexisting: Set<number>;
+}): ProcessInfo[] {
   const marker = Buffer.from(`${RUN_MARKER_VAR}=${opts.runId}\0`);
   const found: ProcessInfo[] = [];
   for (const name of readdirSync('/proc')) {
@@ -40,10 +47,16 @@ export function leftoverProcesses(opts: { runId: string; cmdlineNeedles: string[
     const cmdline = (readProc(pid, 'cmdline') ?? Buffer.alloc(0)).toString('utf8').replaceAll('\0', ' ').trim();
     if (cmdline === '') continue; // kernel threads and zombies
     const env = readProc(pid, 'environ');
-    const ours = (env !== null && env.includes(marker)) || opts.cmdlineNeedles.some((n) => cmdline.includes(n));
-    if (ours) found.push({ pid, ppid: parentOf(pid), cmdline: cmdline.slice(0, 300) });
+    const ppid = parentOf(pid);
+    const marked = env !== null && env.includes(marker);
+    const orphanOfOurs = !opts.preexisting.has(pid) && ppid === 1 && opts.cmdlineNeedles.some((n) => cmdline.includes(n));
+    if (marked || orphanOfOurs) found.push({ pid, ppid, cmdline: cmdline.slice(0, 300) });
   }
   return found;
+}
+
+export function allPids(): Set<number> {
+  return new Set(readdirSync('/proc').map(Number).filter((n) => Number.isInteger(n)));
 }
 
 /** `pid` and every ancestor up to init. */
