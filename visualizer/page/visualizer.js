@@ -139,8 +139,9 @@ function draw() {
   const drawing = drawMachine(machine, actorView && actorView.actor.machineId === machine.id ? actorView : null);
   chart.append(drawing);
   const head = el('div', { className: 'machine-head' },
-    el('h2', { id: 'machine-title' }, machine.id),
-    machine.graph.description ? el('p', { id: 'machine-description', className: 'muted' }, machine.graph.description) : null,
+    el('div', {},
+      el('h2', { id: 'machine-title' }, machine.id),
+      machine.graph.description ? el('p', { id: 'machine-description', className: 'muted' }, machine.graph.description) : null),
     el('div', { className: 'toolbar' }, zoom));
   main.replaceChildren(side, el('div', { className: 'chart-column' }, head, chart));
   size(drawing, machine.layout, chart);
