@@ -100,7 +100,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
 
   /** A failed step: retry_wait (re-prepare after the retry delay) while a retry is left, else failed — the machine decides. */
   function failStep(taskId: string, type: 'PREPARE_FAILED' | 'TURN_FAILED', errorCode: string, retryable: boolean): Promise<boolean> {
-    const retryAt = Math.max(now() + retryDelayMs, options.retryAtFor?.(errorCode) ?? 0);
+    const retryAt = options.retryAtFor?.(errorCode) ?? now() + retryDelayMs;
     return send(taskId, { type, errorCode, retryable, retryAt, resumeAt: 'preparing' });
   }
 

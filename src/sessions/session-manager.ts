@@ -460,8 +460,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       else outcome = { kind: 'no_comment', turnKey, turnId: out.turnId, finalMessage: out.finalMessage };
     }
 
+    // A turn a budget stopped was interrupted (turn/interrupt), whatever the task makes of it.
+    const budgetStopped = a.stopReason?.startsWith('limit:') === true && out?.status === 'interrupted';
     const status: TurnRecord['status'] =
-      outcome.kind === 'failed' ? 'failed' : outcome.kind === 'interrupted' ? 'interrupted' : 'completed';
+      outcome.kind === 'interrupted' || budgetStopped ? 'interrupted' : outcome.kind === 'failed' ? 'failed' : 'completed';
     const sessionEvent: SessionEvent | null =
       turnId === null
         ? null
