@@ -8,6 +8,11 @@ const DERIVED_DEFAULTS: Record<string, string> = {
   botLogin: 'learned from `GET /api/v1/user`',
   codexModel: 'Codex’s own (CODEX_HOME/config.toml)',
   taskRetentionDays: 'keep forever',
+  limitTaskTokens: 'no limit',
+  limitTaskTurns: 'no limit',
+  limitTaskWallMinutes: 'no limit',
+  limitUserTasksPerDay: 'no limit',
+  limitRepoTokensPerDay: 'no limit',
 };
 
 function defaultOf(key: string, spec: KeySpec): string {
