@@ -30,7 +30,6 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
-import { createUsageRouter } from '../api/usage-router.js';
 import { createReceiptNotices } from '../receipts/receipt-notice.js';
 import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
 import { configuredLimits } from '../usage/limits.js';
@@ -215,6 +214,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     adminToken: config.adminToken,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    limits,
+    providerHold,
     logger: logger.child({ part: 'api' }),
   });
   const app = createApp({
@@ -227,7 +228,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       }),
       createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }),
       ...operators.routers,
-      createUsageRouter({ store, adminToken: config.adminToken, limits, providerHold, logger: logger.child({ part: 'api' }) }),
     ],
     logger: logger.child({ part: 'http' }),
   });
