@@ -61,12 +61,16 @@ async function mention(index: number, body: string) {
 
 beforeAll(async () => {
   env = await startSandboxEnvironment(root);
-  for (const n of [3, 4, 5, 6, 8]) env.gitea.double.addIssue('acme', 'widget', { number: n, title: `issue ${n}`, user: 'alice' });
+  for (const n of [3, 4, 5, 6, 8, 9, 10]) env.gitea.double.addIssue('acme', 'widget', { number: n, title: `issue ${n}`, user: 'alice' });
   // Every response reports 10 input / 5 output tokens, except the "burn" task's, which reports a lot
   // and then keeps the turn running (a shell command, then a stall) so the budget must interrupt it.
   const agent = scriptedAgent();
   env.model.setResponder((body) => {
     const text = JSON.stringify(body);
+    if (text.includes('leave a stray file') && !text.includes('stray.txt written')) {
+      const calls = (Array.isArray(body?.input) ? body.input : []).filter((i: { type?: string }) => i.type === 'function_call_output').length;
+      if (calls === 0) return { type: 'shell', command: 'echo stray > stray.txt && echo stray.txt written' };
+    }
     if (text.includes('burn the budget')) {
       const calls = (Array.isArray(body?.input) ? body.input : []).filter((i: { type?: string }) => i.type === 'function_call_output').length;
       return calls === 0 ? { type: 'shell', command: 'sleep 20', usage: { input: 900, output: 300, cachedInput: 400 } } : { type: 'stall' };
@@ -218,5 +222,20 @@ describe('usage and budgets against the real app-server', () => {
     } finally {
       await browser.close();
     }
+  });
+
+  it('a task parked in blocked_workspace tells its user once, by editing its receipt', async () => {
+    // The agent leaves an untracked file behind; the repository's next task finds the tree dirty.
+    const dirty = await mention(9, '@ccweb-bot please leave a stray file');
+    await waitForState(String(dirty.body['taskId']), ['succeeded']);
+    const r = await mention(10, '@ccweb-bot next one');
+    const id = String(r.body['taskId']);
+    await waitForState(id, ['blocked_workspace']);
+    await waitFor('the receipt edit', async () => (await task(id)).comments.find((c) => c.kind === 'notice' && c.status === 'sent'));
+    const bodies = botComments(10);
+    expect(bodies).toHaveLength(1);
+    expect(bodies[0]).toContain('已收到');
+    expect(bodies[0]).toContain(`**Paused:**`);
+    expect(bodies[0]).toContain(`unblock task ${id}`);
   });
 });
