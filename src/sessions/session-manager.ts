@@ -486,7 +486,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         (tx) => {
           options.usage?.recordTurn(tx, task, turnKey, {
             model,
-            wallMs: Date.parse(now().toISOString()) - Date.parse(startedAt),
+            wallMs: now().getTime() - Date.parse(startedAt),
             stoppedBy: a.stopReason?.startsWith('limit:') ? a.stopReason.slice('limit:'.length) : null,
           });
           tx.appendAudit({

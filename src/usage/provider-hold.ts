@@ -174,7 +174,9 @@ export function createProviderHold(options: ProviderHoldOptions): ProviderHold {
         observedAt: new Date(now()).toISOString(),
       };
       const until = exhaustedReset(view, now());
-      save({ rateLimits: view });
+      // Codex sends this after every model response: store it only when the figures changed.
+      const same = (a: RateLimitView | null, b: RateLimitView) => a !== null && JSON.stringify({ ...a, observedAt: '' }) === JSON.stringify({ ...b, observedAt: '' });
+      if (!same(prev, view)) save({ rateLimits: view });
       if (until !== null) hold(until, 'rate_limit_window_exhausted');
     },
     classifyTurnError(error) {

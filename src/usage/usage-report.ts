@@ -29,6 +29,10 @@ function emptyRow(subject: string): UsageRow {
 }
 
 function add(row: UsageRow, r: UsageDayRecord): UsageRow {
+  return sum(row, r);
+}
+
+function sum(row: UsageRow, r: Omit<UsageRow, 'subject'>): UsageRow {
   return {
     ...row,
     ...addTokens(row, r),
@@ -58,7 +62,7 @@ export function usageReport(store: Pick<Store, 'byIndex'>, now: Date, days = 7):
     }
     const { subject: _s, ...rest } = dayRow;
     byDay.push({ day, ...rest });
-    totals = add(totals, { ...dayRow, key: '', day, scope: 'repo', updatedAt: '' } as UsageDayRecord);
+    totals = sum(totals, dayRow);
   }
   const sorted = (m: Map<string, UsageRow>) => [...m.values()].sort((a, b) => b.totalTokens - a.totalTokens || a.subject.localeCompare(b.subject));
   const { subject: _t, ...totalsRest } = totals;
