@@ -47,7 +47,8 @@ Examples:
 
 Checks the setup with the same configuration as serve and prints one line per check:
   ok|warn|fail|skip  <check>  <detail>  → <fix>
-Checks: config, git, codex (starts \`codex app-server\` and completes initialize), gitea-mcp (MCP
+Checks: config, git, codex (starts \`codex app-server\` and completes initialize), codex-account
+(logged in? account/read; the account's rate limits), gitea-mcp (MCP
 handshake), gitea (GET /api/v1/user with the token), token-scope (with --repo), webhook-secret,
 data-dir, workspace-root, store-lock. Secrets are never printed.
 

@@ -31,6 +31,13 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
+import { createReceiptNotices } from '../receipts/receipt-notice.js';
+import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
+import { configuredLimits } from '../usage/limits.js';
+import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hold.js';
+import { createQuotaCheck } from '../usage/quota-check.js';
+import { createUsageAccounting } from '../usage/usage-accounting.js';
+import { registerUsageMetrics } from '../usage/usage-metrics.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -102,6 +109,22 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const restored = await runtime.restoreAll();
   logger.info(restored, 'actors restored');
 
+  // Usage and budgets (src/usage/): limits from the configuration, per-repository overrides from the
+  // store; the provider's rate limits hold the scheduler.
+  const limits = configuredLimits(config);
+  const providerHold = createProviderHold({
+    store,
+    defaultBackoffMs: (config.providerBackoffSeconds ?? LIMIT_DEFAULTS.providerBackoffSeconds) * 1000,
+    logger: logger.child({ part: 'usage' }),
+  });
+  const usageMetrics = registerUsageMetrics(metrics.registry, store, providerHold);
+  const usage = createUsageAccounting({
+    store,
+    limits,
+    providerHold,
+    events: { onTurnRecorded: (u, _task, stoppedBy) => usageMetrics.onTurnRecorded(u, stoppedBy) },
+  });
+
   let executorRef: ReturnType<typeof createTaskExecutor> | null = null;
   const supervisor = createAppServerSupervisor({
     runtime,
@@ -114,6 +137,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
+  });
+  supervisor.onReady((conn) => {
+    conn.on('notification', (e) => {
+      if (e.notification.method === 'account/rateLimits/updated') providerHold.observeRateLimits(e.notification.params);
+    });
   });
   const sessions = createSessionManager({
     store,
@@ -128,6 +156,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     turnTimeoutMs: config.turnTimeoutMs,
     botLogin,
     logger: logger.child({ part: 'sessions' }),
+    usage,
   });
   const executor = createTaskExecutor({
     store,
@@ -144,6 +173,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       return findReplyComments(comments, botLogin, marker).first !== undefined;
     },
     retryDelayMs: options.retryDelayMs,
+    retryAtFor: (errorCode) => (errorCode === PROVIDER_RATE_LIMITED ? providerHold.heldUntil() : null),
     log: (msg, fields) => logger.info(fields, msg),
   });
   executorRef = executor;
@@ -155,10 +185,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     maxConcurrentTasks: config.maxConcurrentTasks,
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
+    holdClaimsUntil: (now) => providerHold.heldUntil(now),
   });
+  providerHold.onChange(() => void scheduler.wake());
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const notices = createReceiptNotices({ store, runtime, gitea, limits, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
   const intake = createIntake({
     store,
@@ -169,6 +202,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     denyUsers: config.denyUsers,
     fetchPermission: async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as never,
     workspaceRoot: config.workspaceRoot,
+    quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
     onAccepted: () => {
       receipts.kick();
@@ -183,6 +217,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     adminToken: config.adminToken,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    limits,
+    providerHold,
     logger: logger.child({ part: 'api' }),
   });
   const app = createApp({
@@ -191,6 +227,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         metrics,
         webhookPath: config.webhookPath,
         readiness: createReadiness({ store, appServerState: () => supervisor.state()?.state }),
+        readyDetails: () => ({ providerHold: providerHold.status() }),
       }),
       createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }),
       ...operators.routers,
@@ -201,6 +238,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   // The app-server starts in the background: intake and the API answer while Codex boots.
   supervisor.start().catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
+  await notices.start();
   scheduler.start();
   const retention = startRetention({
     store,
@@ -230,7 +268,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       await intake.close();
       await retention.stop();
       receipts.stop();
+      notices.stop();
       await scheduler.stop();
+      await providerHold.flush();
       await supervisor.stop();
       await runtime?.settled();
       runtime?.stopAll();
