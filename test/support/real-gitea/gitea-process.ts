@@ -40,6 +40,11 @@ export interface RealGiteaOptions {
   port?: number;
   /** Gitea's log level (console). Default `warn`. */
   logLevel?: string;
+  /**
+   * Gitea's ROOT_URL (what it writes into html_url, clone_url… of API answers and webhooks). Default
+   * its own `http://127.0.0.1:<port>/`; the fixture recorder uses `https://gitea.example.com/`.
+   */
+  rootUrl?: string;
   /** Start-up timeout. Default 60 s. */
   timeoutMs?: number;
 }
@@ -74,7 +79,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string }): string {
+function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string; rootUrl?: string | undefined }): string {
   const secret = () => randomBytes(32).toString('hex');
   // Root may run it only with these two lines at the very top (tests run as root on CI machines).
   const asRoot = process.getuid?.() === 0 ? `I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true\nRUN_USER = root\n` : '';
@@ -86,9 +91,11 @@ WORK_PATH = ${o.root}
 PROTOCOL = http
 HTTP_ADDR = 127.0.0.1
 HTTP_PORT = ${o.port}
-DOMAIN = 127.0.0.1
-ROOT_URL = http://127.0.0.1:${o.port}/
-DISABLE_SSH = true
+DOMAIN = ${o.rootUrl ? new URL(o.rootUrl).hostname : '127.0.0.1'}
+ROOT_URL = ${o.rootUrl ?? `http://127.0.0.1:${o.port}/`}
+${o.rootUrl ? `; html_url/clone_url from ROOT_URL, not from the Host of the request that made the comment (the default "auto")
+PUBLIC_URL_DETECTION = legacy
+` : ''}DISABLE_SSH = true
 START_SSH_SERVER = false
 OFFLINE_MODE = true
 LFS_START_SERVER = false
@@ -113,7 +120,7 @@ PASSWORD_COMPLEXITY = off
 DISABLE_REGISTRATION = true
 REQUIRE_SIGNIN_VIEW = false
 DEFAULT_KEEP_EMAIL_PRIVATE = true
-NO_REPLY_ADDRESS = noreply.localhost
+NO_REPLY_ADDRESS = ${o.rootUrl ? `noreply.${new URL(o.rootUrl).hostname}` : 'noreply.localhost'}
 
 [webhook]
 ; the service under test listens on 127.0.0.1
@@ -180,7 +187,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = options.port ?? (await freePort());
-    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn' }));
+    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn', rootUrl: options.rootUrl }));
     if (attempt === 0) await cli(['migrate']);
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(install.binary, ['--config', iniPath, 'web', '--port', String(port)], {
