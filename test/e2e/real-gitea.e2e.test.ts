@@ -174,15 +174,23 @@ describe('end to end against a real Gitea', () => {
     expect((await commentsOn(n)).map((c) => c.user)).toEqual(['bob']);
   });
 
-  it("(6) the bot's own comments come back as webhooks and are ignored", async () => {
+  it("(6) the bot's own comments come back as webhooks and are ignored, even one that mentions the bot", async () => {
     // Every receipt and answer above fired a webhook whose sender is the bot.
     const all = await env.gitea.deliveries(env.hookId);
     const own = all.filter((d) => (JSON.parse(d.payload) as { sender: { login: string } }).sender.login === 'ccweb-bot');
     expect(own.length).toBeGreaterThanOrEqual(8);
     for (const d of own) {
       expect(d.status, d.uuid).toBe(200);
-      expect(JSON.parse(d.responseBody), d.uuid).toMatchObject({ status: 'ignored' });
+      expect(JSON.parse(d.responseBody), d.uuid).toEqual({ status: 'ignored', reason: 'bot_self_comment' });
     }
+    const before = await api<{ total: number }>('/tasks?pageSize=1');
+    const n = await env.gitea.createIssue('alice', 'The bot talks to itself');
+    const self = await userComment('ccweb-bot', n, '@ccweb-bot please fix the flaky login test');
+    expect(self.delivery.status).toBe(200);
+    expect(self.answer).toEqual({ status: 'ignored', reason: 'bot_self_comment' });
+    await new Promise((res) => setTimeout(res, 1_000));
+    expect((await api<{ total: number }>('/tasks?pageSize=1')).total).toBe(before.total);
+    expect((await commentsOn(n)).map((c) => c.user)).toEqual(['ccweb-bot']);
   });
 
   it('(7) "@ccweb-bot stop" from a writer aborts a running task; the failure receipt says who stopped it', async () => {
@@ -223,6 +231,41 @@ describe('end to end against a real Gitea', () => {
     expect(comments.filter((c) => c.body.includes('已收到'))).toHaveLength(1);
     expect(comments.filter((c) => c.user === 'ccweb-bot' && c.body.includes(`taskId=${taskId}`))).toHaveLength(1);
     expect(comments).toHaveLength(3);
+    await expectCompleteChain(d, n);
+  });
+
+  it('(8b) kill -9 after the agent posted but before its turn ended: the answer is verified, not produced twice', async () => {
+    const n = await env.gitea.createIssue('alice', 'Explain login');
+    const r = await userComment('alice', n, '@ccweb-bot explain the login flow (post-then-stall)');
+    const taskId = String(r.answer.taskId);
+    const deadline = Date.now() + 30_000;
+    while (!(await commentsOn(n)).some((c) => c.user === 'ccweb-bot' && c.body.includes(`taskId=${taskId}`)) && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    await service.kill9();
+    await restartService();
+    const d = await waitForTask(taskId, TERMINAL, 120_000);
+    expect(d.task.state).toBe('succeeded');
+    expect(d.turns).toHaveLength(1); // no second turn: the first one's answer was found and verified
+    const comments = await commentsOn(n);
+    expect(comments.filter((c) => c.user === 'ccweb-bot' && c.body.includes(`taskId=${taskId}`))).toHaveLength(1);
+    expect(comments).toHaveLength(3);
+  });
+
+  it('(8c) a follow-up after waiting_user re-queues the task and resumes the same thread', async () => {
+    const n = await env.gitea.createIssue('alice', 'Stabilise login');
+    const r = await userComment('alice', n, '@ccweb-bot I have a question: can you make the login test stable?');
+    const taskId = String(r.answer.taskId);
+    const waiting = await waitForTask(taskId, ['waiting_user', ...TERMINAL]);
+    expect(waiting.task.state).toBe('waiting_user');
+    expect((await commentsOn(n)).map((c) => c.user)).toEqual(['alice', 'ccweb-bot', 'ccweb-bot']);
+    const follow = await userComment('alice', n, '@ccweb-bot it fails in Firefox only');
+    expect(follow.answer.taskId).toBe(taskId);
+    const d = await waitForTask(taskId, TERMINAL);
+    expect(d.task.state).toBe('succeeded');
+    expect(d.session?.threadId).toBe(waiting.session?.threadId);
+    expect(d.turns).toHaveLength(2);
+    expect((await commentsOn(n)).map((c) => c.user)).toEqual(['alice', 'ccweb-bot', 'ccweb-bot', 'alice', 'ccweb-bot']);
     await expectCompleteChain(d, n);
   });
 
