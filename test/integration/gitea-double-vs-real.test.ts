@@ -117,6 +117,8 @@ describe('the Gitea stand-in answers like real Gitea 1.26', () => {
     expectSame(await both('ccweb-bot', 'GET', '/repos/acme/widget/collaborators/alice/permission'), 'another user, as a write bot');
     expectSame(await both('acme', 'GET', '/repos/acme/widget/collaborators/bob/permission'), 'another user, as the owner');
     expectSame(await both('gitea-admin', 'GET', '/repos/acme/widget/collaborators/alice/permission'), 'another user, as a site admin');
+    expectSame(await both('ccweb-bot', 'GET', '/repos/acme/widget/collaborators/nobody/permission'), 'unknown user, as a write bot');
+    expectSame(await both('gitea-admin', 'GET', '/repos/acme/widget/collaborators/nobody/permission'), 'unknown user, as a site admin');
   });
 
   it('issue and pull request reads (gitea-mcp)', async () => {
@@ -133,6 +135,7 @@ describe('the Gitea stand-in answers like real Gitea 1.26', () => {
     expectSame(await both('ccweb-bot', 'POST', '/repos/acme/widget/issues/999/comments', { body: 'x' }), 'unknown issue');
     expectSame(await both('ccweb-bot', 'POST', `/repos/acme/widget/issues/${real.issueNumber}/comments`, { body: '' }), 'empty body');
     expectSame(await both('ccweb-bot', 'GET', '/repos/acme/widget/issues/comments/999999'), 'unknown comment');
+    expectSame(await both(null, 'GET', '/repos/acme/widget'), 'a private repository without a token');
   });
 });
 

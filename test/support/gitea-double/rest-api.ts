@@ -551,7 +551,7 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       const allowed = viewer.isAdmin || viewerPerm === 'admin' || viewerPerm === 'owner' || viewer.login.toLowerCase() === asked;
       if (!allowed) return { status: 403, body: apiError('Only admins can query all permissions, repo admins can query all repo permissions, collaborators can query only their own') };
       const target = users.get(asked);
-      if (!target) return { status: 404, body: notFound() };
+      if (!target) return { status: 404, body: apiError(`user does not exist [uid: 0, name: ${asked}]`) };
       const level = permissionOf(repo, target.login);
       return { status: 200, body: { permission: level, role_name: level, user: userJson(target) } };
     }
@@ -694,6 +694,13 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
     const m = /^(?:token|bearer)\s+(\S+)$/i.exec(auth.trim());
     const login = m ? tokens.get(m[1]!) : undefined;
     const viewer = login ? users.get(login.toLowerCase()) : undefined;
+    if (!viewer && !m && method === 'GET' && apiPath.startsWith('/repos/')) {
+      // Real Gitea lets anonymous readers in (REQUIRE_SIGNIN_VIEW=false) and hides a private
+      // repository behind 404, not 401. The double's repositories are all treated as hidden.
+      record(404);
+      send(res, 404, notFound());
+      return;
+    }
     if (!viewer) {
       record(401);
       send(res, 401, apiError(m ? 'invalid username, password or token' : 'token is required'));
