@@ -1,4 +1,5 @@
 // `npm run demo -- --once` is the newcomer's first command: it must finish, exit 0 and show the run.
+// The demo runs on its sandbox Gitea stand-in by design: it must work where Go cannot build Gitea.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';

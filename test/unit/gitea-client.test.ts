@@ -1,3 +1,6 @@
+// The Gitea client against the Gitea stand-in, for what a real Gitea cannot be made to do on cue: 5xx,
+// slow answers (timeouts), dropped connections, writes that answer an error after they happened. The
+// client's happy paths run against a real Gitea in gitea-double-vs-real.test.ts and the real-Gitea e2e.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGiteaClient, GiteaError, isGiteaError, toGiteaTime, type GiteaClient } from '../../src/gitea/gitea-client.js';
 import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from '../support/gitea-double/rest-api.js';
