@@ -12,8 +12,8 @@
 //   GET  /repos/{o}/{r}/collaborators/{u}/permission    doctor token-scope; intake for a payload without
 //                                                      repository.permissions (case 9)
 //   git  clone/fetch over HTTP, refs/pull/N/head        workspaces (issue, same-repo PR, fork PR)
-// (GET /repos/{o}/{r}/issues/comments/{id} is in the client but unused by the service; the client
-// test test/integration/gitea-client-real.test.ts covers it.)
+// (GET /repos/{o}/{r}/issues/comments/{id} is in the client but unused by the service;
+// test/integration/gitea-client-real.test.ts runs every client method against real Gitea.)
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
