@@ -68,6 +68,18 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * A tiny `sh` loop that outlives a SIGKILLed test process: once this process is gone it kills Gitea's
+ * process group and removes the folder (the `exit` hook cannot run after a SIGKILL).
+ */
+function startWatchdog(giteaPid: number, removeDir: string | null): ChildProcess {
+  const rm = removeDir ? `; rm -rf '${removeDir.replace(/'/g, `'\\''`)}'` : '';
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -KILL -${giteaPid} 2>/dev/null${rm}`;
+  const w = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
+  w.unref();
+  return w;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -198,6 +210,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
     });
     live.add(child);
     installExitHook();
+    const watchdog = startWatchdog(child.pid!, options.keep ? null : root);
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-64 * 1024)));
     child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-64 * 1024)));
@@ -240,6 +253,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
             await exited;
             clearTimeout(timer);
             killGroup(child, 'SIGKILL'); // anything it left in its group
+            watchdog.kill('SIGKILL');
             if (!options.keep) rmSync(root, { recursive: true, force: true });
           })();
           return closed;
@@ -247,6 +261,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
       };
     }
     killGroup(child, 'SIGKILL');
+    watchdog.kill('SIGKILL');
     await exited;
     lastError = new Error(`Gitea did not start on ${url}${gone ? ' (it exited)' : ''}:\n${out.slice(-4000)}`);
     if (options.port !== undefined) break; // a fixed port will not get better
