@@ -325,6 +325,24 @@ describe('end to end against a real Gitea', () => {
     }
   });
 
+  it('(10b) a form-encoded webhook (payload=…) and a JSON one for the same comment: one task, the other a duplicate', async () => {
+    const formHook = await env.gitea.addWebhook(env.webhookUrl, env.webhookSecret, { contentType: 'form' });
+    try {
+      const n = await env.gitea.createIssue('alice', 'Both hooks');
+      const c = await env.gitea.comment('alice', n, '@ccweb-bot please fix the flaky login test');
+      const json = await env.gitea.waitForDelivery(env.hookId, (d) => payloadCommentId(d) === c.id);
+      const form = await env.gitea.waitForDelivery(formHook, (d) => payloadCommentId(d) === c.id);
+      expect(form.requestHeaders['Content-Type']).toBe('application/x-www-form-urlencoded');
+      const answers = [json, form].map((d) => ({ status: d.status, body: JSON.parse(d.responseBody) as { taskId: string; status?: string } }));
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 202]);
+      const [first, second] = answers[0]!.status === 202 ? answers : [answers[1]!, answers[0]!];
+      expect(second!.body).toEqual({ status: 'duplicate', taskId: first!.body.taskId });
+      expect((await waitForTask(first!.body.taskId, TERMINAL)).task.state).toBe('succeeded');
+    } finally {
+      await env.gitea.api('acme', 'DELETE', `/repos/acme/widget/hooks/${formHook}`, undefined, 204);
+    }
+  });
+
   it('(11) `ccweb-gitea doctor --repo acme/widget` passes against it', async () => {
     const { stdout } = await execFileP(process.execPath, [join(repoRoot, 'bin', 'ccweb-gitea.js'), 'doctor', '--repo', 'acme/widget'], {
       cwd: repoRoot,
