@@ -185,6 +185,8 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
     USER: process.env.USER ?? 'root',
     LANG: 'C.UTF-8',
     GITEA_WORK_DIR: root,
+    // The test run's process marker (test/support/global-setup.ts), so a Gitea left behind is found.
+    ...(process.env.CCWEB_TEST_RUN_ID ? { CCWEB_TEST_RUN_ID: process.env.CCWEB_TEST_RUN_ID } : {}),
   };
   const cli = async (args: string[]): Promise<string> => {
     try {
@@ -253,7 +255,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
             await exited;
             clearTimeout(timer);
             killGroup(child, 'SIGKILL'); // anything it left in its group
-            watchdog.kill('SIGKILL');
+            killGroup(watchdog, 'SIGKILL'); // the sh loop and its sleep
             if (!options.keep) rmSync(root, { recursive: true, force: true });
           })();
           return closed;
@@ -261,7 +263,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
       };
     }
     killGroup(child, 'SIGKILL');
-    watchdog.kill('SIGKILL');
+    killGroup(watchdog, 'SIGKILL');
     await exited;
     lastError = new Error(`Gitea did not start on ${url}${gone ? ' (it exited)' : ''}:\n${out.slice(-4000)}`);
     if (options.port !== undefined) break; // a fixed port will not get better
