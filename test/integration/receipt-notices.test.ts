@@ -23,7 +23,7 @@ afterEach(async () => {
   notices = world = gitea = null;
 });
 
-async function setup(locale?: Locale) {
+async function setup(locale?: Locale, receipt: 'pending' | 'failed' = 'pending') {
   gitea = await startGitea([21]);
   world = await openWorld(gitea, locale ? { locale } : {});
   const w = world;
@@ -34,7 +34,8 @@ async function setup(locale?: Locale) {
   const created = await w.store.transact((tx) => {
     tx.insert('tasks', task.taskId, task);
     const c = w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }] as EventObject[], taskId: task.taskId });
-    tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
+    // `failed`: as if Gitea had refused the receipt for good (the outbox's permanent-failure outcome).
+    tx.insert('comments', receiptCommentKey(task.taskId, 'received'), { ...pendingReceiptRecord(task, 'received'), status: receipt, errorCode: receipt === 'failed' ? 'gitea_forbidden' : null });
     return c;
   });
   created.start();
@@ -110,6 +111,23 @@ describe('receipt notices', () => {
     await settle(w, n);
     expect(g.comments(21).map((c) => c.body)).toEqual([expect.stringContaining('**Resumed:**')]);
     expect(edits(g)).toBe(2);
+  });
+
+  it('without a receipt, the pause notice is a comment of its own, and that comment is edited on unblock', async () => {
+    const { w, g, n, task } = await setup('en', 'failed');
+    await settle(w, n);
+    await send(w, task, { type: 'CLAIM', leaseId: 'l1' });
+    await send(w, task, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' });
+    await settle(w, n);
+    expect(g.comments(21).map((c) => c.body)).toEqual([expect.stringMatching(/^giteabot: task \S+ — \*\*Paused:\*\*/)]);
+    await send(w, task, { type: 'UNBLOCK', by: 'admin:ops' }, 'admin:ops');
+    await settle(w, n);
+    const bodies = g.comments(21).map((c) => c.body);
+    expect(bodies).toHaveLength(1);
+    expect(bodies[0]).toMatch(/^giteabot: task \S+ — \*\*Resumed:\*\* an operator unblocked task/);
+    expect(bodies[0]).not.toContain('Paused');
+    expect(g.posts(21)).toBe(1);
+    expect(edits(g)).toBe(1);
   });
 
   it('a task cancelled while blocked keeps its pause notice: no resumed edit', async () => {
