@@ -2,10 +2,12 @@
 // to the state when fn returned without throwing: a throw anywhere applies nothing and writes no
 // journal line. A key written several times in one transaction (an actor created and moved on at
 // once, its projection rewritten) is serialized once, at the end, with its last value. That JSON is
-// both the journal text and, parsed back and frozen, the in-memory value — so memory always equals
-// what replay rebuilds (no undefined fields, no Dates, no aliasing with the caller's object).
+// both the journal text and the source of the in-memory value, a frozen copy equal to that text
+// parsed back (plain-json.ts) — so memory always equals what replay rebuilds (no undefined fields,
+// no Dates, no aliasing with the caller's object).
 import { nanoid } from 'nanoid';
-import { assertCollection, deepFreeze, type MemoryState, type Op } from './memory-state.js';
+import { assertCollection, type MemoryState, type Op } from './memory-state.js';
+import { frozenJsonCopy } from './plain-json.js';
 import {
   UniqueViolationError,
   VersionConflictError,
@@ -102,7 +104,7 @@ export class Transaction implements Tx {
       timestamp: new Date().toISOString(),
     };
     const json = JSON.stringify(event);
-    const stored = deepFreeze(JSON.parse(json) as AuditEvent);
+    const stored = frozenJsonCopy(event as AuditEvent, json);
     this.#nextAuditSeq += 1;
     this.#audits.push([['a', stored], `["a",${json}]`]);
     return stored;
@@ -125,7 +127,7 @@ export class Transaction implements Tx {
         continue;
       }
       const json = serializeRecord(collection, value);
-      const stored = deepFreeze(JSON.parse(json) as StoredRecord);
+      const stored = frozenJsonCopy(value, json);
       const kind = this.#archived.has(`${collection}\u0000${key}`) ? 'c' : 'p';
       this.ops.push([kind, collection, key, stored]);
       this.#opTexts.push(`["${kind}",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
