@@ -427,6 +427,8 @@ export function createIntake(options: IntakeOptions): Intake {
       events: [{ type: 'ACCEPT' }],
       by: actor,
       taskId,
+      // Queued tasks wait for the scheduler: no live actor until it sends CLAIM.
+      deferHosting: true,
     });
     const receipt = pendingReceiptRecord(task, 'received', at);
     tx.insert('comments', receipt.commentKey, receipt);
