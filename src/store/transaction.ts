@@ -37,6 +37,8 @@ export class Transaction implements Tx {
   readonly #audits: Array<[Op, string]> = [];
   /** Keys to archive at seal() (ids as in #pending). */
   readonly #archived = new Set<string>();
+  /** Keys that were in neither tier when this transaction inserted them (ids as in #pending). */
+  readonly #fresh = new Set<string>();
   #sealed = false;
   readonly #state: MemoryState;
   #nextAuditSeq: number;
@@ -57,6 +59,8 @@ export class Transaction implements Tx {
 
   insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
     if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+    // Absent from the overlay and from both tiers of the state: applying it supersedes nothing.
+    if (!this.#overlay.get(collection)?.has(key)) this.#fresh.add(`${collection}\u0000${key}`);
     return this.#write(collection, key, record);
   }
 
@@ -128,8 +132,9 @@ export class Transaction implements Tx {
       }
       const json = serializeRecord(collection, value);
       const stored = frozenJsonCopy(value, json);
-      const kind = this.#archived.has(`${collection}\u0000${key}`) ? 'c' : 'p';
-      this.ops.push([kind, collection, key, stored]);
+      const id = `${collection}\u0000${key}`;
+      const kind = this.#archived.has(id) ? 'c' : 'p';
+      this.ops.push(this.#fresh.has(id) ? [kind, collection, key, stored, true] : [kind, collection, key, stored]);
       this.#opTexts.push(`["${kind}",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
     }
     for (const [op, text] of this.#audits) {
