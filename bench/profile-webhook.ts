@@ -61,11 +61,13 @@ async function main(): Promise<void> {
   console.log(`load average at start: ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
   const real = await profileOf('real');
   const base = await profileOf('baseline');
+  const okit = await profileOf('octokit');
   const cpu = (w: Window) => w.cpuMicros / w.requests;
   console.log('| server | req/s | CPU µs / request (all threads) |');
   console.log('|---|---:|---:|');
   console.log(`| real (durable intake) | ${real.window.rps.toFixed(0)} | ${us(cpu(real.window))} |`);
   console.log(`| baseline (Koa + HMAC) | ${base.window.rps.toFixed(0)} | ${us(cpu(base.window))} |`);
+  console.log(`| @octokit/webhooks verifyAndReceive (Koa) | ${okit.window.rps.toFixed(0)} | ${us(cpu(okit.window))} |`);
   console.log(`\nCPU ratio baseline/real: ${(cpu(base.window) / cpu(real.window)).toFixed(2)} (the throughput ratio a CPU-bound server would show)\n`);
 
   const s = summarize(real.profile, real.window.from, real.window.to);
@@ -75,7 +77,7 @@ async function main(): Promise<void> {
   console.log(`real server main thread: ${s.samples} samples in the window, ${((100 * s.idle) / s.samples).toFixed(0)} % idle; busy ≈ ${us(mainPerRequest)} µs per request\n`);
   for (const line of table(`Top ${TOP} frames by self time (real server)`, s.rows, 'self', busy, mainPerRequest, TOP)) console.log(line);
   for (const line of table(`Top ${TOP} frames by inclusive time (real server)`, s.rows, 'total', busy, mainPerRequest, TOP)) console.log(line);
-  console.log(`profiles: ${relative(repoRoot, outDir)}/{real,baseline}/*.cpuprofile`);
+  console.log(`profiles: ${relative(repoRoot, outDir)}/{real,baseline,octokit}/*.cpuprofile`);
 }
 
 await main();

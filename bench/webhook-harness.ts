@@ -7,7 +7,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,13 +109,14 @@ export async function serveReal(): Promise<void> {
   process.send!({ port: (server.address() as AddressInfo).port });
 }
 
-export async function serveBaseline(): Promise<void> {
+/** A bare Koa app on its own port, answering 202 after `accept` resolves true for the raw body (401 otherwise). */
+async function serveKoa(accept: (body: Buffer, headers: IncomingHttpHeaders) => boolean | Promise<boolean>): Promise<void> {
   const app = new Koa();
   app.use(async (ctx) => {
     const chunks: Buffer[] = [];
     for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
-    if (!verifySignature(body, ctx.req.headers, [SECRET])) {
+    if (!(await accept(body, ctx.req.headers))) {
       ctx.status = 401;
       ctx.body = { error: 'unauthorized' };
       return;
@@ -131,6 +132,42 @@ export async function serveBaseline(): Promise<void> {
     else process.exit(0);
   });
   process.send!({ port: (server.address() as AddressInfo).port });
+}
+
+/** The baseline: HMAC over the raw bytes (our verifySignature), then 202. Nothing stored. */
+export function serveBaseline(): Promise<void> {
+  return serveKoa((body, headers) => verifySignature(body, headers, [SECRET]));
+}
+
+/**
+ * What a Node developer would otherwise pick: @octokit/webhooks' verifyAndReceive (signature check
+ * of X-Hub-Signature-256, which Gitea also sends, JSON.parse, dispatch to an `issue_comment`
+ * handler), in the same bare Koa app. Nothing stored.
+ */
+export async function serveOctokit(): Promise<void> {
+  const { Webhooks } = await import('@octokit/webhooks');
+  const webhooks = new Webhooks({ secret: SECRET });
+  let received = 0;
+  webhooks.on('issue_comment', () => {
+    received += 1;
+  });
+  return serveKoa(async (body, headers) => {
+    const header = (name: string) => {
+      const v = headers[name];
+      return typeof v === 'string' ? v : '';
+    };
+    try {
+      await webhooks.verifyAndReceive({
+        id: header('x-gitea-delivery'),
+        name: header('x-github-event') as 'issue_comment',
+        payload: body.toString('utf8'),
+        signature: header('x-hub-signature-256'),
+      });
+      return received > 0;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /**
@@ -195,7 +232,7 @@ async function prefill(store: DurableStore, runtime: ActorRuntime, total: number
 // ---------------------------------------------------------------------------------------------
 // Driver (this process)
 
-export type ServerKind = 'real' | 'baseline';
+export type ServerKind = 'real' | 'baseline' | 'octokit';
 
 export interface Child {
   proc: ChildProcess;
@@ -298,5 +335,6 @@ export const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
 
 
 if (process.argv[2] === '--serve') {
-  await (process.argv[3] === 'baseline' ? serveBaseline() : serveReal());
+  const kind = process.argv[3] as ServerKind;
+  await (kind === 'baseline' ? serveBaseline() : kind === 'octokit' ? serveOctokit() : serveReal());
 }

@@ -3,7 +3,8 @@
 // Every request is a unique, signed delivery (new delivery UUID, new comment id).
 // Servers run in child processes (one core each side on a 2-core box); autocannon drives them from
 // this process over loopback (bench/webhook-harness.ts). Run: npm run bench:webhook
-import { CONNECTIONS, fmt, load, median, spawnServer, verdict, type Run } from './webhook-harness.js';
+import { loadavg } from 'node:os';
+import { CONNECTIONS, fmt, load, median, spawnServer, verdict, type Child, type Run } from './webhook-harness.js';
 
 const ROUNDS = 3;
 const SLICE_S = 5;
@@ -18,27 +19,39 @@ const TARGET_GROWTH = 1.5;
 async function main(): Promise<void> {
   const started = performance.now();
   console.log(`webhook intake benchmark — unique signed deliveries, ${CONNECTIONS} connections, loopback`);
-  console.log(`node ${process.version}, ${(await import('node:os')).cpus().length} cpus\n`);
+  console.log(`node ${process.version}, ${(await import('node:os')).cpus().length} cpus, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} (other work on the machine shows here)\n`);
 
-  // (a) saturation: baseline vs the real server, interleaved in slices so that load from anything
-  // else on the machine hits both alike; the median slice of each counts.
+  // (a) saturation: baseline, @octokit/webhooks and the real server, interleaved in slices so that
+  // load from anything else on the machine hits all alike; the median slice of each counts. Each
+  // server's CPU time over its slices, per answered request, is printed too: unlike req/s it hardly
+  // depends on what else runs on the machine.
   const baseline = await spawnServer('baseline');
+  const octokit = await spawnServer('octokit');
   const real = await spawnServer('real');
-  await load(baseline.port, WARMUP_S);
-  await load(real.port, WARMUP_S);
+  for (const s of [baseline, octokit, real]) await load(s.port, WARMUP_S);
   const before = (await real.ask({ cmd: 'tasks' })).tasks as number;
-  const baseRuns: Run[] = [];
-  const satRuns: Run[] = [];
+  const slices = new Map<Child, { runs: Run[]; cpu: number }>([baseline, octokit, real].map((s) => [s, { runs: [], cpu: 0 }]));
   for (let round = 0; round < ROUNDS; round++) {
-    baseRuns.push(await load(baseline.port, SLICE_S));
-    satRuns.push(await load(real.port, SLICE_S));
+    for (const [server, acc] of slices) {
+      const cpu0 = ((await server.ask({ cmd: 'cpu' })) as { cpu: number }).cpu;
+      acc.runs.push(await load(server.port, SLICE_S));
+      acc.cpu += ((await server.ask({ cmd: 'cpu' })) as { cpu: number }).cpu - cpu0;
+    }
   }
   baseline.proc.send({ cmd: 'exit' });
-  const base = median(baseRuns);
-  const sat = median(satRuns);
-  console.log(`baseline (HMAC + 202)      ${fmt(base)}   slices: ${baseRuns.map((r) => r.rps.toFixed(0)).join(', ')}`);
-  console.log(`real (durable intake)      ${fmt(sat)}   slices: ${satRuns.map((r) => r.rps.toFixed(0)).join(', ')}`);
-  const ratio = sat.rps / base.rps;
+  octokit.proc.send({ cmd: 'exit' });
+  const line = (label: string, server: Child) => {
+    const { runs, cpu } = slices.get(server)!;
+    const ok = runs.reduce((a, r) => a + r.ok, 0);
+    console.log(`${label.padEnd(27)}${fmt(median(runs))}   slices: ${runs.map((r) => r.rps.toFixed(0)).join(', ')}   CPU ${(cpu / ok).toFixed(0)} µs/req`);
+    return { run: median(runs), cpuPerRequest: cpu / ok };
+  };
+  const base = line('baseline (Koa, HMAC, 202)', baseline);
+  const okit = line('@octokit/webhooks verify+receive', octokit);
+  const satLine = line('real (durable intake)', real);
+  const sat = satLine.run;
+  const satRuns = slices.get(real)!.runs;
+  const ratio = sat.rps / base.run.rps;
 
   const satTasks = (await real.ask({ cmd: 'tasks' })) as { tasks: number; stats: { compactions: number } };
   const satDurable = (await real.ask({ cmd: 'reopen' })).tasks as number;
@@ -82,9 +95,11 @@ async function main(): Promise<void> {
 
   console.log('\nresults');
   console.log(`  throughput ratio real/baseline  ${ratio.toFixed(2)}  (target >= ${TARGET_RATIO}, every 202 durable: ${allDurable ? 'yes' : 'NO'})  ${verdict(ratio >= TARGET_RATIO && allDurable)}`);
+  console.log(`  throughput ratio real/octokit   ${(sat.rps / okit.run.rps).toFixed(2)}  (octokit/baseline ${(okit.run.rps / base.run.rps).toFixed(2)})`);
+  console.log(`  CPU per request real/baseline   ${(satLine.cpuPerRequest / base.cpuPerRequest).toFixed(1)}x  (${satLine.cpuPerRequest.toFixed(0)} / ${base.cpuPerRequest.toFixed(0)} µs; baseline/real = ${(base.cpuPerRequest / satLine.cpuPerRequest).toFixed(2)}, the ratio a CPU-bound run would show)`);
   console.log(`  p99 at 80 % of saturation       ${at80.p99.toFixed(2)} ms  (target <= ${TARGET_P99_MS} ms)  ${verdict(at80.p99 <= TARGET_P99_MS)}`);
   console.log(`  p50 @100k / p50 @1k             ${growth.toFixed(2)}  (${big.p50.toFixed(2)} / ${small.p50.toFixed(2)} ms, target <= ${TARGET_GROWTH})  ${verdict(growth <= TARGET_GROWTH)}`);
-  console.log(`  total time ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  console.log(`  total time ${((performance.now() - started) / 1000).toFixed(0)} s, load average at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 }
 
 await main();
