@@ -251,9 +251,11 @@ export function createIntake(options: IntakeOptions): Intake {
     });
   }
 
-  /** True when a write would be decided by an existing record rather than by the plan. */
+  /**
+   * True when a write would be decided by an existing record rather than by the plan. (The delivery
+   * itself was looked up just before, with nothing asynchronous since.)
+   */
   function knownOutcome(reader: Reader, s: Subject): boolean {
-    if (reader.get('webhook_deliveries', s.deliveryKey) !== undefined) return true;
     if (s.triggerKey !== null && reader.get('comment_triggers', s.triggerKey) !== undefined) return true;
     const repo = s.comment ? reader.get<RepositoryRecord>('repositories', s.comment.repoKey) : undefined;
     return repo?.status === 'disabled';

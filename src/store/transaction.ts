@@ -39,6 +39,8 @@ export class Transaction implements Tx {
   readonly #archived = new Set<string>();
   /** Keys that were in neither tier when this transaction inserted them (ids as in #pending). */
   readonly #fresh = new Set<string>();
+  /** Keys this transaction found in neither tier of the state, per collection. */
+  readonly #absent = new Map<CollectionName, Set<string>>();
   #sealed = false;
   readonly #state: MemoryState;
   #nextAuditSeq: number;
@@ -54,7 +56,16 @@ export class Transaction implements Tx {
     assertCollection(collection);
     const overlay = this.#overlay.get(collection);
     if (overlay?.has(key)) return (overlay.get(key) ?? undefined) as T | undefined;
-    return this.#state.get(collection, key) as T | undefined;
+    // The state cannot change while fn runs (it is synchronous): a key found absent stays absent,
+    // so the usual check-then-insert asks the cold tier once, not twice.
+    let absent = this.#absent.get(collection);
+    if (absent?.has(key)) return undefined;
+    const found = this.#state.get(collection, key) as T | undefined;
+    if (found === undefined) {
+      if (!absent) this.#absent.set(collection, (absent = new Set()));
+      absent.add(key);
+    }
+    return found;
   }
 
   insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
