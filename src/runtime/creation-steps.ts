@@ -47,6 +47,8 @@ export function computeCreationSteps(
   return steps;
 }
 
+const MAX_TEMPLATES = 64;
+
 interface Template {
   /** JSON of [toState, persisted][] with each templated field's value replaced by its stand-in. */
   json: string;
@@ -75,6 +77,8 @@ export class CreationTemplates {
     let template = this.#templates.get(key);
     if (template === null) return computeCreationSteps(kind, scope, input, events, actorId);
     if (template === undefined) {
+      // Bounded: a kind with ever-new event lists or other input gains nothing from caching them.
+      if (this.#templates.size >= MAX_TEMPLATES) return computeCreationSteps(kind, scope, input, events, actorId);
       template = this.#build(kind, scope, rest, fields, events, actorId);
       this.#templates.set(key, template);
       if (template === null) return computeCreationSteps(kind, scope, input, events, actorId);
