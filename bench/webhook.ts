@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   const line = (label: string, server: Child) => {
     const { runs, cpu } = slices.get(server)!;
     const ok = runs.reduce((a, r) => a + r.ok, 0);
-    console.log(`${label.padEnd(27)}${fmt(median(runs))}   slices: ${runs.map((r) => r.rps.toFixed(0)).join(', ')}   CPU ${(cpu / ok).toFixed(0)} µs/req`);
+    console.log(`${label.padEnd(33)}${fmt(median(runs))}   slices: ${runs.map((r) => r.rps.toFixed(0)).join(', ')}   CPU ${(cpu / ok).toFixed(0)} µs/req`);
     return { run: median(runs), cpuPerRequest: cpu / ok };
   };
   const base = line('baseline (Koa, HMAC, 202)', baseline);
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   await load(paced.port, WARMUP_S, { overallRate: rate });
   const pacedBefore = (await paced.ask({ cmd: 'tasks' })).tasks as number;
   const at80 = await load(paced.port, RATE_S, { overallRate: rate });
-  console.log(`real @ ${String(rate).padStart(5)} req/s (80 %) ${fmt(at80)}`);
+  console.log(`${`real @ ${rate} req/s (80 %)`.padEnd(33)}${fmt(at80)}`);
   const pacedTasks = (await paced.ask({ cmd: 'tasks' })) as { tasks: number; stats: { compactions: number } };
   const pacedDurable = (await paced.ask({ cmd: 'reopen' })).tasks as number;
   paced.proc.send({ cmd: 'exit' });
