@@ -131,6 +131,7 @@ export class ActorRuntime {
   private readonly listeners = new Set<(change: TransitionNotice) => void>();
   private readonly scopes = new Map<string, AnyActorScope>();
   private readonly templates = new CreationTemplates();
+  private readonly knownStates = new Map<string, Map<string, boolean>>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -540,11 +541,20 @@ export class ActorRuntime {
   }
 
   private stateExists(kind: ActorKind, state: string): boolean {
-    try {
-      return kind.machine.getStateNodeById(`${kind.machine.id}.${state}`) !== undefined;
-    } catch {
-      return false;
+    // Asked for every unhosted queued task on every scheduler scan (has()): remembered per kind,
+    // since a machine's states never change.
+    let states = this.knownStates.get(kind.kind);
+    if (!states) this.knownStates.set(kind.kind, (states = new Map()));
+    let exists = states.get(state);
+    if (exists === undefined) {
+      try {
+        exists = kind.machine.getStateNodeById(`${kind.machine.id}.${state}`) !== undefined;
+      } catch {
+        exists = false;
+      }
+      states.set(state, exists);
     }
+    return exists;
   }
 }
 
