@@ -30,6 +30,7 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
+import { agentSandboxFromConfig, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -48,6 +49,8 @@ export interface ServiceOptions {
 export interface Service {
   url: string;
   botLogin: string;
+  /** What the agent's commands can reach (shown by doctor and the admin page). */
+  agentIsolation: AgentIsolationStatus;
   logger: Logger;
   metrics: ServiceMetrics;
   close(): Promise<void>;
@@ -77,6 +80,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
   const metrics = createMetrics();
+  // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
+  // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
+  const codexConnection = { command: config.codexCommand, env: process.env, ...(options.codexEnv ? { extraEnv: options.codexEnv } : {}) };
+  const agentSandbox = agentSandboxFromConfig(config, codexConnection);
+  const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea);
 
@@ -105,9 +113,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const supervisor = createAppServerSupervisor({
     runtime,
     connection: {
-      command: config.codexCommand,
-      env: process.env,
-      extraEnv: options.codexEnv,
+      ...codexConnection,
+      args: ['app-server', ...agentSandbox.appServerArgs()],
+      extraEnv: { ...(options.codexEnv ?? {}), PATH: agentSandbox.pathWithHelpers(options.codexEnv?.PATH ?? process.env.PATH) },
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
@@ -124,6 +132,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ...(config.codexModel ? { model: config.codexModel } : {}),
     turnTimeoutMs: config.turnTimeoutMs,
     botLogin,
+    agentSandbox,
     logger: logger.child({ part: 'sessions' }),
   });
   const executor = createTaskExecutor({
@@ -219,6 +228,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   return {
     url,
     botLogin,
+    agentIsolation,
     logger,
     metrics,
     async close() {
