@@ -7,6 +7,7 @@ const DERIVED_DEFAULTS: Record<string, string> = {
   codexCommand: 'the bundled `@openai/codex` binary',
   botLogin: 'learned from `GET /api/v1/user`',
   codexModel: 'Codex’s own (CODEX_HOME/config.toml)',
+  agentPath: 'the running node\'s directory, then /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
   taskRetentionDays: 'keep forever',
 };
 

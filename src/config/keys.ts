@@ -125,6 +125,12 @@ export const KEYS = {
     expect: 'a command or path',
     fix: 'Set it to the codex executable, or leave it unset to use the bundled @openai/codex binary.',
   },
+  agentPath: {
+    env: 'CCWEB_AGENT_PATH',
+    schema: nonEmpty.regex(/^\/[^\0]*$/),
+    expect: 'a colon-separated list of absolute directories',
+    fix: 'Set it to the PATH the agent\'s commands should see, e.g. /opt/go/bin:/usr/local/bin:/usr/bin:/bin, or leave it unset for the directory of the running node plus the system directories.',
+  },
   giteaMcpCommand: {
     env: 'CCWEB_GITEA_MCP_COMMAND',
     schema: nonEmpty,

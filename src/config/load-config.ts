@@ -36,6 +36,8 @@ export interface Config {
   webhookMaxBytes: number;
   maxConcurrentTasks: number;
   codexModel?: string;
+  /** PATH of the app-server and the agent's commands; unset → `defaultAgentPath()`. */
+  agentPath?: string;
   allowUsers: string[];
   denyUsers: string[];
   leaseTtlMs: number;
@@ -289,6 +291,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   };
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
+  if (v['agentPath'] !== undefined) config.agentPath = v['agentPath'] as string;
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;

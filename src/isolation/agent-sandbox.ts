@@ -68,7 +68,10 @@ export interface AgentSandbox {
   readonly stateDir: string;
   /** Creates the helper directory (idempotent). Call before starting the app-server. */
   prepare(): void;
-  /** Arguments for `codex app-server` (the profile, proxy feature, command environment). */
+  /**
+   * Arguments for `codex app-server`, after agent-environment.ts's AGENT_SHELL_CONFIG_ARGS (which
+   * already give commands only Codex's "core" variables): the profile and the proxy feature.
+   */
   appServerArgs(): string[];
   /** Prepends the helper directory to a PATH value. */
   pathWithHelpers(path: string | undefined): string;
@@ -164,12 +167,10 @@ export function createAgentSandbox(options: AgentSandboxOptions): AgentSandbox {
   const network = (): { [key: string]: JsonValue } =>
     options.network === 'on' ? { enabled: true, mode: 'full', domains: { '*': 'allow' } } : { enabled: false };
 
-  const envPolicy = (dirs?: { home: string; tmp: string }): { [key: string]: JsonValue } => ({
+  // Per thread: the workspace's own HOME and TMPDIR (the app-server's, under the data dir, are hidden).
+  const envPolicy = (dirs: { home: string; tmp: string }): { [key: string]: JsonValue } => ({
     inherit: 'core',
-    set: {
-      LANG: 'C.UTF-8',
-      ...(dirs ? { HOME: dirs.home, TMPDIR: dirs.tmp, TMP: dirs.tmp, TEMP: dirs.tmp } : {}),
-    },
+    set: { HOME: dirs.home, TMPDIR: dirs.tmp, TMP: dirs.tmp, TEMP: dirs.tmp },
   });
 
   /** TOML inline value for `-c key=value` (JSON strings are valid TOML basic strings). */
@@ -211,8 +212,6 @@ export function createAgentSandbox(options: AgentSandboxOptions): AgentSandbox {
       return [
         '-c',
         `permissions.${AGENT_PROFILE}=${toml({ filesystem: filesystem([]), network: network() })}`,
-        '-c',
-        `shell_environment_policy=${toml(envPolicy())}`,
         ...(options.network === 'on' ? ['-c', 'features.network_proxy=true'] : []),
       ];
     },

@@ -25,7 +25,7 @@ export interface IsolationProbeResult {
 }
 
 export interface IsolationProbeOptions {
-  /** How the service starts its app-server (command, env, extraEnv); args and PATH come from the sandbox. */
+  /** Exactly how the service starts its app-server (command, args with the sandbox's, env, agentPath …). */
   connection: CodexConnectionOptions;
   codexHome: string;
   timeoutMs?: number;
@@ -94,15 +94,13 @@ export async function probeAgentIsolation(sandbox: AgentSandbox, options: Isolat
   writeFileSync(marker, nonce, { mode: 0o600 });
   let server: Server | null = null;
   const base = options.connection;
-  const baseEnv = base.env ?? process.env;
   const conn = new CodexAppServerConnection({
     ...base,
-    args: ['app-server', ...sandbox.appServerArgs()],
     probes: false,
     initializeTimeoutMs: timeoutMs,
     requestTimeoutMs: timeoutMs,
     // The nonce stands for any secret that reached the app-server's environment.
-    extraEnv: { ...(base.extraEnv ?? {}), PATH: sandbox.pathWithHelpers(base.extraEnv?.PATH ?? baseEnv.PATH), CCWEB_ISOLATION_PROBE_NONCE: nonce },
+    extraEnv: { ...(base.extraEnv ?? {}), CCWEB_ISOLATION_PROBE_NONCE: nonce },
   });
   try {
     server = await listen();

@@ -30,6 +30,8 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
+import type { CodexConnectionOptions } from '../codex/jsonrpc-connection.js';
+import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../codex/agent-environment.js';
 import { agentSandboxFromConfig, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 
 export interface ServiceOptions {
@@ -82,8 +84,15 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const metrics = createMetrics();
   // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
   // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
-  const codexConnection = { command: config.codexCommand, env: process.env, ...(options.codexEnv ? { extraEnv: options.codexEnv } : {}) };
-  const agentSandbox = agentSandboxFromConfig(config, codexConnection);
+  const codexBase = { command: config.codexCommand, env: process.env, ...(options.codexEnv ? { extraEnv: options.codexEnv } : {}) };
+  const agentSandbox = agentSandboxFromConfig(config, codexBase);
+  // One definition of how the app-server starts, for the probe and the supervisor alike.
+  const codexConnection: CodexConnectionOptions = {
+    ...codexBase,
+    args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
+    agentHome: join(config.dataDir, 'agent-home'),
+    agentPath: agentSandbox.pathWithHelpers(config.agentPath ?? defaultAgentPath()),
+  };
   const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea);
@@ -114,8 +123,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     runtime,
     connection: {
       ...codexConnection,
-      args: ['app-server', ...agentSandbox.appServerArgs()],
-      extraEnv: { ...(options.codexEnv ?? {}), PATH: agentSandbox.pathWithHelpers(options.codexEnv?.PATH ?? process.env.PATH) },
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
