@@ -212,6 +212,10 @@ export function createAgentSandbox(options: AgentSandboxOptions): AgentSandbox {
       return [
         '-c',
         `permissions.${AGENT_PROFILE}=${toml({ filesystem: filesystem([]), network: network() })}`,
+        // Codex refuses to start with a [permissions] profile but no default_permissions (unless a
+        // legacy sandbox_mode is configured); ours is the right default anyway.
+        '-c',
+        `default_permissions=${toml(AGENT_PROFILE)}`,
         ...(options.network === 'on' ? ['-c', 'features.network_proxy=true'] : []),
       ];
     },

@@ -102,6 +102,8 @@ export async function probeAgentIsolation(sandbox: AgentSandbox, options: Isolat
     // The nonce stands for any secret that reached the app-server's environment.
     extraEnv: { ...(base.extraEnv ?? {}), CCWEB_ISOLATION_PROBE_NONCE: nonce },
   });
+  const stderr: string[] = [];
+  conn.on('stderr', (e) => void stderr.push(e.line));
   try {
     server = await listen();
     const port = (server.address() as { port: number }).port;
@@ -140,7 +142,8 @@ export async function probeAgentIsolation(sandbox: AgentSandbox, options: Isolat
       { name: 'network', ok: out['net'] === 'blocked', detail: out['net'] === 'blocked' ? "the service's loopback port is unreachable" : "reached a loopback port of the host" },
     ]);
   } catch (err) {
-    return finish([{ name: 'sandbox', ok: false, detail: `could not run the probe: ${errorText(err).slice(0, 300)}` }]);
+    const said = stderr.filter((l) => !/^\s*(\d+:|at )/.test(l)).slice(-3).join(' | ').slice(0, 300);
+    return finish([{ name: 'sandbox', ok: false, detail: `could not run the probe: ${errorText(err).slice(0, 300)}${said ? ` (app-server said: ${said})` : ''}` }]);
   } finally {
     await conn.close({ graceMs: 500, termMs: 1000 }).catch(() => undefined);
     server?.close();

@@ -3,6 +3,7 @@
 // doctor and the admin page show.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../codex/agent-environment.js';
 import type { CodexConnectionOptions } from '../codex/jsonrpc-connection.js';
 import type { Config } from '../config/index.js';
 import { createAgentSandbox, type AgentSandbox } from './agent-sandbox.js';
@@ -49,6 +50,27 @@ export function agentSandboxFromConfig(config: Config, connection: Pick<CodexCon
     codexCommand: connection.command ?? config.codexCommand,
     hiddenPaths: [...(config.configFile ? [config.configFile] : []), ...config.secretFiles, ...config.agentHidePaths],
   });
+}
+
+/**
+ * How the service starts its app-server — one definition for the service, its start-up probe and
+ * doctor's probe, so what is checked is what runs.
+ */
+export function serviceCodexSetup(
+  config: Config,
+  opts: { env?: Record<string, string | undefined>; codexEnv?: Record<string, string> } = {},
+): { sandbox: AgentSandbox; connection: CodexConnectionOptions } {
+  const base = { command: config.codexCommand, env: opts.env ?? process.env, ...(opts.codexEnv ? { extraEnv: opts.codexEnv } : {}) };
+  const sandbox = agentSandboxFromConfig(config, base);
+  return {
+    sandbox,
+    connection: {
+      ...base,
+      args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...sandbox.appServerArgs()],
+      agentHome: join(config.dataDir, 'agent-home'),
+      agentPath: sandbox.pathWithHelpers(config.agentPath ?? defaultAgentPath()),
+    },
+  };
 }
 
 interface WarnLogger {

@@ -30,9 +30,7 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
-import type { CodexConnectionOptions } from '../codex/jsonrpc-connection.js';
-import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../codex/agent-environment.js';
-import { agentSandboxFromConfig, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
+import { serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -84,15 +82,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const metrics = createMetrics();
   // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
   // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
-  const codexBase = { command: config.codexCommand, env: process.env, ...(options.codexEnv ? { extraEnv: options.codexEnv } : {}) };
-  const agentSandbox = agentSandboxFromConfig(config, codexBase);
-  // One definition of how the app-server starts, for the probe and the supervisor alike.
-  const codexConnection: CodexConnectionOptions = {
-    ...codexBase,
-    args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
-    agentHome: join(config.dataDir, 'agent-home'),
-    agentPath: agentSandbox.pathWithHelpers(config.agentPath ?? defaultAgentPath()),
-  };
+  const { sandbox: agentSandbox, connection: codexConnection } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
   const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea);
@@ -194,6 +184,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     store,
     runtime,
     adminToken: config.adminToken,
+    agentIsolation,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     logger: logger.child({ part: 'api' }),

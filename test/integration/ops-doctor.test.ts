@@ -37,6 +37,7 @@ describe('doctor', () => {
       'config',
       'git',
       'codex',
+      'agent-isolation',
       'gitea-mcp',
       'gitea',
       'token-scope',

@@ -1,0 +1,162 @@
+// Agent isolation (issue 16) below the red team: the probe the service runs at start-up and doctor
+// runs, with the real Codex app-server; a host without user namespaces (a real one: the test runs
+// the service inside `unshare -U` with /proc/sys/user/max_user_namespaces = 0 — a fault injected
+// into the kernel's limits, no test double); the refusal to start there, and the explicit opt-out.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
+import { resolveBundledCodex } from '../../src/codex/codex-binary.js';
+import { createAgentSandbox, outermostDenied } from '../../src/isolation/agent-sandbox.js';
+import { probeAgentIsolation } from '../../src/isolation/isolation-probe.js';
+import { repoRoot } from '../support/codex-harness.js';
+import { startSandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startServiceProcess } from '../support/sandbox/service-process.js';
+
+const roots: string[] = [];
+afterAll(() => {
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+});
+function freshRoot(tag: string): string {
+  const r = mkdtempSync(join(tmpdir(), `ccweb-isolation-${tag}-`));
+  roots.push(r);
+  return r;
+}
+
+/** Runs argv on a host without user namespaces: a new user namespace whose limit for nested ones is 0. */
+function withoutUserNamespaces(argv: string[], env: Record<string, string | undefined>, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('unshare', ['-U', '-r', 'sh', '-c', 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', 'sh', ...argv], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`timed out:\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function sandboxFor(root: string, network: 'on' | 'off' = 'off') {
+  const codexHome = join(root, 'codex-home');
+  mkdirSync(codexHome, { recursive: true });
+  const sandbox = createAgentSandbox({
+    isolation: 'on',
+    network,
+    dataDir: join(root, 'data'),
+    workspaceRoot: join(root, 'data', 'workspaces'),
+    codexHome,
+    codexCommand: resolveBundledCodex().command,
+  });
+  const connection = {
+    args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...sandbox.appServerArgs()],
+    agentHome: join(root, 'data', 'agent-home'),
+    agentPath: sandbox.pathWithHelpers(defaultAgentPath()),
+    extraEnv: { CODEX_HOME: codexHome },
+  };
+  return { sandbox, connection, codexHome };
+}
+
+describe('the isolation probe (real app-server)', () => {
+  // A CODEX_HOME without config.toml, as on a fresh host: Codex then insists on default_permissions.
+  for (const network of ['off', 'on'] as const) {
+    it(`passes every check on this host (network ${network})`, async () => {
+      const { sandbox, connection, codexHome } = sandboxFor(freshRoot(`probe-${network}`), network);
+      const r = await probeAgentIsolation(sandbox, { connection, codexHome });
+      expect(r.summary).toBe('all checks passed');
+      expect(r.checks.map((c) => [c.name, c.ok])).toEqual([
+        ['sandbox', true],
+        ['write', true],
+        ['pid-namespace', true],
+        ['data-dir', true],
+        ['codex-home', true],
+        ['environment', true],
+        ['network', true],
+      ]);
+      console.log(`[isolation] probe, network ${network}: ${r.durationMs} ms`);
+    }, 60_000);
+  }
+
+  it('tells when the profile does not hide what it must (a profile with the deny entries removed)', async () => {
+    const { sandbox, connection, codexHome } = sandboxFor(freshRoot('broken'));
+    // Fault: the same arguments with every `"<path>"="deny"` entry taken out of the profile.
+    const broken = { ...connection, args: connection.args.map((a) => a.replace(/"[^"]+"="deny",?/g, '')) };
+    expect(broken.args.join(' ')).not.toContain('deny');
+    const r = await probeAgentIsolation(sandbox, { connection: broken, codexHome });
+    expect(r.ok).toBe(false);
+    const failed = r.checks.filter((c) => !c.ok).map((c) => c.name);
+    expect(failed).toEqual(['data-dir', 'codex-home']);
+    expect(r.summary).toMatch(/data-dir: read a file in the data directory; codex-home: can list CODEX_HOME/);
+  }, 60_000);
+
+  it('fails on a host without user namespaces, saying why', async () => {
+    const root = freshRoot('nouserns');
+    const r = await withoutUserNamespaces([process.execPath, '--import', 'tsx', join(repoRoot, 'test', 'support', 'isolation-probe-child.ts'), root], process.env);
+    const result = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { ok: boolean; summary: string };
+    expect(result.ok).toBe(false);
+    expect(result.summary).toMatch(/^sandbox: .*Creating new namespace failed/);
+  }, 120_000);
+});
+
+describe('outermostDenied', () => {
+  it('keeps only outermost existing paths and never hides the Codex binary', () => {
+    const root = freshRoot('denied');
+    mkdirSync(join(root, 'a', 'b'), { recursive: true });
+    mkdirSync(join(root, 'bin', 'codex'), { recursive: true });
+    const got = outermostDenied([join(root, 'a', 'b'), join(root, 'a'), join(root, 'missing'), join(root, 'bin'), join(root, 'a')], [join(root, 'bin', 'codex')]);
+    expect(got).toEqual([join(root, 'a')]);
+  });
+});
+
+describe('the service on a host without user namespaces', () => {
+  it('refuses to start (exit 2, the reason and both ways out) — and starts with CCWEB_AGENT_ISOLATION=off, warning on start, in /overview and in doctor', async () => {
+    const root = freshRoot('service');
+    const env = await startSandboxEnvironment(root);
+    try {
+      const serviceEnv = { ...process.env, ...env.env, CCWEB_LOG_LEVEL: 'info' };
+      const refused = await withoutUserNamespaces([process.execPath, '--import', 'tsx', join(repoRoot, 'src', 'main.ts')], serviceEnv);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/agent isolation does not hold on this host \(sandbox: .*Creating new namespace failed.*\); the service will not start/);
+      expect(refused.stderr).toContain('CCWEB_AGENT_ISOLATION=off');
+      expect(refused.stderr).toContain('unprivileged_userns');
+      expect(refused.stdout).not.toContain('ccweb-gitea listening');
+
+      // doctor there: the agent-isolation check fails with the fix (exit 1).
+      const doctor = await withoutUserNamespaces([process.execPath, join(repoRoot, 'bin', 'ccweb-gitea.js'), 'doctor', '--skip', 'codex,gitea-mcp,gitea,token-scope'], serviceEnv);
+      expect(doctor.code).toBe(1);
+      expect(doctor.stdout).toMatch(/^fail\s+agent-isolation\s+sandbox: .*Creating new namespace failed.*→ .*CCWEB_AGENT_ISOLATION=off/m);
+
+      // The explicit opt-out: the service starts (here, on this host, to keep the test simple), warns, shows it.
+      const off = { ...env.env, CCWEB_AGENT_ISOLATION: 'off' };
+      const service = await startServiceProcess(off);
+      try {
+        expect(service.lines.some((l) => l.includes('"level":40') && l.includes('agent isolation is OFF'))).toBe(true);
+        const res = await fetch(`${service.url}/api/gitea-workflow/overview`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
+        const o = (await res.json()) as { agentIsolation: { mode: string; warning: string } };
+        expect(o.agentIsolation.mode).toBe('off');
+        expect(o.agentIsolation.warning).toMatch(/can read the bot token/);
+      } finally {
+        await service.stop();
+      }
+      const doctorOff = await withoutUserNamespaces(
+        [process.execPath, join(repoRoot, 'bin', 'ccweb-gitea.js'), 'doctor', '--skip', 'codex,gitea-mcp,gitea,token-scope'],
+        { ...serviceEnv, CCWEB_AGENT_ISOLATION: 'off' },
+      );
+      expect(doctorOff.stdout).toMatch(/^warn\s+agent-isolation\s+agent isolation is OFF/m);
+      expect(doctorOff.code).toBe(0);
+    } finally {
+      await env.close();
+    }
+  }, 240_000);
+});
