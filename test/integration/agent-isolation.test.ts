@@ -3,7 +3,7 @@
 // the service inside `unshare -U` with /proc/sys/user/max_user_namespaces = 0 — a fault injected
 // into the kernel's limits, no test double); the refusal to start there, and the explicit opt-out.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,8 @@ import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent
 import { resolveBundledCodex } from '../../src/codex/codex-binary.js';
 import { createAgentSandbox, outermostDenied } from '../../src/isolation/agent-sandbox.js';
 import { probeAgentIsolation } from '../../src/isolation/isolation-probe.js';
+import { agentSandboxFromConfig } from '../../src/isolation/service-isolation.js';
+import { loadConfig } from '../../src/config/index.js';
 import { repoRoot } from '../support/codex-harness.js';
 import { startSandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
 import { startServiceProcess } from '../support/sandbox/service-process.js';
@@ -159,4 +161,35 @@ describe('the service on a host without user namespaces', () => {
       await env.close();
     }
   }, 240_000);
+});
+
+describe('what the service hides', () => {
+  it('the config file, the _FILE secrets and CCWEB_AGENT_HIDE_PATHS join the data dir, workspaces, CODEX_HOME, home, /tmp, /var/tmp and /run', () => {
+    // Outside /tmp (itself hidden, which would swallow everything below it): under the repository's
+    // ignored test-artifacts/.
+    const base = join(repoRoot, 'test-artifacts');
+    mkdirSync(base, { recursive: true });
+    const dir = mkdtempSync(join(base, 'isolation-hidden-'));
+    roots.push(dir);
+    for (const f of ['token', 'webhook', 'admin', 'config.json']) writeFileSync(join(dir, f), f === 'config.json' ? '{}' : 'x');
+    mkdirSync(join(dir, 'extra'));
+    const config = loadConfig({
+      env: {
+        CCWEB_GITEA_URL: 'https://g.example',
+        CCWEB_GITEA_TOKEN_FILE: join(dir, 'token'),
+        CCWEB_WEBHOOK_SECRET_FILE: join(dir, 'webhook'),
+        CCWEB_ADMIN_TOKEN_FILE: join(dir, 'admin'),
+        CCWEB_AGENT_HIDE_PATHS: join(dir, 'extra'),
+        CCWEB_DATA_DIR: join(dir, 'data'),
+      },
+      configPath: join(dir, 'config.json'),
+      cwd: dir,
+    });
+    mkdirSync(config.dataDir, { recursive: true });
+    const denied = agentSandboxFromConfig(config, { env: { HOME: '/root' }, extraEnv: { CODEX_HOME: join(dir, 'data', 'codex') } }).deniedPaths();
+    for (const p of ['token', 'webhook', 'admin', 'config.json', 'extra', 'data']) expect(denied).toContain(join(dir, p));
+    expect(denied).toEqual(expect.arrayContaining(['/tmp', '/var/tmp', '/run']));
+    // The Codex binary stays readable: its install directory is never denied.
+    expect(denied.some((p) => resolveBundledCodex().command.startsWith(`${p}/`))).toBe(false);
+  });
 });
