@@ -26,7 +26,7 @@
 // A "read" entry below a "deny" entry does not reopen it (a "write" entry does), and a deny entry
 // below another deny entry makes bwrap fail: denied paths are reduced to the outermost ones.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { JsonValue } from '../codex/protocol/ts/serde_json/JsonValue.js';
@@ -231,7 +231,7 @@ export function createAgentSandbox(options: AgentSandboxOptions): AgentSandbox {
       return {
         permissions: AGENT_PROFILE,
         config: {
-          permissions: { [AGENT_PROFILE]: { filesystem: filesystem([dirs.home, dirs.tmp]), network: network() } },
+          permissions: { [AGENT_PROFILE]: { filesystem: filesystem([dirs.home, dirs.tmp, ...linkedCloneOf(cwd)]), network: network() } },
           shell_environment_policy: envPolicy(dirs),
           ...(options.network === 'on' ? { features: { network_proxy: true } } : {}),
         },
@@ -242,7 +242,25 @@ export function createAgentSandbox(options: AgentSandboxOptions): AgentSandbox {
   };
 }
 
-/** True when `p` is an existing directory. */
-export function isDir(p: string): boolean {
-  return statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+/**
+ * For a linked git worktree (`<cwd>/.git` is a file `gitdir: <clone>/.git/worktrees/<name>`): the
+ * clone whose `.git` holds its objects and refs, which git in the worktree must read. A "read" entry
+ * cannot reopen a path inside a denied one, a "write" entry can — and Codex keeps `<root>/.git` of
+ * every writable root read-only — so the clone becomes a writable root whose `.git` stays read-only
+ * (no hooks or config the service's own git would run). Other worktrees stay hidden. [] otherwise.
+ */
+export function linkedCloneOf(cwd: string): string[] {
+  const dotGit = join(cwd, '.git');
+  if (!(statSync(dotGit, { throwIfNoEntry: false })?.isFile() ?? false)) return [];
+  const m = /^gitdir:\s*(.+)$/m.exec(readFileSync(dotGit, 'utf8'));
+  if (!m) return [];
+  const gitdir = resolve(cwd, m[1]!.trim());
+  let common = gitdir;
+  try {
+    common = resolve(gitdir, readFileSync(join(gitdir, 'commondir'), 'utf8').trim());
+  } catch {
+    /* no commondir: the gitdir is the repository itself */
+  }
+  // Only the usual layout `<clone>/.git`: a bare repository as a writable root would be writable.
+  return common.endsWith(`${sep}.git`) && existsSync(common) ? [dirname(common)] : [];
 }

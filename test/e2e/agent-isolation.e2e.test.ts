@@ -194,8 +194,8 @@ describe('red team: a prompt-injected agent and the bot’s credentials', () => 
       }
       // Secrets given as files are in no process environment — but gitea-mcp's, which needs the token.
       // (Checked while the service, its app-server and the thread's gitea-mcp still run.)
-      expect(processesHolding(w.secrets.webhookSecret)).toEqual([]);
-      const holders = processesHolding(w.secrets.giteaToken);
+      expect(processesHolding(w.secrets.webhookSecret!)).toEqual([]);
+      const holders = processesHolding(w.secrets.giteaToken!);
       expect(holders.length).toBeGreaterThan(0);
       for (const h of holders) expect(h.cmdline).toMatch(/gitea-mcp/);
       // What the agent could see of processes: only its own sandbox.

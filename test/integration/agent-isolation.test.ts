@@ -2,8 +2,8 @@
 // runs, with the real Codex app-server; a host without user namespaces (a real one: the test runs
 // the service inside `unshare -U` with /proc/sys/user/max_user_namespaces = 0 — a fault injected
 // into the kernel's limits, no test double); the refusal to start there, and the explicit opt-out.
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,9 @@ import { createAgentSandbox, outermostDenied } from '../../src/isolation/agent-s
 import { probeAgentIsolation } from '../../src/isolation/isolation-probe.js';
 import { agentSandboxFromConfig } from '../../src/isolation/service-isolation.js';
 import { loadConfig } from '../../src/config/index.js';
-import { repoRoot } from '../support/codex-harness.js';
+import { codexFixture, repoRoot } from '../support/codex-harness.js';
+import { runTurn } from '../../src/codex/run-turn.js';
+import { threadStartParams, turnStartParams } from '../../src/codex/thread-params.js';
 import { startSandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
 import { startServiceProcess } from '../support/sandbox/service-process.js';
 
@@ -192,4 +194,58 @@ describe('what the service hides', () => {
     // The Codex binary stays readable: its install directory is never denied.
     expect(denied.some((p) => resolveBundledCodex().command.startsWith(`${p}/`))).toBe(false);
   });
+});
+
+describe('a linked git worktree (one per resource over a shared clone, the layout of change delivery)', () => {
+  it("git works in the agent's worktree; the shared clone's .git stays read-only; the other worktrees stay hidden", async () => {
+    const SECRET = 'canary-other-worktree-5d02aa';
+    const fx = await codexFixture([]);
+    try {
+      const ws = join(fx.root, 'data', 'workspaces', 'default');
+      const clone = join(ws, 'acme', 'widget');
+      const wt1 = join(ws, '.worktrees', 'acme', 'widget', 'issue-1');
+      const wt2 = join(ws, '.worktrees', 'acme', 'widget', 'issue-2');
+      mkdirSync(clone, { recursive: true });
+      const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e', ...args], { cwd, stdio: 'pipe' });
+      git(clone, 'init', '-q', '-b', 'main');
+      writeFileSync(join(clone, 'README.md'), 'hello\n');
+      git(clone, 'add', '.');
+      git(clone, 'commit', '-qm', 'first commit');
+      git(clone, 'worktree', 'add', '-q', '-b', 'issue-1', wt1);
+      git(clone, 'worktree', 'add', '-q', '-b', 'issue-2', wt2);
+      writeFileSync(join(wt2, 'SECRET.txt'), SECRET);
+      const script = [
+        'git log --oneline -1',
+        'echo change > change.txt && git status --short',
+        `echo 'exit 0' > ${clone}/.git/hooks/post-checkout && echo HOOK-WRITTEN`,
+        `git config --file ${clone}/.git/config core.fsmonitor evil && echo CONFIG-WRITTEN`,
+        `cat ${wt2}/SECRET.txt`,
+        `ls ${join(ws, '.worktrees', 'acme', 'widget')}`,
+        'echo END',
+      ].join('; ');
+      fx.model.push({ type: 'shell', command: script, timeoutMs: 20_000 }, { type: 'message', text: 'done' });
+      const conn = await fx.connect();
+      const res: any = await conn.request(
+        'thread/start',
+        threadStartParams({ cwd: wt1, giteaMcp: { command: fx.mcpCommand, giteaUrl: 'http://127.0.0.1:9', token: 'tok-unused', extraEnv: { STUB_MCP_LOG: fx.mcpLog } }, sandbox: fx.agentSandbox.forThread(wt1) }),
+      );
+      const threadId = res.thread.id as string;
+      const out = await runTurn(conn, { threadId, params: turnStartParams({ threadId, text: 'go', model: conn.model!, developerInstructions: 'test' }) });
+      expect(out.status).toBe('completed');
+      const seen = JSON.stringify(fx.model.functionCallOutputs());
+      expect(seen).toContain('END');
+      expect(seen).toContain('first commit');
+      expect(seen).toContain('?? change.txt');
+      expect(seen).not.toContain('HOOK-WRITTEN');
+      expect(seen).not.toContain('CONFIG-WRITTEN');
+      expect(seen).not.toContain(SECRET);
+      expect(seen).toMatch(/SECRET.txt: No such file or directory/);
+      // `ls` of the worktrees' folder lists only the agent's own.
+      expect(seen).toMatch(/\\nissue-1\\nEND/);
+      expect(seen).not.toMatch(/\\nissue-2\\n/);
+      expect(readFileSync(join(wt1, 'change.txt'), 'utf8')).toBe('change\n');
+    } finally {
+      await fx.cleanup();
+    }
+  }, 60_000);
 });
