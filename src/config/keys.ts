@@ -2,6 +2,7 @@
 // (camelCase without the prefix), how it is validated, its default and how to fix a bad value.
 // Later issues add keys here, with the same `CCWEB_` prefix.
 import { z } from 'zod';
+import { DEFAULT_LOCALE, LOCALES, type Locale } from '../messages/catalogue.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -242,6 +243,12 @@ export const KEYS = {
     expect: 'an integer number of minutes from 0 to 525600',
     fix: 'Set it to how long a finished task stays in memory (admin task lists, counts) before it moves to the on-disk archive, e.g. 60 (default); archived tasks stay readable by id and in the audit log.',
   },
+  locale: {
+    env: 'CCWEB_LOCALE',
+    schema: z.string().trim().toLowerCase().pipe(z.enum(LOCALES)),
+    expect: `one of ${LOCALES.join(', ')}`,
+    fix: 'Set it to the language of the comments the bot writes itself (the receipt and failure results): zh (default) or en.',
+  },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOG_LEVELS)),
@@ -273,6 +280,7 @@ export const DEFAULTS = {
   // Codex turns on real repositories (clone, build, test, reply) can take many minutes.
   turnTimeoutMs: 30 * 60_000,
   logLevel: 'info' as LogLevel,
+  locale: DEFAULT_LOCALE as Locale,
   // Gitea never redelivers by itself; a month covers an operator pressing Replay after an outage.
   deliveryRetentionDays: 30,
   // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then

@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CONFIG_KEYS, DEFAULTS, KEYS, type ConfigKey, type KeySpec, type LogLevel } from './keys.js';
+import type { Locale } from '../messages/catalogue.js';
 
 export interface Config {
   host: string;
@@ -43,6 +44,8 @@ export interface Config {
   leaseTtlMs: number;
   turnTimeoutMs: number;
   logLevel: LogLevel;
+  /** The language of the bot's own comments (receipts, failure results). Unset → `zh`. */
+  locale?: Locale;
   /** Unset → `DEFAULTS.deliveryRetentionDays` (30). */
   deliveryRetentionDays?: number;
   /** Unset → finished tasks are kept forever. */
@@ -292,6 +295,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
   if (v['agentPath'] !== undefined) config.agentPath = v['agentPath'] as string;
+  if (v['locale'] !== undefined) config.locale = v['locale'] as Locale;
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;

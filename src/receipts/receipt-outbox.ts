@@ -18,6 +18,7 @@ import { isGiteaError, type GiteaClient, type GiteaComment } from '../gitea/gite
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
+import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import {
   FAILURE_RECEIPT_STATES,
@@ -42,6 +43,8 @@ export interface ReceiptOutboxOptions {
    * seconds of its own clock; a wide window only lists more comments, the marker does the matching.
    */
   lookbackMs?: number;
+  /** The language of the receipt texts (CCWEB_LOCALE); default zh. */
+  locale?: Locale;
 }
 
 export interface ReceiptOutbox {
@@ -83,6 +86,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const log: OutboxLogger = options.logger ?? (() => undefined);
   const retryDelays = options.retryDelaysMs ?? DEFAULT_RECEIPT_RETRY_DELAYS_MS;
   const lookbackMs = options.lookbackMs ?? DEFAULT_LOOKBACK_MS;
+  const locale = options.locale ?? DEFAULT_LOCALE;
 
   /** Transient failures of this process's attempts, per commentKey. */
   const backoff = new Map<string, { failures: number; nextAt: number }>();
@@ -140,7 +144,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   function bodyFor(task: TaskRecord, rec: CommentRecord): string {
     const state = stateOfKey(rec);
-    const text = isFailureReceiptState(state) ? failureReceiptText(task, state) : receivedReceiptText(task);
+    const text = isFailureReceiptState(state) ? failureReceiptText(task, state, locale) : receivedReceiptText(task, locale);
     return `${text}\n\n${rec.marker}`;
   }
 

@@ -18,6 +18,7 @@ import { DAY_MS, startRetention } from '../retention/retention-sweep.js';
 import { DEFAULTS } from '../config/keys.js';
 import type { TaskRecord } from '../domain/records.js';
 import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
+import { DEFAULT_LOCALE } from '../messages/catalogue.js';
 import { ActorRuntime } from '../runtime/actor-runtime.js';
 import { createScheduler } from '../scheduler/index.js';
 import { appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
@@ -161,7 +162,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
-  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
   const intake = createIntake({
     store,

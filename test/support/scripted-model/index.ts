@@ -97,7 +97,8 @@ function shellArguments(tool: { name: string; parameters: any } | null, step: Ex
   return args;
 }
 
-export async function startScriptedModel(initial: ScriptStep[] = []): Promise<ScriptedModel> {
+/** `options.port`: a fixed port on 127.0.0.1 (the demo's --model-port); default a free one. */
+export async function startScriptedModel(initial: ScriptStep[] = [], options: { port?: number } = {}): Promise<ScriptedModel> {
   const queue: ScriptStep[] = [...initial];
   const requests: RecordedRequest[] = [];
   const stalled = new Set<ServerResponse>();
@@ -202,7 +203,10 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
       res.end(String(err));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
   const port = (server.address() as AddressInfo).port;
 
   const responsesBodies = () => requests.filter((r) => r.path.endsWith('/responses') && r.step).map((r) => r.body);
