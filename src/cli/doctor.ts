@@ -10,6 +10,7 @@ import { bundledCodexCommand, ConfigError, loadConfig, type Config } from '../co
 import { createGiteaClient, GiteaError } from '../gitea/index.js';
 import { scrubText } from '../observability/logger.js';
 import { probeMcp } from '../sessions/mcp-preflight.js';
+import { checkCodexAccount } from './doctor-codex-account.js';
 import { ISOLATION_FIX, probeAgentIsolation } from '../isolation/isolation-probe.js';
 import { codexHomeOf, ISOLATION_OFF_WARNING, serviceCodexSetup } from '../isolation/service-isolation.js';
 
@@ -27,6 +28,7 @@ export const DOCTOR_CHECKS = [
   'config',
   'git',
   'codex',
+  'codex-account',
   'agent-isolation',
   'gitea-mcp',
   'gitea',
@@ -297,6 +299,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   await run('git', checkGit);
   const codexCommand = config?.codexCommand ?? options.env['CCWEB_CODEX_COMMAND'] ?? bundledCodexCommand();
   await run('codex', () => checkCodex(codexCommand, options.env, timeoutMs));
+  await run('codex-account', () => checkCodexAccount(codexCommand, options.env, timeoutMs));
   if (config === null) {
     for (const name of ['agent-isolation', 'gitea-mcp', 'gitea', 'token-scope', 'webhook-secret', 'data-dir', 'workspace-root', 'store-lock'] as const) {
       if (!skip.has(name)) report({ status: 'skip', check: name, detail: 'needs a valid configuration', fix: 'fix the config lines above' });

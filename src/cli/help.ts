@@ -47,8 +47,10 @@ Examples:
 
 Checks the setup with the same configuration as serve and prints one line per check:
   ok|warn|fail|skip  <check>  <detail>  → <fix>
-Checks: config, git, codex (starts \`codex app-server\` and completes initialize), agent-isolation
-(runs a probe command in the agent's sandbox, as serve does at start), gitea-mcp (MCP handshake), gitea (GET /api/v1/user with the token), token-scope (with --repo), webhook-secret,
+Checks: config, git, codex (starts \`codex app-server\` and completes initialize), codex-account
+(logged in? account/read; the account's rate limits), agent-isolation (runs a probe command in the
+agent's sandbox, as serve does at start), gitea-mcp (MCP handshake), gitea (GET /api/v1/user with the
+token), token-scope (with --repo), webhook-secret,
 data-dir, workspace-root, store-lock. Secrets are never printed.
 
 Options:

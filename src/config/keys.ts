@@ -3,6 +3,7 @@
 // Later issues add keys here, with the same `CCWEB_` prefix.
 import { z } from 'zod';
 import { DEFAULT_LOCALE, LOCALES, type Locale } from '../messages/catalogue.js';
+import { LIMIT_KEYS, LIMIT_DEFAULTS } from './limit-keys.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -255,6 +256,7 @@ export const KEYS = {
     expect: `one of ${LOG_LEVELS.join(', ')}`,
     fix: 'Set it to info (default), or debug while diagnosing.',
   },
+  ...LIMIT_KEYS,
 } satisfies Record<string, KeySpec>;
 
 export type ConfigKey = keyof typeof KEYS;
@@ -286,6 +288,7 @@ export const DEFAULTS = {
   // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then
   // follows live work, not history (issue #9: RSS at 100k stored tasks).
   archiveAfterMinutes: 60,
+  ...LIMIT_DEFAULTS,
   agentIsolation: 'on' as 'on' | 'off',
   // Off: an untrusted prompt plus network is a way out for whatever the agent can read (the
   // repository itself); the bot's Gitea tools work without it (gitea-mcp runs outside the sandbox).

@@ -15,8 +15,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CONFIG_KEYS, DEFAULTS, KEYS, type ConfigKey, type KeySpec, type LogLevel } from './keys.js';
 import type { Locale } from '../messages/catalogue.js';
+import { limitsConfigFrom, type LimitsConfig } from './limit-keys.js';
 
-export interface Config {
+export interface Config extends LimitsConfig {
   host: string;
   port: number;
   /** Absolute. */
@@ -287,6 +288,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     turnTimeoutMs: (v['turnTimeoutMs'] as number | undefined) ?? DEFAULTS.turnTimeoutMs,
     logLevel: (v['logLevel'] as LogLevel | undefined) ?? DEFAULTS.logLevel,
     configFile,
+    ...limitsConfigFrom(v),
     agentIsolation: (v['agentIsolation'] as 'on' | 'off' | undefined) ?? DEFAULTS.agentIsolation,
     agentNetwork: (v['agentNetwork'] as 'on' | 'off' | undefined) ?? DEFAULTS.agentNetwork,
     agentHidePaths: (v['agentHidePaths'] as string[] | undefined) ?? [],

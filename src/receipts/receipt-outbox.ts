@@ -26,6 +26,8 @@ import {
   isFailureReceiptState,
   receivedReceiptText,
 } from './receipt-text.js';
+import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
+import { isBudgetCode } from '../usage/usage-accounting.js';
 
 export type OutboxLogger = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -119,6 +121,9 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       if (tx.get('comments', key)) return false;
       const task = tx.get<TaskRecord>('tasks', taskId);
       if (!task) return false;
+      // A task stopped by one of its own limits is told by an edit of its receipt (receipt-notice.ts):
+      // one comment per task, not a second one.
+      if (state === 'failed' && isBudgetCode(task.errorCode)) return false;
       tx.insert('comments', key, pendingReceiptRecord(task, state, now()));
       return true;
     });
@@ -144,7 +149,11 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   function bodyFor(task: TaskRecord, rec: CommentRecord): string {
     const state = stateOfKey(rec);
-    const text = isFailureReceiptState(state) ? failureReceiptText(task, state, locale) : receivedReceiptText(task, locale);
+    const text = isFailureReceiptState(state)
+      ? failureReceiptText(task, state, locale)
+      : state === 'refused' && rec['quota']
+        ? refusalReceiptText(task, rec['quota'] as QuotaNotice)
+        : receivedReceiptText(task, locale);
     return `${text}\n\n${rec.marker}`;
   }
 

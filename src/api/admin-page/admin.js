@@ -1,6 +1,7 @@
 // The admin page: overview, task list with filters, task timeline, and the operator controls.
 // Routing by location.hash: `#/` (tasks) and `#/tasks/<taskId>`.
 import { api, ApiError, el, link, liveEvents, loginForm, newRequestId, operator, signOut, time, token } from './operator-client.js';
+import { renderUsagePanel } from './usage-panel.js';
 
 const TASK_STATES = [
   'received', 'queued', 'preparing', 'running', 'waiting_user', 'verifying_reply', 'retry_wait', 'blocked_workspace',
@@ -126,6 +127,7 @@ async function renderTasks() {
     el('section', {},
       el('h2', {}, 'Repositories'),
       repoTable(o),
+      usageSection(),
       el('h2', {}, 'Tasks'),
       el('div', { className: 'filters' },
         repoSelect,
@@ -150,6 +152,13 @@ async function renderTasks() {
       ),
     ),
   );
+}
+
+/** The usage section (usage-panel.js), filled once its data arrives. */
+function usageSection() {
+  const section = el('section', { id: 'usage' });
+  void renderUsagePanel(section);
+  return section;
 }
 
 function repoTable(o) {
