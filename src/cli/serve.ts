@@ -1,6 +1,7 @@
 // `ccweb-gitea serve` / `npm start`: the service for real deployments, configured by CCWEB_*
 // variables and/or a JSON file. Stops gracefully on SIGINT/SIGTERM.
 import { ConfigError, loadConfig } from '../config/index.js';
+import { IsolationUnavailableError } from '../isolation/service-isolation.js';
 import { startService } from '../service/create-service.js';
 
 export async function serve(argv: readonly string[]): Promise<void> {
@@ -14,7 +15,16 @@ export async function serve(argv: readonly string[]): Promise<void> {
     }
     throw err;
   }
-  const service = await startService({ config });
+  let service;
+  try {
+    service = await startService({ config });
+  } catch (err) {
+    if (err instanceof IsolationUnavailableError) {
+      process.stderr.write(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

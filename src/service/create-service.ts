@@ -38,6 +38,7 @@ import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hol
 import { createQuotaCheck } from '../usage/quota-check.js';
 import { createUsageAccounting } from '../usage/usage-accounting.js';
 import { registerUsageMetrics } from '../usage/usage-metrics.js';
+import { serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -56,6 +57,8 @@ export interface ServiceOptions {
 export interface Service {
   url: string;
   botLogin: string;
+  /** What the agent's commands can reach (shown by doctor and the admin page). */
+  agentIsolation: AgentIsolationStatus;
   logger: Logger;
   metrics: ServiceMetrics;
   close(): Promise<void>;
@@ -85,6 +88,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
   const metrics = createMetrics();
+  // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
+  // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
+  const { sandbox: agentSandbox, connection: codexConnection } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
+  const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea);
 
@@ -129,11 +136,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const supervisor = createAppServerSupervisor({
     runtime,
     connection: {
-      command: config.codexCommand,
-      env: process.env,
-      extraEnv: options.codexEnv,
-      agentHome: join(config.dataDir, 'agent-home'),
-      ...(config.agentPath ? { agentPath: config.agentPath } : {}),
+      ...codexConnection,
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
@@ -155,6 +158,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ...(config.codexModel ? { model: config.codexModel } : {}),
     turnTimeoutMs: config.turnTimeoutMs,
     botLogin,
+    agentSandbox,
     logger: logger.child({ part: 'sessions' }),
     usage,
   });
@@ -215,6 +219,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     store,
     runtime,
     adminToken: config.adminToken,
+    agentIsolation,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     limits,
@@ -260,6 +265,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   return {
     url,
     botLogin,
+    agentIsolation,
     logger,
     metrics,
     async close() {

@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/create-app.js';
-import { createOperatorRouters, type OperatorRouters } from '../../src/api/operator-routers.js';
+import { createOperatorRouters, type OperatorDeps, type OperatorRouters } from '../../src/api/operator-routers.js';
 import type { RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
 import { initialTaskMirror } from '../../src/intake/intake-records.js';
 import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
@@ -28,13 +28,17 @@ export interface ApiHarness {
 }
 
 /** `kinds`: the actor kinds the runtime hosts (the task kind alone unless a test needs more). */
-export async function startApiHarness(kinds: ActorKind[] = [taskKind()]): Promise<ApiHarness> {
+export async function startApiHarness(
+  kinds: ActorKind[] = [taskKind()],
+  options: { agentIsolation?: OperatorDeps['agentIsolation'] } = {},
+): Promise<ApiHarness> {
   const { store, runtime, close } = await createTestRuntime(kinds);
   const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
   const operator = createOperatorRouters({
     store,
     runtime,
     adminToken: ADMIN_TOKEN,
+    ...(options.agentIsolation ? { agentIsolation: options.agentIsolation } : {}),
     onControlChanged: () => {
       harness.controlChanges += 1;
     },

@@ -76,6 +76,10 @@ async function renderOverview() {
   header.replaceChildren(
     el('span', { className: `pill ${paused ? 'bad' : 'good'}`, id: 'pause-state' }, paused ? `paused: ${o.control.pauseReason || ''}` : 'running'),
     el('span', {}, ` ${o.running} running · ${o.queued} queued `),
+    // CCWEB_AGENT_ISOLATION=off: said on every page, as on every start.
+    o.agentIsolation?.mode === 'off'
+      ? el('span', { className: 'pill bad', id: 'isolation-state', title: o.agentIsolation.warning || '' }, 'agent isolation OFF')
+      : '',
     paused
       ? el('button', { id: 'resume', onclick: () => control('/control/resume', 'resume the service') }, 'Resume')
       : el('button', { id: 'pause', onclick: () => control('/control/pause', 'pause the service') }, 'Pause'),
