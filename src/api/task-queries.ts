@@ -18,7 +18,7 @@ import { taskActorId } from '../tasks/task-actor.js';
 /** Reads for the operators' view. Pure functions of the store; nothing here writes. */
 
 /** States in which a task holds (or is about to use) its repository's lease. */
-const RUNNING_STATES: readonly TaskState[] = ['preparing', 'running', 'verifying_reply', 'aborting'];
+const RUNNING_STATES: readonly TaskState[] = ['preparing', 'running', 'publishing', 'verifying_reply', 'aborting'];
 const ACTIVE_STATES = TASK_STATES.filter((s) => !TERMINAL_TASK_STATES.includes(s));
 
 export function controlOf(store: Store): ControlRecord {

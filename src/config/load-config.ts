@@ -47,6 +47,10 @@ export interface Config {
   taskRetentionDays?: number;
   /** Unset → `DEFAULTS.archiveAfterMinutes` (60). */
   archiveAfterMinutes?: number;
+  /** Unset → `pull_request`: commit, push the resource branch, open or reuse its pull request. */
+  delivery?: 'pull_request' | 'branch' | 'off';
+  /** Unset → `ccweb/`. */
+  branchPrefix?: string;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
 }
@@ -245,6 +249,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;
+  if (v['delivery'] !== undefined) config.delivery = v['delivery'] as Config['delivery'];
+  if (v['branchPrefix'] !== undefined) config.branchPrefix = v['branchPrefix'] as string;
   return config;
 }
 
