@@ -207,8 +207,20 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
 
     let upstream: string | null = null;
+    const previous = task.publish as PublishRecord | undefined;
+    const owedBefore = previous?.status === 'pushing' || (previous?.commits.length ?? 0) > 0;
+    // Fast path without the network: a clean tree whose HEAD some remote-tracking ref already contains
+    // has nothing new (the common "answer only" turn).
+    if (!owedBefore) {
+      const status = await git(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all']);
+      const contained = await git(['for-each-ref', '--count=1', '--contains', 'HEAD', '--format=%(refname)', 'refs/remotes/']);
+      if (status.ok && status.stdout.length === 0 && contained.ok && contained.stdout.trim() !== '') {
+        const rec = await record(taskId, { status: 'nothing_to_publish', mode }, { action: 'publish.nothing', metadata: { reason: 'no_changes' } });
+        options.onOutcome?.('nothing_to_publish');
+        return { ok: true, record: rec! };
+      }
+    }
     try {
-      const previous = task.publish as PublishRecord | undefined;
       // The target branch and the pull request it belongs to.
       let target: string;
       let pull: GiteaPull | null = null;
@@ -249,8 +261,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       if (!upstream) throw new PublishError('publish_git_failed', `origin has no ${repo.defaultBranch}`);
 
       const ahead = Number((await must(['rev-list', '--count', `${upstream}..HEAD`])).stdout.trim()) || 0;
-      const owed = previous?.status === 'pushing' || (previous?.commits.length ?? 0) > 0;
-      if (ahead === 0 && !(owed && previous?.branch === target)) {
+      if (ahead === 0 && !(owedBefore && previous?.branch === target)) {
         const rec = await record(taskId, { status: 'nothing_to_publish', mode, branch: previous?.branch ?? null }, { action: 'publish.nothing', metadata: { branch: target, remoteHead } });
         options.onOutcome?.('nothing_to_publish');
         return { ok: true, record: rec! };

@@ -5,6 +5,8 @@ import type { Config } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { createTaskExecutor } from '../executor/task-executor.js';
 import { createWorkspaceAdapter } from '../executor/workspace-adapter.js';
+import { createGiteaPullsClient } from '../publish/gitea-pulls.js';
+import { createPublisher } from '../publish/publisher.js';
 import { createGiteaClient, type GiteaClient } from '../gitea/index.js';
 import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
@@ -126,10 +128,28 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     botLogin,
     logger: logger.child({ part: 'sessions' }),
   });
+  const publisher = createPublisher({
+    store,
+    gitea: createGiteaPullsClient({ baseUrl: config.giteaUrl, token: config.giteaToken }),
+    token: config.giteaToken,
+    botLogin,
+    giteaUrl: config.giteaUrl,
+    workspaceRoot: config.workspaceRoot,
+    patchDir: join(config.dataDir, 'patches'),
+    mode: config.delivery ?? DEFAULTS.delivery,
+    branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix,
+    log: (msg, fields) => logger.child({ part: 'publisher' }).info(fields, msg),
+    onOutcome: (outcome) => metrics.observePublish(outcome),
+  });
   const executor = createTaskExecutor({
     store,
     runtime,
-    workspace: createWorkspaceAdapter({ root: config.workspaceRoot, token: config.giteaToken }),
+    workspace: createWorkspaceAdapter({
+      root: config.workspaceRoot,
+      token: config.giteaToken,
+      worktrees: { branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix },
+    }),
+    publisher,
     sessions,
     verification,
     replyExists: async (task, turn) => {
