@@ -181,6 +181,8 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
   const threadId = task.threadId ?? session?.threadId ?? null;
   return {
     task: { ...task, commentUrl: safeUrl(task.commentUrl) },
+    /** Change delivery: branch, commits, pull request, or where an unpublished change is kept. */
+    publish: task.publish ?? null,
     delivery: delivery && {
       deliveryKey: delivery.deliveryKey,
       deliveryId: delivery.deliveryId,

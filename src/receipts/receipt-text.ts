@@ -36,6 +36,18 @@ const ERROR_SENTENCES: Record<string, string> = {
   rest_fallback_failed: 'the answer could not be posted as a comment',
   rest_fallback_unconfirmed: 'the answer was sent but could not be found on this issue afterwards',
   reply_unconfirmed: 'the agent\'s answer could not be confirmed on this issue',
+  push_rejected: 'Gitea refused to accept the change (a protected branch or missing push permission)',
+  push_conflict: 'the branch moved on Gitea and the change does not apply on top of it',
+  push_failed: 'the change could not be pushed to Gitea',
+  pull_request_refused: 'Gitea refused to open the pull request',
+  publish_unverified: 'the pushed change could not be confirmed on Gitea',
+  publish_target_default: 'the change would have gone to the default branch, which the bot never pushes to',
+  publish_target_missing: 'the branch of this pull request no longer exists',
+  publish_target_invalid: 'the branch name for the change is not acceptable',
+  publish_secret_in_change: 'the change contained a secret of the service, so it was not pushed',
+  publish_git_failed: 'a git operation while publishing the change failed',
+  publish_gitea_failed: 'Gitea could not be asked about the branch or pull request',
+  publish_failed: 'the change could not be published',
 };
 
 /** A plain sentence for an error code; unknown codes get a generic one (the code is shown beside it). */
@@ -68,8 +80,17 @@ export function receivedReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>)
   return `giteabot: 已收到 — the request${who ? ` from ${who}` : ''} is queued (task ${task.taskId}).`;
 }
 
+/** Where an unpublished change was kept (change delivery), in the service's own words: nothing is lost. */
+function keptText(task: { publish?: unknown }): string {
+  const kept = (task.publish as { kept?: { branch?: unknown; patchFile?: unknown } | null } | undefined)?.kept;
+  if (!kept || typeof kept.branch !== 'string' || typeof kept.patchFile !== 'string') return '';
+  const name = (s: string) => s.replace(/[^A-Za-z0-9._/-]/g, '_');
+  const file = kept.patchFile.split('/').at(-1) ?? '';
+  return ` The change is kept: branch \`${name(kept.branch)}\` in the service's workspace and the patch \`patches/${name(file)}\` in its data directory.`;
+}
+
 export function failureReceiptText(
-  task: Pick<TaskRecord, 'taskId' | 'errorCode' | 'stoppedBy'>,
+  task: Pick<TaskRecord, 'taskId' | 'errorCode' | 'stoppedBy'> & { publish?: unknown },
   state: FailureReceiptState,
 ): string {
   const code = task.errorCode ? ` (error code: \`${task.errorCode}\`)` : '';
@@ -81,6 +102,6 @@ export function failureReceiptText(
     case 'failed_reply':
       return `giteabot: task ${task.taskId} finished, but its answer is not on this issue: ${describeErrorCode(task.errorCode)}${code}.`;
     case 'failed':
-      return `giteabot: task ${task.taskId} failed: ${describeErrorCode(task.errorCode)}${code}.`;
+      return `giteabot: task ${task.taskId} failed: ${describeErrorCode(task.errorCode)}${code}.${keptText(task)}`;
   }
 }

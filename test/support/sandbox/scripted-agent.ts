@@ -6,6 +6,8 @@
  *
  * - `question`  → posts a question and ends with CCWEB_WAITING_USER (the task waits for the user);
  * - `head`      → runs `git rev-parse HEAD` through Codex's shell tool first and reports the sha;
+ * - `change-file` → appends a line naming the task to CHANGES.md through Codex's shell tool, then answers
+ *   (change delivery publishes it);
  * - `forget`    → answers without calling the gitea tool (the reply goes missing: the reply-retry turn posts it);
  * - `forget-always` → never posts, not even in the reply-retry turn (→ REST fallback);
  * - `slow`      → stalls (the turn runs until interrupted);
@@ -83,7 +85,11 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
     }
 
     let text = answer(userText);
-    if (lower.includes('head') && !isRetry) {
+    if (lower.includes('change-file') && !isRetry) {
+      // Edits the repository through Codex's own shell tool: a line naming the task, appended to CHANGES.md.
+      if (outputs.length === 0) return { type: 'shell', command: `printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && echo edited` };
+      text = 'I appended a line to CHANGES.md.';
+    } else if (lower.includes('head') && !isRetry) {
       const shellDone = outputs.length > 0;
       if (!shellDone) return { type: 'shell', command: ['git', 'rev-parse', 'HEAD'] };
       const out = JSON.stringify(outputs.at(-1)!.output ?? '');
