@@ -313,7 +313,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
           await record(taskId, {}, { action: 'publish.push', metadata: { branch: target, head: pushedHead, commits: commits.length } });
         }
       } else {
+        // Owed from before a restart: the push happened (Gitea has it) but was never confirmed here.
         pushedHead = previous?.headSha ?? head;
+        await record(taskId, {}, { action: 'publish.push_skipped', metadata: { branch: target, head: pushedHead, reason: 'already_on_gitea' } });
       }
 
       // 5. Read back: the remote branch holds what we pushed, and Gitea's API knows the branch.
