@@ -196,7 +196,7 @@ export const KEYS = {
     env: 'CCWEB_DELIVERY',
     schema: z.string().trim().toLowerCase().pipe(z.enum(['pull_request', 'branch', 'off'])),
     expect: 'one of pull_request, branch, off',
-    fix: "Set it to pull_request (default: the agent's changes go to a branch and a pull request), branch (a branch only) or off (nothing is pushed; the user is told).",
+    fix: "Set it to pull_request (default: the agent's changes go to a branch and a pull request), branch (a branch only) or off (nothing is pushed; the change is kept as a local branch and a patch file, listed in the task detail).",
   },
   branchPrefix: {
     env: 'CCWEB_BRANCH_PREFIX',
