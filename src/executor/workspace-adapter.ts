@@ -30,6 +30,9 @@ export function createWorkspaceAdapter(options: {
           issueBranch: issueBranchName(worktrees.branchPrefix, task.resource.number),
           timeoutMs: options.timeoutMs,
           signal,
+          // Back from waiting_user: while a task waits, the resource's new mentions join it, so the
+          // worktree's changes are this task's own.
+          continueDirty: (task.followUps?.length ?? 0) > 0,
         });
         if (!result.ok) return { ok: false, code: result.code, retryable: result.retryable, message: result.message };
         return { ok: true, path: result.path, head: result.head, lastFetchAt: result.lastFetchAt };

@@ -20,6 +20,8 @@ import type { Store } from '../store/types.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import {
+  BLOCKED_NOTICE_STATE,
+  blockedWorkspaceReceiptText,
   FAILURE_RECEIPT_STATES,
   failureReceiptText,
   isFailureReceiptState,
@@ -126,7 +128,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       kick();
       return;
     }
-    if (!isFailureReceiptState(n.toState)) return;
+    if (!isFailureReceiptState(n.toState) && n.toState !== BLOCKED_NOTICE_STATE) return;
     const taskId = (n.context as { taskId?: string } | null)?.taskId ?? n.taskId;
     if (!taskId) return;
     const state = n.toState;
@@ -140,7 +142,11 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   function bodyFor(task: TaskRecord, rec: CommentRecord): string {
     const state = stateOfKey(rec);
-    const text = isFailureReceiptState(state) ? failureReceiptText(task, state) : receivedReceiptText(task);
+    const text = isFailureReceiptState(state)
+      ? failureReceiptText(task, state)
+      : state === BLOCKED_NOTICE_STATE
+        ? blockedWorkspaceReceiptText(task)
+        : receivedReceiptText(task);
     return `${text}\n\n${rec.marker}`;
   }
 
@@ -331,7 +337,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       stopped = false;
       unsubscribe ??= runtime.onTransition(onTransition);
       // Tasks that ended while no outbox was listening (e.g. before a restart) still get their receipt.
-      for (const state of FAILURE_RECEIPT_STATES) {
+      for (const state of [...FAILURE_RECEIPT_STATES, BLOCKED_NOTICE_STATE]) {
         for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
           await ensureFailureReceipt(task.taskId, state);
         }

@@ -7,6 +7,16 @@ import type { TaskRecord } from '../domain/records.js';
 export const FAILURE_RECEIPT_STATES = ['failed', 'failed_reply', 'aborted', 'cancelled'] as const;
 export type FailureReceiptState = (typeof FAILURE_RECEIPT_STATES)[number];
 
+/**
+ * A task blocked by its own resource's dirty worktree tells its user once (issue 14: never wait
+ * silently): one notice per task, keyed like every receipt (`<taskId>:status:blocked_workspace`).
+ */
+export const BLOCKED_NOTICE_STATE = 'blocked_workspace';
+
+export function blockedWorkspaceReceiptText(task: Pick<TaskRecord, 'taskId'>): string {
+  return `giteabot: task ${task.taskId} is waiting: the workspace of this issue/pull request has changes left from an earlier run that were not published, so nothing was run. An operator can clean it up and unblock the task, or cancel it.`;
+}
+
 export function isFailureReceiptState(state: string): state is FailureReceiptState {
   return (FAILURE_RECEIPT_STATES as readonly string[]).includes(state);
 }

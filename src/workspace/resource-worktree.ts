@@ -39,6 +39,12 @@ export interface ResourceWorktreeInput {
   signal?: AbortSignal;
   logger?: GitLogger;
   now?: () => Date;
+  /**
+   * The task coming back after asking its user something (waiting_user): uncommitted changes in the
+   * worktree are its own from before the question (no other task of the resource ran meanwhile), so it
+   * continues on them instead of being blocked. A half-done git operation still blocks.
+   */
+  continueDirty?: boolean;
 }
 
 export type ResourceWorktreeResult =
@@ -175,10 +181,12 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
     const st = await lstat(dotGit).catch(() => undefined);
     if (!st || !st.isFile()) throw new Failure('workspace_dirty', false, 'the worktree path is not a git worktree of this repository; left untouched', true);
     const inspection = await inspectWorktree(wtPath, timeoutMs, input.logger);
-    if (inspection) throw new Failure('workspace_dirty', false, inspection, true);
+    if (inspection && !(inspection.kind === 'changes' && input.continueDirty)) throw new Failure('workspace_dirty', false, inspection.reason, true);
     const head = await resolve('HEAD', wtPath);
     const current = (await git(['symbolic-ref', '--quiet', '--short', 'HEAD'], wtPath)).stdout.trim();
-    if (head && current === branch && !(await isAncestor(git, head, upstreamSha, wtPath))) {
+    if (inspection) {
+      // Its own unfinished work (continueDirty): left exactly as it is.
+    } else if (head && current === branch && !(await isAncestor(git, head, upstreamSha, wtPath))) {
       // Unpublished local commits: keep them; publishing brings them onto the remote branch.
       keptLocalCommits = await countAhead(git, upstreamSha, head, wtPath);
     } else {
@@ -190,19 +198,19 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
   return { ok: true as const, path: wtPath, repoPath, head, branch, upstream, defaultBranch, lastFetchAt, keptLocalCommits };
 }
 
-/** A reason the worktree is not clean, or null. The worktree's git dir is `.git/worktrees/<name>` in the shared clone. */
-async function inspectWorktree(wtPath: string, timeoutMs: number, logger?: GitLogger): Promise<string | null> {
+/** Why the worktree is not clean, or null. The worktree's git dir is `.git/worktrees/<name>` in the shared clone. */
+async function inspectWorktree(wtPath: string, timeoutMs: number, logger?: GitLogger): Promise<{ kind: 'operation' | 'changes'; reason: string } | null> {
   const gitDir = await runGit(['rev-parse', '--git-dir'], { cwd: wtPath, timeoutMs, logger });
   if (gitDir.ok) {
     const dir = path.resolve(wtPath, gitDir.stdout.trim());
     for (const marker of ['index.lock', 'HEAD.lock', 'MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'rebase-merge', 'rebase-apply']) {
-      if (existsSync(path.join(dir, marker))) return `${marker} exists in the worktree's git directory (an interrupted or running git operation)`;
+      if (existsSync(path.join(dir, marker))) return { kind: 'operation', reason: `${marker} exists in the worktree's git directory (an interrupted or running git operation)` };
     }
   }
   // inspectWorkspace looks for markers under <path>/.git/ (a file here) and runs status.
   const inspection = await inspectWorkspace(wtPath, { timeoutMs, logger });
-  if (inspection.state === 'dirty') return inspection.reason;
-  if (inspection.state === 'error') return describeFailure(inspection.args, inspection.result);
+  if (inspection.state === 'dirty') return { kind: 'changes', reason: inspection.reason };
+  if (inspection.state === 'error') return { kind: 'operation', reason: describeFailure(inspection.args, inspection.result) };
   return null;
 }
 

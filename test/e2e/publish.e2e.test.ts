@@ -2,7 +2,7 @@
 // app-server whose scripted model edits CHANGES.md through Codex's own shell tool (`exec_command`).
 // What the agent changed must reach Gitea as commits and one pull request, exactly once, read back.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,6 +183,49 @@ describe('change delivery against a real Gitea', () => {
     const pulls = (await openPulls()).filter((p) => p.head.ref === `ccweb/issue-${n}`);
     expect(pulls).toHaveLength(1);
     expect(await fileOn(`ccweb/issue-${n}`, 'CHANGES.md')).toBe(`change by task ${taskId}\n`);
+  });
+
+  it("one resource's leftovers never block another's task; the resource's own next task tells its user once", async () => {
+    const a = await env.gitea.createIssue('alice', 'Leftovers here');
+    const first = await mention(a, 'change-file please');
+    expect((await waitForTask(first)).task.state).toBe('succeeded');
+    // Leftovers in issue A's worktree (as a crashed or failed run would leave them).
+    const wtA = join(env.workspaceRoot, 'default', '.worktrees', owner(), repo(), `issue-${a}`);
+    writeFileSync(join(wtA, 'LEFTOVER.txt'), 'not published\n');
+    const b = await env.gitea.createIssue('alice', 'Unrelated issue');
+    const other = await mention(b, 'change-file on another issue');
+    expect((await waitForTask(other)).task.state).toBe('succeeded');
+    expect(await fileOn(`ccweb/issue-${b}`, 'CHANGES.md')).toBe(`change by task ${other}\n`);
+    // Issue A's own next task is blocked by its leftovers, and says so once.
+    const blocked = await mention(a, 'another change-file');
+    expect((await waitForTask(blocked)).task.state).toBe('blocked_workspace');
+    const notices = async () => (await env.gitea.comments(a)).filter((c) => c.body.includes(`task ${blocked} is waiting`));
+    const deadline = Date.now() + 20_000;
+    while ((await notices()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    expect(await notices()).toHaveLength(1);
+    // Unblocked while still dirty: blocked again, and no second notice.
+    const res = await fetch(`${env.service!.url}/api/gitea-workflow/tasks/${blocked}/unblock`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${env.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ requestId: `unblock-${blocked}`, operator: 'ops', reason: 'still dirty on purpose' }),
+    });
+    expect(res.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await waitForTask(blocked)).task.state).toBe('blocked_workspace');
+    expect(await notices()).toHaveLength(1);
+  });
+
+  it('a task that asked its user something continues on its own uncommitted change and publishes it all once answered', async () => {
+    const n = await env.gitea.createIssue('alice', 'Ask me first');
+    const taskId = await mention(n, 'change-file, but ask a question first');
+    expect((await waitForTask(taskId, ['waiting_user', ...FINAL])).task.state).toBe('waiting_user');
+    expect(await branchSha(`ccweb/issue-${n}`)).toBeNull();
+    // The reply joins the waiting task (no new task).
+    await env.gitea.comment('alice', n, '@ccweb-bot firefox; and change-file again');
+    const d = await waitForTask(taskId);
+    expect(d.task.state, JSON.stringify(d.task)).toBe('succeeded');
+    expect(await fileOn(`ccweb/issue-${n}`, 'CHANGES.md')).toBe(`change by task ${taskId}\nchange by task ${taskId}\n`);
+    expect((await openPulls()).filter((p) => p.head.ref === `ccweb/issue-${n}`)).toHaveLength(1);
   });
 
   it('an answer-only mention publishes nothing', async () => {
