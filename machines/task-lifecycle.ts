@@ -94,7 +94,10 @@ export type TaskEvent =
   | { type: 'WORKSPACE_BLOCKED'; errorCode: string }
   | ({ type: 'PREPARE_FAILED' } & Failure)
   // Codex turn outcomes
-  /** `publish: false` skips publishing (a reply-retry turn, a turn already published): straight to verification. */
+  /**
+   * `publish: true` (the executor, with change delivery on, after a normal turn): publish the turn's
+   * changes first. Without it (a reply-retry turn, an answer only re-verified): straight to verification.
+   */
   | { type: 'TURN_REPLIED'; publish?: boolean }
   | { type: 'TURN_WAITING_USER' }
   | ({ type: 'TURN_FAILED' } & Failure)
@@ -127,7 +130,7 @@ export const taskMachine = setup({
     canRetryExecution: ({ context, event }) =>
       context.attempt < MAX_EXECUTION_RETRIES && (event as { retryable?: boolean }).retryable !== false,
     canRetryReply: ({ context }) => context.replyAttempt < MAX_REPLY_RETRIES,
-    publishesFirst: ({ event }) => (event as { publish?: boolean }).publish !== false,
+    publishesFirst: ({ event }) => (event as { publish?: boolean }).publish === true,
     resumesAtPreparing: ({ context }) => context.retryTarget === 'preparing',
     resumesAtRunning: ({ context }) => context.retryTarget === 'running',
     resumesAtVerifying: ({ context }) => context.retryTarget === 'verifying_reply',
@@ -322,7 +325,7 @@ export function taskEventCases(): TaskEvent[] {
     { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: 1 },
     { type: 'PREPARE_FAILED', errorCode: 'mcp_command_missing', retryable: false },
     { type: 'TURN_REPLIED' },
-    { type: 'TURN_REPLIED', publish: false },
+    { type: 'TURN_REPLIED', publish: true },
     { type: 'PUBLISHED' },
     { type: 'PUBLISH_FAILED', errorCode: 'push_rejected' },
     { type: 'TURN_WAITING_USER' },
