@@ -7,6 +7,7 @@ import { createTaskExecutor } from '../executor/task-executor.js';
 import { createWorkspaceAdapter } from '../executor/workspace-adapter.js';
 import { createGiteaPullsClient } from '../publish/gitea-pulls.js';
 import { createPublisher } from '../publish/publisher.js';
+import { createPublishToolHandler, PUBLISH_TOOL_INSTRUCTIONS, publishToolSpecs } from '../publish/publish-tool.js';
 import { createGiteaClient, type GiteaClient } from '../gitea/index.js';
 import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
@@ -114,6 +115,19 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     },
     logger: logger.child({ part: 'app-server' }),
   });
+  const publisher = createPublisher({
+    store,
+    gitea: createGiteaPullsClient({ baseUrl: config.giteaUrl, token: config.giteaToken }),
+    token: config.giteaToken,
+    botLogin,
+    giteaUrl: config.giteaUrl,
+    workspaceRoot: config.workspaceRoot,
+    patchDir: join(config.dataDir, 'patches'),
+    mode: config.delivery ?? DEFAULTS.delivery,
+    branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix,
+    log: (msg, fields) => logger.child({ part: 'publisher' }).info(fields, msg),
+    onOutcome: (outcome) => metrics.observePublish(outcome),
+  });
   const sessions = createSessionManager({
     store,
     runtime,
@@ -127,19 +141,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     turnTimeoutMs: config.turnTimeoutMs,
     botLogin,
     logger: logger.child({ part: 'sessions' }),
-  });
-  const publisher = createPublisher({
-    store,
-    gitea: createGiteaPullsClient({ baseUrl: config.giteaUrl, token: config.giteaToken }),
-    token: config.giteaToken,
-    botLogin,
-    giteaUrl: config.giteaUrl,
-    workspaceRoot: config.workspaceRoot,
-    patchDir: join(config.dataDir, 'patches'),
-    mode: config.delivery ?? DEFAULTS.delivery,
-    branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix,
-    log: (msg, fields) => logger.child({ part: 'publisher' }).info(fields, msg),
-    onOutcome: (outcome) => metrics.observePublish(outcome),
+    // Change delivery: the agent can publish its change itself and link the pull request in its answer.
+    ...((config.delivery ?? DEFAULTS.delivery) !== 'off'
+      ? { dynamicTools: { specs: publishToolSpecs(), instructions: PUBLISH_TOOL_INSTRUCTIONS, call: createPublishToolHandler(publisher) } }
+      : {}),
   });
   const executor = createTaskExecutor({
     store,

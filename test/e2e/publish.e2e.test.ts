@@ -20,7 +20,7 @@ interface Pull {
   base: { ref: string };
 }
 interface TaskDetail {
-  task: { taskId: string; state: string; errorCode: string | null };
+  task: { taskId: string; state: string; errorCode: string | null; threadId: string | null };
   publish: {
     status: string;
     branch: string | null;
@@ -155,6 +155,34 @@ describe('change delivery against a real Gitea', () => {
     expect(await fileOn(`ccweb/issue-${n}`, 'CHANGES.md')).toMatch(new RegExp(`task .+\\nchange by task ${taskId}\\n$`));
     expect(d.publish?.pullRequest?.number).toBe(firstPr.number);
     expect(d.audit.map((e) => e.action)).toContain('publish.pull_request_reused');
+  });
+
+  it('the agent publishes through the service\'s tool and its one answer links the pull request; also on a resumed thread', async () => {
+    const n = await env.gitea.createIssue('alice', 'Link the PR');
+    const first = await mention(n, 'change-file and publish-tool');
+    const d1 = await waitForTask(first);
+    expect(d1.task.state, JSON.stringify(d1.task)).toBe('succeeded');
+    const pulls = (await openPulls()).filter((p) => p.head.ref === `ccweb/issue-${n}`);
+    expect(pulls).toHaveLength(1);
+    const answer = async (taskId: string) =>
+      (await env.gitea.comments(n)).find((c) => c.user.login === env.gitea.users.bot.login && c.body.includes(`taskId=${taskId}`))!.body;
+    expect(await answer(first)).toContain(pulls[0]!.html_url);
+    // The tool published during the turn; the step after the turn found it done (no second push).
+    const actions = d1.audit.map((e) => e.action);
+    expect(actions.filter((a) => a === 'publish.push')).toHaveLength(1);
+    expect(actions.indexOf('publish.push')).toBeLessThan(d1.audit.findIndex((e) => e.toState === 'publishing'));
+    expect((await commitsOn(`ccweb/issue-${n}`))[0]!.commit.message).toMatch(/^Append a line to CHANGES.md\n/);
+    // A restart: the next task resumes the thread (thread/resume has no dynamicTools field).
+    await env.service!.stop();
+    await env.startService();
+    const second = await mention(n, 'change-file again and publish-tool');
+    const d2 = await waitForTask(second);
+    expect(d2.task.state, JSON.stringify(d2.task)).toBe('succeeded');
+    expect(await answer(second)).toContain(pulls[0]!.html_url);
+    expect(d2.audit.map((e) => e.action).filter((a) => a === 'publish.push')).toHaveLength(1);
+    // Same thread, resumed by the new app-server process: the tool survived thread/resume.
+    expect(d2.task.threadId).toBe(d1.task.threadId);
+    expect(d2.audit.map((e) => e.toState)).toContain('resuming');
   });
 
   it('a same-repository pull request → a new commit on its head branch, no new pull request', async () => {
