@@ -350,6 +350,10 @@ describe('change delivery against a real Gitea', () => {
     scan(env.dataDir);
     expect(hits).toEqual([]);
     expect(env.service!.lines.filter((l) => l.includes(token))).toEqual([]);
+    // Arguments of every git command run (pushes and fetches included): the token is never one.
+    const gitArgs = readFileSync(env.gitArgsLog, 'utf8');
+    expect(gitArgs).toMatch(/^push /m);
+    expect(gitArgs.split('\n').filter((l) => l.includes(token))).toEqual([]);
     const shared = join(env.workspaceRoot, 'default', owner(), repo());
     const config = execFileSync('git', ['config', '--list', '--show-origin'], { cwd: shared, encoding: 'utf8' });
     expect(config).not.toContain(token);

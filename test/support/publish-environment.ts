@@ -10,6 +10,7 @@
  *
  * Test double: only that proxy (a pass-through, to inject the fault); Gitea itself is real.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -31,6 +32,8 @@ export interface PublishEnvironment {
   env: Record<string, string>;
   dataDir: string;
   workspaceRoot: string;
+  /** One line per git command the service (or the agent) ran: its arguments. */
+  gitArgsLog: string;
   service: ServiceProcess | null;
   startService(): Promise<ServiceProcess>;
   /** Holds the next pushes (after Gitea updated the ref) until the returned release(); resolves `held` when one is held. */
@@ -92,6 +95,13 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
   writeFileSync(mcpCommand, `#!/bin/sh\nexec '${process.execPath}' '${GITEA_MCP_STANDIN_PATH}' "$@"\n`);
   chmodSync(mcpCommand, 0o755);
 
+  // Every git the service runs goes through this wrapper, which records its arguments (the token must
+  // never be one of them).
+  const gitArgsLog = join(root, 'git-args.log');
+  const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+  writeFileSync(join(bin, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${gitArgsLog}'\nexec '${realGit}' "$@"\n`);
+  chmodSync(join(bin, 'git'), 0o755);
+
   const port = await freePort();
   const dataDir = join(root, 'data');
   const workspaceRoot = join(dataDir, 'workspaces');
@@ -108,6 +118,7 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
     CCWEB_GITEA_MCP_COMMAND: mcpCommand,
     CCWEB_LOG_LEVEL: 'warn',
     CODEX_HOME: codexHome,
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
   };
   await gitea.addWebhook(`http://127.0.0.1:${port}/api/gitea/webhook`, webhookSecret);
 
@@ -124,6 +135,7 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
     env,
     dataDir,
     workspaceRoot,
+    gitArgsLog,
     service: null,
     async startService() {
       envObj.service = await startServiceProcess(env, { timeoutMs: 90_000 });
