@@ -22,6 +22,8 @@ import path from 'node:path';
 
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import type { Store } from '../store/types.js';
+import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
+import { NOT_PUBLISHED_NOTICE_STATE } from '../receipts/receipt-text.js';
 import { classifyGitFailure } from '../workspace/classify-git-failure.js';
 import { redactSecrets } from '../workspace/git-credentials.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from '../workspace/run-git.js';
@@ -123,7 +125,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
     return resourceWorktreePath(options.workspaceRoot, repo?.instanceId ?? options.instanceId ?? 'default', task.owner, task.repo, task.resource);
   }
 
-  async function record(taskId: string, patch: Partial<PublishRecord>, audit?: { action: string; metadata: Record<string, unknown>; level?: 'alert' }) {
+  async function record(
+    taskId: string,
+    patch: Partial<PublishRecord>,
+    audit?: { action: string; metadata: Record<string, unknown>; level?: 'alert' },
+    notice?: string,
+  ) {
     return store.transact((tx) => {
       const t = tx.get<TaskRecord>('tasks', taskId);
       if (!t) return null;
@@ -142,6 +149,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
       const next: PublishRecord = { ...prev, ...patch, updatedAt: now().toISOString() };
       tx.put('tasks', taskId, { ...t, publish: next });
       if (audit) tx.appendAudit({ action: audit.action, actor: 'system:publisher', taskId, ...(audit.level ? { level: audit.level } : {}), metadata: audit.metadata });
+      // A status comment for the receipt outbox (exactly once by its key), in the same transaction.
+      if (notice && !tx.get('comments', receiptCommentKey(taskId, notice))) tx.insert('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
       return next;
     });
   }
@@ -269,7 +278,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
       if (mode === 'off') {
         const kept = await keep(taskId, upstream, git, must, resolve);
-        const rec = await record(taskId, { status: 'not_published', mode, branch: null, kept, errorCode: null }, { action: 'publish.off', metadata: { kept } });
+        const rec = await record(taskId, { status: 'not_published', mode, branch: null, kept, errorCode: null }, { action: 'publish.off', metadata: { kept } }, NOT_PUBLISHED_NOTICE_STATE);
         options.onOutcome?.('not_published');
         return { ok: true, record: rec! };
       }

@@ -22,6 +22,8 @@ import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-r
 import {
   BLOCKED_NOTICE_STATE,
   blockedWorkspaceReceiptText,
+  NOT_PUBLISHED_NOTICE_STATE,
+  notPublishedReceiptText,
   FAILURE_RECEIPT_STATES,
   failureReceiptText,
   isFailureReceiptState,
@@ -124,7 +126,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   function onTransition(n: TransitionNotice): void {
     if (n.kind !== TASK_KIND || stopped) return;
-    if (n.toState === 'queued') {
+    // Queued: its 已收到 receipt; out of publishing: a notice the publisher may have queued (delivery off).
+    if (n.toState === 'queued' || n.fromState === 'publishing') {
       kick();
       return;
     }
@@ -146,7 +149,9 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       ? failureReceiptText(task, state)
       : state === BLOCKED_NOTICE_STATE
         ? blockedWorkspaceReceiptText(task)
-        : receivedReceiptText(task);
+        : state === NOT_PUBLISHED_NOTICE_STATE
+          ? notPublishedReceiptText(task)
+          : receivedReceiptText(task);
     return `${text}\n\n${rec.marker}`;
   }
 

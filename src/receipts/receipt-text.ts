@@ -17,6 +17,13 @@ export function blockedWorkspaceReceiptText(task: Pick<TaskRecord, 'taskId'>): s
   return `giteabot: task ${task.taskId} is waiting: the workspace of this issue/pull request has changes left from an earlier run that were not published, so nothing was run. An operator can clean it up and unblock the task, or cancel it.`;
 }
 
+/** CCWEB_DELIVERY=off: the task's changes were not published; the user is told once where they are. */
+export const NOT_PUBLISHED_NOTICE_STATE = 'changes_not_published';
+
+export function notPublishedReceiptText(task: Pick<TaskRecord, 'taskId'> & { publish?: unknown }): string {
+  return `giteabot: the changes of task ${task.taskId} were not published (change delivery is off on this service).${keptText(task)}`;
+}
+
 export function isFailureReceiptState(state: string): state is FailureReceiptState {
   return (FAILURE_RECEIPT_STATES as readonly string[]).includes(state);
 }

@@ -335,6 +335,60 @@ describe('change delivery against a real Gitea', () => {
     expect((await waitForTask(next)).task.state).toBe('succeeded');
   });
 
+  it('a pull request from a fork → the change goes to ccweb/pr-N of the base repository, linked once from the pull request', async () => {
+    const pr = env.gitea.forkPrNumber;
+    const before = await openPulls();
+    const taskId = await mention(pr, 'tweak the fork pull request (change-file)');
+    const d = await waitForTask(taskId);
+    expect(d.task.state, JSON.stringify(d.task)).toBe('succeeded');
+    const branch = `ccweb/pr-${pr}`;
+    const head = await branchSha(branch);
+    expect(head).not.toBeNull();
+    const commits = await commitsOn(branch);
+    expect(commits[0]!.commit.message).toContain(`Ccweb-Task: ${taskId}`);
+    expect(commits[1]!.sha).toBe(env.gitea.forkPrHeadSha); // on top of the fork's head
+    expect((await openPulls()).map((p) => p.number).sort()).toEqual(before.map((p) => p.number).sort());
+    const links = (await env.gitea.comments(pr)).filter((c) => c.user.login === env.gitea.users.bot.login && c.body.includes(`ccweb branch=${branch}`));
+    expect(links).toHaveLength(1);
+    expect(links[0]!.body).toContain(`/src/branch/${branch}`);
+    expect(d.publish?.branch).toBe(branch);
+  });
+
+  it('CCWEB_DELIVERY=branch pushes the branch and opens no pull request', async () => {
+    env.env.CCWEB_DELIVERY = 'branch';
+    await env.service!.stop();
+    await env.startService();
+    const n = await env.gitea.createIssue('alice', 'Branch only');
+    const taskId = await mention(n, 'change-file please');
+    const d = await waitForTask(taskId);
+    expect(d.task.state).toBe('succeeded');
+    expect(await fileOn(`ccweb/issue-${n}`, 'CHANGES.md')).toBe(`change by task ${taskId}\n`);
+    expect((await asOwner<Pull[]>('GET', '/pulls?state=all&limit=50')).filter((p) => p.head.ref === `ccweb/issue-${n}`)).toHaveLength(0);
+    expect(d.publish?.status).toBe('published');
+    expect(d.publish?.pullRequest).toBeNull();
+  });
+
+  it('CCWEB_DELIVERY=off pushes nothing, leaves the worktree clean, keeps the change and tells the user once', async () => {
+    env.env.CCWEB_DELIVERY = 'off';
+    await env.service!.stop();
+    await env.startService();
+    const n = await env.gitea.createIssue('alice', 'Off');
+    const taskId = await mention(n, 'change-file please');
+    const d = await waitForTask(taskId);
+    expect(d.task.state).toBe('succeeded');
+    expect(await branchSha(`ccweb/issue-${n}`)).toBeNull();
+    expect(d.publish?.status).toBe('not_published');
+    expect(readFileSync(d.publish!.kept!.patchFile, 'utf8')).toContain(`+change by task ${taskId}`);
+    const wt = join(env.workspaceRoot, 'default', '.worktrees', owner(), repo(), `issue-${n}`);
+    expect(execFileSync('git', ['status', '--porcelain'], { cwd: wt, encoding: 'utf8' })).toBe('');
+    const notices = async () => (await env.gitea.comments(n)).filter((c) => c.body.includes(`changes of task ${taskId} were not published`));
+    const deadline = Date.now() + 20_000;
+    while ((await notices()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    expect(await notices()).toHaveLength(1);
+    expect((await notices())[0]!.body).toContain(`ccweb-kept/${taskId}`);
+    delete env.env.CCWEB_DELIVERY;
+  });
+
   it('no token in any workspace file, remote URL, git config, log line or stored record', async () => {
     const token = env.botToken;
     const hits: string[] = [];
