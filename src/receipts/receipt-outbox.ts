@@ -126,11 +126,12 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   function onTransition(n: TransitionNotice): void {
     if (n.kind !== TASK_KIND || stopped) return;
-    // Queued: its 已收到 receipt; out of publishing: a notice the publisher may have queued (delivery off).
-    if (n.toState === 'queued' || n.fromState === 'publishing') {
+    if (n.toState === 'queued') {
       kick();
       return;
     }
+    // Out of publishing: a notice the publisher may have queued (delivery off); a failure is handled below.
+    if (n.fromState === 'publishing') kick();
     if (!isFailureReceiptState(n.toState) && n.toState !== BLOCKED_NOTICE_STATE) return;
     const taskId = (n.context as { taskId?: string } | null)?.taskId ?? n.taskId;
     if (!taskId) return;

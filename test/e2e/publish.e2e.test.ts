@@ -354,6 +354,17 @@ describe('change delivery against a real Gitea', () => {
     expect(d.publish?.branch).toBe(branch);
   });
 
+  it('/metrics counts publish outcomes', async () => {
+    const count = async (outcome: string) => {
+      const text = await (await fetch(`${env.service!.url}/metrics`)).text();
+      return Number(new RegExp(`^ccweb_publish_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    };
+    const before = await count('published');
+    const n = await env.gitea.createIssue('alice', 'Counted');
+    expect((await waitForTask(await mention(n, 'change-file please'))).task.state).toBe('succeeded');
+    expect(await count('published')).toBe(before + 1);
+  });
+
   it('CCWEB_DELIVERY=branch pushes the branch and opens no pull request', async () => {
     env.env.CCWEB_DELIVERY = 'branch';
     await env.service!.stop();
