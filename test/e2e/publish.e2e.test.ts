@@ -203,6 +203,40 @@ describe('change delivery against a real Gitea', () => {
     expect(d.publish?.pullRequest?.number).toBe(pr);
   });
 
+  it('a pull request whose head branch moved on Gitea during the turn → our commit is rebased onto it; a conflicting move fails clearly, change kept', async () => {
+    const pr = env.gitea.prNumber;
+    const ref = env.gitea.prHeadRef;
+    const b64 = (t: string) => Buffer.from(t).toString('base64');
+    const moveBranch = async (path: string, content: string) => {
+      const existing = await env.gitea.api<{ sha: string }>(owner(), 'GET', `/repos/${owner()}/${repo()}/contents/${path}?ref=${encodeURIComponent(ref)}`, undefined, [200, 404]);
+      await asOwner('POST', '/contents', {
+        branch: ref,
+        message: `a human pushes ${path}`,
+        files: [{ operation: existing.status === 200 ? 'update' : 'create', path, content: b64(content), ...(existing.status === 200 ? { sha: existing.body.sha } : {}) }],
+      }, 201);
+      return (await branchSha(ref))!;
+    };
+    const runWhileMoving = async (path: string, content: string) => {
+      const taskId = await mention(pr, 'change-file-pause here');
+      await waitForTask(taskId, ['running', ...FINAL]);
+      const moved = await moveBranch(path, content);
+      return { d: await waitForTask(taskId), moved, taskId };
+    };
+    // 1. A human changed another file meanwhile: our commit goes on top of theirs.
+    const ok = await runWhileMoving('HUMAN.md', 'edited by a human\n');
+    expect(ok.d.task.state, JSON.stringify(ok.d.task)).toBe('succeeded');
+    const commits = await commitsOn(ref);
+    expect(commits[0]!.commit.message).toContain(`Ccweb-Task: ${ok.taskId}`);
+    expect(commits[1]!.sha).toBe(ok.moved);
+    expect(ok.d.audit.map((e) => e.action)).toContain('publish.rebased');
+    // 2. A human changed the same lines meanwhile: no force, no merge — failed, kept, branch untouched.
+    const bad = await runWhileMoving('CHANGES.md', 'a conflicting human line\n');
+    expect(bad.d.task.state).toBe('failed');
+    expect(bad.d.task.errorCode).toBe('push_conflict');
+    expect(await branchSha(ref)).toBe(bad.moved);
+    expect(readFileSync(bad.d.publish!.kept!.patchFile, 'utf8')).toContain(`+change by task ${bad.taskId}`);
+  }, 180_000);
+
   it('right after, a mention on another issue of the same repository succeeds (its own worktree, its own pull request)', async () => {
     const n = await env.gitea.createIssue('alice', 'Another thing');
     const taskId = await mention(n, 'change something here too (change-file)');

@@ -88,7 +88,9 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
     let text = answer(userText);
     if (lower.includes('change-file') && !isRetry) {
       // Edits the repository through Codex's own shell tool: a line naming the task, appended to CHANGES.md.
-      if (outputs.length === 0) return { type: 'shell', command: `printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && echo edited` };
+      // `change-file-pause` waits a few seconds first (a test moves the branch on Gitea meanwhile).
+      const pause = lower.includes('change-file-pause') ? 'sleep 4 && ' : '';
+      if (outputs.length === 0) return { type: 'shell', command: `${pause}printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && echo edited`, timeoutMs: 20_000 };
       text = 'I appended a line to CHANGES.md.';
       if (lower.includes('publish-tool')) {
         // The service's client-side tool: it publishes now and answers with the pull request URL.
