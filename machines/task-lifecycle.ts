@@ -179,7 +179,7 @@ export const taskMachine = setup({
 }).createMachine({
   id: TASK_MACHINE_ID,
   description:
-    'One task per triggering comment (spec §5.6). Adds verifying_reply → succeeded_with_rest_fallback (REST fallback, §5.4.4) and change delivery: running → publishing → verifying_reply | failed.',
+    'One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST) and change delivery: running → publishing → verifying_reply | failed.',
   initial: 'received',
   context: ({ input }) => ({
     taskId: input.taskId,

@@ -8,7 +8,7 @@
  * The Gitea version is pinned here and only here (GITEA_VERSION); the test harness imports it.
  * Result: `<cache>/<version>/gitea` plus the `options/ templates/ public/` Gitea reads from its work
  * path (the build has no `bindata` tag). `<cache>` is `$REAL_GITEA_CACHE`, else
- * `${XDG_CACHE_HOME:-$HOME/.cache}/ccweb-gitea/gitea`: outside the clone, so a fresh clone on the
+ * `${XDG_CACHE_HOME:-~/.cache}/ccweb-gitea/gitea` (~ is the account's home, whatever $HOME says): outside the clone, so a fresh clone on the
  * same machine (CI) reuses the build. A finished build is marked by `<version>/.complete` and
  * reused as is; a build happens in a scratch folder and is renamed into place, under a lock, so
  * concurrent runs (pretest, vitest's globalSetup, another checkout) neither race nor see half a build.
@@ -20,7 +20,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -32,8 +32,18 @@ const STAMP = '.complete';
 
 export function giteaCacheRoot(env = process.env) {
   if (env.REAL_GITEA_CACHE) return env.REAL_GITEA_CACHE;
-  const base = env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache');
+  // The home directory from the password database, not $HOME: the test run gives its workers another
+  // HOME (CCWEB_TEST_SLOW_PROFILE, test/support/global-setup.ts) and must still find the build.
+  const base = env.XDG_CACHE_HOME || join(accountHome(), '.cache');
   return join(base, 'ccweb-gitea', 'gitea');
+}
+
+function accountHome() {
+  try {
+    return userInfo().homedir || homedir();
+  } catch {
+    return homedir();
+  }
 }
 
 /** Where the pinned version lives: `{ dir, binary }` (may not exist yet). */
@@ -143,7 +153,9 @@ export async function installGitea(env = process.env) {
     if (isGiteaInstalled(env)) return paths; // built by whoever held the lock
     const started = Date.now();
     log(`building Gitea ${GITEA_VERSION} into ${paths.dir} with ${goVersion} (a few minutes, once per machine)`);
-    const out = run('go', ['mod', 'download', '-json', `${GITEA_MODULE}@v${GITEA_VERSION}`], { capture: true });
+    // Go's module and build caches live under HOME: the account's, so a changed HOME does not start cold.
+    const goEnv = { ...process.env, HOME: accountHome(), CGO_ENABLED: '1' };
+    const out = run('go', ['mod', 'download', '-json', `${GITEA_MODULE}@v${GITEA_VERSION}`], { capture: true, env: goEnv });
     const moduleDir = JSON.parse(out).Dir;
     if (!moduleDir || !existsSync(join(moduleDir, 'main.go'))) throw new InstallError(`go mod download gave no module folder:\n${out}`);
     // A fixed scratch path (not per pid): Go's build cache keys Gitea's own packages by their folder.
@@ -154,7 +166,7 @@ export async function installGitea(env = process.env) {
     run('chmod', ['-R', 'u+w', src]); // the module cache is read-only
     run('go', ['build', '-tags', 'sqlite sqlite_unlock_notify', '-ldflags', `-X main.Version=${GITEA_VERSION}`, '-o', join(scratch, 'gitea'), '.'], {
       cwd: src,
-      env: { ...process.env, CGO_ENABLED: '1' },
+      env: goEnv,
     });
     for (const d of ASSET_DIRS) cpSync(join(src, d), join(scratch, d), { recursive: true });
     rmSync(src, { recursive: true, force: true });

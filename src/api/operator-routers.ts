@@ -5,9 +5,15 @@ import { createLiveEvents, type LiveEvents } from './live-events.js';
 import { createMachinesRouter } from './machines-router.js';
 import { createStaticPagesRouter } from './static-pages.js';
 import { controlOf } from './task-queries.js';
+import { createUsageRouter } from './usage-router.js';
+import type { ProviderHold } from '../usage/provider-hold.js';
+import type { UsageLimits } from '../usage/usage-records.js';
 
 export interface OperatorDeps extends ControlRouterDeps {
   machines?: AnyStateMachine[];
+  /** The configured limits (src/usage/), shown by `GET /usage`; none when absent. */
+  limits?: UsageLimits;
+  providerHold?: ProviderHold;
 }
 
 export interface OperatorRouters {
@@ -30,7 +36,20 @@ export function createOperatorRouters(deps: OperatorDeps): OperatorRouters {
     },
   });
   return {
-    routers: [control, live.router, createMachinesRouter(deps), createStaticPagesRouter()],
+    routers: [
+      control,
+      live.router,
+      createMachinesRouter(deps),
+      createUsageRouter({
+        store: deps.store,
+        adminToken: deps.adminToken,
+        limits: deps.limits ?? {},
+        ...(deps.providerHold ? { providerHold: deps.providerHold } : {}),
+        ...(deps.now ? { now: deps.now } : {}),
+        ...(deps.logger ? { logger: deps.logger } : {}),
+      }),
+      createStaticPagesRouter(),
+    ],
     live,
     close: () => live.close(),
   };

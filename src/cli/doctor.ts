@@ -10,6 +10,7 @@ import { bundledCodexCommand, ConfigError, loadConfig, type Config } from '../co
 import { createGiteaClient, GiteaError } from '../gitea/index.js';
 import { scrubText } from '../observability/logger.js';
 import { probeMcp } from '../sessions/mcp-preflight.js';
+import { checkCodexAccount } from './doctor-codex-account.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -25,6 +26,7 @@ export const DOCTOR_CHECKS = [
   'config',
   'git',
   'codex',
+  'codex-account',
   'gitea-mcp',
   'gitea',
   'token-scope',
@@ -279,6 +281,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   await run('git', checkGit);
   const codexCommand = config?.codexCommand ?? options.env['CCWEB_CODEX_COMMAND'] ?? bundledCodexCommand();
   await run('codex', () => checkCodex(codexCommand, options.env, timeoutMs));
+  await run('codex-account', () => checkCodexAccount(codexCommand, options.env, timeoutMs));
   if (config === null) {
     for (const name of ['gitea-mcp', 'gitea', 'token-scope', 'webhook-secret', 'data-dir', 'workspace-root', 'store-lock'] as const) {
       if (!skip.has(name)) report({ status: 'skip', check: name, detail: 'needs a valid configuration', fix: 'fix the config lines above' });

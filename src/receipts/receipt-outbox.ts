@@ -18,17 +18,18 @@ import { isGiteaError, type GiteaClient, type GiteaComment } from '../gitea/gite
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
+import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import {
-  BLOCKED_NOTICE_STATE,
-  blockedWorkspaceReceiptText,
-  NOT_PUBLISHED_NOTICE_STATE,
-  notPublishedReceiptText,
   FAILURE_RECEIPT_STATES,
   failureReceiptText,
   isFailureReceiptState,
+  NOT_PUBLISHED_NOTICE_STATE,
+  notPublishedReceiptText,
   receivedReceiptText,
 } from './receipt-text.js';
+import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
+import { isBudgetCode } from '../usage/usage-accounting.js';
 
 export type OutboxLogger = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -46,6 +47,8 @@ export interface ReceiptOutboxOptions {
    * seconds of its own clock; a wide window only lists more comments, the marker does the matching.
    */
   lookbackMs?: number;
+  /** The language of the receipt texts (CCWEB_LOCALE); default zh. */
+  locale?: Locale;
 }
 
 export interface ReceiptOutbox {
@@ -87,6 +90,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const log: OutboxLogger = options.logger ?? (() => undefined);
   const retryDelays = options.retryDelaysMs ?? DEFAULT_RECEIPT_RETRY_DELAYS_MS;
   const lookbackMs = options.lookbackMs ?? DEFAULT_LOOKBACK_MS;
+  const locale = options.locale ?? DEFAULT_LOCALE;
 
   /** Transient failures of this process's attempts, per commentKey. */
   const backoff = new Map<string, { failures: number; nextAt: number }>();
@@ -119,6 +123,9 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       if (tx.get('comments', key)) return false;
       const task = tx.get<TaskRecord>('tasks', taskId);
       if (!task) return false;
+      // A task stopped by one of its own limits is told by an edit of its receipt (receipt-notice.ts):
+      // one comment per task, not a second one.
+      if (state === 'failed' && isBudgetCode(task.errorCode)) return false;
       tx.insert('comments', key, pendingReceiptRecord(task, state, now()));
       return true;
     });
@@ -132,7 +139,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     }
     // Out of publishing: a notice the publisher may have queued (delivery off); a failure is handled below.
     if (n.fromState === 'publishing') kick();
-    if (!isFailureReceiptState(n.toState) && n.toState !== BLOCKED_NOTICE_STATE) return;
+    if (!isFailureReceiptState(n.toState)) return;
     const taskId = (n.context as { taskId?: string } | null)?.taskId ?? n.taskId;
     if (!taskId) return;
     const state = n.toState;
@@ -147,12 +154,12 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   function bodyFor(task: TaskRecord, rec: CommentRecord): string {
     const state = stateOfKey(rec);
     const text = isFailureReceiptState(state)
-      ? failureReceiptText(task, state)
-      : state === BLOCKED_NOTICE_STATE
-        ? blockedWorkspaceReceiptText(task)
+      ? failureReceiptText(task, state, locale)
+      : state === 'refused' && rec['quota']
+        ? refusalReceiptText(task, rec['quota'] as QuotaNotice)
         : state === NOT_PUBLISHED_NOTICE_STATE
-          ? notPublishedReceiptText(task)
-          : receivedReceiptText(task);
+          ? notPublishedReceiptText(task, locale)
+          : receivedReceiptText(task, locale);
     return `${text}\n\n${rec.marker}`;
   }
 
@@ -343,7 +350,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       stopped = false;
       unsubscribe ??= runtime.onTransition(onTransition);
       // Tasks that ended while no outbox was listening (e.g. before a restart) still get their receipt.
-      for (const state of [...FAILURE_RECEIPT_STATES, BLOCKED_NOTICE_STATE]) {
+      for (const state of FAILURE_RECEIPT_STATES) {
         for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
           await ensureFailureReceipt(task.taskId, state);
         }

@@ -21,6 +21,7 @@ import { DAY_MS, startRetention } from '../retention/retention-sweep.js';
 import { DEFAULTS } from '../config/keys.js';
 import type { TaskRecord } from '../domain/records.js';
 import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
+import { DEFAULT_LOCALE } from '../messages/catalogue.js';
 import { ActorRuntime } from '../runtime/actor-runtime.js';
 import { createScheduler } from '../scheduler/index.js';
 import { appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
@@ -33,6 +34,13 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
+import { createReceiptNotices } from '../receipts/receipt-notice.js';
+import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
+import { configuredLimits } from '../usage/limits.js';
+import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hold.js';
+import { createQuotaCheck } from '../usage/quota-check.js';
+import { createUsageAccounting } from '../usage/usage-accounting.js';
+import { registerUsageMetrics } from '../usage/usage-metrics.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -104,6 +112,22 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const restored = await runtime.restoreAll();
   logger.info(restored, 'actors restored');
 
+  // Usage and budgets (src/usage/): limits from the configuration, per-repository overrides from the
+  // store; the provider's rate limits hold the scheduler.
+  const limits = configuredLimits(config);
+  const providerHold = createProviderHold({
+    store,
+    defaultBackoffMs: (config.providerBackoffSeconds ?? LIMIT_DEFAULTS.providerBackoffSeconds) * 1000,
+    logger: logger.child({ part: 'usage' }),
+  });
+  const usageMetrics = registerUsageMetrics(metrics.registry, store, providerHold);
+  const usage = createUsageAccounting({
+    store,
+    limits,
+    providerHold,
+    events: { onTurnRecorded: (u, _task, stoppedBy) => usageMetrics.onTurnRecorded(u, stoppedBy) },
+  });
+
   let executorRef: ReturnType<typeof createTaskExecutor> | null = null;
   const supervisor = createAppServerSupervisor({
     runtime,
@@ -111,6 +135,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       command: config.codexCommand,
       env: process.env,
       extraEnv: options.codexEnv,
+      agentHome: join(config.dataDir, 'agent-home'),
+      ...(config.agentPath ? { agentPath: config.agentPath } : {}),
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
@@ -127,6 +153,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix,
     log: (msg, fields) => logger.child({ part: 'publisher' }).info(fields, msg),
     onOutcome: (outcome) => metrics.observePublish(outcome),
+  });
+  supervisor.onReady((conn) => {
+    conn.on('notification', (e) => {
+      if (e.notification.method === 'account/rateLimits/updated') providerHold.observeRateLimits(e.notification.params);
+    });
   });
   const sessions = createSessionManager({
     store,
@@ -145,6 +176,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ...((config.delivery ?? DEFAULTS.delivery) !== 'off'
       ? { dynamicTools: { specs: publishToolSpecs(), instructions: PUBLISH_TOOL_INSTRUCTIONS, call: createPublishToolHandler(publisher) } }
       : {}),
+    usage,
   });
   const executor = createTaskExecutor({
     store,
@@ -166,6 +198,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       return findReplyComments(comments, botLogin, marker).first !== undefined;
     },
     retryDelayMs: options.retryDelayMs,
+    retryAtFor: (errorCode) => (errorCode === PROVIDER_RATE_LIMITED ? providerHold.heldUntil() : null),
     log: (msg, fields) => logger.info(fields, msg),
   });
   executorRef = executor;
@@ -177,10 +210,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     maxConcurrentTasks: config.maxConcurrentTasks,
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
+    holdClaimsUntil: (now) => providerHold.heldUntil(now),
   });
+  providerHold.onChange(() => void scheduler.wake());
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
-  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const notices = createReceiptNotices({ store, runtime, gitea, limits, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
   const intake = createIntake({
     store,
@@ -191,6 +227,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     denyUsers: config.denyUsers,
     fetchPermission: async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as never,
     workspaceRoot: config.workspaceRoot,
+    quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
     onAccepted: () => {
       receipts.kick();
@@ -205,6 +242,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     adminToken: config.adminToken,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    limits,
+    providerHold,
     logger: logger.child({ part: 'api' }),
   });
   const app = createApp({
@@ -213,6 +252,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         metrics,
         webhookPath: config.webhookPath,
         readiness: createReadiness({ store, appServerState: () => supervisor.state()?.state }),
+        readyDetails: () => ({ providerHold: providerHold.status() }),
       }),
       createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }),
       ...operators.routers,
@@ -223,6 +263,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   // The app-server starts in the background: intake and the API answer while Codex boots.
   supervisor.start().catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
+  await notices.start();
   scheduler.start();
   const retention = startRetention({
     store,
@@ -252,7 +293,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       await intake.close();
       await retention.stop();
       receipts.stop();
+      notices.stop();
       await scheduler.stop();
+      await providerHold.flush();
       await supervisor.stop();
       await runtime?.settled();
       runtime?.stopAll();

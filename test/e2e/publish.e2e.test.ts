@@ -261,7 +261,8 @@ describe('change delivery against a real Gitea', () => {
     // Issue A's own next task is blocked by its leftovers, and says so once.
     const blocked = await mention(a, 'another change-file');
     expect((await waitForTask(blocked)).task.state).toBe('blocked_workspace');
-    const notices = async () => (await env.gitea.comments(a)).filter((c) => c.body.includes(`task ${blocked} is waiting`));
+    // (The service edits the task's receipt with a notice: src/receipts/receipt-notice.ts.)
+    const notices = async () => (await env.gitea.comments(a)).filter((c) => c.body.includes(`unblock task ${blocked}`));
     const deadline = Date.now() + 20_000;
     while ((await notices()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
     expect(await notices()).toHaveLength(1);

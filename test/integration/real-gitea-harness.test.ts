@@ -1,8 +1,11 @@
 // The real-Gitea harness itself (test/support/real-gitea/): a real Gitea 1.26 built by
 // scripts/install-gitea.mjs, seeded through its CLI and API, sending real signed webhooks, and its
 // Replay driven through the web UI. No test double here.
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../support/codex-harness.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GITEA_VERSION, startSeededGitea, startWebhookRecorder, type SeededGitea, type WebhookRecorder } from '../support/real-gitea/index.js';
 
@@ -90,4 +93,32 @@ describe('real Gitea harness', () => {
     expect(alive()).toBe(false);
     expect(existsSync(other.root)).toBe(false);
   });
+
+  it('a test process killed with SIGKILL leaves no Gitea behind (watchdog): it stops answering and its folder goes', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'support', 'real-gitea', 'start.ts')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const started = await new Promise<{ url: string; folder: string }>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`start.ts did not print its URL:\n${out}`)), 120_000);
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /^Gitea \S+ at (\S+)\s+\(folder (\S+)\)/m.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve({ url: m[1]!, folder: m[2]! });
+        }
+      });
+    });
+    expect((await fetch(`${started.url}/api/v1/version`)).status).toBe(200);
+    child.kill('SIGKILL');
+    const deadline = Date.now() + 15_000;
+    let up = true;
+    while (Date.now() < deadline) {
+      up = await fetch(`${started.url}/api/v1/version`, { signal: AbortSignal.timeout(1_000) }).then(() => true, () => false);
+      if (!up && !existsSync(started.folder)) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(up).toBe(false);
+    expect(existsSync(started.folder)).toBe(false);
+  }, 180_000);
 });

@@ -1,5 +1,7 @@
 // The receipt outbox against the Gitea REST double over 127.0.0.1, with the real store, runtime and
 // task actors. Every scenario ends by counting the comments on each issue.
+// Gitea stand-in (not a real Gitea) for the faults a real one cannot produce on cue: 500s (failNext),
+// slow answers (delay), and a locked issue that refuses the bot. Receipts on a real Gitea: real-gitea.e2e.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EventObject } from 'xstate';
 import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
@@ -229,10 +231,11 @@ describe('receipt outbox', () => {
       expect(b[0]).toContain('已收到');
       expect(b[1]).toMatch(phrase);
     };
-    expectTwo(11, /failed: the Gitea tool server could not be started \(command not found\) \(error code: `mcp_command_missing`\)/);
-    expectTwo(12, /answer is not on this issue: .*`rest_fallback_unconfirmed`/);
-    expectTwo(13, /stopped by operator alice/);
-    expectTwo(14, /cancelled by @bob/);
+    // In the default language (CCWEB_LOCALE unset: zh).
+    expectTwo(11, /^giteabot: 任务 \S+ 失败：Gitea 工具服务无法启动（找不到命令）（错误码：`mcp_command_missing`）。/);
+    expectTwo(12, /回答没有出现在这里：.*`rest_fallback_unconfirmed`/);
+    expectTwo(13, /在运行中被 管理员 alice 中止/);
+    expectTwo(14, /在完成前被 @bob 取消/);
     expect(bodies(15)).toHaveLength(1);
     expect(bodies(15)[0]).toContain('已收到');
 
@@ -248,7 +251,10 @@ describe('receipt outbox', () => {
     expect(gitea.posts()).toBe(9);
   });
 
-  it('at start, tasks that ended without a failure receipt get one', async () => {
+  it('at start, tasks that ended without a failure receipt get one (in English with locale en)', async () => {
+    await world.close();
+    world = await openWorld(gitea, { locale: 'en' });
+    dirs.push(world.dir);
     // These ended before any outbox listened (e.g. the process died right after the transition).
     const failed = await queueTask(11, [{ type: 'CLAIM', leaseId: 'l1' }, { type: 'FAIL', errorCode: 'workspace_dirty' }]);
     const cancelled = await queueTask(12, [{ type: 'CANCEL', by: 'admin:carol' }]);
@@ -258,6 +264,7 @@ describe('receipt outbox', () => {
     await world.outbox.drain();
 
     expect(bodies(11)).toHaveLength(2);
+    expect(bodies(11)[0]).toMatch(/^giteabot: received — the request from @\S+ is queued \(task /);
     expect(bodies(11)[1]).toMatch(/failed: the workspace has local changes/);
     expect(bodies(12)).toHaveLength(2);
     expect(bodies(12)[1]).toMatch(/cancelled by operator carol/);

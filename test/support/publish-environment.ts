@@ -116,6 +116,8 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
     CCWEB_GITEA_TOKEN: botToken,
     CCWEB_ADMIN_TOKEN: adminToken,
     CCWEB_GITEA_MCP_COMMAND: mcpCommand,
+    // The receipts in English, so the assertions read the words they check.
+    CCWEB_LOCALE: 'en',
     CCWEB_LOG_LEVEL: 'warn',
     CODEX_HOME: codexHome,
     PATH: `${bin}:${process.env.PATH ?? ''}`,

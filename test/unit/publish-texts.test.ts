@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { forkPullBranchName, issueBranchName, keptBranchName, pullRequestMarker, taskTrailer } from '../../src/publish/branch-names.js';
 import { cleanSummary, commitMessage, pullRequestBody, pullRequestTitle } from '../../src/publish/commit-message.js';
-import { blockedWorkspaceReceiptText, failureReceiptText, notPublishedReceiptText } from '../../src/receipts/receipt-text.js';
+import { failureReceiptText, notPublishedReceiptText } from '../../src/receipts/receipt-text.js';
 import { isSafeBranchName } from '../../src/workspace/workspace-manager.js';
 import { resourceWorktreePath } from '../../src/workspace/resource-worktree.js';
 
@@ -45,17 +45,18 @@ describe('commit and pull request texts', () => {
 describe('receipts about changes', () => {
   const kept = { publish: { kept: { branch: 'ccweb-kept/T1', patchFile: '/data/patches/T1.patch' } } };
   it('a failed publish names the cause and where the change is kept', () => {
-    const text = failureReceiptText({ taskId: 'T1', errorCode: 'push_rejected', stoppedBy: null, ...kept }, 'failed');
+    expect(failureReceiptText({ taskId: 'T1', errorCode: 'push_rejected', stoppedBy: null, ...kept }, 'failed')).toContain('`ccweb-kept/T1`'); // zh, the default
+    const text = failureReceiptText({ taskId: 'T1', errorCode: 'push_rejected', stoppedBy: null, ...kept }, 'failed', 'en');
     expect(text).toContain('Gitea refused to accept the change');
     expect(text).toContain('`push_rejected`');
     expect(text).toContain('`ccweb-kept/T1`');
     expect(text).toContain('`patches/T1.patch`');
     expect(text).not.toContain('/data/'); // the data directory's absolute path stays private
-    expect(failureReceiptText({ taskId: 'T1', errorCode: 'turn_failed', stoppedBy: null }, 'failed')).not.toContain('kept');
+    expect(failureReceiptText({ taskId: 'T1', errorCode: 'turn_failed', stoppedBy: null }, 'failed', 'en')).not.toContain('kept');
   });
 
-  it('a blocked task and an unpublished change are each one plain notice', () => {
-    expect(blockedWorkspaceReceiptText({ taskId: 'T2' })).toMatch(/^giteabot: task T2 is waiting: .*not published/);
-    expect(notPublishedReceiptText({ taskId: 'T3', ...kept })).toContain('were not published');
+  it('an unpublished change (delivery off) is one plain notice naming where it is kept', () => {
+    expect(notPublishedReceiptText({ taskId: 'T3', ...kept }, 'en')).toMatch(/^giteabot: the changes of task T3 were not published.*`ccweb-kept\/T1`/);
+    expect(notPublishedReceiptText({ taskId: 'T3', ...kept })).toContain('没有发布');
   });
 });

@@ -6,7 +6,7 @@ import { createMachine } from 'xstate';
 
 export const machine = createMachine({
   "id": "task",
-  "description": "One task per triggering comment (spec §5.6). Adds verifying_reply → succeeded_with_rest_fallback (REST fallback, §5.4.4) and change delivery: running → publishing → verifying_reply | failed.",
+  "description": "One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST) and change delivery: running → publishing → verifying_reply | failed.",
   "initial": "received",
   "states": {
     "received": {

@@ -40,6 +40,11 @@ export interface RealGiteaOptions {
   port?: number;
   /** Gitea's log level (console). Default `warn`. */
   logLevel?: string;
+  /**
+   * Gitea's ROOT_URL (what it writes into html_url, clone_url… of API answers and webhooks). Default
+   * its own `http://127.0.0.1:<port>/`; the fixture recorder uses `https://gitea.example.com/`.
+   */
+  rootUrl?: string;
   /** Start-up timeout. Default 60 s. */
   timeoutMs?: number;
 }
@@ -63,6 +68,18 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * A tiny `sh` loop that outlives a SIGKILLed test process: once this process is gone it kills Gitea's
+ * process group and removes the folder (the `exit` hook cannot run after a SIGKILL).
+ */
+function startWatchdog(giteaPid: number, removeDir: string | null): ChildProcess {
+  const rm = removeDir ? `; rm -rf '${removeDir.replace(/'/g, `'\\''`)}'` : '';
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -KILL -${giteaPid} 2>/dev/null${rm}`;
+  const w = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore' });
+  w.unref();
+  return w;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -74,7 +91,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string }): string {
+function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string; rootUrl?: string | undefined }): string {
   const secret = () => randomBytes(32).toString('hex');
   // Root may run it only with these two lines at the very top (tests run as root on CI machines).
   const asRoot = process.getuid?.() === 0 ? `I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true\nRUN_USER = root\n` : '';
@@ -86,9 +103,11 @@ WORK_PATH = ${o.root}
 PROTOCOL = http
 HTTP_ADDR = 127.0.0.1
 HTTP_PORT = ${o.port}
-DOMAIN = 127.0.0.1
-ROOT_URL = http://127.0.0.1:${o.port}/
-DISABLE_SSH = true
+DOMAIN = ${o.rootUrl ? new URL(o.rootUrl).hostname : '127.0.0.1'}
+ROOT_URL = ${o.rootUrl ?? `http://127.0.0.1:${o.port}/`}
+${o.rootUrl ? `; html_url/clone_url from ROOT_URL, not from the Host of the request that made the comment (the default "auto")
+PUBLIC_URL_DETECTION = legacy
+` : ''}DISABLE_SSH = true
 START_SSH_SERVER = false
 OFFLINE_MODE = true
 LFS_START_SERVER = false
@@ -113,7 +132,7 @@ PASSWORD_COMPLEXITY = off
 DISABLE_REGISTRATION = true
 REQUIRE_SIGNIN_VIEW = false
 DEFAULT_KEEP_EMAIL_PRIVATE = true
-NO_REPLY_ADDRESS = noreply.localhost
+NO_REPLY_ADDRESS = ${o.rootUrl ? `noreply.${new URL(o.rootUrl).hostname}` : 'noreply.localhost'}
 
 [webhook]
 ; the service under test listens on 127.0.0.1
@@ -166,6 +185,8 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
     USER: process.env.USER ?? 'root',
     LANG: 'C.UTF-8',
     GITEA_WORK_DIR: root,
+    // The test run's process marker (test/support/global-setup.ts), so a Gitea left behind is found.
+    ...(process.env.CCWEB_TEST_RUN_ID ? { CCWEB_TEST_RUN_ID: process.env.CCWEB_TEST_RUN_ID } : {}),
   };
   const cli = async (args: string[]): Promise<string> => {
     try {
@@ -180,7 +201,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = options.port ?? (await freePort());
-    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn' }));
+    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn', rootUrl: options.rootUrl }));
     if (attempt === 0) await cli(['migrate']);
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(install.binary, ['--config', iniPath, 'web', '--port', String(port)], {
@@ -191,6 +212,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
     });
     live.add(child);
     installExitHook();
+    const watchdog = startWatchdog(child.pid!, options.keep ? null : root);
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-64 * 1024)));
     child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-64 * 1024)));
@@ -233,6 +255,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
             await exited;
             clearTimeout(timer);
             killGroup(child, 'SIGKILL'); // anything it left in its group
+            killGroup(watchdog, 'SIGKILL'); // the sh loop and its sleep
             if (!options.keep) rmSync(root, { recursive: true, force: true });
           })();
           return closed;
@@ -240,6 +263,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
       };
     }
     killGroup(child, 'SIGKILL');
+    killGroup(watchdog, 'SIGKILL');
     await exited;
     lastError = new Error(`Gitea did not start on ${url}${gone ? ' (it exited)' : ''}:\n${out.slice(-4000)}`);
     if (options.port !== undefined) break; // a fixed port will not get better
