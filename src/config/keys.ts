@@ -216,7 +216,7 @@ export const KEYS = {
     env: 'CCWEB_LOCALE',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOCALES)),
     expect: `one of ${LOCALES.join(', ')}`,
-    fix: 'Set it to the language of the comments the bot writes itself (the receipt and failure results): zh (default) or en.',
+    fix: 'Set it to the language of the comments the bot writes itself (the receipt, failure results and limit notices): zh (default) or en.',
   },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',

@@ -156,7 +156,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     const text = isFailureReceiptState(state)
       ? failureReceiptText(task, state, locale)
       : state === 'refused' && rec['quota']
-        ? refusalReceiptText(task, rec['quota'] as QuotaNotice)
+        ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
         : state === NOT_PUBLISHED_NOTICE_STATE
           ? notPublishedReceiptText(task, locale)
           : receivedReceiptText(task, locale);

@@ -216,7 +216,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
-  const notices = createReceiptNotices({ store, runtime, gitea, limits, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const notices = createReceiptNotices({ store, runtime, gitea, limits, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
   const intake = createIntake({
     store,

@@ -1,7 +1,7 @@
 // The admin page: overview, task list with filters, task timeline, and the operator controls.
 // Routing by location.hash: `#/` (tasks) and `#/tasks/<taskId>`.
 import { api, ApiError, el, link, liveEvents, loginForm, newRequestId, operator, signOut, time, token } from './operator-client.js';
-import { renderUsagePanel } from './usage-panel.js';
+import { renderUsagePanel, taskUsageSection } from './usage-panel.js';
 
 const TASK_STATES = [
   'received', 'queued', 'preparing', 'running', 'waiting_user', 'verifying_reply', 'retry_wait', 'blocked_workspace',
@@ -217,6 +217,8 @@ async function renderTask(taskId, quiet) {
     ),
     el('h3', {}, 'Instruction'),
     el('pre', { className: 'instruction-full' }, t.instruction),
+    el('h3', {}, 'Usage'),
+    taskUsageSection(t, d.turns),
     el('h3', {}, 'Correlation'),
     chain,
     d.errors.length ? el('h3', {}, 'Errors') : null,
