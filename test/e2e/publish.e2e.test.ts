@@ -266,16 +266,6 @@ describe('change delivery against a real Gitea', () => {
     const deadline = Date.now() + 20_000;
     while ((await notices()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
     expect(await notices()).toHaveLength(1);
-    // Unblocked while still dirty: blocked again, and no second notice.
-    const res = await fetch(`${env.service!.url}/api/gitea-workflow/tasks/${blocked}/unblock`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${env.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ requestId: `unblock-${blocked}`, operator: 'ops', reason: 'still dirty on purpose' }),
-    });
-    expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1500));
-    expect((await waitForTask(blocked)).task.state).toBe('blocked_workspace');
-    expect(await notices()).toHaveLength(1);
   });
 
   it('a task that asked its user something continues on its own uncommitted change and publishes it all once answered', async () => {
