@@ -3,9 +3,10 @@ import { assign, setup } from 'xstate';
 /**
  * The task lifecycle: one actor per triggering comment (spec §5.6).
  *
- * The 19 states and the (from, to) pairs are exactly the table of spec §5.6, with one addition the
- * table lacks: `verifying_reply → succeeded_with_rest_fallback`, the outcome of the REST fallback of
- * §5.4.4 (the reply verifier confirmed a comment the service posted itself). No other pair exists;
+ * The states and the (from, to) pairs are exactly the table of spec §5.6, with additions the table
+ * lacks: `verifying_reply → succeeded_with_rest_fallback`, the outcome of the REST fallback of
+ * §5.4.4 (the reply verifier confirmed a comment the service posted itself), and change delivery
+ * (issue 14): `running → publishing → verifying_reply | failed`. No other pair exists;
  * `test/unit/task-lifecycle-table.test.ts` checks that against the table written out by hand.
  *
  * The machine is purely event-driven: the webhook adapter, scheduler, workspace and session managers
@@ -28,6 +29,7 @@ export const TASK_STATES = [
   'preparing',
   'running',
   'waiting_user',
+  'publishing',
   'verifying_reply',
   'retry_wait',
   'blocked_workspace',
@@ -92,9 +94,16 @@ export type TaskEvent =
   | { type: 'WORKSPACE_BLOCKED'; errorCode: string }
   | ({ type: 'PREPARE_FAILED' } & Failure)
   // Codex turn outcomes
-  | { type: 'TURN_REPLIED' }
+  /**
+   * `publish: true` (the executor, with change delivery on, after a normal turn): publish the turn's
+   * changes first. Without it (a reply-retry turn, an answer only re-verified): straight to verification.
+   */
+  | { type: 'TURN_REPLIED'; publish?: boolean }
   | { type: 'TURN_WAITING_USER' }
   | ({ type: 'TURN_FAILED' } & Failure)
+  // Publisher (change delivery): the turn's changes are on Gitea (or there were none), or they cannot be
+  | { type: 'PUBLISHED' }
+  | { type: 'PUBLISH_FAILED'; errorCode: string }
   // Reply verifier
   | { type: 'REPLY_CONFIRMED' }
   | { type: 'REPLY_CONFIRMED_VIA_FALLBACK'; mcpFailureReason: string }
@@ -121,6 +130,7 @@ export const taskMachine = setup({
     canRetryExecution: ({ context, event }) =>
       context.attempt < MAX_EXECUTION_RETRIES && (event as { retryable?: boolean }).retryable !== false,
     canRetryReply: ({ context }) => context.replyAttempt < MAX_REPLY_RETRIES,
+    publishesFirst: ({ event }) => (event as { publish?: boolean }).publish === true,
     resumesAtPreparing: ({ context }) => context.retryTarget === 'preparing',
     resumesAtRunning: ({ context }) => context.retryTarget === 'running',
     resumesAtVerifying: ({ context }) => context.retryTarget === 'verifying_reply',
@@ -169,7 +179,7 @@ export const taskMachine = setup({
 }).createMachine({
   id: TASK_MACHINE_ID,
   description:
-    'One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST), the only pair beyond the specification’s table.',
+    'One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST) and change delivery: running → publishing → verifying_reply | failed.',
   initial: 'received',
   context: ({ input }) => ({
     taskId: input.taskId,
@@ -218,7 +228,7 @@ export const taskMachine = setup({
     running: {
       description: 'A Codex turn is in flight on the resource thread.',
       on: {
-        TURN_REPLIED: 'verifying_reply',
+        TURN_REPLIED: [{ guard: 'publishesFirst', target: 'publishing' }, { target: 'verifying_reply' }],
         TURN_WAITING_USER: { target: 'waiting_user', actions: 'releaseLeaseRef' },
         TURN_FAILED: [
           { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRetry' },
@@ -238,6 +248,14 @@ export const taskMachine = setup({
         USER_REPLIED: 'queued',
         CANCEL: { target: 'cancelled', actions: 'recordStop' },
         FAIL: { target: 'failed', actions: 'recordError' },
+      },
+    },
+    publishing: {
+      description:
+        'Change delivery: commit what the turn left, push the resource branch, open or reuse its pull request, read Gitea back. Idempotent (check-then-act on Gitea), so a restart resumes it under a new lease.',
+      on: {
+        PUBLISHED: 'verifying_reply',
+        PUBLISH_FAILED: { target: 'failed', actions: 'recordError' },
       },
     },
     verifying_reply: {
@@ -307,6 +325,9 @@ export function taskEventCases(): TaskEvent[] {
     { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: 1 },
     { type: 'PREPARE_FAILED', errorCode: 'mcp_command_missing', retryable: false },
     { type: 'TURN_REPLIED' },
+    { type: 'TURN_REPLIED', publish: true },
+    { type: 'PUBLISHED' },
+    { type: 'PUBLISH_FAILED', errorCode: 'push_rejected' },
     { type: 'TURN_WAITING_USER' },
     { type: 'TURN_FAILED', errorCode: 'app_server_exited', retryable: true, retryAt: 1, resumeAt: 'preparing' },
     { type: 'TURN_FAILED', errorCode: 'app_server_exited', retryable: true, retryAt: 1, resumeAt: 'running' },

@@ -18,7 +18,7 @@ import { taskActorId } from '../tasks/task-actor.js';
 /** Reads for the operators' view. Pure functions of the store; nothing here writes. */
 
 /** States in which a task holds (or is about to use) its repository's lease. */
-const RUNNING_STATES: readonly TaskState[] = ['preparing', 'running', 'verifying_reply', 'aborting'];
+const RUNNING_STATES: readonly TaskState[] = ['preparing', 'running', 'publishing', 'verifying_reply', 'aborting'];
 const ACTIVE_STATES = TASK_STATES.filter((s) => !TERMINAL_TASK_STATES.includes(s));
 
 export function controlOf(store: Store): ControlRecord {
@@ -205,6 +205,8 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
     task: { ...task, commentUrl: safeUrl(task.commentUrl) },
     /** As in the task list: errorCode, or a rejected task's reason. */
     error: taskError(store, task),
+    /** Change delivery: branch, commits, pull request, or where an unpublished change is kept. */
+    publish: task.publish ?? null,
     delivery: delivery && {
       deliveryKey: delivery.deliveryKey,
       deliveryId: delivery.deliveryId,

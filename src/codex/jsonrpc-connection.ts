@@ -10,6 +10,8 @@
 // gitea MCP server only through the per-thread `config.mcp_servers.gitea.env` (spec §1.6, §9.2).
 // HOME, TMPDIR and PATH are the agent's own and its commands run without a login shell or the
 // operator's profile (agent-environment.ts).
+import type { DynamicToolCallParams } from './protocol/ts/v2/DynamicToolCallParams.js';
+import type { DynamicToolCallResponse } from './protocol/ts/v2/DynamicToolCallResponse.js';
 import { EventEmitter } from 'node:events';
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
@@ -487,6 +489,13 @@ export class CodexAppServerConnection {
     this.write({ id, error: { code, message } });
   }
 
+  private dynamicToolHandler: ((params: DynamicToolCallParams) => Promise<DynamicToolCallResponse>) | null = null;
+
+  /** Who answers `item/tool/call` for the dynamic tools offered on thread/start (null: decline them). */
+  setDynamicToolHandler(handler: ((params: DynamicToolCallParams) => Promise<DynamicToolCallResponse>) | null): void {
+    this.dynamicToolHandler = handler;
+  }
+
   /** Server → client requests. We run `approvalPolicy: "never"`: nothing is approved. */
   private async onServerRequest(id: RequestId, method: string, params: any): Promise<void> {
     const declined = (result: unknown) => {
@@ -518,13 +527,28 @@ export class CodexAppServerConnection {
         this.emit({ type: 'server_request', id, method, outcome: 'answered', params });
         return;
       }
-      case 'item/tool/call':
-        this.respond(id, {
-          success: false,
-          contentItems: [{ type: 'inputText', text: 'ccweb-gitea: dynamic tools are not supported' }],
-        });
-        this.emit({ type: 'server_request', id, method, outcome: 'declined', params });
+      case 'item/tool/call': {
+        // A client-side ("dynamic") tool the service offered on thread/start (change delivery's
+        // publish tool). The handler never throws to here: any failure is a `success: false` answer.
+        const handler = this.dynamicToolHandler;
+        if (!handler) {
+          this.respond(id, {
+            success: false,
+            contentItems: [{ type: 'inputText', text: 'ccweb-gitea: dynamic tools are not supported' }],
+          });
+          this.emit({ type: 'server_request', id, method, outcome: 'declined', params });
+          return;
+        }
+        let answer: DynamicToolCallResponse;
+        try {
+          answer = await handler(params as DynamicToolCallParams);
+        } catch (err) {
+          answer = { success: false, contentItems: [{ type: 'inputText', text: `ccweb-gitea: the tool failed: ${errorText(err).slice(0, 300)}` }] };
+        }
+        this.respond(id, answer);
+        this.emit({ type: 'server_request', id, method, outcome: 'answered', params });
         return;
+      }
       default:
         this.respondError(id, -32601, `method not supported by ccweb-gitea: ${method}`);
         this.emit({ type: 'server_request', id, method, outcome: 'rejected', params });

@@ -2,6 +2,7 @@
 // facts: ../shared/codex/FACTS.md). Shapes follow the generated protocol types; tests validate the
 // built messages against the generated JSON Schema.
 import type { JsonValue } from './protocol/ts/serde_json/JsonValue.js';
+import type { DynamicToolSpec } from './protocol/ts/v2/DynamicToolSpec.js';
 import type { ThreadStartParams } from './protocol/ts/v2/ThreadStartParams.js';
 import type { ThreadResumeParams } from './protocol/ts/v2/ThreadResumeParams.js';
 import type { TurnStartParams } from './protocol/ts/v2/TurnStartParams.js';
@@ -69,9 +70,13 @@ function threadCommon(input: ThreadParamsInput) {
   };
 }
 
-/** `thread/start` params: workspace cwd, approvals never, the agent's sandbox, gitea MCP. */
-export function threadStartParams(input: ThreadParamsInput): ThreadStartParams {
-  return threadCommon(input);
+/**
+ * `thread/start` params: workspace cwd, approvals never, the agent's sandbox, gitea MCP, and the
+ * service's client-side tools (`dynamicTools`; thread/resume has no such field — Codex keeps them
+ * with the thread across an app-server restart, proved by test/e2e/publish.e2e.test.ts).
+ */
+export function threadStartParams(input: ThreadParamsInput & { dynamicTools?: DynamicToolSpec[] }): ThreadStartParams {
+  return { ...threadCommon(input), ...(input.dynamicTools && input.dynamicTools.length > 0 ? { dynamicTools: input.dynamicTools } : {}) };
 }
 
 /** `thread/resume` params: the SAME config as thread/start — Codex does not persist MCP config. */

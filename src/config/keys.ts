@@ -244,6 +244,18 @@ export const KEYS = {
     expect: 'an integer number of minutes from 0 to 525600',
     fix: 'Set it to how long a finished task stays in memory (admin task lists, counts) before it moves to the on-disk archive, e.g. 60 (default); archived tasks stay readable by id and in the audit log.',
   },
+  delivery: {
+    env: 'CCWEB_DELIVERY',
+    schema: z.string().trim().toLowerCase().pipe(z.enum(['pull_request', 'branch', 'off'])),
+    expect: 'one of pull_request, branch, off',
+    fix: "Set it to pull_request (default: the agent's changes go to a branch and a pull request), branch (a branch only) or off (nothing is pushed; the change is kept as a local branch and a patch file, listed in the task detail).",
+  },
+  branchPrefix: {
+    env: 'CCWEB_BRANCH_PREFIX',
+    schema: nonEmpty.regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,60}$/).refine((s) => !s.includes('..') && !s.includes('//') && !s.endsWith('.lock')),
+    expect: 'a branch-name prefix of letters, digits, ., _, - and /, e.g. ccweb/',
+    fix: 'Set it to the prefix of the branches the bot pushes (issue-<N> or pr-<N> follows it), e.g. ccweb/ (default).',
+  },
   locale: {
     env: 'CCWEB_LOCALE',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOCALES)),
@@ -288,6 +300,9 @@ export const DEFAULTS = {
   // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then
   // follows live work, not history (issue #9: RSS at 100k stored tasks).
   archiveAfterMinutes: 60,
+  // Change delivery (issue 14): the agent's changes reach Gitea as a branch and a pull request.
+  delivery: 'pull_request' as 'pull_request' | 'branch' | 'off',
+  branchPrefix: 'ccweb/',
   ...LIMIT_DEFAULTS,
   agentIsolation: 'on' as 'on' | 'off',
   // Off: an untrusted prompt plus network is a way out for whatever the agent can read (the

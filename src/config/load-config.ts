@@ -53,6 +53,10 @@ export interface Config extends LimitsConfig {
   taskRetentionDays?: number;
   /** Unset → `DEFAULTS.archiveAfterMinutes` (60). */
   archiveAfterMinutes?: number;
+  /** Unset → `pull_request`: commit, push the resource branch, open or reuse its pull request. */
+  delivery?: 'pull_request' | 'branch' | 'off';
+  /** Unset → `ccweb/`. */
+  branchPrefix?: string;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
   /** `off` only by the operator's explicit choice (CCWEB_AGENT_ISOLATION=off). */
@@ -301,6 +305,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;
+  if (v['delivery'] !== undefined) config.delivery = v['delivery'] as Config['delivery'];
+  if (v['branchPrefix'] !== undefined) config.branchPrefix = v['branchPrefix'] as string;
   return config;
 }
 

@@ -11,6 +11,13 @@ export interface WorkspacePort {
     | { ok: true; path: string; head: string; lastFetchAt: string }
     | { ok: false; code: string; retryable: boolean; message: string }
   >;
+  /** Where the task's agent works (its resource's worktree); default: the repository's workspace path. */
+  pathFor?(task: TaskRecord, repo: RepositoryRecord): string;
+}
+
+/** What the executor needs from change delivery (src/publish): publish, idempotently, what the turn left. */
+export interface PublishPort {
+  publish(taskId: string, options?: { signal?: AbortSignal }): Promise<{ ok: true } | { ok: false; errorCode: string; message: string }>;
 }
 
 export type TurnOutcome =
@@ -51,6 +58,8 @@ export interface ExecutorOptions {
   workspace: WorkspacePort;
   sessions: SessionPort;
   verification: VerificationPort;
+  /** Change delivery; without it a turn goes straight to verification (nothing is published). */
+  publisher?: PublishPort;
   /**
    * Whether the bot's comment carrying `turn`'s marker is on Gitea. Before a retry runs the
    * instruction again after an interrupted turn (a restart, a crash of the app-server), this tells
@@ -72,7 +81,7 @@ export interface ExecutorOptions {
 const FATAL_PREPARE_CODES = new Set(['mcp_command_missing', 'mcp_start_failed', 'mcp_initialize_failed']);
 
 /** States in which the executor holds the repository lease and has work to do. */
-const ACTIVE = new Set(['preparing', 'running', 'verifying_reply', 'aborting']);
+const ACTIVE = new Set(['preparing', 'running', 'publishing', 'verifying_reply', 'aborting']);
 
 /**
  * Runs one claimed task from whatever state it is in until it no longer needs the repository lease:
@@ -80,7 +89,9 @@ const ACTIVE = new Set(['preparing', 'running', 'verifying_reply', 'aborting']);
  * Every step is a task event; the machine decides what is legal, the runtime makes it durable.
  */
 export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { abort(taskId: string): void } {
-  const { store, runtime, workspace, sessions, verification } = options;
+  const { store, runtime, workspace, sessions, verification, publisher } = options;
+  /** After a normal turn: publish its changes first when change delivery is on. */
+  const replied: TaskEvent = { type: 'TURN_REPLIED', publish: publisher !== undefined };
   const now = options.now ?? Date.now;
   const retryDelayMs = options.retryDelayMs ?? 30_000;
   const log = options.log ?? (() => undefined);
@@ -136,7 +147,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   function workspacePathOf(t: TaskRecord): string {
     const repo = store.get<RepositoryRecord>('repositories', t.repoKey);
     if (!repo) throw new Error(`repository ${t.repoKey} not found`);
-    return repo.workspacePath;
+    return workspace.pathFor ? workspace.pathFor(t, repo) : repo.workspacePath;
   }
 
   async function finishAbort(taskId: string, alreadyInterrupted: boolean): Promise<void> {
@@ -151,7 +162,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       .byIndex<{ kind: string; status: string }>('actors', 'taskId', t.taskId)
       .some((a) => a.kind === 'verifier' && a.status === 'active');
     if (liveVerifier) {
-      await send(t.taskId, { type: 'TURN_REPLIED' });
+      await send(t.taskId, { type: 'TURN_REPLIED', publish: false });
       return;
     }
     const prior = store
@@ -169,7 +180,8 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       const answered = await options.replyExists(t, prior).catch(() => true);
       if (answered) {
         log('answer of an interrupted turn found; verifying it instead of running the turn again', { taskId: t.taskId, turnKey: prior.turnKey });
-        await send(t.taskId, { type: 'TURN_REPLIED' });
+        // Its changes are still in the worktree: publish them first.
+        await send(t.taskId, replied);
         return;
       }
     }
@@ -182,7 +194,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       case 'replied':
       case 'no_comment':
         // A turn without a comment call is a missing reply: verification decides (retry, then REST).
-        await send(t.taskId, { type: 'TURN_REPLIED' });
+        await send(t.taskId, replied);
         return;
       case 'waiting_user':
         await send(t.taskId, { type: 'TURN_WAITING_USER' });
@@ -224,7 +236,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
           log('reply retry turn failed', { taskId: t.taskId, error: (err as Error).message });
         }
         // Whatever the retry turn did, the next step is to look on Gitea again (then REST fallback).
-        await send(t.taskId, { type: 'TURN_REPLIED' });
+        await send(t.taskId, { type: 'TURN_REPLIED', publish: false });
         return { ok };
       },
     });
@@ -232,6 +244,16 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     else if (result.result === 'confirmed_via_fallback')
       await send(t.taskId, { type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: result.mcpFailureReason ?? 'mcp_reply_missing' });
     else await send(t.taskId, { type: 'REPLY_FAILED', errorCode: result.errorCode ?? 'reply_unconfirmed' });
+  }
+
+  async function publish(t: TaskRecord, signal: AbortSignal): Promise<void> {
+    if (!publisher) {
+      await send(t.taskId, { type: 'PUBLISHED' });
+      return;
+    }
+    const result = await publisher.publish(t.taskId, { signal });
+    if (result.ok) await send(t.taskId, { type: 'PUBLISHED' });
+    else await send(t.taskId, { type: 'PUBLISH_FAILED', errorCode: result.errorCode });
   }
 
   function latestTurn(taskId: string): TurnRecord | undefined {
@@ -256,6 +278,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
           log('executor step', { taskId, state: t.state });
           if (t.state === 'preparing') await prepare(t, controller.signal);
           else if (t.state === 'running') await runNormalTurn(t, controller.signal);
+          else if (t.state === 'publishing') await publish(t, controller.signal);
           else if (t.state === 'verifying_reply') await verify(t, lease, controller.signal);
           else if (t.state === 'aborting') await finishAbort(taskId, false);
         }
@@ -266,6 +289,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         if (state === 'preparing' || state === 'running')
           await failStep(taskId, state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', 'executor_error', true);
         else if (state === 'verifying_reply') await send(taskId, { type: 'REPLY_FAILED', errorCode: 'executor_error' });
+        else if (state === 'publishing') await send(taskId, { type: 'PUBLISH_FAILED', errorCode: 'executor_error' });
       } finally {
         signal.removeEventListener('abort', onAbort);
         aborts.delete(taskId);

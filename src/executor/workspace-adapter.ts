@@ -1,10 +1,42 @@
 import { prepareWorkspace } from '../workspace/index.js';
+import { prepareResourceWorktree, resourceWorktreePath } from '../workspace/resource-worktree.js';
+import { issueBranchName } from '../publish/branch-names.js';
 import type { WorkspacePort } from './task-executor.js';
 
-/** The executor's workspace step on top of the git workspace manager. */
-export function createWorkspaceAdapter(options: { root: string; token: string; timeoutMs?: number }): WorkspacePort {
+/**
+ * The executor's workspace step on top of the git workspace manager. With `worktrees` (change
+ * delivery), every resource gets its own git worktree over the repository's shared clone, so one
+ * resource's leftovers never block another's tasks; without it, the repository's single checkout.
+ */
+export function createWorkspaceAdapter(options: {
+  root: string;
+  token: string;
+  timeoutMs?: number;
+  worktrees?: { branchPrefix: string };
+}): WorkspacePort {
+  const worktrees = options.worktrees;
   return {
     async prepare(task, repo, signal) {
+      if (worktrees) {
+        const result = await prepareResourceWorktree({
+          root: options.root,
+          instanceId: repo.instanceId,
+          owner: repo.owner,
+          repo: repo.name,
+          cloneUrl: repo.cloneUrl,
+          token: options.token,
+          defaultBranch: repo.defaultBranch,
+          resource: task.resource,
+          issueBranch: issueBranchName(worktrees.branchPrefix, task.resource.number),
+          timeoutMs: options.timeoutMs,
+          signal,
+          // Back from waiting_user: while a task waits, the resource's new mentions join it, so the
+          // worktree's changes are this task's own.
+          continueDirty: (task.followUps?.length ?? 0) > 0,
+        });
+        if (!result.ok) return { ok: false, code: result.code, retryable: result.retryable, message: result.message };
+        return { ok: true, path: result.path, head: result.head, lastFetchAt: result.lastFetchAt };
+      }
       const result = await prepareWorkspace({
         root: options.root,
         owner: repo.owner,
@@ -19,5 +51,8 @@ export function createWorkspaceAdapter(options: { root: string; token: string; t
       if (!result.ok) return { ok: false, code: result.code, retryable: result.retryable, message: result.message };
       return { ok: true, path: result.path, head: result.head, lastFetchAt: result.lastFetchAt };
     },
+    ...(worktrees
+      ? { pathFor: (task, repo) => resourceWorktreePath(options.root, repo.instanceId, repo.owner, repo.name, task.resource) }
+      : {}),
   };
 }

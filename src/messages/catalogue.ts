@@ -36,6 +36,19 @@ export const EXPLAINED_ERROR_CODES = [
   'rest_fallback_failed',
   'rest_fallback_unconfirmed',
   'reply_unconfirmed',
+  // Change delivery (issue 14).
+  'push_rejected',
+  'push_conflict',
+  'push_failed',
+  'pull_request_refused',
+  'publish_unverified',
+  'publish_target_default',
+  'publish_target_missing',
+  'publish_target_invalid',
+  'publish_secret_in_change',
+  'publish_git_failed',
+  'publish_gitea_failed',
+  'publish_failed',
 ] as const;
 export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
 
@@ -69,6 +82,10 @@ export interface Messages {
   failedReply(p: { taskId: string; reason: string; code: string | null }): string;
   errors: Record<ExplainedErrorCode, string>;
   unexpectedError: string;
+  /** Appended to a failure when change delivery kept the unpublished change (a leading space included). */
+  keptChange(p: { branch: string; patch: string }): string;
+  /** CCWEB_DELIVERY=off: one notice that the task's changes were not published. */
+  notPublished(p: { taskId: string }): string;
   /** Who stopped a task, when it was not a plain Gitea login (that one is written `@login`). */
   stoppers: { operator(name: string): string; anOperator: string; service: string; someone: string };
   limits: LimitMessages;
@@ -147,8 +164,22 @@ const zh: Messages = {
     rest_fallback_failed: '回答无法以评论形式发布',
     rest_fallback_unconfirmed: '回答已发送，但之后在此处找不到',
     reply_unconfirmed: '无法在此处确认智能体的回答',
+    push_rejected: 'Gitea 拒绝接收改动（受保护分支或缺少推送权限）',
+    push_conflict: 'Gitea 上的分支已经变动，改动无法应用在其之上',
+    push_failed: '改动无法推送到 Gitea',
+    pull_request_refused: 'Gitea 拒绝创建合并请求',
+    publish_unverified: '无法在 Gitea 上确认已推送的改动',
+    publish_target_default: '改动将进入默认分支，而机器人从不向默认分支推送',
+    publish_target_missing: '此合并请求的分支已不存在',
+    publish_target_invalid: '改动的分支名不可接受',
+    publish_secret_in_change: '改动中包含服务的密钥，因此没有推送',
+    publish_git_failed: '发布改动时 git 操作失败',
+    publish_gitea_failed: '无法向 Gitea 查询分支或合并请求',
+    publish_failed: '改动无法发布',
   },
   unexpectedError: '意外错误使其停止',
+  keptChange: ({ branch, patch }) => ` 改动已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`。`,
+  notPublished: ({ taskId }) => `giteabot: 任务 ${taskId} 的改动没有发布（本服务关闭了改动交付）。`,
   stoppers: { operator: (name) => `管理员 ${name}`, anOperator: '一位管理员', service: '服务', someone: '某人' },
   limits: zhLimits,
 };
@@ -184,8 +215,22 @@ const en: Messages = {
     rest_fallback_failed: 'the answer could not be posted as a comment',
     rest_fallback_unconfirmed: 'the answer was sent but could not be found on this issue afterwards',
     reply_unconfirmed: "the agent's answer could not be confirmed on this issue",
+    push_rejected: 'Gitea refused to accept the change (a protected branch or missing push permission)',
+    push_conflict: 'the branch moved on Gitea and the change does not apply on top of it',
+    push_failed: 'the change could not be pushed to Gitea',
+    pull_request_refused: 'Gitea refused to open the pull request',
+    publish_unverified: 'the pushed change could not be confirmed on Gitea',
+    publish_target_default: 'the change would have gone to the default branch, which the bot never pushes to',
+    publish_target_missing: 'the branch of this pull request no longer exists',
+    publish_target_invalid: 'the branch name for the change is not acceptable',
+    publish_secret_in_change: 'the change contained a secret of the service, so it was not pushed',
+    publish_git_failed: 'a git operation while publishing the change failed',
+    publish_gitea_failed: 'Gitea could not be asked about the branch or pull request',
+    publish_failed: 'the change could not be published',
   },
   unexpectedError: 'an unexpected error stopped it',
+  keptChange: ({ branch, patch }) => ` The change is kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory.`,
+  notPublished: ({ taskId }) => `giteabot: the changes of task ${taskId} were not published (change delivery is off on this service).`,
   stoppers: { operator: (name) => `operator ${name}`, anOperator: 'an operator', service: 'the service', someone: 'someone' },
   limits: enLimits,
 };

@@ -42,6 +42,8 @@ export interface ServiceMetrics {
   onTransition(change: TransitionNotice): void;
   /** Feed every answer the webhook endpoint gives. */
   observeWebhook(answer: WebhookAnswer): void;
+  /** Change delivery: one count per publish attempt, by outcome (published, nothing_to_publish, not_published, or an error code). */
+  observePublish(outcome: string): void;
   /** Queue depth per repository is computed from the store on each scrape. */
   watchQueue(queuedByRepo: () => Map<string, number>): void;
   /** Wraps `store.transact` of this instance to time every commit (submit → durable). */
@@ -107,6 +109,12 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
     labelNames: ['outcome'] as const,
     registers,
   });
+  const publishes = new Counter({
+    name: 'ccweb_publish_total',
+    help: 'Change delivery attempts, by outcome (published, nothing_to_publish, not_published, or the error code)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
   const commitLatency = new Histogram({
     name: 'ccweb_store_commit_seconds',
     help: 'Store transaction latency from submit to durable (group commit, fdatasync)',
@@ -139,6 +147,9 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
         runningAt.delete(taskId);
       }
       if (fromState === 'verifying_reply' && VERIFY_OUTCOMES.has(toState)) verifications.inc({ outcome: toState });
+    },
+    observePublish(outcome) {
+      publishes.inc({ outcome: /^[a-z_]{1,40}$/.test(outcome) ? outcome : 'other' });
     },
     observeWebhook(answer) {
       const { outcome, reason } = webhookOutcome(answer);

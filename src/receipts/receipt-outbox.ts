@@ -24,6 +24,8 @@ import {
   FAILURE_RECEIPT_STATES,
   failureReceiptText,
   isFailureReceiptState,
+  NOT_PUBLISHED_NOTICE_STATE,
+  notPublishedReceiptText,
   receivedReceiptText,
 } from './receipt-text.js';
 import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
@@ -135,6 +137,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       kick();
       return;
     }
+    // Out of publishing: a notice the publisher may have queued (delivery off); a failure is handled below.
+    if (n.fromState === 'publishing') kick();
     if (!isFailureReceiptState(n.toState)) return;
     const taskId = (n.context as { taskId?: string } | null)?.taskId ?? n.taskId;
     if (!taskId) return;
@@ -153,7 +157,9 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       ? failureReceiptText(task, state, locale)
       : state === 'refused' && rec['quota']
         ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
-        : receivedReceiptText(task, locale);
+        : state === NOT_PUBLISHED_NOTICE_STATE
+          ? notPublishedReceiptText(task, locale)
+          : receivedReceiptText(task, locale);
     return `${text}\n\n${rec.marker}`;
   }
 

@@ -44,8 +44,24 @@ export function receivedReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>,
   return messages(locale).received({ taskId: task.taskId, mention: mentionOf(task.author) });
 }
 
+/** Where an unpublished change was kept (change delivery), in the service's own words: nothing is lost. */
+function keptText(task: { publish?: unknown }, locale: Locale): string {
+  const kept = (task.publish as { kept?: { branch?: unknown; patchFile?: unknown } | null } | undefined)?.kept;
+  if (!kept || typeof kept.branch !== 'string' || typeof kept.patchFile !== 'string') return '';
+  const name = (s: string) => s.replace(/[^A-Za-z0-9._/-]/g, '_');
+  const file = kept.patchFile.split('/').at(-1) ?? '';
+  return messages(locale).keptChange({ branch: name(kept.branch), patch: `patches/${name(file)}` });
+}
+
+/** CCWEB_DELIVERY=off: the task's changes were not published; the user is told once where they are. */
+export const NOT_PUBLISHED_NOTICE_STATE = 'changes_not_published';
+
+export function notPublishedReceiptText(task: Pick<TaskRecord, 'taskId'> & { publish?: unknown }, locale: Locale = DEFAULT_LOCALE): string {
+  return `${messages(locale).notPublished({ taskId: task.taskId })}${keptText(task, locale)}`;
+}
+
 export function failureReceiptText(
-  task: Pick<TaskRecord, 'taskId' | 'errorCode' | 'stoppedBy'>,
+  task: Pick<TaskRecord, 'taskId' | 'errorCode' | 'stoppedBy'> & { publish?: unknown },
   state: FailureReceiptState,
   locale: Locale = DEFAULT_LOCALE,
 ): string {
@@ -59,6 +75,6 @@ export function failureReceiptText(
     case 'failed_reply':
       return m.failedReply(failure);
     case 'failed':
-      return m.failed(failure);
+      return `${m.failed(failure)}${keptText(task, locale)}`;
   }
 }

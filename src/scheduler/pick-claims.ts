@@ -9,6 +9,8 @@ export interface ClaimCandidate {
    * restart) → RESUME: take the lease again and let the executor finish verifying, no task event.
    */
   event: 'CLAIM' | 'RETRY_DUE' | 'RESUME';
+  /** For RESUME: the state being resumed (`verifying_reply`, or `publishing` — change delivery). */
+  resumeState?: 'verifying_reply' | 'publishing';
 }
 
 export interface PickInput {
@@ -55,7 +57,8 @@ export function nextRetryDue(tasks: readonly TaskRecord[], now: number): number 
 }
 
 function toCandidate(task: TaskRecord, now: number): ClaimCandidate | null {
-  if (task.state === 'verifying_reply') return { taskId: task.taskId, repoKey: task.repoKey, queueSeq: task.queueSeq, event: 'RESUME' };
+  if (task.state === 'verifying_reply' || task.state === 'publishing')
+    return { taskId: task.taskId, repoKey: task.repoKey, queueSeq: task.queueSeq, event: 'RESUME', resumeState: task.state };
   if (task.state === 'queued') return { taskId: task.taskId, repoKey: task.repoKey, queueSeq: task.queueSeq, event: 'CLAIM' };
   if (task.state === 'retry_wait') {
     // A retry_wait without a deadline is due at once: the machine only leaves it null on purpose.

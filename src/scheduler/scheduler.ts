@@ -192,6 +192,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       ...store.byIndex<TaskRecord>('tasks', 'state', 'queued'),
       ...store.byIndex<TaskRecord>('tasks', 'state', 'retry_wait'),
       ...store.byIndex<TaskRecord>('tasks', 'state', 'verifying_reply'),
+      ...store.byIndex<TaskRecord>('tasks', 'state', 'publishing'),
     ].filter(
       (t) => runtime.has(taskActorId(t.taskId)),
     );
@@ -260,7 +261,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function claim(pick: ClaimCandidate, worker: Worker): Promise<void> {
     const taskActor = taskActorId(pick.taskId);
-    const expected = pick.event === 'CLAIM' ? 'queued' : pick.event === 'RETRY_DUE' ? 'retry_wait' : 'verifying_reply';
+    // RESUME: a verification or a publishing step (both idempotent) that nobody drives after a restart.
+    const expected = pick.event === 'CLAIM' ? 'queued' : pick.event === 'RETRY_DUE' ? 'retry_wait' : (pick.resumeState ?? 'verifying_reply');
     if (runtime.stateOf(taskActor)?.state !== expected) return freeSlot(worker);
 
     const leaseId = randomUUID();
@@ -426,6 +428,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       logger.warn({ taskId, errorCode }, 'verification left unfinished; failing the reply');
       const failReply: TaskEvent = { type: 'REPLY_FAILED', errorCode };
       await runtime.send(taskActorId(taskId), failReply, { by });
+      return;
+    }
+    // The same for a resumed publishing step: its change is kept by the publisher, never lost.
+    if (executorDone && current.state === 'publishing') {
+      logger.warn({ taskId, errorCode }, 'publishing left unfinished; failing the task');
+      const failPublish: TaskEvent = { type: 'PUBLISH_FAILED', errorCode };
+      await runtime.send(taskActorId(taskId), failPublish, { by });
       return;
     }
     if ((current.context as TaskContext).leaseId !== leaseId) return;

@@ -37,7 +37,7 @@ export interface SchedulerLogger {
 }
 
 /** Task states in which the task holds (or is meant to hold) its repository's lease. */
-export const LEASE_HOLDING_STATES: readonly TaskState[] = ['preparing', 'running', 'verifying_reply', 'aborting'];
+export const LEASE_HOLDING_STATES: readonly TaskState[] = ['preparing', 'running', 'publishing', 'verifying_reply', 'aborting'];
 
 export interface RunningTask {
   repoKey: string;

@@ -5,6 +5,9 @@ import type { Config } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { createTaskExecutor } from '../executor/task-executor.js';
 import { createWorkspaceAdapter } from '../executor/workspace-adapter.js';
+import { createGiteaPullsClient } from '../publish/gitea-pulls.js';
+import { createPublisher } from '../publish/publisher.js';
+import { createPublishToolHandler, PUBLISH_TOOL_INSTRUCTIONS, publishToolSpecs } from '../publish/publish-tool.js';
 import { createGiteaClient, type GiteaClient } from '../gitea/index.js';
 import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
@@ -141,6 +144,19 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     },
     logger: logger.child({ part: 'app-server' }),
   });
+  const publisher = createPublisher({
+    store,
+    gitea: createGiteaPullsClient({ baseUrl: config.giteaUrl, token: config.giteaToken }),
+    token: config.giteaToken,
+    botLogin,
+    giteaUrl: config.giteaUrl,
+    workspaceRoot: config.workspaceRoot,
+    patchDir: join(config.dataDir, 'patches'),
+    mode: config.delivery ?? DEFAULTS.delivery,
+    branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix,
+    log: (msg, fields) => logger.child({ part: 'publisher' }).info(fields, msg),
+    onOutcome: (outcome) => metrics.observePublish(outcome),
+  });
   supervisor.onReady((conn) => {
     conn.on('notification', (e) => {
       if (e.notification.method === 'account/rateLimits/updated') providerHold.observeRateLimits(e.notification.params);
@@ -160,12 +176,21 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     botLogin,
     agentSandbox,
     logger: logger.child({ part: 'sessions' }),
+    // Change delivery: the agent can publish its change itself and link the pull request in its answer.
+    ...((config.delivery ?? DEFAULTS.delivery) !== 'off'
+      ? { dynamicTools: { specs: publishToolSpecs(), instructions: PUBLISH_TOOL_INSTRUCTIONS, call: createPublishToolHandler(publisher) } }
+      : {}),
     usage,
   });
   const executor = createTaskExecutor({
     store,
     runtime,
-    workspace: createWorkspaceAdapter({ root: config.workspaceRoot, token: config.giteaToken }),
+    workspace: createWorkspaceAdapter({
+      root: config.workspaceRoot,
+      token: config.giteaToken,
+      worktrees: { branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix },
+    }),
+    publisher,
     sessions,
     verification,
     replyExists: async (task, turn) => {

@@ -20,6 +20,9 @@
 // the `turns` record is inserted with our own `turnKey` and marker (src/domain/marker.ts); Codex's
 // turnId is stored when it arrives, with `eventSeq` per processed notification (repeats skipped).
 import type { TurnStartParams } from '../codex/protocol/ts/v2/TurnStartParams.js';
+import type { DynamicToolSpec } from '../codex/protocol/ts/v2/DynamicToolSpec.js';
+import type { DynamicToolCallParams } from '../codex/protocol/ts/v2/DynamicToolCallParams.js';
+import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
 import { CodexRpcError, errorText, type CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
 import { runTurn as runCodexTurn, type TurnOutcome as CodexTurnOutcome } from '../codex/run-turn.js';
 import type { AgentSandbox } from '../isolation/agent-sandbox.js';
@@ -84,6 +87,16 @@ export interface SessionManagerOptions {
   agentSandbox?: Pick<AgentSandbox, 'forThread'>;
   logger?: SessionLogger;
   now?: () => Date;
+  /**
+   * Client-side tools offered to the agent on thread/start (change delivery's publish tool). Codex
+   * asks for them with `item/tool/call`; `call` runs for the task whose turn is active on that thread.
+   */
+  dynamicTools?: {
+    specs: DynamicToolSpec[];
+    /** Appended to the developer instructions: when and how to use the tools. */
+    instructions?: string;
+    call(taskId: string, tool: string, args: unknown): Promise<DynamicToolCallResponse>;
+  };
   /** Usage accounting and per-task budgets (src/usage/): none when absent. */
   usage?: TurnUsageHooks;
 }
@@ -141,6 +154,21 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     ...(options.mcpArgs ? { args: options.mcpArgs } : {}),
   };
 
+  /** Routes the agent's dynamic tool calls to the task whose turn runs on that thread. */
+  async function onDynamicTool(params: DynamicToolCallParams): Promise<DynamicToolCallResponse> {
+    const turn = [...active.values()].find((a) => a.threadId === params.threadId);
+    if (!turn || !options.dynamicTools) {
+      return { success: false, contentItems: [{ type: 'inputText', text: 'ccweb-gitea: no task is running on this thread' }] };
+    }
+    logger.info({ taskId: turn.taskId, tool: params.tool, threadId: params.threadId }, 'dynamic tool call');
+    return options.dynamicTools.call(turn.taskId, params.tool, params.arguments);
+  }
+
+  function useConnection(conn: CodexAppServerConnection): CodexAppServerConnection {
+    if (options.dynamicTools) conn.setDynamicToolHandler(onDynamicTool);
+    return conn;
+  }
+
   function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = locks.get(key) ?? Promise.resolve();
     const run = prev.then(fn, fn);
@@ -193,7 +221,11 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
   async function startThread(task: TaskRecord, conn: CodexAppServerConnection, gen: number, cwd: string) {
     let res: any;
     try {
-      res = await conn.request('thread/start', threadStartParams({ cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd) }), { timeoutMs: threadRequestTimeoutMs });
+      res = await conn.request(
+        'thread/start',
+        threadStartParams({ cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd), ...(options.dynamicTools ? { dynamicTools: options.dynamicTools.specs } : {}) }),
+        { timeoutMs: threadRequestTimeoutMs },
+      );
     } catch (err) {
       const failure = threadFailure(err, 'thread_start_failed');
       await sendSession(task.sessionKey, { type: 'THREAD_START_FAILED', errorCode: failure.errorCode });
@@ -243,7 +275,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       }
       let conn: CodexAppServerConnection;
       try {
-        conn = await supervisor.connection();
+        conn = useConnection(await supervisor.connection());
       } catch (err) {
         throw threadFailure(err, 'app_server_unavailable');
       }
@@ -299,7 +331,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     if (opts.signal?.aborted) return failed(turnKey, null, 'aborted_before_start', false);
     let conn: CodexAppServerConnection;
     try {
-      conn = await supervisor.connection();
+      conn = useConnection(await supervisor.connection());
     } catch {
       return failed(turnKey, null, 'app_server_unavailable', true);
     }
@@ -324,7 +356,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       ? store.byIndex<TurnRecord>('turns', 'taskId', task.taskId).filter((t) => t.kind === 'normal').at(-1)
       : undefined;
     const marker = original?.marker ?? formatMarker({ taskId: task.taskId, turnKey, resourceKey: task.resourceKey });
-    const instructions = developerInstructions(instructionContextFor(task, options.giteaUrl, marker, options.botLogin));
+    const instructions = [developerInstructions(instructionContextFor(task, options.giteaUrl, marker, options.botLogin)), options.dynamicTools?.instructions]
+      .filter((x): x is string => typeof x === 'string' && x.length > 0)
+      .join('\n\n');
     // Replies count from the last turn that finished (the one that asked): a retry of an interrupted
     // turn gets the same replies again.
     const previousTurnStart = store

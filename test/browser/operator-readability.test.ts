@@ -11,6 +11,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { newSessionRecord, sessionActorId, sessionKind } from '../../src/sessions/session-actor.js';
 import type { TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
+import { TASK_STATES } from '../../machines/task-lifecycle.js';
 import {
   ADMIN_TOKEN,
   createQueuedTask,
@@ -283,7 +284,7 @@ describe.each(VIEWPORTS)('visualizer at $width×$height', (viewport) => {
         const panel = document.getElementById('chart')!.getBoundingClientRect();
         return rs.map((r) => r.getBoundingClientRect()).map((b) => b.left >= panel.left - 0.5 && b.right <= panel.right + 0.5);
       });
-      expect(states).toHaveLength(18);
+      expect(states).toHaveLength(TASK_STATES.length); // 19 with change delivery's `publishing`
       expect(states.every(Boolean)).toBe(true);
       const c = await labelCollisions(page);
       expect(c.minFontPx).toBeGreaterThanOrEqual(9);

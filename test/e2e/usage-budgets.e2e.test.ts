@@ -6,7 +6,7 @@
 // operator lifts the quota for the repository (audited); a provider 429 holds the queue and it
 // resumes; the admin page shows the usage tables in real Chromium; a task parked in blocked_workspace
 // is told so in its receipt, and told again (same comment) when an operator unblocks it.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -68,10 +68,6 @@ beforeAll(async () => {
   const agent = scriptedAgent();
   env.model.setResponder((body) => {
     const text = JSON.stringify(body);
-    if (text.includes('leave a stray file') && !text.includes('stray.txt written')) {
-      const calls = (Array.isArray(body?.input) ? body.input : []).filter((i: { type?: string }) => i.type === 'function_call_output').length;
-      if (calls === 0) return { type: 'shell', command: 'echo stray > stray.txt && echo stray.txt written' };
-    }
     if (text.includes('burn the budget')) {
       const calls = (Array.isArray(body?.input) ? body.input : []).filter((i: { type?: string }) => i.type === 'function_call_output').length;
       return calls === 0 ? { type: 'shell', command: 'sleep 20', usage: { input: 900, output: 300, cachedInput: 400 } } : { type: 'stall' };
@@ -229,14 +225,16 @@ describe('usage and budgets against the real app-server', () => {
   });
 
   it('a task parked in blocked_workspace tells its user once, by editing its receipt', async () => {
-    // The agent leaves an untracked file behind; the repository's next task finds the tree dirty.
-    const dirty = await mention(9, '@ccweb-bot please leave a stray file');
-    await waitForState(String(dirty.body['taskId']), ['succeeded']);
+    // Each issue/PR has its own worktree (change delivery), so only the same issue's next task can find
+    // leftovers. Leftovers in issue 10's worktree, as a failed run would leave them:
+    const first = await mention(10, '@ccweb-bot first look');
+    await waitForState(String(first.body['taskId']), ['succeeded']);
+    writeFileSync(join(env.env.CCWEB_DATA_DIR!, 'workspaces', 'default', '.worktrees', 'acme', 'widget', 'issue-10', 'stray.txt'), 'stray\n');
     const r = await mention(10, '@ccweb-bot next one');
     const id = String(r.body['taskId']);
     await waitForState(id, ['blocked_workspace']);
     await waitFor('the receipt edit', async () => (await task(id)).comments.find((c) => c.kind === 'notice' && c.status === 'sent'));
-    const bodies = botComments(10);
+    const bodies = botComments(10).filter((b) => b.includes(id));
     expect(bodies).toHaveLength(1);
     expect(bodies[0]).toContain('giteabot: received');
     expect(bodies[0]).toContain(`**Paused:**`);
@@ -250,7 +248,7 @@ describe('usage and budgets against the real app-server', () => {
     const done = await waitForState(id, ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'blocked_workspace']);
     expect(done.task.state).toBe('succeeded');
     await waitFor('the resumed edit', async () => (await task(id)).comments.find((c) => c.commentKey === `${id}:notice:resumed` && c.status === 'sent'));
-    const receipt = botComments(10)[0]!;
+    const receipt = botComments(10).find((b) => b.includes(id))!;
     expect(receipt).toContain('giteabot: received');
     expect(receipt).toContain(`**Resumed:** an operator unblocked task ${id}`);
     expect(receipt).not.toContain('Paused');

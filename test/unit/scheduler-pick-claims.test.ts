@@ -62,6 +62,22 @@ describe('pickClaims: verifications left behind by a restart', () => {
       disabled: () => false,
       slots: 5,
     });
-    expect(picks).toEqual([{ taskId: 'v', repoKey: 'default:a/b', queueSeq: 3, event: 'RESUME' }]);
+    expect(picks).toEqual([{ taskId: 'v', repoKey: 'default:a/b', queueSeq: 3, event: 'RESUME', resumeState: 'verifying_reply' }]);
+  });
+
+  it('resumes a publishing task (change delivery) left behind by a restart, before new work', async () => {
+    const { pickClaims } = await import('../../src/scheduler/pick-claims.js');
+    const base = { repoKey: 'default:a/b', nextRetryAt: null } as const;
+    const picks = pickClaims({
+      tasks: [
+        { ...base, taskId: 'q', state: 'queued', queueSeq: 1 },
+        { ...base, taskId: 'p', state: 'publishing', queueSeq: 2 },
+      ] as never,
+      now: 0,
+      busy: () => false,
+      disabled: () => false,
+      slots: 5,
+    });
+    expect(picks).toEqual([{ taskId: 'p', repoKey: 'default:a/b', queueSeq: 2, event: 'RESUME', resumeState: 'publishing' }]);
   });
 });

@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { TASK_STATES, taskMachine } from '../../machines/task-lifecycle.js';
 
-// Spec §5.6, written out from the table itself (not from the machine), plus the one pair the issue
-// adds: verifying_reply → succeeded_with_rest_fallback (the REST fallback of §5.4.4).
+// Spec §5.6, written out from the table itself (not from the machine), plus the pairs beyond it:
+// verifying_reply → succeeded_with_rest_fallback (the REST fallback of §5.4.4), and change delivery
+// (issue 14): running → publishing, publishing → verifying_reply | failed.
 const TABLE: Record<string, string[]> = {
   received: ['queued', 'ignored', 'duplicate', 'rejected'],
   queued: ['preparing', 'cancelled'],
   preparing: ['running', 'blocked_workspace', 'retry_wait', 'failed'],
-  running: ['waiting_user', 'verifying_reply', 'retry_wait', 'aborting', 'failed'],
+  running: ['waiting_user', 'verifying_reply', 'publishing', 'retry_wait', 'aborting', 'failed'],
+  publishing: ['verifying_reply', 'failed'],
   waiting_user: ['queued', 'cancelled', 'failed'],
   verifying_reply: ['succeeded', 'retry_wait', 'failed_reply', 'succeeded_with_rest_fallback'],
   retry_wait: ['preparing', 'running', 'verifying_reply', 'failed'],
@@ -48,8 +50,9 @@ function machinePairs(): Set<string> {
 }
 
 describe('task lifecycle vs spec §5.6', () => {
-  it('has exactly the 19 states of the table, terminals final', () => {
-    // The issue counts 19 but lists 18 names; the table's state column lists the same 18.
+  it('has exactly the states of the table (plus publishing), terminals final', () => {
+    // The issue counts 19 but lists 18 names; the table's state column lists the same 18, and change
+    // delivery adds `publishing`.
     expect(Object.keys(taskMachine.root.states).sort()).toEqual([...TASK_STATES].sort());
     expect(Object.keys(TABLE).sort()).toEqual([...TASK_STATES].sort());
     for (const [state, tos] of Object.entries(TABLE)) {

@@ -6,7 +6,7 @@ import { createMachine } from 'xstate';
 
 export const machine = createMachine({
   "id": "task",
-  "description": "One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST), the only pair beyond the specification’s table.",
+  "description": "One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST) and change delivery: running → publishing → verifying_reply | failed.",
   "initial": "received",
   "states": {
     "received": {
@@ -76,7 +76,15 @@ export const machine = createMachine({
     "running": {
       "description": "A Codex turn is in flight on the resource thread.",
       "on": {
-        "TURN_REPLIED": "verifying_reply",
+        "TURN_REPLIED": [
+          {
+            "guard": "publishesFirst",
+            "target": "publishing"
+          },
+          {
+            "target": "verifying_reply"
+          }
+        ],
         "TURN_WAITING_USER": {
           "target": "waiting_user",
           "actions": "releaseLeaseRef"
@@ -122,6 +130,16 @@ export const machine = createMachine({
           "actions": "recordStop"
         },
         "FAIL": {
+          "target": "failed",
+          "actions": "recordError"
+        }
+      }
+    },
+    "publishing": {
+      "description": "Change delivery: commit what the turn left, push the resource branch, open or reuse its pull request, read Gitea back. Idempotent (check-then-act on Gitea), so a restart resumes it under a new lease.",
+      "on": {
+        "PUBLISHED": "verifying_reply",
+        "PUBLISH_FAILED": {
           "target": "failed",
           "actions": "recordError"
         }

@@ -6,6 +6,9 @@
  *
  * - `question`  → posts a question and ends with CCWEB_WAITING_USER (the task waits for the user);
  * - `head`      → runs `git rev-parse HEAD` through Codex's shell tool first and reports the sha;
+ * - `change-file` → appends a line naming the task to CHANGES.md through Codex's shell tool, then answers
+ *   (change delivery publishes it); with `publish-tool` it then calls the service's `ccweb_publish_changes`
+ *   tool and links the pull request URL it returns;
  * - `forget`    → answers without calling the gitea tool (the reply goes missing: the reply-retry turn posts it);
  * - `forget-always` → never posts, not even in the reply-retry turn (→ REST fallback);
  * - `slow`      → stalls (the turn runs until interrupted);
@@ -83,7 +86,20 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
     }
 
     let text = answer(userText);
-    if (lower.includes('head') && !isRetry) {
+    if (lower.includes('change-file') && !isRetry) {
+      // Edits the repository through Codex's own shell tool: a line naming the task, appended to CHANGES.md.
+      // `change-file-pause` waits a few seconds first (a test moves the branch on Gitea meanwhile).
+      const pause = lower.includes('change-file-pause') ? 'sleep 4 && ' : '';
+      if (outputs.length === 0) return { type: 'shell', command: `${pause}printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && echo edited`, timeoutMs: 20_000 };
+      text = 'I appended a line to CHANGES.md.';
+      if (lower.includes('publish-tool')) {
+        // The service's client-side tool: it publishes now and answers with the pull request URL.
+        if (outputs.length === 1) return { type: 'tool_call', name: 'ccweb_publish_changes', arguments: { summary: 'Append a line to CHANGES.md\n\nAs asked in the issue.' } };
+        const out = JSON.stringify(outputs.at(-1)!.output ?? '');
+        const url = /https?:\/\/[^\s"\\]+\/pulls\/\d+/.exec(out)?.[0];
+        text = url ? `I appended a line to CHANGES.md: ${url}` : `Publishing did not give a pull request: ${out.slice(0, 300)}`;
+      }
+    } else if (lower.includes('head') && !isRetry) {
       const shellDone = outputs.length > 0;
       if (!shellDone) return { type: 'shell', command: ['git', 'rev-parse', 'HEAD'] };
       const out = JSON.stringify(outputs.at(-1)!.output ?? '');

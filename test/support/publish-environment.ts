@@ -1,0 +1,181 @@
+/**
+ * The service as its own process against a REAL Gitea (test/support/real-gitea), the real Codex
+ * app-server with the scripted agent (test/support/sandbox/scripted-agent.ts), and the gitea-mcp
+ * stand-in — for change delivery (issue 14). Two fault-injection seams, both outside the service:
+ *
+ * - `holdPush()`: a server-side `post-receive.d` hook in Gitea's bare repository that waits while a
+ *   file exists — Gitea has updated the ref, the service's `git push` has not got its answer yet;
+ * - `holdPulls()`: the service reaches Gitea's REST API through a loopback proxy (CCWEB_GITEA_URL),
+ *   which can hold `POST /repos/{o}/{r}/pulls` before forwarding it.
+ *
+ * Test double: only that proxy (a pass-through, to inject the fault); Gitea itself is real.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { GITEA_MCP_STANDIN_PATH } from './gitea-mcp-standin/index.js';
+import { freePort, giteaApi, startSeededGitea, type SeededGitea } from './real-gitea/index.js';
+import { scriptedAgent } from './sandbox/scripted-agent.js';
+import { startServiceProcess, type ServiceProcess } from './sandbox/service-process.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel } from './scripted-model/index.js';
+
+export interface PublishEnvironment {
+  root: string;
+  gitea: SeededGitea;
+  model: ScriptedModel;
+  /** The bot's token with `write:repository` (change delivery pushes and opens pull requests). */
+  botToken: string;
+  adminToken: string;
+  env: Record<string, string>;
+  dataDir: string;
+  workspaceRoot: string;
+  /** One line per git command the service (or the agent) ran: its arguments. */
+  gitArgsLog: string;
+  service: ServiceProcess | null;
+  startService(): Promise<ServiceProcess>;
+  /** Holds the next pushes (after Gitea updated the ref) until the returned release(); resolves `held` when one is held. */
+  holdPush(): { held: Promise<void>; release(): void };
+  /** Holds the next `POST …/pulls` at the proxy until release() forwards it. */
+  holdPulls(): { held: Promise<void>; release(): void };
+  close(): Promise<void>;
+}
+
+export async function startPublishEnvironment(root: string): Promise<PublishEnvironment> {
+  mkdirSync(root, { recursive: true });
+  const gitea = await startSeededGitea();
+  const bot = gitea.users.bot;
+  const tokenRes = await giteaApi<{ sha1: string }>(gitea.url, { basic: { login: bot.login, password: bot.password } }, 'POST', `/users/${bot.login}/tokens`, {
+    name: 'ccweb-delivery',
+    scopes: ['write:repository', 'write:issue', 'read:user'],
+  }, 201);
+  const botToken = tokenRes.body.sha1;
+
+  // The REST pass-through with a hold on pull-request creation.
+  let pullHold: { onHeld: () => void; waitRelease: Promise<void> } | null = null;
+  const target = new URL(gitea.url);
+  const proxy: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const forward = () => {
+        const up = request(
+          { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+          (r) => {
+            res.writeHead(r.statusCode ?? 502, r.headers);
+            r.pipe(res);
+          },
+        );
+        up.on('error', () => res.writeHead(502).end());
+        up.end(Buffer.concat(chunks));
+      };
+      const hold = pullHold;
+      if (hold && req.method === 'POST' && /^\/api\/v1\/repos\/[^/]+\/[^/]+\/pulls\/?$/.test(req.url ?? '')) {
+        pullHold = null;
+        hold.onHeld();
+        // Forwarded only on release: Gitea creates the pull request after the service may be dead.
+        void hold.waitRelease.then(forward);
+        return;
+      }
+      forward();
+    });
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+  const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+
+  const model = await startScriptedModel();
+  model.setResponder(scriptedAgent());
+  const codexHome = join(root, 'codex-home');
+  writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
+  const bin = join(root, 'bin');
+  mkdirSync(bin, { recursive: true });
+  const mcpCommand = join(bin, 'gitea-mcp');
+  writeFileSync(mcpCommand, `#!/bin/sh\nexec '${process.execPath}' '${GITEA_MCP_STANDIN_PATH}' "$@"\n`);
+  chmodSync(mcpCommand, 0o755);
+
+  // Every git the service runs goes through this wrapper, which records its arguments (the token must
+  // never be one of them).
+  const gitArgsLog = join(root, 'git-args.log');
+  const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+  writeFileSync(join(bin, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${gitArgsLog}'\nexec '${realGit}' "$@"\n`);
+  chmodSync(join(bin, 'git'), 0o755);
+
+  const port = await freePort();
+  const dataDir = join(root, 'data');
+  const workspaceRoot = join(dataDir, 'workspaces');
+  const webhookSecret = randomBytes(16).toString('hex');
+  const adminToken = randomBytes(16).toString('hex');
+  const env: Record<string, string> = {
+    CCWEB_HOST: '127.0.0.1',
+    CCWEB_PORT: String(port),
+    CCWEB_DATA_DIR: dataDir,
+    CCWEB_WEBHOOK_SECRET: webhookSecret,
+    CCWEB_GITEA_URL: proxyUrl,
+    CCWEB_GITEA_TOKEN: botToken,
+    CCWEB_ADMIN_TOKEN: adminToken,
+    CCWEB_GITEA_MCP_COMMAND: mcpCommand,
+    // The receipts in English, so the assertions read the words they check.
+    CCWEB_LOCALE: 'en',
+    CCWEB_LOG_LEVEL: 'warn',
+    CODEX_HOME: codexHome,
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
+  };
+  await gitea.addWebhook(`http://127.0.0.1:${port}/api/gitea/webhook`, webhookSecret);
+
+  const hooksDir = join(gitea.gitea.root, 'repos', gitea.owner, `${gitea.repo}.git`, 'hooks', 'post-receive.d');
+  const holdFile = join(root, 'push-hold');
+  const heldFile = join(root, 'push-held');
+
+  const envObj: PublishEnvironment = {
+    root,
+    gitea,
+    model,
+    botToken,
+    adminToken,
+    env,
+    dataDir,
+    workspaceRoot,
+    gitArgsLog,
+    service: null,
+    async startService() {
+      envObj.service = await startServiceProcess(env, { timeoutMs: 90_000 });
+      return envObj.service;
+    },
+    holdPush() {
+      if (!existsSync(hooksDir)) throw new Error(`no hooks directory at ${hooksDir}`);
+      writeFileSync(holdFile, '');
+      rmSync(heldFile, { force: true });
+      // Runs after Gitea's own post-receive script ("gitea" sorts before "zz"): the ref is updated.
+      const script = join(hooksDir, 'zz-ccweb-test-hold');
+      writeFileSync(script, `#!/bin/sh\ncat >/dev/null\n[ -e '${holdFile}' ] || exit 0\ntouch '${heldFile}'\nwhile [ -e '${holdFile}' ]; do sleep 0.1; done\nrm -f '${script}'\nexit 0\n`);
+      chmodSync(script, 0o755);
+      const held = (async () => {
+        const deadline = Date.now() + 60_000;
+        while (!existsSync(heldFile)) {
+          if (Date.now() > deadline) throw new Error('no push was held');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+      return { held, release: () => rmSync(holdFile, { force: true }) };
+    },
+    holdPulls() {
+      let onHeld!: () => void;
+      const held = new Promise<void>((r) => (onHeld = r));
+      let release!: () => void;
+      const waitRelease = new Promise<void>((r) => (release = r));
+      pullHold = { onHeld, waitRelease };
+      return { held, release };
+    },
+    async close() {
+      rmSync(holdFile, { force: true });
+      await envObj.service?.stop().catch(() => undefined);
+      await new Promise<void>((r) => proxy.close(() => r()));
+      proxy.closeAllConnections?.();
+      await model.close();
+      await gitea.close();
+    },
+  };
+  return envObj;
+}
