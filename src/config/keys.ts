@@ -86,6 +86,12 @@ export const KEYS = {
     expect: 'an http(s) URL without credentials, query or fragment',
     fix: 'Set it to the base URL of your Gitea, e.g. https://gitea.example.com (put the token in CCWEB_GITEA_TOKEN, not in the URL).',
   },
+  giteaPublicUrl: {
+    env: 'CCWEB_GITEA_PUBLIC_URL',
+    schema: baseUrl,
+    expect: 'an http(s) URL without credentials, query or fragment',
+    fix: "Set it to Gitea's ROOT_URL (app.ini [server]) when it differs from CCWEB_GITEA_URL, e.g. the service talks to http://127.0.0.1:3000 while users see https://gitea.example.com; otherwise leave it unset.",
+  },
   giteaToken: {
     env: 'CCWEB_GITEA_TOKEN',
     secret: true,

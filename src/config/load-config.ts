@@ -7,8 +7,9 @@
 // - Lists: comma-separated in the environment; a comma-separated string or a JSON array in the file.
 //   List entries are trimmed, so a webhook secret cannot start/end with spaces or contain a comma
 //   when given through the environment.
-// - Unknown keys in the file are an error (a typo must not silently fall back to a default).
-//   Unknown `CCWEB_*` environment variables are ignored (other modules may read their own).
+// - Unknown keys in the file are an error (a typo must not silently fall back to a default), and so
+//   is an unknown `CCWEB_*` environment variable (`CCWEB_PROT` → "did you mean CCWEB_PORT?"), except
+//   the few read by the project's own tooling (`TOOLING_ENV_KEYS`).
 // - Errors name the key in both spellings and say how to fix it; they never contain a value.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -24,6 +25,8 @@ export interface Config {
   webhookSecret: string[];
   /** Base URL without trailing slash, e.g. `https://gitea.example.com`. */
   giteaUrl: string;
+  /** Gitea's ROOT_URL when it differs from `giteaUrl`: payload repository URLs may name its host too. */
+  giteaPublicUrl?: string;
   giteaToken: string;
   /** Unset → learn it from `GET /api/v1/user` at start. */
   botLogin?: string;
@@ -134,6 +137,26 @@ function suggestKey(unknownKey: string): string | undefined {
   );
 }
 
+/** `CCWEB_*` variables read by build and test tooling, never by the service: not configuration errors. */
+export const TOOLING_ENV_KEYS: readonly string[] = ['CCWEB_BUILD_DIR', 'CCWEB_CHROMIUM', 'CCWEB_GITEA_FIXTURES'];
+
+const KNOWN_ENV = new Set<string>(CONFIG_KEYS.map((k) => KEYS[k].env));
+
+function suggestEnvKey(name: string): string | undefined {
+  const envs = [...KNOWN_ENV];
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of envs) {
+    const d = editDistance(candidate, name);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  // A typo is a few edits away; beyond that a suggestion would only confuse.
+  return bestDistance <= Math.max(2, Math.floor(name.length / 5)) ? best : undefined;
+}
+
 function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
@@ -191,6 +214,15 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     }
   }
 
+  for (const name of Object.keys(env)) {
+    if (!name.startsWith('CCWEB_') || env[name] === undefined || KNOWN_ENV.has(name) || TOOLING_ENV_KEYS.includes(name)) continue;
+    const hint = suggestEnvKey(name);
+    problems.push(
+      `unknown environment variable ${name}: ` +
+        (hint ? `did you mean ${hint}? Rename it.` : `unset it (known keys: run \`ccweb-gitea config-reference\`).`),
+    );
+  }
+
   const values: Partial<Record<ConfigKey, unknown>> = {};
   for (const key of CONFIG_KEYS) {
     const spec: KeySpec = KEYS[key];
@@ -241,6 +273,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     configFile,
   };
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
+  if (v['giteaPublicUrl'] !== undefined) config.giteaPublicUrl = v['giteaPublicUrl'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;

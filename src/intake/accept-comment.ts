@@ -29,6 +29,7 @@ import {
   type NormalizedComment,
 } from '../webhook/normalize-comment.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { workspacePathFor } from '../workspace/workspace-path.js';
 import {
   DEFAULT_DELIVERY_RETENTION_MS,
@@ -40,6 +41,7 @@ import {
   triggerRecord,
 } from './intake-records.js';
 import {
+  FOREIGN_REPOSITORY_ORIGIN,
   INVALID_PAYLOAD,
   REPOSITORY_DISABLED,
   STORE_UNAVAILABLE,
@@ -67,7 +69,12 @@ export interface IntakeOptions {
   secrets: readonly string[];
   allowUsers?: readonly string[];
   denyUsers?: readonly string[];
-  /** Gitea's `GET /repos/{o}/{r}/collaborators/{user}/permission`; used only when the payload carries none. */
+  /**
+   * Host names the payload's repository URLs may name (CCWEB_GITEA_URL's, CCWEB_GITEA_PUBLIC_URL's);
+   * another host → 400 `foreign_repository_origin` + security audit. Unset: not checked (tests).
+   */
+  repositoryHosts?: readonly string[];
+  /** Gitea's `GET /repos/{o}/{r}/collaborators/{user}/permission`: confirms write access (the payload's permissions are a hint). */
   fetchPermission: (owner: string, repo: string, login: string) => Promise<RepoPermission>;
   workspaceRoot: string;
   now?: () => Date;
@@ -217,6 +224,8 @@ export function createIntake(options: IntakeOptions): Intake {
     const normalized = normalizeComment(headers, json, { botLogin });
     if (!normalized.ok) return invalidPayload(headers, normalized.issues);
     const c = normalized.value;
+    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(c.repo, options.repositoryHosts) : null;
+    if (foreign !== null) return refuseForeignOrigin(deliveryId, c, foreign);
     subject.comment = c;
     subject.eventType = c.eventType;
 
@@ -446,6 +455,21 @@ export function createIntake(options: IntakeOptions): Intake {
       }),
     );
     return INVALID_PAYLOAD;
+  }
+
+  async function refuseForeignOrigin(deliveryId: string, c: NormalizedComment, foreign: ForeignOrigin): Promise<IntakeResponse> {
+    await store.transact((tx) =>
+      tx.appendAudit({
+        action: 'webhook.foreign_repository_origin',
+        actor: `gitea:user:${c.actor.login}`,
+        level: 'security',
+        deliveryId,
+        errorCode: 'foreign_repository_origin',
+        metadata: { repoKey: c.repoKey, field: foreign.field, host: foreign.host },
+      }),
+    );
+    options.logger?.warn({ deliveryId, repoKey: c.repoKey, field: foreign.field, host: foreign.host }, 'signed webhook names a repository URL on another host than CCWEB_GITEA_URL: refused');
+    return FOREIGN_REPOSITORY_ORIGIN;
   }
 
   const securityBudget = options.securityAuditPerMinute ?? 120;

@@ -30,6 +30,9 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
+import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
+import { cachedPermissionLookup } from '../webhook/permission-cache.js';
+import type { RepoPermission } from '../webhook/authorize-actor.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -129,7 +132,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const executor = createTaskExecutor({
     store,
     runtime,
-    workspace: createWorkspaceAdapter({ root: config.workspaceRoot, token: config.giteaToken }),
+    workspace: createWorkspaceAdapter({ root: config.workspaceRoot, token: config.giteaToken, giteaUrl: config.giteaUrl }),
+    currentRepository: async (repo) => {
+      const id = Number(repo['repoId']);
+      if (!Number.isSafeInteger(id) || id <= 0) return null;
+      const found = await gitea.getRepositoryById(id);
+      return { owner: found.owner.login, name: found.name };
+    },
     sessions,
     verification,
     replyExists: async (task, turn) => {
@@ -164,7 +173,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     secrets: config.webhookSecret,
     allowUsers: config.allowUsers,
     denyUsers: config.denyUsers,
-    fetchPermission: async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as never,
+    repositoryHosts: allowedRepositoryHosts(config.giteaUrl, config.giteaPublicUrl),
+    fetchPermission: cachedPermissionLookup(
+      async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as RepoPermission,
+    ),
     workspaceRoot: config.workspaceRoot,
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
     onAccepted: () => {

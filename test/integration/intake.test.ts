@@ -577,7 +577,7 @@ describe('415 and 413: content type and size, checked before anything is read or
   });
 });
 
-describe('who may trigger: write/admin, signed permissions first, else the API, fail closed', () => {
+describe('who may trigger: write/admin confirmed by the API (signed permissions only a hint), fail closed', () => {
   function expectRejectedTask(harness: IntakeHarness, res: { status: number; body: any }, reason: string, deliveryId: string) {
     const taskId = taskIdFor(`default:${deliveryId}`);
     expect(res.status).toBe(200);
@@ -599,8 +599,22 @@ describe('who may trigger: write/admin, signed permissions first, else the API, 
     expect(harness.permissionCalls).toEqual([]);
   });
 
-  it('admin without push (signed) → accepted', async () => {
-    const harness = await start();
+  // Issue 15, finding 1: the payload's permissions were the decision; anyone knowing the secret could sign push: true.
+  it('signed push: true for a user Gitea says has no access → rejected (the API decides)', async () => {
+    const harness = await start({ fetchPermission: async () => 'none' });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: true, pull: true }; } });
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expect(harness.permissionCalls).toEqual([['alice', 'widgets', 'bob']]);
+  });
+
+  it('signed push: true and the permission API failing → rejected (fail closed)', async () => {
+    const harness = await start({ fetchPermission: async () => { throw new Error('connection refused'); } });
+    const d = delivery('issue_comment_created_on_issue');
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'permission_check_failed', d.deliveryId);
+  });
+
+  it('admin without push (signed), API says admin → accepted', async () => {
+    const harness = await start({ fetchPermission: async () => 'admin' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: false, pull: true }; } });
     expect((await harness.post(d.body, d.headers)).status).toBe(202);
   });
