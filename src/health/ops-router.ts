@@ -25,7 +25,7 @@ export function createOpsRouter(options: OpsRouterOptions): Router {
     const report = await options.readiness.check();
     ctx.set('Cache-Control', 'no-store');
     ctx.status = report.ready ? 200 : 503;
-    ctx.body = { status: report.ready ? 'ready' : 'not_ready', store: report.store, appServer: report.appServer };
+    ctx.body = { status: report.ready ? 'ready' : 'not_ready', store: report.store, appServer: report.appServer, ...report.dependencies };
   });
 
   router.get('/metrics', async (ctx) => {
