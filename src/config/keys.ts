@@ -192,6 +192,12 @@ export const KEYS = {
     expect: 'an integer number of days from 1 to 36500',
     fix: 'Set it to how long finished tasks stay in the store, e.g. 365, or leave it unset to keep them forever (default); audit history is always kept.',
   },
+  securityEventRetentionDays: {
+    env: 'CCWEB_SECURITY_EVENT_RETENTION_DAYS',
+    schema: integer(1, 3650),
+    expect: 'an integer number of days from 1 to 3650',
+    fix: 'Set it to how long failed-authentication records (counted per source and 10-minute window) are kept, e.g. 30 (default).',
+  },
   archiveAfterMinutes: {
     env: 'CCWEB_ARCHIVE_AFTER_MINUTES',
     schema: integer(0, 525_600),
@@ -234,4 +240,6 @@ export const DEFAULTS = {
   // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then
   // follows live work, not history (issue #9: RSS at 100k stored tasks).
   archiveAfterMinutes: 60,
+  // Long enough to look back at an incident; the records are aggregated, so this is cheap.
+  securityEventRetentionDays: 30,
 };

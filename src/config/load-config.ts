@@ -50,6 +50,8 @@ export interface Config {
   taskRetentionDays?: number;
   /** Unset → `DEFAULTS.archiveAfterMinutes` (60). */
   archiveAfterMinutes?: number;
+  /** Unset → `DEFAULTS.securityEventRetentionDays` (30). */
+  securityEventRetentionDays?: number;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
 }
@@ -278,6 +280,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;
+  if (v['securityEventRetentionDays'] !== undefined) config.securityEventRetentionDays = v['securityEventRetentionDays'] as number;
   return config;
 }
 

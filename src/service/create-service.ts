@@ -34,6 +34,7 @@ import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
 import { startDependencyProbe, type DependencyProbe } from '../health/dependency-probe.js';
 import { codexLoginPart, giteaPart, mcpPart } from '../health/service-probes.js';
 import type { ReadinessPart } from '../health/readiness.js';
+import { createSecurityEvents } from '../intake/security-events.js';
 import { checkCommand, checkDataDir, listenError, probeGitea, storeOpenError } from './startup-checks.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
@@ -221,7 +222,14 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   logger.info(recovery, 'restart recovery done');
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
+  // Failed authentications (webhook signatures, admin tokens): counted per source and window, expiring.
+  const securityEvents = createSecurityEvents({
+    store,
+    retentionMs: (config.securityEventRetentionDays ?? DEFAULTS.securityEventRetentionDays) * DAY_MS,
+    logger: logger.child({ part: 'security' }),
+  });
   const intake = createIntake({
+    securityEvents,
     store,
     runtime,
     botLogin,
@@ -245,6 +253,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     store,
     runtime,
     adminToken: config.adminToken,
+    securityEvents,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     logger: logger.child({ part: 'api' }),
@@ -265,6 +274,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   probes.push(giteaProbe, mcpProbe, codexLoginProbe);
 
   const app = createApp({
+    middleware: operators.middleware,
     routers: [
       createOpsRouter({
         metrics,
@@ -299,6 +309,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     for (const probe of probes) probe.stop();
     operators.close();
     await intake.close();
+    await securityEvents.close();
     await retention.stop();
     receipts.stop();
     await scheduler.stop();

@@ -127,7 +127,7 @@ export class Transaction implements Tx {
       const json = serializeRecord(collection, value);
       const stored = deepFreeze(JSON.parse(json) as StoredRecord);
       const kind = this.#archived.has(`${collection}\u0000${key}`) ? 'c' : 'p';
-      this.ops.push([kind, collection, key, stored]);
+      this.ops.push([kind, collection, key, stored] as Op);
       this.#opTexts.push(`["${kind}",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
     }
     for (const [op, text] of this.#audits) {

@@ -20,6 +20,9 @@ export const COLLECTIONS = [
   'actors',
   'control',
   'control_requests',
+  // Appended last: cold-tier index files number collections by position.
+  'security_events',
+  'task_texts',
 ] as const;
 
 export type CollectionName = (typeof COLLECTIONS)[number];

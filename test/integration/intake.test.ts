@@ -209,7 +209,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const revoked = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot revoked', 4101), secret: 'revoked-secret' });
     expect((await harness.post(revoked.body, revoked.headers)).status).toBe(401);
     expect(harness.store.count('tasks')).toBe(2);
-    expect(harness.auditActions().filter((a) => a === 'webhook.signature_invalid')).toHaveLength(1);
+    expect(harness.store.list<{ kind: string; count: number }>('security_events')).toMatchObject([{ kind: 'invalid_signature', count: 1 }]);
   });
 
   it('unicode, RTL and bidi control characters are stored byte-exact as the instruction', async () => {
@@ -416,14 +416,16 @@ describe('401: missing or wrong signature — a security audit event and nothing
       const res = await harness.post(body(f().body), headers());
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: 'unauthorized' });
-      expect(harness.counts()).toEqual(expectedCounts({}));
-      const events = harness.store.audit();
+      // Issue 15: not one audit event per request, but one expiring record per source and window.
+      expect(harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
+      expect(harness.store.audit()).toEqual([]);
+      const events = harness.store.list('security_events');
       expect(events).toHaveLength(1);
       expect(events[0]).toMatchObject({
-        action: 'webhook.signature_invalid',
-        level: 'security',
-        deliveryId: f().deliveryId,
-        metadata: { remoteAddress: '127.0.0.1', userAgent: 'Go-http-client/1.1' },
+        kind: 'invalid_signature',
+        source: '127.0.0.1',
+        count: 1,
+        sample: { deliveryId: f().deliveryId, userAgent: 'Go-http-client/1.1' },
       });
       const stored = JSON.stringify(events[0]);
       expect(stored).not.toContain('please fix');
@@ -437,8 +439,8 @@ describe('401: missing or wrong signature — a security audit event and nothing
     const body = Buffer.from('other=1');
     const res = await harness.post(body, { ...signedHeaders(f().headers, body), 'Content-Type': 'application/x-www-form-urlencoded' });
     expect(res).toMatchObject({ status: 401, body: { error: 'unauthorized' } });
-    expect(harness.counts()).toEqual(expectedCounts({}));
-    expect(harness.auditActions()).toEqual(['webhook.signature_invalid']);
+    expect(harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
+    expect(harness.store.list('security_events')).toMatchObject([{ kind: 'invalid_form', count: 1 }]);
   });
 });
 
