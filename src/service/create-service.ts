@@ -268,8 +268,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     { intervalMs: 5 * 60_000, timeoutMs: 30_000, onChange: onProbeChange('mcp') },
   );
   const codexLoginProbe = startDependencyProbe(
-    async () => codexLoginPart(await supervisor.connection({ timeoutMs: 60_000 }), 15_000),
-    { intervalMs: 5 * 60_000, timeoutMs: 90_000, onChange: onProbeChange('codexLogin') },
+    async () => {
+      // Asked only of a ready app-server (its own readiness part covers start-up and restarts).
+      if (supervisor.state()?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server' };
+      return codexLoginPart(await supervisor.connection({ timeoutMs: 5_000 }), 15_000);
+    },
+    { intervalMs: 5 * 60_000, retryMs: 5_000, timeoutMs: 30_000, onChange: onProbeChange('codexLogin') },
   );
   probes.push(giteaProbe, mcpProbe, codexLoginProbe);
 
@@ -292,7 +296,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   // The app-server starts in the background: intake and the API answer while Codex boots.
-  supervisor.start().catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
+  supervisor
+    .start()
+    .then(() => codexLoginProbe.refresh())
+    .catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
   scheduler.start();
   const retention = startRetention({

@@ -227,9 +227,18 @@ describe('Gitea down at start does not end the service; signals stop it in bound
     const lines: string[] = [];
     const url = await waitListening(child, lines);
     const ready = await fetch(`${url}/readyz`);
-    const body = (await ready.json()) as { ready: boolean; gitea?: { ok: boolean; detail: string } };
+    const body = (await ready.json()) as Record<string, { ok: boolean; detail: string } | undefined>;
     expect(ready.status).toBe(503);
-    expect(body.gitea?.ok).toBe(false);
+    expect(body['gitea']?.ok).toBe(false);
+    // The MCP command resolves but does not answer initialize (finding 5): not ready either, naming the key.
+    const until = Date.now() + 30_000;
+    let mcpPart = body['mcp'];
+    while (Date.now() < until && (mcpPart === undefined || mcpPart.detail === 'not checked yet')) {
+      await new Promise((r) => setTimeout(r, 250));
+      mcpPart = ((await (await fetch(`${url}/readyz`)).json()) as typeof body)['mcp'];
+    }
+    expect(mcpPart?.ok).toBe(false);
+    expect(mcpPart?.detail).toContain('CCWEB_GITEA_MCP_COMMAND');
     child.kill('SIGINT');
     expect((await exitOf(child)).code).toBe(0);
     expect(await portOpen(Number(new URL(url).port))).toBe(false);

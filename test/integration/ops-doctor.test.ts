@@ -89,3 +89,28 @@ describe('doctor', () => {
     expect(results.find((r) => r.check === 'gitea')!.status).toBe('skip');
   });
 });
+
+// Issue 15, finding 5: doctor called Codex healthy without checking that it can log in to a model.
+describe('doctor: Codex login', () => {
+  it('an app-server that initializes but has no login and a provider that needs one fails the codex check', { timeout: 120_000 }, async () => {
+    const emptyHome = mkdtempSync(join(tmpdir(), 'ccweb-codex-home-'));
+    try {
+      const results = await runDoctor({
+        env: { ...baseEnv, CODEX_HOME: emptyHome, OPENAI_API_KEY: undefined, CODEX_API_KEY: undefined },
+        cwd: root,
+        skip: new Set(['gitea-mcp', 'gitea', 'token-scope']),
+      });
+      const codex = results.find((r) => r.check === 'codex')!;
+      expect(codex.status, codex.detail).toBe('fail');
+      expect(codex.detail).toMatch(/not logged in/);
+      expect(codex.fix).toMatch(/codex login/);
+    } finally {
+      rmSync(emptyHome, { recursive: true, force: true });
+    }
+  });
+
+  it('the sandbox Codex (a model provider that needs no OpenAI login) passes and says so', async () => {
+    const results = await runDoctor({ env: baseEnv, cwd: root, skip: new Set(['gitea-mcp', 'gitea', 'token-scope']) });
+    expect(results.find((r) => r.check === 'codex')!.detail).toMatch(/needs no OpenAI login|logged in/);
+  });
+});
