@@ -354,7 +354,9 @@ export function caseFactories(secret: string): CaseFactory[] {
             : method === 'OPTIONS'
               ? [200, 204]
               : [405]
-          : [400, 401, 404, 405];
+          : full.startsWith(`${API_PREFIX}/`)
+            ? [400, 401, 404, 405, 429] // 429: this client already failed 10 admin authentications this minute
+            : [400, 401, 404, 405];
         return { category: 'random paths and methods', request: { method, path: full, headers: [] }, expect, webhook: false };
       },
     },
