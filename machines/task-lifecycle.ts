@@ -169,7 +169,7 @@ export const taskMachine = setup({
 }).createMachine({
   id: TASK_MACHINE_ID,
   description:
-    'One task per triggering comment (spec §5.6). Adds verifying_reply → succeeded_with_rest_fallback (REST fallback, §5.4.4), the only pair beyond the table.',
+    'One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST), the only pair beyond the specification’s table.',
   initial: 'received',
   context: ({ input }) => ({
     taskId: input.taskId,

@@ -48,7 +48,8 @@ const GAP_Y = 96;
 const MARGIN = 40;
 const TOP = 84;
 const LABEL_LINE = 13;
-const LABEL_CHAR = 6.1;
+/** Edge labels are drawn at this size (visualizer page and SVG export). */
+const LABEL_FONT = 10.5;
 
 interface Item {
   id: string;
@@ -260,6 +261,13 @@ function draw(
   };
 
   const obstacles: Box[] = [...nodes.values()].map((n) => ({ x: n.x - 2, y: n.y - 2, w: n.w + 4, h: n.h + 4 }));
+  // The `invoke …` line drawn under a state (9.5 px text) is in the way of labels too.
+  for (const g of leaves) {
+    const n = nodes.get(g.id);
+    if (!n || !g.invokes.length) continue;
+    const w = textWidth(`invoke ${g.invokes.map((i) => i.src).join(', ')}`, 9.5);
+    obstacles.push({ x: n.x + n.w / 2 - w / 2 - 2, y: n.y + n.h + 1, w: w + 4, h: 15 });
+  }
   const placed: Box[] = [];
   const edges: LayoutEdge[] = [];
   for (const c of chains) {
@@ -368,7 +376,25 @@ function labelOf(e: GraphEdge): string {
 }
 
 function labelWidth(labels: string[]): number {
-  return Math.max(0, ...labels.map((l) => l.length)) * LABEL_CHAR + 4;
+  return Math.max(0, ...labels.map((l) => textWidth(l, LABEL_FONT))) + 6;
+}
+
+/**
+ * The width of a line of sans-serif text, per character class (ems of common sans faces, rounded
+ * up): event names are mostly capitals, which a flat average under-estimated, so labels that were
+ * "placed where they collide with nothing" still overlapped on screen.
+ */
+export function textWidth(text: string, fontPx: number): number {
+  let em = 0;
+  for (const ch of text) {
+    if (/[A-Z]/.test(ch)) em += ch === 'M' || ch === 'W' ? 0.9 : 0.72;
+    else if (/[a-z]/.test(ch)) em += ch === 'm' || ch === 'w' ? 0.85 : /[ijlft]/.test(ch) ? 0.36 : 0.6;
+    else if (/[0-9]/.test(ch)) em += 0.64;
+    else if (ch === ' ') em += 0.32;
+    else if (ch === '_') em += 0.52;
+    else em += 0.4;
+  }
+  return em * fontPx;
 }
 
 /** A smooth curve through the points, vertical at each of them (edges run between layers). */

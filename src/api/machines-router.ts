@@ -53,7 +53,11 @@ export function createMachinesRouter(deps: MachinesRouterDeps): Router {
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0))
       .slice(0, q.limit)
       .map(actorSummary);
-    ctx.body = { items, kinds: [...new Set(store.list<ActorRecord>('actors').map((a) => a.kind))].sort() };
+    const all = store.list<ActorRecord>('actors');
+    // Which actor kind runs which machine, so the page can switch its actor filter with the drawing.
+    const machineKinds: Record<string, string> = {};
+    for (const a of all) machineKinds[a.machineId] ??= a.kind;
+    ctx.body = { items, kinds: [...new Set(all.map((a) => a.kind))].sort(), machineKinds };
   }));
 
   router.get('/actors/:actorId', auth, h(async (ctx) => {

@@ -8,6 +8,9 @@ import { createLiveEvents, type LiveEvents } from './live-events.js';
 import { createMachinesRouter } from './machines-router.js';
 import { createStaticPagesRouter } from './static-pages.js';
 import { controlOf } from './task-queries.js';
+import { createUsageRouter } from './usage-router.js';
+import type { ProviderHold } from '../usage/provider-hold.js';
+import type { UsageLimits } from '../usage/usage-records.js';
 
 export interface OperatorDeps extends ControlRouterDeps {
   machines?: AnyStateMachine[];
@@ -15,6 +18,9 @@ export interface OperatorDeps extends ControlRouterDeps {
   securityEvents?: Pick<SecurityEvents, 'record'>;
   /** Failed admin authentications per client and minute before 429. Default 10. */
   maxAuthFailures?: number;
+  /** The configured limits (src/usage/), shown by `GET /usage`; none when absent. */
+  limits?: UsageLimits;
+  providerHold?: ProviderHold;
 }
 
 export interface OperatorRouters {
@@ -39,8 +45,21 @@ export function createOperatorRouters(deps: OperatorDeps): OperatorRouters {
     },
   });
   return {
-    routers: [control, live.router, createMachinesRouter(deps), createStaticPagesRouter()],
     middleware: [authFailureGuard({ prefixes: [API_PREFIX], ...(deps.maxAuthFailures !== undefined ? { maxFailures: deps.maxAuthFailures } : {}), ...(deps.securityEvents ? { securityEvents: deps.securityEvents } : {}) })],
+    routers: [
+      control,
+      live.router,
+      createMachinesRouter(deps),
+      createUsageRouter({
+        store: deps.store,
+        adminToken: deps.adminToken,
+        limits: deps.limits ?? {},
+        ...(deps.providerHold ? { providerHold: deps.providerHold } : {}),
+        ...(deps.now ? { now: deps.now } : {}),
+        ...(deps.logger ? { logger: deps.logger } : {}),
+      }),
+      createStaticPagesRouter(),
+    ],
     live,
     close: () => live.close(),
   };

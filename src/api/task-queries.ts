@@ -108,8 +108,18 @@ export function listTasks(store: Store, q: TaskFilter): Record<string, unknown> 
     total: matching.length,
     /** Archived tasks are not listed here (see CCWEB_ARCHIVE_AFTER_MINUTES); GET /tasks/:id still finds them. */
     archivedTasks: store.archivedCount('tasks'),
-    items: matching.slice(start, start + q.pageSize).map(taskSummary),
+    items: matching.slice(start, start + q.pageSize).map((t) => ({ ...taskSummary(t), error: taskError(store, t) })),
   };
+}
+
+/**
+ * Why a task ended badly, as one code for the operators' lists: its errorCode, or for a task intake
+ * turned away (`rejected`, which records no errorCode) the reason stored with its delivery.
+ */
+export function taskError(store: Store, t: TaskRecord): string | null {
+  if (t.errorCode) return t.errorCode;
+  if (t.state !== 'rejected') return null;
+  return store.get<DeliveryRecord>('webhook_deliveries', t.deliveryKey)?.reason ?? null;
 }
 
 function cmp(a: string, b: string): number {
@@ -156,14 +166,26 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
   const actors = related<ActorRecord>('actors').map(actorSummary);
   const actorIds = new Set<string>([taskActorId(taskId), ...actors.map((a) => String(a.actorId))]);
   const sessionActor = store.get<ActorRecord>('actors', `session:${task.sessionKey}`);
-  if (sessionActor) actorIds.add(sessionActor.actorId);
 
   const events = new Map<string, AuditEvent>();
   const add = (list: AuditEvent[]) => list.forEach((e) => events.set(e.eventId, e));
-  add(store.audit({ taskId }));
+  const own = store.audit({ taskId });
+  add(own);
   if (task.deliveryId) add(store.audit({ deliveryId: task.deliveryId }));
-  // Shared actors (the resource's session) keep only the events about this task.
   for (const actorId of actorIds) add(store.audit({ actorId }).filter((e) => !e.taskId || e.taskId === taskId));
+  // The session is shared by every task of the resource and its events carry no task id: keep those
+  // that name this task, and those written while this task held the repository (one task per
+  // repository at a time), so a task that never ran shows none of its neighbours' turns.
+  if (sessionActor) {
+    const windows = workingWindows(own);
+    const inWindow = (seq: number) => windows.some(([from, to]) => seq > from && seq < to);
+    add(
+      store.audit({ actorId: sessionActor.actorId }).filter((e) => {
+        const named = e.taskId ?? eventField(e, 'taskId');
+        return named === taskId || ((named === null || named === undefined) && inWindow(e.seq));
+      }),
+    );
+  }
   // The repository lock's events for the leases this task held.
   const leaseIds = new Set<string>();
   for (const e of events.values()) {
@@ -181,6 +203,8 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
   const threadId = task.threadId ?? session?.threadId ?? null;
   return {
     task: { ...task, commentUrl: safeUrl(task.commentUrl) },
+    /** As in the task list: errorCode, or a rejected task's reason. */
+    error: taskError(store, task),
     delivery: delivery && {
       deliveryKey: delivery.deliveryKey,
       deliveryId: delivery.deliveryId,
@@ -220,6 +244,26 @@ export function actorSummary(a: ActorRecord): Record<string, unknown> {
     createdAt: a.createdAt,
     updatedAt: a.updatedAt,
   };
+}
+
+/** States in which a task holds its repository's lease (and so is the only one using its session). */
+const LEASE_STATES: readonly string[] = ['preparing', 'running', 'verifying_reply', 'aborting'];
+
+/** [from, to) audit sequence ranges during which the task was in a lease-holding state. */
+function workingWindows(own: AuditEvent[]): Array<[number, number]> {
+  const windows: Array<[number, number]> = [];
+  let open: number | null = null;
+  for (const e of [...own].sort((a, b) => a.seq - b.seq)) {
+    if (e.action !== 'task.transition' || !e.toState) continue;
+    const holding = LEASE_STATES.includes(e.toState);
+    if (holding && open === null) open = e.seq;
+    else if (!holding && open !== null) {
+      windows.push([open, e.seq]);
+      open = null;
+    }
+  }
+  if (open !== null) windows.push([open, Number.POSITIVE_INFINITY]);
+  return windows;
 }
 
 /** A field of the event a transition audit recorded (`metadata.event`). */

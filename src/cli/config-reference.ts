@@ -7,7 +7,13 @@ const DERIVED_DEFAULTS: Record<string, string> = {
   codexCommand: 'the bundled `@openai/codex` binary',
   botLogin: 'learned from `GET /api/v1/user`',
   codexModel: 'Codex’s own (CODEX_HOME/config.toml)',
+  agentPath: 'the running node\'s directory, then /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
   taskRetentionDays: 'keep forever',
+  limitTaskTokens: 'no limit',
+  limitTaskTurns: 'no limit',
+  limitTaskWallMinutes: 'no limit',
+  limitUserTasksPerDay: 'no limit',
+  limitRepoTokensPerDay: 'no limit',
 };
 
 function defaultOf(key: string, spec: KeySpec): string {

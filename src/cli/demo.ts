@@ -1,17 +1,62 @@
-// `npm run demo [-- --once]`: the service together with a local sandbox — a Gitea test double (REST,
-// git over smart HTTP, signed webhooks as Gitea sends them), the real Codex app-server driven by a
-// scripted model, and a gitea-mcp stand-in — then comments as a user would and shows what happened.
-// Everything listens on 127.0.0.1.
-import { mkdtempSync } from 'node:fs';
+// `npm run demo [-- --once] [-- --port N --gitea-port N --model-port N]`: the service together with
+// a local sandbox — a Gitea test double (REST, git over smart HTTP, signed webhooks as Gitea sends
+// them), the real Codex app-server driven by a scripted model, and a gitea-mcp stand-in — then
+// comments as a user would and shows what happened. Everything listens on 127.0.0.1; everything it
+// writes goes to one temporary folder, removed when the demo ends (also on Ctrl-C or a failure).
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/index.js';
 import { startService } from '../service/create-service.js';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
-import { startSandboxEnvironment } from '../../test/support/sandbox/sandbox-environment.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../../test/support/sandbox/sandbox-environment.js';
+import { UsageError } from './usage-error.js';
 
-const once = process.argv.includes('--once');
-const root = mkdtempSync(join(tmpdir(), 'ccweb-demo-'));
+export interface DemoOptions {
+  once: boolean;
+  /** The service's port (0: a free one). */
+  port: number;
+  giteaPort: number;
+  modelPort: number;
+}
+
+/** Where each port comes from: the flag, else its environment variable, else a free port. */
+const PORTS = [
+  { key: 'port', flag: '--port', env: 'CCWEB_PORT', what: 'the service' },
+  { key: 'giteaPort', flag: '--gitea-port', env: 'DEMO_GITEA_PORT', what: 'the sandbox Gitea' },
+  { key: 'modelPort', flag: '--model-port', env: 'DEMO_MODEL_PORT', what: 'the scripted model' },
+] as const;
+
+// The same options as src/cli/index.ts lists for `ccweb-gitea demo`.
+const DEMO_ARG_OPTIONS = {
+  once: { type: 'boolean' },
+  port: { type: 'string' },
+  'gitea-port': { type: 'string' },
+  'model-port': { type: 'string' },
+} as const;
+
+export function parseDemoArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>): DemoOptions {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: [...args], options: DEMO_ARG_OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    throw new UsageError(`demo: ${(err as Error).message}`);
+  }
+  const options: DemoOptions = { once: values['once'] === true, port: 0, giteaPort: 0, modelPort: 0 };
+  for (const p of PORTS) {
+    const fromFlag = values[p.flag.slice(2)];
+    const raw = typeof fromFlag === 'string' ? fromFlag : env[p.env];
+    if (raw === undefined || raw.trim() === '') continue;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || n > 65535) {
+      throw new UsageError(`demo: ${typeof fromFlag === 'string' ? p.flag : p.env} must be a port number from 0 to 65535 (0 picks a free one), got "${raw}"`);
+    }
+    options[p.key] = n;
+  }
+  return options;
+}
 
 interface TaskView {
   taskId: string;
@@ -27,79 +72,146 @@ async function api<T>(base: string, token: string, path: string): Promise<T> {
   return (await res.json()) as T;
 }
 
-async function main(): Promise<void> {
-  console.log(`ccweb-gitea demo — everything on 127.0.0.1, files under ${root}\n`);
-  const env = await startSandboxEnvironment(root);
-  const config = loadConfig({ env: { ...env.env, CCWEB_PORT: process.env.CCWEB_PORT ?? '0', CCWEB_LOG_LEVEL: process.env.CCWEB_LOG_LEVEL ?? 'warn' } });
-  const service = await startService({ config, codexEnv: { CODEX_HOME: env.codexHome }, retryDelayMs: 1_000 });
-  env.gitea.connectWebhook(`${service.url}${config.webhookPath}`, env.webhookSecret);
-  console.log(`sandbox Gitea     ${env.gitea.url}  (repo ${env.gitea.owner}/${env.gitea.repo}, issue #1, PR #2)`);
-  console.log(`service           ${service.url}  (bot login learned from the token: ${service.botLogin})`);
-  console.log(`gitea-mcp         ${env.mcp === 'real' ? 'the real binary' : 'stand-in (same tool names and schemas)'}\n`);
-
-  const posts = [
-    { who: 'alice', index: 1, body: '@ccweb-bot please look into the flaky login test' },
-    { who: 'alice', index: 2, body: '@ccweb-bot which commit does this PR check out? Look at the head.' },
-    { who: 'bob', index: 1, body: '@ccweb-bot delete the repository' },
-    { who: 'alice', index: 1, body: 'Thanks! (no mention, so the bot stays quiet)' },
-  ];
-  for (const p of posts) {
-    const { delivery } = await env.gitea.comment(p.who, p.index, p.body);
-    console.log(`${p.who} on #${p.index}: "${p.body}"\n    → webhook ${delivery.deliveryId.slice(0, 8)}… answered ${delivery.status} ${delivery.responseBody}`);
-  }
-
-  const deadline = Date.now() + 120_000;
-  let tasks: TaskView[] = [];
-  for (;;) {
-    tasks = (await api<{ items: TaskView[] }>(service.url, env.adminToken, '/tasks?pageSize=50')).items;
-    if (tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state))) break;
-    if (Date.now() > deadline) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-
-  console.log('\n== task timelines ==');
-  for (const t of [...tasks].reverse()) {
-    const detail = await api<{ audit: Array<{ action: string; fromState: string | null; toState: string | null; timestamp: string; actor: string }> }>(
-      service.url,
-      env.adminToken,
-      `/tasks/${encodeURIComponent(t.taskId)}`,
-    );
-    console.log(`${t.taskId}  ${t.resourceKey}  by ${t.author}  → ${t.state}${t.errorCode ? ` (${t.errorCode})` : ''}`);
-    const start = detail.audit[0] ? Date.parse(detail.audit[0].timestamp) : 0;
-    for (const e of detail.audit.filter((a) => a.action === 'task.transition')) {
-      const ms = String(Date.parse(e.timestamp) - start).padStart(6);
-      console.log(`   +${ms} ms  ${e.fromState ?? '∅'} → ${e.toState}   (${e.actor})`);
-    }
-  }
-
-  for (const index of [1, 2]) {
-    console.log(`\n== comments on #${index} ==`);
-    for (const c of env.gitea.comments(index)) {
-      const user = (c.user as { login: string }).login;
-      const body = String(c.body).replace(/<!--.*?-->/g, '').trim().replace(/\n+/g, ' ');
-      console.log(`  [${user}] ${body}`);
-    }
-  }
-  console.log(`\nadmin page        ${service.url}/admin       (admin token: ${env.adminToken})`);
-  console.log(`visualizer        ${service.url}/visualizer`);
-
-  const allDone = tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state));
-  if (once) {
-    await service.close();
-    await env.close();
-    if (!allDone) {
-      console.error('\ndemo: some tasks did not finish in time');
-      process.exit(1);
-    }
-    process.exit(0);
-  }
-  console.log('\nRunning until Ctrl-C. Comment as alice with: curl (see README) or open the admin page.');
-  process.on('SIGINT', () => {
-    void service.close().then(() => env.close()).then(() => process.exit(0));
-  });
+/** A listen failure said in terms of the option that sets the port. */
+function portProblem(err: unknown, which: (typeof PORTS)[number], port: number): Error {
+  const code = (err as { code?: string }).code;
+  if (code !== 'EADDRINUSE' && code !== 'EACCES') return err as Error;
+  return new Error(
+    `${which.what} cannot listen on 127.0.0.1:${port} (${code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}): choose another port with ${which.flag} or ${which.env}, or 0 for a free one`,
+  );
 }
 
-main().catch((err: unknown) => {
-  console.error(`demo failed: ${err instanceof Error ? err.stack : String(err)}`);
-  process.exit(1);
-});
+export async function runDemo(options: DemoOptions): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'ccweb-demo-'));
+  let env: SandboxEnvironment | null = null;
+  let service: Awaited<ReturnType<typeof startService>> | null = null;
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    await service?.close().catch(() => undefined);
+    await env?.close().catch(() => undefined);
+    rmSync(root, { recursive: true, force: true });
+  };
+  const stop = (code: number) => {
+    void cleanup().finally(() => process.exit(code));
+  };
+  // `on`, not `once`: signal-exit (through execa) re-raises a signal when no other listener is
+  // left, which would kill the process before the folder is removed.
+  process.on('SIGINT', () => stop(0));
+  process.on('SIGTERM', () => stop(0));
+
+  try {
+    console.log(`ccweb-gitea demo — everything on 127.0.0.1, files under ${root} (removed on exit)\n`);
+    try {
+      env = await startSandboxEnvironment(root, { giteaPort: options.giteaPort, modelPort: options.modelPort });
+    } catch (err) {
+      const which = PORTS[(err as { port?: number }).port === options.modelPort && options.modelPort !== 0 ? 2 : 1];
+      throw portProblem(err, which, which.key === 'modelPort' ? options.modelPort : options.giteaPort);
+    }
+    const locale = process.env['CCWEB_LOCALE'];
+    const config = loadConfig({
+      env: {
+        ...env.env,
+        CCWEB_PORT: String(options.port),
+        CCWEB_LOG_LEVEL: process.env['CCWEB_LOG_LEVEL'] ?? 'warn',
+        ...(locale ? { CCWEB_LOCALE: locale } : {}),
+      },
+    });
+    try {
+      service = await startService({ config, codexEnv: { CODEX_HOME: env.codexHome }, retryDelayMs: 1_000 });
+    } catch (err) {
+      throw portProblem(err, PORTS[0], options.port);
+    }
+    const gitea = env.gitea;
+    gitea.connectWebhook(`${service.url}${config.webhookPath}`, env.webhookSecret);
+    console.log(`sandbox Gitea     ${gitea.url}  (repo ${gitea.owner}/${gitea.repo}, issue #1, PR #2)`);
+    console.log(`service           ${service.url}  (bot login learned from the token: ${service.botLogin})`);
+    console.log(`gitea-mcp         ${env.mcp === 'real' ? 'the real binary' : 'stand-in (same tool names and schemas)'}\n`);
+
+    const posts = [
+      { who: 'alice', index: 1, body: '@ccweb-bot please look into the flaky login test' },
+      { who: 'alice', index: 2, body: '@ccweb-bot which commit does this PR check out? Look at the head.' },
+      { who: 'bob', index: 1, body: '@ccweb-bot delete the repository' },
+      { who: 'alice', index: 1, body: 'Thanks! (no mention, so the bot stays quiet)' },
+    ];
+    for (const p of posts) {
+      const { delivery } = await gitea.comment(p.who, p.index, p.body);
+      console.log(`${p.who} on #${p.index}: "${p.body}"\n    → webhook ${delivery.deliveryId.slice(0, 8)}… answered ${delivery.status} ${delivery.responseBody}`);
+    }
+
+    const deadline = Date.now() + 120_000;
+    let tasks: TaskView[] = [];
+    for (;;) {
+      tasks = (await api<{ items: TaskView[] }>(service.url, env.adminToken, '/tasks?pageSize=50')).items;
+      if (tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state))) break;
+      if (Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+
+    console.log('\n== task timelines ==');
+    for (const t of [...tasks].reverse()) {
+      const detail = await api<{ audit: Array<{ action: string; fromState: string | null; toState: string | null; timestamp: string; actor: string }> }>(
+        service.url,
+        env.adminToken,
+        `/tasks/${encodeURIComponent(t.taskId)}`,
+      );
+      console.log(`${t.taskId}  ${t.resourceKey}  by ${t.author}  → ${t.state}${t.errorCode ? ` (${t.errorCode})` : ''}`);
+      const start = detail.audit[0] ? Date.parse(detail.audit[0].timestamp) : 0;
+      for (const e of detail.audit.filter((a) => a.action === 'task.transition')) {
+        const ms = String(Date.parse(e.timestamp) - start).padStart(6);
+        console.log(`   +${ms} ms  ${e.fromState ?? '∅'} → ${e.toState}   (${e.actor})`);
+      }
+    }
+
+    for (const index of [1, 2]) {
+      console.log(`\n== comments on #${index} ==`);
+      for (const c of gitea.comments(index)) {
+        const user = (c.user as { login: string }).login;
+        const body = String(c.body).replace(/<!--.*?-->/g, '').trim().replace(/\n+/g, ' ');
+        console.log(`  [${user}] ${body}`);
+      }
+    }
+
+    const allDone = tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state));
+    if (options.once) {
+      await cleanup();
+      if (!allDone) {
+        console.error('\ndemo: some tasks did not finish in time');
+        process.exit(1);
+      }
+      console.log('\n--once: the service and the sandbox have stopped and their folder is removed. Run `npm run demo` without --once to keep them up: it then prints the admin page, its token and a curl command to comment as alice.');
+      process.exit(0);
+    }
+
+    const comments = `${gitea.url}/api/v1/repos/${gitea.owner}/${gitea.repo}/issues/1/comments`;
+    console.log(`\nadmin page        ${service.url}/admin       (admin token: ${env.adminToken})`);
+    console.log(`visualizer        ${service.url}/visualizer`);
+    console.log(`\nComment as alice (who may write) on issue #1 — the sandbox Gitea sends the webhook and the bot answers on the issue:\n`);
+    console.log(`  curl -sS -X POST -H 'Authorization: token ${gitea.userTokens['alice']}' -H 'Content-Type: application/json' \\`);
+    console.log(`    -d '{"body":"@ccweb-bot please explain src/login.js"}' ${comments}`);
+    console.log(`\nRead the thread (a few seconds later):\n\n  curl -sS -H 'Authorization: token ${gitea.userTokens['alice']}' ${comments}`);
+    console.log(`\nThe same as bob (read access only: the task is rejected): token ${gitea.userTokens['bob']}`);
+    console.log('\nRunning until Ctrl-C.');
+  } catch (err) {
+    console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
+    stop(1);
+  }
+}
+
+// Run directly (`npm run demo`, `node --import tsx src/cli/demo.ts`); the CLI calls runDemo itself.
+function isEntryPoint(): boolean {
+  try {
+    return process.argv[1] !== undefined && realpathSync(resolve(process.argv[1])) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+if (isEntryPoint()) {
+  try {
+    await runDemo(parseDemoArgs(process.argv.slice(2), process.env));
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(err instanceof UsageError ? 2 : 1);
+  }
+}

@@ -10,7 +10,7 @@ import { bundledCodexCommand, ConfigError, loadConfig, type Config } from '../co
 import { createGiteaClient, GiteaError } from '../gitea/index.js';
 import { scrubText } from '../observability/logger.js';
 import { probeMcp } from '../sessions/mcp-preflight.js';
-import { codexLoginPart } from '../health/service-probes.js';
+import { checkCodexAccount } from './doctor-codex-account.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -26,6 +26,7 @@ export const DOCTOR_CHECKS = [
   'config',
   'git',
   'codex',
+  'codex-account',
   'gitea-mcp',
   'gitea',
   'token-scope',
@@ -112,22 +113,7 @@ async function checkCodex(command: string, env: DoctorOptions['env'], timeoutMs:
     const agent = conn.initializeResult?.userAgent ?? 'unknown user agent';
     const home = conn.initializeResult?.codexHome;
     const model = conn.model ? `model ${conn.model}` : 'model: Codex default';
-    // Issue 15: an app-server that initializes is not enough; Codex must be able to call its model.
-    let login;
-    try {
-      login = await codexLoginPart(conn, Math.min(timeoutMs, 15_000));
-    } catch (err) {
-      login = { ok: false, detail: `account/read failed: ${errorText(err).slice(0, 160)}` };
-    }
-    const detail = `app-server answered initialize: ${agent}; ${model}${home ? `; CODEX_HOME ${home}` : ''}; ${login.detail}`;
-    if (!login.ok) {
-      return {
-        status: 'fail',
-        check: 'codex',
-        detail,
-        fix: 'log Codex in as the service user with the same CODEX_HOME (`codex login`, or `codex login --with-api-key`), or configure a model provider in CODEX_HOME/config.toml',
-      };
-    }
+    const detail = `app-server answered initialize: ${agent}; ${model}${home ? `; CODEX_HOME ${home}` : ''}`;
     // userAgent is `<client name>/<codex version> (…)`; the protocol types were generated from one version.
     const running = /^[^/\s]+\/(\d+\.\d+\.\d+\S*)/.exec(agent)?.[1];
     const generated = generatedProtocolVersion();
@@ -295,6 +281,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   await run('git', checkGit);
   const codexCommand = config?.codexCommand ?? options.env['CCWEB_CODEX_COMMAND'] ?? bundledCodexCommand();
   await run('codex', () => checkCodex(codexCommand, options.env, timeoutMs));
+  await run('codex-account', () => checkCodexAccount(codexCommand, options.env, timeoutMs));
   if (config === null) {
     for (const name of ['gitea-mcp', 'gitea', 'token-scope', 'webhook-secret', 'data-dir', 'workspace-root', 'store-lock'] as const) {
       if (!skip.has(name)) report({ status: 'skip', check: name, detail: 'needs a valid configuration', fix: 'fix the config lines above' });

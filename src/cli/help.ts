@@ -16,6 +16,7 @@ Commands:
 
 Options:
   -h, --help         show help (also after a command)
+  -V, --version      print the version
 
 Examples:
   ccweb-gitea doctor --repo acme/widget
@@ -49,7 +50,8 @@ Examples:
 
 Checks the setup with the same configuration as serve and prints one line per check:
   ok|warn|fail|skip  <check>  <detail>  → <fix>
-Checks: config, git, codex (starts \`codex app-server\` and completes initialize), gitea-mcp (MCP
+Checks: config, git, codex (starts \`codex app-server\` and completes initialize), codex-account
+(logged in? account/read; the account's rate limits), gitea-mcp (MCP
 handshake), gitea (GET /api/v1/user with the token), token-scope (with --repo), webhook-secret,
 data-dir, workspace-root, store-lock. Secrets are never printed.
 
@@ -67,19 +69,25 @@ Examples:
   ccweb-gitea doctor --repo acme/widget
   ccweb-gitea doctor --skip codex --json
 `,
-  demo: `Usage: ccweb-gitea demo [--once]
+  demo: `Usage: ccweb-gitea demo [--once] [--port N] [--gitea-port N] [--model-port N]
 
 Starts a sandbox on 127.0.0.1 — a Gitea test double, the real Codex app-server driven by a
 scripted model, a gitea-mcp stand-in — and the service, posts a few comments as users would and
-prints each task's timeline and the resulting comments. Needs the development dependencies.
+prints each task's timeline and the resulting comments. Then it keeps running and prints the admin
+page, its token and a curl command to comment as alice yourself. Everything it writes goes to one
+temporary folder, removed when it ends (Ctrl-C too). Needs the development dependencies.
 
 Options:
-  --once       exit after the comments were answered (exit 1 if some task did not finish)
-  -h, --help   show this help
+  --once             exit after the comments were answered (exit 1 if some task did not finish)
+  --port N           the service's port (else CCWEB_PORT, else a free one)
+  --gitea-port N     the sandbox Gitea's port (else DEMO_GITEA_PORT, else a free one)
+  --model-port N     the scripted model's port (else DEMO_MODEL_PORT, else a free one)
+  -h, --help         show this help
 
 Examples:
   ccweb-gitea demo --once
   npm run demo -- --once
+  npm run demo -- --port 8080 --gitea-port 3000
 `,
   visualize: `Usage: ccweb-gitea visualize [OUT_DIR]
 

@@ -8,6 +8,16 @@ import { exportAudit } from './export-audit.js';
 import { COMMAND_HELP, COMMANDS, MAIN_HELP } from './help.js';
 import { serve } from './serve.js';
 import { UsageError } from './usage-error.js';
+import { VERSION } from './version.js';
+
+// The demo's options, spelled out here so `ccweb-gitea demo --help` works without loading the
+// sandbox (demo.ts imports the test support code).
+const DEMO_ARG_OPTIONS = {
+  once: { type: 'boolean' },
+  port: { type: 'string' },
+  'gitea-port': { type: 'string' },
+  'model-port': { type: 'string' },
+} as const;
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
@@ -44,10 +54,10 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       return null;
     }
     case 'demo': {
-      const p = parse(command, args, { once: { type: 'boolean' } });
+      const p = parse(command, args, { ...DEMO_ARG_OPTIONS });
       if (p.values['help']) return out(COMMAND_HELP['demo']!), 0;
-      // demo.ts runs on import and reads --once from process.argv.
-      await import('./demo.js');
+      const { parseDemoArgs, runDemo } = await import('./demo.js');
+      await runDemo(parseDemoArgs(args.filter((a) => a !== '-h' && a !== '--help'), io.env));
       return null;
     }
     case 'doctor': {
@@ -126,6 +136,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<CliRes
   }
   if (first === '--help' || first === '-h') {
     io.stdout.write(MAIN_HELP);
+    return 0;
+  }
+  if (first === '--version' || first === '-V' || first === 'version') {
+    io.stdout.write(`ccweb-gitea ${VERSION}\n`);
     return 0;
   }
   try {

@@ -8,6 +8,8 @@
 //
 // The process environment is the service environment minus secrets: the Gitea token reaches the
 // gitea MCP server only through the per-thread `config.mcp_servers.gitea.env` (spec §1.6, §9.2).
+// HOME, TMPDIR and PATH are the agent's own and its commands run without a login shell or the
+// operator's profile (agent-environment.ts).
 import { EventEmitter } from 'node:events';
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
@@ -16,6 +18,7 @@ import type { ServerNotification } from './protocol/ts/ServerNotification.js';
 import type { ToolRequestUserInputQuestion } from './protocol/ts/v2/ToolRequestUserInputQuestion.js';
 import { SERVER_NOTIFICATION_METHODS } from './protocol/methods.js';
 import { resolveBundledCodex } from './codex-binary.js';
+import { AGENT_SHELL_CONFIG_ARGS, agentProcessEnv, defaultAgentPath, prepareAgentHome, type AgentHome } from './agent-environment.js';
 
 /** Environment variables never passed to the app-server process. */
 export const SECRET_ENV_VARS: readonly string[] = [
@@ -82,8 +85,12 @@ export class CodexRpcError extends Error {
 export interface CodexConnectionOptions {
   /** Executable (default: the native binary bundled with `@openai/codex`, see codex-binary.ts). */
   command?: string;
-  /** Arguments (default `['app-server']`). */
+  /** Arguments (default `['app-server', ...AGENT_SHELL_CONFIG_ARGS]`: no login shell, core env only). */
   args?: string[];
+  /** The agent's private HOME (e.g. `<dataDir>/agent-home`); default a throwaway folder removed on exit. */
+  agentHome?: string;
+  /** PATH of the app-server and the agent's commands; default `defaultAgentPath()`. */
+  agentPath?: string;
   cwd?: string;
   /** Base environment (default `process.env`); secrets are removed from it. */
   env?: Record<string, string | undefined>;
@@ -154,6 +161,7 @@ export class CodexAppServerConnection {
   private closing = false;
   private exitInfo: { code: number | null; signal: string | null } | null = null;
   private exitPromise: Promise<{ code: number | null; signal: string | null }> | null = null;
+  private agentHome: AgentHome | null = null;
   private readonly downgraded = new Set<CapabilityName>();
   private readonly threadSubscribers = new Map<string, Set<ThreadHandler>>();
   private readonly threadBuffers = new Map<string, CodexNotification[]>();
@@ -229,8 +237,12 @@ export class CodexAppServerConnection {
     const o = this.options;
     const baseEnv = o.env ?? process.env;
     const bundled = o.command ? null : resolveBundledCodex();
-    const env = appServerEnv(baseEnv, { ...(bundled?.env ?? {}), ...(o.extraEnv ?? {}) }, o.extraSecretEnvVars ?? []);
-    const proc = execa(o.command ?? bundled!.command, o.args ?? ['app-server'], {
+    const agentHome = (this.agentHome = prepareAgentHome(o.agentHome));
+    const env = agentProcessEnv(
+      appServerEnv(baseEnv, { ...(bundled?.env ?? {}), ...(o.extraEnv ?? {}) }, o.extraSecretEnvVars ?? []),
+      { home: agentHome.home, tmp: agentHome.tmp, path: o.agentPath ?? defaultAgentPath() },
+    );
+    const proc = execa(o.command ?? bundled!.command, o.args ?? ['app-server', ...AGENT_SHELL_CONFIG_ARGS], {
       cwd: o.cwd,
       env,
       extendEnv: false,
@@ -522,6 +534,7 @@ export class CodexAppServerConnection {
   private onExit(code: number | null, signal: string | null): { code: number | null; signal: string | null } {
     if (this.exitInfo) return this.exitInfo;
     this.exitInfo = { code, signal };
+    this.agentHome?.dispose();
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const p of pending) {

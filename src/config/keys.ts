@@ -2,6 +2,8 @@
 // (camelCase without the prefix), how it is validated, its default and how to fix a bad value.
 // Later issues add keys here, with the same `CCWEB_` prefix.
 import { z } from 'zod';
+import { DEFAULT_LOCALE, LOCALES, type Locale } from '../messages/catalogue.js';
+import { LIMIT_KEYS, LIMIT_DEFAULTS } from './limit-keys.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -126,6 +128,12 @@ export const KEYS = {
     expect: 'a command or path',
     fix: 'Set it to the codex executable, or leave it unset to use the bundled @openai/codex binary.',
   },
+  agentPath: {
+    env: 'CCWEB_AGENT_PATH',
+    schema: nonEmpty.regex(/^\/[^\0]*$/),
+    expect: 'a colon-separated list of absolute directories',
+    fix: 'Set it to the PATH the agent\'s commands should see, e.g. /opt/go/bin:/usr/local/bin:/usr/bin:/bin, or leave it unset for the directory of the running node plus the system directories.',
+  },
   giteaMcpCommand: {
     env: 'CCWEB_GITEA_MCP_COMMAND',
     schema: nonEmpty,
@@ -204,12 +212,19 @@ export const KEYS = {
     expect: 'an integer number of minutes from 0 to 525600',
     fix: 'Set it to how long a finished task stays in memory (admin task lists, counts) before it moves to the on-disk archive, e.g. 60 (default); archived tasks stay readable by id and in the audit log.',
   },
+  locale: {
+    env: 'CCWEB_LOCALE',
+    schema: z.string().trim().toLowerCase().pipe(z.enum(LOCALES)),
+    expect: `one of ${LOCALES.join(', ')}`,
+    fix: 'Set it to the language of the comments the bot writes itself (the receipt and failure results): zh (default) or en.',
+  },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOG_LEVELS)),
     expect: `one of ${LOG_LEVELS.join(', ')}`,
     fix: 'Set it to info (default), or debug while diagnosing.',
   },
+  ...LIMIT_KEYS,
 } satisfies Record<string, KeySpec>;
 
 export type ConfigKey = keyof typeof KEYS;
@@ -235,6 +250,7 @@ export const DEFAULTS = {
   // Codex turns on real repositories (clone, build, test, reply) can take many minutes.
   turnTimeoutMs: 30 * 60_000,
   logLevel: 'info' as LogLevel,
+  locale: DEFAULT_LOCALE as Locale,
   // Gitea never redelivers by itself; a month covers an operator pressing Replay after an outage.
   deliveryRetentionDays: 30,
   // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then
@@ -242,4 +258,5 @@ export const DEFAULTS = {
   archiveAfterMinutes: 60,
   // Long enough to look back at an incident; the records are aggregated, so this is cheap.
   securityEventRetentionDays: 30,
+  ...LIMIT_DEFAULTS,
 };

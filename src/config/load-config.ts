@@ -15,8 +15,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CONFIG_KEYS, DEFAULTS, KEYS, type ConfigKey, type KeySpec, type LogLevel } from './keys.js';
+import type { Locale } from '../messages/catalogue.js';
+import { limitsConfigFrom, type LimitsConfig } from './limit-keys.js';
 
-export interface Config {
+export interface Config extends LimitsConfig {
   host: string;
   port: number;
   /** Absolute. */
@@ -39,11 +41,15 @@ export interface Config {
   webhookMaxBytes: number;
   maxConcurrentTasks: number;
   codexModel?: string;
+  /** PATH of the app-server and the agent's commands; unset → `defaultAgentPath()`. */
+  agentPath?: string;
   allowUsers: string[];
   denyUsers: string[];
   leaseTtlMs: number;
   turnTimeoutMs: number;
   logLevel: LogLevel;
+  /** The language of the bot's own comments (receipts, failure results). Unset → `zh`. */
+  locale?: Locale;
   /** Unset → `DEFAULTS.deliveryRetentionDays` (30). */
   deliveryRetentionDays?: number;
   /** Unset → finished tasks are kept forever. */
@@ -273,10 +279,13 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     turnTimeoutMs: (v['turnTimeoutMs'] as number | undefined) ?? DEFAULTS.turnTimeoutMs,
     logLevel: (v['logLevel'] as LogLevel | undefined) ?? DEFAULTS.logLevel,
     configFile,
+    ...limitsConfigFrom(v),
   };
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
   if (v['giteaPublicUrl'] !== undefined) config.giteaPublicUrl = v['giteaPublicUrl'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
+  if (v['agentPath'] !== undefined) config.agentPath = v['agentPath'] as string;
+  if (v['locale'] !== undefined) config.locale = v['locale'] as Locale;
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;

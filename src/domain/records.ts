@@ -2,6 +2,7 @@
 // strings; enums are lower snake_case. Store keys are given with each collection.
 import type { TaskState } from '../../machines/task-lifecycle.js';
 import type { CollectionName } from '../store/types.js';
+import type { TaskUsage, TurnUsage } from '../usage/usage-records.js';
 
 /** `webhook_deliveries`, key = deliveryKey (`default:<X-Gitea-Delivery>`). §4.1 */
 export interface DeliveryRecord {
@@ -98,6 +99,8 @@ export interface TaskRecord {
   stoppedBy: string | null;
   /** Arrival order: the store's monotonic sequence at intake, for FIFO per repository. */
   queueSeq: number;
+  /** Tokens, turns, wall time and diff size so far (src/usage/); absent before the first turn ended. */
+  usage?: TaskUsage;
   createdAt: string;
   updatedAt: string;
   stateVersion: number;
@@ -120,6 +123,8 @@ export interface TurnRecord {
   commentCall: { tool: string; index: number | null; accepted: boolean; error: string | null } | null;
   startedAt: string;
   completedAt: string | null;
+  /** What the turn used (src/usage/); absent on turns recorded before usage accounting. */
+  usage?: TurnUsage;
 }
 
 /** `comments`, key = commentKey (`<taskId>:status:<state>` for receipts, `<turnKey>:reply` for answers). §4.5 */
@@ -127,7 +132,8 @@ export interface CommentRecord {
   [k: string]: unknown;
   commentKey: string;
   taskId: string;
-  kind: 'status' | 'mcp_final' | 'rest_fallback';
+  /** `notice`: an edit of the task's `received` receipt (src/receipts/receipt-notice.ts), not a comment of its own. */
+  kind: 'status' | 'mcp_final' | 'rest_fallback' | 'notice';
   resourceKey: string;
   turnId: string | null;
   commentId: number | null;
@@ -184,4 +190,5 @@ export const STORE_INDEXES: Partial<Record<CollectionName, string[]>> = {
   turns: ['taskId'],
   comments: ['taskId'],
   actors: ['taskId', 'kind'],
+  usage: ['day'],
 };

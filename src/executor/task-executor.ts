@@ -65,6 +65,11 @@ export interface ExecutorOptions {
   currentRepository?: (repo: RepositoryRecord) => Promise<{ owner: string; name: string } | null>;
   /** Delay before an execution retry (§8: at most one). */
   retryDelayMs?: number;
+  /**
+   * When a failed step's retry is due, if something knows better than `retryDelayMs` (a provider
+   * rate limit's reset, src/usage/provider-hold.ts); null → the usual delay.
+   */
+  retryAtFor?: (errorCode: string) => number | null;
   now?: () => number;
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
@@ -101,7 +106,8 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
 
   /** A failed step: retry_wait (re-prepare after the retry delay) while a retry is left, else failed — the machine decides. */
   function failStep(taskId: string, type: 'PREPARE_FAILED' | 'TURN_FAILED', errorCode: string, retryable: boolean): Promise<boolean> {
-    return send(taskId, { type, errorCode, retryable, retryAt: now() + retryDelayMs, resumeAt: 'preparing' });
+    const retryAt = options.retryAtFor?.(errorCode) ?? now() + retryDelayMs;
+    return send(taskId, { type, errorCode, retryable, retryAt, resumeAt: 'preparing' });
   }
 
   async function prepare(t: TaskRecord, signal: AbortSignal): Promise<void> {

@@ -143,6 +143,8 @@ export interface GiteaClient {
   listIssueComments(owner: string, repo: string, index: number, opts?: ListCommentsOptions): Promise<GiteaComment[]>;
   createIssueComment(owner: string, repo: string, index: number, body: string): Promise<GiteaComment>;
   getComment(owner: string, repo: string, id: number): Promise<GiteaComment>;
+  /** Rewrites one comment's body (the bot's own receipt: a notice is added by editing, not by a new comment). */
+  editIssueComment(owner: string, repo: string, id: number, body: string): Promise<GiteaComment>;
   getCollaboratorPermission(owner: string, repo: string, user: string): Promise<GiteaCollaboratorPermission>;
   getCurrentUser(): Promise<GiteaUser>;
   /** `GET /repositories/{id}`: a repository's current owner/name (it follows renames and transfers). */
@@ -222,7 +224,7 @@ export function createGiteaClient(options: GiteaClientOptions): GiteaClient {
   }
 
   async function call<T>(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'PATCH',
     endpoint: string,
     send: (signal: AbortSignal) => Promise<RawResult>,
     expectStatus: number,
@@ -341,6 +343,21 @@ export function createGiteaClient(options: GiteaClientOptions): GiteaClient {
         (signal) =>
           client.GET('/repos/{owner}/{repo}/issues/comments/{id}', {
             params: { path: { owner, repo, id } },
+            signal,
+          }),
+        200,
+        commentSchema,
+      );
+    },
+
+    editIssueComment(owner, repo, id, body) {
+      return call<GiteaComment>(
+        'PATCH',
+        '/repos/{owner}/{repo}/issues/comments/{id}',
+        (signal) =>
+          client.PATCH('/repos/{owner}/{repo}/issues/comments/{id}', {
+            params: { path: { owner, repo, id } },
+            body: { body },
             signal,
           }),
         200,

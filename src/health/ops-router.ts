@@ -11,6 +11,8 @@ export interface OpsRouterOptions {
   metrics: ServiceMetrics;
   /** The webhook path whose answers are counted. */
   webhookPath: string;
+  /** Extra `/readyz` detail that does not decide readiness (e.g. the model provider's rate-limit hold). */
+  readyDetails?: () => Record<string, unknown>;
 }
 
 export function createOpsRouter(options: OpsRouterOptions): Router {
@@ -25,7 +27,7 @@ export function createOpsRouter(options: OpsRouterOptions): Router {
     const report = await options.readiness.check();
     ctx.set('Cache-Control', 'no-store');
     ctx.status = report.ready ? 200 : 503;
-    ctx.body = { status: report.ready ? 'ready' : 'not_ready', store: report.store, appServer: report.appServer, ...report.dependencies };
+    ctx.body = { status: report.ready ? 'ready' : 'not_ready', store: report.store, appServer: report.appServer, ...report.dependencies, ...options.readyDetails?.() };
   });
 
   router.get('/metrics', async (ctx) => {

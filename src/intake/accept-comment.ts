@@ -58,6 +58,7 @@ import {
 import { sendStops, stopTargets, type StopTarget } from './stop-tasks.js';
 import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
 import { followUpWithTextStoredOnce, taskWithTextStoredOnce } from '../tasks/task-texts.js';
+import type { QuotaPort } from '../usage/quota-check.js';
 
 export interface IntakeLogger {
   warn(obj: Record<string, unknown>, msg?: string): void;
@@ -92,6 +93,8 @@ export interface IntakeOptions {
    * with 10-minute windows and 30 days of retention.
    */
   securityEvents?: SecurityEvents;
+  /** Daily quotas (src/usage/quota-check.ts): a new task over one is refused with one comment. */
+  quota?: QuotaPort;
   /** After a task was queued durably (e.g. wake the scheduler). Must not throw; errors are ignored. */
   onAccepted?: (taskId: string) => void;
   /** After a stop was recorded and its events sent. */
@@ -416,7 +419,26 @@ export function createIntake(options: IntakeOptions): Intake {
       return { response, followUp: waiting.taskId, taskId: waiting.taskId };
     }
 
+    // Over a daily quota: a task in `rejected` (visible to operators) and ONE comment saying when the
+    // user can try again — never a silent drop.
+    const who = { repoKey: c.repoKey, login: c.actor.login };
+    const refusal = options.quota?.check(tx, who, at) ?? null;
+    if (refusal) {
+      const event = audit('webhook.quota_refused', { taskId, actorId: taskActorId(taskId), errorCode: refusal.code, metadata: { limit: refusal.limit, used: refusal.used, retryAt: refusal.retryAt } });
+      const response = rejected(refusal.code, taskId);
+      delivery('rejected', refusal.code, taskId, response);
+      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
+      const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
+      const refuse: TaskEvent = { type: 'REJECT', reason: refusal.code };
+      const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [refuse], by: actor, taskId });
+      const receipt = pendingReceiptRecord(task, 'refused', at);
+      tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: refusal.code, quota: refusal });
+      options.quota!.countRefused(tx, who, at);
+      return { response, start: created.start, taskId };
+    }
+
     // Accepted. The audit event's store-wide sequence number doubles as the FIFO queue position.
+    options.quota?.countAccepted(tx, who, at);
     const event = audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
     const response = accepted(s.deliveryId, taskId);
     delivery('accepted', null, taskId, response);

@@ -18,6 +18,7 @@ import { isGiteaError, type GiteaClient, type GiteaComment } from '../gitea/gite
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
+import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import {
   FAILURE_RECEIPT_STATES,
@@ -25,6 +26,8 @@ import {
   isFailureReceiptState,
   receivedReceiptText,
 } from './receipt-text.js';
+import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
+import { isBudgetCode } from '../usage/usage-accounting.js';
 
 export type OutboxLogger = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -42,6 +45,8 @@ export interface ReceiptOutboxOptions {
    * seconds of its own clock; a wide window only lists more comments, the marker does the matching.
    */
   lookbackMs?: number;
+  /** The language of the receipt texts (CCWEB_LOCALE); default zh. */
+  locale?: Locale;
 }
 
 export interface ReceiptOutbox {
@@ -83,6 +88,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const log: OutboxLogger = options.logger ?? (() => undefined);
   const retryDelays = options.retryDelaysMs ?? DEFAULT_RECEIPT_RETRY_DELAYS_MS;
   const lookbackMs = options.lookbackMs ?? DEFAULT_LOOKBACK_MS;
+  const locale = options.locale ?? DEFAULT_LOCALE;
 
   /** Transient failures of this process's attempts, per commentKey. */
   const backoff = new Map<string, { failures: number; nextAt: number }>();
@@ -115,6 +121,9 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       if (tx.get('comments', key)) return false;
       const task = tx.get<TaskRecord>('tasks', taskId);
       if (!task) return false;
+      // A task stopped by one of its own limits is told by an edit of its receipt (receipt-notice.ts):
+      // one comment per task, not a second one.
+      if (state === 'failed' && isBudgetCode(task.errorCode)) return false;
       tx.insert('comments', key, pendingReceiptRecord(task, state, now()));
       return true;
     });
@@ -140,7 +149,11 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   function bodyFor(task: TaskRecord, rec: CommentRecord): string {
     const state = stateOfKey(rec);
-    const text = isFailureReceiptState(state) ? failureReceiptText(task, state) : receivedReceiptText(task);
+    const text = isFailureReceiptState(state)
+      ? failureReceiptText(task, state, locale)
+      : state === 'refused' && rec['quota']
+        ? refusalReceiptText(task, rec['quota'] as QuotaNotice)
+        : receivedReceiptText(task, locale);
     return `${text}\n\n${rec.marker}`;
   }
 

@@ -1,7 +1,9 @@
-// The words of the service's own status comments (spec §6.4). Only data the service produced goes
-// in: the task id, a Gitea login (checked against Gitea's login alphabet) and a fixed sentence per
-// error code. Nothing from the untrusted comment text is ever echoed back.
+// The service's own status comments (spec §6.4), in the language of CCWEB_LOCALE (the catalogue in
+// src/messages/). Only data the service produced goes in: the task id, a Gitea login (checked
+// against Gitea's login alphabet) and a fixed sentence per error code. Nothing from the untrusted
+// comment text is ever echoed back.
 import type { TaskRecord } from '../domain/records.js';
+import { DEFAULT_LOCALE, messages, type Locale } from '../messages/catalogue.js';
 
 /** Task states that get one failure receipt; running/waiting/success states get none (§5.2.5). */
 export const FAILURE_RECEIPT_STATES = ['failed', 'failed_reply', 'aborted', 'cancelled'] as const;
@@ -11,37 +13,11 @@ export function isFailureReceiptState(state: string): state is FailureReceiptSta
   return (FAILURE_RECEIPT_STATES as readonly string[]).includes(state);
 }
 
-const ERROR_SENTENCES: Record<string, string> = {
-  mcp_command_missing: 'the Gitea tool server could not be started (command not found)',
-  mcp_start_failed: 'the Gitea tool server exited right after it was started',
-  mcp_initialize_failed: 'the Gitea tool server did not complete its start-up handshake',
-  app_server_unavailable: 'the Codex app-server could not be reached',
-  app_server_exited: 'the Codex app-server stopped unexpectedly',
-  app_server_timeout: 'the Codex app-server did not answer in time',
-  auth_failed: 'the repository could not be fetched (authentication failed)',
-  git_failed: 'a git operation on the workspace failed',
-  workspace_dirty: 'the workspace has local changes, so nothing was run',
-  path_invalid: 'the workspace path is not valid',
-  timeout: 'an operation timed out',
-  turn_timeout: 'the agent did not finish in time',
-  turn_failed: 'the agent run failed',
-  turn_interrupted: 'the agent run was interrupted',
-  interrupted_by_restart: 'the service restarted while the task was running',
-  retry_limit_exceeded: 'it failed again after its one retry',
-  abort_timeout: 'the running agent did not confirm the stop in time',
-  executor_error: 'an internal error stopped it',
-  turn_record_missing: 'the record of the agent run was missing',
-  mcp_reply_missing: 'the agent\'s answer never appeared as a comment',
-  reply_query_failed: 'Gitea could not be asked whether the answer was posted, so nothing was re-posted',
-  rest_fallback_failed: 'the answer could not be posted as a comment',
-  rest_fallback_unconfirmed: 'the answer was sent but could not be found on this issue afterwards',
-  reply_unconfirmed: 'the agent\'s answer could not be confirmed on this issue',
-};
-
 /** A plain sentence for an error code; unknown codes get a generic one (the code is shown beside it). */
-export function describeErrorCode(code: string | null | undefined): string {
-  if (!code) return 'an unexpected error stopped it';
-  return ERROR_SENTENCES[code] ?? 'an unexpected error stopped it';
+export function describeErrorCode(code: string | null | undefined, locale: Locale = DEFAULT_LOCALE): string {
+  const m = messages(locale);
+  if (!code) return m.unexpectedError;
+  return (m.errors as Record<string, string>)[code] ?? m.unexpectedError;
 }
 
 const LOGIN_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
@@ -52,35 +28,37 @@ export function mentionOf(login: string | null | undefined): string | null {
 }
 
 /** Who stopped a task, from the runtime's `by` (`admin:alice`, `gitea:user:bob`, `bob`). */
-export function describeStopper(by: string | null | undefined): string {
-  if (!by) return 'someone';
+export function describeStopper(by: string | null | undefined, locale: Locale = DEFAULT_LOCALE): string {
+  const words = messages(locale).stoppers;
+  if (!by) return words.someone;
   if (by.startsWith('admin:')) {
     const name = by.slice('admin:'.length);
-    return LOGIN_RE.test(name) ? `operator ${name}` : 'an operator';
+    return LOGIN_RE.test(name) ? words.operator(name) : words.anOperator;
   }
-  if (by === 'system') return 'the service';
+  if (by === 'system') return words.service;
   const login = by.startsWith('gitea:user:') ? by.slice('gitea:user:'.length) : by;
-  return mentionOf(login) ?? 'someone';
+  return mentionOf(login) ?? words.someone;
 }
 
-export function receivedReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>): string {
-  const who = mentionOf(task.author);
-  return `giteabot: 已收到 — the request${who ? ` from ${who}` : ''} is queued (task ${task.taskId}).`;
+export function receivedReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).received({ taskId: task.taskId, mention: mentionOf(task.author) });
 }
 
 export function failureReceiptText(
   task: Pick<TaskRecord, 'taskId' | 'errorCode' | 'stoppedBy'>,
   state: FailureReceiptState,
+  locale: Locale = DEFAULT_LOCALE,
 ): string {
-  const code = task.errorCode ? ` (error code: \`${task.errorCode}\`)` : '';
+  const m = messages(locale);
+  const failure = { taskId: task.taskId, reason: describeErrorCode(task.errorCode, locale), code: task.errorCode ?? null };
   switch (state) {
     case 'cancelled':
-      return `giteabot: task ${task.taskId} was cancelled by ${describeStopper(task.stoppedBy)} before it ran to the end.`;
+      return m.cancelled({ taskId: task.taskId, stopper: describeStopper(task.stoppedBy, locale) });
     case 'aborted':
-      return `giteabot: task ${task.taskId} was stopped by ${describeStopper(task.stoppedBy)} while it was running.`;
+      return m.aborted({ taskId: task.taskId, stopper: describeStopper(task.stoppedBy, locale) });
     case 'failed_reply':
-      return `giteabot: task ${task.taskId} finished, but its answer is not on this issue: ${describeErrorCode(task.errorCode)}${code}.`;
+      return m.failedReply(failure);
     case 'failed':
-      return `giteabot: task ${task.taskId} failed: ${describeErrorCode(task.errorCode)}${code}.`;
+      return m.failed(failure);
   }
 }

@@ -40,6 +40,11 @@ export interface SchedulerOptions {
   logger?: SchedulerLogger;
   /** Audit/event actor name. */
   by?: string;
+  /**
+   * Until when (epoch ms) new claims and due retries are held, or null: the model provider's rate
+   * limit (src/usage/provider-hold.ts). Verifications still resume: they need Gitea, not the model.
+   */
+  holdClaimsUntil?: (now: number) => number | null;
 }
 
 export interface Scheduler {
@@ -190,10 +195,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     ].filter(
       (t) => runtime.has(taskActorId(t.taskId)),
     );
+    const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
     if (!isPaused()) {
       const picks = pickClaims({
-        tasks,
+        tasks: heldUntil === null ? tasks : tasks.filter((t) => t.state === 'verifying_reply'),
         now,
         busy: (repoKey) => workers.has(repoKey) || leaseHeld(repoKey) || unavailableRepos.has(repoKey),
         disabled: isDisabled,
@@ -223,7 +229,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
 
     // Next wake-up: the earliest retry deadline or lease expiry still ahead.
-    let next = nextRetryDue(tasks, now);
+    let next = heldUntil ?? nextRetryDue(tasks, now);
     for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held')) {
       const at = lease.expiresAt === null ? null : Date.parse(lease.expiresAt);
       if (at !== null && at > now && (next === null || at < next)) next = at;

@@ -18,6 +18,7 @@ import { DAY_MS, startRetention } from '../retention/retention-sweep.js';
 import { DEFAULTS } from '../config/keys.js';
 import type { TaskRecord } from '../domain/records.js';
 import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
+import { DEFAULT_LOCALE } from '../messages/catalogue.js';
 import { ActorRuntime } from '../runtime/actor-runtime.js';
 import { createScheduler } from '../scheduler/index.js';
 import { appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
@@ -38,6 +39,13 @@ import { createSecurityEvents } from '../intake/security-events.js';
 import { checkCommand, checkDataDir, listenError, probeGitea, storeOpenError } from './startup-checks.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
+import { createReceiptNotices } from '../receipts/receipt-notice.js';
+import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
+import { configuredLimits } from '../usage/limits.js';
+import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hold.js';
+import { createQuotaCheck } from '../usage/quota-check.js';
+import { createUsageAccounting } from '../usage/usage-accounting.js';
+import { registerUsageMetrics } from '../usage/usage-metrics.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -160,6 +168,22 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const restored = await runtime.restoreAll();
   logger.info(restored, 'actors restored');
 
+  // Usage and budgets (src/usage/): limits from the configuration, per-repository overrides from the
+  // store; the provider's rate limits hold the scheduler.
+  const limits = configuredLimits(config);
+  const providerHold = createProviderHold({
+    store,
+    defaultBackoffMs: (config.providerBackoffSeconds ?? LIMIT_DEFAULTS.providerBackoffSeconds) * 1000,
+    logger: logger.child({ part: 'usage' }),
+  });
+  const usageMetrics = registerUsageMetrics(metrics.registry, store, providerHold);
+  const usage = createUsageAccounting({
+    store,
+    limits,
+    providerHold,
+    events: { onTurnRecorded: (u, _task, stoppedBy) => usageMetrics.onTurnRecorded(u, stoppedBy) },
+  });
+
   let executorRef: ReturnType<typeof createTaskExecutor> | null = null;
   const supervisor = createAppServerSupervisor({
     runtime,
@@ -167,9 +191,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       command: config.codexCommand,
       env: process.env,
       extraEnv: options.codexEnv,
+      agentHome: join(config.dataDir, 'agent-home'),
+      ...(config.agentPath ? { agentPath: config.agentPath } : {}),
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
+  });
+  supervisor.onReady((conn) => {
+    conn.on('notification', (e) => {
+      if (e.notification.method === 'account/rateLimits/updated') providerHold.observeRateLimits(e.notification.params);
+    });
   });
   const sessions = createSessionManager({
     store,
@@ -184,6 +215,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     turnTimeoutMs: config.turnTimeoutMs,
     botLogin,
     logger: logger.child({ part: 'sessions' }),
+    usage,
   });
   const executor = createTaskExecutor({
     store,
@@ -206,6 +238,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       return findReplyComments(comments, botLogin, marker).first !== undefined;
     },
     retryDelayMs: options.retryDelayMs,
+    retryAtFor: (errorCode) => (errorCode === PROVIDER_RATE_LIMITED ? providerHold.heldUntil() : null),
     log: (msg, fields) => logger.info(fields, msg),
   });
   executorRef = executor;
@@ -217,10 +250,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     maxConcurrentTasks: config.maxConcurrentTasks,
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
+    holdClaimsUntil: (now) => providerHold.heldUntil(now),
   });
+  providerHold.onChange(() => void scheduler.wake());
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
-  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const notices = createReceiptNotices({ store, runtime, gitea, limits, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
   // Failed authentications (webhook signatures, admin tokens): counted per source and window, expiring.
   const securityEvents = createSecurityEvents({
@@ -241,6 +277,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as RepoPermission,
     ),
     workspaceRoot: config.workspaceRoot,
+    quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
     onAccepted: () => {
       receipts.kick();
@@ -256,6 +293,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     securityEvents,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    limits,
+    providerHold,
     logger: logger.child({ part: 'api' }),
   });
   // Outside dependencies, checked at start and periodically; /readyz reads the last results.
@@ -288,6 +327,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           appServerState: () => supervisor.state()?.state,
           dependencies: { gitea: giteaProbe.current, mcp: mcpProbe.current, codexLogin: codexLoginProbe.current },
         }),
+        readyDetails: () => ({ providerHold: providerHold.status() }),
       }),
       createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }),
       ...operators.routers,
@@ -301,6 +341,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     .then(() => codexLoginProbe.refresh())
     .catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
+  await notices.start();
   scheduler.start();
   const retention = startRetention({
     store,
@@ -319,7 +360,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     await securityEvents.close();
     await retention.stop();
     receipts.stop();
+    notices.stop();
     await scheduler.stop();
+    await providerHold.flush();
     await supervisor.stop();
     await runtime?.settled();
     runtime?.stopAll();

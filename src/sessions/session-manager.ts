@@ -35,6 +35,7 @@ import { classifyMcpStartError, preflightMcpCommand } from './mcp-preflight.js';
 import { SESSION_KIND, newSessionRecord, sessionActorId } from './session-actor.js';
 import { redactText, silentLogger, type SessionLogger } from './session-logger.js';
 import { findCommentCall, requestedQuestionsText, waitingUserQuestion, type CommentCall } from './turn-outcome.js';
+import type { TurnUsageHooks } from '../usage/usage-accounting.js';
 
 export type { CommentCall } from './turn-outcome.js';
 
@@ -81,6 +82,8 @@ export interface SessionManagerOptions {
   autoApproveNewThread?: boolean;
   logger?: SessionLogger;
   now?: () => Date;
+  /** Usage accounting and per-task budgets (src/usage/): none when absent. */
+  usage?: TurnUsageHooks;
 }
 
 export interface RunTurnOptions {
@@ -107,7 +110,8 @@ interface ActiveTurn {
   turnId: string | null;
   turnIdKnown: Promise<string | null>;
   setTurnId: (id: string | null) => void;
-  stopReason: 'interrupt' | 'timeout' | null;
+  /** `limit:<code>`: a per-task budget (src/usage/) ran out. */
+  stopReason: 'interrupt' | 'timeout' | `limit:${string}` | null;
   stopRequested: Promise<void>;
   requestStop: () => void;
   done: Promise<void>;
@@ -301,6 +305,12 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     }
     const model = options.model ?? conn.model;
     if (!model) return failed(turnKey, null, 'codex_model_unknown', false);
+    // A task that already used up a budget gets no new turn (its receipt names the limit).
+    const gate = options.usage?.beforeTurn(task) ?? { maxMs: null };
+    if (gate.refuse) {
+      logger.info({ taskId: task.taskId, turnKey, errorCode: gate.refuse }, 'turn not started: task budget used up');
+      return failed(turnKey, null, gate.refuse, false);
+    }
 
     // A reply-retry turn re-posts the answer of the turn being verified: it must carry THAT turn's
     // marker, or verification (which looks for the original marker) misses it and the REST fallback
@@ -357,6 +367,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     active.set(task.taskId, a);
     const untrack = supervisor.beginTurn(task.taskId);
     const timer = setTimeout(() => void stopTurn(a, 'timeout'), options.turnTimeoutMs);
+    const budgetTimer =
+      gate.maxMs !== null && gate.maxMs < options.turnTimeoutMs ? setTimeout(() => void stopTurn(a, 'limit:budget_task_wall_time'), gate.maxMs) : null;
     const onAbort = () => void stopTurn(a, 'interrupt');
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -397,6 +409,13 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           });
         },
         onProcessed: (_n, eventSeq) => queue(() => updateTurn(turnKey, { eventSeq })),
+        onNotification: (n) => {
+          const crossed = options.usage?.observe(task, turnKey, n) ?? null;
+          if (crossed && a.stopReason === null) {
+            logger.warn({ taskId: task.taskId, turnKey, errorCode: crossed }, 'task budget crossed: interrupting the turn');
+            void stopTurn(a, `limit:${crossed}`);
+          }
+        },
       });
       // A stop that Codex never confirms must not hold the task forever.
       const giveUp = stopRequested.then(() => new Promise<'gave_up'>((r) => setTimeout(() => r('gave_up'), abortTimeoutMs + 1_000).unref()));
@@ -408,6 +427,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     } finally {
       setTurnId(null);
       clearTimeout(timer);
+      if (budgetTimer) clearTimeout(budgetTimer);
       opts.signal?.removeEventListener('abort', onAbort);
       untrack();
     }
@@ -423,6 +443,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
             : 'turn_start_failed';
       logger.warn({ taskId: task.taskId, turnKey, errorCode: code, reason: redact(errorText(error)).slice(0, 300) }, 'codex turn failed');
       outcome = failed(turnKey, turnId, code, true);
+    } else if (a.stopReason?.startsWith('limit:')) {
+      // Interrupted (or given up on) because a budget ran out: the task ends naming the limit.
+      outcome = failed(turnKey, turnId, a.stopReason.slice('limit:'.length), false);
     } else if (a.stopReason === 'timeout') {
       outcome = failed(turnKey, turnId, 'turn_timeout', false);
     } else if (!out) {
@@ -431,7 +454,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       outcome = { kind: 'interrupted', turnKey, turnId: out.turnId };
     } else if (out.status === 'failed') {
       logger.warn({ taskId: task.taskId, turnKey, turnId: out.turnId, error: redact(JSON.stringify(out.error ?? null)).slice(0, 300) }, 'codex turn ended failed');
-      outcome = failed(turnKey, out.turnId, 'turn_failed', true);
+      outcome = failed(turnKey, out.turnId, options.usage?.classifyFailure(out.error) ?? 'turn_failed', true);
     } else {
       const commentCall = findCommentCall(out.items, task.resource.number);
       const question = waitingUserQuestion(out.finalMessage) ?? requestedQuestionsText(out.userInputRequested);
@@ -440,8 +463,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       else outcome = { kind: 'no_comment', turnKey, turnId: out.turnId, finalMessage: out.finalMessage };
     }
 
+    // A turn a budget stopped was interrupted (turn/interrupt), whatever the task makes of it.
+    const budgetStopped = a.stopReason?.startsWith('limit:') === true && out?.status === 'interrupted';
     const status: TurnRecord['status'] =
-      outcome.kind === 'failed' ? 'failed' : outcome.kind === 'interrupted' ? 'interrupted' : 'completed';
+      outcome.kind === 'interrupted' || budgetStopped ? 'interrupted' : outcome.kind === 'failed' ? 'failed' : 'completed';
     const sessionEvent: SessionEvent | null =
       turnId === null
         ? null
@@ -461,7 +486,12 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           finalMessage: out?.finalMessage == null ? null : redact(out.finalMessage),
           commentCall: outcome.kind === 'replied' || outcome.kind === 'waiting_user' ? outcome.commentCall : null,
         },
-        (tx) =>
+        (tx) => {
+          options.usage?.recordTurn(tx, task, turnKey, {
+            model,
+            wallMs: now().getTime() - Date.parse(startedAt),
+            stoppedBy: a.stopReason?.startsWith('limit:') ? a.stopReason.slice('limit:'.length) : null,
+          });
           tx.appendAudit({
             action: 'codex.turn_completed',
             actor: 'system:session_manager',
@@ -469,7 +499,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
             turnId,
             errorCode: outcome.kind === 'failed' ? outcome.errorCode : null,
             metadata: { turnKey, outcome: outcome.kind, usedPlainFallback: out?.usedPlainFallback ?? false, durationMs: out?.durationMs ?? null },
-          }),
+          });
+        },
       ),
     );
     queue(async () => {
@@ -482,7 +513,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     return outcome;
   }
 
-  async function stopTurn(a: ActiveTurn, reason: 'interrupt' | 'timeout'): Promise<void> {
+  async function stopTurn(a: ActiveTurn, reason: NonNullable<ActiveTurn['stopReason']>): Promise<void> {
     if (a.stopReason === null) a.stopReason = reason;
     a.requestStop();
     const turnId = await a.turnIdKnown;

@@ -20,6 +20,8 @@ export const COLLECTIONS = [
   'actors',
   'control',
   'control_requests',
+  // Usage and budgets (src/usage/): daily sums per repository and per user, per-repository limits.
+  'usage',
   // Appended last: cold-tier index files number collections by position.
   'security_events',
   'task_texts',

@@ -116,8 +116,7 @@ describe('visualizer', () => {
     expect(machineButtons).toEqual(expect.arrayContaining(['task', 'repoLock', 'session', 'replyVerifier']));
 
     await page.selectOption('#actor-kind', 'task');
-    await page.waitForSelector(`#actor-select option[value="${taskActorId('task-browser-2')}"]`);
-    await page.selectOption('#actor-select', taskActorId('task-browser-2'));
+    await page.click(`#actor-list a[data-actor-id="${taskActorId('task-browser-2')}"]`);
     await page.waitForSelector('#chart svg[data-machine="task"] g.state.current[data-state="running"]');
     const visited = await page.$$eval('#chart g.state.visited', (gs) => gs.map((g) => g.getAttribute('data-state')).sort());
     expect(visited).toEqual(['preparing', 'queued', 'received']);

@@ -159,3 +159,38 @@ describe('gitea-mcp stand-in', () => {
     expect(elapsed).toBeLessThan(5_000);
   });
 });
+
+describe('the stand-in never outlives the process that started it', () => {
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const waitGone = async (pid: number, ms: number) => {
+    const until = Date.now() + ms;
+    while (alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    return !alive(pid);
+  };
+
+  it.each(['', 'hang-initialize'])('exits when its parent is SIGKILLed (STANDIN_MODE=%s)', async (mode) => {
+    // A parent that starts the stand-in and then sits there: SIGKILL it, as a crash of the app-server would.
+    const parent = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const c = require('node:child_process').spawn(process.execPath, [${JSON.stringify(GITEA_MCP_STANDIN_PATH)}, '-t', 'stdio'], { stdio: ['pipe', 'ignore', 'ignore'], detached: true, env: { ...process.env, STANDIN_MODE: ${JSON.stringify(mode)} } });
+         console.log(c.pid); setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const childPid = await new Promise<number>((resolve) => parent.stdout!.once('data', (b) => resolve(Number(String(b).trim()))));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(alive(childPid)).toBe(true);
+    parent.kill('SIGKILL');
+    await new Promise((r) => parent.once('exit', r));
+    expect(await waitGone(childPid, 5_000)).toBe(true);
+  });
+});

@@ -144,7 +144,7 @@ describe('failed admin authentications are limited per client and counted (findi
   }
 
   it('300 wrong tokens: 10 answered 401, the rest 429 (also the right token) for that client only; failures counted', async () => {
-    api = await startApiHarness({ maxAuthFailures: 10 });
+    api = await startApiHarness(undefined, { maxAuthFailures: 10 });
     const statuses: number[] = [];
     for (let i = 0; i < 300; i++) statuses.push(await call(api.url, `wrong-${i}`));
     expect(statuses.filter((s) => s === 401)).toHaveLength(10);

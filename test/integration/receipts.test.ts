@@ -229,10 +229,11 @@ describe('receipt outbox', () => {
       expect(b[0]).toContain('已收到');
       expect(b[1]).toMatch(phrase);
     };
-    expectTwo(11, /failed: the Gitea tool server could not be started \(command not found\) \(error code: `mcp_command_missing`\)/);
-    expectTwo(12, /answer is not on this issue: .*`rest_fallback_unconfirmed`/);
-    expectTwo(13, /stopped by operator alice/);
-    expectTwo(14, /cancelled by @bob/);
+    // In the default language (CCWEB_LOCALE unset: zh).
+    expectTwo(11, /^giteabot: 任务 \S+ 失败：Gitea 工具服务无法启动（找不到命令）（错误码：`mcp_command_missing`）。/);
+    expectTwo(12, /回答没有出现在这里：.*`rest_fallback_unconfirmed`/);
+    expectTwo(13, /在运行中被 管理员 alice 中止/);
+    expectTwo(14, /在完成前被 @bob 取消/);
     expect(bodies(15)).toHaveLength(1);
     expect(bodies(15)[0]).toContain('已收到');
 
@@ -248,7 +249,10 @@ describe('receipt outbox', () => {
     expect(gitea.posts()).toBe(9);
   });
 
-  it('at start, tasks that ended without a failure receipt get one', async () => {
+  it('at start, tasks that ended without a failure receipt get one (in English with locale en)', async () => {
+    await world.close();
+    world = await openWorld(gitea, { locale: 'en' });
+    dirs.push(world.dir);
     // These ended before any outbox listened (e.g. the process died right after the transition).
     const failed = await queueTask(11, [{ type: 'CLAIM', leaseId: 'l1' }, { type: 'FAIL', errorCode: 'workspace_dirty' }]);
     const cancelled = await queueTask(12, [{ type: 'CANCEL', by: 'admin:carol' }]);
@@ -258,6 +262,7 @@ describe('receipt outbox', () => {
     await world.outbox.drain();
 
     expect(bodies(11)).toHaveLength(2);
+    expect(bodies(11)[0]).toMatch(/^giteabot: received — the request from @\S+ is queued \(task /);
     expect(bodies(11)[1]).toMatch(/failed: the workspace has local changes/);
     expect(bodies(12)).toHaveLength(2);
     expect(bodies(12)[1]).toMatch(/cancelled by operator carol/);

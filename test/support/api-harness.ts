@@ -9,6 +9,8 @@ import { initialTaskMirror } from '../../src/intake/intake-records.js';
 import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import type { Store } from '../../src/store/types.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
+import type { ActorKind } from '../../src/runtime/actor-runtime.js';
+import { deliveryRecord } from '../../src/intake/intake-records.js';
 import { createTestRuntime } from './test-runtime.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -26,11 +28,12 @@ export interface ApiHarness {
 }
 
 /**
+ * `kinds`: the actor kinds the runtime hosts (the task kind alone unless a test needs more).
  * `maxAuthFailures`: failed admin authentications per client before 429 (the service's default is
  * 10); unlimited unless given, because most tests here send many wrong tokens on purpose.
  */
-export async function startApiHarness(options: { maxAuthFailures?: number } = {}): Promise<ApiHarness> {
-  const { store, runtime, close } = await createTestRuntime([taskKind()]);
+export async function startApiHarness(kinds: ActorKind[] = [taskKind()], options: { maxAuthFailures?: number } = {}): Promise<ApiHarness> {
+  const { store, runtime, close } = await createTestRuntime(kinds);
   const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
   const operator = createOperatorRouters({
     store,
@@ -115,6 +118,69 @@ export async function createQueuedTask(
   const created = await store.transact((tx) => {
     tx.insert('tasks', id, record);
     return runtime.createInTx(tx, 'task', taskActorId(id), { taskId: id }, { events: [{ type: 'ACCEPT' }], taskId: id });
+  });
+  created.start();
+  return store.get<TaskRecord>('tasks', id)!;
+}
+
+/**
+ * A mention intake turned away (the commenter may not write): what intake's transaction stores — the
+ * delivery with its reason, the `webhook.rejected` audit event, the task record and its actor moved
+ * to `rejected` — written the same way, without the webhook.
+ */
+export async function createRejectedTask(
+  store: Store,
+  runtime: ActorRuntime,
+  overrides: Partial<TaskRecord> & { taskId: string },
+  reason = 'actor_not_authorized',
+): Promise<TaskRecord> {
+  seq += 1;
+  const id = overrides.taskId;
+  const repoKey = overrides.repoKey ?? 'default:acme/widget';
+  const number = overrides.resource?.number ?? seq;
+  const at = new Date();
+  const record: TaskRecord = {
+    deliveryKey: `default:delivery-${id}`,
+    deliveryId: `delivery-${id}`,
+    repoKey,
+    resourceKey: `${repoKey}:issue:${number}`,
+    sessionKey: `${repoKey}:issue:${number}`,
+    resource: { kind: 'issue', number },
+    owner: 'acme',
+    repo: 'widget',
+    commentId: 1000 + seq,
+    commentUrl: `http://127.0.0.1:3000/acme/widget/issues/${number}#issuecomment-${1000 + seq}`,
+    author: 'mallory',
+    instruction: '@ccweb-bot delete the repository',
+    refs: null,
+    ...initialTaskMirror(),
+    queueSeq: seq,
+    createdAt: at.toISOString(),
+    updatedAt: at.toISOString(),
+    stateVersion: 0,
+    ...overrides,
+  };
+  const created = await store.transact((tx) => {
+    tx.appendAudit({ action: 'webhook.rejected', actor: `gitea:user:${record.author}`, taskId: id, actorId: taskActorId(id), deliveryId: record.deliveryId, errorCode: reason });
+    tx.insert(
+      'webhook_deliveries',
+      record.deliveryKey,
+      deliveryRecord({
+        deliveryKey: record.deliveryKey,
+        deliveryId: record.deliveryId,
+        eventType: 'issue_comment',
+        receivedAt: at,
+        retentionMs: 86_400_000,
+        normalized: true,
+        taskId: id,
+        status: 'rejected',
+        reason,
+        payloadHash: 'sha256:test',
+        response: { status: 200, body: { status: 'rejected', reason, taskId: id } },
+      }),
+    );
+    tx.insert('tasks', id, record);
+    return runtime.createInTx(tx, 'task', taskActorId(id), { taskId: id }, { events: [{ type: 'REJECT', reason } as { type: string }], by: `gitea:user:${record.author}`, taskId: id });
   });
   created.start();
   return store.get<TaskRecord>('tasks', id)!;

@@ -1,4 +1,5 @@
 // Shared fixtures for tests that run the real `codex app-server` offline against the scripted model.
+import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -15,6 +16,12 @@ export function tsNode(file: string): { command: string; args: string[] } {
   return { command: process.execPath, args: ['--import', tsxLoaderUrl, file] };
 }
 
+/** Bundles of helper scripts, one folder per checkout (the suite's process check recognises them by it). */
+export const BUNDLE_DIR = join(
+  tmpdir(),
+  `ccweb-codex-bundles-${process.getuid?.() ?? 0}-${createHash('sha256').update(repoRoot).digest('hex').slice(0, 8)}`,
+);
+
 const bundles = new Map<string, string>();
 /**
  * Bundles a TypeScript entry (and its node_modules imports) into one plain .mjs with esbuild (a tsx
@@ -30,7 +37,7 @@ export function nodeScript(entry: string): { command: string; args: string[] } {
         buildSync(o: Record<string, unknown>): unknown;
       };
       // One reusable cache dir; the file name changes with the entry's mtime, written atomically.
-      const dir = join(tmpdir(), `ccweb-codex-bundles-${process.getuid?.() ?? 0}`);
+      const dir = BUNDLE_DIR;
       mkdirSync(dir, { recursive: true });
       const base = entry.split('/').at(-1)!.replace(/\.ts$/, '');
       out = join(dir, `${base}-${Math.trunc(statSync(entry).mtimeMs)}.mjs`);

@@ -51,6 +51,35 @@ describe('help', () => {
   });
 });
 
+describe('--version', () => {
+  it("prints package.json's version with --version, -V and version", async () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    for (const argv of [['--version'], ['-V'], ['version']]) {
+      const r = await cli(argv);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`ccweb-gitea ${pkg.version}\n`);
+    }
+  });
+});
+
+describe('demo options', () => {
+  it('ports from flags, else CCWEB_PORT / DEMO_GITEA_PORT / DEMO_MODEL_PORT, else free ones; bad values are usage errors', async () => {
+    const { parseDemoArgs } = await import('../../src/cli/demo.js');
+    expect(parseDemoArgs([], {})).toEqual({ once: false, port: 0, giteaPort: 0, modelPort: 0 });
+    expect(parseDemoArgs(['--once', '--gitea-port', '3000'], { CCWEB_PORT: '8080', DEMO_GITEA_PORT: '4000', DEMO_MODEL_PORT: '5000' })).toEqual({
+      once: true,
+      port: 8080,
+      giteaPort: 3000,
+      modelPort: 5000,
+    });
+    expect(() => parseDemoArgs(['--port', '70000'], {})).toThrow(/--port must be a port number/);
+    expect(() => parseDemoArgs([], { DEMO_MODEL_PORT: 'abc' })).toThrow(/DEMO_MODEL_PORT must be a port number/);
+    const r = await cli(['demo', '--gitea-port', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--gitea-port must be a port number[\s\S]*Usage: ccweb-gitea demo/);
+  });
+});
+
 describe('usage errors exit 2 with help on stderr', () => {
   it('an unknown command', async () => {
     const r = await cli(['frobnicate']);

@@ -6,7 +6,7 @@ import { createMachine } from 'xstate';
 
 export const machine = createMachine({
   "id": "task",
-  "description": "One task per triggering comment (spec §5.6). Adds verifying_reply → succeeded_with_rest_fallback (REST fallback, §5.4.4), the only pair beyond the table.",
+  "description": "One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST), the only pair beyond the specification’s table.",
   "initial": "received",
   "states": {
     "received": {

@@ -10,16 +10,44 @@ let machines = [];
 let selected = { machineId: null, actorId: null, kind: null };
 let actorView = null;
 let refreshTimer = null;
-// Fit the chart to the panel's width (default) or draw it at 100 %.
+let machineKinds = {};
+let resizeTimer = null;
+// Fit the chart to the panel's width (default; never enlarged, never below MIN_FIT so labels stay
+// readable — the panel scrolls instead) or draw it at 100 %.
 let fit = true;
+const MIN_FIT = 0.7;
+/** Space the layout keeps at its top for a title; the page shows title and description as HTML. */
+const LAYOUT_TOP = 44;
 
 window.addEventListener('ccweb:unauthorized', () => start());
 window.addEventListener('hashchange', () => fromHash().then(draw));
+window.addEventListener('resize', () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => {
+    const chart = document.getElementById('chart');
+    const machine = machines.find((m) => m.id === selected.machineId);
+    const drawing = chart?.querySelector('svg');
+    if (chart && machine && drawing) size(drawing, machine.layout, chart);
+  }, 100);
+});
 
-async function start() {
+let starting = null;
+
+/** One start at a time: a burst of 401s must not open two live streams. */
+function start() {
+  starting ??= doStart().finally(() => {
+    starting = null;
+  });
+  return starting;
+}
+
+let stopLive = null;
+
+async function doStart() {
+  stopLive?.();
   if (!token()) await loginForm(main, 'ccweb-gitea · state visualizer');
   machines = (await api('/machines')).machines;
-  liveEvents(
+  stopLive = liveEvents(
     {
       transition: (t) => {
         if (t.actorId === selected.actorId || t.kind === selected.kind) {
@@ -50,11 +78,25 @@ async function fromHash() {
       selected = { ...selected, actorId: null };
     }
   } else {
-    selected = { machineId: params.get('machine') || selected.machineId || machines[0]?.id, actorId: null, kind: params.get('kind') || selected.kind };
+    // The kind filter comes only from the hash: switching machines writes the new machine's kind
+    // there (or none), so a filter chosen for one machine never sticks to the next.
+    selected = { machineId: params.get('machine') || selected.machineId || landingMachine(), actorId: null, kind: params.get('kind') || null };
   }
   const list = await api(`/actors?${selected.kind ? `kind=${encodeURIComponent(selected.kind)}&` : ''}limit=200`);
   selected.kinds = list.kinds;
   selected.actors = list.items;
+  machineKinds = list.machineKinds || {};
+}
+
+/** The task machine is what operators come for; any other machine if there is none. */
+function landingMachine() {
+  return (machines.find((m) => m.id === 'task') || machines[0])?.id;
+}
+
+/** The hash that shows a machine, with its actors listed (their kind, when the store has any). */
+function machineHash(machineId) {
+  const kind = machineKinds[machineId];
+  return `machine=${encodeURIComponent(machineId)}${kind ? `&kind=${encodeURIComponent(kind)}` : ''}`;
 }
 
 function draw() {
@@ -65,28 +107,55 @@ function draw() {
   }
   const kindSelect = el(
     'select',
-    { id: 'actor-kind', onchange: (e) => { location.hash = `kind=${encodeURIComponent(e.target.value)}&machine=${encodeURIComponent(machine.id)}`; } },
+    { id: 'actor-kind', onchange: (e) => { location.hash = `${e.target.value ? `kind=${encodeURIComponent(e.target.value)}&` : ''}machine=${encodeURIComponent(machine.id)}`; } },
     el('option', { value: '' }, 'all kinds'),
     ...(selected.kinds || []).map((k) => el('option', { value: k, selected: k === selected.kind }, k)),
   );
-  const actorSelect = el(
-    'select',
-    { id: 'actor-select', size: 10, onchange: (e) => { location.hash = `actor=${encodeURIComponent(e.target.value)}`; } },
-    ...(selected.actors || []).map((a) => el('option', { value: a.actorId, selected: a.actorId === selected.actorId }, `${a.actorId} · ${a.state}`)),
+  const actors = selected.actors || [];
+  // A list, not a <select>: an actor id is long (`verifier:gitea-task-…`) and must wrap, not be cut.
+  const actorList = el('ul', { id: 'actor-list', className: 'actor-list', 'aria-label': 'live actors' },
+    actors.length
+      ? actors.map((a) => el('li', {},
+        el('a', {
+          href: `#actor=${encodeURIComponent(a.actorId)}`,
+          className: a.actorId === selected.actorId ? 'actor selected' : 'actor',
+          'aria-current': a.actorId === selected.actorId ? 'true' : undefined,
+          dataset: { actorId: a.actorId, state: a.state },
+        },
+        el('span', { className: 'actor-id mono' }, a.actorId),
+        el('span', { className: `state s-${a.state}` }, a.state))))
+      : el('li', { className: 'muted' }, 'No actors of this kind.'),
   );
   const side = el('div', { className: 'side' },
     el('div', { className: 'machines' }, el('div', { className: 'muted' }, 'Machines'),
-      ...machines.map((m) => el('button', { 'aria-pressed': String(m.id === machine.id), dataset: { machine: m.id }, onclick: () => { location.hash = `machine=${encodeURIComponent(m.id)}${selected.kind ? `&kind=${encodeURIComponent(selected.kind)}` : ''}`; } }, m.id))),
+      ...machines.map((m) => el('button', { 'aria-pressed': String(m.id === machine.id), dataset: { machine: m.id }, onclick: () => { location.hash = machineHash(m.id); } }, m.id))),
     el('label', { for: 'actor-kind', className: 'muted' }, 'Live actors'),
     kindSelect,
-    actorSelect,
+    actorList,
     actorView ? actorPanel(actorView) : el('p', { className: 'muted' }, 'Select an actor to see its current state and its path.'),
   );
   const zoom = el('button', { id: 'zoom', onclick: () => { fit = !fit; draw(); } }, fit ? 'Zoom: fit width' : 'Zoom: 100 %');
   const chart = el('div', { className: 'chart', id: 'chart' });
-  chart.append(drawMachine(machine, actorView && actorView.actor.machineId === machine.id ? actorView : null));
-  main.replaceChildren(side, el('div', {}, el('div', { className: 'toolbar' }, zoom), chart));
+  const drawing = drawMachine(machine, actorView && actorView.actor.machineId === machine.id ? actorView : null);
+  chart.append(drawing);
+  const head = el('div', { className: 'machine-head' },
+    el('div', {},
+      el('h2', { id: 'machine-title' }, machine.id),
+      machine.graph.description ? el('p', { id: 'machine-description', className: 'muted' }, machine.graph.description) : null),
+    el('div', { className: 'toolbar' }, zoom));
+  main.replaceChildren(side, el('div', { className: 'chart-column' }, head, chart));
+  size(drawing, machine.layout, chart);
   chart.querySelector('g.state.current')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+}
+
+/** Fit: the panel's width, never enlarged and never below MIN_FIT; otherwise 100 %. */
+function size(svgNode, layout, chart) {
+  const height = layout.height - LAYOUT_TOP;
+  const available = chart.clientWidth - 2;
+  const scale = fit ? Math.max(MIN_FIT, Math.min(1, available / layout.width)) : 1;
+  svgNode.setAttribute('width', String(Math.round(layout.width * scale)));
+  svgNode.setAttribute('height', String(Math.round(height * scale)));
+  svgNode.dataset.scale = scale.toFixed(3);
 }
 
 function actorPanel(v) {
@@ -111,14 +180,13 @@ function drawMachine(machine, view) {
   const current = view?.actor.state ?? null;
   const visited = new Set((view?.path ?? []).flatMap((p) => [p.from, p.to]).filter(Boolean));
   const taken = new Set((view?.path ?? []).filter((p) => p.from && p.to).map((p) => `${p.from}>${p.to}`));
-  const root = svg('svg', { class: fit ? 'fit' : '', width: layout.width, height: layout.height, viewBox: `0 0 ${layout.width} ${layout.height}`, 'data-machine': machine.id, role: 'img', 'aria-label': `${machine.id} statechart` });
+  const root = svg('svg', { width: layout.width, height: layout.height - LAYOUT_TOP, viewBox: `0 ${LAYOUT_TOP} ${layout.width} ${layout.height - LAYOUT_TOP}`, 'data-machine': machine.id, role: 'img', 'aria-label': `${machine.id} statechart` });
   const defs = svg('defs');
   // Fixed-size arrowheads: a highlighted (thicker) edge must not get a bigger arrow.
   const marker = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse' });
   marker.append(svg('path', { d: 'M 0 0 L 10 5 L 0 10 z' }));
   defs.append(marker);
-  root.append(defs, svg('text', { x: 20, y: 28, 'font-size': 16, 'font-weight': 600 }, machine.id));
-  if (graph.description) root.append(svg('text', { x: 20, y: 46, 'font-size': 11, fill: '#666' }, graph.description.slice(0, Math.floor((layout.width - 40) / 6))));
+  root.append(defs);
   const invokes = new Map(graph.nodes.map((n) => [n.id, n.invokes]));
   for (const n of layout.nodes.filter((n) => n.type === 'compound' || n.type === 'parallel')) {
     const g = svg('g', { class: 'compound', 'data-state': n.id });

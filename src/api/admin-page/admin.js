@@ -1,6 +1,7 @@
 // The admin page: overview, task list with filters, task timeline, and the operator controls.
 // Routing by location.hash: `#/` (tasks) and `#/tasks/<taskId>`.
 import { api, ApiError, el, link, liveEvents, loginForm, newRequestId, operator, signOut, time, token } from './operator-client.js';
+import { renderUsagePanel } from './usage-panel.js';
 
 const TASK_STATES = [
   'received', 'queued', 'preparing', 'running', 'waiting_user', 'verifying_reply', 'retry_wait', 'blocked_workspace',
@@ -23,7 +24,17 @@ let refreshTimer = null;
 window.addEventListener('ccweb:unauthorized', () => start());
 window.addEventListener('hashchange', () => render());
 
-async function start() {
+let starting = null;
+
+/** One start at a time: a burst of 401s (page data and the live stream) must not start twice. */
+function start() {
+  starting ??= doStart().finally(() => {
+    starting = null;
+  });
+  return starting;
+}
+
+async function doStart() {
   stopLive?.();
   if (!token()) await loginForm(main, 'ccweb-gitea · operators');
   stopLive = liveEvents(
@@ -103,7 +114,8 @@ async function renderTasks() {
       el('td', {}, `${t.resource.kind === 'pull_request' ? 'PR' : 'issue'} #${t.resource.number}`),
       el('td', {}, t.author),
       el('td', { className: 'instruction' }, t.instruction),
-      el('td', {}, time(t.updatedAt)),
+      el('td', { className: 'mono error-code' }, t.error || ''),
+      el('td', { className: 'time' }, time(t.updatedAt)),
     ),
   );
   const pages = Math.max(1, Math.ceil(list.total / list.pageSize));
@@ -111,6 +123,7 @@ async function renderTasks() {
     el('section', {},
       el('h2', {}, 'Repositories'),
       repoTable(o),
+      usageSection(),
       el('h2', {}, 'Tasks'),
       el('div', { className: 'filters' },
         repoSelect,
@@ -125,8 +138,8 @@ async function renderTasks() {
           if (id) location.hash = `#/tasks/${encodeURIComponent(id)}`;
         } }, el('input', { name: 'taskId', className: 'mono', placeholder: 'open a task by id', 'aria-label': 'open a task by id' }))),
       el('table', { id: 'tasks' },
-        el('thead', {}, el('tr', {}, ...['task', 'state', 'repository', 'resource', 'author', 'instruction', 'updated'].map((h) => el('th', {}, h)))),
-        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 7, className: 'muted' }, 'No tasks.'))),
+        el('thead', {}, el('tr', {}, ...['task', 'state', 'repository', 'resource', 'author', 'instruction', 'error', 'updated'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 8, className: 'muted' }, 'No tasks.'))),
       ),
       el('div', { className: 'pager' },
         el('button', { disabled: filters.page <= 1, onclick: () => { filters.page -= 1; render(); } }, '← newer'),
@@ -135,6 +148,13 @@ async function renderTasks() {
       ),
     ),
   );
+}
+
+/** The usage section (usage-panel.js), filled once its data arrives. */
+function usageSection() {
+  const section = el('section', { id: 'usage' });
+  void renderUsagePanel(section);
+  return section;
 }
 
 function repoTable(o) {
@@ -175,9 +195,9 @@ async function renderTask(taskId, quiet) {
   );
   const timeline = el('table', { id: 'timeline' },
     el('thead', {}, el('tr', {}, ...['#', 'time', 'action', 'actor', 'transition', 'error', 'details'].map((h) => el('th', {}, h)))),
-    el('tbody', {}, ...d.audit.map((e) => el('tr', { className: e.level && e.level !== 'info' ? `level-${e.level}` : '', dataset: { action: e.action } },
+    el('tbody', {}, ...d.audit.map((e) => el('tr', { className: e.level && e.level !== 'info' ? `level-${e.level}` : '', dataset: { action: e.action, taskId: e.taskId || '', actorId: e.actorId || '' } },
       el('td', {}, String(e.seq)),
-      el('td', {}, time(e.timestamp)),
+      el('td', { className: 'time' }, time(e.timestamp)),
       el('td', { className: 'mono' }, e.action),
       el('td', {}, e.actor),
       el('td', {}, e.fromState || e.toState ? `${e.fromState ?? '∅'} → ${e.toState ?? ''}` : ''),
@@ -192,7 +212,7 @@ async function renderTask(taskId, quiet) {
     el('div', { className: 'controls' }, controls, el('a', { href: `/visualizer#actor=${encodeURIComponent(`task:${t.taskId}`)}` }, 'show in visualizer'), el('button', { className: 'link', onclick: () => downloadAudit(t.taskId) }, 'download audit (NDJSON)')),
     el('dl', { className: 'facts' },
       ...fact('repository', t.repoKey), ...fact('resource', `${t.resource.kind} #${t.resource.number}`), ...fact('author', t.author),
-      ...fact('attempt', String(t.attempt)), ...fact('error', t.errorCode || '—'), ...fact('stopped by', t.stoppedBy || '—'),
+      ...fact('attempt', String(t.attempt)), ...fact('error', d.error || t.errorCode || '—'), ...fact('stopped by', t.stoppedBy || '—'),
       ...fact('created', time(t.createdAt)), ...fact('updated', time(t.updatedAt)),
     ),
     el('h3', {}, 'Instruction'),

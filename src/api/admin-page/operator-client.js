@@ -22,6 +22,11 @@ export function signOut() {
   sessionStorage.removeItem(TOKEN_KEY);
 }
 
+/** Why the login form is shown again (a rejected token), or null on a first visit. */
+let authProblem = null;
+/** The login form on screen, if any: a burst of 401s shows one form, not one per request. */
+let pendingLogin = null;
+
 export class ApiError extends Error {
   constructor(status, body) {
     super((body && body.error) || `HTTP ${status}`);
@@ -32,12 +37,17 @@ export class ApiError extends Error {
 
 /** fetch with the bearer token; JSON in and out. A 401 signs out and shows the login again. */
 export async function api(path, { method = 'GET', body, raw = false } = {}) {
-  const headers = { authorization: `Bearer ${token() || ''}` };
+  const hadToken = Boolean(token());
+  const headers = { authorization: `Bearer ${hadToken ? token() : ''}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(`${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (raw && res.ok) return res;
   const data = res.headers.get('content-type')?.includes('json') ? await res.json() : null;
   if (res.status === 401) {
+    // Said on the login form that follows, so a mistyped token is not met by a silent empty form.
+    authProblem = hadToken
+      ? 'The service did not accept that admin token (HTTP 401). Check it against the service\'s CCWEB_ADMIN_TOKEN and sign in again.'
+      : 'Sign in with the admin token.';
     signOut();
     window.dispatchEvent(new CustomEvent('ccweb:unauthorized'));
   }
@@ -126,28 +136,37 @@ export function time(iso) {
 
 /** The login form, shared by both pages; resolves once a token is stored. */
 export function loginForm(container, title) {
-  return new Promise((resolve) => {
-    const tokenInput = el('input', { type: 'password', id: 'token', autocomplete: 'off', required: true, placeholder: 'admin token' });
-    const opInput = el('input', { type: 'text', id: 'operator', autocomplete: 'username', placeholder: 'your login (for the audit log)', value: operator() });
-    const form = el(
-      'form',
-      {
-        className: 'login',
-        onsubmit: (e) => {
-          e.preventDefault();
-          signIn(tokenInput.value.trim(), opInput.value.trim());
-          resolve();
-        },
-      },
-      el('h1', {}, title),
-      el('label', { for: 'token' }, 'Admin token'),
-      tokenInput,
-      el('label', { for: 'operator' }, 'Operator'),
-      opInput,
-      el('button', { type: 'submit', id: 'sign-in' }, 'Sign in'),
-      el('p', { className: 'hint' }, 'The token stays in this tab (sessionStorage) and is sent only as a bearer header.'),
-    );
-    container.replaceChildren(form);
-    tokenInput.focus();
+  if (pendingLogin && container.contains(pendingLogin.form)) return pendingLogin.promise;
+  let resolveLogin;
+  const promise = new Promise((resolve) => {
+    resolveLogin = resolve;
   });
+  const tokenInput = el('input', { type: 'password', id: 'token', autocomplete: 'off', required: true, placeholder: 'admin token' });
+  const opInput = el('input', { type: 'text', id: 'operator', autocomplete: 'username', placeholder: 'your login (for the audit log)', value: operator() });
+  const problem = authProblem;
+  authProblem = null;
+  const form = el(
+    'form',
+    {
+      className: 'login',
+      onsubmit: (e) => {
+        e.preventDefault();
+        signIn(tokenInput.value.trim(), opInput.value.trim());
+        pendingLogin = null;
+        resolveLogin();
+      },
+    },
+    el('h1', {}, title),
+    problem ? el('p', { className: 'error', id: 'login-error', role: 'alert' }, problem) : null,
+    el('label', { for: 'token' }, 'Admin token'),
+    tokenInput,
+    el('label', { for: 'operator' }, 'Operator'),
+    opInput,
+    el('button', { type: 'submit', id: 'sign-in' }, 'Sign in'),
+    el('p', { className: 'hint' }, 'The token stays in this tab (sessionStorage) and is sent only as a bearer header.'),
+  );
+  pendingLogin = { form, promise };
+  container.replaceChildren(form);
+  tokenInput.focus();
+  return promise;
 }

@@ -19,6 +19,13 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const mode = process.env.STANDIN_MODE ?? '';
+// Test hygiene: Codex starts MCP servers in their own process groups, so an app-server that is
+// SIGKILLed leaves them behind. Exit once orphaned, or when stdin (the MCP channel) ends.
+const parentPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentPid) process.exit(0);
+}, 250).unref();
+process.stdin.on('end', () => process.exit(0));
 if (mode === 'exit-immediately') {
   process.stderr.write('gitea-mcp stand-in: exiting immediately (STANDIN_MODE=exit-immediately)\n');
   process.exit(1);

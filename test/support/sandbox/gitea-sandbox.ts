@@ -21,6 +21,8 @@ export interface GiteaSandbox {
   issueNumber: number;
   prNumber: number;
   prHeadSha: string;
+  /** The API tokens of the sandbox's users (alice may write, bob may only read), for curl. */
+  userTokens: Readonly<Record<string, string>>;
   /** Point the instance's webhook at the service (like adding a webhook in repo settings). */
   connectWebhook(url: string, secret: string): void;
   /** A user writes a comment through the API; Gitea fires the webhook. Resolves with that delivery. */
@@ -32,7 +34,7 @@ export interface GiteaSandbox {
   close(): Promise<void>;
 }
 
-export async function startGiteaSandbox(options: { root: string; botLogin?: string }): Promise<GiteaSandbox> {
+export async function startGiteaSandbox(options: { root: string; botLogin?: string; port?: number }): Promise<GiteaSandbox> {
   const botLogin = options.botLogin ?? 'ccweb-bot';
   const botToken = randomBytes(20).toString('hex');
   const userTokens: Record<string, string> = {
@@ -65,6 +67,7 @@ export async function startGiteaSandbox(options: { root: string; botLogin?: stri
   });
   const git = await startGitHttpServer({
     root: join(options.root, 'git'),
+    ...(options.port !== undefined ? { port: options.port } : {}),
     token: botToken,
     fallback: (req, res) => {
       if (!double.handler(req, res)) res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found\n');
@@ -109,6 +112,7 @@ export async function startGiteaSandbox(options: { root: string; botLogin?: stri
     issueNumber: 1,
     prNumber: 2,
     prHeadSha,
+    userTokens,
     connectWebhook(url, secret) {
       hook = { url, secret };
       sender ??= createWebhookSender({ url: () => hook!.url, secret: () => hook!.secret });

@@ -26,10 +26,23 @@ export interface SandboxEnvironment {
   close(): Promise<void>;
 }
 
-export async function startSandboxEnvironment(root: string, options: { port?: number; useRealMcp?: boolean } = {}): Promise<SandboxEnvironment> {
+/**
+ * `port`: the service's (CCWEB_PORT in `env`); `giteaPort`, `modelPort`: the sandbox Gitea's and the
+ * scripted model's. Each defaults to a free port; all listen on 127.0.0.1.
+ */
+export async function startSandboxEnvironment(
+  root: string,
+  options: { port?: number; giteaPort?: number; modelPort?: number; useRealMcp?: boolean } = {},
+): Promise<SandboxEnvironment> {
   mkdirSync(root, { recursive: true });
-  const gitea = await startGiteaSandbox({ root });
-  const model = await startScriptedModel();
+  const gitea = await startGiteaSandbox({ root, ...(options.giteaPort !== undefined ? { port: options.giteaPort } : {}) });
+  let model: ScriptedModel;
+  try {
+    model = await startScriptedModel([], options.modelPort !== undefined ? { port: options.modelPort } : {});
+  } catch (err) {
+    await gitea.close();
+    throw err;
+  }
   model.setResponder(scriptedAgent());
   const codexHome = join(root, 'codex-home');
   writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });

@@ -9,12 +9,33 @@
 //   {type:'fail', status?}                               HTTP error (default 500) → the turn fails
 //   {type:'stall'}                                       `response.created`, then nothing until close()
 // When the queue is empty the fake answers with a message "(script exhausted)".
+//
+// Usage: every completed response reports `response.completed.usage` (what the real app-server turns
+// into `thread/tokenUsage/updated`): a step's own `usage`, else the model's current default
+// (`setUsage`, initially 10 in / 5 out). A step's `headers` are sent with the HTTP response, which is
+// how the Responses API reports rate limits (`x-codex-primary-used-percent`, …) and a 429's
+// `retry-after`.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 
-export type ScriptStep =
+/** Token counts of one response, as the Responses API reports them. */
+export interface ScriptedUsage {
+  input: number;
+  output: number;
+  cachedInput?: number;
+  reasoningOutput?: number;
+}
+
+interface StepExtras {
+  /** Usage reported in this response's `response.completed`. */
+  usage?: ScriptedUsage;
+  /** Extra HTTP response headers (rate-limit headers, retry-after). */
+  headers?: Record<string, string>;
+}
+
+export type ScriptStep = (
   | { type: 'message'; text: string; deltas?: string[] }
   | {
       type: 'tool_call';
@@ -26,7 +47,9 @@ export type ScriptStep =
     }
   | { type: 'shell'; command: string | string[]; callId?: string; workdir?: string; timeoutMs?: number }
   | { type: 'fail'; status?: number; body?: string }
-  | { type: 'stall' };
+  | { type: 'stall' }
+) &
+  StepExtras;
 
 export interface RecordedRequest {
   readonly at: number;
@@ -43,6 +66,8 @@ export interface ScriptedModel {
   readonly requests: RecordedRequest[];
   /** Append steps to the script. */
   push(...steps: ScriptStep[]): void;
+  /** The usage reported by steps that do not carry their own (null: report none). */
+  setUsage(usage: ScriptedUsage | null): void;
   /** Decides the step for a request when the script is empty (a scripted agent for demos and soak runs). */
   setResponder(responder: ((requestBody: any) => ScriptStep) | null): void;
   /** Steps not yet consumed. */
@@ -67,7 +92,15 @@ function sse(res: ServerResponse, type: string, data: Record<string, unknown>): 
   res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
 }
 
-const usage = { input_tokens: 10, output_tokens: 5, total_tokens: 15, input_tokens_details: null, output_tokens_details: null };
+function usageJson(u: ScriptedUsage): Record<string, unknown> {
+  return {
+    input_tokens: u.input,
+    output_tokens: u.output,
+    total_tokens: u.input + u.output,
+    input_tokens_details: u.cachedInput === undefined ? null : { cached_tokens: u.cachedInput },
+    output_tokens_details: u.reasoningOutput === undefined ? null : { reasoning_tokens: u.reasoningOutput },
+  };
+}
 
 /** Shell tool names Codex has used across versions, most likely first. */
 const SHELL_TOOL_NAMES = ['exec_command', 'shell_command', 'shell', 'local_shell', 'container.exec'];
@@ -97,13 +130,15 @@ function shellArguments(tool: { name: string; parameters: any } | null, step: Ex
   return args;
 }
 
-export async function startScriptedModel(initial: ScriptStep[] = []): Promise<ScriptedModel> {
+/** `options.port`: a fixed port on 127.0.0.1 (the demo's --model-port); default a free one. */
+export async function startScriptedModel(initial: ScriptStep[] = [], options: { port?: number } = {}): Promise<ScriptedModel> {
   const queue: ScriptStep[] = [...initial];
   const requests: RecordedRequest[] = [];
   const stalled = new Set<ServerResponse>();
   const waiters: Array<{ n: number; resolve: () => void }> = [];
   let lastShellTool: { name: string; parameters: unknown } | null = null;
   let responder: ((requestBody: any) => ScriptStep) | null = null;
+  let defaultUsage: ScriptedUsage | null = { input: 10, output: 5 };
 
   const responsesCount = () => requests.filter((r) => r.path.endsWith('/responses')).length;
   const wake = () => {
@@ -139,11 +174,11 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
     wake();
 
     if (step.type === 'fail') {
-      res.writeHead(step.status ?? 500, { 'content-type': 'application/json' });
+      res.writeHead(step.status ?? 500, { 'content-type': 'application/json', ...step.headers });
       res.end(step.body ?? JSON.stringify({ error: { message: 'scripted failure', type: 'server_error' } }));
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...step.headers });
     const responseId = nextId('resp');
     sse(res, 'response.created', { response: { id: responseId } });
     if (step.type === 'stall') {
@@ -192,7 +227,8 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
       sse(res, 'response.output_item.added', { output_index: 0, item });
       sse(res, 'response.output_item.done', { output_index: 0, item });
     }
-    sse(res, 'response.completed', { response: { id: responseId, usage } });
+    const usage = step.usage ?? defaultUsage;
+    sse(res, 'response.completed', { response: { id: responseId, ...(usage ? { usage: usageJson(usage) } : {}) } });
     res.end();
   };
 
@@ -202,7 +238,10 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
       res.end(String(err));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
   const port = (server.address() as AddressInfo).port;
 
   const responsesBodies = () => requests.filter((r) => r.path.endsWith('/responses') && r.step).map((r) => r.body);
@@ -213,6 +252,9 @@ export async function startScriptedModel(initial: ScriptStep[] = []): Promise<Sc
     requests,
     setResponder(r) {
       responder = r;
+    },
+    setUsage(u) {
+      defaultUsage = u;
     },
     push: (...steps) => void queue.push(...steps),
     pending: () => queue.length,

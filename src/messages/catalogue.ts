@@ -1,0 +1,135 @@
+// The words the service itself writes on Gitea (receipts and failure results), one catalogue per
+// language. `CCWEB_LOCALE` picks one: `zh` by default (the spec's receipt is `giteabot: 已收到`),
+// `en` for English-speaking users. Every entry takes only data the service produced (task ids,
+// checked logins, fixed sentences): nothing from a comment's text is ever echoed back.
+//
+// To add a text: add it to `Messages`, then to every catalogue below; the compiler refuses a
+// catalogue that lacks it. To add a language: add its code to LOCALES and write its catalogue.
+
+export const LOCALES = ['zh', 'en'] as const;
+export type Locale = (typeof LOCALES)[number];
+export const DEFAULT_LOCALE: Locale = 'zh';
+
+/** Error codes with a sentence of their own; any other code gets `unexpectedError`. */
+export const EXPLAINED_ERROR_CODES = [
+  'mcp_command_missing',
+  'mcp_start_failed',
+  'mcp_initialize_failed',
+  'app_server_unavailable',
+  'app_server_exited',
+  'app_server_timeout',
+  'auth_failed',
+  'git_failed',
+  'workspace_dirty',
+  'path_invalid',
+  'timeout',
+  'turn_timeout',
+  'turn_failed',
+  'turn_interrupted',
+  'interrupted_by_restart',
+  'retry_limit_exceeded',
+  'abort_timeout',
+  'executor_error',
+  'turn_record_missing',
+  'mcp_reply_missing',
+  'reply_query_failed',
+  'rest_fallback_failed',
+  'rest_fallback_unconfirmed',
+  'reply_unconfirmed',
+] as const;
+export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
+
+export interface Messages {
+  /** The one receipt per accepted task. Must start with `giteabot: `. */
+  received(p: { taskId: string; mention: string | null }): string;
+  cancelled(p: { taskId: string; stopper: string }): string;
+  aborted(p: { taskId: string; stopper: string }): string;
+  failed(p: { taskId: string; reason: string; code: string | null }): string;
+  failedReply(p: { taskId: string; reason: string; code: string | null }): string;
+  errors: Record<ExplainedErrorCode, string>;
+  unexpectedError: string;
+  /** Who stopped a task, when it was not a plain Gitea login (that one is written `@login`). */
+  stoppers: { operator(name: string): string; anOperator: string; service: string; someone: string };
+}
+
+const zh: Messages = {
+  received: ({ taskId, mention }) => `giteabot: 已收到 — ${mention ? `${mention} 的` : ''}请求已排队（任务 ${taskId}）。`,
+  cancelled: ({ taskId, stopper }) => `giteabot: 任务 ${taskId} 在完成前被 ${stopper} 取消。`,
+  aborted: ({ taskId, stopper }) => `giteabot: 任务 ${taskId} 在运行中被 ${stopper} 中止。`,
+  failed: ({ taskId, reason, code }) => `giteabot: 任务 ${taskId} 失败：${reason}${code ? `（错误码：\`${code}\`）` : ''}。`,
+  failedReply: ({ taskId, reason, code }) => `giteabot: 任务 ${taskId} 已运行完毕，但回答没有出现在这里：${reason}${code ? `（错误码：\`${code}\`）` : ''}。`,
+  errors: {
+    mcp_command_missing: 'Gitea 工具服务无法启动（找不到命令）',
+    mcp_start_failed: 'Gitea 工具服务启动后立即退出',
+    mcp_initialize_failed: 'Gitea 工具服务没有完成启动握手',
+    app_server_unavailable: '无法连接 Codex app-server',
+    app_server_exited: 'Codex app-server 意外停止',
+    app_server_timeout: 'Codex app-server 没有及时响应',
+    auth_failed: '无法获取仓库（认证失败）',
+    git_failed: '工作区上的 git 操作失败',
+    workspace_dirty: '工作区有本地改动，因此没有运行任何操作',
+    path_invalid: '工作区路径无效',
+    timeout: '操作超时',
+    turn_timeout: '智能体没有在限定时间内完成',
+    turn_failed: '智能体运行失败',
+    turn_interrupted: '智能体运行被中断',
+    interrupted_by_restart: '任务运行时服务重启了',
+    retry_limit_exceeded: '唯一一次重试后再次失败',
+    abort_timeout: '正在运行的智能体没有及时确认停止',
+    executor_error: '内部错误使其停止',
+    turn_record_missing: '智能体运行的记录缺失',
+    mcp_reply_missing: '智能体的回答没有以评论形式出现',
+    reply_query_failed: '无法向 Gitea 确认回答是否已发布，因此没有重新发布',
+    rest_fallback_failed: '回答无法以评论形式发布',
+    rest_fallback_unconfirmed: '回答已发送，但之后在此处找不到',
+    reply_unconfirmed: '无法在此处确认智能体的回答',
+  },
+  unexpectedError: '意外错误使其停止',
+  stoppers: { operator: (name) => `管理员 ${name}`, anOperator: '一位管理员', service: '服务', someone: '某人' },
+};
+
+const en: Messages = {
+  received: ({ taskId, mention }) => `giteabot: received — the request${mention ? ` from ${mention}` : ''} is queued (task ${taskId}).`,
+  cancelled: ({ taskId, stopper }) => `giteabot: task ${taskId} was cancelled by ${stopper} before it ran to the end.`,
+  aborted: ({ taskId, stopper }) => `giteabot: task ${taskId} was stopped by ${stopper} while it was running.`,
+  failed: ({ taskId, reason, code }) => `giteabot: task ${taskId} failed: ${reason}${code ? ` (error code: \`${code}\`)` : ''}.`,
+  failedReply: ({ taskId, reason, code }) => `giteabot: task ${taskId} finished, but its answer is not on this issue: ${reason}${code ? ` (error code: \`${code}\`)` : ''}.`,
+  errors: {
+    mcp_command_missing: 'the Gitea tool server could not be started (command not found)',
+    mcp_start_failed: 'the Gitea tool server exited right after it was started',
+    mcp_initialize_failed: 'the Gitea tool server did not complete its start-up handshake',
+    app_server_unavailable: 'the Codex app-server could not be reached',
+    app_server_exited: 'the Codex app-server stopped unexpectedly',
+    app_server_timeout: 'the Codex app-server did not answer in time',
+    auth_failed: 'the repository could not be fetched (authentication failed)',
+    git_failed: 'a git operation on the workspace failed',
+    workspace_dirty: 'the workspace has local changes, so nothing was run',
+    path_invalid: 'the workspace path is not valid',
+    timeout: 'an operation timed out',
+    turn_timeout: 'the agent did not finish in time',
+    turn_failed: 'the agent run failed',
+    turn_interrupted: 'the agent run was interrupted',
+    interrupted_by_restart: 'the service restarted while the task was running',
+    retry_limit_exceeded: 'it failed again after its one retry',
+    abort_timeout: 'the running agent did not confirm the stop in time',
+    executor_error: 'an internal error stopped it',
+    turn_record_missing: 'the record of the agent run was missing',
+    mcp_reply_missing: "the agent's answer never appeared as a comment",
+    reply_query_failed: 'Gitea could not be asked whether the answer was posted, so nothing was re-posted',
+    rest_fallback_failed: 'the answer could not be posted as a comment',
+    rest_fallback_unconfirmed: 'the answer was sent but could not be found on this issue afterwards',
+    reply_unconfirmed: "the agent's answer could not be confirmed on this issue",
+  },
+  unexpectedError: 'an unexpected error stopped it',
+  stoppers: { operator: (name) => `operator ${name}`, anOperator: 'an operator', service: 'the service', someone: 'someone' },
+};
+
+const CATALOGUES: Record<Locale, Messages> = { zh, en };
+
+export function messages(locale: Locale = DEFAULT_LOCALE): Messages {
+  return CATALOGUES[locale];
+}
+
+export function isLocale(value: string): value is Locale {
+  return (LOCALES as readonly string[]).includes(value);
+}

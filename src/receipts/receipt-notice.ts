@@ -1,0 +1,230 @@
+/**
+ * Tells the user, once, when their task is parked or stopped for a reason they (or an operator) can
+ * act on — `blocked_workspace`, a per-task budget — by EDITING the task's `已收到` receipt comment
+ * instead of adding a comment (issue 18). Refusals by a daily quota have no receipt to edit: intake
+ * queues their one comment for the outbox instead.
+ *
+ * Durable and once: a `comments` row of kind `notice` (`<taskId>:notice:<reason>`) is inserted when
+ * the task reaches the state (inserting twice is impossible), and marked `sent` after Gitea took
+ * the edit. The edit is idempotent (same body), so a crash between PATCH and the write only
+ * repeats the same edit. If the receipt was never posted (it failed), the notice is posted as a
+ * comment of its own rather than not at all.
+ */
+import type { CommentRecord, TaskRecord } from '../domain/records.js';
+import { formatReceiptMarker } from '../domain/marker.js';
+import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
+import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
+import type { Store } from '../store/types.js';
+import { TASK_KIND } from '../tasks/task-actor.js';
+import { isBudgetCode } from '../usage/usage-accounting.js';
+import { effectiveLimits } from '../usage/limits.js';
+import type { UsageLimits } from '../usage/usage-records.js';
+import { blockedNoticeText, budgetNoticeText, type BudgetNotice } from './limit-texts.js';
+import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
+import { receivedReceiptText } from './receipt-text.js';
+
+export interface ReceiptNoticesOptions {
+  store: Store;
+  runtime: ActorRuntime;
+  gitea: GiteaClient;
+  /** The configured limits (for the numbers in a budget notice). */
+  limits: UsageLimits;
+  logger?: (msg: string, fields: Record<string, unknown>) => void;
+  now?: () => Date;
+  /** Waits between attempts while the receipt is still pending or Gitea failed transiently. */
+  retryDelaysMs?: readonly number[];
+}
+
+export interface ReceiptNotices {
+  start(): Promise<void>;
+  stop(): void;
+  /** Resolves when no notice is pending (sent or failed). */
+  drain(): Promise<void>;
+}
+
+export function noticeKey(taskId: string, reason: string): string {
+  return `${taskId}:notice:${reason}`;
+}
+
+/** The reason a task in this state gets a notice, or null. */
+function noticeReason(task: TaskRecord): string | null {
+  if (task.state === 'blocked_workspace') return 'blocked_workspace';
+  if (task.state === 'failed' && isBudgetCode(task.errorCode)) return task.errorCode!;
+  return null;
+}
+
+export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNotices {
+  const { store, runtime, gitea } = options;
+  const now = options.now ?? (() => new Date());
+  const log = options.logger ?? (() => undefined);
+  const delays = options.retryDelaysMs ?? [1_000, 5_000, 30_000, 120_000];
+  const failures = new Map<string, number>();
+  const timers = new Set<NodeJS.Timeout>();
+  const pendingInserts = new Set<Promise<unknown>>();
+  let running: Promise<void> | null = null;
+  let again = false;
+  let stopped = false;
+  let unsubscribe: (() => void) | null = null;
+
+  function budgetFigures(task: TaskRecord): BudgetNotice {
+    const code = task.errorCode!;
+    const limits = effectiveLimits(options.limits, store, task.repoKey);
+    const u = task.usage;
+    if (code === 'budget_task_tokens') return { code, limit: limits.taskTokens ?? null, used: u?.totalTokens ?? null };
+    if (code === 'budget_task_turns') return { code, limit: limits.taskTurns ?? null, used: u?.turns ?? null };
+    const min = (ms: number | undefined) => (ms === undefined ? null : Math.ceil(ms / 60_000));
+    return { code, limit: min(limits.taskWallMs), used: min(u?.wallMs) };
+  }
+
+  async function ensureNotice(taskId: string): Promise<void> {
+    await store.transact((tx) => {
+      const task = tx.get<TaskRecord>('tasks', taskId);
+      if (!task) return;
+      const reason = noticeReason(task);
+      if (!reason) return;
+      const key = noticeKey(taskId, reason);
+      if (tx.get('comments', key)) return;
+      const at = now().toISOString();
+      const rec: CommentRecord = {
+        commentKey: key,
+        taskId,
+        kind: 'notice',
+        resourceKey: task.resourceKey,
+        turnId: null,
+        commentId: null,
+        marker: formatReceiptMarker(receiptCommentKey(taskId, 'received')),
+        bodyHash: '',
+        status: 'pending',
+        errorCode: null,
+        createdAt: at,
+        updatedAt: at,
+      };
+      tx.insert('comments', key, {
+        ...rec,
+        reason,
+        text: reason === 'blocked_workspace' ? blockedNoticeText(task) : budgetNoticeText(budgetFigures(task)),
+      });
+    });
+  }
+
+  function pending(): CommentRecord[] {
+    return store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.status === 'pending');
+  }
+
+  async function mark(rec: CommentRecord, patch: Partial<CommentRecord>, action: string, metadata: Record<string, unknown>, level?: 'alert') {
+    await store.transact((tx) => {
+      const cur = tx.get<CommentRecord>('comments', rec.commentKey);
+      if (!cur || cur.status !== 'pending') return;
+      tx.put('comments', rec.commentKey, { ...cur, ...patch, updatedAt: now().toISOString() });
+      tx.appendAudit({ action, actor: 'system:receipt_notice', taskId: rec.taskId, ...(level ? { level } : {}), commentId: patch.commentId ?? null, errorCode: patch.errorCode ?? null, metadata: { commentKey: rec.commentKey, ...metadata } });
+    });
+  }
+
+  function later(key: string): boolean {
+    const n = (failures.get(key) ?? 0) + 1;
+    failures.set(key, n);
+    if (n > delays.length) return false;
+    const t = setTimeout(() => {
+      timers.delete(t);
+      kick();
+    }, delays[n - 1]);
+    t.unref();
+    timers.add(t);
+    return true;
+  }
+
+  async function sendOne(rec: CommentRecord): Promise<void> {
+    const task = store.get<TaskRecord>('tasks', rec.taskId);
+    if (!task) return mark(rec, { status: 'failed', errorCode: 'task_missing' }, 'receipt.notice_failed', {}, 'alert');
+    const receipt = store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'));
+    const text = String(rec['text'] ?? '');
+    if (receipt?.status === 'pending') {
+      // The outbox has not posted the receipt yet: edit it once it exists.
+      if (!later(rec.commentKey)) await mark(rec, { status: 'failed', errorCode: 'receipt_not_posted' }, 'receipt.notice_failed', {}, 'alert');
+      return;
+    }
+    try {
+      if (receipt?.status === 'sent' && receipt.commentId !== null) {
+        const body = `${receivedReceiptText(task)}\n\n${text}\n\n${receipt.marker}`;
+        await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, body);
+        await mark(rec, { status: 'sent', commentId: receipt.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: rec['reason'] });
+      } else {
+        // No receipt to edit (it failed to post): say it in a comment of its own rather than not at all.
+        const body = `giteabot: task ${task.taskId} — ${text}\n\n${formatReceiptMarker(rec.commentKey)}`;
+        const posted = await gitea.createIssueComment(task.owner, task.repo, task.resource.number, body);
+        await mark(rec, { status: 'sent', commentId: posted.id, bodyHash: bodyHashOf(body) }, 'receipt.notice_posted', { reason: rec['reason'] });
+      }
+      failures.delete(rec.commentKey);
+      log('receipt notice sent', { taskId: task.taskId, reason: rec['reason'] });
+    } catch (error) {
+      const code = isGiteaError(error) ? error.code : 'notice_send_error';
+      const transient = !isGiteaError(error) || ['gitea_server_error', 'gitea_network', 'gitea_timeout'].includes(error.code);
+      log('receipt notice failed', { taskId: task.taskId, errorCode: code });
+      if (!transient || !later(rec.commentKey)) await mark(rec, { status: 'failed', errorCode: code }, 'receipt.notice_failed', {}, 'alert');
+    }
+  }
+
+  function kick(): void {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        for (const rec of pending()) {
+          if (stopped) return;
+          const cur = store.get<CommentRecord>('comments', rec.commentKey);
+          if (cur?.status !== 'pending') continue;
+          await sendOne(cur).catch((err: unknown) => log('receipt notice error', { error: String(err) }));
+        }
+      } while (again && !stopped);
+    })().finally(() => {
+      running = null;
+    });
+  }
+
+  function onTransition(n: TransitionNotice): void {
+    if (stopped || n.kind !== TASK_KIND) return;
+    const taskId = n.taskId ?? (n.context as { taskId?: string } | null)?.taskId;
+    if (!taskId) return;
+    // A notice may wait for the receipt: any receipt sent later comes with a transition to retry on.
+    if (n.toState !== 'blocked_workspace' && n.toState !== 'failed') {
+      if (pending().length > 0) kick();
+      return;
+    }
+    const p = ensureNotice(taskId).then(
+      () => kick(),
+      (err: unknown) => log('receipt notice not recorded', { taskId, error: String(err) }),
+    );
+    pendingInserts.add(p);
+    void p.finally(() => pendingInserts.delete(p));
+  }
+
+  return {
+    async start() {
+      stopped = false;
+      unsubscribe ??= runtime.onTransition(onTransition);
+      for (const state of ['blocked_workspace', 'failed']) {
+        for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t)) await ensureNotice(t.taskId);
+      }
+      kick();
+    },
+    stop() {
+      stopped = true;
+      unsubscribe?.();
+      unsubscribe = null;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+    },
+    async drain() {
+      for (;;) {
+        if (pendingInserts.size > 0) await Promise.allSettled([...pendingInserts]);
+        if (running) await running;
+        if (stopped || pending().length === 0 || timers.size === 0) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+  };
+}

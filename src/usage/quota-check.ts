@@ -1,0 +1,68 @@
+// Daily quotas at intake (issue 18): tasks per user per UTC day and tokens per repository per UTC
+// day. Intake calls this inside its one transaction, so the count it checks and the count it
+// raises cannot race another webhook. A refused mention becomes a task in `rejected` with ONE
+// comment saying when it can run again (the receipt outbox posts it); it never runs.
+import type { Tx } from '../store/types.js';
+import { effectiveLimits } from './limits.js';
+import { dayKey, emptyDay, nextUtcDay, utcDay, type UsageDayRecord, type UsageLimits, type UsageScope } from './usage-records.js';
+
+export const QUOTA_CODES = ['quota_user_tasks_per_day', 'quota_repo_tokens_per_day'] as const;
+export type QuotaCode = (typeof QUOTA_CODES)[number];
+
+export interface QuotaRefusal {
+  code: QuotaCode;
+  limit: number;
+  used: number;
+  /** When the quota is free again (the next UTC day). */
+  retryAt: string;
+}
+
+export interface QuotaSubject {
+  repoKey: string;
+  login: string;
+}
+
+export interface QuotaPort {
+  /** A refusal when a new task would exceed a daily quota, else null. Reads only. */
+  check(tx: Pick<Tx, 'get'>, who: QuotaSubject, at: Date): QuotaRefusal | null;
+  /** Counts a task accepted now (same transaction as the task). */
+  countAccepted(tx: Tx, who: QuotaSubject, at: Date): void;
+  /** Counts a refused mention (same transaction as the refusal). */
+  countRefused(tx: Tx, who: QuotaSubject, at: Date): void;
+}
+
+function day(tx: Pick<Tx, 'get'>, scope: UsageScope, subject: string, at: Date): UsageDayRecord {
+  const d = utcDay(at);
+  return tx.get<UsageDayRecord>('usage', dayKey(d, scope, subject)) ?? emptyDay(d, scope, subject, at);
+}
+
+function bump(tx: Tx, scope: UsageScope, subject: string, at: Date, field: 'tasks' | 'refused'): void {
+  const cur = day(tx, scope, subject, at);
+  tx.put('usage', cur.key, { ...cur, [field]: cur[field] + 1, updatedAt: at.toISOString() });
+}
+
+export function createQuotaCheck(options: { limits: UsageLimits }): QuotaPort {
+  return {
+    check(tx, who, at) {
+      const limits = effectiveLimits(options.limits, tx, who.repoKey);
+      const retryAt = nextUtcDay(at).toISOString();
+      if (limits.userTasksPerDay !== undefined) {
+        const used = day(tx, 'user', who.login, at).tasks;
+        if (used >= limits.userTasksPerDay) return { code: 'quota_user_tasks_per_day', limit: limits.userTasksPerDay, used, retryAt };
+      }
+      if (limits.repoTokensPerDay !== undefined) {
+        const used = day(tx, 'repo', who.repoKey, at).totalTokens;
+        if (used >= limits.repoTokensPerDay) return { code: 'quota_repo_tokens_per_day', limit: limits.repoTokensPerDay, used, retryAt };
+      }
+      return null;
+    },
+    countAccepted(tx, who, at) {
+      bump(tx, 'user', who.login, at, 'tasks');
+      bump(tx, 'repo', who.repoKey, at, 'tasks');
+    },
+    countRefused(tx, who, at) {
+      bump(tx, 'user', who.login, at, 'refused');
+      bump(tx, 'repo', who.repoKey, at, 'refused');
+    },
+  };
+}

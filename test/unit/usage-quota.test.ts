@@ -1,0 +1,86 @@
+// Daily quotas, per-repository overrides and the words users read (issue 18), on a real store.
+import { afterEach, describe, expect, it } from 'vitest';
+import { blockedNoticeText, budgetNoticeText, refusalReceiptText } from '../../src/receipts/limit-texts.js';
+import { configuredLimits, effectiveLimits } from '../../src/usage/limits.js';
+import { createQuotaCheck } from '../../src/usage/quota-check.js';
+import { dayKey, diffSize, emptyDay, limitsKey, nextUtcDay, utcDay, type RepoLimitsRecord } from '../../src/usage/usage-records.js';
+import { usageReport } from '../../src/usage/usage-report.js';
+import { createTestRuntime } from '../support/test-runtime.js';
+
+let close: (() => Promise<void>) | null = null;
+afterEach(async () => {
+  await close?.();
+  close = null;
+});
+
+async function store() {
+  const rt = await createTestRuntime([]);
+  close = () => rt.close();
+  return rt.store;
+}
+
+const REPO = 'default:acme/widget';
+const who = { repoKey: REPO, login: 'alice' };
+const at = new Date('2026-12-01T22:15:00Z');
+
+describe('daily quotas', () => {
+  it('tasks per user per day: the (n+1)th task of the UTC day is refused until the next midnight', async () => {
+    const s = await store();
+    const quota = createQuotaCheck({ limits: { userTasksPerDay: 2 } });
+    for (let i = 0; i < 2; i++) {
+      expect(quota.check(s, who, at)).toBeNull();
+      await s.transact((tx) => quota.countAccepted(tx, who, at));
+    }
+    expect(quota.check(s, who, at)).toEqual({ code: 'quota_user_tasks_per_day', limit: 2, used: 2, retryAt: '2026-12-02T00:00:00.000Z' });
+    // Another user is not affected; the next day starts from zero.
+    expect(quota.check(s, { ...who, login: 'carol' }, at)).toBeNull();
+    expect(quota.check(s, who, new Date('2026-12-02T00:00:01Z'))).toBeNull();
+  });
+
+  it('tokens per repository per day; an operator override lifts it for one repository', async () => {
+    const s = await store();
+    const quota = createQuotaCheck({ limits: configuredLimits({ limitRepoTokensPerDay: 1000 }) });
+    await s.transact((tx) => tx.put('usage', dayKey(utcDay(at), 'repo', REPO), { ...emptyDay(utcDay(at), 'repo', REPO, at), totalTokens: 1000 }));
+    expect(quota.check(s, who, at)).toMatchObject({ code: 'quota_repo_tokens_per_day', limit: 1000, used: 1000 });
+    const override: RepoLimitsRecord = { key: limitsKey(REPO), repoKey: REPO, limits: { repoTokensPerDay: null }, updatedBy: 'admin:ops', updatedAt: at.toISOString(), version: 1 };
+    await s.transact((tx) => tx.put('usage', override.key, override));
+    expect(quota.check(s, who, at)).toBeNull();
+    expect(effectiveLimits({ repoTokensPerDay: 1000, taskTokens: 5 }, s, REPO)).toEqual({ taskTokens: 5 });
+    expect(effectiveLimits({ repoTokensPerDay: 1000 }, s, 'default:other/repo')).toEqual({ repoTokensPerDay: 1000 });
+  });
+
+  it('refusals are counted and reported; the report sums the last days per repository and user', async () => {
+    const s = await store();
+    const quota = createQuotaCheck({ limits: {} });
+    await s.transact((tx) => {
+      quota.countAccepted(tx, who, at);
+      quota.countRefused(tx, who, at);
+      quota.countAccepted(tx, who, new Date(at.getTime() - 8 * 86_400_000)); // outside 7 days
+    });
+    const r = usageReport(s, at, 7);
+    expect(r.days).toHaveLength(7);
+    expect(r.to).toBe('2026-12-01');
+    expect(r.byRepository).toEqual([expect.objectContaining({ subject: REPO, tasks: 1, refused: 1 })]);
+    expect(r.byUser).toEqual([expect.objectContaining({ subject: 'alice', tasks: 1, refused: 1 })]);
+    expect(r.totals.tasks).toBe(1);
+  });
+});
+
+describe('helpers and texts', () => {
+  it('UTC days and diff sizes', () => {
+    expect(utcDay(at)).toBe('2026-12-01');
+    expect(nextUtcDay(at).toISOString()).toBe('2026-12-02T00:00:00.000Z');
+    const diff = 'diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n-old\n+new\n+more\n';
+    expect(diffSize(diff)).toEqual({ bytes: Buffer.byteLength(diff), files: 1, added: 2, removed: 1 });
+  });
+
+  it('the refusal says who, the limit and when it can run again; notices name the code', () => {
+    const text = refusalReceiptText({ taskId: 't-1', author: 'alice' }, { code: 'quota_user_tasks_per_day', limit: 2, used: 2, retryAt: '2026-12-02T00:00:00.000Z' });
+    expect(text).toBe('giteabot: not started — @alice has already started 2 tasks today (limit: 2 tasks per user per day). It can run again after 2026-12-02 00:00 UTC: mention the bot again then (task t-1, code `quota_user_tasks_per_day`).');
+    expect(budgetNoticeText({ code: 'budget_task_tokens', limit: 1000, used: 1200 })).toContain('used 1,200 tokens and reached its limit of 1,000 tokens per task (`budget_task_tokens`)');
+    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 60, used: 61 })).toContain('CCWEB_LIMIT_TASK_WALL_MINUTES');
+    expect(blockedNoticeText({ taskId: 't-2' })).toContain('unblock task t-2');
+    // A login that is not a plain Gitea login is not echoed.
+    expect(refusalReceiptText({ taskId: 't-3', author: '<img>' }, { code: 'quota_repo_tokens_per_day', limit: 5, used: 9, retryAt: '2026-12-02T00:00:00.000Z' })).not.toContain('<img>');
+  });
+});
