@@ -9,7 +9,7 @@
 //   when given through the environment.
 // - Unknown keys in the file are an error (a typo must not silently fall back to a default), and so
 //   is an unknown `CCWEB_*` environment variable (`CCWEB_PROT` → "did you mean CCWEB_PORT?"), except
-//   the few read by the project's own tooling (`TOOLING_ENV_KEYS`).
+//   the few read by the project's own tooling (`TOOLING_ENV_KEYS`, `CCWEB_TEST_*`).
 // - Errors name the key in both spellings and say how to fix it; they never contain a value.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -145,8 +145,12 @@ function suggestKey(unknownKey: string): string | undefined {
   );
 }
 
-/** `CCWEB_*` variables read by build and test tooling, never by the service: not configuration errors. */
+/**
+ * `CCWEB_*` variables read by build and test tooling, never by the service: not configuration errors.
+ * Every `CCWEB_TEST_*` name is reserved for tests as well (e.g. CCWEB_TEST_SLOW_PROFILE, which CI exports).
+ */
 export const TOOLING_ENV_KEYS: readonly string[] = ['CCWEB_BUILD_DIR', 'CCWEB_CHROMIUM', 'CCWEB_GITEA_FIXTURES'];
+export const TOOLING_ENV_PREFIX = 'CCWEB_TEST_';
 
 const KNOWN_ENV = new Set<string>(CONFIG_KEYS.map((k) => KEYS[k].env));
 
@@ -223,7 +227,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   }
 
   for (const name of Object.keys(env)) {
-    if (!name.startsWith('CCWEB_') || env[name] === undefined || KNOWN_ENV.has(name) || TOOLING_ENV_KEYS.includes(name)) continue;
+    if (!name.startsWith('CCWEB_') || env[name] === undefined || KNOWN_ENV.has(name)) continue;
+    if (TOOLING_ENV_KEYS.includes(name) || name.startsWith(TOOLING_ENV_PREFIX)) continue;
     const hint = suggestEnvKey(name);
     problems.push(
       `unknown environment variable ${name}: ` +
