@@ -6,6 +6,8 @@
 // so a flood cannot fill the disk), and the store holds nothing else — no delivery, task, trigger,
 // repository, session, comment, lease or control record. Then the secret scan over everything the
 // service wrote: data directory, workspaces, its captured logs and CODEX_HOME.
+// Gitea only answers the service's start-up (GET /api/v1/user; every request here is refused before the
+// service would call it again): the sandbox Gitea stand-in is enough.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -8,6 +8,9 @@
 //
 // The schedule (kill times, comment targets and texts) comes from a seed printed at the start:
 // CHAOS_SEED=<n> replays it (process timing still varies; the schedule does not).
+// The deliveries come from the Gitea stand-in's sender, not a real Gitea: the test must know each
+// delivery's outcome the moment it is answered (Gitea records it asynchronously) and send them over four
+// repositories at a steady rate. Kill -9 mid-turn against a real Gitea: real-gitea.e2e.test.ts.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

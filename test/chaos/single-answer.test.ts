@@ -12,11 +12,11 @@ import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import { loadConfig } from '../../src/config/index.js';
 import { parseMarkers } from '../../src/domain/marker.js';
 import { startService, type Service } from '../../src/service/create-service.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 
 describe('one answer per task when the reply-retry turn re-posts', () => {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-one-answer-'));
-  let env: SandboxEnvironment | null = null;
+  let env: RealServiceEnvironment | null = null;
   let service: Service | null = null;
 
   afterAll(async () => {
@@ -25,13 +25,15 @@ describe('one answer per task when the reply-retry turn re-posts', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('a forgotten reply re-posted by the retry turn is recognised: no REST fallback, one answer', { timeout: 120_000 }, async () => {
-    env = await startSandboxEnvironment(root);
+  // Against a real Gitea 1.26; the first run on a machine builds it.
+  it('a forgotten reply re-posted by the retry turn is recognised: no REST fallback, one answer', { timeout: 600_000 }, async () => {
+    env = await startRealServiceEnvironment(root);
     const config = loadConfig({ env: { ...env.env, CCWEB_LOG_LEVEL: 'silent' } });
     service = await startService({ config, codexEnv: { CODEX_HOME: env.codexHome }, retryDelayMs: 500 });
-    env.gitea.connectWebhook(`${service.url}${config.webhookPath}`, env.webhookSecret);
+    expect(`${service.url}${config.webhookPath}`).toBe(env.webhookUrl); // where the Gitea webhook points
 
-    const { delivery } = await env.gitea.comment('alice', 1, '@ccweb-bot forget to post at first, then answer');
+    const c = await env.gitea.comment('alice', env.gitea.issueNumber, '@ccweb-bot forget to post at first, then answer');
+    const delivery = await env.gitea.waitForDelivery(env.hookId, (d) => (JSON.parse(d.payload) as { comment: { id: number } }).comment.id === c.id);
     expect(delivery.status).toBe(202);
     const taskId = (JSON.parse(delivery.responseBody) as { taskId: string }).taskId;
 
@@ -42,10 +44,9 @@ describe('one answer per task when the reply-retry turn re-posts', () => {
       if (isTerminalTaskState(state)) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    const answers = env.gitea
-      .comments(1)
-      .filter((c) => (c['user'] as { login: string }).login === env!.gitea.botLogin)
-      .filter((c) => parseMarkers(String(c['body'])).some((m) => m.taskId === taskId));
+    const answers = (await env.gitea.comments(env.gitea.issueNumber))
+      .filter((x) => x.user.login === env!.gitea.users.bot.login)
+      .filter((x) => parseMarkers(x.body).some((m) => m.taskId === taskId));
     expect({ state, answers: answers.length }).toEqual({ state: 'succeeded', answers: 1 });
   });
 });

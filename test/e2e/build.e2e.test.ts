@@ -1,6 +1,8 @@
 // The production build (`npm run build`: tsc + scripts/build-copy-assets.mjs) compiles, and the
 // compiled service starts and serves its API and pages: what `ccweb-gitea serve` runs when dist/ is
 // current. Built into dist-test/ so that a dist/ other tests or the bin may be using is left alone.
+// The sandbox Gitea stand-in only lets the compiled service start (it asks GET /api/v1/user); the
+// service against a real Gitea: real-gitea.e2e.test.ts.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,7 @@
 // `npm run demo` is the newcomer's first command. With --once it must finish, exit 0, show the run
 // and leave nothing behind; without it, the curl command it prints (the README's example) must
 // really get an answer from the bot. The ports come from a flag and from environment variables.
+// The demo runs on its sandbox Gitea stand-in by design: it must work where Go cannot build Gitea.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';

@@ -1,3 +1,6 @@
+// The gitea-mcp stand-in (the real one cannot be built here) against the Gitea REST stand-in, which can
+// refuse a comment on a locked issue (a real Gitea lets a bot with write access comment there). The
+// stand-in MCP server talks to a real Gitea in test/e2e/real-gitea.e2e.test.ts.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -94,7 +94,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
       resource: { kind: 'issue', number: 7 },
       owner: 'alice',
       repo: 'widgets',
-      commentId: 4021,
+      commentId: 3,
       author: 'bob',
       instruction: payload.comment.body,
       refs: null,
@@ -110,7 +110,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const del = harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)!;
     expect(del).toMatchObject({ status: 'accepted', taskId, signatureValid: true, normalized: true, eventType: 'issue_comment', reason: null });
     expect(del.response).toEqual({ status: 202, body: res.body });
-    expect(del.payloadHash).toBe('sha256:a34b47f8abbb33e794e236c63b55e0c4b595a3de2300caf3948109c797812785');
+    expect(del.payloadHash).toBe('sha256:15591085bd76e376bd72d5e47d3da49f9a0f6f1c2e4430fa953532a3c456edb1');
     expect(Date.parse(del.expiresAt) - Date.parse(del.receivedAt)).toBe(30 * 24 * 3600 * 1000);
 
     const repo = harness.store.get<RepositoryRecord>('repositories', 'default:alice/widgets')!;
@@ -127,7 +127,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     });
     const receipt = harness.store.get<CommentRecord>('comments', `${taskId}:status:received`)!;
     expect(receipt).toMatchObject({ kind: 'status', status: 'pending', taskId, marker: formatReceiptMarker(`${taskId}:status:received`) });
-    expect(harness.store.get('comment_triggers', 'default:alice/widgets:comment:4021:created:2026-07-20T09:15:42Z')).toMatchObject({ taskId });
+    expect(harness.store.get('comment_triggers', 'default:alice/widgets:comment:3:created:2026-12-01T11:12:17Z')).toMatchObject({ taskId });
   });
 
   it('the 202 is durable: a reopened store holds the queued task', async () => {

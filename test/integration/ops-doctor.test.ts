@@ -1,5 +1,5 @@
-// `ccweb-gitea doctor` against the sandbox: the real Codex app-server (scripted model through
-// CODEX_HOME), the gitea-mcp command with a real MCP handshake, the sandbox Gitea's REST API.
+// `ccweb-gitea doctor` against a real Gitea 1.26 (test/support/real-gitea/): the real Codex app-server
+// (scripted model through CODEX_HOME), the gitea-mcp command with a real MCP handshake, Gitea's REST API.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,10 +7,10 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDoctor } from '../../src/cli/doctor.js';
 import { runCli } from '../../src/cli/index.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ccweb-doctor-'));
-let env: SandboxEnvironment;
+let env: RealServiceEnvironment;
 let baseEnv: Record<string, string | undefined>;
 
 function capture(): { stream: PassThrough; text: () => string } {
@@ -21,9 +21,9 @@ function capture(): { stream: PassThrough; text: () => string } {
 }
 
 beforeAll(async () => {
-  env = await startSandboxEnvironment(root);
+  env = await startRealServiceEnvironment(root);
   baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...env.env };
-}, 60_000);
+}, 600_000); // the first run on a machine builds Gitea
 
 afterAll(async () => {
   await env?.close();
@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 describe('doctor', () => {
-  it('passes every check against the sandbox, Codex and the MCP handshake included', async () => {
+  it('passes every check against the real Gitea, Codex and the MCP handshake included', async () => {
     const results = await runDoctor({ env: baseEnv, cwd: root, repo: `${env.gitea.owner}/${env.gitea.repo}` });
     expect(results.map((r) => r.check)).toEqual([
       'config',
@@ -50,7 +50,7 @@ describe('doctor', () => {
     expect(results.find((r) => r.check === 'codex')!.detail).toMatch(/initialize/);
     // The scripted model is a custom provider: no OpenAI login needed, and no account rate limits.
     expect(results.find((r) => r.check === 'codex-account')!.detail).toMatch(/^no login needed.*; rate limits: not available/);
-    expect(results.find((r) => r.check === 'gitea')!.detail).toContain(env.gitea.botLogin);
+    expect(results.find((r) => r.check === 'gitea')!.detail).toContain(env.gitea.users.bot.login);
   });
 
   it('codex-account fails with the login fix when Codex needs OpenAI credentials and has none', async () => {

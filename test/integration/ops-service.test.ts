@@ -1,4 +1,4 @@
-// The operations surface of the running service (in-process, sandbox Gitea, real Codex app-server
+// The operations surface of the running service (in-process, a real Gitea 1.26, real Codex app-server
 // with the scripted model): /healthz, /readyz, /metrics after real webhooks, and what reaches the
 // log — every task line correlated, no secret even when an error message carries one.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,10 +8,10 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { startService, type Service } from '../../src/service/create-service.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ccweb-ops-'));
-let env: SandboxEnvironment;
+let env: RealServiceEnvironment;
 let service: Service;
 const logs: string[] = [];
 
@@ -26,7 +26,7 @@ async function until<T>(fn: () => Promise<T | undefined>, what: string, timeoutM
 }
 
 beforeAll(async () => {
-  env = await startSandboxEnvironment(root);
+  env = await startRealServiceEnvironment(root);
   const config = loadConfig({ env: { ...env.env, CCWEB_LOG_LEVEL: 'debug' }, cwd: root });
   const sink = new PassThrough();
   let buf = '';
@@ -37,8 +37,9 @@ beforeAll(async () => {
     logs.push(...parts);
   });
   service = await startService({ config, codexEnv: { CODEX_HOME: env.codexHome }, logDestination: sink, retryDelayMs: 500 });
-  env.gitea.connectWebhook(`${service.url}${config.webhookPath}`, env.webhookSecret);
-}, 60_000);
+  // The environment's Gitea webhook already points at this port (CCWEB_PORT is fixed there).
+  expect(`${service.url}${config.webhookPath}`).toBe(env.webhookUrl);
+}, 600_000); // the first run on a machine builds Gitea
 
 afterAll(async () => {
   await service?.close();
@@ -60,10 +61,13 @@ describe('ops endpoints of the running service', () => {
   });
 
   it('/metrics counts webhooks by outcome, task transitions, commits, and the task runs to the end', async () => {
-    const { delivery } = await env.gitea.comment('alice', 1, '@ccweb-bot please summarise this issue');
+    const ofComment = (id: number) => (d: { payload: string }) => (JSON.parse(d.payload) as { comment: { id: number } }).comment.id === id;
+    const c = await env.gitea.comment('alice', env.gitea.issueNumber, '@ccweb-bot please summarise this issue');
+    const delivery = await env.gitea.waitForDelivery(env.hookId, ofComment(c.id));
     expect(delivery.status).toBe(202);
     const taskId = (JSON.parse(delivery.responseBody) as { taskId: string }).taskId;
-    await env.gitea.comment('alice', 1, 'no mention here');
+    const quiet = await env.gitea.comment('alice', env.gitea.issueNumber, 'no mention here');
+    expect((await env.gitea.waitForDelivery(env.hookId, ofComment(quiet.id))).status).toBe(200);
     const bad = await fetch(`${service.url}/api/gitea/webhook`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-gitea-event': 'issue_comment', 'x-gitea-signature': 'ab'.repeat(32) },
@@ -89,11 +93,11 @@ describe('ops endpoints of the running service', () => {
     // Every log line that names the task carries its delivery id too.
     const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['taskId'] === taskId);
     expect(lines.length).toBeGreaterThan(3);
-    for (const l of lines) expect(l['deliveryId'], String(l['msg'])).toBe(delivery.deliveryId);
+    for (const l of lines) expect(l['deliveryId'], String(l['msg'])).toBe(delivery.uuid);
   });
 
   it('the log never holds the Gitea token, the webhook secret or the admin token, even inside an error message', async () => {
-    const token = env.gitea.botToken;
+    const token = env.gitea.users.bot.token;
     service.logger.error({ err: new Error(`git fetch failed: https://bot:${token}@gitea/x.git`) }, `clone with ${env.webhookSecret}`);
     service.logger.warn({ headers: { authorization: `Bearer ${env.adminToken}` }, config: { giteaToken: token } }, 'request');
     await new Promise((r) => setTimeout(r, 50));

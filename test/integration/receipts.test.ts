@@ -1,5 +1,7 @@
 // The receipt outbox against the Gitea REST double over 127.0.0.1, with the real store, runtime and
 // task actors. Every scenario ends by counting the comments on each issue.
+// Gitea stand-in (not a real Gitea) for the faults a real one cannot produce on cue: 500s (failNext),
+// slow answers (delay), and a locked issue that refuses the bot. Receipts on a real Gitea: real-gitea.e2e.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EventObject } from 'xstate';
 import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';

@@ -1,6 +1,8 @@
 // Session manager + app-server supervisor against the REAL `codex app-server` (bundled with
 // @openai/codex), fully offline: the scripted model on 127.0.0.1, the gitea-mcp stand-in backed by
 // the Gitea REST double, a real store and runtime. Each case prints its timing.
+// The Gitea stand-in only gives gitea-mcp a target here (the session layer is under test, case after
+// case); the same sessions against a real Gitea run in test/e2e/real-gitea.e2e.test.ts.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,4 +1,6 @@
 // The doctor's explicit MCP probe (MCP SDK stdio client) against the gitea-mcp stand-in.
+// The probe's failure modes come from the gitea-mcp stand-in (exit, hang); the Gitea REST stand-in is only
+// its target. The probe against a real Gitea: doctor in ops-doctor.test.ts and real-gitea.e2e.test.ts.
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,5 @@
 // The fault switch the verification tests rely on, checked on its own: "accepts but loses" per call.
+// (Checks a fault switch of the Gitea stand-in; real Gitea has no such fault.)
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { OWNER, REPO, TOKEN, startGitea, type GiteaFixture } from '../support/verification-world.js';
 

@@ -1,5 +1,8 @@
 // Reply verification against the Gitea REST double over 127.0.0.1, with the real store and runtime.
 // Every scenario ends by counting the comments on the issue: exactly the expected number.
+// Gitea stand-in (not a real Gitea) for the faults a real one cannot produce on cue: a comment answered
+// 201 and never stored (loseCreatedComments), 500s, slow answers, a locked issue. Verification on a real
+// Gitea, REST fallback included: test/e2e/real-gitea.e2e.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CommentRecord, TurnRecord } from '../../src/domain/records.js';
 import { formatMarker } from '../../src/domain/marker.js';

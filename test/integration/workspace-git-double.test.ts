@@ -1,4 +1,5 @@
 // The Gitea test double's git endpoint on its own: Gitea-shaped paths and token checks.
+// (Checks the git-http stand-in itself.)
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';

@@ -1,4 +1,7 @@
 // Workspace manager against the Gitea test double: real git, real `git http-backend`, loopback only.
+// The git-http stand-in (not a real Gitea) for what a real one cannot be made to do on cue: a hanging git
+// (timeouts, aborts), commits pushed behind Gitea's back (a fork commit on no branch), a request log to
+// count 401s, many repositories created instantly. Against a real Gitea: workspace-real-gitea.test.ts.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';

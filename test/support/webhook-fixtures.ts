@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** `test/fixtures/gitea/webhooks` (copied from Gitea 1.26 deliveries, see its README) (override with CCWEB_GITEA_FIXTURES). */
+/** `test/fixtures/gitea/webhooks` (recorded from a real Gitea 1.26.3 by scripts/record-gitea-webhooks.ts, see its README) (override with CCWEB_GITEA_FIXTURES). */
 export const FIXTURE_DIR =
   process.env['CCWEB_GITEA_FIXTURES'] ?? fileURLToPath(new URL('../fixtures/gitea/webhooks/', import.meta.url));
 export const FIXTURE_SECRET = 'test-secret';

@@ -27,12 +27,12 @@ describe('normalizeComment on the shared fixtures', () => {
     const value = ok(normalizeComment(headers, body));
     expect(value).toEqual({
       instanceId: 'default',
-      deliveryId: '1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b',
-      deliveryKey: 'default:1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b',
+      deliveryId: 'e0069e33-1c7c-4042-8e2f-57c5a45cd1cc',
+      deliveryKey: 'default:e0069e33-1c7c-4042-8e2f-57c5a45cd1cc',
       eventType: 'issue_comment',
       action: 'created',
       repo: {
-        id: 12,
+        id: 1,
         owner: 'alice',
         name: 'widgets',
         fullName: 'alice/widgets',
@@ -50,11 +50,11 @@ describe('normalizeComment on the shared fixtures', () => {
       },
       resourceKey: 'default:alice/widgets:issue:7',
       comment: {
-        id: 4021,
+        id: 3,
         body: '@ccweb-bot please fix the failing build on main',
-        createdAt: '2026-07-20T09:15:42Z',
-        updatedAt: '2026-07-20T09:15:42Z',
-        htmlUrl: 'https://gitea.example.com/alice/widgets/issues/7#issuecomment-4021',
+        createdAt: '2026-12-01T11:12:17Z',
+        updatedAt: '2026-12-01T11:12:17Z',
+        htmlUrl: 'https://gitea.example.com/alice/widgets/issues/7#issuecomment-3',
       },
       actor: { login: 'bob', isBot: false },
       permissions: { admin: false, push: true, pull: true },
@@ -72,7 +72,7 @@ describe('normalizeComment on the shared fixtures', () => {
     expect(value.refs).toEqual({
       base: 'main',
       head: 'fix/login-timeout',
-      headSha: '9f2c4e1d8b7a6c5d4e3f2a1b0c9d8e7f6a5b4c3d',
+      headSha: '7b8eba8838a6a170d482740c54c12932cb498c39',
     });
     // `<>&` arrive escaped as \u0026 in the bytes and decode to the characters.
     expect(value.comment.body).toBe('@ccweb-bot please fix the lint errors & the failing test');
@@ -224,7 +224,7 @@ describe('keys', () => {
     const replay = ok(normalizeComment({ ...headers, 'X-Gitea-Delivery': '0d2f1c5e-0000-4000-8000-000000000001' }, body));
     expect(replay.deliveryKey).not.toBe(first.deliveryKey);
     expect(commentTriggerKey(replay)).toBe(commentTriggerKey(first));
-    expect(commentTriggerKey(first)).toBe('default:alice/widgets:comment:4021:created:2026-07-20T09:15:42Z');
+    expect(commentTriggerKey(first)).toBe('default:alice/widgets:comment:3:created:2026-12-01T11:12:17Z');
     const edited = loadFixture('issue_comment_edited');
     expect(commentTriggerKey(ok(normalizeComment(edited.headers, edited.body)))).not.toBe(commentTriggerKey(first));
   });

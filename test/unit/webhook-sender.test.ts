@@ -1,3 +1,5 @@
+// The stand-in's webhook sender (test/support/gitea-double/webhook-sender.ts) against the deliveries
+// recorded from a real Gitea (test/fixtures/gitea/webhooks/).
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';

@@ -1,6 +1,7 @@
 /**
  * In-memory Gitea REST double (basePath /api/v1), shaped after Gitea 1.26's own OpenAPI document
- * (../shared/gitea/swagger-v1.26.3.json) and FACTS.md. Its responses are validated against the
+ * (test/fixtures/gitea/swagger-v1.26.3.json) and, since issue 13, compared with a real Gitea 1.26.3
+ * (test/integration/gitea-double-vs-real.test.ts). Its responses are validated against the
  * swagger definitions in test/integration/gitea-rest-double.test.ts.
  *
  * `handler(req, res)` returns false (and touches nothing) for paths outside `/api/v1/`, so it can be
@@ -256,7 +257,8 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       login_name: '',
       source_id: 0,
       full_name: u.fullName,
-      email: `${u.login.toLowerCase()}@noreply.localhost`,
+      // Gitea's no-reply placeholder: `<id>+<login>@<NO_REPLY_ADDRESS>` (checked on a real 1.26.3).
+      email: `${u.id}+${u.login}@noreply.localhost`,
       avatar_url: `${base()}/avatars/${fakeSha(u.login).slice(0, 32)}`,
       html_url: `${base()}/${u.login}`,
       language: '',
@@ -321,6 +323,7 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       open_issues_count: issuesOpen.filter((i) => !i.isPull).length,
       open_pr_counter: issuesOpen.filter((i) => i.isPull).length,
       release_counter: 0,
+      branch_count: 1,
       default_branch: r.defaultBranch,
       archived: r.archived,
       created_at: rfc3339(r.created),
@@ -431,14 +434,14 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       labels: [],
       milestone: null,
       assignee: null,
-      assignees: null,
-      requested_reviewers: null,
-      requested_reviewers_teams: null,
+      // A pull request serialises these as empty lists (an issue's `assignees` is null).
+      assignees: [],
+      requested_reviewers: [],
+      requested_reviewers_teams: [],
       state: i.state,
       draft: false,
       is_locked: i.locked,
       comments: issue.comments,
-      review_comments: 0,
       additions: 0,
       deletions: 0,
       changed_files: 0,
@@ -494,7 +497,9 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
     res.end(text);
   }
   const apiError = (message: string) => ({ message, url: `${base()}/api/swagger` });
-  const notFound = () => ({ errors: ['The target couldn\'t be found.'], message: 'The target couldn\'t be found.', url: `${base()}/api/swagger` });
+  // As real Gitea 1.26.3 answers a missing repository, issue or user: `errors` is null, not a list.
+  const notFound = () => ({ errors: null, message: 'not found', url: `${base()}/api/swagger` });
+  const commentNotFound = (id: number) => ({ errors: [`comment does not exist [id: ${id}, issue_id: 0]`], message: 'not found', url: `${base()}/api/swagger` });
 
   function parseTimeParam(v: string | null): Date | undefined | 'invalid' {
     if (v === null || v === '') return undefined;
@@ -547,10 +552,13 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
 
     // /repos/{o}/{r}/collaborators/{user}/permission
     if (rest.length === 3 && rest[0] === 'collaborators' && rest[2] === 'permission' && method === 'GET') {
-      const target = users.get(rest[1]!.toLowerCase());
-      if (!target) return { status: 404, body: notFound() };
-      const allowed = viewer.isAdmin || viewerPerm === 'admin' || viewerPerm === 'owner' || viewer.login.toLowerCase() === target.login.toLowerCase();
+      // Real Gitea checks who asks before it looks the user up: a write collaborator asking about an
+      // unknown login gets 403, not 404.
+      const asked = rest[1]!.toLowerCase();
+      const allowed = viewer.isAdmin || viewerPerm === 'admin' || viewerPerm === 'owner' || viewer.login.toLowerCase() === asked;
       if (!allowed) return { status: 403, body: apiError('Only admins can query all permissions, repo admins can query all repo permissions, collaborators can query only their own') };
+      const target = users.get(asked);
+      if (!target) return { status: 404, body: apiError(`user does not exist [uid: 0, name: ${asked}]`) };
       const level = permissionOf(repo, target.login);
       return { status: 200, body: { permission: level, role_name: level, user: userJson(target) } };
     }
@@ -578,7 +586,7 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       if (rest.length === 3) {
         const id = Number(rest[2]);
         const c = Number.isInteger(id) ? comments.get(id) : undefined;
-        if (!c || c.repoKey !== rk) return { status: 404, body: notFound() };
+        if (!c || c.repoKey !== rk) return { status: 404, body: commentNotFound(id) };
         if (method === 'GET') return { status: 200, body: commentJson(c) };
         const canModify = c.user.toLowerCase() === viewer.login.toLowerCase() || viewer.isAdmin || viewerPerm === 'admin' || viewerPerm === 'owner';
         if (method === 'PATCH') {
@@ -605,7 +613,12 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
     if ((rest[0] === 'issues' || rest[0] === 'pulls') && rest.length >= 2) {
       const index = Number(rest[1]);
       const issue = Number.isInteger(index) ? issues.get(issueKey(rk, index)) : undefined;
-      if (!issue) return { status: 404, body: notFound() };
+      if (!issue) {
+        // Real Gitea 1.26.3 answers 500 with an empty message (not 404) to reading or posting comments
+        // of an issue that does not exist: its handler treats the failed lookup as an internal error.
+        if (rest[0] === 'issues' && rest.length === 3 && rest[2] === 'comments') return { status: 500, body: apiError('') };
+        return { status: 404, body: notFound() };
+      }
 
       if (rest.length === 2 && method === 'GET') {
         if (rest[0] === 'pulls') return issue.isPull ? { status: 200, body: pullJson(issue, viewer.login) } : { status: 404, body: notFound() };
@@ -688,9 +701,16 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
     const m = /^(?:token|bearer)\s+(\S+)$/i.exec(auth.trim());
     const login = m ? tokens.get(m[1]!) : undefined;
     const viewer = login ? users.get(login.toLowerCase()) : undefined;
+    if (!viewer && !m && method === 'GET' && apiPath.startsWith('/repos/')) {
+      // Real Gitea lets anonymous readers in (REQUIRE_SIGNIN_VIEW=false) and hides a private
+      // repository behind 404, not 401. The double's repositories are all treated as hidden.
+      record(404);
+      send(res, 404, notFound());
+      return;
+    }
     if (!viewer) {
       record(401);
-      send(res, 401, apiError(m ? 'user does not exist' : 'token is required'));
+      send(res, 401, apiError(m ? 'invalid username, password or token' : 'token is required'));
       return;
     }
 

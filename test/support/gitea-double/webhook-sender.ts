@@ -1,5 +1,6 @@
 /**
- * Sends comment webhooks the way Gitea 1.26 does (services/webhook/deliver.go, ../shared/gitea/FACTS.md):
+ * Sends comment webhooks the way Gitea 1.26 does (services/webhook/deliver.go; compared with real
+ * deliveries in test/integration/gitea-double-vs-real.test.ts):
  * the same headers, hex HMAC-SHA256 over the exact bytes, Go's JSON escaping of `<>&`, a 5 s timeout,
  * no automatic retry, and Replay = a new delivery UUID with a byte-identical body.
  */
@@ -83,6 +84,8 @@ export function createWebhookSender(options: { url: string | (() => string); sec
       'X-GitHub-Event': 'issue_comment',
       'X-GitHub-Event-Type': eventType,
       'X-GitHub-Hook-Installation-Target-Type': 'repository',
+      // Go's HTTP client adds it (and decompresses a gzip answer transparently).
+      'Accept-Encoding': 'gzip',
     };
     const started = Date.now();
     const delivery: Delivery = { deliveryId, eventType, body, status: null, responseBody: '', error: null, sentAt: started, durationMs: 0 };
