@@ -14,7 +14,7 @@
 // is searched. Not prose: fenced and indented code blocks, inline code spans, HTML comments and any
 // other raw HTML (blocks and inline tags), link texts and image alt texts, link reference
 // definitions, and block quotes including their lazy continuation lines (replies usually quote the
-// bot). test/unit/mention-gitea-oracle.test.ts checks this against real Gitea's rendering.
+// bot). test/integration/mention-gitea-oracle.test.ts checks this against real Gitea's rendering.
 // Deliberate differences from where Gitea draws mention links: `\@ccweb-bot` (a backslash escape, how
 // a user writes the name without calling the bot) is not a mention, and `请@ccweb-bot` right after
 // CJK text is (Gitea wants a space or punctuation before `@`; CJK is written without spaces).

@@ -1,11 +1,11 @@
 // Issue 15, finding 7: a mention Gitea does not show (HTML comment, indented code, lazy quote
 // continuation, …) must not start a task. The oracle is real Gitea's rendering of each comment of
 // a corpus of tricky comments (POST /api/v1/markdown, recorded from Gitea 1.26.3 into
-// test/fixtures/mentions/, re-recordable with scripts/record-mention-corpus.mjs). With
-// REAL_GITEA_URL and REAL_GITEA_TOKEN set (a Gitea with a user ccweb-bot), the corpus is also
-// rendered live and the live verdicts must equal the recorded ones.
+// test/fixtures/mentions/, re-recordable with scripts/record-mention-corpus.mjs), and the same corpus
+// rendered live by a throwaway real Gitea must give the recorded verdicts.
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startSeededGitea, type SeededGitea } from '../support/real-gitea/index.js';
 import { mentionsBot } from '../../src/webhook/mention.js';
 
 interface Case {
@@ -66,14 +66,22 @@ describe('mentions against real Gitea rendering (recorded)', () => {
   });
 });
 
-const live = process.env['REAL_GITEA_URL'] && process.env['REAL_GITEA_TOKEN'];
-describe.skipIf(!live)('mentions against a live Gitea (REAL_GITEA_URL, REAL_GITEA_TOKEN)', () => {
-  it('renders every corpus comment as recorded', async () => {
-    const api = `${process.env['REAL_GITEA_URL']!.replace(/\/+$/, '')}/api/v1`;
+// The same corpus rendered now by a throwaway real Gitea (test/support/real-gitea, the version
+// scripts/install-gitea.mjs pins): the live verdicts must equal the recorded ones, so the recorded
+// oracle cannot drift from Gitea unnoticed.
+describe('mentions against a live real Gitea', () => {
+  let g: SeededGitea | null = null;
+  afterAll(async () => {
+    await g?.close();
+  });
+
+  it('renders every corpus comment as recorded', { timeout: 240_000 }, async () => {
+    g = await startSeededGitea();
+    const { token } = g.users.admin;
     for (const c of fixture.cases) {
-      const res = await fetch(`${api}/markdown`, {
+      const res = await fetch(`${g.url}/api/v1/markdown`, {
         method: 'POST',
-        headers: { Authorization: `token ${process.env['REAL_GITEA_TOKEN']}`, 'Content-Type': 'application/json' },
+        headers: { Authorization: `token ${token}`, 'Content-Type': 'application/json' },
         body: JSON.stringify({ Text: c.body, Mode: 'comment' }),
       });
       expect(res.status).toBe(200);
@@ -81,4 +89,3 @@ describe.skipIf(!live)('mentions against a live Gitea (REAL_GITEA_URL, REAL_GITE
     }
   });
 });
-if (!live) console.log('mention oracle: live Gitea check skipped (set REAL_GITEA_URL and REAL_GITEA_TOKEN to run it); recorded renderings checked');
