@@ -92,9 +92,9 @@ const BOT_SCOPES = ['write:issue', 'read:repository', 'read:user'];
  * The bot's access to acme/widget, as docs/OPERATIONS.md asks operators for. Note: real Gitea answers
  * `GET /repos/{o}/{r}/collaborators/{other user}/permission` only to a repository or site admin (403 to a
  * write collaborator), so a service that always confirms the commenter's access through that API needs
- * `admin` here (and in the docs).
+ * `admin` here (and in the docs) — which the service does since issue 15.
  */
-export const BOT_PERMISSION: 'write' | 'admin' = 'write';
+export const BOT_PERMISSION: 'write' | 'admin' = 'admin';
 
 export async function startSeededGitea(options: SeedOptions = {}): Promise<SeededGitea> {
   const gitea = await startRealGitea(options);
