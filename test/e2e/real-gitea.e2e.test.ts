@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/codex-harness.js';
 import type { HookDelivery } from '../support/real-gitea/index.js';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
-import { BOT_PERMISSION } from '../support/real-gitea/seed.js';
+import { SERVICE_BOT_PERMISSION } from '../support/real-gitea/seed.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 
 const execFileP = promisify(execFile);
@@ -355,7 +355,7 @@ describe('end to end against a real Gitea', () => {
     });
     const line = (check: string) => stdout.split('\n').find((l) => l.split(/\s+/)[1] === check) ?? `(no ${check} line)\n${stdout}`;
     expect(line('gitea')).toMatch(new RegExp(`^ok\\s+gitea\\s+${env.gitea.url.replace(/[.]/g, '\\.')} reachable; token valid for ccweb-bot`));
-    expect(line('token-scope')).toMatch(new RegExp(`^ok\\s+token-scope\\s+ccweb-bot has ${BOT_PERMISSION} permission on acme/widget`));
+    expect(line('token-scope')).toMatch(new RegExp(`^ok\\s+token-scope\\s+ccweb-bot has ${SERVICE_BOT_PERMISSION} permission on acme/widget`));
     expect(line('gitea-mcp')).toMatch(/^ok\s/);
     expect(line('codex')).toMatch(/^ok\s/);
     expect(stdout).not.toContain(env.gitea.users.bot.token);
