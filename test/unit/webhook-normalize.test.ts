@@ -38,7 +38,7 @@ describe('normalizeComment on the shared fixtures', () => {
         fullName: 'alice/widgets',
         cloneUrl: 'https://gitea.example.com/alice/widgets.git',
         htmlUrl: 'https://gitea.example.com/alice/widgets',
-        sshUrl: 'git@gitea.example.com:alice/widgets.git',
+        sshUrl: 'root@gitea.example.com:alice/widgets.git', // recorded from real Gitea running as root
         defaultBranch: 'main',
       },
       repoKey: 'default:alice/widgets',
