@@ -30,6 +30,8 @@ export interface ControlRouterDeps {
   onAbortRequested?: (taskId: string) => void;
   now?: () => Date;
   logger?: ApiLogger;
+  /** Where the agent's commands run (issue 16): `/overview` shows it, the admin page warns when off. */
+  agentIsolation?: { mode: 'on' | 'off'; network: 'on' | 'off'; warning: string | null };
 }
 
 type Answer = { status: number; body: Record<string, unknown> };
@@ -65,7 +67,9 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
 
   router.get('/overview', auth, h(async (ctx) => {
     await store.sync();
-    ctx.body = overview(store, now());
+    const o = overview(store, now());
+    const iso = deps.agentIsolation;
+    ctx.body = iso ? { ...o, agentIsolation: { mode: iso.mode, network: iso.network, warning: iso.warning } } : o;
   }));
 
   router.get('/tasks', auth, h(async (ctx) => {

@@ -1,6 +1,6 @@
 // `ccweb-gitea doctor`: checks everything the service needs before it can answer a comment, one
 // line per check with the fix. Read-only except for a probe file in the data and workspace
-// directories (created and removed). Every line is scrubbed of the configured secrets.
+// directories (created and removed) and the agent sandbox's folders under the data directory. Every line is scrubbed of the configured secrets.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { isAlive } from '../store/process-lock.js';
 import { join } from 'node:path';
@@ -11,6 +11,8 @@ import { createGiteaClient, GiteaError } from '../gitea/index.js';
 import { scrubText } from '../observability/logger.js';
 import { probeMcp } from '../sessions/mcp-preflight.js';
 import { checkCodexAccount } from './doctor-codex-account.js';
+import { ISOLATION_FIX, probeAgentIsolation } from '../isolation/isolation-probe.js';
+import { codexHomeOf, ISOLATION_OFF_WARNING, serviceCodexSetup } from '../isolation/service-isolation.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
@@ -27,6 +29,7 @@ export const DOCTOR_CHECKS = [
   'git',
   'codex',
   'codex-account',
+  'agent-isolation',
   'gitea-mcp',
   'gitea',
   'token-scope',
@@ -136,6 +139,21 @@ async function checkCodex(command: string, env: DoctorOptions['env'], timeoutMs:
   } finally {
     await conn.close({ graceMs: 200, termMs: 1000 }).catch(() => undefined);
   }
+}
+
+/** The service's own start-up probe: same app-server command, arguments, environment and profile. */
+async function checkAgentIsolation(config: Config, env: DoctorOptions['env'], timeoutMs: number): Promise<CheckResult> {
+  if (config.agentIsolation === 'off') {
+    return { status: 'warn', check: 'agent-isolation', detail: ISOLATION_OFF_WARNING, fix: 'unset CCWEB_AGENT_ISOLATION (see docs/OPERATIONS.md#agent-isolation)' };
+  }
+  const { sandbox, connection } = serviceCodexSetup(config, { env: { ...env } });
+  const r = await probeAgentIsolation(sandbox, { connection, codexHome: codexHomeOf(connection), timeoutMs });
+  if (!r.ok) return { status: 'fail', check: 'agent-isolation', detail: r.summary, fix: ISOLATION_FIX };
+  return {
+    status: 'ok',
+    check: 'agent-isolation',
+    detail: `a probe command ran in the agent sandbox (${r.durationMs} ms): ${r.checks.map((c) => c.detail).join('; ')}; network ${sandbox.network}; hidden: ${sandbox.deniedPaths().join(', ')}`,
+  };
 }
 
 async function checkMcp(config: Config, timeoutMs: number, pathEnv: string | undefined): Promise<CheckResult> {
@@ -283,12 +301,13 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   await run('codex', () => checkCodex(codexCommand, options.env, timeoutMs));
   await run('codex-account', () => checkCodexAccount(codexCommand, options.env, timeoutMs));
   if (config === null) {
-    for (const name of ['gitea-mcp', 'gitea', 'token-scope', 'webhook-secret', 'data-dir', 'workspace-root', 'store-lock'] as const) {
+    for (const name of ['agent-isolation', 'gitea-mcp', 'gitea', 'token-scope', 'webhook-secret', 'data-dir', 'workspace-root', 'store-lock'] as const) {
       if (!skip.has(name)) report({ status: 'skip', check: name, detail: 'needs a valid configuration', fix: 'fix the config lines above' });
     }
     return results;
   }
   const c = config;
+  await run('agent-isolation', () => checkAgentIsolation(c, options.env, timeoutMs));
   await run('gitea-mcp', () => checkMcp(c, timeoutMs, options.env['PATH']));
   let login: string | null = null;
   await run('gitea', async () => {

@@ -7,7 +7,7 @@ Usage: ccweb-gitea <command> [options]
 
 Commands:
   serve              run the service (the same as npm start)
-  doctor             check git, Codex, gitea-mcp, Gitea, the token, secrets and directories
+  doctor             check git, Codex, the agent sandbox, gitea-mcp, Gitea, the token, secrets and directories
   demo               run the service against a local sandbox Gitea and show what happens
   visualize          write every state machine as Stately code, Mermaid and SVG
   export-audit       print the audit history as NDJSON, read offline from the data directory
@@ -51,8 +51,9 @@ Examples:
 Checks the setup with the same configuration as serve and prints one line per check:
   ok|warn|fail|skip  <check>  <detail>  → <fix>
 Checks: config, git, codex (starts \`codex app-server\` and completes initialize), codex-account
-(logged in? account/read; the account's rate limits), gitea-mcp (MCP
-handshake), gitea (GET /api/v1/user with the token), token-scope (with --repo), webhook-secret,
+(logged in? account/read; the account's rate limits), agent-isolation (runs a probe command in the
+agent's sandbox, as serve does at start), gitea-mcp (MCP handshake), gitea (GET /api/v1/user with the
+token), token-scope (with --repo), webhook-secret,
 data-dir, workspace-root, store-lock. Secrets are never printed.
 
 Options:

@@ -16,6 +16,7 @@ function fail(lines: string, code: number): never {
   process.stderr.write(lines.endsWith('\n') ? lines : `${lines}\n`);
   process.exit(code);
 }
+import { IsolationUnavailableError } from '../isolation/service-isolation.js';
 
 export async function serve(argv: readonly string[]): Promise<void> {
   let config;
@@ -58,6 +59,8 @@ export async function serve(argv: readonly string[]): Promise<void> {
   } catch (err) {
     if (err instanceof StartAborted) process.exit(0);
     if (err instanceof OperatorError) fail(formatOperatorError(err), err.exitCode);
+    // Agent isolation (issue 16) keeps its own documented answer: the reason, both ways out, exit 2.
+    if (err instanceof IsolationUnavailableError) fail(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.`, 2);
     throw err;
   }
   const running = service;

@@ -63,7 +63,15 @@ export function prepareAgentHome(dir?: string): AgentHome {
     home,
     tmp,
     dispose: () => {
-      if (throwaway) rmSync(home, { recursive: true, force: true });
+      if (!throwaway) return;
+      // Codex's sandbox keeps bookkeeping under TMPDIR (codex-bwrap-synthetic-mount-targets-*) that a
+      // process of a just-killed app-server may still be writing: a failed removal must never throw
+      // out of the exit path (it would leave the connection's pending requests unanswered).
+      try {
+        rmSync(home, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+      } catch {
+        /* a leftover folder under the system tmp, nothing worse */
+      }
     },
   };
 }

@@ -7,6 +7,7 @@ import type { ThreadResumeParams } from './protocol/ts/v2/ThreadResumeParams.js'
 import type { TurnStartParams } from './protocol/ts/v2/TurnStartParams.js';
 import type { TurnInterruptParams } from './protocol/ts/v2/TurnInterruptParams.js';
 import type { UserInput } from './protocol/ts/v2/UserInput.js';
+import type { ThreadSandbox } from '../isolation/agent-sandbox.js';
 
 /** The MCP server name Codex sees; the model sees its tools under the namespace `mcp__gitea`. */
 export const GITEA_MCP_SERVER_NAME = 'gitea';
@@ -35,6 +36,11 @@ export interface ThreadParamsInput {
    * downgraded): with collaborationMode the instructions travel in `settings.developer_instructions`.
    */
   developerInstructions?: string;
+  /**
+   * Where the agent's commands run (src/isolation/agent-sandbox.ts): a named permission profile and
+   * its config. Absent: `danger-full-access` (tests of the protocol only; the service always sets it).
+   */
+  sandbox?: ThreadSandbox;
 }
 
 /** `config.mcp_servers.gitea` for thread/start and thread/resume (`required: true`). */
@@ -45,20 +51,25 @@ export function giteaMcpServerConfig(g: GiteaMcpConfig): { [key: string]: JsonVa
     env: { ...(g.extraEnv ?? {}), GITEA_ACCESS_TOKEN: g.token, GITEA_HOST: g.giteaUrl },
     required: true,
     startup_timeout_sec: g.startupTimeoutSec ?? 30,
+    // Under a permission profile Codex asks before every MCP call, and with approvalPolicy "never"
+    // that ask is a refusal: the bot's own tools are approved up front (they run outside the sandbox).
+    default_tools_approval_mode: 'approve',
   };
 }
 
 function threadCommon(input: ThreadParamsInput) {
+  const sb = input.sandbox ?? { sandbox: 'danger-full-access' as const, config: {} };
   return {
     cwd: input.cwd,
     approvalPolicy: 'never' as const,
-    sandbox: 'danger-full-access' as const,
-    config: { mcp_servers: { [GITEA_MCP_SERVER_NAME]: giteaMcpServerConfig(input.giteaMcp) } },
+    // `permissions` (a named profile) and `sandbox` are mutually exclusive in Codex.
+    ...(sb.permissions !== undefined ? { permissions: sb.permissions } : { sandbox: sb.sandbox ?? ('danger-full-access' as const) }),
+    config: { ...sb.config, mcp_servers: { [GITEA_MCP_SERVER_NAME]: giteaMcpServerConfig(input.giteaMcp) } },
     ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
   };
 }
 
-/** `thread/start` params: workspace cwd, approvals never, full access (the spec's "yolo"), gitea MCP. */
+/** `thread/start` params: workspace cwd, approvals never, the agent's sandbox, gitea MCP. */
 export function threadStartParams(input: ThreadParamsInput): ThreadStartParams {
   return threadCommon(input);
 }

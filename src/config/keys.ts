@@ -36,6 +36,11 @@ const stringList = z
   .transform((items) => items.map((s) => s.trim()).filter((s) => s !== ''));
 
 const LOGIN = /^[A-Za-z0-9_.-]+$/;
+
+const onOff = z
+  .string()
+  .transform((s) => s.trim().toLowerCase())
+  .pipe(z.enum(['on', 'off']));
 const loginList = stringList.refine((items) => items.every((s) => LOGIN.test(s)));
 
 /** http(s) base URL without credentials, query or fragment; trailing slashes removed. */
@@ -140,6 +145,45 @@ export const KEYS = {
     expect: 'a command or path',
     fix: 'Set it to the gitea-mcp executable (go install gitea.com/gitea/gitea-mcp@latest), default gitea-mcp.',
   },
+  // Secrets from files (issue 16; the `_FILE` convention of container secrets): the value is the
+  // file's content without its trailing newline. Set either the variable or its _FILE, not both.
+  giteaTokenFile: {
+    env: 'CCWEB_GITEA_TOKEN_FILE',
+    schema: nonEmpty,
+    expect: 'the path of a file holding the token',
+    fix: 'Set it to a file readable only by the service user (e.g. /run/secrets/gitea_token), or unset it and use CCWEB_GITEA_TOKEN.',
+  },
+  webhookSecretFile: {
+    env: 'CCWEB_WEBHOOK_SECRET_FILE',
+    schema: nonEmpty,
+    expect: 'the path of a file holding the secret(s), comma-separated',
+    fix: 'Set it to a file readable only by the service user, or unset it and use CCWEB_WEBHOOK_SECRET.',
+  },
+  adminTokenFile: {
+    env: 'CCWEB_ADMIN_TOKEN_FILE',
+    schema: nonEmpty,
+    expect: 'the path of a file holding the admin token',
+    fix: 'Set it to a file readable only by the service user, or unset it and use CCWEB_ADMIN_TOKEN.',
+  },
+  // Agent isolation (issue 16, src/isolation/): the sandbox of the agent's shell commands.
+  agentIsolation: {
+    env: 'CCWEB_AGENT_ISOLATION',
+    schema: onOff,
+    expect: 'on or off',
+    fix: 'Leave it unset (on). off runs the agent with full access to everything the service user can read, including the bot token; only for hosts without user namespaces, and every start warns.',
+  },
+  agentNetwork: {
+    env: 'CCWEB_AGENT_NETWORK',
+    schema: onOff,
+    expect: 'on or off',
+    fix: "Set it to off (default: the agent's commands have no network) or on (the internet through Codex's proxy; loopback and private addresses stay unreachable).",
+  },
+  agentHidePaths: {
+    env: 'CCWEB_AGENT_HIDE_PATHS',
+    schema: stringList.refine((items) => items.every((s) => s.startsWith('/'))),
+    expect: 'absolute paths, comma-separated (or a JSON array in the file)',
+    fix: "List more directories or files the agent's commands must not read, e.g. /srv/backups,/etc/gitea.",
+  },
   webhookPath: {
     env: 'CCWEB_WEBHOOK_PATH',
     schema: nonEmpty.regex(/^\/[^\s?#]*$/),
@@ -216,7 +260,7 @@ export const KEYS = {
     env: 'CCWEB_LOCALE',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOCALES)),
     expect: `one of ${LOCALES.join(', ')}`,
-    fix: 'Set it to the language of the comments the bot writes itself (the receipt and failure results): zh (default) or en.',
+    fix: 'Set it to the language of the comments the bot writes itself (the receipt, failure results and limit notices): zh (default) or en.',
   },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',
@@ -259,4 +303,8 @@ export const DEFAULTS = {
   // Long enough to look back at an incident; the records are aggregated, so this is cheap.
   securityEventRetentionDays: 30,
   ...LIMIT_DEFAULTS,
+  agentIsolation: 'on' as 'on' | 'off',
+  // Off: an untrusted prompt plus network is a way out for whatever the agent can read (the
+  // repository itself); the bot's Gitea tools work without it (gitea-mcp runs outside the sandbox).
+  agentNetwork: 'off' as 'on' | 'off',
 };

@@ -60,6 +60,32 @@ export interface Config extends LimitsConfig {
   securityEventRetentionDays?: number;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
+  /** `off` only by the operator's explicit choice (CCWEB_AGENT_ISOLATION=off). */
+  agentIsolation: 'on' | 'off';
+  agentNetwork: 'on' | 'off';
+  /** Absolute paths the agent's commands must not read, besides the ones the service knows. */
+  agentHidePaths: string[];
+  /** Absolute paths of the `*_FILE` secrets that were read (hidden from the agent). */
+  secretFiles: string[];
+}
+
+/** Secret keys that may come from a file, and the key naming that file. */
+export const SECRET_FILE_KEYS = {
+  giteaToken: 'giteaTokenFile',
+  webhookSecret: 'webhookSecretFile',
+  adminToken: 'adminTokenFile',
+} as const satisfies Partial<Record<ConfigKey, ConfigKey>>;
+
+/** Reads a `*_FILE` secret: its content without trailing newlines (how `echo x > file` writes it). */
+function readSecretFile(file: string): { value: string } | { problem: string } {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    return { problem: `cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'read error'})` };
+  }
+  const value = text.replace(/[\r\n]+$/, '');
+  return value.trim() === '' ? { problem: `${file} is empty` } : { value };
 }
 
 /** Keys whose values are never printed. */
@@ -237,21 +263,38 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   }
 
   const values: Partial<Record<ConfigKey, unknown>> = {};
+  const secretFiles: string[] = [];
+  const rawOf = (key: ConfigKey): { raw: unknown; source: string } | null => {
+    const fromEnv = env[KEYS[key].env];
+    if (fromEnv !== undefined && fromEnv !== '') return { raw: fromEnv, source: 'from the environment' };
+    if (Object.hasOwn(file, key) && file[key] !== null) return { raw: file[key], source: 'from the config file' };
+    return null;
+  };
   for (const key of CONFIG_KEYS) {
     const spec: KeySpec = KEYS[key];
-    const fromEnv = env[spec.env];
-    let raw: unknown;
-    let source: string;
-    if (fromEnv !== undefined && fromEnv !== '') {
-      raw = fromEnv;
-      source = 'from the environment';
-    } else if (Object.hasOwn(file, key) && file[key] !== null) {
-      raw = file[key];
-      source = 'from the config file';
-    } else {
-      if (spec.required) problems.push(`${keyLabel(key)} is required: ${spec.fix}`);
+    let found = rawOf(key);
+    const fileKey = (SECRET_FILE_KEYS as Partial<Record<ConfigKey, ConfigKey>>)[key];
+    const viaFile = fileKey ? rawOf(fileKey) : null;
+    if (fileKey && viaFile) {
+      if (found) {
+        problems.push(`${keyLabel(key)} and ${keyLabel(fileKey)} are both set: keep one of them`);
+        continue;
+      }
+      if (typeof viaFile.raw !== 'string' || viaFile.raw.trim() === '') continue; // reported under its own key
+      const filePath = path.resolve(cwd, viaFile.raw);
+      const read = readSecretFile(filePath);
+      if ('problem' in read) {
+        problems.push(`${keyLabel(fileKey)}: ${read.problem}. ${KEYS[fileKey].fix}`);
+        continue;
+      }
+      secretFiles.push(filePath);
+      found = { raw: read.value, source: `from ${KEYS[fileKey].env}` };
+    }
+    if (!found) {
+      if (spec.required) problems.push(`${keyLabel(key)} is required: ${spec.fix}${fileKey ? ` (or put it in a file and set ${KEYS[fileKey].env})` : ''}`);
       continue;
     }
+    const { raw, source } = found;
     const parsed = spec.schema.safeParse(raw);
     if (!parsed.success) {
       problems.push(`${keyLabel(key)} is invalid (${source}): expected ${spec.expect}. ${spec.fix}`);
@@ -285,6 +328,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     logLevel: (v['logLevel'] as LogLevel | undefined) ?? DEFAULTS.logLevel,
     configFile,
     ...limitsConfigFrom(v),
+    agentIsolation: (v['agentIsolation'] as 'on' | 'off' | undefined) ?? DEFAULTS.agentIsolation,
+    agentNetwork: (v['agentNetwork'] as 'on' | 'off' | undefined) ?? DEFAULTS.agentNetwork,
+    agentHidePaths: (v['agentHidePaths'] as string[] | undefined) ?? [],
+    secretFiles,
   };
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
   if (v['giteaPublicUrl'] !== undefined) config.giteaPublicUrl = v['giteaPublicUrl'] as string;

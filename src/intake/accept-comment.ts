@@ -259,9 +259,11 @@ export function createIntake(options: IntakeOptions): Intake {
     });
   }
 
-  /** True when a write would be decided by an existing record rather than by the plan. */
+  /**
+   * True when a write would be decided by an existing record rather than by the plan. (The delivery
+   * itself was looked up just before, with nothing asynchronous since.)
+   */
   function knownOutcome(reader: Reader, s: Subject): boolean {
-    if (reader.get('webhook_deliveries', s.deliveryKey) !== undefined) return true;
     if (s.triggerKey !== null && reader.get('comment_triggers', s.triggerKey) !== undefined) return true;
     const repo = s.comment ? reader.get<RepositoryRecord>('repositories', s.comment.repoKey) : undefined;
     return repo?.status === 'disabled';
@@ -454,6 +456,8 @@ export function createIntake(options: IntakeOptions): Intake {
       events: [{ type: 'ACCEPT' }],
       by: actor,
       taskId,
+      // Queued tasks wait for the scheduler: no live actor until it sends CLAIM.
+      deferHosting: true,
     });
     const receipt = pendingReceiptRecord(task, 'received', at);
     tx.insert('comments', receipt.commentKey, receipt);

@@ -1,4 +1,4 @@
-// The words the service itself writes on Gitea (receipts and failure results), one catalogue per
+// The words the service itself writes on Gitea (receipts, failure results, limit and block notices), one catalogue per
 // language. `CCWEB_LOCALE` picks one: `zh` by default (the spec's receipt is `giteabot: 已收到`),
 // `en` for English-speaking users. Every entry takes only data the service produced (task ids,
 // checked logins, fixed sentences): nothing from a comment's text is ever echoed back.
@@ -39,6 +39,27 @@ export const EXPLAINED_ERROR_CODES = [
 ] as const;
 export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
 
+/** Daily quotas and per-task budgets that have a notice of their own (issue 18). */
+export type QuotaCode = 'quota_user_tasks_per_day' | 'quota_repo_tokens_per_day';
+export type BudgetCode = 'budget_task_tokens' | 'budget_task_turns' | 'budget_task_wall_time';
+
+/**
+ * The words about limits and blocks (issue 18). Numbers arrive already formatted (`1,200`), times as
+ * `2026-12-02 00:00 UTC`, so every language shows them the same way.
+ */
+export interface LimitMessages {
+  /** The one comment a mention over a daily quota gets. Must start with `giteabot: `. */
+  refused(p: { taskId: string; mention: string | null; code: QuotaCode; used: string; limit: string; retryAt: string }): string;
+  /** Added to the receipt when a per-task budget stopped the task; null figures are left out. */
+  budget(p: { code: BudgetCode; used: string | null; limit: string | null; key: string }): string;
+  /** Added to the receipt when the task parks in `blocked_workspace`. */
+  blocked(p: { taskId: string }): string;
+  /** Replaces `blocked` once an operator unblocked the task and it is queued again. */
+  resumed(p: { taskId: string }): string;
+  /** A notice posted on its own because there was no receipt to edit. Must start with `giteabot: `. */
+  standalone(p: { taskId: string; text: string }): string;
+}
+
 export interface Messages {
   /** The one receipt per accepted task. Must start with `giteabot: `. */
   received(p: { taskId: string; mention: string | null }): string;
@@ -50,7 +71,50 @@ export interface Messages {
   unexpectedError: string;
   /** Who stopped a task, when it was not a plain Gitea login (that one is written `@login`). */
   stoppers: { operator(name: string): string; anOperator: string; service: string; someone: string };
+  limits: LimitMessages;
 }
+
+const ZH_BUDGET: Record<BudgetCode, { used: (n: string) => string; limit: (n: string | null) => string }> = {
+  budget_task_tokens: { used: (n) => `已使用 ${n} 个 token，`, limit: (n) => (n ? `每个任务 ${n} 个 token 的上限` : '每个任务的 token 上限') },
+  budget_task_turns: { used: (n) => `已运行 ${n} 轮智能体，`, limit: (n) => (n ? `每个任务 ${n} 轮的上限` : '每个任务的轮次上限') },
+  budget_task_wall_time: { used: (n) => `已耗用 ${n} 分钟智能体时间，`, limit: (n) => (n ? `每个任务 ${n} 分钟的上限` : '每个任务的时间上限') },
+};
+
+const zhLimits: LimitMessages = {
+  refused: ({ taskId, mention, code, used, limit, retryAt }) =>
+    `giteabot: 未开始 — ${
+      code === 'quota_user_tasks_per_day'
+        ? `已达每日任务上限：${mention ? `${mention} ` : '该用户'}今天已启动 ${used} 个任务（上限：每位用户每天 ${limit} 个任务）`
+        : `已达仓库每日 token 上限：本仓库的任务今天已使用 ${used} 个 token（上限：每个仓库每天 ${limit} 个 token）`
+    }。${retryAt} 之后可以再次运行，届时请重新提及机器人（任务 ${taskId}，代码 \`${code}\`）。`,
+  budget: ({ code, used, limit, key }) =>
+    `**因达到上限而停止：** 本任务${used === null ? '' : ZH_BUDGET[code].used(used)}达到了${ZH_BUDGET[code].limit(limit)}（\`${code}\`），智能体已被中断。管理员可以提高 ${key} 或该仓库的上限，之后请再次提及机器人以继续。`,
+  blocked: ({ taskId }) =>
+    `**已暂停：** 机器人所在主机上该仓库的工作区有本地改动，因此没有运行任何操作（\`workspace_dirty\`）。需由管理员清理工作区并解除任务 ${taskId} 的阻塞，之后任务会继续运行。`,
+  resumed: ({ taskId }) => `**已恢复：** 管理员已解除任务 ${taskId} 的阻塞，任务已重新排队。`,
+  standalone: ({ taskId, text }) => `giteabot: 任务 ${taskId} — ${text}`,
+};
+
+const EN_BUDGET: Record<BudgetCode, { what: string; unit: string }> = {
+  budget_task_tokens: { what: 'tokens', unit: 'tokens per task' },
+  budget_task_turns: { what: 'agent turns', unit: 'turns per task' },
+  budget_task_wall_time: { what: 'minutes of agent time', unit: 'minutes per task' },
+};
+
+const enLimits: LimitMessages = {
+  refused: ({ taskId, mention, code, used, limit, retryAt }) =>
+    `giteabot: not started — ${
+      code === 'quota_user_tasks_per_day'
+        ? `${mention ?? 'this user'} has already started ${used} tasks today (limit: ${limit} tasks per user per day)`
+        : `the tasks of this repository have used ${used} tokens today (limit: ${limit} tokens per repository per day)`
+    }. It can run again after ${retryAt}: mention the bot again then (task ${taskId}, code \`${code}\`).`,
+  budget: ({ code, used, limit, key }) =>
+    `**Stopped by a limit:** this task${used === null ? '' : ` used ${used} ${EN_BUDGET[code].what} and`} reached its limit of ${limit === null ? EN_BUDGET[code].unit : `${limit} ${EN_BUDGET[code].unit}`} (\`${code}\`), so the agent was interrupted. An operator can raise ${key} or the repository's limit; then mention the bot again to continue.`,
+  blocked: ({ taskId }) =>
+    `**Paused:** the repository's workspace on the bot's host has local changes, so nothing was run (\`workspace_dirty\`). An operator must clean the workspace and unblock task ${taskId}; it then runs.`,
+  resumed: ({ taskId }) => `**Resumed:** an operator unblocked task ${taskId}; it is queued again.`,
+  standalone: ({ taskId, text }) => `giteabot: task ${taskId} — ${text}`,
+};
 
 const zh: Messages = {
   received: ({ taskId, mention }) => `giteabot: 已收到 — ${mention ? `${mention} 的` : ''}请求已排队（任务 ${taskId}）。`,
@@ -86,6 +150,7 @@ const zh: Messages = {
   },
   unexpectedError: '意外错误使其停止',
   stoppers: { operator: (name) => `管理员 ${name}`, anOperator: '一位管理员', service: '服务', someone: '某人' },
+  limits: zhLimits,
 };
 
 const en: Messages = {
@@ -122,6 +187,7 @@ const en: Messages = {
   },
   unexpectedError: 'an unexpected error stopped it',
   stoppers: { operator: (name) => `operator ${name}`, anOperator: 'an operator', service: 'the service', someone: 'someone' },
+  limits: enLimits,
 };
 
 const CATALOGUES: Record<Locale, Messages> = { zh, en };

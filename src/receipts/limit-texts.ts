@@ -1,7 +1,9 @@
-// The words the service says about limits and blocks (issue 18), all in one place so the message
-// catalogue (CCWEB_LOCALE) can take them over as a block. Only service-made data goes in: numbers,
-// codes, times, a checked login.
+// The notices about limits and blocks (issue 18), in the language of CCWEB_LOCALE: the words are in
+// the message catalogue (src/messages/catalogue.ts); this module only shapes the service-made data
+// they take (numbers, codes, UTC times, a checked login) the same way for every language.
 import type { TaskRecord } from '../domain/records.js';
+import { DEFAULT_LOCALE, messages, type Locale, type QuotaCode } from '../messages/catalogue.js';
+import type { BudgetCode } from '../usage/usage-accounting.js';
 import { mentionOf } from './receipt-text.js';
 
 /** `2026-12-02 00:00 UTC` */
@@ -19,36 +21,47 @@ export interface QuotaNotice {
 }
 
 /** The one comment a mention over a daily quota gets. */
-export function refusalReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>, q: QuotaNotice): string {
-  const who = mentionOf(task.author) ?? 'this user';
-  const why =
-    q.code === 'quota_user_tasks_per_day'
-      ? `${who} has already started ${n(q.used)} tasks today (limit: ${n(q.limit)} tasks per user per day)`
-      : `the tasks of this repository have used ${n(q.used)} tokens today (limit: ${n(q.limit)} tokens per repository per day)`;
-  return `giteabot: not started — ${why}. It can run again after ${utc(q.retryAt)}: mention the bot again then (task ${task.taskId}, code \`${q.code}\`).`;
+export function refusalReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>, q: QuotaNotice, locale: Locale = DEFAULT_LOCALE): string {
+  // Stored rows carry the code as a string; anything but the user quota is the repository's.
+  const code: QuotaCode = q.code === 'quota_user_tasks_per_day' ? 'quota_user_tasks_per_day' : 'quota_repo_tokens_per_day';
+  return messages(locale).limits.refused({ taskId: task.taskId, mention: mentionOf(task.author), code, used: n(q.used), limit: n(q.limit), retryAt: utc(q.retryAt) });
 }
 
 export interface BudgetNotice {
-  code: string;
+  code: BudgetCode;
   limit: number | null;
   used: number | null;
 }
 
-const BUDGET_WORDS: Record<string, { what: string; unit: string; key: string }> = {
-  budget_task_tokens: { what: 'tokens', unit: 'tokens per task', key: 'CCWEB_LIMIT_TASK_TOKENS' },
-  budget_task_turns: { what: 'agent turns', unit: 'turns per task', key: 'CCWEB_LIMIT_TASK_TURNS' },
-  budget_task_wall_time: { what: 'minutes of agent time', unit: 'minutes per task', key: 'CCWEB_LIMIT_TASK_WALL_MINUTES' },
-};
+/** The configuration key an operator raises for each per-task budget. */
+const BUDGET_KEYS = {
+  budget_task_tokens: 'CCWEB_LIMIT_TASK_TOKENS',
+  budget_task_turns: 'CCWEB_LIMIT_TASK_TURNS',
+  budget_task_wall_time: 'CCWEB_LIMIT_TASK_WALL_MINUTES',
+} as const satisfies Record<BudgetCode, string>;
 
 /** Added to the task's receipt when a per-task limit stopped it. */
-export function budgetNoticeText(b: BudgetNotice): string {
-  const w = BUDGET_WORDS[b.code] ?? { what: 'resources', unit: 'its limit', key: 'the limit' };
-  const used = b.used === null ? '' : ` used ${n(b.used)} ${w.what} and`;
-  const limit = b.limit === null ? w.unit : `${n(b.limit)} ${w.unit}`;
-  return `**Stopped by a limit:** this task${used} reached its limit of ${limit} (\`${b.code}\`), so the agent was interrupted. An operator can raise ${w.key} or the repository's limit; then mention the bot again to continue.`;
+export function budgetNoticeText(b: BudgetNotice, locale: Locale = DEFAULT_LOCALE): string {
+  const code = b.code;
+  return messages(locale).limits.budget({
+    code,
+    used: b.used === null ? null : n(b.used),
+    limit: b.limit === null ? null : n(b.limit),
+    key: BUDGET_KEYS[code],
+  });
 }
 
 /** Added to the task's receipt when it parks in `blocked_workspace`. */
-export function blockedNoticeText(task: Pick<TaskRecord, 'taskId'>): string {
-  return `**Paused:** the repository's workspace on the bot's host has local changes, so nothing was run (\`workspace_dirty\`). An operator must clean the workspace and unblock task ${task.taskId}; it then runs.`;
+export function blockedNoticeText(task: Pick<TaskRecord, 'taskId'>, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.blocked({ taskId: task.taskId });
+}
+
+/** Replaces the blocked notice once an operator unblocked the task (it is queued again). */
+export function resumedNoticeText(task: Pick<TaskRecord, 'taskId'>, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.resumed({ taskId: task.taskId });
+}
+
+/** A notice posted as a comment of its own, when the task has no receipt to edit. */
+export function standaloneNoticeText(task: Pick<TaskRecord, 'taskId'>, text: string, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.standalone({ taskId: task.taskId, text });
 }

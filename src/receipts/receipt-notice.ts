@@ -16,10 +16,11 @@ import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
-import { isBudgetCode } from '../usage/usage-accounting.js';
+import { isBudgetCode, type BudgetCode } from '../usage/usage-accounting.js';
+import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { effectiveLimits } from '../usage/limits.js';
 import type { UsageLimits } from '../usage/usage-records.js';
-import { blockedNoticeText, budgetNoticeText, type BudgetNotice } from './limit-texts.js';
+import { blockedNoticeText, budgetNoticeText, resumedNoticeText, standaloneNoticeText, type BudgetNotice } from './limit-texts.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
 import { receivedReceiptText } from './receipt-text.js';
 
@@ -29,6 +30,8 @@ export interface ReceiptNoticesOptions {
   gitea: GiteaClient;
   /** The configured limits (for the numbers in a budget notice). */
   limits: UsageLimits;
+  /** The language of the notices and of the receipt they edit (CCWEB_LOCALE); default zh. */
+  locale?: Locale;
   logger?: (msg: string, fields: Record<string, unknown>) => void;
   now?: () => Date;
   /** Waits between attempts while the receipt is still pending or Gitea failed transiently. */
@@ -41,6 +44,8 @@ export interface ReceiptNotices {
   /** Resolves when no notice is pending (sent or failed). */
   drain(): Promise<void>;
 }
+
+const RESUMED = 'resumed';
 
 export function noticeKey(taskId: string, reason: string): string {
   return `${taskId}:notice:${reason}`;
@@ -56,6 +61,7 @@ function noticeReason(task: TaskRecord): string | null {
 export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNotices {
   const { store, runtime, gitea } = options;
   const now = options.now ?? (() => new Date());
+  const locale = options.locale ?? DEFAULT_LOCALE;
   const log = options.logger ?? (() => undefined);
   const delays = options.retryDelaysMs ?? [1_000, 5_000, 30_000, 120_000];
   const failures = new Map<string, number>();
@@ -66,14 +72,30 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   let stopped = false;
   let unsubscribe: (() => void) | null = null;
 
-  function budgetFigures(task: TaskRecord): BudgetNotice {
-    const code = task.errorCode!;
+  function budgetFigures(task: TaskRecord, code: BudgetCode): BudgetNotice {
     const limits = effectiveLimits(options.limits, store, task.repoKey);
     const u = task.usage;
     if (code === 'budget_task_tokens') return { code, limit: limits.taskTokens ?? null, used: u?.totalTokens ?? null };
     if (code === 'budget_task_turns') return { code, limit: limits.taskTurns ?? null, used: u?.turns ?? null };
     const min = (ms: number | undefined) => (ms === undefined ? null : Math.ceil(ms / 60_000));
     return { code, limit: min(limits.taskWallMs), used: min(u?.wallMs) };
+  }
+
+  function noticeRow(task: TaskRecord, key: string, at: string): CommentRecord {
+    return {
+      commentKey: key,
+      taskId: task.taskId,
+      kind: 'notice',
+      resourceKey: task.resourceKey,
+      turnId: null,
+      commentId: null,
+      marker: formatReceiptMarker(receiptCommentKey(task.taskId, 'received')),
+      bodyHash: '',
+      status: 'pending',
+      errorCode: null,
+      createdAt: at,
+      updatedAt: at,
+    };
   }
 
   async function ensureNotice(taskId: string): Promise<void> {
@@ -84,31 +106,31 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       if (!reason) return;
       const key = noticeKey(taskId, reason);
       if (tx.get('comments', key)) return;
-      const at = now().toISOString();
-      const rec: CommentRecord = {
-        commentKey: key,
-        taskId,
-        kind: 'notice',
-        resourceKey: task.resourceKey,
-        turnId: null,
-        commentId: null,
-        marker: formatReceiptMarker(receiptCommentKey(taskId, 'received')),
-        bodyHash: '',
-        status: 'pending',
-        errorCode: null,
-        createdAt: at,
-        updatedAt: at,
-      };
-      tx.insert('comments', key, {
-        ...rec,
-        reason,
-        text: reason === 'blocked_workspace' ? blockedNoticeText(task) : budgetNoticeText(budgetFigures(task)),
-      });
+      const text = isBudgetCode(reason) ? budgetNoticeText(budgetFigures(task, reason), locale) : blockedNoticeText(task, locale);
+      tx.insert('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
     });
   }
 
+  /**
+   * An operator unblocked the task (blocked_workspace → queued): the receipt that says "paused" is
+   * edited back to the plain receipt with a note that it resumed. Once per task, like the pause
+   * notice itself, and only when a pause notice was recorded.
+   */
+  async function ensureResumed(taskId: string): Promise<void> {
+    await store.transact((tx) => {
+      const task = tx.get<TaskRecord>('tasks', taskId);
+      if (!task || task.state === 'blocked_workspace') return;
+      if (!tx.get('comments', noticeKey(taskId, 'blocked_workspace'))) return;
+      const key = noticeKey(taskId, RESUMED);
+      if (tx.get('comments', key)) return;
+      tx.insert('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
+    });
+  }
+
+  /** Pending notices; a `resumed` one after the pause notice it replaces. */
   function pending(): CommentRecord[] {
-    return store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.status === 'pending');
+    const rows = store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.status === 'pending');
+    return [...rows.filter((r) => r['reason'] !== RESUMED), ...rows.filter((r) => r['reason'] === RESUMED)];
   }
 
   async function mark(rec: CommentRecord, patch: Partial<CommentRecord>, action: string, metadata: Record<string, unknown>, level?: 'alert') {
@@ -143,14 +165,27 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       if (!later(rec.commentKey)) await mark(rec, { status: 'failed', errorCode: 'receipt_not_posted' }, 'receipt.notice_failed', {}, 'alert');
       return;
     }
+    // The resumed note replaces the pause notice: not before that one went out (or gave up).
+    const paused = rec['reason'] === RESUMED ? store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')) : undefined;
+    if (paused?.status === 'pending') return;
     try {
-      if (receipt?.status === 'sent' && receipt.commentId !== null) {
-        const body = `${receivedReceiptText(task)}\n\n${text}\n\n${receipt.marker}`;
+      if (paused && !(receipt?.status === 'sent' && receipt.commentId !== null)) {
+        // No receipt: the pause notice went out as a comment of its own; edit that one, or say nothing
+        // (the user was never told it paused).
+        if (paused.status !== 'sent' || paused.commentId === null) {
+          await mark(rec, { status: 'failed', errorCode: 'nothing_to_edit' }, 'receipt.notice_skipped', { reason: RESUMED });
+          return;
+        }
+        const body = `${standaloneNoticeText(task, text, locale)}\n\n${formatReceiptMarker(paused.commentKey)}`;
+        await gitea.editIssueComment(task.owner, task.repo, paused.commentId, body);
+        await mark(rec, { status: 'sent', commentId: paused.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: RESUMED });
+      } else if (receipt?.status === 'sent' && receipt.commentId !== null) {
+        const body = `${receivedReceiptText(task, locale)}\n\n${text}\n\n${receipt.marker}`;
         await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, body);
         await mark(rec, { status: 'sent', commentId: receipt.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: rec['reason'] });
       } else {
         // No receipt to edit (it failed to post): say it in a comment of its own rather than not at all.
-        const body = `giteabot: task ${task.taskId} — ${text}\n\n${formatReceiptMarker(rec.commentKey)}`;
+        const body = `${standaloneNoticeText(task, text, locale)}\n\n${formatReceiptMarker(rec.commentKey)}`;
         const posted = await gitea.createIssueComment(task.owner, task.repo, task.resource.number, body);
         await mark(rec, { status: 'sent', commentId: posted.id, bodyHash: bodyHashOf(body) }, 'receipt.notice_posted', { reason: rec['reason'] });
       }
@@ -189,12 +224,20 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     if (stopped || n.kind !== TASK_KIND) return;
     const taskId = n.taskId ?? (n.context as { taskId?: string } | null)?.taskId;
     if (!taskId) return;
+    if (n.fromState === 'blocked_workspace' && n.toState === 'queued') {
+      track(ensureResumed(taskId), taskId);
+      return;
+    }
     // A notice may wait for the receipt: any receipt sent later comes with a transition to retry on.
     if (n.toState !== 'blocked_workspace' && n.toState !== 'failed') {
       if (pending().length > 0) kick();
       return;
     }
-    const p = ensureNotice(taskId).then(
+    track(ensureNotice(taskId), taskId);
+  }
+
+  function track(insert: Promise<void>, taskId: string): void {
+    const p = insert.then(
       () => kick(),
       (err: unknown) => log('receipt notice not recorded', { taskId, error: String(err) }),
     );
@@ -208,6 +251,12 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       unsubscribe ??= runtime.onTransition(onTransition);
       for (const state of ['blocked_workspace', 'failed']) {
         for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t)) await ensureNotice(t.taskId);
+      }
+      // An unblock whose transition came while the service was down (or before the insert was durable).
+      for (const paused of store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r['reason'] === 'blocked_workspace')) {
+        if (store.get('comments', noticeKey(paused.taskId, RESUMED))) continue;
+        const unblocked = store.audit({ taskId: paused.taskId }).some((e) => e.fromState === 'blocked_workspace' && e.toState === 'queued');
+        if (unblocked) await ensureResumed(paused.taskId);
       }
       kick();
     },

@@ -152,7 +152,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     const text = isFailureReceiptState(state)
       ? failureReceiptText(task, state, locale)
       : state === 'refused' && rec['quota']
-        ? refusalReceiptText(task, rec['quota'] as QuotaNotice)
+        ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
         : receivedReceiptText(task, locale);
     return `${text}\n\n${rec.marker}`;
   }

@@ -8,6 +8,7 @@ import {
   type InspectionEvent,
 } from 'xstate';
 import type { AuditEvent, Store, Tx } from '../store/types.js';
+import { CreationTemplates } from './creation-steps.js';
 import { stateValueToString } from './state-value.js';
 
 /**
@@ -20,6 +21,12 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
   machine: M;
   machineVersion: number;
   project?: (tx: Tx, change: PersistedChange) => void;
+  /**
+   * Input fields the initial context takes over verbatim and nothing else reads (e.g. `taskId`):
+   * `createInTx` then computes a creation with xstate once per event list and reuses it with the
+   * values put in (checked against xstate on first use). See creation-steps.ts.
+   */
+  templateInput?: readonly string[];
   /** Upgrades a snapshot written by an older machine version; return undefined when impossible. */
   migrate?: (snapshot: unknown, fromVersion: number) => unknown;
   /**
@@ -123,6 +130,8 @@ export class ActorRuntime {
   private readonly onAlert: RuntimeOptions['onAlert'];
   private readonly listeners = new Set<(change: TransitionNotice) => void>();
   private readonly scopes = new Map<string, AnyActorScope>();
+  private readonly templates = new CreationTemplates();
+  private readonly knownStates = new Map<string, Map<string, boolean>>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -178,34 +187,41 @@ export class ActorRuntime {
     kindName: string,
     actorId: string,
     input: unknown,
-    options: { events?: EventObject[]; by?: string; taskId?: string | null } = {},
+    options: {
+      events?: EventObject[];
+      by?: string;
+      taskId?: string | null;
+      /**
+       * For a lazy kind: `start` does not bring the actor to life; its first event does (hostLazy),
+       * as after a restart. A burst of new tasks then costs no live actors (createActor, a
+       * subscription, heap) until each is worked on.
+       */
+      deferHosting?: boolean;
+    } = {},
   ): { state: string; stateVersion: number; start: () => void } {
     const kind = this.kindOf(kindName);
     if (tx.get('actors', actorId)) throw new Error(`actor ${actorId} already exists`);
     const by = options.by ?? 'system';
     const taskId = options.taskId ?? null;
-    const scope = this.inertScope(kind);
-    let snapshot = kind.machine.getInitialSnapshot(scope, input) as AnyMachineSnapshot;
-    let state = stateValueToString(snapshot.value);
-    let stateVersion = 1;
+    const steps = this.templates.steps(kind, this.inertScope(kind), input, options.events ?? [], actorId);
     const createdAt = this.now().toISOString();
-    this.writeChange(tx, kind, { actorId, kind: kind.kind, fromState: null, toState: state, stateVersion, snapshot, event: null, by }, taskId, true, createdAt);
-    for (const event of options.events ?? []) {
-      if (!snapshot.can(event)) throw new Error(`event ${event.type} is not legal in ${state} for ${actorId}`);
-      const next = kind.machine.transition(snapshot, event, scope) as AnyMachineSnapshot;
-      const toState = stateValueToString(next.value);
+    let fromState: string | null = null;
+    let stateVersion = 0;
+    for (const step of steps) {
       stateVersion += 1;
-      this.writeChange(tx, kind, { actorId, kind: kind.kind, fromState: state, toState, stateVersion, snapshot: next, event, by }, taskId, false, createdAt);
-      snapshot = next;
-      state = toState;
+      const change: PersistedChange = { actorId, kind: kind.kind, fromState, toState: step.toState, stateVersion, snapshot: step.snapshot, event: step.event, by };
+      this.writeChange(tx, kind, change, taskId, stateVersion === 1, createdAt, step.persisted);
+      fromState = step.toState;
     }
-    const persisted = kind.machine.getPersistedSnapshot(snapshot);
+    const last = steps.at(-1)!;
+    const state = last.toState;
     return {
       state,
       stateVersion,
       start: () => {
-        if (snapshot.status === 'active') this.host(kind, actorId, taskId, persisted, state, stateVersion);
-        this.emit({ actorId, kind: kind.kind, taskId, fromState: null, toState: state, stateVersion, context: snapshot.context, event: null, by });
+        const deferred = options.deferHosting === true && kind.restore === 'lazy';
+        if (last.snapshot.status === 'active' && !deferred) this.host(kind, actorId, taskId, last.persisted, state, stateVersion);
+        this.emit({ actorId, kind: kind.kind, taskId, fromState: null, toState: state, stateVersion, context: last.snapshot.context, event: null, by });
       },
     };
   }
@@ -525,11 +541,20 @@ export class ActorRuntime {
   }
 
   private stateExists(kind: ActorKind, state: string): boolean {
-    try {
-      return kind.machine.getStateNodeById(`${kind.machine.id}.${state}`) !== undefined;
-    } catch {
-      return false;
+    // Asked for every unhosted queued task on every scheduler scan (has()): remembered per kind,
+    // since a machine's states never change.
+    let states = this.knownStates.get(kind.kind);
+    if (!states) this.knownStates.set(kind.kind, (states = new Map()));
+    let exists = states.get(state);
+    if (exists === undefined) {
+      try {
+        exists = kind.machine.getStateNodeById(`${kind.machine.id}.${state}`) !== undefined;
+      } catch {
+        exists = false;
+      }
+      states.set(state, exists);
     }
+    return exists;
   }
 }
 

@@ -46,6 +46,7 @@ import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hol
 import { createQuotaCheck } from '../usage/quota-check.js';
 import { createUsageAccounting } from '../usage/usage-accounting.js';
 import { registerUsageMetrics } from '../usage/usage-metrics.js';
+import { serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -66,6 +67,8 @@ export interface ServiceOptions {
 export interface Service {
   url: string;
   botLogin: string;
+  /** What the agent's commands can reach (shown by doctor and the admin page). */
+  agentIsolation: AgentIsolationStatus;
   logger: Logger;
   metrics: ServiceMetrics;
   close(): Promise<void>;
@@ -140,6 +143,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     'the gitea-mcp command',
     'install gitea-mcp (scripts/install-gitea-mcp.sh) and set it to its path',
   );
+  // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
+  // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
+  const { sandbox: agentSandbox, connection: codexConnection } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
+  const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea, logger, options.signal);
 
@@ -188,11 +195,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const supervisor = createAppServerSupervisor({
     runtime,
     connection: {
-      command: config.codexCommand,
-      env: process.env,
-      extraEnv: options.codexEnv,
-      agentHome: join(config.dataDir, 'agent-home'),
-      ...(config.agentPath ? { agentPath: config.agentPath } : {}),
+      ...codexConnection,
       ...(config.codexModel ? { model: config.codexModel } : {}),
     },
     logger: logger.child({ part: 'app-server' }),
@@ -214,6 +217,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ...(config.codexModel ? { model: config.codexModel } : {}),
     turnTimeoutMs: config.turnTimeoutMs,
     botLogin,
+    agentSandbox,
     logger: logger.child({ part: 'sessions' }),
     usage,
   });
@@ -256,7 +260,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
-  const notices = createReceiptNotices({ store, runtime, gitea, limits, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const notices = createReceiptNotices({ store, runtime, gitea, limits, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
   // Failed authentications (webhook signatures, admin tokens): counted per source and window, expiring.
   const securityEvents = createSecurityEvents({
@@ -291,6 +295,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     runtime,
     adminToken: config.adminToken,
     securityEvents,
+    agentIsolation,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     limits,
@@ -391,6 +396,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   return {
     url,
     botLogin,
+    agentIsolation,
     logger,
     metrics,
     async close() {

@@ -22,6 +22,7 @@
 import type { TurnStartParams } from '../codex/protocol/ts/v2/TurnStartParams.js';
 import { CodexRpcError, errorText, type CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
 import { runTurn as runCodexTurn, type TurnOutcome as CodexTurnOutcome } from '../codex/run-turn.js';
+import type { AgentSandbox } from '../isolation/agent-sandbox.js';
 import { plainTurnStartParams, threadResumeParams, threadStartParams, turnStartParams, type GiteaMcpConfig } from '../codex/thread-params.js';
 import { formatMarker, turnKeyFor } from '../domain/marker.js';
 import type { SessionRecord, TaskRecord, TurnRecord } from '../domain/records.js';
@@ -80,6 +81,8 @@ export interface SessionManagerOptions {
   hostRef?: string;
   /** Approve a new thread automatically after a definitive resume failure (default true). */
   autoApproveNewThread?: boolean;
+  /** Where the agent's commands run (src/isolation/); absent: Codex's `danger-full-access`. */
+  agentSandbox?: Pick<AgentSandbox, 'forThread'>;
   logger?: SessionLogger;
   now?: () => Date;
   /** Usage accounting and per-task budgets (src/usage/): none when absent. */
@@ -185,10 +188,13 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     return new SessionError(fallback, true, reason);
   }
 
+  // Sent on start AND resume: Codex keeps neither the profile nor the MCP config of a thread.
+  const sandboxFor = (cwd: string) => (options.agentSandbox ? { sandbox: options.agentSandbox.forThread(cwd) } : {});
+
   async function startThread(task: TaskRecord, conn: CodexAppServerConnection, gen: number, cwd: string) {
     let res: any;
     try {
-      res = await conn.request('thread/start', threadStartParams({ cwd, giteaMcp: mcpConfig }), { timeoutMs: threadRequestTimeoutMs });
+      res = await conn.request('thread/start', threadStartParams({ cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd) }), { timeoutMs: threadRequestTimeoutMs });
     } catch (err) {
       const failure = threadFailure(err, 'thread_start_failed');
       await sendSession(task.sessionKey, { type: 'THREAD_START_FAILED', errorCode: failure.errorCode });
@@ -214,7 +220,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
 
   async function resumeThread(task: TaskRecord, conn: CodexAppServerConnection, gen: number, cwd: string, threadId: string) {
     try {
-      await conn.request('thread/resume', threadResumeParams({ threadId, cwd, giteaMcp: mcpConfig }), { timeoutMs: threadRequestTimeoutMs });
+      await conn.request('thread/resume', threadResumeParams({ threadId, cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd) }), { timeoutMs: threadRequestTimeoutMs });
     } catch (err) {
       const failure = threadFailure(err, 'thread_resume_failed');
       logger.warn({ sessionKey: task.sessionKey, taskId: task.taskId, threadId, errorCode: failure.errorCode, reason: failure.message }, 'thread/resume failed');

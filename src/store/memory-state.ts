@@ -5,11 +5,16 @@
 import type { ColdTier } from './cold-tier.js';
 import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
 
-/** `p` put, `d` delete, `c` archive (the record, as of this transaction, moves to the cold tier), `a` audit. */
+/**
+ * `p` put, `d` delete, `c` archive (the record, as of this transaction, moves to the cold tier), `a` audit.
+ * A `p`/`c` op built by a transaction may carry `true` as fifth element: the key was in neither tier
+ * when the transaction read it (an insert), so there is no archived copy to supersede. (Only in
+ * memory: the journal text has four elements.)
+ */
 export type Op =
-  | readonly ['p', CollectionName, string, StoredRecord]
+  | readonly ['p', CollectionName, string, StoredRecord, true?]
   | readonly ['d', CollectionName, string]
-  | readonly ['c', CollectionName, string, StoredRecord]
+  | readonly ['c', CollectionName, string, StoredRecord, true?]
   | readonly ['a', AuditEvent];
 
 interface Entry {
@@ -249,8 +254,8 @@ export class MemoryState {
         continue;
       }
       const collection = this.collection(op[1]);
-      const hot = collection.entries.has(op[2]);
-      if (!hot) this.cold?.supersede(op[1], op[2]);
+      const fresh = op[0] !== 'd' && op[4] === true;
+      if (!fresh && !collection.entries.has(op[2])) this.cold?.supersede(op[1], op[2]);
       if (op[0] === 'p') collection.put(op[2], op[3]);
       else collection.delete(op[2]);
       if (op[0] === 'c') {

@@ -2,10 +2,12 @@
 // to the state when fn returned without throwing: a throw anywhere applies nothing and writes no
 // journal line. A key written several times in one transaction (an actor created and moved on at
 // once, its projection rewritten) is serialized once, at the end, with its last value. That JSON is
-// both the journal text and, parsed back and frozen, the in-memory value — so memory always equals
-// what replay rebuilds (no undefined fields, no Dates, no aliasing with the caller's object).
+// both the journal text and the source of the in-memory value, a frozen copy equal to that text
+// parsed back (plain-json.ts) — so memory always equals what replay rebuilds (no undefined fields,
+// no Dates, no aliasing with the caller's object).
 import { nanoid } from 'nanoid';
-import { assertCollection, deepFreeze, type MemoryState, type Op } from './memory-state.js';
+import { assertCollection, type MemoryState, type Op } from './memory-state.js';
+import { frozenJsonCopy } from './plain-json.js';
 import {
   UniqueViolationError,
   VersionConflictError,
@@ -35,6 +37,10 @@ export class Transaction implements Tx {
   readonly #audits: Array<[Op, string]> = [];
   /** Keys to archive at seal() (ids as in #pending). */
   readonly #archived = new Set<string>();
+  /** Keys that were in neither tier when this transaction inserted them (ids as in #pending). */
+  readonly #fresh = new Set<string>();
+  /** Keys this transaction found in neither tier of the state, per collection. */
+  readonly #absent = new Map<CollectionName, Set<string>>();
   #sealed = false;
   readonly #state: MemoryState;
   #nextAuditSeq: number;
@@ -50,11 +56,22 @@ export class Transaction implements Tx {
     assertCollection(collection);
     const overlay = this.#overlay.get(collection);
     if (overlay?.has(key)) return (overlay.get(key) ?? undefined) as T | undefined;
-    return this.#state.get(collection, key) as T | undefined;
+    // The state cannot change while fn runs (it is synchronous): a key found absent stays absent,
+    // so the usual check-then-insert asks the cold tier once, not twice.
+    let absent = this.#absent.get(collection);
+    if (absent?.has(key)) return undefined;
+    const found = this.#state.get(collection, key) as T | undefined;
+    if (found === undefined) {
+      if (!absent) this.#absent.set(collection, (absent = new Set()));
+      absent.add(key);
+    }
+    return found;
   }
 
   insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
     if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+    // Absent from the overlay and from both tiers of the state: applying it supersedes nothing.
+    if (!this.#overlay.get(collection)?.has(key)) this.#fresh.add(`${collection}\u0000${key}`);
     return this.#write(collection, key, record);
   }
 
@@ -102,7 +119,7 @@ export class Transaction implements Tx {
       timestamp: new Date().toISOString(),
     };
     const json = JSON.stringify(event);
-    const stored = deepFreeze(JSON.parse(json) as AuditEvent);
+    const stored = frozenJsonCopy(event as AuditEvent, json);
     this.#nextAuditSeq += 1;
     this.#audits.push([['a', stored], `["a",${json}]`]);
     return stored;
@@ -125,9 +142,11 @@ export class Transaction implements Tx {
         continue;
       }
       const json = serializeRecord(collection, value);
-      const stored = deepFreeze(JSON.parse(json) as StoredRecord);
-      const kind = this.#archived.has(`${collection}\u0000${key}`) ? 'c' : 'p';
-      this.ops.push([kind, collection, key, stored] as Op);
+      const stored = frozenJsonCopy(value, json);
+      const id = `${collection}\u0000${key}`;
+      const kind = this.#archived.has(id) ? 'c' : 'p';
+      // (Casts: TypeScript stops distributing the kind × collection tuple beyond 25 combinations.)
+      this.ops.push(this.#fresh.has(id) ? ([kind, collection, key, stored, true] as Op) : ([kind, collection, key, stored] as Op));
       this.#opTexts.push(`["${kind}",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
     }
     for (const [op, text] of this.#audits) {

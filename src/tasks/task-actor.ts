@@ -19,6 +19,8 @@ export function taskKind(machine: typeof taskMachine = taskMachine): ActorKind<t
     machine,
     machineVersion: TASK_MACHINE_VERSION,
     project: projectTask,
+    // The context copies `taskId` from the input and no guard or action of the creation events reads it.
+    templateInput: ['taskId'],
     // No invoked effects: nothing to restart, so a restart restores tasks when they are next used.
     restore: 'lazy',
   };

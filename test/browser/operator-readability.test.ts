@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { newSessionRecord, sessionActorId, sessionKind } from '../../src/sessions/session-actor.js';
-import type { TaskRecord } from '../../src/domain/records.js';
+import type { TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
 import {
   ADMIN_TOKEN,
@@ -65,6 +65,17 @@ async function seed(): Promise<void> {
   await send(sessionActorId(RESOURCE), { type: 'TURN_STARTED', turnId: 'turn-1', taskId: WORKED });
   await send(sessionActorId(RESOURCE), { type: 'TURN_WAITING_USER', turnId: 'turn-1' });
   await send(taskActorId(WORKED), { type: 'TURN_WAITING_USER' });
+
+  // What usage accounting (src/usage/) records for the turn that ran: on the turn and summed on the task.
+  const turnUsage = { inputTokens: 12_345, cachedInputTokens: 4_096, outputTokens: 1_234, reasoningOutputTokens: 0, totalTokens: 13_579, model: 'gpt-test-model', wallMs: 42_500, diff: { bytes: 2_048, files: 3, added: 40, removed: 7 } };
+  await h.store.transact((tx) => {
+    tx.insert('turns', `${WORKED}:1`, {
+      turnKey: `${WORKED}:1`, turnId: 'turn-1', taskId: WORKED, threadId: 'thread-1', kind: 'normal', status: 'completed', eventSeq: 1,
+      marker: '', finalMessage: null, commentCall: null, startedAt: new Date(Date.now() - 42_500).toISOString(), completedAt: new Date().toISOString(), usage: turnUsage,
+    } satisfies TurnRecord);
+    const t = tx.get<TaskRecord>('tasks', WORKED)!;
+    tx.put('tasks', WORKED, { ...t, usage: { inputTokens: 12_345, cachedInputTokens: 4_096, outputTokens: 1_234, reasoningOutputTokens: 0, totalTokens: 13_579, turns: 1, wallMs: 42_500, diffBytes: 2_048, model: 'gpt-test-model' } });
+  });
 
   await createRejectedTask(h.store, h.runtime, { taskId: REJECTED, resource: { kind: 'issue', number: 1 }, resourceKey: RESOURCE, sessionKey: RESOURCE });
 
@@ -202,6 +213,34 @@ describe.each(VIEWPORTS)('admin page at $width×$height', (viewport) => {
       expect(worked.filter((r) => r.taskId && r.taskId !== WORKED)).toEqual([]);
       expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
       await page.screenshot({ path: join(SHOTS, `admin-task-worked-${tag}.png`), fullPage: true });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe.each(VIEWPORTS)('task usage at $width×$height', (viewport) => {
+  const tag = `${viewport.width}x${viewport.height}`;
+
+  it("a task's detail shows its usage: tokens in/cached/out, turns, agent time, diff size; none for a task that never ran", async () => {
+    const { page, errors } = await signedIn(viewport, `/admin#/tasks/${WORKED}`);
+    try {
+      await page.waitForSelector('#task-usage tbody tr');
+      const cells = (sel: string) => page.$$eval(sel, (tds) => tds.map((td) => td.textContent?.trim() ?? ''));
+      expect(await cells('#task-usage thead th')).toEqual(['turn', 'status', 'model', 'input tokens', 'cached', 'output tokens', 'total tokens', 'agent time', 'diff']);
+      expect(await cells('#task-usage tbody tr td')).toEqual(['turn-1', 'completed', 'gpt-test-model', '12,345', '4,096', '1,234', '13,579', '42.5 s', '2,048 B · 3 files · +40 −7']);
+      expect(await cells('#task-usage tfoot tr td')).toEqual(['task total', '1 turn', 'gpt-test-model', '12,345', '4,096', '1,234', '13,579', '42.5 s', '2,048 B']);
+      expect(await clipped(page, '#task-usage')).toEqual([]);
+      expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+      await page.$eval('#task-usage', (e) => e.scrollIntoView({ block: 'center' }));
+      await page.screenshot({ path: join(SHOTS, `admin-task-usage-${tag}.png`) });
+
+      // A task refused before it ran has no usage, and says so rather than showing an empty table.
+      await page.goto(`${h.url}/admin#/tasks/${REJECTED}`);
+      await page.waitForSelector('#task-state[data-state="rejected"]');
+      expect(await page.textContent('#task-usage')).toContain('none recorded');
+      expect(await page.$$('#task-usage tbody tr')).toHaveLength(0);
       expect(errors).toEqual([]);
     } finally {
       await page.close();

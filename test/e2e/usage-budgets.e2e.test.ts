@@ -4,10 +4,11 @@
 // count: a task over its token budget is interrupted and its receipt is edited to name the limit;
 // the user's next mention over the daily quota gets one refusal comment and runs nothing; an
 // operator lifts the quota for the repository (audited); a provider 429 holds the queue and it
-// resumes; the admin page shows the usage tables in real Chromium.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+// resumes; the admin page shows the usage tables in real Chromium; a task parked in blocked_workspace
+// is told so in its receipt, and told again (same comment) when an operator unblocks it.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
@@ -82,6 +83,9 @@ beforeAll(async () => {
     CCWEB_LIMIT_TASK_TOKENS: '1000',
     CCWEB_LIMIT_USER_TASKS_PER_DAY: '2',
     CCWEB_PROVIDER_BACKOFF_SECONDS: String(HOLD_SECONDS),
+    // The notices' wording is asserted in English; the Chinese (default) wording is checked in
+    // test/unit/usage-quota.test.ts and test/integration/receipt-notices.test.ts.
+    CCWEB_LOCALE: 'en',
   });
   env.gitea.connectWebhook(`${service.url}/api/gitea/webhook`, env.webhookSecret);
 }, 90_000);
@@ -109,7 +113,7 @@ describe('usage and budgets against the real app-server', () => {
     const notice = await waitFor('the receipt edit', async () => d.comments && (await task(id)).comments.find((c) => c.kind === 'notice' && c.status === 'sent'));
     const bodies = botComments(3);
     expect(bodies).toHaveLength(1);
-    expect(bodies[0]).toContain('已收到');
+    expect(bodies[0]).toContain('giteabot: received');
     expect(bodies[0]).toContain('budget_task_tokens');
     expect(bodies[0]).toContain('1,200 tokens');
     expect(bodies[0]).toContain('1,000 tokens per task');
@@ -234,8 +238,22 @@ describe('usage and budgets against the real app-server', () => {
     await waitFor('the receipt edit', async () => (await task(id)).comments.find((c) => c.kind === 'notice' && c.status === 'sent'));
     const bodies = botComments(10);
     expect(bodies).toHaveLength(1);
-    expect(bodies[0]).toContain('已收到');
+    expect(bodies[0]).toContain('giteabot: received');
     expect(bodies[0]).toContain(`**Paused:**`);
     expect(bodies[0]).toContain(`unblock task ${id}`);
+
+    // The operator cleans the workspace and unblocks the task: it runs, and its receipt is edited
+    // back to the plain receipt with a note that it resumed (no longer "Paused"), once.
+    for (const stray of (readdirSync(root, { recursive: true }) as string[]).filter((p) => basename(p) === 'stray.txt')) rmSync(join(root, stray));
+    const unblock = await api<Record<string, unknown>>(`/tasks/${id}/unblock`, { method: 'POST', body: JSON.stringify({ requestId: 'usage-e2e-unblock-1', operator: 'ops', reason: 'workspace cleaned' }) });
+    expect(unblock.status).toBe(200);
+    const done = await waitForState(id, ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'blocked_workspace']);
+    expect(done.task.state).toBe('succeeded');
+    await waitFor('the resumed edit', async () => (await task(id)).comments.find((c) => c.commentKey === `${id}:notice:resumed` && c.status === 'sent'));
+    const receipt = botComments(10)[0]!;
+    expect(receipt).toContain('giteabot: received');
+    expect(receipt).toContain(`**Resumed:** an operator unblocked task ${id}`);
+    expect(receipt).not.toContain('Paused');
+    expect((await task(id)).comments.filter((c) => c.kind === 'notice').map((c) => c.status)).toEqual(['sent', 'sent']);
   });
 });

@@ -22,7 +22,7 @@ function giteaMcp(f: CodexFixture, extraEnv: Record<string, string> = {}) {
 }
 
 async function startThread(conn: CodexAppServerConnection, f: CodexFixture, extraEnv: Record<string, string> = {}) {
-  const res: any = await conn.request('thread/start', threadStartParams({ cwd: f.workspace, giteaMcp: giteaMcp(f, extraEnv) }));
+  const res: any = await conn.request('thread/start', threadStartParams({ cwd: f.workspace, giteaMcp: giteaMcp(f, extraEnv), sandbox: f.agentSandbox.forThread(f.workspace) }));
   return res.thread.id as string;
 }
 
@@ -127,7 +127,7 @@ describe('codex app-server connection (real binary, offline)', () => {
     await timed('app-server close (stdin EOF)', () => conn1.close());
     const conn2 = await timed('app-server restart', () => fx!.connect());
     const resumed: any = await timed('thread/resume (required MCP)', () =>
-      conn2.request('thread/resume', threadResumeParams({ threadId, cwd: fx!.workspace, giteaMcp: giteaMcp(fx!) })),
+      conn2.request('thread/resume', threadResumeParams({ threadId, cwd: fx!.workspace, giteaMcp: giteaMcp(fx!), sandbox: fx!.agentSandbox.forThread(fx!.workspace) })),
     );
     expect(resumed.thread.id).toBe(threadId);
     const out = await runTurn(conn2, { threadId, params: turnParams(conn2, threadId, 'two') });
@@ -165,7 +165,7 @@ describe('codex app-server connection (real binary, offline)', () => {
     const turn = runTurn(conn, { threadId, params: turnParams(conn, threadId, 'stall') });
     await fx.model.waitForResponsesRequests(1);
     // A request that stays pending: thread/start waits for an MCP server that never answers initialize.
-    const pending = conn.request('thread/start', threadStartParams({ cwd: fx.workspace, giteaMcp: giteaMcp(fx, { STUB_MCP_MODE: 'hang' }) }));
+    const pending = conn.request('thread/start', threadStartParams({ cwd: fx.workspace, giteaMcp: giteaMcp(fx, { STUB_MCP_MODE: 'hang' }), sandbox: fx.agentSandbox.forThread(fx.workspace) }));
     await new Promise((r) => setTimeout(r, 300));
     const t0 = performance.now();
     conn.kill('SIGKILL');
@@ -181,7 +181,7 @@ describe('codex app-server connection (real binary, offline)', () => {
     const conn = await fx.connect();
     const err = await timed('thread/start, MCP command missing', () =>
       conn
-        .request('thread/start', threadStartParams({ cwd: fx!.workspace, giteaMcp: { ...giteaMcp(fx!), command: join(fx!.root, 'no-such-gitea-mcp') } }))
+        .request('thread/start', threadStartParams({ cwd: fx!.workspace, giteaMcp: { ...giteaMcp(fx!), command: join(fx!.root, 'no-such-gitea-mcp') }, sandbox: fx!.agentSandbox.forThread(fx!.workspace) }))
         .then(
           () => null,
           (e: unknown) => e,

@@ -38,6 +38,7 @@ describe('doctor', () => {
       'git',
       'codex',
       'codex-account',
+      'agent-isolation',
       'gitea-mcp',
       'gitea',
       'token-scope',

@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/create-app.js';
-import { createOperatorRouters, type OperatorRouters } from '../../src/api/operator-routers.js';
+import { createOperatorRouters, type OperatorDeps, type OperatorRouters } from '../../src/api/operator-routers.js';
 import type { RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
 import { initialTaskMirror } from '../../src/intake/intake-records.js';
 import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
@@ -32,7 +32,10 @@ export interface ApiHarness {
  * `maxAuthFailures`: failed admin authentications per client before 429 (the service's default is
  * 10); unlimited unless given, because most tests here send many wrong tokens on purpose.
  */
-export async function startApiHarness(kinds: ActorKind[] = [taskKind()], options: { maxAuthFailures?: number } = {}): Promise<ApiHarness> {
+export async function startApiHarness(
+  kinds: ActorKind[] = [taskKind()],
+  options: { agentIsolation?: OperatorDeps['agentIsolation']; maxAuthFailures?: number } = {},
+): Promise<ApiHarness> {
   const { store, runtime, close } = await createTestRuntime(kinds);
   const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
   const operator = createOperatorRouters({
@@ -40,6 +43,7 @@ export async function startApiHarness(kinds: ActorKind[] = [taskKind()], options
     runtime,
     adminToken: ADMIN_TOKEN,
     maxAuthFailures: options.maxAuthFailures ?? Number.MAX_SAFE_INTEGER,
+    ...(options.agentIsolation ? { agentIsolation: options.agentIsolation } : {}),
     onControlChanged: () => {
       harness.controlChanges += 1;
     },

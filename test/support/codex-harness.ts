@@ -6,6 +6,9 @@ import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CodexAppServerConnection, type CodexConnectionEvent, type CodexConnectionOptions } from '../../src/codex/jsonrpc-connection.js';
+import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
+import { resolveBundledCodex } from '../../src/codex/codex-binary.js';
+import { createAgentSandbox, type AgentSandbox } from '../../src/isolation/agent-sandbox.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -73,8 +76,27 @@ export function writeGiteaMcpStubCommand(dir: string): string {
   return file;
 }
 
+/**
+ * The agent sandbox a service with data dir `<root>/data` would use (isolation on, network off):
+ * tests of the app-server run the agent's commands under the same profile as production.
+ */
+export function testAgentSandbox(root: string, codexHome: string): AgentSandbox {
+  const sandbox = createAgentSandbox({
+    isolation: 'on',
+    network: 'off',
+    dataDir: join(root, 'data'),
+    workspaceRoot: join(root, 'data', 'workspaces'),
+    codexHome,
+    codexCommand: resolveBundledCodex().command,
+  });
+  sandbox.prepare();
+  return sandbox;
+}
+
 export interface CodexFixture {
   root: string;
+  /** Pass `agentSandbox.forThread(cwd)` as thread params' `sandbox`; `connect()` already uses its arguments. */
+  agentSandbox: AgentSandbox;
   codexHome: string;
   workspace: string;
   model: ScriptedModel;
@@ -96,6 +118,7 @@ export async function codexFixture(steps: ScriptStep[] = []): Promise<CodexFixtu
   const mcpLog = join(root, 'mcp-calls.jsonl');
   const conns: CodexAppServerConnection[] = [];
   const events: CodexConnectionEvent[] = [];
+  const agentSandbox = testAgentSandbox(root, codexHome);
   return {
     root,
     codexHome,
@@ -104,10 +127,14 @@ export async function codexFixture(steps: ScriptStep[] = []): Promise<CodexFixtu
     mcpCommand,
     mcpLog,
     events,
+    agentSandbox,
     async connect(extra = {}) {
       const conn = new CodexAppServerConnection({
         cwd: workspace,
         requestTimeoutMs: 30_000,
+        // The agent's commands run as the service runs them: in the isolation sandbox (issue 16).
+        args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
+        agentPath: agentSandbox.pathWithHelpers(defaultAgentPath()),
         ...extra,
         extraEnv: { CODEX_HOME: codexHome, ...(extra.extraEnv ?? {}) },
       });

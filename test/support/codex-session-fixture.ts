@@ -14,7 +14,8 @@ import type { SessionLogger } from '../../src/sessions/session-logger.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
 import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from './gitea-double/rest-api.js';
 import { GITEA_MCP_STANDIN_PATH } from './gitea-mcp-standin/index.js';
-import { nodeScript, repoRoot } from './codex-harness.js';
+import { nodeScript, repoRoot, testAgentSandbox } from './codex-harness.js';
+import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
 import { createTestRuntime } from './test-runtime.js';
 import { initialTaskMirror } from '../../src/intake/intake-records.js';
@@ -124,11 +125,15 @@ export async function sessionFixture(
   };
   const lostTurns: SessionFixture['lostTurns'] = [];
   const connection = typeof opts.connection === 'function' ? opts.connection(root) : opts.connection;
+  const agentSandbox = testAgentSandbox(root, codexHome);
   const supervisor = createAppServerSupervisor({
     runtime: rt.runtime,
     connection: {
       cwd: workspace,
       requestTimeoutMs: 30_000,
+      // The agent's commands run in the isolation sandbox, as in production (issue 16).
+      args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
+      agentPath: agentSandbox.pathWithHelpers(defaultAgentPath()),
       // The service's own env holds the token; the supervisor must strip it from the app-server's.
       env: { ...process.env, CCWEB_GITEA_TOKEN: SESSION_TOKEN },
       ...connection,
@@ -167,6 +172,7 @@ export async function sessionFixture(
         turnTimeoutMs: 60_000,
         abortTimeoutMs: 5_000,
         botLogin: 'giteabot',
+        agentSandbox,
         logger,
         ...overrides,
       }),

@@ -48,12 +48,24 @@ describe('codex thread/turn params', () => {
             env: { GITEA_ACCESS_TOKEN: 'tok-1', GITEA_HOST: 'https://gitea.example' },
             required: true,
             startup_timeout_sec: 15,
+            default_tools_approval_mode: 'approve',
           },
         },
       },
     });
     expectValid(clientRequest, { id: 1, method: 'thread/start', params: p });
     expectValid(v2('ThreadStartParams'), p);
+  });
+
+  it('thread/start|resume with the agent sandbox: the named profile instead of `sandbox`, its config merged', () => {
+    const sandbox = { permissions: 'ccweb-agent', config: { permissions: { 'ccweb-agent': { filesystem: { ':root': 'read' } } } } };
+    for (const p of [threadStartParams({ cwd: '/ws', giteaMcp, sandbox }), threadResumeParams({ threadId: 'thr-1', cwd: '/ws', giteaMcp, sandbox })]) {
+      expect(p.permissions).toBe('ccweb-agent');
+      expect('sandbox' in p).toBe(false); // Codex refuses both at once
+      expect(p.config).toMatchObject({ permissions: sandbox.config.permissions, mcp_servers: { gitea: { default_tools_approval_mode: 'approve' } } });
+    }
+    expectValid(v2('ThreadStartParams'), threadStartParams({ cwd: '/ws', giteaMcp, sandbox }));
+    expectValid(v2('ThreadResumeParams'), threadResumeParams({ threadId: 'thr-1', cwd: '/ws', giteaMcp, sandbox }));
   });
 
   it('thread/resume resends the same config', () => {

@@ -66,6 +66,10 @@ describe('loadConfig', () => {
       turnTimeoutMs: 1_800_000,
       logLevel: 'info',
       configFile: null,
+      agentIsolation: 'on',
+      agentNetwork: 'off',
+      agentHidePaths: [],
+      secretFiles: [],
     });
     expect(config.botLogin).toBeUndefined();
     expect(config.codexModel).toBeUndefined();

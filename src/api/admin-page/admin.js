@@ -1,7 +1,7 @@
 // The admin page: overview, task list with filters, task timeline, and the operator controls.
 // Routing by location.hash: `#/` (tasks) and `#/tasks/<taskId>`.
 import { api, ApiError, el, link, liveEvents, loginForm, newRequestId, operator, signOut, time, token } from './operator-client.js';
-import { renderUsagePanel } from './usage-panel.js';
+import { renderUsagePanel, taskUsageSection } from './usage-panel.js';
 
 const TASK_STATES = [
   'received', 'queued', 'preparing', 'running', 'waiting_user', 'verifying_reply', 'retry_wait', 'blocked_workspace',
@@ -76,6 +76,10 @@ async function renderOverview() {
   header.replaceChildren(
     el('span', { className: `pill ${paused ? 'bad' : 'good'}`, id: 'pause-state' }, paused ? `paused: ${o.control.pauseReason || ''}` : 'running'),
     el('span', {}, ` ${o.running} running · ${o.queued} queued `),
+    // CCWEB_AGENT_ISOLATION=off: said on every page, as on every start.
+    o.agentIsolation?.mode === 'off'
+      ? el('span', { className: 'pill bad', id: 'isolation-state', title: o.agentIsolation.warning || '' }, 'agent isolation OFF')
+      : '',
     paused
       ? el('button', { id: 'resume', onclick: () => control('/control/resume', 'resume the service') }, 'Resume')
       : el('button', { id: 'pause', onclick: () => control('/control/pause', 'pause the service') }, 'Pause'),
@@ -217,6 +221,8 @@ async function renderTask(taskId, quiet) {
     ),
     el('h3', {}, 'Instruction'),
     el('pre', { className: 'instruction-full' }, t.instruction),
+    el('h3', {}, 'Usage'),
+    taskUsageSection(t, d.turns),
     el('h3', {}, 'Correlation'),
     chain,
     d.errors.length ? el('h3', {}, 'Errors') : null,

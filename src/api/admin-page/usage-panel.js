@@ -1,6 +1,7 @@
-// The admin page's usage section (issue 18): the provider rate-limit hold, tokens per repository and
-// per user over the last 7 days, and the limits in force. Its own file so the page's layout can
-// change around it; it only needs a container.
+// The admin page's usage views (issue 18): the usage section of the task list (the provider
+// rate-limit hold, tokens per repository and per user over the last 7 days, the limits in force)
+// and a task's own usage in its detail view. Their own file so the page's layout can change around
+// them; they only need a container or the task detail's data.
 import { api, el, time } from './operator-client.js';
 
 const fmt = (n) => Number(n || 0).toLocaleString('en-US');
@@ -68,4 +69,43 @@ export async function renderUsagePanel(container) {
   } catch (err) {
     container.replaceChildren(el('p', { className: 'error' }, `Usage could not be loaded: ${err.message}`));
   }
+}
+
+/** `42 s`, `3.5 min`: agent wall time at the scale a person reads it. */
+const duration = (ms) => (Number(ms || 0) < 60_000 ? `${(Number(ms || 0) / 1000).toFixed(1)} s` : minutes(ms));
+
+function diffText(diff) {
+  if (!diff) return '—';
+  return `${fmt(diff.bytes)} B · ${fmt(diff.files)} file${diff.files === 1 ? '' : 's'} · +${fmt(diff.added)} −${fmt(diff.removed)}`;
+}
+
+/**
+ * A task's usage for its detail view: one row per turn that reported usage, then the task's sum (the
+ * numbers the budgets are checked against); a line saying so when nothing was recorded yet.
+ */
+export function taskUsageSection(task, turns) {
+  const rows = (turns || []).filter((t) => t.usage);
+  const u = task.usage;
+  if (!u && rows.length === 0) return el('p', { id: 'task-usage', className: 'muted' }, 'Usage: none recorded (no agent turn ended yet).');
+  const head = ['turn', 'status', 'model', 'input tokens', 'cached', 'output tokens', 'total tokens', 'agent time', 'diff'];
+  const cells = (x, diff) => [
+    el('td', {}, x.model || '—'),
+    el('td', {}, fmt(x.inputTokens)),
+    el('td', {}, fmt(x.cachedInputTokens)),
+    el('td', {}, fmt(x.outputTokens)),
+    el('td', {}, fmt(x.totalTokens)),
+    el('td', {}, duration(x.wallMs)),
+    el('td', {}, diff),
+  ];
+  return el('table', { id: 'task-usage', className: 'usage' },
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...rows.map((t) => el('tr', { dataset: { turnKey: t.turnKey, totalTokens: String(t.usage.totalTokens) } },
+      el('td', { className: 'mono' }, t.turnId || t.turnKey),
+      el('td', {}, t.status),
+      ...cells(t.usage, diffText(t.usage.diff))))),
+    u ? el('tfoot', {}, el('tr', { className: 'total', dataset: { totalTokens: String(u.totalTokens), turns: String(u.turns) } },
+      el('td', {}, 'task total'),
+      el('td', {}, `${fmt(u.turns)} turn${u.turns === 1 ? '' : 's'}`),
+      ...cells(u, u.diffBytes ? `${fmt(u.diffBytes)} B` : '—'))) : null,
+  );
 }
