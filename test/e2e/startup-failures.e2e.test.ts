@@ -34,6 +34,8 @@ let mcp: string;
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'ccweb-startup-'));
   mcp = join(root, 'gitea-mcp');
+  // Codex refuses a CODEX_HOME that does not exist (the agent-isolation check starts it at start-up).
+  mkdirSync(join(root, 'codex-home'), { recursive: true });
   writeFileSync(mcp, '#!/bin/sh\nexit 0\n', { mode: 0o755 });
   gitea = createServer((req, res) => {
     if (req.headers.authorization !== `token ${TOKEN}`) {
