@@ -1,6 +1,9 @@
 import type Router from '@koa/router';
 import type { AnyStateMachine } from 'xstate';
-import { createControlRouter, type ControlRouterDeps } from './control-router.js';
+import type Koa from 'koa';
+import type { SecurityEvents } from '../intake/security-events.js';
+import { authFailureGuard } from './auth-failure-guard.js';
+import { API_PREFIX, createControlRouter, type ControlRouterDeps } from './control-router.js';
 import { createLiveEvents, type LiveEvents } from './live-events.js';
 import { createMachinesRouter } from './machines-router.js';
 import { createStaticPagesRouter } from './static-pages.js';
@@ -11,6 +14,10 @@ import type { UsageLimits } from '../usage/usage-records.js';
 
 export interface OperatorDeps extends ControlRouterDeps {
   machines?: AnyStateMachine[];
+  /** Where failed admin authentications are counted (aggregated, expiring). */
+  securityEvents?: Pick<SecurityEvents, 'record'>;
+  /** Failed admin authentications per client and minute before 429. Default 10. */
+  maxAuthFailures?: number;
   /** The configured limits (src/usage/), shown by `GET /usage`; none when absent. */
   limits?: UsageLimits;
   providerHold?: ProviderHold;
@@ -19,6 +26,8 @@ export interface OperatorDeps extends ControlRouterDeps {
 export interface OperatorRouters {
   /** Mount all of them: control/query API, live events, machines, and the two pages. */
   routers: Router[];
+  /** Mount before the routers: limits failed admin authentications per client (auth-failure-guard.ts). */
+  middleware: Koa.Middleware[];
   live: LiveEvents;
   /** Ends open event streams (call before `server.close()`). */
   close(): void;
@@ -36,6 +45,7 @@ export function createOperatorRouters(deps: OperatorDeps): OperatorRouters {
     },
   });
   return {
+    middleware: [authFailureGuard({ prefixes: [API_PREFIX], ...(deps.maxAuthFailures !== undefined ? { maxFailures: deps.maxAuthFailures } : {}), ...(deps.securityEvents ? { securityEvents: deps.securityEvents } : {}) })],
     routers: [
       control,
       live.router,

@@ -28,15 +28,18 @@ docs/OPERATIONS.md. Exit codes: 0 ok, 1 failed, 2 bad command line.
 `;
 
 export const COMMAND_HELP: Record<string, string> = {
-  serve: `Usage: ccweb-gitea serve [--config PATH]
+  serve: `Usage: ccweb-gitea serve [--config PATH] [--allow-weak-secrets]
 
 Runs the service: the webhook endpoint, the scheduler and the Codex app-server, the operators'
-API and page, and /healthz, /readyz, /metrics. Stops gracefully on SIGTERM or SIGINT.
+API and page, and /healthz, /readyz, /metrics. Stops gracefully on SIGTERM or SIGINT (within 20 s).
+A mistake in the setup stops it with one line (cause, key, fix) and exit code 78 (configuration),
+69 (Gitea rejects the token), 73 (data directory not writable) or 75 (data directory in use).
 
 Options:
-  --config PATH   JSON file of camelCase keys (default ./ccweb.config.json if present);
-                  CCWEB_* environment variables win over it
-  -h, --help      show this help
+  --config PATH          JSON file of camelCase keys (default ./ccweb.config.json if present);
+                         CCWEB_* environment variables win over it
+  --allow-weak-secrets   accept secrets shorter than 16 characters or equal to each other (demos)
+  -h, --help             show this help
 
 Examples:
   CCWEB_GITEA_URL=https://gitea.example.com CCWEB_GITEA_TOKEN=… CCWEB_WEBHOOK_SECRET=… \\

@@ -48,7 +48,7 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
   const out = (s: string) => io.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
   switch (command) {
     case 'serve': {
-      const p = parse(command, args, { config: { type: 'string' } });
+      const p = parse(command, args, { config: { type: 'string' }, 'allow-weak-secrets': { type: 'boolean' } });
       if (p.values['help']) return out(COMMAND_HELP['serve']!), 0;
       await serve(args);
       return null;

@@ -93,6 +93,12 @@ export const KEYS = {
     expect: 'an http(s) URL without credentials, query or fragment',
     fix: 'Set it to the base URL of your Gitea, e.g. https://gitea.example.com (put the token in CCWEB_GITEA_TOKEN, not in the URL).',
   },
+  giteaPublicUrl: {
+    env: 'CCWEB_GITEA_PUBLIC_URL',
+    schema: baseUrl,
+    expect: 'an http(s) URL without credentials, query or fragment',
+    fix: "Set it to Gitea's ROOT_URL (app.ini [server]) when it differs from CCWEB_GITEA_URL, e.g. the service talks to http://127.0.0.1:3000 while users see https://gitea.example.com; otherwise leave it unset.",
+  },
   giteaToken: {
     env: 'CCWEB_GITEA_TOKEN',
     secret: true,
@@ -238,6 +244,12 @@ export const KEYS = {
     expect: 'an integer number of days from 1 to 36500',
     fix: 'Set it to how long finished tasks stay in the store, e.g. 365, or leave it unset to keep them forever (default); audit history is always kept.',
   },
+  securityEventRetentionDays: {
+    env: 'CCWEB_SECURITY_EVENT_RETENTION_DAYS',
+    schema: integer(1, 3650),
+    expect: 'an integer number of days from 1 to 3650',
+    fix: 'Set it to how long failed-authentication records (counted per source and 10-minute window) are kept, e.g. 30 (default).',
+  },
   archiveAfterMinutes: {
     env: 'CCWEB_ARCHIVE_AFTER_MINUTES',
     schema: integer(0, 525_600),
@@ -303,6 +315,8 @@ export const DEFAULTS = {
   // Change delivery (issue 14): the agent's changes reach Gitea as a branch and a pull request.
   delivery: 'pull_request' as 'pull_request' | 'branch' | 'off',
   branchPrefix: 'ccweb/',
+  // Long enough to look back at an incident; the records are aggregated, so this is cheap.
+  securityEventRetentionDays: 30,
   ...LIMIT_DEFAULTS,
   agentIsolation: 'on' as 'on' | 'off',
   // Off: an untrusted prompt plus network is a way out for whatever the agent can read (the

@@ -7,8 +7,9 @@
 // - Lists: comma-separated in the environment; a comma-separated string or a JSON array in the file.
 //   List entries are trimmed, so a webhook secret cannot start/end with spaces or contain a comma
 //   when given through the environment.
-// - Unknown keys in the file are an error (a typo must not silently fall back to a default).
-//   Unknown `CCWEB_*` environment variables are ignored (other modules may read their own).
+// - Unknown keys in the file are an error (a typo must not silently fall back to a default), and so
+//   is an unknown `CCWEB_*` environment variable (`CCWEB_PROT` → "did you mean CCWEB_PORT?"), except
+//   the few read by the project's own tooling (`TOOLING_ENV_KEYS`, `CCWEB_TEST_*`).
 // - Errors name the key in both spellings and say how to fix it; they never contain a value.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -26,6 +27,8 @@ export interface Config extends LimitsConfig {
   webhookSecret: string[];
   /** Base URL without trailing slash, e.g. `https://gitea.example.com`. */
   giteaUrl: string;
+  /** Gitea's ROOT_URL when it differs from `giteaUrl`: payload repository URLs may name its host too. */
+  giteaPublicUrl?: string;
   giteaToken: string;
   /** Unset → learn it from `GET /api/v1/user` at start. */
   botLogin?: string;
@@ -57,6 +60,8 @@ export interface Config extends LimitsConfig {
   delivery?: 'pull_request' | 'branch' | 'off';
   /** Unset → `ccweb/`. */
   branchPrefix?: string;
+  /** Unset → `DEFAULTS.securityEventRetentionDays` (30). */
+  securityEventRetentionDays?: number;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
   /** `off` only by the operator's explicit choice (CCWEB_AGENT_ISOLATION=off). */
@@ -170,6 +175,30 @@ function suggestKey(unknownKey: string): string | undefined {
   );
 }
 
+/**
+ * `CCWEB_*` variables read by build and test tooling, never by the service: not configuration errors.
+ * Every `CCWEB_TEST_*` name is reserved for tests as well (e.g. CCWEB_TEST_SLOW_PROFILE, which CI exports).
+ */
+export const TOOLING_ENV_KEYS: readonly string[] = ['CCWEB_BUILD_DIR', 'CCWEB_CHROMIUM', 'CCWEB_GITEA_FIXTURES'];
+export const TOOLING_ENV_PREFIX = 'CCWEB_TEST_';
+
+const KNOWN_ENV = new Set<string>(CONFIG_KEYS.map((k) => KEYS[k].env));
+
+function suggestEnvKey(name: string): string | undefined {
+  const envs = [...KNOWN_ENV];
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const candidate of envs) {
+    const d = editDistance(candidate, name);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  // A typo is a few edits away; beyond that a suggestion would only confuse.
+  return bestDistance <= Math.max(2, Math.floor(name.length / 5)) ? best : undefined;
+}
+
 function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
@@ -225,6 +254,16 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
           (hint ? `did you mean "${hint}"?` : `remove it (known keys: ${CONFIG_KEYS.join(', ')})`),
       );
     }
+  }
+
+  for (const name of Object.keys(env)) {
+    if (!name.startsWith('CCWEB_') || env[name] === undefined || KNOWN_ENV.has(name)) continue;
+    if (TOOLING_ENV_KEYS.includes(name) || name.startsWith(TOOLING_ENV_PREFIX)) continue;
+    const hint = suggestEnvKey(name);
+    problems.push(
+      `unknown environment variable ${name}: ` +
+        (hint ? `did you mean ${hint}? Rename it.` : `unset it (known keys: run \`ccweb-gitea config-reference\`).`),
+    );
   }
 
   const values: Partial<Record<ConfigKey, unknown>> = {};
@@ -299,6 +338,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     secretFiles,
   };
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
+  if (v['giteaPublicUrl'] !== undefined) config.giteaPublicUrl = v['giteaPublicUrl'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
   if (v['agentPath'] !== undefined) config.agentPath = v['agentPath'] as string;
   if (v['locale'] !== undefined) config.locale = v['locale'] as Locale;
@@ -307,6 +347,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;
   if (v['delivery'] !== undefined) config.delivery = v['delivery'] as Config['delivery'];
   if (v['branchPrefix'] !== undefined) config.branchPrefix = v['branchPrefix'] as string;
+  if (v['securityEventRetentionDays'] !== undefined) config.securityEventRetentionDays = v['securityEventRetentionDays'] as number;
   return config;
 }
 

@@ -7,7 +7,8 @@ import type { TaskEvent } from '../../machines/task-lifecycle.js';
 
 /** What the executor needs from the workspace manager (src/workspace). */
 export interface WorkspacePort {
-  prepare(task: TaskRecord, repo: RepositoryRecord, signal: AbortSignal): Promise<
+  /** `current`: the repository's owner/name on Gitea now (after a rename or transfer), when known. */
+  prepare(task: TaskRecord, repo: RepositoryRecord, signal: AbortSignal, current?: { owner: string; name: string }): Promise<
     | { ok: true; path: string; head: string; lastFetchAt: string }
     | { ok: false; code: string; retryable: boolean; message: string }
   >;
@@ -66,6 +67,11 @@ export interface ExecutorOptions {
    * whether the agent had already answered: then the answer is verified instead of produced twice.
    */
   replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
+  /**
+   * The repository's owner/name on Gitea now, looked up by its id (issue 15: renames and transfers);
+   * null when Gitea does not know it or cannot be asked (the record's owner/name are used then).
+   */
+  currentRepository?: (repo: RepositoryRecord) => Promise<{ owner: string; name: string } | null>;
   /** Delay before an execution retry (§8: at most one). */
   retryDelayMs?: number;
   /**
@@ -121,8 +127,10 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       await send(t.taskId, { type: 'FAIL', errorCode: 'repository_unknown' });
       return;
     }
-    const ws = await workspace.prepare(t, repo, signal);
+    const current = await followRepository(repo);
+    const ws = await workspace.prepare(t, repo, signal, current ?? undefined);
     if (!ws.ok) {
+      await recordGitError(t.taskId, ws.code, ws.message);
       if (ws.code === 'workspace_dirty') await send(t.taskId, { type: 'WORKSPACE_BLOCKED', errorCode: ws.code });
       else await failStep(t.taskId, 'PREPARE_FAILED', ws.code, ws.retryable);
       return;
@@ -142,6 +150,42 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       return;
     }
     await send(t.taskId, { type: 'WORKSPACE_READY' });
+  }
+
+  /** Renames and transfers on Gitea are followed: the record keeps its key and workspace, its clone URL moves. */
+  async function followRepository(repo: RepositoryRecord): Promise<{ owner: string; name: string } | null> {
+    if (!options.currentRepository) return null;
+    const current = await options.currentRepository(repo).catch(() => null);
+    if (current === null) return null;
+    const fullName = `${current.owner}/${current.name}`;
+    if ((repo['currentFullName'] ?? `${repo.owner}/${repo.name}`) !== fullName) {
+      log('repository moved on Gitea', { repoKey: repo.repoKey, to: fullName });
+      await store
+        .transact((tx) => {
+          const now = tx.get<RepositoryRecord>('repositories', repo.repoKey);
+          if (!now) return;
+          tx.put('repositories', repo.repoKey, { ...now, currentFullName: fullName }, { expectVersion: now.version });
+          tx.appendAudit({ action: 'repository.moved', actor: 'service:executor', metadata: { repoKey: repo.repoKey, from: `${repo.owner}/${repo.name}`, to: fullName } });
+        })
+        .catch(() => undefined);
+    }
+    return current;
+  }
+
+  /**
+   * The last git error is kept on the task (redacted by the workspace manager, bounded here), logged
+   * and audited, so a failing clone is visible in the task detail instead of only as an error code.
+   */
+  async function recordGitError(taskId: string, code: string, message: string): Promise<void> {
+    const summary = message.replace(/\s+/g, ' ').trim().slice(0, 500);
+    log('workspace preparation failed', { taskId, errorCode: code, error: summary });
+    await store
+      .transact((tx) => {
+        const current = tx.get<TaskRecord>('tasks', taskId);
+        if (current) tx.put('tasks', taskId, { ...current, lastGitError: { code, message: summary, at: new Date(now()).toISOString() } });
+        tx.appendAudit({ action: 'workspace.failed', actor: 'service:executor', taskId, errorCode: code, metadata: { message: summary } });
+      })
+      .catch(() => undefined);
   }
 
   function workspacePathOf(t: TaskRecord): string {

@@ -1,29 +1,36 @@
 import { prepareWorkspace } from '../workspace/index.js';
 import { prepareResourceWorktree, resourceWorktreePath } from '../workspace/resource-worktree.js';
 import { issueBranchName } from '../publish/branch-names.js';
+import { cloneUrlFor } from '../webhook/repository-origin.js';
 import type { WorkspacePort } from './task-executor.js';
 
 /**
  * The executor's workspace step on top of the git workspace manager. With `worktrees` (change
  * delivery), every resource gets its own git worktree over the repository's shared clone, so one
  * resource's leftovers never block another's tasks; without it, the repository's single checkout.
+ * With `giteaUrl` (the service always gives it) the clone URL is built from the configured Gitea and
+ * the repository's current owner/name, never taken from the record a payload wrote (issue 15): the
+ * token goes to that origin only.
  */
 export function createWorkspaceAdapter(options: {
   root: string;
   token: string;
   timeoutMs?: number;
+  giteaUrl?: string;
   worktrees?: { branchPrefix: string };
 }): WorkspacePort {
   const worktrees = options.worktrees;
   return {
-    async prepare(task, repo, signal) {
+    async prepare(task, repo, signal, current) {
+      const fullName = current ?? { owner: repo.owner, name: repo.name };
+      const cloneUrl = options.giteaUrl === undefined ? repo.cloneUrl : cloneUrlFor(options.giteaUrl, fullName.owner, fullName.name);
       if (worktrees) {
         const result = await prepareResourceWorktree({
           root: options.root,
           instanceId: repo.instanceId,
           owner: repo.owner,
           repo: repo.name,
-          cloneUrl: repo.cloneUrl,
+          cloneUrl,
           token: options.token,
           defaultBranch: repo.defaultBranch,
           resource: task.resource,
@@ -41,7 +48,7 @@ export function createWorkspaceAdapter(options: {
         root: options.root,
         owner: repo.owner,
         repo: repo.name,
-        cloneUrl: repo.cloneUrl,
+        cloneUrl,
         token: options.token,
         context: task.resource.kind === 'pull_request' ? { kind: 'pull_request', number: task.resource.number } : { kind: 'issue' },
         defaultBranch: repo.defaultBranch,

@@ -147,7 +147,25 @@ export interface GiteaClient {
   editIssueComment(owner: string, repo: string, id: number, body: string): Promise<GiteaComment>;
   getCollaboratorPermission(owner: string, repo: string, user: string): Promise<GiteaCollaboratorPermission>;
   getCurrentUser(): Promise<GiteaUser>;
+  /** `GET /repositories/{id}`: a repository's current owner/name (it follows renames and transfers). */
+  getRepositoryById(id: number): Promise<GiteaRepositoryRef>;
+  /** `GET /version`: cheap reachability probe (readiness, doctor). */
+  getVersion(): Promise<{ version: string }>;
 }
+
+export interface GiteaRepositoryRef {
+  id: number;
+  name: string;
+  full_name: string;
+  owner: { login: string };
+}
+
+const repositoryRefSchema = z.looseObject({
+  id: z.number(),
+  name: z.string(),
+  full_name: z.string(),
+  owner: z.looseObject({ login: z.string() }),
+});
 
 /** RFC3339 at second resolution (Gitea compares unix seconds), flooring so `since` stays inclusive. */
 export function toGiteaTime(t: Date | string): string {
@@ -359,6 +377,20 @@ export function createGiteaClient(options: GiteaClientOptions): GiteaClient {
         200,
         permissionSchema,
       );
+    },
+
+    getRepositoryById(id) {
+      return call<GiteaRepositoryRef>(
+        'GET',
+        '/repositories/{id}',
+        (signal) => client.GET('/repositories/{id}', { params: { path: { id } }, signal }),
+        200,
+        repositoryRefSchema,
+      );
+    },
+
+    getVersion() {
+      return call<{ version: string }>('GET', '/version', (signal) => client.GET('/version', { signal }), 200, z.looseObject({ version: z.string() }));
     },
 
     getCurrentUser() {

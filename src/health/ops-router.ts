@@ -27,7 +27,7 @@ export function createOpsRouter(options: OpsRouterOptions): Router {
     const report = await options.readiness.check();
     ctx.set('Cache-Control', 'no-store');
     ctx.status = report.ready ? 200 : 503;
-    ctx.body = { status: report.ready ? 'ready' : 'not_ready', store: report.store, appServer: report.appServer, ...options.readyDetails?.() };
+    ctx.body = { status: report.ready ? 'ready' : 'not_ready', store: report.store, appServer: report.appServer, ...report.dependencies, ...options.readyDetails?.() };
   });
 
   router.get('/metrics', async (ctx) => {

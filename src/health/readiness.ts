@@ -16,12 +16,16 @@ export interface ReadinessReport {
   ready: boolean;
   store: ReadinessPart;
   appServer: ReadinessPart;
+  /** Outside dependencies (Gitea, the MCP command, Codex's login), by name, when configured. */
+  dependencies: Record<string, ReadinessPart>;
 }
 
 export interface ReadinessOptions {
   store: Pick<Store, 'transact' | 'sync'>;
   /** The app-server actor's state (`ready` when initialised), or undefined before it exists. */
   appServerState: () => string | undefined;
+  /** Outside dependencies: their last probe results (see dependency-probe.ts). */
+  dependencies?: Record<string, () => ReadinessPart>;
   /** Minimum time between two write probes. Default 5000 ms. */
   probeIntervalMs?: number;
   now?: () => number;
@@ -70,7 +74,10 @@ export function createReadiness(options: ReadinessOptions): Readiness {
       const store = await storePart();
       const state = options.appServerState();
       const appServer: ReadinessPart = state === 'ready' ? { ok: true, detail: 'initialized' } : { ok: false, detail: `state ${state ?? 'not started'}` };
-      return { ready: store.ok && appServer.ok, store, appServer };
+      const dependencies: Record<string, ReadinessPart> = {};
+      for (const [name, current] of Object.entries(options.dependencies ?? {})) dependencies[name] = current();
+      const ready = store.ok && appServer.ok && Object.values(dependencies).every((p) => p.ok);
+      return { ready, store, appServer, dependencies };
     },
   };
 }

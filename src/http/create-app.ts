@@ -10,6 +10,8 @@ export interface AppLogger {
 
 export interface CreateAppOptions {
   routers: readonly Router[];
+  /** Run after the error handler, before the routers (e.g. the admin authentication guard). */
+  middleware?: readonly Koa.Middleware[];
   logger?: AppLogger;
 }
 
@@ -47,6 +49,7 @@ export function createApp(options: CreateAppOptions): Koa {
     }
   });
 
+  for (const mw of options.middleware ?? []) app.use(mw);
   for (const router of options.routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());

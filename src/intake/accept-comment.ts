@@ -29,6 +29,7 @@ import {
   type NormalizedComment,
 } from '../webhook/normalize-comment.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { workspacePathFor } from '../workspace/workspace-path.js';
 import {
   DEFAULT_DELIVERY_RETENTION_MS,
@@ -40,6 +41,7 @@ import {
   triggerRecord,
 } from './intake-records.js';
 import {
+  FOREIGN_REPOSITORY_ORIGIN,
   INVALID_PAYLOAD,
   REPOSITORY_DISABLED,
   STORE_UNAVAILABLE,
@@ -54,6 +56,8 @@ import {
   type IntakeResponse,
 } from './intake-response.js';
 import { sendStops, stopTargets, type StopTarget } from './stop-tasks.js';
+import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
+import { followUpWithTextStoredOnce, taskWithTextStoredOnce } from '../tasks/task-texts.js';
 import type { QuotaPort } from '../usage/quota-check.js';
 
 export interface IntakeLogger {
@@ -68,7 +72,12 @@ export interface IntakeOptions {
   secrets: readonly string[];
   allowUsers?: readonly string[];
   denyUsers?: readonly string[];
-  /** Gitea's `GET /repos/{o}/{r}/collaborators/{user}/permission`; used only when the payload carries none. */
+  /**
+   * Host names the payload's repository URLs may name (CCWEB_GITEA_URL's, CCWEB_GITEA_PUBLIC_URL's);
+   * another host → 400 `foreign_repository_origin` + security audit. Unset: not checked (tests).
+   */
+  repositoryHosts?: readonly string[];
+  /** Gitea's `GET /repos/{o}/{r}/collaborators/{user}/permission`: confirms write access (the payload's permissions are a hint). */
   fetchPermission: (owner: string, repo: string, login: string) => Promise<RepoPermission>;
   workspaceRoot: string;
   now?: () => Date;
@@ -79,11 +88,11 @@ export interface IntakeOptions {
   /** `sessions.mcp.hostRef` for new sessions. Default `gitea-main`, as the session manager's. */
   mcpHostRef?: string;
   /**
-   * Bad-signature requests come from anyone: one security audit event each, up to this many per
-   * minute; beyond that they are counted and one `webhook.signature_invalid_suppressed` event per
-   * minute carries the count, so a flood cannot fill the disk. Default 120.
+   * Bad-signature requests come from anyone: they are counted per source and window into expiring
+   * `security_events` records (security-events.ts), never one audit event each. Default: a sink
+   * with 10-minute windows and 30 days of retention.
    */
-  securityAuditPerMinute?: number;
+  securityEvents?: SecurityEvents;
   /** Daily quotas (src/usage/quota-check.ts): a new task over one is refused with one comment. */
   quota?: QuotaPort;
   /** After a task was queued durably (e.g. wake the scheduler). Must not throw; errors are ignored. */
@@ -104,9 +113,9 @@ export interface IntakeRequest {
 
 export interface Intake {
   handle(request: IntakeRequest): Promise<IntakeResponse>;
-  /** Writes the count of security audit events held back by the rate limit (call at shutdown). */
+  /** Writes the counts of the current security-event window (call at shutdown). */
   flush(): Promise<void>;
-  /** Stops the periodic flush timer. */
+  /** Stops the security-event window timer and writes its counts. */
   close(): Promise<void>;
 }
 
@@ -138,12 +147,6 @@ interface Reader {
 }
 
 const EVENT_TYPE = /^[a-z_]{1,64}$/;
-
-/** An unauthenticated header value, bounded and printable, for the security audit. */
-function auditSafe(value: string | undefined): string | null {
-  if (value === undefined) return null;
-  return value.replace(/[^\x21-\x7e]/g, '?').slice(0, 128);
-}
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -220,6 +223,8 @@ export function createIntake(options: IntakeOptions): Intake {
     const normalized = normalizeComment(headers, json, { botLogin });
     if (!normalized.ok) return invalidPayload(headers, normalized.issues);
     const c = normalized.value;
+    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(c.repo, options.repositoryHosts) : null;
+    if (foreign !== null) return refuseForeignOrigin(deliveryId, c, foreign);
     subject.comment = c;
     subject.eventType = c.eventType;
 
@@ -392,7 +397,7 @@ export function createIntake(options: IntakeOptions): Intake {
       const response = rejected(plan.reason, taskId);
       delivery('rejected', plan.reason, taskId, response);
       insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
-      tx.insert('tasks', taskId, taskRecord(c, taskId, event.seq, at));
+      tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
       const reject: TaskEvent = { type: 'REJECT', reason: plan.reason };
       const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
         events: [reject],
@@ -411,7 +416,7 @@ export function createIntake(options: IntakeOptions): Intake {
       const response = accepted(s.deliveryId, waiting.taskId);
       delivery('accepted', 'follow_up', waiting.taskId, response);
       insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, waiting.taskId, at));
-      const followUps = [...(waiting.followUps ?? []), { commentId: c.comment.id, author: c.actor.login, body: c.comment.body, commentUrl: c.comment.htmlUrl, deliveryKey: s.deliveryKey, at: at.toISOString() }];
+      const followUps = [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, { commentId: c.comment.id, author: c.actor.login, body: c.comment.body, commentUrl: c.comment.htmlUrl, deliveryKey: s.deliveryKey, at: at.toISOString() })];
       tx.put('tasks', waiting.taskId, { ...waiting, followUps });
       return { response, followUp: waiting.taskId, taskId: waiting.taskId };
     }
@@ -425,7 +430,7 @@ export function createIntake(options: IntakeOptions): Intake {
       const response = rejected(refusal.code, taskId);
       delivery('rejected', refusal.code, taskId, response);
       insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
-      const task = tx.insert('tasks', taskId, taskRecord(c, taskId, event.seq, at));
+      const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
       const refuse: TaskEvent = { type: 'REJECT', reason: refusal.code };
       const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [refuse], by: actor, taskId });
       const receipt = pendingReceiptRecord(task, 'refused', at);
@@ -444,7 +449,7 @@ export function createIntake(options: IntakeOptions): Intake {
       tx.insert('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
       audit('repository.register', { metadata: { workspacePath } });
     }
-    const task = tx.insert('tasks', taskId, taskRecord(c, taskId, event.seq, at));
+    const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
     // Sessions too are read by key only; the session manager's first write brings one back to memory.
     if (tx.get('sessions', c.resourceKey) === undefined) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, hostRef, at));
     const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
@@ -474,66 +479,31 @@ export function createIntake(options: IntakeOptions): Intake {
     return INVALID_PAYLOAD;
   }
 
-  const securityBudget = options.securityAuditPerMinute ?? 120;
-  const WINDOW_MS = 60_000;
-  let windowStart = 0;
-  let windowCount = 0;
-  let suppressed = 0;
-  const flushTimer = setInterval(() => void flushSuppressed(), WINDOW_MS);
-  flushTimer.unref();
-
-  async function flushSuppressed(): Promise<void> {
-    if (suppressed === 0) return;
-    const count = suppressed;
-    suppressed = 0;
-    try {
-      await store.transact((tx) =>
-        tx.appendAudit({
-          action: 'webhook.signature_invalid_suppressed',
-          actor: 'gitea:unauthenticated',
-          level: 'security',
-          errorCode: 'invalid_signature',
-          metadata: { suppressed: count, windowStart: new Date(windowStart).toISOString(), perMinute: securityBudget },
-        }),
-      );
-    } catch (error) {
-      options.logger?.warn({ err: error instanceof Error ? error.name : 'unknown', suppressed: count }, 'security audit summary not stored');
-    }
+  async function refuseForeignOrigin(deliveryId: string, c: NormalizedComment, foreign: ForeignOrigin): Promise<IntakeResponse> {
+    await store.transact((tx) =>
+      tx.appendAudit({
+        action: 'webhook.foreign_repository_origin',
+        actor: `gitea:user:${c.actor.login}`,
+        level: 'security',
+        deliveryId,
+        errorCode: 'foreign_repository_origin',
+        metadata: { repoKey: c.repoKey, field: foreign.field, host: foreign.host },
+      }),
+    );
+    options.logger?.warn({ deliveryId, repoKey: c.repoKey, field: foreign.field, host: foreign.host }, 'signed webhook names a repository URL on another host than CCWEB_GITEA_URL: refused');
+    return FOREIGN_REPOSITORY_ORIGIN;
   }
 
-  async function auditBadSignature(request: IntakeRequest, reason: string): Promise<void> {
-    const at = now().getTime();
-    if (at - windowStart >= WINDOW_MS) {
-      await flushSuppressed();
-      windowStart = at;
-      windowCount = 0;
-    }
-    if (windowCount >= securityBudget) {
-      suppressed += 1;
-      return;
-    }
-    windowCount += 1;
-    try {
-      await store.transact((tx) =>
-        tx.appendAudit({
-          action: 'webhook.signature_invalid',
-          actor: 'gitea:unauthenticated',
-          level: 'security',
-          deliveryId: auditSafe(getHeader(request.headers, 'x-gitea-delivery')),
-          errorCode: reason === 'invalid_form' ? 'invalid_form' : 'invalid_signature',
-          metadata: {
-            remoteAddress: auditSafe(request.remoteAddress),
-            userAgent: auditSafe(getHeader(request.headers, 'user-agent')),
-            event: auditSafe(getHeader(request.headers, 'x-gitea-event')),
-            bodyBytes: request.rawBody.length,
-          },
-        }),
-      );
-    } catch (error) {
-      // The 401 stands either way: it claims nothing, and a failing store must not change what an
-      // unauthenticated caller sees.
-      options.logger?.warn({ err: error instanceof Error ? error.name : 'unknown' }, 'security audit not stored');
-    }
+  const security =
+    options.securityEvents ?? createSecurityEvents({ store, ...(options.now ? { now: () => options.now!().getTime() } : {}), ...(options.logger ? { logger: options.logger } : {}) });
+
+  function auditBadSignature(request: IntakeRequest, reason: string): Promise<void> {
+    return security.record(reason === 'invalid_form' ? 'invalid_form' : 'invalid_signature', request.remoteAddress, {
+      deliveryId: safeValue(getHeader(request.headers, 'x-gitea-delivery')),
+      userAgent: safeValue(getHeader(request.headers, 'user-agent')),
+      event: safeValue(getHeader(request.headers, 'x-gitea-event')),
+      bodyBytes: request.rawBody.length,
+    });
   }
 
   function safely(fn: () => void): void {
@@ -546,10 +516,7 @@ export function createIntake(options: IntakeOptions): Intake {
 
   return {
     handle,
-    flush: flushSuppressed,
-    async close() {
-      clearInterval(flushTimer);
-      await flushSuppressed();
-    },
+    flush: () => security.flush(),
+    close: () => security.close(),
   };
 }

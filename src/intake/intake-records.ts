@@ -60,6 +60,9 @@ export function repositoryRecord(c: NormalizedComment, workspacePath: string, no
     instanceId: c.instanceId,
     owner: c.repo.owner,
     name: c.repo.name,
+    // Gitea's id: renames and transfers are followed by it (the executor asks Gitea before each clone/fetch).
+    repoId: c.repo.id,
+    // As the payload said; informational only: git always uses CCWEB_GITEA_URL + owner/name (issue 15).
     cloneUrl: c.repo.cloneUrl,
     workspacePath,
     defaultBranch: c.repo.defaultBranch,

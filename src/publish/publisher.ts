@@ -29,6 +29,7 @@ import { redactSecrets } from '../workspace/git-credentials.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from '../workspace/run-git.js';
 import { isSafeBranchName } from '../workspace/workspace-manager.js';
 import { resourceWorktreePath } from '../workspace/resource-worktree.js';
+import { cloneUrlFor } from '../webhook/repository-origin.js';
 import { forkLinkMarker, forkPullBranchName, issueBranchName, keptBranchName, pullRequestMarker } from './branch-names.js';
 import { commitMessage, pullRequestBody, pullRequestTitle } from './commit-message.js';
 import { GiteaPullsError, type GiteaPull, type GiteaPullsClient } from './gitea-pulls.js';
@@ -172,6 +173,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
     if (!task) return { ok: false, errorCode: 'publish_failed', message: `task ${taskId} not found`, record: null };
     const repo = store.get<RepositoryRecord>('repositories', task.repoKey);
     if (!repo) return { ok: false, errorCode: 'publish_failed', message: `repository ${task.repoKey} not found`, record: null };
+    // The push goes to the configured Gitea, never to a URL a payload wrote (issue 15).
+    const remoteUrl = cloneUrlFor(options.giteaUrl, repo.owner, repo.name);
     const wt = worktreePathFor(task);
     const summary =
       opts.summary ??
@@ -188,7 +191,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
         logger: options.logger,
         secrets,
         ...(opts.signal ? { signal: opts.signal } : {}),
-        ...(extra.token ? { token: options.token, scopeUrl: repo.cloneUrl } : {}),
+        ...(extra.token ? { token: options.token, scopeUrl: remoteUrl } : {}),
       });
     const must = async (args: string[], extra: { token?: boolean } = {}): Promise<GitResult> => {
       const r = await git(args, extra);
@@ -201,12 +204,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
     };
     const isAncestor = async (a: string, b: string) => (await git(['merge-base', '--is-ancestor', a, b])).ok;
     const lsRemote = async (branch: string): Promise<string | null> => {
-      const r = await must(['ls-remote', '--heads', '--', repo.cloneUrl, `refs/heads/${branch}`], { token: true });
+      const r = await must(['ls-remote', '--heads', '--', remoteUrl, `refs/heads/${branch}`], { token: true });
       const line = r.stdout.split('\n').find((l) => l.endsWith(`\trefs/heads/${branch}`));
       return line ? line.split('\t')[0]! : null;
     };
     const fetchBranch = async (branch: string) =>
-      must(['fetch', '--quiet', '--no-tags', '--', repo.cloneUrl, `+refs/heads/${branch}:refs/remotes/origin/${branch}`], { token: true });
+      must(['fetch', '--quiet', '--no-tags', '--', remoteUrl, `+refs/heads/${branch}:refs/remotes/origin/${branch}`], { token: true });
 
     if (!existsSync(wt)) {
       // A task that never had a worktree (or an older task from before change delivery): nothing to publish.
@@ -310,7 +313,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
         if (now1 && (now1 === pushedHead || (await isAncestor(pushedHead, now1).catch(() => false)))) {
           await record(taskId, {}, { action: 'publish.push_skipped', metadata: { branch: target, head: pushedHead, reason: 'already_on_gitea' } });
         } else {
-          const args = ['push', '--quiet', '--porcelain', '--no-verify', '--', repo.cloneUrl, `${pushedHead}:refs/heads/${target}`];
+          const args = ['push', '--quiet', '--porcelain', '--no-verify', '--', remoteUrl, `${pushedHead}:refs/heads/${target}`];
           const r = await git(args, { token: true });
           if (!r.ok) {
             const text = `${r.stderr}\n${r.stdout}`;

@@ -9,6 +9,8 @@
 //   insert would collide with the first one.
 // - Finished tasks (with their turns, comment records and final actor records) are kept forever
 //   unless CCWEB_TASK_RETENTION_DAYS is set. The audit log is never touched: it is append-only.
+// - `security_events` (failed authentications, aggregated per source and window) expire after
+//   CCWEB_SECURITY_EVENT_RETENTION_DAYS (default 30): each record carries its `expiresAt`.
 // - Before any of that, finished tasks older than CCWEB_ARCHIVE_AFTER_MINUTES are archived
 //   (task-archiver.ts): moved to the store's cold tier, still readable by key. Expiry applies to
 //   archived records too; they are found by scanning the cold tier.
@@ -22,6 +24,7 @@ import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRecord } from '../runtime/actor-runtime.js';
 import type { CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
+import { SECURITY_EVENTS, type SecurityEventRecord } from '../intake/security-events.js';
 import { archiveFinishedTasks, type ArchivedTask, type ArchivedRecordKeys } from './task-archiver.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
@@ -40,6 +43,8 @@ export interface SweepResult {
   deliveries: number;
   triggers: number;
   tasks: number;
+  /** Expired security event records deleted. */
+  securityEvents?: number;
   /** Transactions written. */
   batches: number;
 }
@@ -142,6 +147,17 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
     }),
     'triggers',
   );
+
+  // Aggregated security events (src/intake/security-events.ts) carry their own expiry.
+  const securityExpired = (r: SecurityEventRecord | undefined) => r !== undefined && Date.parse(r.expiresAt) <= now;
+  const security = await candidates<SecurityEventRecord>(store, SECURITY_EVENTS, securityExpired, (r) => r.key);
+  const removedSecurity = await inBatches(store, security, batchSize, (tx, key) => {
+    if (!securityExpired(tx.get<SecurityEventRecord>(SECURITY_EVENTS, key))) return false;
+    tx.delete(SECURITY_EVENTS, key);
+    return true;
+  });
+  result.securityEvents = removedSecurity.removed;
+  result.batches += removedSecurity.batches;
   return result;
 }
 

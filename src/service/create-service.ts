@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Config } from '../config/index.js';
@@ -34,6 +34,14 @@ import { findReplyComments } from '../verification/find-reply.js';
 import { parseMarkers } from '../domain/marker.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
+import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
+import { startDependencyProbe, type DependencyProbe } from '../health/dependency-probe.js';
+import { codexLoginPart, giteaPart, mcpPart } from '../health/service-probes.js';
+import type { ReadinessPart } from '../health/readiness.js';
+import { createSecurityEvents } from '../intake/security-events.js';
+import { checkCommand, checkDataDir, listenError, probeGitea, storeOpenError } from './startup-checks.js';
+import { cachedPermissionLookup } from '../webhook/permission-cache.js';
+import type { RepoPermission } from '../webhook/authorize-actor.js';
 import { createReceiptNotices } from '../receipts/receipt-notice.js';
 import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
 import { configuredLimits } from '../usage/limits.js';
@@ -55,6 +63,8 @@ export interface ServiceOptions {
   retryDelayMs?: number;
   /** Where the service's own logger writes (default stdout); ignored when `logger` is given. */
   logDestination?: NodeJS.WritableStream;
+  /** Aborts a start-up that waits for Gitea (SIGTERM during start). */
+  signal?: AbortSignal;
 }
 
 export interface Service {
@@ -67,12 +77,47 @@ export interface Service {
   close(): Promise<void>;
 }
 
-/** The Gitea login the bot posts as: configured, or learned from the token (`GET /user`). */
-async function resolveBotLogin(config: Config, gitea: GiteaClient): Promise<string> {
-  if (config.botLogin) return config.botLogin;
-  const user = await gitea.getCurrentUser();
-  if (!user.login) throw new Error('could not learn the bot login from GET /api/v1/user: set CCWEB_BOT_LOGIN');
-  return user.login;
+/**
+ * The Gitea login the bot posts as: configured, or learned from the token (`GET /user`). A token
+ * Gitea rejects stops the start (OperatorError); an unreachable Gitea does not: with
+ * CCWEB_BOT_LOGIN set the service starts and reports not-ready, without it the service waits and
+ * retries (one log line per attempt) until Gitea answers or it is told to stop.
+ */
+async function resolveBotLogin(config: Config, gitea: GiteaClient, logger: Logger, signal: AbortSignal | undefined): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const probe = await probeGitea(gitea, config.giteaUrl);
+    if (probe.ok) {
+      if (config.botLogin && probe.login.toLowerCase() !== config.botLogin.toLowerCase()) {
+        logger.warn({ tokenLogin: probe.login, botLogin: config.botLogin }, 'the token belongs to another user than CCWEB_BOT_LOGIN: replies will be posted as the token user and not be recognised as the bot');
+      }
+      return config.botLogin ?? probe.login;
+    }
+    if (config.botLogin) {
+      logger.warn({ giteaUrl: config.giteaUrl, error: probe.reason }, 'Gitea is not reachable at start [CCWEB_GITEA_URL]: starting anyway, /readyz reports not ready until it answers');
+      return config.botLogin;
+    }
+    const delayMs = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5));
+    logger.error(
+      { giteaUrl: config.giteaUrl, error: probe.reason, attempt, retryInMs: delayMs },
+      'Gitea is not reachable [CCWEB_GITEA_URL]: the bot login is learned from it; retrying (set CCWEB_BOT_LOGIN to start without Gitea, check the URL and that Gitea runs)',
+    );
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, delayMs);
+      signal?.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+    if (signal?.aborted) throw new StartAborted();
+  }
+}
+
+/** Start-up was cancelled by a signal before the service was up. */
+export class StartAborted extends Error {
+  override readonly name = 'StartAborted';
+  constructor() {
+    super('start-up aborted');
+  }
 }
 
 /**
@@ -91,16 +136,30 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
   const metrics = createMetrics();
+  const probes: DependencyProbe[] = [];
+  // Operator mistakes first, before anything is opened: each is one line with the key and the fix.
+  checkDataDir(config.dataDir);
+  checkCommand(config.codexCommand, 'CCWEB_CODEX_COMMAND', 'the Codex command', 'unset it to use the bundled @openai/codex, or set it to the codex executable');
+  checkCommand(
+    config.giteaMcpCommand,
+    'CCWEB_GITEA_MCP_COMMAND',
+    'the gitea-mcp command',
+    'install gitea-mcp (scripts/install-gitea-mcp.sh) and set it to its path',
+  );
   // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
   // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
   const { sandbox: agentSandbox, connection: codexConnection } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
   const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
-  const botLogin = await resolveBotLogin(config, gitea);
+  const botLogin = await resolveBotLogin(config, gitea, logger, options.signal);
 
   const store = createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
   metrics.timeStoreCommits(store);
-  await store.open();
+  try {
+    await store.open();
+  } catch (error) {
+    throw storeOpenError(error, config.dataDir);
+  }
   correlation.deliveryIdOf = (taskId) => store.get<TaskRecord>('tasks', taskId)?.deliveryId;
   metrics.watchQueue(() => queuedTasksByRepo(store));
 
@@ -188,9 +247,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     workspace: createWorkspaceAdapter({
       root: config.workspaceRoot,
       token: config.giteaToken,
+      giteaUrl: config.giteaUrl,
       worktrees: { branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix },
     }),
     publisher,
+    currentRepository: async (repo) => {
+      const id = Number(repo['repoId']);
+      if (!Number.isSafeInteger(id) || id <= 0) return null;
+      const found = await gitea.getRepositoryById(id);
+      return { owner: found.owner.login, name: found.name };
+    },
     sessions,
     verification,
     replyExists: async (task, turn) => {
@@ -222,14 +288,24 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
   const notices = createReceiptNotices({ store, runtime, gitea, limits, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
+  // Failed authentications (webhook signatures, admin tokens): counted per source and window, expiring.
+  const securityEvents = createSecurityEvents({
+    store,
+    retentionMs: (config.securityEventRetentionDays ?? DEFAULTS.securityEventRetentionDays) * DAY_MS,
+    logger: logger.child({ part: 'security' }),
+  });
   const intake = createIntake({
+    securityEvents,
     store,
     runtime,
     botLogin,
     secrets: config.webhookSecret,
     allowUsers: config.allowUsers,
     denyUsers: config.denyUsers,
-    fetchPermission: async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as never,
+    repositoryHosts: allowedRepositoryHosts(config.giteaUrl, config.giteaPublicUrl),
+    fetchPermission: cachedPermissionLookup(
+      async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as RepoPermission,
+    ),
     workspaceRoot: config.workspaceRoot,
     quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
@@ -244,6 +320,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     store,
     runtime,
     adminToken: config.adminToken,
+    securityEvents,
     agentIsolation,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
@@ -251,12 +328,36 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     providerHold,
     logger: logger.child({ part: 'api' }),
   });
+  // Outside dependencies, checked at start and periodically; /readyz reads the last results.
+  const onProbeChange = (name: string) => (part: ReadinessPart) =>
+    (part.ok ? logger.info.bind(logger) : logger.warn.bind(logger))({ dependency: name, ok: part.ok, detail: part.detail }, `readiness: ${name} ${part.ok ? 'ok' : 'not ok'}`);
+  const giteaProbe = startDependencyProbe(() => giteaPart(gitea), { intervalMs: 30_000, timeoutMs: 15_000, onChange: onProbeChange('gitea') });
+  const mcpArgs = options.mcpArgs ?? ['-t', 'stdio', '-host', config.giteaUrl];
+  const mcpProbe = startDependencyProbe(
+    () => mcpPart(config.giteaMcpCommand, mcpArgs, { GITEA_HOST: config.giteaUrl, GITEA_ACCESS_TOKEN: config.giteaToken }, 20_000),
+    { intervalMs: 5 * 60_000, timeoutMs: 30_000, onChange: onProbeChange('mcp') },
+  );
+  const codexLoginProbe = startDependencyProbe(
+    async () => {
+      // Asked only of a ready app-server (its own readiness part covers start-up and restarts).
+      if (supervisor.state()?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server' };
+      return codexLoginPart(await supervisor.connection({ timeoutMs: 5_000 }), 15_000);
+    },
+    { intervalMs: 5 * 60_000, retryMs: 5_000, timeoutMs: 30_000, onChange: onProbeChange('codexLogin') },
+  );
+  probes.push(giteaProbe, mcpProbe, codexLoginProbe);
+
   const app = createApp({
+    middleware: operators.middleware,
     routers: [
       createOpsRouter({
         metrics,
         webhookPath: config.webhookPath,
-        readiness: createReadiness({ store, appServerState: () => supervisor.state()?.state }),
+        readiness: createReadiness({
+          store,
+          appServerState: () => supervisor.state()?.state,
+          dependencies: { gitea: giteaProbe.current, mcp: mcpProbe.current, codexLogin: codexLoginProbe.current },
+        }),
         readyDetails: () => ({ providerHold: providerHold.status() }),
       }),
       createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }),
@@ -266,7 +367,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   // The app-server starts in the background: intake and the API answer while Codex boots.
-  supervisor.start().catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
+  supervisor
+    .start()
+    .then(() => codexLoginProbe.refresh())
+    .catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
   await notices.start();
   scheduler.start();
@@ -280,9 +384,37 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'retention' }),
   });
 
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
-  });
+  async function stopParts(): Promise<void> {
+    for (const probe of probes) probe.stop();
+    operators.close();
+    await intake.close();
+    await securityEvents.close();
+    await retention.stop();
+    receipts.stop();
+    notices.stop();
+    await scheduler.stop();
+    await providerHold.flush();
+    await supervisor.stop();
+    await runtime?.settled();
+    runtime?.stopAll();
+    await store.close();
+  }
+
+  let server: Server;
+  try {
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = createServer(app.callback());
+      s.once('error', reject);
+      s.listen(config.port, config.host, () => {
+        s.off('error', reject);
+        resolve(s);
+      });
+    });
+  } catch (error) {
+    // Leave nothing running and the data directory unlocked, then say why in one line.
+    await stopParts().catch(() => undefined);
+    throw listenError(error, config);
+  }
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host}:${port}`;
   logger.info({ url, botLogin, webhookPath: config.webhookPath }, 'ccweb-gitea listening');
@@ -294,18 +426,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger,
     metrics,
     async close() {
+      // Event streams end first, then idle keep-alive connections: either would hold close() open.
       operators.close();
-      await new Promise<void>((r) => server.close(() => r()));
-      await intake.close();
-      await retention.stop();
-      receipts.stop();
-      notices.stop();
-      await scheduler.stop();
-      await providerHold.flush();
-      await supervisor.stop();
-      await runtime?.settled();
-      runtime?.stopAll();
-      await store.close();
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      await closed;
+      await stopParts();
     },
   };
 }

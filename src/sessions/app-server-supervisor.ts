@@ -130,7 +130,11 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     try {
       await started;
     } catch (err) {
-      logger.error({ error: errorText(err).slice(0, 300), generation: gen }, 'codex app-server start-up failed');
+      // One line an operator can act on (issue 15): what failed, which keys to look at, what to run.
+      logger.error(
+        { error: errorText(err).slice(0, 300), generation: gen, keys: ['CCWEB_CODEX_COMMAND', 'CODEX_HOME'] },
+        'codex app-server start-up failed [CCWEB_CODEX_COMMAND, CODEX_HOME]: retrying with backoff, /readyz reports it; run `ccweb-gitea doctor` to see why (a broken CODEX_HOME/config.toml, a codex binary that does not run here)',
+      );
       await c.close({ graceMs: 200, termMs: 500 }).catch(() => undefined);
       onExit(null, null, 'initialize_failed');
       return;

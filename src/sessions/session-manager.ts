@@ -33,6 +33,7 @@ import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import type { SessionContext, SessionEvent } from '../../machines/session.js';
 import type { AppServerSupervisor } from './app-server-supervisor.js';
+import { withFullTexts } from '../tasks/task-texts.js';
 import { developerInstructions, instructionContextFor, plainTurnText, turnInputText } from './developer-instructions.js';
 import { classifyMcpStartError, preflightMcpCommand } from './mcp-preflight.js';
 import { SESSION_KIND, newSessionRecord, sessionActorId } from './session-actor.js';
@@ -356,7 +357,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       ? store.byIndex<TurnRecord>('turns', 'taskId', task.taskId).filter((t) => t.kind === 'normal').at(-1)
       : undefined;
     const marker = original?.marker ?? formatMarker({ taskId: task.taskId, turnKey, resourceKey: task.resourceKey });
-    const instructions = [developerInstructions(instructionContextFor(task, options.giteaUrl, marker, options.botLogin)), options.dynamicTools?.instructions]
+    // Long comment texts are stored once, outside the task record (src/tasks/task-texts.ts).
+    const whole = withFullTexts(store, task);
+    const instructions = [developerInstructions(instructionContextFor(whole, options.giteaUrl, marker, options.botLogin)), options.dynamicTools?.instructions]
       .filter((x): x is string => typeof x === 'string' && x.length > 0)
       .join('\n\n');
     // Replies count from the last turn that finished (the one that asked): a retry of an interrupted
@@ -365,7 +368,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       .byIndex<TurnRecord>('turns', 'taskId', task.taskId)
       .filter((t) => t.kind === 'normal' && t.status === 'completed')
       .at(-1)?.startedAt;
-    const input = turnInputText(task, {
+    const input = turnInputText(whole, {
       kind: opts.kind,
       marker,
       ...(previousTurnStart ? { repliesSince: previousTurnStart } : {}),

@@ -273,7 +273,8 @@ export class MemoryState {
       const [kind, a, b, c] = op as unknown[];
       if ((kind === 'p' || kind === 'c') && typeof a === 'string' && typeof b === 'string' && c && typeof c === 'object') {
         assertCollection(a);
-        checked.push([kind, a, b, deepFreeze(c as StoredRecord)]);
+        // (A cast: TypeScript stops distributing the kind × collection tuple beyond 25 combinations.)
+        checked.push([kind, a, b, deepFreeze(c as StoredRecord)] as Op);
       } else if (kind === 'd' && typeof a === 'string' && typeof b === 'string') {
         assertCollection(a);
         checked.push(['d', a, b]);

@@ -145,7 +145,8 @@ export class Transaction implements Tx {
       const stored = frozenJsonCopy(value, json);
       const id = `${collection}\u0000${key}`;
       const kind = this.#archived.has(id) ? 'c' : 'p';
-      this.ops.push(this.#fresh.has(id) ? [kind, collection, key, stored, true] : [kind, collection, key, stored]);
+      // (Casts: TypeScript stops distributing the kind × collection tuple beyond 25 combinations.)
+      this.ops.push(this.#fresh.has(id) ? ([kind, collection, key, stored, true] as Op) : ([kind, collection, key, stored] as Op));
       this.#opTexts.push(`["${kind}",${JSON.stringify(collection)},${JSON.stringify(key)},${json}]`);
     }
     for (const [op, text] of this.#audits) {

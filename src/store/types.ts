@@ -22,6 +22,9 @@ export const COLLECTIONS = [
   'control_requests',
   // Usage and budgets (src/usage/): daily sums per repository and per user, per-repository limits.
   'usage',
+  // Appended last: cold-tier index files number collections by position.
+  'security_events',
+  'task_texts',
 ] as const;
 
 export type CollectionName = (typeof COLLECTIONS)[number];

@@ -4,9 +4,10 @@
 // 1. deny list (case-insensitive logins) → not authorised, whatever their permissions;
 // 2. allow list, when set and non-empty → the login must be on it (an extra requirement, never a
 //    bypass of the permission check);
-// 3. the signed `repository.permissions` from the webhook (the commenter's own permissions):
-//    `push` or `admin` → allowed; present but neither → not authorised (no API call);
-// 4. absent → ask Gitea (`GET /repos/{o}/{r}/collaborators/{user}/permission`) through
+// 3. the signed `repository.permissions` from the webhook is a hint, never the decision (issue 15:
+//    every repository admin who added the webhook knows the secret and can sign any payload): present
+//    without `push`/`admin` → not authorised (no API call: a forged "no" only hurts its forger);
+// 4. otherwise ask Gitea (`GET /repos/{o}/{r}/collaborators/{user}/permission`) through
 //    `fetchPermission`: `write`/`admin`/`owner` → allowed, `none`/`read` → not authorised;
 //    a throw or an unknown answer → `permission_check_failed` (fail closed).
 
@@ -20,7 +21,7 @@ export interface AuthorizeActorInput {
   fetchPermission: (login: string) => Promise<RepoPermission>;
 }
 
-export type AuthorizeVia = 'webhook_permissions' | 'permission_api';
+export type AuthorizeVia = 'permission_api';
 
 export type AuthorizeResult =
   | { allowed: true; via: AuthorizeVia }
@@ -37,10 +38,8 @@ export async function authorizeActor(input: AuthorizeActorInput): Promise<Author
   if (allowList !== undefined && allowList.length > 0 && !listed(allowList, login)) {
     return { allowed: false, reason: 'actor_not_authorized' };
   }
-  if (permissions !== undefined && permissions !== null) {
-    return permissions.push === true || permissions.admin === true
-      ? { allowed: true, via: 'webhook_permissions' }
-      : { allowed: false, reason: 'actor_not_authorized' };
+  if (permissions !== undefined && permissions !== null && permissions.push !== true && permissions.admin !== true) {
+    return { allowed: false, reason: 'actor_not_authorized' };
   }
   let permission: unknown;
   try {

@@ -8,7 +8,7 @@ import { getHeader, type WebhookHeaders } from './headers.js';
 import type { CommentEventType, NormalizedComment } from './normalize-comment.js';
 import { parseCommand, type ParsedCommand } from './mention.js';
 
-export { findMentions, maskNonProse, mentionsBot, parseCommand, type ParsedCommand } from './mention.js';
+export { findMentions, mentionsBot, parseCommand, visibleProse, type ParsedCommand } from './mention.js';
 
 export type IgnoreReason =
   | 'unsupported_event'

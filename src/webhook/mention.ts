@@ -8,125 +8,101 @@
 // - right of the login: end of text or a character that cannot continue a Gitea login (ASCII letter,
 //   digit, `_`, `-`, or `.` followed by one of those) — so `@ccweb-botx` and `@ccweb-bot-2` are other
 //   users, while `@ccweb-bot.`, `@ccweb-bot,` and `@ccweb-bot请` are mentions.
-// Text that is not prose does not count: fenced code blocks (``` or ~~~, CommonMark rules for
-// opening/closing; an unclosed fence runs to the end), inline code spans (matching backtick runs
-// within one paragraph), and lines starting with `>` (quotes; replies usually quote the bot).
-// Not handled (documented gaps): indented (4-space) code blocks, HTML comments, CommonMark "lazy"
-// quote continuation lines (a line after `> …` without its own `>` counts as prose).
+// Only text Gitea shows as prose counts (issue 15: a mention hidden in an HTML comment started a task).
+// The comment is parsed as CommonMark + GFM tables/strikethrough by markdown-it (Gitea renders with
+// goldmark, CommonMark + GFM) and only the text of paragraphs, headings, list items and table cells
+// is searched. Not prose: fenced and indented code blocks, inline code spans, HTML comments and any
+// other raw HTML (blocks and inline tags), link texts and image alt texts, link reference
+// definitions, and block quotes including their lazy continuation lines (replies usually quote the
+// bot). test/integration/mention-gitea-oracle.test.ts checks this against real Gitea's rendering.
+// Deliberate differences from where Gitea draws mention links: `\@ccweb-bot` (a backslash escape, how
+// a user writes the name without calling the bot) is not a mention, and `请@ccweb-bot` right after
+// CJK text is (Gitea wants a space or punctuation before `@`; CJK is written without spaces).
+import MarkdownIt from 'markdown-it';
 
 export type ParsedCommand = { kind: 'stop' } | { kind: 'instruction'; text: string };
 
-const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-const QUOTE = /^ {0,3}>/;
 /** Characters that, right before `@`, make it part of something else (e-mail, path, word, escape). */
 const LEFT_BLOCKER = /[A-Za-z0-9_.+\-@/\\=%&]/;
 /** Characters a Gitea login can continue with. */
 const LOGIN_CHAR = /[A-Za-z0-9_-]/;
 
+// `default` = CommonMark + GFM tables and strikethrough; raw HTML recognised (as Gitea does) so that
+// it can be left out; no linkify (a bare URL's `/@bot` is excluded by LEFT_BLOCKER anyway).
+const md = new MarkdownIt('default', { html: true, linkify: false });
+// Keep backslash escapes as their own tokens: `\@bot` must stay recognisable as escaped.
+md.core.ruler.disable('text_join');
+
+type Token = ReturnType<typeof md.parse>[number];
+
+const NEEDS_PARSE = /[<`~>[\]\\&*_\t]|(?:^|\n) {4}/;
+
+function inlineText(children: readonly Token[]): string {
+  let out = '';
+  let linkDepth = 0;
+  for (const t of children) {
+    switch (t.type) {
+      case 'link_open':
+        linkDepth++;
+        out += ' ';
+        break;
+      case 'link_close':
+        linkDepth = Math.max(0, linkDepth - 1);
+        out += ' ';
+        break;
+      case 'text':
+        out += linkDepth > 0 ? ' ' : t.content;
+        break;
+      case 'text_special':
+        // An escape keeps its backslash (so `\@bot` is blocked on the left); an entity its text.
+        out += linkDepth > 0 ? ' ' : t.info === 'escape' ? t.markup : t.content;
+        break;
+      case 'softbreak':
+      case 'hardbreak':
+        out += '\n';
+        break;
+      default:
+        // code_inline, html_inline, image, emphasis markers: not prose, but a word boundary.
+        out += ' ';
+    }
+  }
+  return out;
+}
+
 /**
- * `body` with every non-prose character (code, quotes) replaced by a space; line breaks and
- * length are kept, so offsets into the result are offsets into `body`.
+ * The text Gitea shows as prose (see the file comment), blocks separated by line breaks. Code, raw
+ * HTML, link texts and quotes are left out.
  */
-export function maskNonProse(body: string): string {
-  const out = body.split('');
-  const lines: Array<{ start: number; text: string }> = [];
-  let pos = 0;
-  for (const raw of body.split('\n')) {
-    lines.push({ start: pos, text: raw.endsWith('\r') ? raw.slice(0, -1) : raw });
-    pos += raw.length + 1;
+export function visibleProse(body: string): string {
+  // Without any character that can hide text or move a word boundary (HTML, code, quotes, links,
+  // escapes, entities, emphasis) and without indented lines, every character is prose: most
+  // comments, and the parse costs ≈ 20 µs even for a one-liner.
+  if (!NEEDS_PARSE.test(body)) return body;
+  const tokens = md.parse(body, {});
+  const parts: string[] = [];
+  let quoteDepth = 0;
+  for (const t of tokens) {
+    if (t.type === 'blockquote_open') quoteDepth++;
+    else if (t.type === 'blockquote_close') quoteDepth = Math.max(0, quoteDepth - 1);
+    else if (t.type === 'inline' && quoteDepth === 0) parts.push(inlineText(t.children ?? []));
   }
-  const blank = (i: number, len: number) => {
-    for (let k = i; k < i + len; k++) out[k] = ' ';
-  };
-
-  // Block level: fences and quotes.
-  const prose: boolean[] = [];
-  let fence: { char: string; len: number } | undefined;
-  for (const line of lines) {
-    if (fence !== undefined) {
-      const m = FENCE_OPEN.exec(line.text);
-      if (m && m[1]![0] === fence.char && m[1]!.length >= fence.len && m[2]!.trim() === '') fence = undefined;
-      blank(line.start, line.text.length);
-      prose.push(false);
-      continue;
-    }
-    const open = FENCE_OPEN.exec(line.text);
-    if (open && !(open[1]![0] === '`' && open[2]!.includes('`'))) {
-      fence = { char: open[1]![0]!, len: open[1]!.length };
-      blank(line.start, line.text.length);
-      prose.push(false);
-      continue;
-    }
-    if (QUOTE.test(line.text)) {
-      blank(line.start, line.text.length);
-      prose.push(false);
-      continue;
-    }
-    prose.push(line.text.trim() !== '');
-  }
-
-  // Inline code spans, within each paragraph (a run of consecutive non-blank prose lines).
-  for (let i = 0; i < lines.length; ) {
-    if (!prose[i]) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j + 1 < lines.length && prose[j + 1]) j++;
-    const start = lines[i]!.start;
-    const end = lines[j]!.start + lines[j]!.text.length;
-    maskCodeSpans(body, out, start, end);
-    i = j + 1;
-  }
-  return out.join('');
-}
-
-function runLength(text: string, at: number, end: number): number {
-  let n = 0;
-  while (at + n < end && text[at + n] === '`') n++;
-  return n;
-}
-
-function maskCodeSpans(text: string, out: string[], start: number, end: number): void {
-  let i = start;
-  while (i < end) {
-    if (text[i] !== '`') {
-      i++;
-      continue;
-    }
-    const n = runLength(text, i, end);
-    // Find a closing run of exactly n backticks.
-    let k = i + n;
-    let close = -1;
-    while (k < end) {
-      if (text[k] === '`') {
-        const m = runLength(text, k, end);
-        if (m === n) {
-          close = k;
-          break;
-        }
-        k += m;
-      } else {
-        k++;
-      }
-    }
-    if (close === -1) {
-      i += n; // a lone backtick run is literal text
-      continue;
-    }
-    for (let x = i; x < close + n; x++) if (out[x] !== '\n' && out[x] !== '\r') out[x] = ' ';
-    i = close + n;
-  }
+  return parts.join('\n');
 }
 
 function escapeRegExp(value: string): string {
   return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** Offsets `[start, end)` of every mention of `botLogin` in `body` that counts (see file comment). */
+/**
+ * Offsets `[start, end)` into `visibleProse(body)` of every mention of `botLogin` that counts (see
+ * file comment).
+ */
 export function findMentions(body: string, botLogin: string): Array<{ start: number; end: number }> {
+  return mentionsIn(visibleProse(body), botLogin);
+}
+
+function mentionsIn(masked: string, botLogin: string): Array<{ start: number; end: number }> {
   if (botLogin === '') return [];
-  const masked = maskNonProse(body);
   const re = new RegExp('@' + escapeRegExp(botLogin), 'gi');
   const found: Array<{ start: number; end: number }> = [];
   for (let m = re.exec(masked); m !== null; m = re.exec(masked)) {
@@ -144,8 +120,10 @@ export function findMentions(body: string, botLogin: string): Array<{ start: num
   return found;
 }
 
-/** True when `body` mentions `@botLogin` in prose (not in code or a quote). */
+/** True when `body` mentions `@botLogin` in prose (not in code, HTML, a link or a quote). */
 export function mentionsBot(body: string, botLogin: string): boolean {
+  // Most comments never name the bot: skip the Markdown parse for them.
+  if (!body.toLowerCase().includes(`@${botLogin.toLowerCase()}`)) return false;
   return findMentions(body, botLogin).length > 0;
 }
 
@@ -155,9 +133,11 @@ export function mentionsBot(body: string, botLogin: string): boolean {
  * `Hey @ccweb-bot STOP!`. Otherwise an instruction whose text is the whole comment body, untouched.
  */
 export function parseCommand(body: string, botLogin: string): ParsedCommand | null {
-  const first = findMentions(body, botLogin)[0];
+  if (botLogin === '' || !body.toLowerCase().includes(`@${botLogin.toLowerCase()}`)) return null;
+  const prose = visibleProse(body);
+  const first = mentionsIn(prose, botLogin)[0];
   if (first === undefined) return null;
-  const rest = body.slice(first.end).trim();
+  const rest = prose.slice(first.end).trim();
   if (/^stop[.!]?$/i.test(rest)) return { kind: 'stop' };
   return { kind: 'instruction', text: body };
 }

@@ -19,7 +19,7 @@ export interface NormalizedComment {
   eventType: CommentEventType;
   /** `created` | `edited` | `deleted` as Gitea sent it; `classifyComment` decides what to do with it. */
   action: string;
-  repo: { id: number; owner: string; name: string; fullName: string; cloneUrl: string; defaultBranch: string };
+  repo: { id: number; owner: string; name: string; fullName: string; cloneUrl: string; htmlUrl: string; sshUrl: string; defaultBranch: string };
   /** `default:<owner>/<repo>` */
   repoKey: string;
   resource: { kind: ResourceKind; number: number; title: string; htmlUrl: string };
@@ -90,6 +90,9 @@ const RepositorySchema = z.object({
   name: z.string().refine(isSafeName, 'unsafe repository name'),
   full_name: z.string(),
   clone_url: z.string().min(1),
+  // Only checked against the configured Gitea host (repository-origin.ts), never used.
+  html_url: z.string().nullish(),
+  ssh_url: z.string().nullish(),
   default_branch: z.string(),
   permissions: PermissionsSchema.nullish(),
 });
@@ -225,6 +228,8 @@ export function normalizeComment(
       name,
       fullName: p.repository.full_name,
       cloneUrl: p.repository.clone_url,
+      htmlUrl: p.repository.html_url ?? '',
+      sshUrl: p.repository.ssh_url ?? '',
       defaultBranch: p.repository.default_branch,
     },
     repoKey,

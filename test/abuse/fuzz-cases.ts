@@ -332,7 +332,8 @@ export function caseFactories(secret: string): CaseFactory[] {
         const target = post ? pick(rand, ['/control/pause', '/control/resume', '/repos/default:acme%2Fwidget/disable', '/tasks/x/cancel', '/events/ticket']) : path;
         const body = post ? Buffer.from(JSON.stringify({ requestId: randomUUID(), operator: 'mallory', reason: 'x' })) : undefined;
         const headers = [...(auth ? [auth] : []), ...(body ? ['Content-Type: application/json', `Content-Length: ${body.length}`] : [])];
-        return { category: 'admin API without/with a wrong token', request: { method: post ? 'POST' : 'GET', path: `${API_PREFIX}${target}`, headers, ...(body ? { body } : {}) }, expect: [401], webhook: false };
+        // 429 once the client failed 10 times within a minute (issue 15: failed admin authentications are limited).
+        return { category: 'admin API without/with a wrong token', request: { method: post ? 'POST' : 'GET', path: `${API_PREFIX}${target}`, headers, ...(body ? { body } : {}) }, expect: [401, 429], webhook: false };
       },
     },
     {
@@ -353,7 +354,9 @@ export function caseFactories(secret: string): CaseFactory[] {
             : method === 'OPTIONS'
               ? [200, 204]
               : [405]
-          : [400, 401, 404, 405];
+          : full.startsWith(`${API_PREFIX}/`)
+            ? [400, 401, 404, 405, 429] // 429: this client already failed 10 admin authentications this minute
+            : [400, 401, 404, 405];
         return { category: 'random paths and methods', request: { method, path: full, headers: [] }, expect, webhook: false };
       },
     },

@@ -209,7 +209,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const revoked = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot revoked', 4101), secret: 'revoked-secret' });
     expect((await harness.post(revoked.body, revoked.headers)).status).toBe(401);
     expect(harness.store.count('tasks')).toBe(2);
-    expect(harness.auditActions().filter((a) => a === 'webhook.signature_invalid')).toHaveLength(1);
+    expect(harness.store.list<{ kind: string; count: number }>('security_events')).toMatchObject([{ kind: 'invalid_signature', count: 1 }]);
   });
 
   it('unicode, RTL and bidi control characters are stored byte-exact as the instruction', async () => {
@@ -416,14 +416,16 @@ describe('401: missing or wrong signature — a security audit event and nothing
       const res = await harness.post(body(f().body), headers());
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: 'unauthorized' });
-      expect(harness.counts()).toEqual(expectedCounts({}));
-      const events = harness.store.audit();
+      // Issue 15: not one audit event per request, but one expiring record per source and window.
+      expect(harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
+      expect(harness.store.audit()).toEqual([]);
+      const events = harness.store.list('security_events');
       expect(events).toHaveLength(1);
       expect(events[0]).toMatchObject({
-        action: 'webhook.signature_invalid',
-        level: 'security',
-        deliveryId: f().deliveryId,
-        metadata: { remoteAddress: '127.0.0.1', userAgent: 'Go-http-client/1.1' },
+        kind: 'invalid_signature',
+        source: '127.0.0.1',
+        count: 1,
+        sample: { deliveryId: f().deliveryId, userAgent: 'Go-http-client/1.1' },
       });
       const stored = JSON.stringify(events[0]);
       expect(stored).not.toContain('please fix');
@@ -437,8 +439,8 @@ describe('401: missing or wrong signature — a security audit event and nothing
     const body = Buffer.from('other=1');
     const res = await harness.post(body, { ...signedHeaders(f().headers, body), 'Content-Type': 'application/x-www-form-urlencoded' });
     expect(res).toMatchObject({ status: 401, body: { error: 'unauthorized' } });
-    expect(harness.counts()).toEqual(expectedCounts({}));
-    expect(harness.auditActions()).toEqual(['webhook.signature_invalid']);
+    expect(harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
+    expect(harness.store.list('security_events')).toMatchObject([{ kind: 'invalid_form', count: 1 }]);
   });
 });
 
@@ -577,7 +579,7 @@ describe('415 and 413: content type and size, checked before anything is read or
   });
 });
 
-describe('who may trigger: write/admin, signed permissions first, else the API, fail closed', () => {
+describe('who may trigger: write/admin confirmed by the API (signed permissions only a hint), fail closed', () => {
   function expectRejectedTask(harness: IntakeHarness, res: { status: number; body: any }, reason: string, deliveryId: string) {
     const taskId = taskIdFor(`default:${deliveryId}`);
     expect(res.status).toBe(200);
@@ -599,8 +601,22 @@ describe('who may trigger: write/admin, signed permissions first, else the API, 
     expect(harness.permissionCalls).toEqual([]);
   });
 
-  it('admin without push (signed) → accepted', async () => {
-    const harness = await start();
+  // Issue 15, finding 1: the payload's permissions were the decision; anyone knowing the secret could sign push: true.
+  it('signed push: true for a user Gitea says has no access → rejected (the API decides)', async () => {
+    const harness = await start({ fetchPermission: async () => 'none' });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: true, pull: true }; } });
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expect(harness.permissionCalls).toEqual([['alice', 'widgets', 'bob']]);
+  });
+
+  it('signed push: true and the permission API failing → rejected (fail closed)', async () => {
+    const harness = await start({ fetchPermission: async () => { throw new Error('connection refused'); } });
+    const d = delivery('issue_comment_created_on_issue');
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'permission_check_failed', d.deliveryId);
+  });
+
+  it('admin without push (signed), API says admin → accepted', async () => {
+    const harness = await start({ fetchPermission: async () => 'admin' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: false, pull: true }; } });
     expect((await harness.post(d.body, d.headers)).status).toBe(202);
   });

@@ -27,10 +27,14 @@ export interface ApiHarness {
   close(): Promise<void>;
 }
 
-/** `kinds`: the actor kinds the runtime hosts (the task kind alone unless a test needs more). */
+/**
+ * `kinds`: the actor kinds the runtime hosts (the task kind alone unless a test needs more).
+ * `maxAuthFailures`: failed admin authentications per client before 429 (the service's default is
+ * 10); unlimited unless given, because most tests here send many wrong tokens on purpose.
+ */
 export async function startApiHarness(
   kinds: ActorKind[] = [taskKind()],
-  options: { agentIsolation?: OperatorDeps['agentIsolation'] } = {},
+  options: { agentIsolation?: OperatorDeps['agentIsolation']; maxAuthFailures?: number } = {},
 ): Promise<ApiHarness> {
   const { store, runtime, close } = await createTestRuntime(kinds);
   const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
@@ -38,13 +42,14 @@ export async function startApiHarness(
     store,
     runtime,
     adminToken: ADMIN_TOKEN,
+    maxAuthFailures: options.maxAuthFailures ?? Number.MAX_SAFE_INTEGER,
     ...(options.agentIsolation ? { agentIsolation: options.agentIsolation } : {}),
     onControlChanged: () => {
       harness.controlChanges += 1;
     },
     onAbortRequested: (taskId) => harness.aborts.push(taskId),
   });
-  const app = createApp({ routers: operator.routers });
+  const app = createApp({ routers: operator.routers, middleware: operator.middleware });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -63,10 +63,9 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
   const permissionCalls: Array<[string, string, string]> = [];
   const accepted: string[] = [];
   const stops: string[][] = [];
-  const fetchPermission =
-    options.fetchPermission ?? (async (): Promise<RepoPermission> => {
-      throw new Error('no permission API in this test');
-    });
+  // Gitea's collaborator-permission API (a double: intake always confirms write access with it,
+  // issue 15): `write` for everyone unless a test says otherwise.
+  const fetchPermission = options.fetchPermission ?? (async (): Promise<RepoPermission> => 'write');
   const intake = createIntake({
     store,
     runtime,

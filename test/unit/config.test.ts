@@ -264,3 +264,18 @@ describe('bundledCodexCommand', () => {
     expect(command).toMatch(/@openai[\\/]codex[\\/]bin[\\/]codex\.js$/);
   });
 });
+
+// Issue 15, finding 9: a misspelled environment key was silently ignored.
+describe('unknown CCWEB_* environment variables', () => {
+  it('are an error naming the variable, with "did you mean" for a near miss', () => {
+    const e = configError(() => load({ ...REQUIRED, CCWEB_PROT: '9000' }));
+    expect(e.problems).toEqual(['unknown environment variable CCWEB_PROT: did you mean CCWEB_PORT? Rename it.']);
+    const far = configError(() => load({ ...REQUIRED, CCWEB_SOMETHING_ELSE_ENTIRELY: 'x' }));
+    expect(far.message).toContain('CCWEB_SOMETHING_ELSE_ENTIRELY');
+    expect(far.message).toContain('config-reference');
+  });
+
+  it('tooling variables (CCWEB_BUILD_DIR, CCWEB_CHROMIUM, CCWEB_GITEA_FIXTURES, CCWEB_TEST_*) and empty ones are not', () => {
+    expect(() => load({ ...REQUIRED, CCWEB_BUILD_DIR: 'dist-test', CCWEB_CHROMIUM: '/usr/bin/chromium', CCWEB_GITEA_FIXTURES: '/x', CCWEB_TEST_SLOW_PROFILE: '30', CCWEB_UNSET: undefined })).not.toThrow();
+  });
+});

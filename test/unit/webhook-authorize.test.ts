@@ -6,22 +6,27 @@ import { loadFixture, mutatedDelivery } from '../support/webhook-fixtures.js';
 const never = () => Promise.reject(new Error('must not be called'));
 
 describe('authorizeActor', () => {
-  it('the fixture commenter (signed push permission) is allowed without an API call', async () => {
+  // Issue 15, finding 1: a signed payload claiming push for a user without access got a run.
+  it('signed push permission is only a hint: Gitea is asked, and its "none" wins', async () => {
     const { body, headers } = loadFixture('issue_comment_created_on_issue');
     const r = normalizeComment(headers, body);
     if (!r.ok) throw new Error(r.issues);
-    const fetchPermission = vi.fn(never);
-    expect(await authorizeActor({ login: r.value.actor.login, permissions: r.value.permissions, fetchPermission })).toEqual({
-      allowed: true,
-      via: 'webhook_permissions',
+    expect(r.value.permissions?.push).toBe(true);
+    const denied = vi.fn(async (): Promise<RepoPermission> => 'none');
+    expect(await authorizeActor({ login: r.value.actor.login, permissions: r.value.permissions, fetchPermission: denied })).toEqual({
+      allowed: false,
+      reason: 'actor_not_authorized',
     });
-    expect(fetchPermission).not.toHaveBeenCalled();
-  });
-
-  it('admin without push is allowed', async () => {
-    expect(await authorizeActor({ login: 'a', permissions: { admin: true, push: false, pull: true }, fetchPermission: never })).toEqual({
+    expect(denied).toHaveBeenCalledWith(r.value.actor.login);
+    const granted = vi.fn(async (): Promise<RepoPermission> => 'write');
+    expect(await authorizeActor({ login: r.value.actor.login, permissions: r.value.permissions, fetchPermission: granted })).toEqual({
       allowed: true,
-      via: 'webhook_permissions',
+      via: 'permission_api',
+    });
+    // Signed admin, Gitea unreachable: fail closed.
+    expect(await authorizeActor({ login: 'a', permissions: { admin: true, push: false, pull: true }, fetchPermission: never })).toEqual({
+      allowed: false,
+      reason: 'permission_check_failed',
     });
   });
 
@@ -91,18 +96,18 @@ describe('authorizeActor', () => {
       allowed: false,
       reason: 'actor_not_authorized',
     });
-    expect(await authorizeActor({ login: 'BOB', permissions: perms, allowList: ['alice', 'bob'], fetchPermission: never })).toEqual({
+    expect(await authorizeActor({ login: 'BOB', permissions: perms, allowList: ['alice', 'bob'], fetchPermission: async () => 'write' })).toEqual({
       allowed: true,
-      via: 'webhook_permissions',
+      via: 'permission_api',
     });
     // Being on the allow list does not bypass the permission check.
     expect(
       await authorizeActor({ login: 'bob', permissions: { admin: false, push: false, pull: true }, allowList: ['bob'], fetchPermission: never }),
     ).toEqual({ allowed: false, reason: 'actor_not_authorized' });
     // An empty allow list means "no allow list".
-    expect(await authorizeActor({ login: 'bob', permissions: perms, allowList: [], fetchPermission: never })).toEqual({
+    expect(await authorizeActor({ login: 'bob', permissions: perms, allowList: [], fetchPermission: async () => 'admin' })).toEqual({
       allowed: true,
-      via: 'webhook_permissions',
+      via: 'permission_api',
     });
   });
 });

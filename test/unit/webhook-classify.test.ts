@@ -4,7 +4,7 @@ import {
   classifyComment,
   classifyEvent,
   isBotSelf,
-  maskNonProse,
+  visibleProse,
   mentionsBot,
   parseCommand,
 } from '../../src/webhook/classify.js';
@@ -177,11 +177,8 @@ describe('mentionsBot', () => {
     expect(mentionsBot('@botxv2 go', 'bot.v2')).toBe(false);
   });
 
-  it('maskNonProse keeps length and offsets', () => {
-    const body = 'a `b` c\n> q\n```\nx\n```\nd';
-    const masked = maskNonProse(body);
-    expect(masked.length).toBe(body.length);
-    expect(masked).toBe('a     c\n   \n   \n \n   \nd');
+  it('visibleProse leaves out code, quotes, HTML and link texts', () => {
+    expect(visibleProse('a `b` c\n> q\n```\nx\n```\nd <!-- e --> [f](http://x) g').replace(/\s+/g, ' ')).toBe('a c d g');
   });
 });
 

@@ -37,6 +37,8 @@ describe('normalizeComment on the shared fixtures', () => {
         name: 'widgets',
         fullName: 'alice/widgets',
         cloneUrl: 'https://gitea.example.com/alice/widgets.git',
+        htmlUrl: 'https://gitea.example.com/alice/widgets',
+        sshUrl: 'root@gitea.example.com:alice/widgets.git', // recorded from real Gitea running as root
         defaultBranch: 'main',
       },
       repoKey: 'default:alice/widgets',

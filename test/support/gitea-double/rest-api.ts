@@ -530,6 +530,13 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
     const seg = path.split('/').filter(Boolean).map(decodeURIComponent);
 
     if (seg.length === 1 && seg[0] === 'user' && method === 'GET') return { status: 200, body: userJson(viewer) };
+    if (seg.length === 1 && seg[0] === 'version' && method === 'GET') return { status: 200, body: { version: '1.26.3' } };
+    // GET /repositories/{id}
+    if (seg.length === 2 && seg[0] === 'repositories' && method === 'GET') {
+      const byId = [...repos.values()].find((r) => String(r.id) === seg[1]);
+      if (!byId || permissionOf(byId, viewer.login) === 'none') return { status: 404, body: notFound() };
+      return { status: 200, body: repoJson(byId, viewer.login) };
+    }
 
     if (seg[0] !== 'repos' || seg.length < 3) return { status: 404, body: notFound() };
     const [, owner, name] = seg as [string, string, string];

@@ -85,16 +85,20 @@ export interface SeededGitea {
 
 export interface SeedOptions extends RealGiteaOptions {
   botLogin?: string;
+  /** The bot's collaborator permission on acme/widget. Default BOT_PERMISSION. */
+  botPermission?: 'write' | 'admin';
 }
 
 const BOT_SCOPES = ['write:issue', 'read:repository', 'read:user'];
 /**
- * The bot's access to acme/widget, as docs/OPERATIONS.md asks operators for. Note: real Gitea answers
+ * The bot's access to acme/widget in the harness's own tests. Note: real Gitea answers
  * `GET /repos/{o}/{r}/collaborators/{other user}/permission` only to a repository or site admin (403 to a
- * write collaborator), so a service that always confirms the commenter's access through that API needs
- * `admin` here (and in the docs).
+ * write collaborator), so a service that always confirms the commenter's access through that API — as
+ * it does since issue 15 — needs SERVICE_BOT_PERMISSION, as docs/OPERATIONS.md asks operators for.
  */
 export const BOT_PERMISSION: 'write' | 'admin' = 'write';
+/** The bot's access when the service runs against the seeded Gitea (service-environment.ts). */
+export const SERVICE_BOT_PERMISSION: 'write' | 'admin' = 'admin';
 
 export async function startSeededGitea(options: SeedOptions = {}): Promise<SeededGitea> {
   const gitea = await startRealGitea(options);
@@ -155,7 +159,7 @@ async function seed(gitea: RealGitea, options: SeedOptions): Promise<SeededGitea
     message: 'Initial files',
     files: Object.entries(SEED_FILES).map(([path, content]) => ({ operation: 'create', path, content: b64(content) })),
   }, 201);
-  for (const [role, permission] of [['writer', 'write'], ['reader', 'read'], ['bot', BOT_PERMISSION]] as const) {
+  for (const [role, permission] of [['writer', 'write'], ['reader', 'read'], ['bot', options.botPermission ?? BOT_PERMISSION]] as const) {
     await api(owner, 'PUT', `/repos/${owner}/${repo}/collaborators/${users[role].login}`, { permission }, 204);
   }
 

@@ -12,7 +12,7 @@ import { GITEA_MCP_STANDIN_PATH, REAL_GITEA_MCP_PATH } from '../gitea-mcp-standi
 import { scriptedAgent } from '../sandbox/scripted-agent.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../scripted-model/index.js';
 import { freePort } from './gitea-process.js';
-import { startSeededGitea, type SeededGitea } from './seed.js';
+import { SERVICE_BOT_PERMISSION, startSeededGitea, type SeededGitea } from './seed.js';
 
 export interface RealServiceEnvironment {
   root: string;
@@ -34,7 +34,8 @@ export interface RealServiceEnvironment {
 
 export async function startRealServiceEnvironment(root: string): Promise<RealServiceEnvironment> {
   mkdirSync(root, { recursive: true });
-  const gitea = await startSeededGitea({ root: join(root, 'gitea') });
+  // Admin: the service asks Gitea for every commenter's permission, which Gitea answers only to admins.
+  const gitea = await startSeededGitea({ root: join(root, 'gitea'), botPermission: SERVICE_BOT_PERMISSION });
   let model: ScriptedModel | undefined;
   try {
     model = await startScriptedModel();

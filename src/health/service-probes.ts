@@ -1,0 +1,49 @@
+// What /readyz and `doctor` ask the outside dependencies (issue 15, finding 5).
+import type { CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
+import type { GetAccountResponse } from '../codex/protocol/ts/v2/GetAccountResponse.js';
+import type { GiteaClient } from '../gitea/index.js';
+import { probeMcp } from '../sessions/mcp-preflight.js';
+import type { ReadinessPart } from './readiness.js';
+
+/** Gitea answers its API (`GET /version`). */
+export async function giteaPart(gitea: Pick<GiteaClient, 'getVersion'>): Promise<ReadinessPart> {
+  try {
+    const { version } = await gitea.getVersion();
+    return { ok: true, detail: `Gitea ${version}` };
+  } catch (error) {
+    return { ok: false, detail: `Gitea not reachable [CCWEB_GITEA_URL]: ${(error instanceof Error ? error.message : String(error)).slice(0, 160)}` };
+  }
+}
+
+/** The MCP command resolves and completes `initialize` (the same probe as doctor's). */
+export async function mcpPart(command: string, args: string[], env: Record<string, string>, timeoutMs: number): Promise<ReadinessPart> {
+  const result = await probeMcp(command, args, env, { timeoutMs });
+  if (!result.ok) return { ok: false, detail: `${result.errorCode} [CCWEB_GITEA_MCP_COMMAND]: ${result.reason}` };
+  return { ok: true, detail: `${result.serverName ?? 'MCP server'} answered initialize (${result.tools.length} tools)` };
+}
+
+/**
+ * Codex can call its model: logged in (`account/read` names an account), or its model provider
+ * needs no OpenAI login (`requiresOpenaiAuth: false`, e.g. a custom provider with its own key).
+ */
+export async function codexLoginPart(connection: Pick<CodexAppServerConnection, 'request'>, timeoutMs: number): Promise<ReadinessPart> {
+  const answer = (await connection.request('account/read', { refreshToken: false }, { timeoutMs })) as GetAccountResponse;
+  return describeAccount(answer);
+}
+
+export function describeAccount(answer: GetAccountResponse): ReadinessPart {
+  const account = answer.account;
+  if (account === null) {
+    return answer.requiresOpenaiAuth
+      ? { ok: false, detail: 'Codex is not logged in: run `codex login` as the service user (same CODEX_HOME), or configure an API key' }
+      : { ok: true, detail: 'the model provider needs no OpenAI login' };
+  }
+  switch (account.type) {
+    case 'chatgpt':
+      return { ok: true, detail: `logged in with ChatGPT (${account.planType})` };
+    case 'apiKey':
+      return { ok: true, detail: 'logged in with an API key' };
+    default:
+      return { ok: true, detail: `logged in (${account.type})` };
+  }
+}

@@ -1,0 +1,57 @@
+// A comment's text is stored once per task (issue 15: every task transition rewrites the whole task
+// record, so a 1.9 MB comment grew the journal by 5.7 MB within seconds). A text longer than
+// INLINE_TEXT_LIMIT goes into its own `task_texts` record, written once, straight to the store's
+// cold tier (it is only read by key); the task record keeps a preview and the reference. Readers
+// that need the whole text (the agent's instructions) go through `withFullTexts`.
+import type { TaskRecord } from '../domain/records.js';
+import type { Store, Tx } from '../store/types.js';
+
+export const TASK_TEXTS = 'task_texts' as const;
+/** Characters kept in the task record itself; longer texts are stored once, by reference. */
+export const INLINE_TEXT_LIMIT = 4096;
+
+export interface TaskTextRecord {
+  [k: string]: unknown;
+  key: string;
+  taskId: string;
+  text: string;
+  createdAt: string;
+}
+
+type FollowUp = NonNullable<TaskRecord['followUps']>[number] & { bodyRef?: string };
+
+function storeOnce(tx: Tx, key: string, taskId: string, text: string, at: string): void {
+  if (tx.get(TASK_TEXTS, key) === undefined) tx.insert<TaskTextRecord>(TASK_TEXTS, key, { key, taskId, text, createdAt: at });
+  tx.archive(TASK_TEXTS, key);
+}
+
+/** The task record to insert: a long instruction moved to `task_texts` (inside the same transaction). */
+export function taskWithTextStoredOnce(tx: Tx, task: TaskRecord): TaskRecord {
+  if (task.instruction.length <= INLINE_TEXT_LIMIT) return task;
+  const key = `${task.taskId}:instruction`;
+  storeOnce(tx, key, task.taskId, task.instruction, task.createdAt);
+  return { ...task, instruction: task.instruction.slice(0, INLINE_TEXT_LIMIT), instructionRef: key, instructionLength: task.instruction.length };
+}
+
+/** A follow-up entry for the task record: a long body moved to `task_texts`. */
+export function followUpWithTextStoredOnce(tx: Tx, taskId: string, entry: FollowUp): FollowUp {
+  if (entry.body.length <= INLINE_TEXT_LIMIT) return entry;
+  const key = `${taskId}:follow-up:${entry.commentId}`;
+  storeOnce(tx, key, taskId, entry.body, entry.at);
+  return { ...entry, body: entry.body.slice(0, INLINE_TEXT_LIMIT), bodyRef: key };
+}
+
+/** The task with its instruction and follow-up bodies whole (read back from `task_texts`). */
+export function withFullTexts(store: Pick<Store, 'get'>, task: TaskRecord): TaskRecord {
+  const full = (ref: unknown, inline: string): string => {
+    if (typeof ref !== 'string') return inline;
+    return store.get<TaskTextRecord>(TASK_TEXTS, ref)?.text ?? inline;
+  };
+  const hasRefs = typeof task['instructionRef'] === 'string' || (task.followUps ?? []).some((f) => typeof (f as FollowUp).bodyRef === 'string');
+  if (!hasRefs) return task;
+  return {
+    ...task,
+    instruction: full(task['instructionRef'], task.instruction),
+    ...(task.followUps ? { followUps: task.followUps.map((f) => ({ ...f, body: full((f as FollowUp).bodyRef, f.body) })) } : {}),
+  };
+}
