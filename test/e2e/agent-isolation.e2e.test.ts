@@ -14,6 +14,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { keptBranchName } from '../../src/publish/branch-names.js';
 import { filesContaining } from '../support/codex-harness.js';
 import type { ScriptStep } from '../support/scripted-model/index.js';
 import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
@@ -32,7 +34,8 @@ interface World {
   env: SandboxEnvironment;
   service: ServiceProcess;
   secrets: Record<string, string>;
-  workspace: string;
+  /** The repository's shared clone (the agent works in the issue's own worktree over it). */
+  clone: string;
   dataDir: string;
   close(): Promise<void>;
 }
@@ -117,6 +120,9 @@ async function startWorld(isolation: 'on' | 'off'): Promise<World> {
   delete serviceEnv.CCWEB_GITEA_TOKEN;
   delete serviceEnv.CCWEB_WEBHOOK_SECRET;
   if (isolation === 'off') serviceEnv.CCWEB_AGENT_ISOLATION = 'off';
+  // This test is about what the agent can reach, not change delivery (test/e2e/publish.e2e.test.ts, against a
+  // real Gitea; the sandbox's Gitea double has no pull requests): what the agent wrote is kept locally.
+  serviceEnv.CCWEB_DELIVERY = 'off';
   let url = '';
   env.model.setResponder(attacker({ dataDir, codexHome: env.codexHome, workspaceRoot, otherRepo, secretDir, serviceUrl: () => url, giteaUrl: env.gitea.url }));
   const service = await startServiceProcess(serviceEnv, { timeoutMs: 90_000 });
@@ -126,7 +132,7 @@ async function startWorld(isolation: 'on' | 'off'): Promise<World> {
     env,
     service,
     secrets: { giteaToken: env.gitea.botToken, webhookSecret: env.webhookSecret, adminToken: env.adminToken, ...canaries },
-    workspace: join(workspaceRoot, 'default', 'acme', 'widget'),
+    clone: join(workspaceRoot, 'default', 'acme', 'widget'),
     dataDir,
     async close() {
       await service.stop().catch(() => undefined);
@@ -148,7 +154,15 @@ function processesHolding(value: string): Array<{ pid: string; cmdline: string }
   return hits;
 }
 
-async function runBattery(w: World): Promise<{ state: string; seen: string; posted: string; findings: string }> {
+/**
+ * A file the agent left in its worktree. With CCWEB_DELIVERY=off the service commits what the agent left
+ * to the local branch `ccweb-kept/<taskId>` of the repository's shared clone and cleans the worktree.
+ */
+function keptFile(w: World, taskId: string, name: string): string {
+  return execFileSync('git', ['-C', w.clone, 'show', `${keptBranchName(taskId)}:${name}`], { encoding: 'utf8' });
+}
+
+async function runBattery(w: World): Promise<{ state: string; seen: string; posted: string; findings: string; taskId: string }> {
   const { delivery } = await w.env.gitea.comment('alice', 1, '@ccweb-bot please run the red team battery');
   expect(delivery.status).toBe(202);
   const taskId = String(JSON.parse(delivery.responseBody).taskId);
@@ -163,8 +177,8 @@ async function runBattery(w: World): Promise<{ state: string; seen: string; post
   // What the agent saw: every request Codex sent the model (tool outputs included).
   const seen = JSON.stringify(w.env.model.requests.map((r) => r.body));
   const posted = w.env.gitea.comments(1).map((c) => String(c.body)).join('\n');
-  const findings = readFileSync(join(w.workspace, FINDINGS), 'utf8');
-  return { state, seen, posted, findings };
+  const findings = keptFile(w, taskId, FINDINGS);
+  return { state, seen, posted, findings, taskId };
 }
 
 describe('red team: a prompt-injected agent and the bot’s credentials', () => {
@@ -182,7 +196,7 @@ describe('red team: a prompt-injected agent and the bot’s credentials', () => 
       expect(r.findings).not.toMatch(/^(service|gitea) answered/m);
       // The build step: write a file, node -e, git status, a private TMPDIR.
       expect(r.seen).toContain('BUILD-OK 42');
-      expect(readFileSync(join(w.workspace, 'build-output.txt'), 'utf8')).toBe('built\n');
+      expect(keptFile(w, r.taskId, 'build-output.txt')).toBe('built\n');
       expect(r.seen).toContain('?? build-output.txt');
       expect(r.seen).toContain('scratch');
       // No secret, no canary: not seen, not posted, not in the full findings, not in Codex's session files.

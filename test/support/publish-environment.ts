@@ -17,7 +17,7 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { GITEA_MCP_STANDIN_PATH } from './gitea-mcp-standin/index.js';
-import { freePort, giteaApi, startSeededGitea, type SeededGitea } from './real-gitea/index.js';
+import { freePort, giteaApi, SERVICE_BOT_PERMISSION, startSeededGitea, type SeededGitea } from './real-gitea/index.js';
 import { scriptedAgent } from './sandbox/scripted-agent.js';
 import { startServiceProcess, type ServiceProcess } from './sandbox/service-process.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel } from './scripted-model/index.js';
@@ -45,7 +45,8 @@ export interface PublishEnvironment {
 
 export async function startPublishEnvironment(root: string): Promise<PublishEnvironment> {
   mkdirSync(root, { recursive: true });
-  const gitea = await startSeededGitea();
+  // Admin, as docs/OPERATIONS.md asks: the service confirms every commenter's permission with Gitea.
+  const gitea = await startSeededGitea({ botPermission: SERVICE_BOT_PERMISSION });
   const bot = gitea.users.bot;
   const tokenRes = await giteaApi<{ sha1: string }>(gitea.url, { basic: { login: bot.login, password: bot.password } }, 'POST', `/users/${bot.login}/tokens`, {
     name: 'ccweb-delivery',
@@ -113,6 +114,8 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
     CCWEB_DATA_DIR: dataDir,
     CCWEB_WEBHOOK_SECRET: webhookSecret,
     CCWEB_GITEA_URL: proxyUrl,
+    // Gitea's own ROOT_URL, which its payloads name: the service reaches it through the proxy above.
+    CCWEB_GITEA_PUBLIC_URL: gitea.url,
     CCWEB_GITEA_TOKEN: botToken,
     CCWEB_ADMIN_TOKEN: adminToken,
     CCWEB_GITEA_MCP_COMMAND: mcpCommand,

@@ -1,5 +1,5 @@
 export { startRealGitea, freePort, type RealGitea, type RealGiteaOptions } from './gitea-process.js';
-export { startSeededGitea, SEED_FILES, type SeededGitea, type SeededUser, type GiteaComment, type Role, type SeedOptions } from './seed.js';
+export { startSeededGitea, SEED_FILES, SERVICE_BOT_PERMISSION, type SeededGitea, type SeededUser, type GiteaComment, type Role, type SeedOptions } from './seed.js';
 export { giteaApi, eventually, GiteaApiError, type ApiResult, type GiteaAuth } from './api.js';
 export { GiteaWebSession, type HookDelivery } from './web-session.js';
 export { GITEA_VERSION, giteaInstallPaths, installGitea } from '../../../scripts/install-gitea.mjs';
