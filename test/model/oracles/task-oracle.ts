@@ -1,0 +1,142 @@
+/**
+ * Task lifecycle oracle, written from the spec: §5.6 (states, allowed next states and their
+ * triggers), §5.4.3 (one reply_retry turn: replyAttempt ≤ 1), §5.5 (restart recovery), §8 (one
+ * execution retry; MCP failures and other non-retryable errors fail at once), plus the project's
+ * documented decisions (README "Decisions"): `verifying_reply → succeeded_with_rest_fallback`
+ * (§5.4.4's outcome) and `aborting → aborted` on restart recovery.
+ *
+ * To add a state (e.g. `publishing` between TURN_REPLIED and verifying_reply): add it to STATES and
+ * give it a `case` in `next` (and redirect the rule that enters it).
+ */
+import type { AnyEventObject } from 'xstate';
+import type { Oracle } from './oracle.js';
+
+type Resume = 'preparing' | 'running' | 'verifying_reply';
+export interface TaskSpecState {
+  state: string;
+  /** Execution retries used (§8: at most one). */
+  attempt: number;
+  /** reply_retry turns used (§5.4.3: at most one). */
+  replyAttempt: number;
+  /** Where retry_wait continues (§5.6: preparing / running / verifying_reply). */
+  resumeAt: Resume;
+}
+
+const STATES = [
+  'received', 'queued', 'preparing', 'running', 'waiting_user', 'verifying_reply', 'retry_wait',
+  'blocked_workspace', 'aborting',
+  'succeeded', 'succeeded_with_rest_fallback', 'failed', 'failed_reply', 'cancelled', 'aborted', 'ignored', 'duplicate', 'rejected',
+] as const;
+
+const MAX_EXECUTION_RETRIES = 1; // §8 "最多 1 次"
+const MAX_REPLY_RETRIES = 1; // §5.4.3 "最多创建一个 reply_retry turn"
+
+/** Every event the components of §2 send a task, with both sides of every retry rule. */
+function alphabet(): AnyEventObject[] {
+  return [
+    { type: 'ACCEPT' },
+    { type: 'IGNORE', reason: 'no_mention' },
+    { type: 'DUPLICATE' },
+    { type: 'REJECT', reason: 'actor_not_authorized' },
+    { type: 'CLAIM', leaseId: 'lease-o1' },
+    { type: 'RETRY_DUE', leaseId: 'lease-o2' },
+    { type: 'WORKSPACE_READY' },
+    { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' },
+    { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: 5, resumeAt: 'preparing' },
+    { type: 'PREPARE_FAILED', errorCode: 'git_failed', retryable: false },
+    { type: 'TURN_REPLIED' },
+    { type: 'TURN_WAITING_USER' },
+    { type: 'TURN_FAILED', errorCode: 'app_server_timeout', retryable: true, retryAt: 5, resumeAt: 'preparing' },
+    { type: 'TURN_FAILED', errorCode: 'app_server_exited', retryable: true, retryAt: 5, resumeAt: 'running' },
+    { type: 'TURN_FAILED', errorCode: 'turn_verification_interrupted', retryable: true, retryAt: 5, resumeAt: 'verifying_reply' },
+    { type: 'TURN_FAILED', errorCode: 'turn_timeout', retryable: false },
+    { type: 'REPLY_CONFIRMED' },
+    { type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: 'mcp_reply_missing' },
+    { type: 'REPLY_MISSING', retryAt: 5 },
+    { type: 'REPLY_FAILED', errorCode: 'reply_query_failed' },
+    { type: 'USER_REPLIED' },
+    { type: 'CANCEL', by: 'admin:oracle' },
+    { type: 'ABORT', by: 'admin:oracle' },
+    { type: 'ABORT_CONFIRMED' },
+    { type: 'ABORT_TIMEOUT' },
+    { type: 'UNBLOCK', by: 'admin:oracle' },
+    { type: 'FAIL', errorCode: 'session_unrecoverable' },
+    { type: 'RECOVER_INTERRUPTED', retryAt: 5 },
+  ];
+}
+
+function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
+  const to = (state: string, patch: Partial<TaskSpecState> = {}): TaskSpecState => ({ ...s, ...patch, state });
+  const ev = e as AnyEventObject & { retryable?: boolean; resumeAt?: Resume };
+  // §8: a failed step is retried once (retry_wait) unless it is not retryable; then `failed`.
+  const executionRetry = (resumeAt: Resume): TaskSpecState =>
+    s.attempt < MAX_EXECUTION_RETRIES && ev.retryable !== false
+      ? to('retry_wait', { attempt: s.attempt + 1, resumeAt })
+      : to('failed');
+  switch (s.state) {
+    case 'received': // §5.6: the webhook adapter's verdict
+      if (e.type === 'ACCEPT') return to('queued');
+      if (e.type === 'IGNORE') return to('ignored');
+      if (e.type === 'DUPLICATE') return to('duplicate');
+      if (e.type === 'REJECT') return to('rejected');
+      return null;
+    case 'queued': // scheduler took the lease; or a cancel request. §5.5: a queued task is just re-queued.
+      if (e.type === 'CLAIM') return to('preparing');
+      if (e.type === 'CANCEL') return to('cancelled');
+      return null;
+    case 'preparing': // workspace / session manager result (§5.2.4, §8 rows)
+      if (e.type === 'WORKSPACE_READY') return to('running');
+      if (e.type === 'WORKSPACE_BLOCKED') return to('blocked_workspace');
+      if (e.type === 'PREPARE_FAILED') return executionRetry('preparing');
+      if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing'); // §5.5.3
+      if (e.type === 'FAIL') return to('failed'); // e.g. MCP command missing (§8: no retry)
+      return null;
+    case 'running': // Codex stop reason, error, or an operator's abort
+      if (e.type === 'TURN_REPLIED') return to('verifying_reply');
+      if (e.type === 'TURN_WAITING_USER') return to('waiting_user');
+      if (e.type === 'TURN_FAILED') return executionRetry(ev.resumeAt ?? 'preparing');
+      if (e.type === 'ABORT') return to('aborting');
+      if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing'); // §5.5.3
+      if (e.type === 'FAIL') return to('failed');
+      return null;
+    case 'waiting_user': // a new comment, a cancel, or the session is unrecoverable
+      if (e.type === 'USER_REPLIED') return to('queued');
+      if (e.type === 'CANCEL') return to('cancelled');
+      if (e.type === 'FAIL') return to('failed');
+      return null;
+    case 'verifying_reply': // reply verifier result; one reply retry only (§5.4)
+      if (e.type === 'REPLY_CONFIRMED') return to('succeeded');
+      if (e.type === 'REPLY_CONFIRMED_VIA_FALLBACK') return to('succeeded_with_rest_fallback');
+      if (e.type === 'REPLY_MISSING')
+        return s.replyAttempt < MAX_REPLY_RETRIES ? to('retry_wait', { replyAttempt: s.replyAttempt + 1, resumeAt: 'running' }) : null;
+      if (e.type === 'REPLY_FAILED') return to('failed_reply');
+      return null;
+    case 'retry_wait': // nextRetryAt due: continue where it failed
+      if (e.type === 'RETRY_DUE') return to(s.resumeAt);
+      if (e.type === 'FAIL') return to('failed');
+      return null;
+    case 'blocked_workspace': // an operator confirms the workspace, or cancels
+      if (e.type === 'UNBLOCK') return to('queued');
+      if (e.type === 'CANCEL') return to('cancelled');
+      return null;
+    case 'aborting': // Codex confirms the interrupt, or the timeout; after a restart nothing runs any more
+      if (e.type === 'ABORT_CONFIRMED') return to('aborted');
+      if (e.type === 'ABORT_TIMEOUT') return to('failed');
+      if (e.type === 'RECOVER_INTERRUPTED') return to('aborted');
+      return null;
+    default: // terminal: no new turn, nothing
+      return null;
+  }
+}
+
+export const taskOracle: Oracle<TaskSpecState> = {
+  name: 'task-lifecycle',
+  source: 'spec §5.6 table, §5.4.3, §5.5, §8; README decisions (REST fallback outcome, aborting on restart)',
+  states: STATES,
+  initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing' }),
+  alphabet,
+  next,
+  value: (s) => s.state,
+  key: (s) => JSON.stringify(s),
+  observe: (s) => ({ attempt: s.attempt, replyAttempt: s.replyAttempt }),
+};
