@@ -91,7 +91,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
   const created = await store.transact((tx) => {
     if (script.repository !== false) tx.insert('repositories', REPO_KEY, repo);
     tx.insert('tasks', taskId, task);
-    return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, { type: 'CLAIM', leaseId: LEASE.leaseId }] });
+    return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, { type: 'CLAIM', leaseId: LEASE.leaseId } as TaskEvent] });
   });
   created.start();
 
@@ -208,7 +208,7 @@ describe('executor: workspace results → task events (§5.2.4, §8)', () => {
     const w = await world({ workspace: { ok: false, code: 'auth_failed', retryable: true, message: 'scripted' } });
     await w.run();
     expect(w.record().state).toBe('retry_wait');
-    await w.runtime.send(taskActorId(w.taskId), { type: 'RETRY_DUE', leaseId: 'lease-2' });
+    await w.runtime.send(taskActorId(w.taskId), { type: 'RETRY_DUE', leaseId: 'lease-2' } as TaskEvent);
     await w.run();
     expect(w.types()).toEqual(['PREPARE_FAILED', 'RETRY_DUE', 'PREPARE_FAILED']);
     expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'auth_failed', attempt: 1 });
@@ -294,7 +294,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     const w = await world({
       outcome: { kind: 'interrupted', ...turn },
       duringTurn: async () => {
-        await holder.w!.runtime.send(taskActorId('task-1'), { type: 'ABORT', by: 'admin:alice' });
+        await holder.w!.runtime.send(taskActorId('task-1'), { type: 'ABORT', by: 'admin:alice' } as TaskEvent);
       },
     });
     holder.w = w;
@@ -313,7 +313,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
       outcome: { kind: 'replied', ...turn, finalMessage: 'ok' },
       interruptConfirmed: confirmed,
       duringTurn: async () => {
-        await holder.w!.runtime.send(taskActorId('task-1'), { type: 'ABORT', by: 'admin:alice' });
+        await holder.w!.runtime.send(taskActorId('task-1'), { type: 'ABORT', by: 'admin:alice' } as TaskEvent);
       },
     });
     holder.w = w;
