@@ -118,6 +118,7 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
 
     let rejectedProbes = 0;
     let unchangedSteps = 0;
+    let acceptedChecks = 0;
     const probed = new Set<string>();
     for (const [i, path] of plan.paths.entries()) {
       const id = `p${i}`;
@@ -189,6 +190,14 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
         const snap = planned;
         const candidates = new Map<string, AnyEventObject>();
         for (const e of [...m.oracle.alphabet(oracleState), ...m.events(snap)]) candidates.set(JSON.stringify(e), e);
+        // Every event the oracle allows here is one the live actor accepts (asked, not sent).
+        const host = (runtime as unknown as { hosts: Map<string, { actor: { getSnapshot(): AnyMachineSnapshot } }> }).hosts.get(actorId);
+        const liveSnap = host?.actor.getSnapshot();
+        for (const e of candidates.values()) {
+          if (e.type.startsWith('xstate.') || m.oracle.next(oracleState, e) === null) continue;
+          expect(liveSnap?.status === 'active' && liveSnap.can(e), `the oracle allows ${JSON.stringify(e)} in ${before.state}; the actor refuses it`).toBe(true);
+          acceptedChecks += 1;
+        }
         for (const probe of candidates.values()) {
           const forbidden = m.oracle.next(oracleState, probe) === null;
           // xstate.* events come only from the machine's own invoked actors: never from outside.
@@ -222,7 +231,8 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
     const reachedDefined = states.filter((s) => reached.has(s));
     console.log(
       `transitions covered: ${covered.length}/${edges.length} (${m.name}) by ${plan.paths.length} @xstate/graph paths over ${plan.vertices} vertices; ` +
-        `states reached: ${reachedDefined.length}/${states.length}; ${rejectedProbes} events the oracle forbids rejected and audited` +
+        `states reached: ${reachedDefined.length}/${states.length}; ${rejectedProbes} events the oracle forbids rejected and audited, ` +
+        `${acceptedChecks} it allows accepted` +
         (unchangedSteps ? `; ${unchangedSteps} accepted steps changed nothing (not persisted)` : ''),
     );
     expect(edges.filter((e) => !coverage.covered.has(e.id)).map((e) => e.id), 'transitions no path took').toEqual([]);
