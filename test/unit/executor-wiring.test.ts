@@ -40,6 +40,15 @@ interface Script {
   /** Runs during the normal turn (e.g. an operator's ABORT). */
   duringTurn?: () => Promise<void>;
   repository?: boolean;
+  /** Events the task actor is created with after ACCEPT (default: CLAIM → preparing). */
+  startEvents?: TaskEvent[];
+  /** Records to insert with the task (prior turns, actor records). */
+  seed?: Array<{ collection: 'turns' | 'actors'; key: string; value: Record<string, unknown> }>;
+  replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
+  interruptThrows?: boolean;
+  workspaceThrows?: boolean;
+  /** ensureThread never settles (to test abort()). */
+  hangThread?: boolean;
 }
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -91,7 +100,9 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
   const created = await store.transact((tx) => {
     if (script.repository !== false) tx.insert('repositories', REPO_KEY, repo);
     tx.insert('tasks', taskId, task);
-    return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, { type: 'CLAIM', leaseId: LEASE.leaseId } as TaskEvent] });
+    for (const r of script.seed ?? []) tx.insert(r.collection, r.key, r.value);
+    const events = script.startEvents ?? [{ type: 'CLAIM', leaseId: LEASE.leaseId } as TaskEvent];
+    return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, ...events] });
   });
   created.start();
 
@@ -107,13 +118,15 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
   const workspace: WorkspacePort = {
     async prepare() {
       calls.prepare += 1;
+      if (script.workspaceThrows) throw new Error('disk full');
       return script.workspace ?? { ok: true, path: '/nonexistent/ws', head: 'abc123', lastFetchAt: at };
     },
   };
   let turnSeq = 0;
   const sessions: SessionPort = {
-    async ensureThread() {
+    async ensureThread(_task, _cwd) {
       calls.ensureThread += 1;
+      if (script.hangThread) return new Promise(() => undefined);
       if (script.threadError !== undefined && calls.ensureThread >= (script.threadErrorFromCall ?? 1)) {
         const err = new Error(`thread start failed: ${script.threadError ?? 'no code'}`);
         if (script.threadError !== null) Object.assign(err, { errorCode: script.threadError });
@@ -146,6 +159,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     },
     async interrupt() {
       calls.interrupt += 1;
+      if (script.interruptThrows) throw new Error('connection closed');
       return { confirmed: script.interruptConfirmed ?? true };
     },
   };
@@ -156,11 +170,22 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     },
     replyRetryPrompt: (previous, marker) => `re-post only: ${previous} ${marker}`,
   };
-  const executor = createTaskExecutor({ store, runtime, workspace, sessions, verification, retryDelayMs: RETRY_DELAY, now: () => NOW });
-  const run = () => executor.run(taskId, LEASE, new AbortController().signal);
+  const logs: Array<{ msg: string; fields: Record<string, unknown> }> = [];
+  const executor = createTaskExecutor({
+    store,
+    runtime,
+    workspace,
+    sessions,
+    verification,
+    retryDelayMs: RETRY_DELAY,
+    now: () => NOW,
+    replyExists: script.replyExists,
+    log: (msg, fields) => logs.push({ msg, fields }),
+  });
+  const run = (signal = new AbortController().signal) => executor.run(taskId, LEASE, signal);
   const record = () => store.get<TaskRecord>('tasks', taskId)!;
   const types = () => sent.map((e) => e.type);
-  return { store, runtime, run, record, sent, types, calls, taskId };
+  return { store, runtime, run, record, sent, types, calls, taskId, executor, logs };
 }
 
 describe('executor: workspace results → task events (§5.2.4, §8)', () => {
@@ -380,5 +405,154 @@ describe('executor: verification results → task events (§5.4)', () => {
     expect(results).toEqual([{ ok: false }, { ok: false }]);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_MISSING', 'REPLY_FAILED']);
     expect(w.record()).toMatchObject({ state: 'failed_reply', replyAttempt: 1 });
+  });
+});
+
+const RUNNING = [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }] as TaskEvent[];
+function priorTurn(patch: Partial<TurnRecord> = {}): { collection: 'turns'; key: string; value: TurnRecord } {
+  const value: TurnRecord = {
+    turnKey: 'task-1:0',
+    turnId: 'codex-turn-0',
+    taskId: 'task-1',
+    threadId: 'thread-1',
+    kind: 'normal',
+    status: 'started',
+    eventSeq: 1,
+    marker: '<!-- ccweb taskId=task-1 turnKey=task-1:0 -->',
+    finalMessage: null,
+    commentCall: null,
+    startedAt: new Date(NOW - 5_000).toISOString(),
+    completedAt: null,
+    ...patch,
+  };
+  return { collection: 'turns', key: value.turnKey, value };
+}
+
+describe('executor: resuming a task that was interrupted (restart recovery, §5.5)', () => {
+  it('running with a live reply verifier → TURN_REPLIED at once: the answer is verified, not produced twice', async () => {
+    const w = await world({
+      startEvents: RUNNING,
+      seed: [priorTurn(), { collection: 'actors', key: 'verifier:task-1', value: { actorId: 'verifier:task-1', kind: 'verifier', status: 'active', taskId: 'task-1' } }],
+    });
+    await w.run();
+    expect(w.types()).toEqual(['TURN_REPLIED', 'REPLY_CONFIRMED']);
+    expect(w.calls.runTurn).toEqual([]);
+  });
+
+  it('a finished verifier does not count: the turn runs', async () => {
+    const w = await world({
+      startEvents: RUNNING,
+      seed: [{ collection: 'actors', key: 'verifier:task-1', value: { actorId: 'verifier:task-1', kind: 'verifier', status: 'done', taskId: 'task-1' } }],
+    });
+    await w.run();
+    expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal']);
+  });
+
+  it.each([
+    ['the reply is on Gitea', async (): Promise<boolean> => true, ['TURN_REPLIED', 'REPLY_CONFIRMED'], 0],
+    ['Gitea does not answer (unknown counts as maybe answered: never a second answer)', async (): Promise<boolean> => Promise.reject(new Error('503')), ['TURN_REPLIED', 'REPLY_CONFIRMED'], 0],
+    ['the reply is not there', async (): Promise<boolean> => false, ['TURN_REPLIED', 'REPLY_CONFIRMED'], 1],
+  ] as const)('a prior turn for this input, %s', async (_what, replyExists, events, turns) => {
+    const asked: string[] = [];
+    const w = await world({
+      startEvents: RUNNING,
+      seed: [priorTurn()],
+      replyExists: async (_t, turn) => {
+        asked.push(turn.turnKey);
+        return replyExists();
+      },
+    });
+    await w.run();
+    expect(asked).toEqual(['task-1:0']);
+    expect(w.types()).toEqual(events);
+    expect(w.calls.runTurn.length).toBe(turns);
+  });
+
+  it('a follow-up after the prior turn (the user replied): the turn runs without asking Gitea', async () => {
+    const asked: string[] = [];
+    const w = await world(
+      { startEvents: RUNNING, seed: [priorTurn()], replyExists: async (_t, turn): Promise<boolean> => (asked.push(turn.turnKey), true) },
+      { followUps: [{ commentId: 12, author: 'alice', body: 'yes', commentUrl: 'u', deliveryKey: 'default:d-2', at: new Date(NOW - 1_000).toISOString() }] },
+    );
+    await w.run();
+    expect(asked).toEqual([]);
+    expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal']);
+  });
+
+  it('a follow-up older than the prior turn: the prior turn answered it, Gitea is asked', async () => {
+    const asked: string[] = [];
+    const w = await world(
+      { startEvents: RUNNING, seed: [priorTurn()], replyExists: async (_t, turn): Promise<boolean> => (asked.push(turn.turnKey), true) },
+      { followUps: [{ commentId: 12, author: 'alice', body: 'yes', commentUrl: 'u', deliveryKey: 'default:d-2', at: new Date(NOW - 60_000).toISOString() }] },
+    );
+    await w.run();
+    expect(asked).toEqual(['task-1:0']);
+    expect(w.calls.runTurn).toEqual([]);
+  });
+
+  it('only normal turns count as the prior turn (a reply_retry turn does not)', async () => {
+    const asked: string[] = [];
+    const w = await world({ startEvents: RUNNING, seed: [priorTurn({ kind: 'reply_retry' })], replyExists: async (_t, turn): Promise<boolean> => (asked.push(turn.turnKey), true) });
+    await w.run();
+    expect(asked).toEqual([]);
+    expect(w.calls.runTurn.length).toBe(1);
+  });
+
+  it('verifying_reply without a turn record → REPLY_FAILED turn_record_missing', async () => {
+    const w = await world({ startEvents: [...RUNNING, { type: 'TURN_REPLIED' }] as TaskEvent[] });
+    await w.run();
+    expect(w.sent).toEqual([{ type: 'REPLY_FAILED', errorCode: 'turn_record_missing' }]);
+    expect(w.record()).toMatchObject({ state: 'failed_reply', errorCode: 'turn_record_missing' });
+  });
+
+  it('aborting when the executor picks it up → interrupt; confirmed → ABORT_CONFIRMED', async () => {
+    const w = await world({ startEvents: [...RUNNING, { type: 'ABORT', by: 'admin:bob' }] as TaskEvent[] });
+    await w.run();
+    expect(w.calls.interrupt).toBe(1);
+    expect(w.types()).toEqual(['ABORT_CONFIRMED']);
+    expect(w.record().state).toBe('aborted');
+  });
+
+  it('an interrupt that throws counts as unconfirmed → ABORT_TIMEOUT → failed', async () => {
+    const w = await world({ startEvents: [...RUNNING, { type: 'ABORT', by: 'admin:bob' }] as TaskEvent[], interruptThrows: true });
+    await w.run();
+    expect(w.types()).toEqual(['ABORT_TIMEOUT']);
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
+  });
+
+  it('a verifier that throws → REPLY_FAILED executor_error (verifying_reply never retries by itself)', async () => {
+    const w = await world({
+      verification: async () => {
+        throw new Error('boom');
+      },
+    });
+    await w.run();
+    expect(w.sent.at(-1)).toEqual({ type: 'REPLY_FAILED', errorCode: 'executor_error' });
+    expect(w.record().state).toBe('failed_reply');
+    expect(w.logs.some((l) => l.msg === 'executor error' && l.fields.error === 'boom')).toBe(true);
+  });
+
+  it('a workspace step that throws while preparing → PREPARE_FAILED executor_error (retry)', async () => {
+    const w = await world({ workspaceThrows: true });
+    await w.run();
+    expect(w.sent).toEqual([{ type: 'PREPARE_FAILED', errorCode: 'executor_error', retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' }]);
+    expect(w.record().state).toBe('retry_wait');
+  });
+
+  it('a task that is not in an active state is left alone', async () => {
+    const w = await world({ startEvents: [{ type: 'CANCEL', by: 'admin:bob' }] as TaskEvent[] });
+    await w.run();
+    expect(w.sent).toEqual([]);
+    expect(w.calls.prepare).toBe(0);
+  });
+
+  it('abort(taskId) cancels the running step and asks Codex to interrupt', async () => {
+    const w = await world({ hangThread: true });
+    const running = w.run();
+    await new Promise((r) => setTimeout(r, 50));
+    w.executor.abort('task-1');
+    expect(w.calls.interrupt).toBe(1);
+    // The hung step never returns; the run is abandoned with it (the scheduler's lease expires).
+    void running;
   });
 });
