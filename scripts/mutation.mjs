@@ -10,6 +10,7 @@
 // JSON, per folder) go to test-artifacts/mutation/. MUTATION_CONCURRENCY (default 2) sets Stryker's
 // worker count: the machines this runs on have two shared cores.
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { relative } from 'node:path';
 import { Stryker } from '@stryker-mutator/core';
 
 const FOLDERS = {
@@ -54,10 +55,11 @@ if (unknown.length) {
 }
 const folders = requested.length ? requested : Object.keys(FOLDERS);
 const concurrency = Number(process.env.MUTATION_CONCURRENCY ?? 2);
-const listed = JSON.parse(readFileSync(SURVIVORS_FILE, 'utf8'));
+const { _about, ...listed } = JSON.parse(readFileSync(SURVIVORS_FILE, 'utf8'));
 
 /** A survivor's identity: stable across runs as long as the line does not move. */
-export const mutantKey = (m) => `${m.fileName}:${m.location.start.line} ${m.mutatorName} ${JSON.stringify(m.replacement ?? '')}`;
+export const mutantKey = (m) => `${relative(process.cwd(), m.fileName)}:${m.location.start.line} ${m.mutatorName} ${JSON.stringify(m.replacement ?? '')}`;
+const sourceLine = (m) => readFileSync(m.fileName, 'utf8').split('\n')[m.location.start.line - 1]?.trim() ?? '';
 
 const rows = [];
 let failed = false;
@@ -80,6 +82,8 @@ for (const folder of folders) {
     jsonReporter: { fileName: `test-artifacts/mutation/${folder}.json` },
     clearTextReporter: { reportTests: false, reportMutants: false, reportScoreTable: true },
     tempDirName: `.stryker-tmp/${folder}`,
+    // Never copy another run's sandbox (runs of two folders may overlap) or build/test output.
+    ignorePatterns: ['/.stryker-tmp', '/test-artifacts', '/dist', '/dist-test', '/data', '/.tools'],
     cleanTempDir: true,
     thresholds: { high: 90, low: THRESHOLD, break: null },
   });
@@ -97,7 +101,7 @@ for (const folder of folders) {
   );
   if (unlisted.length) {
     console.log(`\n${folder}: ${unlisted.length} surviving mutant(s) not listed in ${SURVIVORS_FILE}:`);
-    for (const m of unlisted) console.log(`  ${mutantKey(m)}  (original: ${JSON.stringify(m.originalLines?.split('\n')[0]?.trim() ?? '')})`);
+    for (const m of unlisted) console.log(`  ${m.status.padEnd(10)} ${mutantKey(m)}   | ${sourceLine(m)}`);
   }
   if (score < THRESHOLD || unlisted.length) failed = true;
 }

@@ -22,7 +22,7 @@ import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
 import { createTestRuntime } from '../support/test-runtime.js';
 
 const NOW = 1_800_000_000_000;
-const RETRY_DELAY = 30_000;
+const RETRY_DELAY = 45_000; // not the executor's default (30 s): a lost option would show
 const REPO_KEY = 'default:acme/widget';
 const LEASE = { repoKey: REPO_KEY, leaseId: 'lease-1', owner: 'worker-1', expiresAt: NOW + 60_000 };
 
@@ -114,7 +114,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     return send(actorId, event, options);
   };
 
-  const calls = { ensureThread: 0, runTurn: [] as Array<{ kind: string; replyRetryPrompt?: string }>, interrupt: 0, prepare: 0 };
+  const calls = { ensureThread: 0, runTurn: [] as Array<{ kind: string; replyRetryPrompt?: string }>, cwds: [] as string[], interrupt: 0, prepare: 0 };
   const workspace: WorkspacePort = {
     async prepare() {
       calls.prepare += 1;
@@ -136,6 +136,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     },
     async runTurn(tk, options) {
       calls.runTurn.push({ kind: options.kind, replyRetryPrompt: options.replyRetryPrompt });
+      calls.cwds.push(options.cwd);
       turnSeq += 1;
       const turnKey = `${tk.taskId}:${turnSeq}`;
       const turn: TurnRecord = {
@@ -278,6 +279,10 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_CONFIRMED']);
     expect(w.record().state).toBe('succeeded');
     expect(w.calls.runTurn).toEqual([{ kind: 'normal', replyRetryPrompt: undefined }]);
+    // The turn runs in the repository's workspace; every transition is audited as the executor's.
+    expect(w.calls.cwds).toEqual(['/nonexistent/workspace/acme/widget']);
+    const transitions = w.store.audit({ actorId: taskActorId('task-1') }).filter((e) => e.action === 'task.transition');
+    expect(transitions.slice(-3).map((e) => e.actor)).toEqual(['system:executor', 'system:executor', 'system:executor']);
   });
 
   it('no_comment (the agent never called the comment tool) → TURN_REPLIED: verification decides (§5.4.3)', async () => {
