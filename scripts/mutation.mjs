@@ -57,8 +57,9 @@ const folders = requested.length ? requested : Object.keys(FOLDERS);
 const concurrency = Number(process.env.MUTATION_CONCURRENCY ?? 2);
 const { _about, ...listed } = JSON.parse(readFileSync(SURVIVORS_FILE, 'utf8'));
 
-/** A survivor's identity: stable across runs as long as the line does not move. */
-export const mutantKey = (m) => `${relative(process.cwd(), m.fileName)}:${m.location.start.line} ${m.mutatorName} ${JSON.stringify(m.replacement ?? '')}`;
+/** A survivor's identity (file:line:column mutator replacement): stable while the code does not move. */
+export const mutantKey = (m) =>
+  `${relative(process.cwd(), m.fileName)}:${m.location.start.line}:${m.location.start.column} ${m.mutatorName} ${JSON.stringify(m.replacement ?? '')}`;
 const sourceLine = (m) => readFileSync(m.fileName, 'utf8').split('\n')[m.location.start.line - 1]?.trim() ?? '';
 
 const rows = [];

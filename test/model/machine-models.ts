@@ -73,8 +73,9 @@ export const MACHINE_MODELS: MachineModel[] = [
     serialize: (s) => serializeTaskForGraph(s as never),
     oracle: taskOracle,
     observeMachine: (s) => {
-      const c = ctx<{ attempt: number; replyAttempt: number }>(s);
-      return { attempt: c.attempt, replyAttempt: c.replyAttempt };
+      const c = ctx<Record<string, unknown>>(s);
+      const { attempt, replyAttempt, errorCode, nextRetryAt, leaseId, mcpFailureReason, stoppedBy } = c;
+      return { attempt, replyAttempt, errorCode, nextRetryAt, leaseId, mcpFailureReason, stoppedBy };
     },
   },
   {

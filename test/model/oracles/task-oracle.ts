@@ -20,6 +20,13 @@ export interface TaskSpecState {
   replyAttempt: number;
   /** Where retry_wait continues (§5.6: preparing / running / verifying_reply). */
   resumeAt: Resume;
+  // The task record's fields of §4.4 (and §5.6's kept MCP failure reason, who stopped it):
+  errorCode: string | null;
+  nextRetryAt: number | null;
+  /** The lease the task works under; none while it waits for a user, an operator or a retry. */
+  leaseId: string | null;
+  mcpFailureReason: string | null;
+  stoppedBy: string | null;
 }
 
 const STATES = [
@@ -67,12 +74,15 @@ function alphabet(): AnyEventObject[] {
 
 function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
   const to = (state: string, patch: Partial<TaskSpecState> = {}): TaskSpecState => ({ ...s, ...patch, state });
-  const ev = e as AnyEventObject & { retryable?: boolean; resumeAt?: Resume };
-  // §8: a failed step is retried once (retry_wait) unless it is not retryable; then `failed`.
-  const executionRetry = (resumeAt: Resume): TaskSpecState =>
+  const ev = e as AnyEventObject & { retryable?: boolean; resumeAt?: Resume; errorCode?: string; retryAt?: number; leaseId?: string; by?: string; mcpFailureReason?: string };
+  const failed = (): TaskSpecState => to('failed', { errorCode: ev.errorCode ?? s.errorCode });
+  // §8: a failed step is retried once (retry_wait, the lease given up until nextRetryAt) unless it
+  // is not retryable; then `failed`. §5.5.3: a restart's interruption is `interrupted_by_restart`.
+  const executionRetry = (resumeAt: Resume, errorCode = ev.errorCode ?? s.errorCode): TaskSpecState =>
     s.attempt < MAX_EXECUTION_RETRIES && ev.retryable !== false
-      ? to('retry_wait', { attempt: s.attempt + 1, resumeAt })
-      : to('failed');
+      ? to('retry_wait', { attempt: s.attempt + 1, resumeAt, errorCode, nextRetryAt: ev.retryAt ?? null, leaseId: null })
+      : to('failed', { errorCode: ev.errorCode ?? s.errorCode ?? 'retry_limit_exceeded' });
+  const proceed = (state: string): TaskSpecState => to(state, { errorCode: null, nextRetryAt: null });
   switch (s.state) {
     case 'received': // §5.6: the webhook adapter's verdict
       if (e.type === 'ACCEPT') return to('queued');
@@ -81,47 +91,50 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       if (e.type === 'REJECT') return to('rejected');
       return null;
     case 'queued': // scheduler took the lease; or a cancel request. §5.5: a queued task is just re-queued.
-      if (e.type === 'CLAIM') return to('preparing');
-      if (e.type === 'CANCEL') return to('cancelled');
+      if (e.type === 'CLAIM') return to('preparing', { leaseId: ev.leaseId! });
+      if (e.type === 'CANCEL') return to('cancelled', { stoppedBy: ev.by! });
       return null;
     case 'preparing': // workspace / session manager result (§5.2.4, §8 rows)
-      if (e.type === 'WORKSPACE_READY') return to('running');
-      if (e.type === 'WORKSPACE_BLOCKED') return to('blocked_workspace');
+      if (e.type === 'WORKSPACE_READY') return proceed('running');
+      if (e.type === 'WORKSPACE_BLOCKED') return to('blocked_workspace', { errorCode: ev.errorCode!, leaseId: null });
       if (e.type === 'PREPARE_FAILED') return executionRetry('preparing');
-      if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing'); // §5.5.3
-      if (e.type === 'FAIL') return to('failed'); // e.g. MCP command missing (§8: no retry)
+      if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
+      if (e.type === 'FAIL') return failed(); // e.g. MCP command missing (§8: no retry)
       return null;
     case 'running': // Codex stop reason, error, or an operator's abort
       if (e.type === 'TURN_REPLIED') return to('verifying_reply');
-      if (e.type === 'TURN_WAITING_USER') return to('waiting_user');
+      if (e.type === 'TURN_WAITING_USER') return to('waiting_user', { leaseId: null });
       if (e.type === 'TURN_FAILED') return executionRetry(ev.resumeAt ?? 'preparing');
-      if (e.type === 'ABORT') return to('aborting');
-      if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing'); // §5.5.3
-      if (e.type === 'FAIL') return to('failed');
+      if (e.type === 'ABORT') return to('aborting', { stoppedBy: ev.by! });
+      if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
+      if (e.type === 'FAIL') return failed();
       return null;
     case 'waiting_user': // a new comment, a cancel, or the session is unrecoverable
       if (e.type === 'USER_REPLIED') return to('queued');
-      if (e.type === 'CANCEL') return to('cancelled');
-      if (e.type === 'FAIL') return to('failed');
+      if (e.type === 'CANCEL') return to('cancelled', { stoppedBy: ev.by! });
+      if (e.type === 'FAIL') return failed();
       return null;
     case 'verifying_reply': // reply verifier result; one reply retry only (§5.4)
       if (e.type === 'REPLY_CONFIRMED') return to('succeeded');
-      if (e.type === 'REPLY_CONFIRMED_VIA_FALLBACK') return to('succeeded_with_rest_fallback');
+      // §5.6: succeeded_with_rest_fallback keeps the original MCP reply failure.
+      if (e.type === 'REPLY_CONFIRMED_VIA_FALLBACK') return to('succeeded_with_rest_fallback', { mcpFailureReason: ev.mcpFailureReason ?? s.mcpFailureReason });
       if (e.type === 'REPLY_MISSING')
-        return s.replyAttempt < MAX_REPLY_RETRIES ? to('retry_wait', { replyAttempt: s.replyAttempt + 1, resumeAt: 'running' }) : null;
-      if (e.type === 'REPLY_FAILED') return to('failed_reply');
+        return s.replyAttempt < MAX_REPLY_RETRIES
+          ? to('retry_wait', { replyAttempt: s.replyAttempt + 1, resumeAt: 'running', errorCode: 'mcp_reply_missing', mcpFailureReason: 'mcp_reply_missing', nextRetryAt: ev.retryAt ?? null })
+          : null;
+      if (e.type === 'REPLY_FAILED') return to('failed_reply', { errorCode: ev.errorCode! });
       return null;
     case 'retry_wait': // nextRetryAt due: continue where it failed
-      if (e.type === 'RETRY_DUE') return to(s.resumeAt);
-      if (e.type === 'FAIL') return to('failed');
+      if (e.type === 'RETRY_DUE') return to(s.resumeAt, { leaseId: ev.leaseId! });
+      if (e.type === 'FAIL') return failed();
       return null;
     case 'blocked_workspace': // an operator confirms the workspace, or cancels
-      if (e.type === 'UNBLOCK') return to('queued');
-      if (e.type === 'CANCEL') return to('cancelled');
+      if (e.type === 'UNBLOCK') return proceed('queued');
+      if (e.type === 'CANCEL') return to('cancelled', { stoppedBy: ev.by! });
       return null;
     case 'aborting': // Codex confirms the interrupt, or the timeout; after a restart nothing runs any more
       if (e.type === 'ABORT_CONFIRMED') return to('aborted');
-      if (e.type === 'ABORT_TIMEOUT') return to('failed');
+      if (e.type === 'ABORT_TIMEOUT') return to('failed', { errorCode: 'abort_timeout' });
       if (e.type === 'RECOVER_INTERRUPTED') return to('aborted');
       return null;
     default: // terminal: no new turn, nothing
@@ -133,10 +146,18 @@ export const taskOracle: Oracle<TaskSpecState> = {
   name: 'task-lifecycle',
   source: 'spec §5.6 table, §5.4.3, §5.5, §8; README decisions (REST fallback outcome, aborting on restart)',
   states: STATES,
-  initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing' }),
+  initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing', errorCode: null, nextRetryAt: null, leaseId: null, mcpFailureReason: null, stoppedBy: null }),
   alphabet,
   next,
   value: (s) => s.state,
   key: (s) => JSON.stringify(s),
-  observe: (s) => ({ attempt: s.attempt, replyAttempt: s.replyAttempt }),
+  observe: (s) => ({
+    attempt: s.attempt,
+    replyAttempt: s.replyAttempt,
+    errorCode: s.errorCode,
+    nextRetryAt: s.nextRetryAt,
+    leaseId: s.leaseId,
+    mcpFailureReason: s.mcpFailureReason,
+    stoppedBy: s.stoppedBy,
+  }),
 };
