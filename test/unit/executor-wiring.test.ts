@@ -396,6 +396,29 @@ describe('executor: verification results → task events (§5.4)', () => {
     expect(w.record()).toMatchObject({ state: 'succeeded', replyAttempt: 1, leaseId: LEASE.leaseId });
   });
 
+  it('a reply_retry turn that throws reports ok: false and the task still goes back to verification', async () => {
+    let retry: { ok: boolean } | undefined;
+    const w = await world({
+      outcome: (kind) => {
+        if (kind === 'reply_retry') throw new Error('app-server gone');
+        return { kind: 'replied', turnKey: 'k', turnId: 't', finalMessage: 'x' };
+      },
+      verification: async (runReplyRetryTurn) => {
+        retry = await runReplyRetryTurn();
+        return { result: 'confirmed_via_fallback' };
+      },
+    });
+    await w.run();
+    expect(retry).toEqual({ ok: false });
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED_VIA_FALLBACK']);
+  });
+
+  it('abort() of a task the executor is not running is harmless', async () => {
+    const w = await world({});
+    expect(() => w.executor.abort('task-unknown')).not.toThrow();
+    expect(w.calls.interrupt).toBe(1);
+  });
+
   it('a reply_retry turn that does not reply reports ok: false; a second retry is refused by the machine', async () => {
     const results: Array<{ ok: boolean }> = [];
     const w = await world({
