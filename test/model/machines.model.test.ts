@@ -1,39 +1,44 @@
-// Model-based tests: for every machine, paths generated from the machine itself that together take
-// every transition, replayed against the real runtime and store. After each step: the persisted
-// state, stateVersion + 1, and an audit event with the right from/to. At every visited state, every
-// sample event the model does not allow is sent and shown rejected with nothing changed.
+// Model-based tests. For every machine, @xstate/graph generates the paths (TestModel /
+// getShortestPaths over vertices that carry the transition that led to them, so together the paths
+// take every transition: see test/support/graph-model.ts for what @xstate/graph does and what it
+// cannot express) and replays them with `TestPath.test()` against the real runtime and store. After
+// each step: the persisted state, stateVersion + 1, and an audit event with the right from/to.
+//
+// The machine's own paths cannot show a transition that is missing or wrong, so the independent
+// oracle of each machine (test/model/oracles/, from the spec) walks along in lock-step: it must allow
+// every step and name the same next state, and at every state every event the oracle forbids is
+// sent to the runtime and must be rejected with nothing changed and an alert in the audit log.
+// (machines.oracle.test.ts compares each machine with its oracle exhaustively, both ways.)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fromPromise, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
 import {
-  APP_SERVER_EVENT_CASES,
   APP_SERVER_MACHINE_VERSION,
-  appServerMachine,
-  serializeAppServerForGraph,
-  REPLY_VERIFIER_EVENT_CASES,
   REPLY_VERIFIER_MACHINE_VERSION,
-  REPO_LOCK_EVENT_CASES,
   REPO_LOCK_MACHINE_VERSION,
-  SESSION_EVENT_CASES,
   SESSION_MACHINE_VERSION,
+  appServerMachine,
   replyVerifierMachine,
   repoLockMachine,
-  serializeReplyVerifierForGraph,
-  serializeRepoLockForGraph,
-  serializeSessionForGraph,
-  serializeTaskForGraph,
   sessionMachine,
-  taskEventCases,
-  taskMachine,
 } from '../../machines/index.js';
 import { ActorRuntime, type ActorKind, type ActorRecord } from '../../src/runtime/actor-runtime.js';
 import { stateValueToString } from '../../src/runtime/state-value.js';
 import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
-import { createCoverageInspector, enumerateEdges, formatCoverage, generateCoveringPaths } from '../support/model-paths.js';
+import {
+  createCoverageInspector,
+  createGraphModel,
+  createPureScope,
+  definedStates,
+  enumerateEdges,
+  planPaths,
+  stateValueKey,
+} from '../support/graph-model.js';
+import { MACHINE_MODELS, type MachineModel } from './machine-models.js';
 
 /** Invoked effects scripted by the path: the step's done/error event settles the pending call. */
 class ScriptedInvokes {
@@ -57,72 +62,29 @@ class ScriptedInvokes {
     else call.reject((event as { error?: unknown }).error);
     return true;
   }
-}
-
-interface MachineUnderTest {
-  name: string;
-  kind: ActorKind;
-  events: (s: AnyMachineSnapshot) => readonly AnyEventObject[];
-  serialize: (s: AnyMachineSnapshot) => unknown;
-  input: (id: string) => unknown;
-  invokes?: ScriptedInvokes;
+  /** Invokes started and not settled: which effects the machine is running right now. */
+  running(): string[] {
+    return [...this.pending.keys()].sort();
+  }
 }
 
 const verifierInvokes = new ScriptedInvokes();
-const MACHINES: MachineUnderTest[] = [
-  {
-    name: 'task-lifecycle',
-    kind: taskKind(),
-    events: () => taskEventCases(),
-    serialize: (s) => serializeTaskForGraph(s as never),
-    input: (id) => ({ taskId: id }),
-  },
-  {
-    name: 'repo-lock',
-    kind: { kind: 'lock', machine: repoLockMachine, machineVersion: REPO_LOCK_MACHINE_VERSION },
-    events: (s) => REPO_LOCK_EVENT_CASES(s as never),
-    serialize: (s) => serializeRepoLockForGraph(s as never),
-    input: (id) => ({ repoKey: `default:acme/${id}` }),
-  },
-  {
-    name: 'session',
-    kind: { kind: 'session', machine: sessionMachine, machineVersion: SESSION_MACHINE_VERSION },
-    events: (s) => SESSION_EVENT_CASES(s as never),
-    serialize: (s) => serializeSessionForGraph(s as never),
-    input: (id) => ({ sessionKey: `default:acme/widget:issue:${id}` }),
-  },
-  {
-    name: 'reply-verifier',
+const KINDS: Record<string, { kind: ActorKind; invokes?: ScriptedInvokes }> = {
+  'task-lifecycle': { kind: taskKind() },
+  'repo-lock': { kind: { kind: 'lock', machine: repoLockMachine, machineVersion: REPO_LOCK_MACHINE_VERSION } },
+  session: { kind: { kind: 'session', machine: sessionMachine, machineVersion: SESSION_MACHINE_VERSION } },
+  'reply-verifier': {
     kind: {
       kind: 'verifier',
       machine: replyVerifierMachine.provide({
-        actors: {
-          queryReply: verifierInvokes.logic(),
-          postFallback: verifierInvokes.logic(),
-        } as never,
+        actors: { queryReply: verifierInvokes.logic(), postFallback: verifierInvokes.logic() } as never,
       }) as AnyStateMachine,
       machineVersion: REPLY_VERIFIER_MACHINE_VERSION,
     },
-    events: (s) => REPLY_VERIFIER_EVENT_CASES(s as never),
-    serialize: (s) => serializeReplyVerifierForGraph(s as never),
-    input: (id) => ({
-      taskId: id,
-      turnKey: `${id}:a1`,
-      resourceKey: 'default:acme/widget:issue:1',
-      marker: `<!-- ccweb taskId=${id} -->`,
-      botLogin: 'ccweb-bot',
-      turnStartedAt: 1_700_000_000_000,
-    }),
     invokes: verifierInvokes,
   },
-  {
-    name: 'app-server',
-    kind: { kind: 'app_server', machine: appServerMachine, machineVersion: APP_SERVER_MACHINE_VERSION },
-    events: (s) => APP_SERVER_EVENT_CASES(s as never),
-    serialize: (s) => serializeAppServerForGraph(s as never),
-    input: (id) => ({ serviceId: id }),
-  },
-];
+  'app-server': { kind: { kind: 'app_server', machine: appServerMachine, machineVersion: APP_SERVER_MACHINE_VERSION } },
+};
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -137,88 +99,165 @@ async function waitForVersion(store: Store, runtime: ActorRuntime, actorId: stri
   throw new Error(`${actorId} never reached stateVersion ${version}`);
 }
 
-describe.each(MACHINES)('model-based paths: $name', (m) => {
-  it('takes every transition through the runtime and store, and rejects every disallowed event', async () => {
+const spec = (m: MachineModel) => ({ machine: m.machine, input: m.input('plan'), events: m.events, serialize: m.serialize });
+
+describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
+  const { kind, invokes } = KINDS[m.name]!;
+
+  it('@xstate/graph paths take every transition through the runtime and store; the oracle agrees with every step and every event it forbids is rejected and audited', async () => {
     const dir = mkdtempSync(join(tmpdir(), `ccweb-model-${m.name}-`));
     dirs.push(dir);
     const store = createStore({ dir });
     await store.open();
-    const coverage = createCoverageInspector(m.kind.machine.id);
-    const runtime = new ActorRuntime({ store, kinds: [m.kind], inspect: (_id, ev) => coverage.inspect(ev) });
-    const edges = enumerateEdges(m.kind.machine);
-    const plan = generateCoveringPaths(m.kind.machine, { events: m.events, serialize: m.serialize, input: m.input('plan') as never });
-    expect(plan.uncovered, 'edges no generated path takes').toEqual([]);
+    const coverage = createCoverageInspector(m.machine.id);
+    const runtime = new ActorRuntime({ store, kinds: [kind], inspect: (_id, ev) => coverage.inspect(ev) });
+    const edges = enumerateEdges(m.machine);
+    const states = definedStates(m.machine);
+    const plan = planPaths(spec(m));
+    const reached = new Set<string>();
 
     let rejectedProbes = 0;
+    let unchangedSteps = 0;
+    let acceptedChecks = 0;
     const probed = new Set<string>();
     for (const [i, path] of plan.paths.entries()) {
       const id = `p${i}`;
-      const actorId = `${m.kind.kind}:${id}`;
-      if (m.kind.kind === 'task') {
+      const actorId = `${kind.kind}:${id}`;
+      if (kind.kind === 'task') {
         const created = await store.transact((tx) => {
           tx.insert('tasks', id, { taskId: id, state: 'received', stateVersion: 0 });
           return runtime.createInTx(tx, 'task', actorId, m.input(id), { taskId: id });
         });
         created.start();
       } else {
-        await runtime.create(m.kind.kind, actorId, m.input(id), { taskId: id });
+        await runtime.create(kind.kind, actorId, m.input(id), { taskId: id });
       }
       let version = 1;
+      let oracleState = m.oracle.initial();
+      // The same path stepped purely, with this actor's input: tells whether a step changes the snapshot.
+      const pureScope = createPureScope(m.machine);
+      let pure = m.machine.getInitialSnapshot(pureScope, m.input(id)) as AnyMachineSnapshot;
       expect(store.get<ActorRecord>('actors', actorId)?.stateVersion).toBe(1);
 
-      for (const step of path.steps) {
+      /** Executes one step of the @xstate/graph path on the runtime; the oracle must agree with it. */
+      const exec = async (step: { event: AnyEventObject; state: AnyMachineSnapshot }) => {
         const before = store.get<ActorRecord>('actors', actorId)!;
-        expect(before.state).toBe(stateValueToString(step.before));
-
-        // Every sample event this state does not allow: rejected, nothing changed, an alert left.
-        const live = (runtime as unknown as { hosts: Map<string, { actor: { getSnapshot(): AnyMachineSnapshot } }> }).hosts.get(actorId)!;
-        const snap = live.actor.getSnapshot();
-        for (const probe of m.events(snap)) {
-          const internal = probe.type.startsWith('xstate.');
-          if (!internal && snap.can(probe)) continue;
-          const key = `${String(m.serialize(snap))}|${JSON.stringify(probe)}`;
-          if (probed.has(key)) continue;
-          probed.add(key);
-          const alertsBefore = store.audit({ actorId }).length;
-          const r = await runtime.send(actorId, probe, { by: 'model-test' });
-          expect(r.ok, `${probe.type} in ${before.state} must be rejected`).toBe(false);
-          const after = store.get<ActorRecord>('actors', actorId)!;
-          expect(after.stateVersion).toBe(before.stateVersion);
-          expect(after.state).toBe(before.state);
-          const newEvents = store.audit({ actorId }).slice(alertsBefore);
-          expect(newEvents.map((e) => [e.action, e.level])).toEqual([['runtime.event_rejected', 'alert']]);
-          rejectedProbes += 1;
-        }
-
-        if (m.invokes?.settle(step.event)) {
+        const expected = m.oracle.next(oracleState, step.event);
+        expect(expected, `oracle forbids ${JSON.stringify(step.event)} in ${before.state}`).not.toBeNull();
+        expect(m.oracle.value(expected), `oracle's next state for ${step.event.type} in ${before.state}`).toBe(stateValueKey(step.state.value));
+        oracleState = expected;
+        // A step that changes nothing (e.g. a heartbeat that does not move expiresAt) is accepted
+        // but has nothing to persist: no new stateVersion, no audit event.
+        const nextPure = m.machine.transition(pure, step.event, pureScope) as AnyMachineSnapshot;
+        const persisted = (x: AnyMachineSnapshot) => JSON.stringify(m.machine.getPersistedSnapshot(x));
+        const changes = persisted(nextPure) !== persisted(pure);
+        pure = nextPure;
+        const auditBefore = store.audit({ actorId }).length;
+        if (invokes?.settle(step.event)) {
           await waitForVersion(store, runtime, actorId, version + 1);
         } else {
           const r = await runtime.send(actorId, step.event, { by: 'model-test' });
           expect(r.ok, `${step.event.type} in ${before.state}`).toBe(true);
         }
-        version += 1;
         const rec = store.get<ActorRecord>('actors', actorId)!;
-        expect(rec.state).toBe(stateValueToString(step.after));
+        expect(rec.state).toBe(stateValueToString(step.state.value));
+        if (!changes) {
+          unchangedSteps += 1;
+          expect(rec.stateVersion).toBe(version);
+          expect(store.audit({ actorId }).length).toBe(auditBefore);
+          return;
+        }
+        version += 1;
         expect(rec.stateVersion).toBe(version);
-        const last = store.audit({ actorId }).at(-1)!;
-        expect(last).toMatchObject({
-          action: `${m.kind.kind}.transition`,
-          fromState: stateValueToString(step.before),
-          toState: stateValueToString(step.after),
+        expect(store.audit({ actorId }).at(-1)!).toMatchObject({
+          action: `${kind.kind}.transition`,
+          fromState: before.state,
+          toState: stateValueToString(step.state.value),
           stateVersion: version,
         });
-        if (m.kind.kind === 'task') {
+        if (kind.kind === 'task') {
           expect(store.get<{ state: string; stateVersion: number }>('tasks', id)).toMatchObject({ state: rec.state, stateVersion: version });
         }
-      }
+      };
+
+      /** At every state of the path: persisted state as planned; every forbidden event rejected and audited. */
+      const check = async (planned: AnyMachineSnapshot) => {
+        const before = store.get<ActorRecord>('actors', actorId)!;
+        expect(before.state).toBe(stateValueToString(planned.value));
+        reached.add(before.state);
+        // The planned snapshot: the same context as the live actor's (same events), and still there
+        // once a final state has ended the live actor.
+        const snap = planned;
+        const candidates = new Map<string, AnyEventObject>();
+        for (const e of [...m.oracle.alphabet(oracleState), ...m.events(snap)]) candidates.set(JSON.stringify(e), e);
+        // Every event the oracle allows here is one the live actor accepts (asked, not sent).
+        const host = (runtime as unknown as { hosts: Map<string, { actor: { getSnapshot(): AnyMachineSnapshot } }> }).hosts.get(actorId);
+        const liveSnap = host?.actor.getSnapshot();
+        for (const e of candidates.values()) {
+          if (e.type.startsWith('xstate.') || m.oracle.next(oracleState, e) === null) continue;
+          expect(liveSnap?.status === 'active' && liveSnap.can(e), `the oracle allows ${JSON.stringify(e)} in ${before.state}; the actor refuses it`).toBe(true);
+          acceptedChecks += 1;
+        }
+        for (const probe of candidates.values()) {
+          const forbidden = m.oracle.next(oracleState, probe) === null;
+          // xstate.* events come only from the machine's own invoked actors: never from outside.
+          if (!forbidden && !probe.type.startsWith('xstate.')) continue;
+          const key = `${m.oracle.key(oracleState)}|${m.serialize(snap)}|${JSON.stringify(probe)}`;
+          if (probed.has(key)) continue;
+          probed.add(key);
+          const auditBefore = store.audit({ actorId }).length;
+          const r = await runtime.send(actorId, probe, { by: 'model-test' });
+          expect(r.ok, `${probe.type} in ${before.state} must be rejected`).toBe(false);
+          const after = store.get<ActorRecord>('actors', actorId)!;
+          expect(after.stateVersion).toBe(before.stateVersion);
+          expect(after.state).toBe(before.state);
+          const newEvents = store.audit({ actorId }).slice(auditBefore);
+          expect(newEvents.map((e) => [e.action, e.level])).toEqual([['runtime.event_rejected', 'alert']]);
+          rejectedProbes += 1;
+        }
+      };
+
+      const executors = new Proxy({} as Record<string, unknown>, {
+        get: (_t, type) => (type === 'xstate.init' ? undefined : exec),
+        has: () => true,
+      });
+      await path.test({ events: executors as never, states: { '*': check } });
     }
     await runtime.settled();
     runtime.stopAll();
     await store.close();
 
     const covered = edges.filter((e) => coverage.covered.has(e.id));
-    console.log(`${formatCoverage(m.name, covered.length, edges.length)} — ${plan.paths.length} paths, ${rejectedProbes} disallowed events rejected`);
-    expect(covered.length).toBe(edges.length);
+    const reachedDefined = states.filter((s) => reached.has(s));
+    console.log(
+      `transitions covered: ${covered.length}/${edges.length} (${m.name}) by ${plan.paths.length} @xstate/graph paths over ${plan.vertices} vertices; ` +
+        `states reached: ${reachedDefined.length}/${states.length}; ${rejectedProbes} events the oracle forbids rejected and audited, ` +
+        `${acceptedChecks} it allows accepted` +
+        (unchangedSteps ? `; ${unchangedSteps} accepted steps changed nothing (not persisted)` : ''),
+    );
+    expect(edges.filter((e) => !coverage.covered.has(e.id)).map((e) => e.id), 'transitions no path took').toEqual([]);
+    expect(states.filter((s) => !reached.has(s)), 'states no path reached').toEqual([]);
     expect(rejectedProbes).toBeGreaterThan(0);
-  }, 120_000);
+  }, 180_000);
+
+  it('every simple path @xstate/graph finds is a sequence of steps the oracle allows, to the same states', () => {
+    if (m.noSimplePaths) {
+      console.log(`simple paths (${m.name}): not enumerated — ${m.noSimplePaths}`);
+      return;
+    }
+    const paths = createGraphModel(spec(m)).getSimplePaths();
+    let steps = 0;
+    for (const path of paths) {
+      let o = m.oracle.initial();
+      for (const step of path.steps.slice(1)) {
+        const next = m.oracle.next(o, step.event);
+        expect(next, `${path.description}: oracle forbids ${step.event.type}`).not.toBeNull();
+        expect(m.oracle.value(next), path.description).toBe(stateValueKey(step.state.value));
+        o = next;
+        steps += 1;
+      }
+    }
+    console.log(`simple paths (${m.name}): ${paths.length} paths, ${steps} steps, all allowed by the oracle`);
+    expect(paths.length).toBeGreaterThan(0);
+  });
 });

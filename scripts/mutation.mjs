@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// Mutation testing with StrykerJS and its vitest runner, one run per folder so each folder is
+// mutated against only the tests that cover it (the fast unit/model tests, never e2e or chaos).
+//
+//   npm run test:mutation                 all five folders (long: see README "Tests")
+//   npm run test:mutation -- machines     one or more folders by name
+//
+// Prints the mutation score per folder; exits non-zero when a folder is under its threshold or a
+// surviving mutant is not listed with a reason in test/mutation/survivors.json. Reports (HTML and
+// JSON, per folder) go to test-artifacts/mutation/. MUTATION_CONCURRENCY (default 2) sets Stryker's
+// worker count: the machines this runs on have two shared cores.
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { relative } from 'node:path';
+import { Stryker } from '@stryker-mutator/core';
+
+const FOLDERS = {
+  machines: {
+    mutate: ['machines/**/*.ts'],
+    // Not test/model/machines.model.test.ts: every machine mutant is "static" (the machine is built
+    // at import), so Stryker runs the whole set once per mutant, and that file's durable runtime
+    // replay (≈ 15 s) would make a run take hours on two shared cores. The oracle comparison below
+    // checks the same (state, event) → state relation purely, in well under a second.
+    tests: [
+      'test/model/machines.oracle.test.ts',
+      'test/unit/machines-*.test.ts',
+      'test/unit/app-server-machine.test.ts',
+      'test/unit/task-lifecycle-table.test.ts',
+    ],
+  },
+  executor: {
+    mutate: ['src/executor/**/*.ts'],
+    tests: ['test/unit/executor-*.test.ts'],
+  },
+  verification: {
+    mutate: ['src/verification/**/*.ts'],
+    tests: ['test/unit/verification-*.test.ts', 'test/integration/verification.test.ts', 'test/integration/verification-rest-double.test.ts'],
+  },
+  scheduler: {
+    mutate: ['src/scheduler/**/*.ts'],
+    tests: ['test/unit/scheduler-*.test.ts', 'test/integration/scheduler-leases.test.ts'],
+  },
+  webhook: {
+    mutate: ['src/webhook/**/*.ts'],
+    tests: ['test/unit/webhook-*.test.ts', 'test/unit/intake-*.test.ts', 'test/integration/intake.test.ts'],
+  },
+};
+const THRESHOLD = 80;
+const SURVIVORS_FILE = 'test/mutation/survivors.json';
+
+const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const unknown = requested.filter((f) => !(f in FOLDERS));
+if (unknown.length) {
+  console.error(`unknown folder(s): ${unknown.join(', ')} — choose from ${Object.keys(FOLDERS).join(', ')}`);
+  process.exit(2);
+}
+const folders = requested.length ? requested : Object.keys(FOLDERS);
+const concurrency = Number(process.env.MUTATION_CONCURRENCY ?? 2);
+const { _about, ...listed } = JSON.parse(readFileSync(SURVIVORS_FILE, 'utf8'));
+
+/** A survivor's identity (file:line:column mutator replacement): stable while the code does not move. */
+export const mutantKey = (m) =>
+  `${relative(process.cwd(), m.fileName)}:${m.location.start.line}:${m.location.start.column} ${m.mutatorName} ${JSON.stringify(m.replacement ?? '')}`;
+const sourceLine = (m) => readFileSync(m.fileName, 'utf8').split('\n')[m.location.start.line - 1]?.trim() ?? '';
+
+const rows = [];
+let failed = false;
+for (const folder of folders) {
+  const { mutate, tests } = FOLDERS[folder];
+  process.env.MUTATION_TESTS = tests.join(',');
+  mkdirSync('test-artifacts/mutation', { recursive: true });
+  const started = Date.now();
+  const stryker = new Stryker({
+    testRunner: 'vitest',
+    plugins: ['@stryker-mutator/vitest-runner', './test/mutation/ignore-test-support.mjs'],
+    ignorers: ['ccweb-test-support'],
+    vitest: { configFile: 'vitest.mutation.config.ts', related: false },
+    mutate,
+    coverageAnalysis: 'perTest',
+    concurrency,
+    timeoutMS: 30_000,
+    reporters: ['clear-text', 'html', 'json', 'progress-append-only'],
+    htmlReporter: { fileName: `test-artifacts/mutation/${folder}.html` },
+    jsonReporter: { fileName: `test-artifacts/mutation/${folder}.json` },
+    clearTextReporter: { reportTests: false, reportMutants: false, reportScoreTable: true },
+    tempDirName: `.stryker-tmp/${folder}`,
+    // Never copy another run's sandbox (runs of two folders may overlap) or build/test output.
+    ignorePatterns: ['/.stryker-tmp', '/test-artifacts', '/dist', '/dist-test', '/data', '/.tools'],
+    cleanTempDir: true,
+    thresholds: { high: 90, low: THRESHOLD, break: null },
+  });
+  const results = await stryker.runMutationTest();
+  const count = (...s) => results.filter((r) => s.includes(r.status)).length;
+  const detected = count('Killed', 'Timeout');
+  const undetected = count('Survived', 'NoCoverage');
+  const score = detected + undetected === 0 ? 100 : (100 * detected) / (detected + undetected);
+  const survivors = results.filter((r) => r.status === 'Survived' || r.status === 'NoCoverage');
+  const unlisted = survivors.filter((m) => !listed[mutantKey(m)]);
+  rows.push({ folder, mutants: results.length, detected, undetected, score, unlisted: unlisted.length, minutes: (Date.now() - started) / 60_000 });
+  writeFileSync(
+    `test-artifacts/mutation/${folder}-survivors.json`,
+    JSON.stringify(Object.fromEntries(survivors.map((m) => [mutantKey(m), listed[mutantKey(m)] ?? 'UNLISTED'])), null, 2) + '\n',
+  );
+  if (unlisted.length) {
+    console.log(`\n${folder}: ${unlisted.length} surviving mutant(s) not listed in ${SURVIVORS_FILE}:`);
+    for (const m of unlisted) console.log(`  ${m.status.padEnd(10)} ${mutantKey(m)}   | ${sourceLine(m)}`);
+  }
+  if (score < THRESHOLD || unlisted.length) failed = true;
+}
+
+console.log('\nmutation score per folder (Stryker: detected = killed + timeout; undetected = survived + no coverage)');
+console.log('folder        mutants  detected  undetected  score    unlisted survivors  minutes');
+for (const r of rows) {
+  console.log(
+    `${r.folder.padEnd(13)} ${String(r.mutants).padStart(7)}  ${String(r.detected).padStart(8)}  ${String(r.undetected).padStart(10)}  ${r.score.toFixed(1).padStart(5)} %  ${String(r.unlisted).padStart(17)}  ${r.minutes.toFixed(1).padStart(7)}`,
+  );
+}
+console.log(`threshold: ${THRESHOLD} % per folder`);
+process.exit(failed ? 1 : 0);

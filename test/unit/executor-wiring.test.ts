@@ -1,0 +1,586 @@
+// The executor's wiring (src/executor/task-executor.ts), tested directly: every workspace result,
+// every thread-start error code, every TurnOutcome and every verification result → the task event
+// the spec requires (§5.2.4, §5.3.5, §5.4, §8), and the state the real task machine then reaches.
+//
+// Real: the executor, the task machine, the actor runtime and a durable store in a temp directory.
+// Test doubles: the three ports (workspace, Codex sessions, verification), scripted per case — they
+// stand for git, the Codex app-server and Gitea, which have their own integration tests; here they
+// only inject each result and each failure.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import type { RepositoryRecord, TaskRecord, TurnRecord } from '../../src/domain/records.js';
+import {
+  createTaskExecutor,
+  type SessionPort,
+  type TurnOutcome,
+  type VerificationPort,
+  type VerificationResult,
+  type WorkspacePort,
+} from '../../src/executor/task-executor.js';
+import { initialTaskMirror } from '../../src/intake/intake-records.js';
+import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
+import { createTestRuntime } from '../support/test-runtime.js';
+
+const NOW = 1_800_000_000_000;
+const RETRY_DELAY = 45_000; // not the executor's default (30 s): a lost option would show
+const REPO_KEY = 'default:acme/widget';
+const LEASE = { repoKey: REPO_KEY, leaseId: 'lease-1', owner: 'worker-1', expiresAt: NOW + 60_000 };
+
+type WsResult = Awaited<ReturnType<WorkspacePort['prepare']>>;
+
+interface Script {
+  workspace?: WsResult;
+  /** ensureThread throws an error with this errorCode (null: an error without a code). */
+  threadError?: string | null;
+  /** ensureThread fails only from this call on (1-based); earlier calls succeed. */
+  threadErrorFromCall?: number;
+  outcome?: TurnOutcome | ((kind: 'normal' | 'reply_retry') => TurnOutcome);
+  verification?: VerificationResult | ((runReplyRetryTurn: () => Promise<{ ok: boolean }>) => Promise<VerificationResult>);
+  interruptConfirmed?: boolean;
+  /** Runs during the normal turn (e.g. an operator's ABORT). */
+  duringTurn?: () => Promise<void>;
+  repository?: boolean;
+  /** Events the task actor is created with after ACCEPT (default: CLAIM → preparing). */
+  startEvents?: TaskEvent[];
+  /** Records to insert with the task (prior turns, actor records). */
+  seed?: Array<{ collection: 'turns' | 'actors'; key: string; value: Record<string, unknown> }>;
+  replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
+  interruptThrows?: boolean;
+  workspaceThrows?: boolean;
+  /** ensureThread never settles (to test abort()). */
+  hangThread?: boolean;
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
+  const t = await createTestRuntime([taskKind()]);
+  cleanups.push(() => t.close());
+  const { store, runtime } = t;
+  const taskId = 'task-1';
+  const at = new Date(NOW).toISOString();
+  const repo: RepositoryRecord = {
+    repoKey: REPO_KEY,
+    instanceId: 'default',
+    owner: 'acme',
+    name: 'widget',
+    cloneUrl: 'http://127.0.0.1:1/acme/widget.git',
+    workspacePath: '/nonexistent/workspace/acme/widget',
+    defaultBranch: 'main',
+    status: 'active',
+    registeredAt: at,
+    lastFetchAt: null,
+    version: 1,
+  };
+  const task: TaskRecord = {
+    taskId,
+    deliveryKey: 'default:d-1',
+    deliveryId: 'd-1',
+    repoKey: REPO_KEY,
+    resourceKey: `${REPO_KEY}:issue:1`,
+    sessionKey: `${REPO_KEY}:issue:1`,
+    resource: { kind: 'issue', number: 1 },
+    owner: 'acme',
+    repo: 'widget',
+    commentId: 11,
+    commentUrl: 'http://127.0.0.1:1/acme/widget/issues/1#issuecomment-11',
+    author: 'alice',
+    instruction: '@ccweb-bot fix it',
+    refs: null,
+    ...initialTaskMirror(),
+    queueSeq: 1,
+    createdAt: at,
+    updatedAt: at,
+    stateVersion: 0,
+    ...taskPatch,
+  };
+  const created = await store.transact((tx) => {
+    if (script.repository !== false) tx.insert('repositories', REPO_KEY, repo);
+    tx.insert('tasks', taskId, task);
+    for (const r of script.seed ?? []) tx.insert(r.collection, r.key, r.value);
+    const events = script.startEvents ?? [{ type: 'CLAIM', leaseId: LEASE.leaseId } as TaskEvent];
+    return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, ...events] });
+  });
+  created.start();
+
+  // Every event the executor sends, in order (the real runtime still decides and persists).
+  const sent: TaskEvent[] = [];
+  const send = runtime.send.bind(runtime);
+  runtime.send = (actorId, event, options) => {
+    sent.push(event as TaskEvent);
+    return send(actorId, event, options);
+  };
+
+  const calls = { ensureThread: 0, runTurn: [] as Array<{ kind: string; replyRetryPrompt?: string }>, cwds: [] as string[], interrupt: 0, prepare: 0 };
+  const workspace: WorkspacePort = {
+    async prepare() {
+      calls.prepare += 1;
+      if (script.workspaceThrows) throw new Error('disk full');
+      return script.workspace ?? { ok: true, path: '/nonexistent/ws', head: 'abc123', lastFetchAt: at };
+    },
+  };
+  let turnSeq = 0;
+  const sessions: SessionPort = {
+    async ensureThread(_task, _cwd) {
+      calls.ensureThread += 1;
+      if (script.hangThread) return new Promise(() => undefined);
+      if (script.threadError !== undefined && calls.ensureThread >= (script.threadErrorFromCall ?? 1)) {
+        const err = new Error(`thread start failed: ${script.threadError ?? 'no code'}`);
+        if (script.threadError !== null) Object.assign(err, { errorCode: script.threadError });
+        throw err;
+      }
+      return { threadId: 'thread-1', resumed: false };
+    },
+    async runTurn(tk, options) {
+      calls.runTurn.push({ kind: options.kind, replyRetryPrompt: options.replyRetryPrompt });
+      calls.cwds.push(options.cwd);
+      turnSeq += 1;
+      const turnKey = `${tk.taskId}:${turnSeq}`;
+      const turn: TurnRecord = {
+        turnKey,
+        turnId: `codex-turn-${turnSeq}`,
+        taskId: tk.taskId,
+        threadId: 'thread-1',
+        kind: options.kind,
+        status: 'completed',
+        eventSeq: 1,
+        marker: `<!-- ccweb taskId=${tk.taskId} turnKey=${turnKey} -->`,
+        finalMessage: `final ${turnSeq}`,
+        commentCall: null,
+        startedAt: new Date(NOW).toISOString(),
+        completedAt: new Date(NOW).toISOString(),
+      };
+      await store.transact((tx) => tx.insert('turns', turnKey, turn));
+      if (options.kind === 'normal') await script.duringTurn?.();
+      const o = script.outcome ?? { kind: 'replied', turnKey, turnId: turn.turnId, finalMessage: 'done' };
+      return typeof o === 'function' ? o(options.kind) : o;
+    },
+    async interrupt() {
+      calls.interrupt += 1;
+      if (script.interruptThrows) throw new Error('connection closed');
+      return { confirmed: script.interruptConfirmed ?? true };
+    },
+  };
+  const verification: VerificationPort = {
+    async verify({ runReplyRetryTurn }) {
+      const v = script.verification ?? { result: 'confirmed', commentId: 5 };
+      return typeof v === 'function' ? v(runReplyRetryTurn) : v;
+    },
+    replyRetryPrompt: (previous, marker) => `re-post only: ${previous} ${marker}`,
+  };
+  const logs: Array<{ msg: string; fields: Record<string, unknown> }> = [];
+  const executor = createTaskExecutor({
+    store,
+    runtime,
+    workspace,
+    sessions,
+    verification,
+    retryDelayMs: RETRY_DELAY,
+    now: () => NOW,
+    replyExists: script.replyExists,
+    log: (msg, fields) => logs.push({ msg, fields }),
+  });
+  const run = (signal = new AbortController().signal) => executor.run(taskId, LEASE, signal);
+  const record = () => store.get<TaskRecord>('tasks', taskId)!;
+  const types = () => sent.map((e) => e.type);
+  return { store, runtime, run, record, sent, types, calls, taskId, executor, logs };
+}
+
+describe('executor: workspace results → task events (§5.2.4, §8)', () => {
+  // Every code the workspace manager returns (src/workspace WorkspaceErrorCode), with its retryable flag.
+  const cases: Array<{ code: string; retryable: boolean; event: TaskEvent['type']; state: string }> = [
+    { code: 'workspace_dirty', retryable: false, event: 'WORKSPACE_BLOCKED', state: 'blocked_workspace' }, // §8: dirty/conflict → blocked, no reset
+    { code: 'auth_failed', retryable: true, event: 'PREPARE_FAILED', state: 'retry_wait' }, // §8: auth failure → retry_wait, at most once
+    { code: 'timeout', retryable: true, event: 'PREPARE_FAILED', state: 'retry_wait' },
+    { code: 'git_failed', retryable: true, event: 'PREPARE_FAILED', state: 'retry_wait' },
+    { code: 'git_failed', retryable: false, event: 'PREPARE_FAILED', state: 'failed' },
+    { code: 'path_invalid', retryable: false, event: 'PREPARE_FAILED', state: 'failed' },
+  ];
+  it.each(cases)('$code (retryable $retryable) → $event → $state', async (c) => {
+    const w = await world({ workspace: { ok: false, code: c.code, retryable: c.retryable, message: 'scripted' } });
+    await w.run();
+    expect(w.types()).toEqual([c.event]);
+    const event = w.sent[0] as TaskEvent & { errorCode?: string; retryable?: boolean; retryAt?: number; resumeAt?: string };
+    expect(event.errorCode).toBe(c.code);
+    if (c.event === 'PREPARE_FAILED') expect(event).toMatchObject({ retryable: c.retryable, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' });
+    const r = w.record();
+    expect(r.state).toBe(c.state);
+    expect(r.errorCode).toBe(c.code);
+    if (c.state === 'retry_wait') expect(r).toMatchObject({ attempt: 1, nextRetryAt: new Date(NOW + RETRY_DELAY).toISOString() });
+    if (c.state === 'blocked_workspace') expect(r.leaseId).toBeNull();
+    expect(w.calls.ensureThread).toBe(0);
+  });
+
+  it('a workspace that is ready → WORKSPACE_READY, after the thread is ensured, and the repository remembers the fetch', async () => {
+    const w = await world({});
+    await w.run();
+    expect(w.types().slice(0, 1)).toEqual(['WORKSPACE_READY']);
+    expect(w.calls.ensureThread).toBeGreaterThanOrEqual(1);
+    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.lastFetchAt).toBe(new Date(NOW).toISOString());
+  });
+
+  it('a repository the store does not know → FAIL repository_unknown, no workspace touched', async () => {
+    const w = await world({ repository: false });
+    await w.run();
+    expect(w.sent).toEqual([{ type: 'FAIL', errorCode: 'repository_unknown' }]);
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'repository_unknown' });
+    expect(w.calls.prepare).toBe(0);
+  });
+
+  it('the second retryable failure fails the task (§8: at most one retry)', async () => {
+    const w = await world({ workspace: { ok: false, code: 'auth_failed', retryable: true, message: 'scripted' } });
+    await w.run();
+    expect(w.record().state).toBe('retry_wait');
+    await w.runtime.send(taskActorId(w.taskId), { type: 'RETRY_DUE', leaseId: 'lease-2' } as TaskEvent);
+    await w.run();
+    expect(w.types()).toEqual(['PREPARE_FAILED', 'RETRY_DUE', 'PREPARE_FAILED']);
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'auth_failed', attempt: 1 });
+  });
+});
+
+describe('executor: thread start (MCP) errors → task events (§8 MCP rows)', () => {
+  // §8: gitea-mcp missing, failing to start, failing initialize → failed at once, never retried.
+  it.each(['mcp_command_missing', 'mcp_start_failed', 'mcp_initialize_failed'])('%s → FAIL, failed without a retry', async (code) => {
+    const w = await world({ threadError: code });
+    await w.run();
+    expect(w.sent).toEqual([{ type: 'FAIL', errorCode: code }]);
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: code, attempt: 0 });
+  });
+
+  // Anything else (app-server unreachable, thread/start refused, no code at all) → retry_wait (§8 "Codex App 不可达").
+  it.each([
+    ['app_server_timeout', 'app_server_timeout'],
+    ['thread_start_failed', 'thread_start_failed'],
+    [null, 'app_server_unavailable'],
+  ])('%s → PREPARE_FAILED retryable → retry_wait', async (code, expected) => {
+    const w = await world({ threadError: code });
+    await w.run();
+    expect(w.sent).toEqual([{ type: 'PREPARE_FAILED', errorCode: expected, retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' }]);
+    expect(w.record()).toMatchObject({ state: 'retry_wait', errorCode: expected, attempt: 1 });
+  });
+
+  it('a thread that cannot be ensured once the turn should start → TURN_FAILED executor_error (retry)', async () => {
+    const w = await world({ threadError: 'app_server_timeout', threadErrorFromCall: 2 });
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_FAILED']);
+    expect(w.sent[1]).toMatchObject({ errorCode: 'executor_error', retryable: true });
+    expect(w.record()).toMatchObject({ state: 'retry_wait', errorCode: 'executor_error' });
+  });
+});
+
+describe('executor: TurnOutcome → task events (§5.3.5)', () => {
+  const turn = { turnKey: 'task-1:1', turnId: 'codex-turn-1' };
+  it('replied → TURN_REPLIED → verifying_reply → (confirmed) REPLY_CONFIRMED → succeeded', async () => {
+    const w = await world({ outcome: { kind: 'replied', ...turn, finalMessage: 'ok' } });
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_CONFIRMED']);
+    expect(w.record().state).toBe('succeeded');
+    expect(w.calls.runTurn).toEqual([{ kind: 'normal', replyRetryPrompt: undefined }]);
+    // The turn runs in the repository's workspace; every transition is audited as the executor's.
+    expect(w.calls.cwds).toEqual(['/nonexistent/workspace/acme/widget']);
+    const transitions = w.store.audit({ actorId: taskActorId('task-1') }).filter((e) => e.action === 'task.transition');
+    expect(transitions.slice(-3).map((e) => e.actor)).toEqual(['system:executor', 'system:executor', 'system:executor']);
+  });
+
+  it('no_comment (the agent never called the comment tool) → TURN_REPLIED: verification decides (§5.4.3)', async () => {
+    const w = await world({ outcome: { kind: 'no_comment', ...turn, finalMessage: 'ok' }, verification: { result: 'failed', errorCode: 'rest_fallback_failed' } });
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_FAILED']);
+  });
+
+  it('waiting_user → TURN_WAITING_USER → waiting_user (lease released, no verification)', async () => {
+    const w = await world({ outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' } });
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER']);
+    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null });
+  });
+
+  it.each([
+    ['app_server_exited', true, 'retry_wait'],
+    ['app_server_timeout', true, 'retry_wait'],
+    ['turn_failed', true, 'retry_wait'],
+    ['turn_timeout', false, 'failed'],
+    ['abort_timeout', false, 'failed'],
+  ] as const)('failed %s (retryable %s) → TURN_FAILED → %s', async (code, retryable, state) => {
+    const w = await world({ outcome: { kind: 'failed', ...turn, errorCode: code, retryable } });
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_FAILED']);
+    expect(w.sent[1]).toEqual({ type: 'TURN_FAILED', errorCode: code, retryable, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' });
+    expect(w.record()).toMatchObject({ state, errorCode: code });
+  });
+
+  it('interrupted (not by an abort) → TURN_FAILED turn_interrupted, retryable → retry_wait', async () => {
+    const w = await world({ outcome: { kind: 'interrupted', ...turn } });
+    await w.run();
+    expect(w.sent[1]).toEqual({ type: 'TURN_FAILED', errorCode: 'turn_interrupted', retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' });
+    expect(w.record().state).toBe('retry_wait');
+  });
+
+  it('an operator abort during the turn, turn interrupted → ABORT_CONFIRMED → aborted, without asking Codex again', async () => {
+    const holder: { w?: Awaited<ReturnType<typeof world>> } = {};
+    const w = await world({
+      outcome: { kind: 'interrupted', ...turn },
+      duringTurn: async () => {
+        await holder.w!.runtime.send(taskActorId('task-1'), { type: 'ABORT', by: 'admin:alice' } as TaskEvent);
+      },
+    });
+    holder.w = w;
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'ABORT', 'ABORT_CONFIRMED']);
+    expect(w.record()).toMatchObject({ state: 'aborted', stoppedBy: 'admin:alice' });
+    expect(w.calls.interrupt).toBe(0);
+  });
+
+  it.each([
+    [true, 'ABORT_CONFIRMED', 'aborted'],
+    [false, 'ABORT_TIMEOUT', 'failed'],
+  ] as const)('an abort while the turn still answered: interrupt confirmed %s → %s → %s', async (confirmed, event, state) => {
+    const holder: { w?: Awaited<ReturnType<typeof world>> } = {};
+    const w = await world({
+      outcome: { kind: 'replied', ...turn, finalMessage: 'ok' },
+      interruptConfirmed: confirmed,
+      duringTurn: async () => {
+        await holder.w!.runtime.send(taskActorId('task-1'), { type: 'ABORT', by: 'admin:alice' } as TaskEvent);
+      },
+    });
+    holder.w = w;
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'ABORT', event]);
+    expect(w.calls.interrupt).toBe(1);
+    expect(w.record().state).toBe(state);
+  });
+});
+
+describe('executor: verification results → task events (§5.4)', () => {
+  it('confirmed_via_fallback → REPLY_CONFIRMED_VIA_FALLBACK keeping the MCP failure reason → succeeded_with_rest_fallback', async () => {
+    const w = await world({ verification: { result: 'confirmed_via_fallback', commentId: 9, mcpFailureReason: 'mcp_call_rejected' } });
+    await w.run();
+    expect(w.sent.at(-1)).toEqual({ type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: 'mcp_call_rejected' });
+    expect(w.record()).toMatchObject({ state: 'succeeded_with_rest_fallback', mcpFailureReason: 'mcp_call_rejected' });
+  });
+
+  it('confirmed_via_fallback without a reason → mcp_reply_missing is recorded', async () => {
+    const w = await world({ verification: { result: 'confirmed_via_fallback' } });
+    await w.run();
+    expect(w.sent.at(-1)).toEqual({ type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: 'mcp_reply_missing' });
+  });
+
+  it.each([
+    [{ result: 'failed', errorCode: 'reply_query_failed' } as VerificationResult, 'reply_query_failed'],
+    [{ result: 'failed' } as VerificationResult, 'reply_unconfirmed'],
+  ])('%j → REPLY_FAILED %s → failed_reply', async (v, code) => {
+    const w = await world({ verification: v });
+    await w.run();
+    expect(w.sent.at(-1)).toEqual({ type: 'REPLY_FAILED', errorCode: code });
+    expect(w.record()).toMatchObject({ state: 'failed_reply', errorCode: code });
+  });
+
+  it('the one reply_retry turn: REPLY_MISSING → RETRY_DUE (same lease) → a reply_retry turn with the re-post prompt → TURN_REPLIED, then the verifier decides', async () => {
+    let retry: { ok: boolean } | undefined;
+    const w = await world({
+      verification: async (runReplyRetryTurn) => {
+        retry = await runReplyRetryTurn();
+        return { result: 'confirmed', commentId: 6 };
+      },
+    });
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED']);
+    expect(w.sent[2]).toEqual({ type: 'REPLY_MISSING', retryAt: NOW });
+    expect(w.sent[3]).toEqual({ type: 'RETRY_DUE', leaseId: LEASE.leaseId });
+    expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal', 'reply_retry']);
+    expect(w.calls.runTurn[1]!.replyRetryPrompt).toBe('re-post only: final 1 <!-- ccweb taskId=task-1 turnKey=task-1:1 -->');
+    expect(retry).toEqual({ ok: true });
+    expect(w.record()).toMatchObject({ state: 'succeeded', replyAttempt: 1, leaseId: LEASE.leaseId });
+  });
+
+  it('a reply_retry turn that throws reports ok: false and the task still goes back to verification', async () => {
+    let retry: { ok: boolean } | undefined;
+    const w = await world({
+      outcome: (kind) => {
+        if (kind === 'reply_retry') throw new Error('app-server gone');
+        return { kind: 'replied', turnKey: 'k', turnId: 't', finalMessage: 'x' };
+      },
+      verification: async (runReplyRetryTurn) => {
+        retry = await runReplyRetryTurn();
+        return { result: 'confirmed_via_fallback' };
+      },
+    });
+    await w.run();
+    expect(retry).toEqual({ ok: false });
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED_VIA_FALLBACK']);
+  });
+
+  it('abort() of a task the executor is not running is harmless', async () => {
+    const w = await world({});
+    expect(() => w.executor.abort('task-unknown')).not.toThrow();
+    expect(w.calls.interrupt).toBe(1);
+  });
+
+  it('a reply_retry turn that does not reply reports ok: false; a second retry is refused by the machine', async () => {
+    const results: Array<{ ok: boolean }> = [];
+    const w = await world({
+      outcome: (kind) => (kind === 'normal' ? { kind: 'replied', turnKey: 'k', turnId: 't', finalMessage: 'x' } : { kind: 'no_comment', turnKey: 'k2', turnId: 't2', finalMessage: 'x' }),
+      verification: async (runReplyRetryTurn) => {
+        results.push(await runReplyRetryTurn());
+        results.push(await runReplyRetryTurn());
+        return { result: 'failed', errorCode: 'rest_fallback_failed' };
+      },
+    });
+    await w.run();
+    expect(results).toEqual([{ ok: false }, { ok: false }]);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_MISSING', 'REPLY_FAILED']);
+    expect(w.record()).toMatchObject({ state: 'failed_reply', replyAttempt: 1 });
+  });
+});
+
+const RUNNING = [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }] as TaskEvent[];
+function priorTurn(patch: Partial<TurnRecord> = {}): { collection: 'turns'; key: string; value: TurnRecord } {
+  const value: TurnRecord = {
+    turnKey: 'task-1:0',
+    turnId: 'codex-turn-0',
+    taskId: 'task-1',
+    threadId: 'thread-1',
+    kind: 'normal',
+    status: 'started',
+    eventSeq: 1,
+    marker: '<!-- ccweb taskId=task-1 turnKey=task-1:0 -->',
+    finalMessage: null,
+    commentCall: null,
+    startedAt: new Date(NOW - 5_000).toISOString(),
+    completedAt: null,
+    ...patch,
+  };
+  return { collection: 'turns', key: value.turnKey, value };
+}
+
+describe('executor: resuming a task that was interrupted (restart recovery, §5.5)', () => {
+  it('running with a live reply verifier → TURN_REPLIED at once: the answer is verified, not produced twice', async () => {
+    const w = await world({
+      startEvents: RUNNING,
+      seed: [priorTurn(), { collection: 'actors', key: 'verifier:task-1', value: { actorId: 'verifier:task-1', kind: 'verifier', status: 'active', taskId: 'task-1' } }],
+    });
+    await w.run();
+    expect(w.types()).toEqual(['TURN_REPLIED', 'REPLY_CONFIRMED']);
+    expect(w.calls.runTurn).toEqual([]);
+  });
+
+  it('a finished verifier does not count: the turn runs', async () => {
+    const w = await world({
+      startEvents: RUNNING,
+      seed: [{ collection: 'actors', key: 'verifier:task-1', value: { actorId: 'verifier:task-1', kind: 'verifier', status: 'done', taskId: 'task-1' } }],
+    });
+    await w.run();
+    expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal']);
+  });
+
+  it.each([
+    ['the reply is on Gitea', async (): Promise<boolean> => true, ['TURN_REPLIED', 'REPLY_CONFIRMED'], 0],
+    ['Gitea does not answer (unknown counts as maybe answered: never a second answer)', async (): Promise<boolean> => Promise.reject(new Error('503')), ['TURN_REPLIED', 'REPLY_CONFIRMED'], 0],
+    ['the reply is not there', async (): Promise<boolean> => false, ['TURN_REPLIED', 'REPLY_CONFIRMED'], 1],
+  ] as const)('a prior turn for this input, %s', async (_what, replyExists, events, turns) => {
+    const asked: string[] = [];
+    const w = await world({
+      startEvents: RUNNING,
+      seed: [priorTurn()],
+      replyExists: async (_t, turn) => {
+        asked.push(turn.turnKey);
+        return replyExists();
+      },
+    });
+    await w.run();
+    expect(asked).toEqual(['task-1:0']);
+    expect(w.types()).toEqual(events);
+    expect(w.calls.runTurn.length).toBe(turns);
+  });
+
+  it('a follow-up after the prior turn (the user replied): the turn runs without asking Gitea', async () => {
+    const asked: string[] = [];
+    const w = await world(
+      { startEvents: RUNNING, seed: [priorTurn()], replyExists: async (_t, turn): Promise<boolean> => (asked.push(turn.turnKey), true) },
+      { followUps: [{ commentId: 12, author: 'alice', body: 'yes', commentUrl: 'u', deliveryKey: 'default:d-2', at: new Date(NOW - 1_000).toISOString() }] },
+    );
+    await w.run();
+    expect(asked).toEqual([]);
+    expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal']);
+  });
+
+  it('a follow-up older than the prior turn: the prior turn answered it, Gitea is asked', async () => {
+    const asked: string[] = [];
+    const w = await world(
+      { startEvents: RUNNING, seed: [priorTurn()], replyExists: async (_t, turn): Promise<boolean> => (asked.push(turn.turnKey), true) },
+      { followUps: [{ commentId: 12, author: 'alice', body: 'yes', commentUrl: 'u', deliveryKey: 'default:d-2', at: new Date(NOW - 60_000).toISOString() }] },
+    );
+    await w.run();
+    expect(asked).toEqual(['task-1:0']);
+    expect(w.calls.runTurn).toEqual([]);
+  });
+
+  it('only normal turns count as the prior turn (a reply_retry turn does not)', async () => {
+    const asked: string[] = [];
+    const w = await world({ startEvents: RUNNING, seed: [priorTurn({ kind: 'reply_retry' })], replyExists: async (_t, turn): Promise<boolean> => (asked.push(turn.turnKey), true) });
+    await w.run();
+    expect(asked).toEqual([]);
+    expect(w.calls.runTurn.length).toBe(1);
+  });
+
+  it('verifying_reply without a turn record → REPLY_FAILED turn_record_missing', async () => {
+    const w = await world({ startEvents: [...RUNNING, { type: 'TURN_REPLIED' }] as TaskEvent[] });
+    await w.run();
+    expect(w.sent).toEqual([{ type: 'REPLY_FAILED', errorCode: 'turn_record_missing' }]);
+    expect(w.record()).toMatchObject({ state: 'failed_reply', errorCode: 'turn_record_missing' });
+  });
+
+  it('aborting when the executor picks it up → interrupt; confirmed → ABORT_CONFIRMED', async () => {
+    const w = await world({ startEvents: [...RUNNING, { type: 'ABORT', by: 'admin:bob' }] as TaskEvent[] });
+    await w.run();
+    expect(w.calls.interrupt).toBe(1);
+    expect(w.types()).toEqual(['ABORT_CONFIRMED']);
+    expect(w.record().state).toBe('aborted');
+  });
+
+  it('an interrupt that throws counts as unconfirmed → ABORT_TIMEOUT → failed', async () => {
+    const w = await world({ startEvents: [...RUNNING, { type: 'ABORT', by: 'admin:bob' }] as TaskEvent[], interruptThrows: true });
+    await w.run();
+    expect(w.types()).toEqual(['ABORT_TIMEOUT']);
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
+  });
+
+  it('a verifier that throws → REPLY_FAILED executor_error (verifying_reply never retries by itself)', async () => {
+    const w = await world({
+      verification: async () => {
+        throw new Error('boom');
+      },
+    });
+    await w.run();
+    expect(w.sent.at(-1)).toEqual({ type: 'REPLY_FAILED', errorCode: 'executor_error' });
+    expect(w.record().state).toBe('failed_reply');
+    expect(w.logs.some((l) => l.msg === 'executor error' && l.fields.error === 'boom')).toBe(true);
+  });
+
+  it('a workspace step that throws while preparing → PREPARE_FAILED executor_error (retry)', async () => {
+    const w = await world({ workspaceThrows: true });
+    await w.run();
+    expect(w.sent).toEqual([{ type: 'PREPARE_FAILED', errorCode: 'executor_error', retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' }]);
+    expect(w.record().state).toBe('retry_wait');
+  });
+
+  it('a task that is not in an active state is left alone', async () => {
+    const w = await world({ startEvents: [{ type: 'CANCEL', by: 'admin:bob' }] as TaskEvent[] });
+    await w.run();
+    expect(w.sent).toEqual([]);
+    expect(w.calls.prepare).toBe(0);
+  });
+
+  it('abort(taskId) cancels the running step and asks Codex to interrupt', async () => {
+    const w = await world({ hangThread: true });
+    const running = w.run();
+    await new Promise((r) => setTimeout(r, 50));
+    w.executor.abort('task-1');
+    expect(w.calls.interrupt).toBe(1);
+    // The hung step never returns; the run is abandoned with it (the scheduler's lease expires).
+    void running;
+  });
+});
