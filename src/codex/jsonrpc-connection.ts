@@ -1,5 +1,5 @@
 // One long-lived `codex app-server` process spoken to over stdio: JSON-RPC framed as JSON Lines,
-// without a `jsonrpc` field (facts: ../shared/codex/FACTS.md).
+// without a `jsonrpc` field (checked against the real binary, codex 0.171).
 //
 // Start-up chain: spawn → `initialize {clientInfo, capabilities:{experimentalApi:true}}` →
 // `initialized` → best-effort probes (`experimentalFeature/enablement/set {goals:true}`,

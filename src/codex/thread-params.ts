@@ -1,5 +1,5 @@
 // Pure builders of the Codex app-server request params used by ccweb-gitea (spec §5.3, §6.3;
-// facts: ../shared/codex/FACTS.md). Shapes follow the generated protocol types; tests validate the
+// checked against the real binary, codex 0.171). Shapes follow the generated protocol types; tests validate the
 // built messages against the generated JSON Schema.
 import type { JsonValue } from './protocol/ts/serde_json/JsonValue.js';
 import type { DynamicToolSpec } from './protocol/ts/v2/DynamicToolSpec.js';

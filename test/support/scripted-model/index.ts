@@ -1,6 +1,6 @@
 // A loopback fake of the OpenAI Responses API (`POST /v1/responses`, SSE) driven by a per-test
-// script, so the real `codex app-server` can run turns fully offline. Wire format: see
-// ../shared/codex/FACTS.md ("Running the real binary offline in tests").
+// script, so the real `codex app-server` can run turns fully offline. Wire format (as the real
+// codex 0.171 speaks it): `event: <type>\ndata: <json>` events, described step by step below.
 //
 // Each POST /v1/responses consumes ONE step of the queue:
 //   {type:'message', text}                               assistant message, turn ends
