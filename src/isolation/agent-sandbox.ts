@@ -147,7 +147,13 @@ export function createAgentSandbox(options: AgentSandboxOptions): AgentSandbox {
   ];
   // The bundled bwrap and the codex binary live under the install directory, which stays readable.
   const mustRead = [codexReal, ...(bwrap ? [canonical(bwrap)] : [])];
-  const deniedPaths = () => outermostDenied(candidates(), mustRead);
+  // Only existing paths can be denied (bubblewrap mounts over them): the data directory and the workspace
+  // root are created first, or a probe run before the store exists would leave them readable whenever no
+  // outer candidate (/tmp) covers them.
+  const deniedPaths = () => {
+    for (const dir of [options.dataDir, options.workspaceRoot]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return outermostDenied(candidates(), mustRead);
+  };
 
   const privateDirs = (cwd: string) => {
     const key = createHash('sha256').update(canonical(cwd)).digest('hex').slice(0, 16);
