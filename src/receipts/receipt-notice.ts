@@ -23,6 +23,7 @@ import type { UsageLimits } from '../usage/usage-records.js';
 import { blockedNoticeText, budgetNoticeText, resumedNoticeText, standaloneNoticeText, type BudgetNotice } from './limit-texts.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
 import { receivedReceiptText } from './receipt-text.js';
+import { coalescedPass } from './coalesced-pass.js';
 
 export interface ReceiptNoticesOptions {
   store: Store;
@@ -67,8 +68,6 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   const failures = new Map<string, number>();
   const timers = new Set<NodeJS.Timeout>();
   const pendingInserts = new Set<Promise<unknown>>();
-  let running: Promise<void> | null = null;
-  let again = false;
   let stopped = false;
   let unsubscribe: (() => void) | null = null;
 
@@ -199,26 +198,15 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     }
   }
 
-  function kick(): void {
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
+  const passes = coalescedPass(async () => {
+    for (const rec of pending()) {
+      if (stopped) return;
+      const cur = store.get<CommentRecord>('comments', rec.commentKey);
+      if (cur?.status !== 'pending') continue;
+      await sendOne(cur).catch((err: unknown) => log('receipt notice error', { error: String(err) }));
     }
-    running = (async () => {
-      do {
-        again = false;
-        for (const rec of pending()) {
-          if (stopped) return;
-          const cur = store.get<CommentRecord>('comments', rec.commentKey);
-          if (cur?.status !== 'pending') continue;
-          await sendOne(cur).catch((err: unknown) => log('receipt notice error', { error: String(err) }));
-        }
-      } while (again && !stopped);
-    })().finally(() => {
-      running = null;
-    });
-  }
+  }, () => stopped);
+  const kick = (): void => passes.kick();
 
   function onTransition(n: TransitionNotice): void {
     if (stopped || n.kind !== TASK_KIND) return;
@@ -270,7 +258,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     async drain() {
       for (;;) {
         if (pendingInserts.size > 0) await Promise.allSettled([...pendingInserts]);
-        if (running) await running;
+        if (passes.running) await passes.running;
         if (stopped || pending().length === 0 || timers.size === 0) return;
         await new Promise((r) => setTimeout(r, 100));
       }

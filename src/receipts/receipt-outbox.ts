@@ -30,6 +30,7 @@ import {
 } from './receipt-text.js';
 import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
 import { isBudgetCode } from '../usage/usage-accounting.js';
+import { coalescedPass } from './coalesced-pass.js';
 
 export type OutboxLogger = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -97,8 +98,6 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const pendingEnsures = new Set<Promise<unknown>>();
   const timers = new Set<NodeJS.Timeout>();
   let unsubscribe: (() => void) | null = null;
-  let running: Promise<void> | null = null;
-  let again = false;
   let stopped = false;
 
   function pendingRows(): CommentRecord[] {
@@ -329,21 +328,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     }
   }
 
-  function kick(): void {
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        await pass();
-      } while (again && !stopped);
-    })().finally(() => {
-      running = null;
-    });
-  }
+  const passes = coalescedPass(pass, () => stopped);
+  const kick = (): void => passes.kick();
 
   return {
     async start() {
@@ -371,8 +357,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
           await Promise.allSettled([...pendingEnsures]);
           continue;
         }
-        if (running) {
-          await running;
+        if (passes.running) {
+          await passes.running;
           continue;
         }
         const pending = pendingRows();
