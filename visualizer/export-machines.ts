@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnyStateMachine } from 'xstate';
-import { machineGraph } from '../src/api/machine-graph.js';
-import { layoutMachine } from '../src/api/machine-layout.js';
-import { allMachines, exportName } from '../src/api/machine-registry.js';
+import { machineGraph } from './graph/machine-graph.js';
+import { layoutMachine } from './graph/machine-layout.js';
+import { allMachines, exportName } from './graph/machine-registry.js';
 import { mermaidDiagram } from './mermaid.js';
 import { renderSvg } from './render-svg.js';
 import { statelyCode } from './stately-code.js';

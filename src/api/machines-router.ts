@@ -6,9 +6,9 @@ import { requireAdminToken } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';
 import { ActorListQuery } from './control-schemas.js';
 import { ApiError, handled, parseOr400, queryOf, type ApiLogger } from './http-helpers.js';
-import { machineGraph, type MachineGraph } from './machine-graph.js';
-import { layoutMachine, type MachineLayout } from './machine-layout.js';
-import { allMachines, exportName } from './machine-registry.js';
+import { machineGraph, type MachineGraph } from '../../visualizer/graph/machine-graph.js';
+import { layoutMachine, type MachineLayout } from '../../visualizer/graph/machine-layout.js';
+import { allMachines, exportName } from '../../visualizer/graph/machine-registry.js';
 import { actorSummary } from './task-queries.js';
 
 export interface MachinesRouterDeps {

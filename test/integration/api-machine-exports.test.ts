@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AnyStateMachine } from 'xstate';
-import { machineGraph } from '../../src/api/machine-graph.js';
-import { allMachines, exportName } from '../../src/api/machine-registry.js';
+import { machineGraph } from '../../visualizer/graph/machine-graph.js';
+import { allMachines, exportName } from '../../visualizer/graph/machine-registry.js';
 import { buildExports, writeExports } from '../../visualizer/export-machines.js';
 
 const edgeKey = (e: { source: string; target: string | null; event: string; guard: string | null }) =>
