@@ -82,7 +82,7 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       if (p.values['help']) return out(COMMAND_HELP['visualize']!), 0;
       const { writeExports } = await import('../../visualizer/export-machines.js');
       const dir = resolve(io.cwd, p.positionals[0] ?? resolve(import.meta.dirname, '../../visualizer/exports'));
-      for (const file of writeExports(dir)) out(file);
+      for (const file of await writeExports(dir)) out(file);
       return 0;
     }
     case 'export-audit': {

@@ -1,12 +1,13 @@
+import type { ELK as ElkEngine, ElkExtendedEdge, ElkNode, ElkPoint } from 'elkjs/lib/elk.bundled.js';
+import { labelBlock, placeLabels, textWidth, type Box } from './label-placement.js';
 import type { GraphEdge, MachineGraph } from './machine-graph.js';
 
 /**
- * A layered drawing of a statechart (the Sugiyama recipe, kept small), computed on the server so
- * the visualizer page and the SVG export draw the same picture with no layout library and no
- * browser: cycles are broken by reversing the edges that close them, states get the longest-path
- * layer, edges spanning several layers run through invisible waypoints so they bend around states,
- * a few barycenter sweeps reduce crossings, and labels are placed where they collide with nothing.
- * Compound states are drawn as boxes around their children.
+ * A layered drawing of a statechart, computed on the server so the visualizer page and the SVG
+ * export draw the same picture and the browser needs no layout code. The Eclipse Layout Kernel's
+ * layered algorithm (elkjs) places the states and routes the transitions: cycle breaking, layering,
+ * crossing minimisation, spline routing, and nested states inside their parent
+ * (`hierarchyHandling: INCLUDE_CHILDREN`). Labels are placed afterwards (label-placement.ts).
  */
 export interface MachineLayout {
   width: number;
@@ -40,413 +41,286 @@ export interface LayoutEdge {
 }
 
 const NODE_H = 34;
-const CHAR_W = 7.4;
 const NODE_PAD = 26;
-const GAP_X = 44;
-const DUMMY_W = 14;
-const GAP_Y = 96;
+const STATE_FONT = 13;
+/** The `invoke …` line drawn under a state (visualizer page and SVG export). */
+const INVOKE_FONT = 9.5;
+const INVOKE_H = 15;
 const MARGIN = 40;
+/** How far a loop reaches right of its state. */
+const LOOP_W = 30;
+/** Room above the first state: the page and the SVG export keep the top 44 px for a title. */
 const TOP = 84;
-const LABEL_LINE = 13;
-/** Edge labels are drawn at this size (visualizer page and SVG export). */
-const LABEL_FONT = 10.5;
+/** Room inside a compound state's box for its name. */
+const BOX_PAD = '[top=30,left=14,bottom=14,right=14]';
 
-interface Item {
-  id: string;
-  w: number;
-  dummy: boolean;
-  layer: number;
-  x: number;
+const LAYOUT_OPTIONS: Record<string, string> = {
+  'elk.algorithm': 'layered',
+  'elk.direction': 'DOWN',
+  'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
+  'elk.edgeRouting': 'SPLINES',
+  // Depth-first from the initial state: the happy path runs down, returns run up.
+  'elk.layered.cycleBreaking.strategy': 'DEPTH_FIRST',
+  // Straight vertical runs for long transitions keep the task machine narrow (about 1,100 px).
+  'elk.layered.nodePlacement.strategy': 'LINEAR_SEGMENTS',
+  // Room between layers for the label blocks placed afterwards.
+  'elk.layered.spacing.nodeNodeBetweenLayers': '80',
+  'elk.spacing.nodeNode': '24',
+  'elk.spacing.edgeNode': '12',
+  'elk.spacing.edgeEdge': '10',
+  'elk.json.shapeCoords': 'ROOT',
+  'elk.json.edgeCoords': 'ROOT',
+};
+
+/** The same machine definition gives the same graph: lay it out once per process (ELK costs CPU). */
+const cache = new Map<string, Promise<MachineLayout>>();
+
+export function layoutMachine(graph: MachineGraph): Promise<MachineLayout> {
+  const key = JSON.stringify(graph);
+  let layout = cache.get(key);
+  if (!layout) {
+    layout = computeLayout(graph);
+    cache.set(key, layout);
+    layout.catch(() => cache.delete(key));
+  }
+  return layout;
 }
 
-interface Chain {
+interface Line {
   key: string;
   s: string;
   t: string;
   group: GraphEdge[];
-  reversed: boolean;
-  /** Item ids from the upper end to the lower end, dummies included. */
-  items: string[];
+  labels: string[];
 }
 
-interface Box {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-}
-
-export function layoutMachine(graph: MachineGraph): MachineLayout {
-  const leaves = graph.nodes.filter((n) => n.type !== 'compound' && n.type !== 'parallel');
-  const leafIds = new Set(leaves.map((n) => n.id));
-  const firstLeaf = (id: string): string => {
-    let cur = id;
-    for (let i = 0; i < 32 && !leafIds.has(cur); i++) {
-      const node = graph.nodes.find((n) => n.id === cur);
-      const next = node?.initial ?? graph.nodes.find((n) => n.parent === cur)?.id;
-      if (!next) break;
-      cur = next;
-    }
-    return cur;
-  };
-  const groups = new Map<string, { s: string; t: string; group: GraphEdge[] }>();
+/**
+ * One line per (source, target) pair. A transition from a compound state leaves its box (it
+ * applies in every child); one into a compound state ends at the child it enters (its initial
+ * state, recursively); a targetless transition (actions only) is a loop on its state.
+ */
+export function transitionLines(graph: MachineGraph): Line[] {
+  const byId = new Map(graph.nodes.map((n) => [n.id, n]));
+  const lines = new Map<string, Line>();
   for (const e of graph.edges) {
-    if (e.target === null) continue;
-    const s = firstLeaf(e.source);
-    const t = firstLeaf(e.target);
-    if (!leafIds.has(s) || !leafIds.has(t)) continue;
-    const key = `${s}>${t}`;
-    const g = groups.get(key) ?? { s, t, group: [] };
-    g.group.push(e);
-    groups.set(key, g);
+    const t = e.target === null ? e.source : enteredLeaf(graph, e.target);
+    const key = `${e.source}>${t}`;
+    const line = lines.get(key) ?? { key, s: e.source, t, group: [], labels: [] };
+    line.group.push(e);
+    line.labels.push(e.guard ? `${e.label} [${e.guard}]` : e.label);
+    lines.set(key, line);
   }
-  const start = graph.initial ? firstLeaf(graph.initial) : leaves[0]?.id;
-
-  // Break cycles: an edge closing a cycle in a depth-first walk (document order) is reversed.
-  const out = new Map<string, string[]>();
-  for (const { s, t } of groups.values()) if (s !== t) out.set(s, [...(out.get(s) ?? []), t]);
-  const back = new Set<string>();
-  const seen = new Map<string, 'open' | 'done'>();
-  const dfs = (id: string): void => {
-    seen.set(id, 'open');
-    for (const t of out.get(id) ?? []) {
-      if (seen.get(t) === 'open') back.add(`${id}>${t}`);
-      else if (!seen.has(t)) dfs(t);
-    }
-    seen.set(id, 'done');
-  };
-  if (start) dfs(start);
-  for (const n of leaves) if (!seen.has(n.id)) dfs(n.id);
-
-  const layer = new Map<string, number>(leaves.map((n) => [n.id, 0]));
-  const down = [...groups.values()]
-    .filter(({ s, t }) => s !== t)
-    .map(({ s, t }) => (back.has(`${s}>${t}`) ? [t, s] : [s, t]) as [string, string]);
-  for (let changed = true, n = 0; changed && n <= leaves.length; n++) {
-    changed = false;
-    for (const [u, v] of down) {
-      if (layer.get(v)! < layer.get(u)! + 1) {
-        layer.set(v, layer.get(u)! + 1);
-        changed = true;
-      }
-    }
-  }
-
-  const items = new Map<string, Item>();
-  for (const n of leaves) {
-    items.set(n.id, { id: n.id, w: Math.max(90, n.key.length * CHAR_W + NODE_PAD), dummy: false, layer: layer.get(n.id)!, x: 0 });
-  }
-  // One chain of waypoints per (source, target) pair, so opposite directions get separate routes.
-  const chains: Chain[] = [];
-  for (const [key, { s, t, group }] of groups) {
-    if (s === t) continue;
-    const reversed = back.has(key);
-    const [u, v] = reversed ? [t, s] : [s, t];
-    const chain: Chain = { key, s, t, group, reversed, items: [u] };
-    for (let l = layer.get(u)! + 1; l < layer.get(v)!; l++) {
-      const id = `~${key}~${l}`;
-      items.set(id, { id, w: DUMMY_W, dummy: true, layer: l, x: 0 });
-      chain.items.push(id);
-    }
-    chain.items.push(v);
-    chains.push(chain);
-  }
-
-  const layerCount = Math.max(0, ...[...items.values()].map((i) => i.layer)) + 1;
-  const rows: string[][] = Array.from({ length: layerCount }, () => []);
-  for (const item of items.values()) rows[item.layer]!.push(item.id);
-  const up = new Map<string, string[]>();
-  const below = new Map<string, string[]>();
-  for (const c of chains) {
-    for (let i = 0; i + 1 < c.items.length; i++) {
-      const a = c.items[i]!;
-      const b = c.items[i + 1]!;
-      below.set(a, [...(below.get(a) ?? []), b]);
-      up.set(b, [...(up.get(b) ?? []), a]);
-    }
-  }
-
-  // Crossing reduction: barycenter sweeps, down then up.
-  const rank = new Map<string, number>();
-  const reindex = (): void => rows.forEach((r) => r.forEach((id, i) => rank.set(id, i)));
-  reindex();
-  for (let sweep = 0; sweep < 8; sweep++) {
-    const downward = sweep % 2 === 0;
-    for (let k = 1; k < layerCount; k++) {
-      const li = downward ? k : layerCount - 1 - k;
-      const row = rows[li]!;
-      const bary = new Map<string, number>();
-      for (const id of row) {
-        const near = (downward ? up : below).get(id) ?? [];
-        bary.set(id, near.length ? near.reduce((a, n) => a + rank.get(n)!, 0) / near.length : rank.get(id)!);
-      }
-      row.sort((a, b) => bary.get(a)! - bary.get(b)!);
-      reindex();
-    }
-  }
-
-  // Coordinates: pack each row, then pull every item towards its neighbours, keeping order and gaps.
-  const gap = (a: Item, b: Item): number => (a.dummy || b.dummy ? 18 : GAP_X);
-  for (const row of rows) {
-    let x = 0;
-    row.forEach((id, i) => {
-      const item = items.get(id)!;
-      if (i > 0) x += gap(items.get(row[i - 1]!)!, item);
-      item.x = x;
-      x += item.w;
-    });
-  }
-  const center = (id: string): number => items.get(id)!.x + items.get(id)!.w / 2;
-  for (let pass = 0; pass < 12; pass++) {
-    const downward = pass % 2 === 0;
-    for (let k = 0; k < layerCount; k++) {
-      const row = rows[downward ? k : layerCount - 1 - k]!;
-      const desired = row.map((id) => {
-        const near = (downward ? up : below).get(id) ?? [];
-        const item = items.get(id)!;
-        return near.length ? near.reduce((a, n) => a + center(n), 0) / near.length - item.w / 2 : item.x;
-      });
-      const placed = placeRow(desired, row.map((id) => items.get(id)!.w), row.map((id, i) => (i ? gap(items.get(row[i - 1]!)!, items.get(id)!) : 0)));
-      row.forEach((id, i) => (items.get(id)!.x = placed[i]!));
-    }
-  }
-  const minX = Math.min(...[...items.values()].map((i) => i.x));
-  for (const item of items.values()) item.x += MARGIN - minX;
-  const first = draw(graph, start, leaves, items, chains, groups, layerCount);
-  // Labels may stick out on the left: shift everything right and draw again.
-  const overflow = Math.min(...first.placed.map((b) => b.x)) - MARGIN / 2;
-  if (overflow >= 0) return first.layout;
-  for (const item of items.values()) item.x -= overflow;
-  return draw(graph, start, leaves, items, chains, groups, layerCount).layout;
+  return [...lines.values()].filter((l) => byId.has(l.s) && byId.has(l.t));
 }
 
-function draw(
-  graph: MachineGraph,
-  start: string | undefined,
-  leaves: MachineGraph['nodes'],
-  items: Map<string, Item>,
-  chains: Chain[],
-  groups: Map<string, { s: string; t: string; group: GraphEdge[] }>,
-  layerCount: number,
-): { layout: MachineLayout; placed: Box[] } {
-  const center = (id: string): number => items.get(id)!.x + items.get(id)!.w / 2;
+function isBox(type: string | undefined): boolean {
+  return type === 'compound' || type === 'parallel';
+}
 
-  const y = (l: number): number => TOP + l * (NODE_H + GAP_Y);
-  const nodes = new Map<string, LayoutNode>();
-  for (const n of leaves) {
-    const item = items.get(n.id)!;
-    nodes.set(n.id, { id: n.id, label: n.key, type: n.type, x: r(item.x), y: y(item.layer), w: r(item.w), h: NODE_H });
+/** The atomic state a transition into `id` ends in: a compound state's initial child, recursively. */
+export function enteredLeaf(graph: MachineGraph, id: string): string {
+  let cur = id;
+  for (let i = 0; i < 32; i++) {
+    const node = graph.nodes.find((n) => n.id === cur);
+    if (!node || !isBox(node.type)) break;
+    const next = node.initial ?? graph.nodes.find((n) => n.parent === cur)?.id;
+    if (!next) break;
+    cur = next;
   }
+  return cur;
+}
 
-  // Ports: the edges leaving (or entering) one side of a state are spread along that side.
-  const ports = new Map<string, { key: string; toward: number }[]>();
-  const addPort = (node: string, side: 'top' | 'bottom', key: string, toward: number): void => {
-    const list = ports.get(`${node}|${side}`) ?? [];
-    list.push({ key, toward });
-    ports.set(`${node}|${side}`, list);
+let engine: Promise<ElkEngine> | null = null;
+
+/**
+ * ELK is loaded on first use, not when the service starts (about 1.5 MB of JavaScript). The bundled
+ * build runs the layout in this thread: no worker file to ship or start.
+ */
+function elk(): Promise<ElkEngine> {
+  engine ??= import('elkjs/lib/elk.bundled.js').then((m) => {
+    // A CommonJS module seen from ESM: tsc types the default import as the module object (whose
+    // `default` is the class); Node hands over module.exports, the class, which carries `default` too.
+    const ELK = m.default.default;
+    return new ELK();
+  });
+  return engine;
+}
+
+async function computeLayout(graph: MachineGraph): Promise<MachineLayout> {
+  const byId = new Map(graph.nodes.map((n) => [n.id, n]));
+  /** The drawn width of a state whose ELK box also holds its loop. */
+  const widths = new Map<string, number>();
+  const invokeText = (id: string): string | null => {
+    const invokes = byId.get(id)?.invokes ?? [];
+    return invokes.length ? `invoke ${invokes.map((i) => i.src).join(', ')}` : null;
   };
-  for (const c of chains) {
-    const upper = c.items[0]!;
-    const lower = c.items[c.items.length - 1]!;
-    addPort(upper, 'bottom', c.key, center(c.items[1]!));
-    addPort(lower, 'top', c.key, center(c.items[c.items.length - 2]!));
-  }
-  const portX = (node: string, side: 'top' | 'bottom', key: string): number => {
-    const list = [...(ports.get(`${node}|${side}`) ?? [])].sort((a, b) => a.toward - b.toward);
-    const n = nodes.get(node)!;
-    const i = list.findIndex((p) => p.key === key);
-    if (list.length <= 1) return n.x + n.w / 2;
-    const span = Math.min(n.w * 0.7, list.length * 14);
-    return n.x + n.w / 2 - span / 2 + (span * i) / (list.length - 1);
-  };
+  const lines = transitionLines(graph);
 
-  const obstacles: Box[] = [...nodes.values()].map((n) => ({ x: n.x - 2, y: n.y - 2, w: n.w + 4, h: n.h + 4 }));
-  // The `invoke …` line drawn under a state (9.5 px text) is in the way of labels too.
-  for (const g of leaves) {
-    const n = nodes.get(g.id);
-    if (!n || !g.invokes.length) continue;
-    const w = textWidth(`invoke ${g.invokes.map((i) => i.src).join(', ')}`, 9.5);
-    obstacles.push({ x: n.x + n.w / 2 - w / 2 - 2, y: n.y + n.h + 1, w: w + 4, h: 15 });
-  }
-  const placed: Box[] = [];
+  // A loop is drawn beside its state's right edge with its label after it; the state's box in ELK
+  // is widened by that much, and its lines attach to ports over the state itself.
+  const loopRoom = new Map<string, number>();
+  for (const line of lines) if (line.s === line.t && !isBox(byId.get(line.s)?.type)) loopRoom.set(line.s, LOOP_W + 6 + labelBlock(line.labels).w);
+  const start = graph.initial ? enteredLeaf(graph, graph.initial) : undefined;
+  /**
+   * The ELK graph. `seen`: where a first pass put each state's centre; with it, each line at a state
+   * with a loop gets a port on the side facing its other end, ordered by that end's x.
+   */
+  const elkGraph = (seen?: Map<string, { x: number; y: number }>): ElkNode => {
+    const elkNodes = new Map<string, ElkNode>();
+    for (const n of graph.nodes) {
+      const invoke = invokeText(n.id);
+      // An atomic state's box includes the `invoke …` line under it, so nothing is placed over it.
+      const w = Math.ceil(Math.max(90, textWidth(n.key, STATE_FONT) + NODE_PAD, invoke ? textWidth(invoke, INVOKE_FONT) + 8 : 0));
+      const room = loopRoom.get(n.id);
+      const ports = room && seen ? { ports: [], layoutOptions: { 'elk.portConstraints': 'FIXED_POS' } } : {};
+      elkNodes.set(
+        n.id,
+        isBox(n.type)
+          ? { id: n.id, children: [], layoutOptions: { 'elk.padding': BOX_PAD } }
+          : { id: n.id, width: w + (room ?? 0), height: NODE_H + (invoke ? INVOKE_H : 0), ...ports },
+      );
+      if (room) widths.set(n.id, w);
+    }
+    const root: ElkNode = { id: '__root', layoutOptions: LAYOUT_OPTIONS, children: [], edges: [] };
+    if (start && !byId.get(start)?.parent) elkNodes.get(start)!.layoutOptions = { ...elkNodes.get(start)!.layoutOptions, 'elk.layered.layering.layerConstraint': 'FIRST' };
+    for (const n of graph.nodes) (n.parent ? elkNodes.get(n.parent)?.children ?? root.children! : root.children!).push(elkNodes.get(n.id)!);
+    const order = new Map<string, number>();
+    const end = (id: string, other: string, key: string, outgoing: boolean): string => {
+      const node = elkNodes.get(id)!;
+      const [me, them] = [seen?.get(id), seen?.get(other)];
+      if (!node.ports || !me || !them) return id;
+      const side = them.y < me.y - 1 ? 'NORTH' : them.y > me.y + 1 ? 'SOUTH' : outgoing ? 'SOUTH' : 'NORTH';
+      const port = `${key}@${id}`;
+      node.ports.push({ id: port, width: 1, height: 1, y: side === 'NORTH' ? -1 : node.height!, layoutOptions: { 'elk.port.side': side } });
+      order.set(port, them.x);
+      return port;
+    };
+    for (const line of lines) {
+      if (line.s === line.t) continue;
+      const edge: ElkExtendedEdge = { id: line.key, sources: [end(line.s, line.t, line.key, true)], targets: [end(line.t, line.s, line.key, false)] };
+      root.edges!.push(edge);
+    }
+    // Ports spread evenly over the drawn state, not over the room kept for its loop.
+    for (const [id, w] of widths) {
+      const ports = elkNodes.get(id)!.ports ?? [];
+      for (const side of [-1, elkNodes.get(id)!.height!]) {
+        const list = ports.filter((p) => p.y === side).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+        list.forEach((p, i) => (p.x = (w * (i + 1)) / (list.length + 1)));
+      }
+    }
+    return root;
+  };
+  const centres = (laid: ElkNode): Map<string, { x: number; y: number }> => {
+    const out = new Map<string, { x: number; y: number }>();
+    const walk = (n: ElkNode): void => {
+      for (const c of n.children ?? []) {
+        out.set(c.id, { x: c.x! + (widths.get(c.id) ?? c.width!) / 2, y: c.y! + c.height! / 2 });
+        walk(c);
+      }
+    };
+    walk(laid);
+    return out;
+  };
+  const engine = await elk();
+  // States with loops need a second pass (ports on the side facing each line's other end).
+  const firstPass = await engine.layout(elkGraph());
+  const out = loopRoom.size ? await engine.layout(elkGraph(centres(firstPass))) : firstPass;
+
+  const placedNodes = new Map<string, ElkNode>();
+  const walk = (n: ElkNode): void => {
+    for (const c of n.children ?? []) {
+      placedNodes.set(c.id, c);
+      walk(c);
+    }
+  };
+  walk(out);
+  const nodes: LayoutNode[] = graph.nodes.map((n) => {
+    const p = placedNodes.get(n.id)!;
+    return { id: n.id, label: n.key, type: n.type, x: p.x!, y: p.y!, w: widths.get(n.id) ?? p.width!, h: isBox(n.type) ? p.height! : NODE_H };
+  });
+  const nodeById = new Map(nodes.map((n) => [n.id, n]));
   const edges: LayoutEdge[] = [];
-  for (const c of chains) {
-    const points: [number, number][] = c.items.map((id, i) => {
-      if (i === 0) return [portX(id, 'bottom', c.key), y(items.get(id)!.layer) + NODE_H];
-      if (i === c.items.length - 1) return [portX(id, 'top', c.key), y(items.get(id)!.layer)];
-      return [center(id), y(items.get(id)!.layer) + NODE_H / 2];
-    });
-    if (c.reversed) points.reverse();
-    const labels = c.group.map(labelOf);
-    const label = placeLabel(points, labels, obstacles, placed);
-    edges.push({
-      edgeIds: c.group.map((e) => e.id),
-      source: c.s,
-      target: c.t,
-      path: smoothPath(points),
-      labels,
-      labelX: r(label.x),
-      labelY: r(label.y),
-      kind: c.reversed ? 'back' : 'forward',
-    });
+  for (const e of out.edges ?? []) {
+    const line = lines.find((l) => l.key === e.id)!;
+    const section = e.sections?.[0];
+    if (!section) throw new Error(`ELK routed no path for ${e.id}`);
+    const points = [section.startPoint, ...(section.bendPoints ?? []), section.endPoint];
+    // A line leaving or entering the bottom of a state with an `invoke …` line (inside the box ELK
+    // placed) is carried on to the state's frame.
+    const frameBelow = (id: string, p: ElkPoint): ElkPoint | null => {
+      const n = nodeById.get(id)!;
+      return invokeText(id) && !isBox(n.type) && Math.abs(p.y - (n.y + NODE_H + INVOKE_H)) < 1 ? { x: p.x, y: n.y + NODE_H } : null;
+    };
+    const up = points[points.length - 1]!.y < points[0]!.y;
+    const path = pathThrough(points, frameBelow(line.s, points[0]!), frameBelow(line.t, points[points.length - 1]!));
+    edges.push({ edgeIds: line.group.map((g) => g.id), source: line.s, target: line.t, path, labels: line.labels, labelX: 0, labelY: 0, kind: up ? 'back' : 'forward' });
   }
-  for (const [key, { s, group }] of groups) {
-    if (group[0] === undefined || key !== `${s}>${s}`) continue;
-    const n = nodes.get(s)!;
+  const leaves = nodes.filter((n) => !isBox(n.type));
+  const obstacles: Box[] = leaves.map((n) => ({ x: n.x - 3, y: n.y - 3, w: n.w + 6, h: n.h + 6 + (invokeText(n.id) ? INVOKE_H : 0) }));
+  // Compound names sit in the top band of their box.
+  for (const n of nodes.filter((n) => isBox(n.type))) obstacles.push({ x: n.x, y: n.y, w: textWidth(n.label, 11) + 16, h: 22 });
+  for (const line of lines.filter((l) => l.s === l.t)) {
+    const n = nodeById.get(line.s)!;
     const x = n.x + n.w;
-    const cy = n.y + n.h / 2;
-    const labels = group.map(labelOf);
-    const box = { x: x + 30, y: cy - (labels.length * LABEL_LINE) / 2, w: labelWidth(labels), h: labels.length * LABEL_LINE };
-    placed.push(box);
+    const cy = n.y + (isBox(n.type) ? 20 : NODE_H / 2);
+    const block = labelBlock(line.labels);
+    const label = { x: x + LOOP_W + 4, y: cy - block.h / 2, ...block };
+    obstacles.push(label);
     edges.push({
-      edgeIds: group.map((e) => e.id),
-      source: s,
-      target: s,
-      path: `M ${r(x)} ${r(cy - 9)} C ${r(x + 34)} ${r(cy - 30)} ${r(x + 34)} ${r(cy + 30)} ${r(x)} ${r(cy + 9)}`,
-      labels,
-      labelX: r(box.x),
-      labelY: r(box.y),
+      edgeIds: line.group.map((g) => g.id),
+      source: line.s,
+      target: line.s,
+      path: `M ${x} ${cy - 9} C ${x + LOOP_W} ${cy - 30} ${x + LOOP_W} ${cy + 30} ${x} ${cy + 9}`,
+      labels: line.labels,
+      labelX: label.x,
+      labelY: label.y,
       kind: 'self',
     });
   }
+  const loose = edges.filter((e) => e.kind !== 'self');
+  const spots = placeLabels(loose, obstacles, { x: 0, y: -30, w: out.width!, h: out.height! + 30 });
+  loose.forEach((e, i) => {
+    e.labelX = spots[i]![0];
+    e.labelY = spots[i]![1];
+  });
 
-  // Compound states: boxes around their descendants (listed first, so drawn behind them).
-  const boxes: LayoutNode[] = [];
-  for (const c of graph.nodes.filter((n) => n.type === 'compound' || n.type === 'parallel')) {
-    const inside = [...nodes.values()].filter((n) => n.id.startsWith(`${c.id}.`));
-    if (!inside.length) continue;
-    const x1 = Math.min(...inside.map((n) => n.x)) - 12;
-    const y1 = Math.min(...inside.map((n) => n.y)) - 24;
-    const x2 = Math.max(...inside.map((n) => n.x + n.w)) + 12;
-    const y2 = Math.max(...inside.map((n) => n.y + n.h)) + 12;
-    boxes.push({ id: c.id, label: c.key, type: c.type, x: x1, y: y1, w: x2 - x1, h: y2 - y1 });
-  }
-
-  const right = Math.max(
-    ...[...nodes.values()].map((n) => n.x + n.w),
-    ...placed.map((b) => b.x + b.w),
-    ...[...items.values()].map((i) => i.x + i.w),
-  );
-  const bottom = Math.max(y(layerCount - 1) + NODE_H, ...placed.map((b) => b.y + b.h));
-  const first = start ? nodes.get(start) : undefined;
-  const layout: MachineLayout = {
+  // Move everything so the drawing (labels included) starts at MARGIN, the first state at TOP.
+  const minX = Math.min(...nodes.map((n) => n.x), ...edges.map((e) => e.labelX));
+  const minY = Math.min(0, ...edges.map((e) => e.labelY + 30));
+  const dx = MARGIN - minX;
+  const dy = TOP - minY;
+  for (const n of nodes) Object.assign(n, { x: r(n.x + dx), y: r(n.y + dy), w: r(n.w), h: r(n.h) });
+  for (const e of edges) Object.assign(e, { path: shiftPath(e.path, dx, dy), labelX: r(e.labelX + dx), labelY: r(e.labelY + dy) });
+  const right = Math.max(...nodes.map((n) => n.x + n.w), ...edges.map((e) => e.labelX + labelBlock(e.labels).w));
+  const bottom = Math.max(...nodes.map((n) => n.y + n.h + (invokeText(n.id) ? INVOKE_H : 0)), ...edges.map((e) => e.labelY + labelBlock(e.labels).h));
+  const first = start ? nodeById.get(start) : undefined;
+  return {
     width: Math.ceil(right + MARGIN),
     height: Math.ceil(bottom + MARGIN),
-    nodes: [...boxes, ...nodes.values()],
+    // Compound states first, so they are drawn behind their children.
+    nodes: [...nodes.filter((n) => isBox(n.type)), ...leaves],
     edges,
     initial: first
-      ? {
-          x: r(first.x + first.w / 2),
-          y: first.y - 24,
-          path: `M ${r(first.x + first.w / 2)} ${first.y - 20} L ${r(first.x + first.w / 2)} ${first.y}`,
-        }
+      ? { x: r(first.x + first.w / 2), y: r(first.y - 24), path: `M ${r(first.x + first.w / 2)} ${r(first.y - 20)} L ${r(first.x + first.w / 2)} ${r(first.y)}` }
       : null,
   };
-  return { layout, placed };
 }
 
-/**
- * Positions for one row, in order, each as close as possible (least squares) to its desired x
- * with at least `gaps[i]` between item i-1 and item i: an isotonic regression, solved exactly by
- * pooling adjacent violators, so a crowded row spreads evenly around where its items want to be.
- */
-function placeRow(desired: number[], widths: number[], gaps: number[]): number[] {
-  const offset: number[] = [];
-  let acc = 0;
-  desired.forEach((_, i) => {
-    if (i > 0) acc += widths[i - 1]! + gaps[i]!;
-    offset.push(acc);
-  });
-  const blocks: { sum: number; n: number }[] = [];
-  for (let i = 0; i < desired.length; i++) {
-    blocks.push({ sum: desired[i]! - offset[i]!, n: 1 });
-    while (blocks.length > 1 && blocks[blocks.length - 2]!.sum / blocks[blocks.length - 2]!.n > blocks[blocks.length - 1]!.sum / blocks[blocks.length - 1]!.n) {
-      const last = blocks.pop()!;
-      blocks[blocks.length - 1]!.sum += last.sum;
-      blocks[blocks.length - 1]!.n += last.n;
-    }
+/** ELK's spline sections are a start point and cubic Bézier control points in threes. */
+function pathThrough(points: ElkPoint[], lead: ElkPoint | null, tail: ElkPoint | null): string {
+  const [first, ...rest] = points;
+  let d = lead ? `M ${lead.x} ${lead.y} L ${first!.x} ${first!.y}` : `M ${first!.x} ${first!.y}`;
+  if (rest.length % 3 === 0) {
+    for (let i = 0; i < rest.length; i += 3) d += ` C ${rest.slice(i, i + 3).map((p) => `${p.x} ${p.y}`).join(' ')}`;
+  } else {
+    for (const p of rest) d += ` L ${p.x} ${p.y}`;
   }
-  const out: number[] = [];
-  for (const b of blocks) for (let k = 0; k < b.n; k++) out.push(b.sum / b.n + offset[out.length]!);
-  return out;
+  return tail ? `${d} L ${tail.x} ${tail.y}` : d;
 }
 
-function labelOf(e: GraphEdge): string {
-  return e.guard ? `${e.label} [${e.guard}]` : e.label;
-}
-
-function labelWidth(labels: string[]): number {
-  return Math.max(0, ...labels.map((l) => textWidth(l, LABEL_FONT))) + 6;
-}
-
-/**
- * The width of a line of sans-serif text, per character class (ems of common sans faces, rounded
- * up): event names are mostly capitals, which a flat average under-estimated, so labels that were
- * "placed where they collide with nothing" still overlapped on screen.
- */
-export function textWidth(text: string, fontPx: number): number {
-  let em = 0;
-  for (const ch of text) {
-    if (/[A-Z]/.test(ch)) em += ch === 'M' || ch === 'W' ? 0.9 : 0.72;
-    else if (/[a-z]/.test(ch)) em += ch === 'm' || ch === 'w' ? 0.85 : /[ijlft]/.test(ch) ? 0.36 : 0.6;
-    else if (/[0-9]/.test(ch)) em += 0.64;
-    else if (ch === ' ') em += 0.32;
-    else if (ch === '_') em += 0.52;
-    else em += 0.4;
-  }
-  return em * fontPx;
-}
-
-/** A smooth curve through the points, vertical at each of them (edges run between layers). */
-function smoothPath(points: [number, number][]): string {
-  const [x0, y0] = points[0]!;
-  let d = `M ${r(x0)} ${r(y0)}`;
-  for (let i = 1; i < points.length; i++) {
-    const [ax, ay] = points[i - 1]!;
-    const [bx, by] = points[i]!;
-    const dy = (by - ay) / 2;
-    d += ` C ${r(ax)} ${r(ay + dy)} ${r(bx)} ${r(by - dy)} ${r(bx)} ${r(by)}`;
-  }
-  return d;
-}
-
-function bezierPoint(a: [number, number], b: [number, number], t: number): [number, number] {
-  const dy = (b[1] - a[1]) / 2;
-  const u = 1 - t;
-  const bx = u * u * u * a[0] + 3 * u * u * t * a[0] + 3 * u * t * t * b[0] + t * t * t * b[0];
-  const by = u * u * u * a[1] + 3 * u * u * t * (a[1] + dy) + 3 * u * t * t * (b[1] - dy) + t * t * t * b[1];
-  return [bx, by];
-}
-
-/** The first spot along the edge (middle segments first) where the label block hits nothing. */
-function placeLabel(points: [number, number][], labels: string[], obstacles: Box[], placed: Box[]): { x: number; y: number } {
-  const w = labelWidth(labels);
-  const h = labels.length * LABEL_LINE;
-  const segments = points.slice(1).map((p, i) => [points[i]!, p] as const);
-  const mid = (segments.length - 1) / 2;
-  const order = segments.map((_, i) => i).sort((a, b) => Math.abs(a - mid) - Math.abs(b - mid));
-  const candidates: Box[] = [];
-  for (const si of order) {
-    const [a, b] = segments[si]!;
-    for (const t of [0.5, 0.38, 0.62, 0.27, 0.73, 0.18, 0.82]) {
-      const [px, py] = bezierPoint(a, b, t);
-      candidates.push({ x: px + 5, y: py - h / 2, w, h }, { x: px - w - 5, y: py - h / 2, w, h });
-    }
-  }
-  const hits = (c: Box): number =>
-    [...obstacles, ...placed].reduce((n, o) => n + (c.x < o.x + o.w && o.x < c.x + c.w && c.y < o.y + o.h && o.y < c.y + c.h ? 1 : 0), 0);
-  let best = candidates[0]!;
-  let bestHits = Infinity;
-  for (const c of candidates) {
-    const n = hits(c);
-    if (n < bestHits) {
-      best = c;
-      bestHits = n;
-      if (n === 0) break;
-    }
-  }
-  placed.push(best);
-  return { x: best.x, y: best.y };
+function shiftPath(d: string, dx: number, dy: number): string {
+  let n = 0;
+  return d.replace(/-?\d+(?:\.\d+)?(?:e-?\d+)?/g, (v) => String(r(Number(v) + (n++ % 2 === 0 ? dx : dy))));
 }
 
 function r(n: number): number {
