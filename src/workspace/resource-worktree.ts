@@ -19,26 +19,16 @@ import path from 'node:path';
 import { classifyGitFailure } from './classify-git-failure.js';
 import { inspectWorkspace } from './inspect-workspace.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from './run-git.js';
-import { isSafeBranchName, prepareWorkspace, type WorkspaceErrorCode } from './workspace-manager.js';
+import { isSafeBranchName, prepareWorkspace, type PrepareWorkspaceInput, type WorkspaceErrorCode } from './workspace-manager.js';
 import { assertSafeSegment, isInside, WorkspacePathError } from './workspace-path.js';
 
 export type ResourceRef = { kind: 'issue' | 'pull_request'; number: number };
 
-export interface ResourceWorktreeInput {
-  root: string;
-  instanceId?: string;
-  owner: string;
-  repo: string;
-  cloneUrl: string;
-  token: string;
-  defaultBranch?: string;
+/** The shared clone's input (which repository, how to reach it, time budget) and the resource's worktree. */
+export interface ResourceWorktreeInput extends Omit<PrepareWorkspaceInput, 'context'> {
   resource: ResourceRef;
   /** The branch an issue's changes go to (`<prefix>issue-<N>`). */
   issueBranch: string;
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  logger?: GitLogger;
-  now?: () => Date;
   /**
    * The task coming back after asking its user something (waiting_user): uncommitted changes in the
    * worktree are its own from before the question (no other task of the resource ran meanwhile), so it
