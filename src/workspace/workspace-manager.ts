@@ -9,7 +9,7 @@ import path from 'node:path';
 import { inspectWorkspace } from './inspect-workspace.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from './run-git.js';
 import { failureResult, gitFailure, pullFetchFailure, WorkspaceFailure, type WorkspaceFailureResult } from './workspace-failure.js';
-import { isInside, workspacePathFor, WorkspacePathError } from './workspace-path.js';
+import { isInside, workspacePathFor, WorkspacePathError } from '../domain/workspace-path.js';
 
 export type WorkspaceContext = { kind: 'issue' } | { kind: 'pull_request'; number: number };
 
