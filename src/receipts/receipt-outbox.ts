@@ -14,7 +14,7 @@
  */
 import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { hasReceiptMarker } from '../domain/marker.js';
-import { listBotComments, threadOf } from '../gitea/bot-comments.js';
+import { BOT_COMMENT_SINCE_MARGIN_MS, listBotComments, threadOf } from '../gitea/bot-comments.js';
 import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
@@ -58,7 +58,6 @@ export interface ReceiptOutbox {
 }
 
 export const DEFAULT_RECEIPT_RETRY_DELAYS_MS: readonly number[] = [2_000, 10_000, 60_000, 300_000];
-const DEFAULT_LOOKBACK_MS = 5 * 60_000;
 
 /** Inserts the task's failure receipt row unless it exists or the task does not get one. */
 async function ensureFailureReceipt(store: Store, taskId: string, state: string, at: Date): Promise<boolean> {
@@ -78,7 +77,7 @@ async function findPostedReceipt(gitea: GiteaClient, botLogin: string, task: Tas
     ...threadOf(task),
     botLogin,
     hasMarker: (body) => hasReceiptMarker(body, rec.commentKey),
-    since: new Date(Date.parse(rec.createdAt)),
+    since: Date.parse(rec.createdAt),
     sinceMarginMs: lookbackMs,
   });
   return found;
@@ -90,7 +89,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const now = options.now ?? (() => new Date());
   const log: OutboxLogger = options.logger ?? (() => undefined);
   const retryDelays = options.retryDelaysMs ?? DEFAULT_RECEIPT_RETRY_DELAYS_MS;
-  const lookbackMs = options.lookbackMs ?? DEFAULT_LOOKBACK_MS;
+  const lookbackMs = options.lookbackMs ?? BOT_COMMENT_SINCE_MARGIN_MS;
   const locale = options.locale ?? DEFAULT_LOCALE;
 
   /** Transient failures of this process's attempts, per commentKey. */
