@@ -19,7 +19,6 @@
 // Turns. Serialised per thread (a second turn/start would steer the running one). Before turn/start
 // the `turns` record is inserted with our own `turnKey` and marker (src/domain/marker.ts); Codex's
 // turnId is stored when it arrives, with `eventSeq` per processed notification (repeats skipped).
-import type { SessionEvent } from '../../machines/session.js';
 import { errorText, type CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
 import type { DynamicToolCallParams } from '../codex/protocol/ts/v2/DynamicToolCallParams.js';
 import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
