@@ -10,154 +10,56 @@
 // gitea MCP server only through the per-thread `config.mcp_servers.gitea.env` (spec §1.6, §9.2).
 // HOME, TMPDIR and PATH are the agent's own and its commands run without a login shell or the
 // operator's profile (agent-environment.ts).
-import type { DynamicToolCallParams } from './protocol/ts/v2/DynamicToolCallParams.js';
-import type { DynamicToolCallResponse } from './protocol/ts/v2/DynamicToolCallResponse.js';
 import { EventEmitter } from 'node:events';
 import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
-import type { ClientRequest } from './protocol/ts/ClientRequest.js';
-import type { ServerNotification } from './protocol/ts/ServerNotification.js';
-import type { ToolRequestUserInputQuestion } from './protocol/ts/v2/ToolRequestUserInputQuestion.js';
-import { SERVER_NOTIFICATION_METHODS } from './protocol/methods.js';
-import { resolveBundledCodex } from './codex-binary.js';
 import { AGENT_SHELL_CONFIG_ARGS, agentProcessEnv, defaultAgentPath, prepareAgentHome, type AgentHome } from './agent-environment.js';
+import { appServerEnv } from './app-server-env.js';
+import { resolveBundledCodex } from './codex-binary.js';
+import { collaborationModesOf, configModelOf, effectiveModel, parseLine, routingKeys } from './jsonrpc-messages.js';
+import {
+  CodexRpcError,
+  errorText,
+  type CapabilityName,
+  type ClientRequestMethod,
+  type ClientRequestParams,
+  type CodexConnectionEvent,
+  type CodexConnectionEventType,
+  type CodexConnectionOptions,
+  type CodexNotification,
+  type RequestId,
+  type ThreadHandler,
+} from './jsonrpc-types.js';
+import { PendingRequests } from './pending-requests.js';
+import { SERVER_NOTIFICATION_METHODS } from './protocol/methods.js';
+import type { DynamicToolCallParams } from './protocol/ts/v2/DynamicToolCallParams.js';
+import type { DynamicToolCallResponse } from './protocol/ts/v2/DynamicToolCallResponse.js';
+import { answerServerRequest, DYNAMIC_TOOLS_UNSUPPORTED, dynamicToolFailure } from './server-requests.js';
+import { ThreadRouter, turnFilter } from './thread-router.js';
 
-/** Environment variables never passed to the app-server process. */
-export const SECRET_ENV_VARS: readonly string[] = [
-  'CCWEB_GITEA_TOKEN',
-  'CCWEB_WEBHOOK_SECRET',
-  'CCWEB_ADMIN_TOKEN',
-  'GITEA_ACCESS_TOKEN',
-  'GITEA_TOKEN',
-];
+export { appServerEnv, SECRET_ENV_VARS } from './app-server-env.js';
+export {
+  CodexRpcError,
+  errorText,
+  type CapabilityName,
+  type ClientRequestMethod,
+  type ClientRequestParams,
+  type CodexConnectionEvent,
+  type CodexConnectionEventType,
+  type CodexConnectionOptions,
+  type CodexNotification,
+  type KnownNotification,
+  type RequestId,
+  type ThreadHandler,
+} from './jsonrpc-types.js';
 
-export type RequestId = number | string;
-
-export type ClientRequestMethod = ClientRequest['method'];
-export type ClientRequestParams<M extends ClientRequestMethod> = Extract<ClientRequest, { method: M }>['params'];
-
-export type KnownNotification = ServerNotification;
-/** A notification as received (method/params), known or not. */
-export interface CodexNotification {
-  readonly method: string;
-  readonly params: any;
-  readonly emittedAtMs?: number;
-  /** Extracted routing keys (`params.threadId`, `params.turnId`, or `params.thread.id` / `params.turn.id`). */
-  readonly threadId: string | null;
-  readonly turnId: string | null;
-  /** Connection-local receive sequence number (monotonic). */
-  readonly seq: number;
-}
-
-export type CapabilityName = 'goals' | 'collaborationMode/list' | 'collaborationMode' | 'config/read';
-
-export type CodexConnectionEvent =
-  | { type: 'notification'; notification: CodexNotification }
-  | { type: 'unknown_notification'; notification: CodexNotification }
-  | { type: 'capability_downgrade'; capability: CapabilityName; reason: string }
-  | {
-      type: 'user_input_requested';
-      requestId: RequestId;
-      threadId: string | null;
-      turnId: string | null;
-      itemId: string | null;
-      questions: ToolRequestUserInputQuestion[];
-    }
-  | { type: 'server_request'; id: RequestId; method: string; outcome: 'declined' | 'answered' | 'rejected'; params: unknown }
-  | { type: 'stderr'; line: string }
-  | { type: 'protocol_error'; line: string; error: string }
-  | { type: 'exit'; code: number | null; signal: string | null; expected: boolean };
-
-export type CodexConnectionEventType = CodexConnectionEvent['type'];
-
-export class CodexRpcError extends Error {
-  /** JSON-RPC error code (number), or a local code: `request_timeout`, `app_server_exited`, `not_started`. */
-  readonly code: number | string;
-  readonly data: unknown;
-  readonly method: string;
-  constructor(method: string, code: number | string, message: string, data?: unknown) {
-    super(`${method}: ${message}`);
-    this.name = 'CodexRpcError';
-    this.code = code;
-    this.data = data;
-    this.method = method;
-  }
-}
-
-export interface CodexConnectionOptions {
-  /** Executable (default: the native binary bundled with `@openai/codex`, see codex-binary.ts). */
-  command?: string;
-  /** Arguments (default `['app-server', ...AGENT_SHELL_CONFIG_ARGS]`: no login shell, core env only). */
-  args?: string[];
-  /** The agent's private HOME (e.g. `<dataDir>/agent-home`); default a throwaway folder removed on exit. */
-  agentHome?: string;
-  /** PATH of the app-server and the agent's commands; default `defaultAgentPath()`. */
-  agentPath?: string;
-  cwd?: string;
-  /** Base environment (default `process.env`); secrets are removed from it. */
-  env?: Record<string, string | undefined>;
-  /** Added after secret removal (e.g. `CODEX_HOME`). Secret names are still refused. */
-  extraEnv?: Record<string, string>;
-  /** Additional variable names to strip. */
-  extraSecretEnvVars?: string[];
-  clientInfo?: { name: string; version: string; title?: string | null };
-  /** Default per-request timeout (ms), 60 s. */
-  requestTimeoutMs?: number;
-  /** Timeout of `initialize` (ms), 30 s. */
-  initializeTimeoutMs?: number;
-  /** Timeout of each best-effort probe (ms), 10 s. */
-  probeTimeoutMs?: number;
-  /** Model override; default `env.CCWEB_CODEX_MODEL`, else the model from `config/read`. */
-  model?: string;
-  /** Run the goals/collaborationMode probes (default true). */
-  probes?: boolean;
-  /** Max notifications buffered per thread that has no subscriber yet (default 2000). */
-  maxBufferedPerThread?: number;
-}
-
-type Pending = {
-  method: string;
-  resolve: (v: any) => void;
-  reject: (e: Error) => void;
-  timer: NodeJS.Timeout | null;
-};
-
-export type ThreadHandler = (n: CodexNotification) => void;
-
-const KNOWN_NOTIFICATIONS = new Set(SERVER_NOTIFICATION_METHODS);
-
-/** The env for the app-server: `base` minus secrets, plus `extra`. */
-export function appServerEnv(
-  base: Record<string, string | undefined>,
-  extra: Record<string, string> = {},
-  extraSecrets: string[] = [],
-): Record<string, string> {
-  const secrets = new Set([...SECRET_ENV_VARS, ...extraSecrets]);
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined && !secrets.has(k)) out[k] = v;
-  for (const [k, v] of Object.entries(extra)) if (!secrets.has(k)) out[k] = v;
-  return out;
-}
-
-function routingKeys(params: any): { threadId: string | null; turnId: string | null } {
-  if (!params || typeof params !== 'object') return { threadId: null, turnId: null };
-  const threadId =
-    typeof params.threadId === 'string'
-      ? params.threadId
-      : typeof params.thread?.id === 'string'
-        ? params.thread.id
-        : typeof params.conversationId === 'string'
-          ? params.conversationId
-          : null;
-  const turnId = typeof params.turnId === 'string' ? params.turnId : typeof params.turn?.id === 'string' ? params.turn.id : null;
-  return { threadId, turnId };
-}
+const KNOWN_NOTIFICATIONS = new Set<string>(SERVER_NOTIFICATION_METHODS);
 
 export class CodexAppServerConnection {
   readonly options: Readonly<CodexConnectionOptions>;
   private proc: ResultPromise | null = null;
   private readonly emitter = new EventEmitter();
-  private readonly pending = new Map<RequestId, Pending>();
+  private readonly pending = new PendingRequests();
   private nextId = 1;
   private notificationSeq = 0;
   private closing = false;
@@ -165,8 +67,7 @@ export class CodexAppServerConnection {
   private exitPromise: Promise<{ code: number | null; signal: string | null }> | null = null;
   private agentHome: AgentHome | null = null;
   private readonly downgraded = new Set<CapabilityName>();
-  private readonly threadSubscribers = new Map<string, Set<ThreadHandler>>();
-  private readonly threadBuffers = new Map<string, CodexNotification[]>();
+  private readonly threads: ThreadRouter;
 
   /** `initialize` result. */
   initializeResult: { userAgent?: string; codexHome?: string; [k: string]: unknown } | null = null;
@@ -181,6 +82,7 @@ export class CodexAppServerConnection {
 
   constructor(options: CodexConnectionOptions = {}) {
     this.options = options;
+    this.threads = new ThreadRouter(options.maxBufferedPerThread ?? 2000);
     this.emitter.setMaxListeners(0);
   }
 
@@ -284,15 +186,12 @@ export class CodexAppServerConnection {
     if (o.probes !== false) await this.runProbes();
 
     try {
-      const cfg = await this.request('config/read', {}, { timeoutMs: o.probeTimeoutMs ?? 10_000 });
-      const m = (cfg as any)?.config?.model;
-      this.configModel = typeof m === 'string' && m.length > 0 ? m : null;
+      this.configModel = configModelOf(await this.request('config/read', {}, { timeoutMs: o.probeTimeoutMs ?? 10_000 }));
     } catch (err) {
       if (this.exited) throw err;
       this.recordCapabilityDowngrade('config/read', errorText(err));
     }
-    const envModel = baseEnv.CCWEB_CODEX_MODEL;
-    this.model = o.model ?? (envModel && envModel.length > 0 ? envModel : null) ?? this.configModel;
+    this.model = effectiveModel(o.model, baseEnv.CCWEB_CODEX_MODEL, this.configModel);
   }
 
   private async runProbes(): Promise<void> {
@@ -305,10 +204,9 @@ export class CodexAppServerConnection {
       this.recordCapabilityDowngrade('goals', errorText(err));
     }
     try {
-      const res: any = await this.request('collaborationMode/list', {}, { timeoutMs });
-      const data: any[] = Array.isArray(res?.data) ? res.data : [];
-      this.collaborationModes = data.map((d) => ({ name: String(d?.name ?? ''), mode: d?.mode ?? null }));
-      if (!this.collaborationModes.some((m) => m.mode === 'default')) {
+      const { modes, hasDefault } = collaborationModesOf(await this.request('collaborationMode/list', {}, { timeoutMs }));
+      this.collaborationModes = modes;
+      if (!hasDefault) {
         this.recordCapabilityDowngrade('collaborationMode/list', 'no "default" collaboration mode listed');
       }
     } catch (err) {
@@ -331,17 +229,9 @@ export class CodexAppServerConnection {
     if (this.exitInfo) return Promise.reject(new CodexRpcError(method, 'app_server_exited', 'app-server has exited'));
     const id = this.nextId++;
     const timeoutMs = opts.timeoutMs ?? this.options.requestTimeoutMs ?? 60_000;
-    return new Promise((resolve, reject) => {
-      const p: Pending = { method, resolve, reject, timer: null };
-      if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-        p.timer = setTimeout(() => {
-          this.pending.delete(id);
-          reject(new CodexRpcError(method, 'request_timeout', `no response within ${timeoutMs} ms`));
-        }, timeoutMs);
-      }
-      this.pending.set(id, p);
-      this.write({ id, method, params: params ?? {} });
-    });
+    const answer = this.pending.add(id, method, timeoutMs);
+    this.write({ id, method, params: params ?? {} });
+    return answer;
   }
 
   /** Send a notification (client → server). */
@@ -356,38 +246,20 @@ export class CodexAppServerConnection {
   }
 
   private onLine(line: string): void {
-    if (line.trim() === '') return;
-    let msg: any;
-    try {
-      msg = JSON.parse(line);
-    } catch (err) {
-      this.emit({ type: 'protocol_error', line, error: errorText(err) });
-      return;
-    }
-    if (!msg || typeof msg !== 'object') {
-      this.emit({ type: 'protocol_error', line, error: 'not an object' });
-      return;
-    }
-    const hasId = msg.id !== undefined && msg.id !== null;
-    if (typeof msg.method === 'string' && hasId) {
-      void this.onServerRequest(msg.id, msg.method, msg.params);
-    } else if (typeof msg.method === 'string') {
-      this.onNotification(msg.method, msg.params, msg.emittedAtMs);
-    } else if (hasId && ('result' in msg || 'error' in msg)) {
-      const p = this.pending.get(msg.id);
-      if (!p) {
-        this.emit({ type: 'protocol_error', line, error: `response to unknown id ${String(msg.id)}` });
+    const msg = parseLine(line);
+    switch (msg.kind) {
+      case 'blank':
         return;
+      case 'protocol_error':
+        return this.emit({ type: 'protocol_error', line, error: msg.error });
+      case 'server_request':
+        return void this.onServerRequest(msg.id, msg.method, msg.params);
+      case 'notification':
+        return this.onNotification(msg.method, msg.params, msg.emittedAtMs);
+      default: {
+        const outcome = msg.kind === 'response' ? ({ ok: true, result: msg.result } as const) : ({ ok: false, ...msg } as const);
+        if (!this.pending.settle(msg.id, outcome)) this.emit({ type: 'protocol_error', line, error: `response to unknown id ${String(msg.id)}` });
       }
-      this.pending.delete(msg.id);
-      if (p.timer) clearTimeout(p.timer);
-      if (msg.error) {
-        p.reject(new CodexRpcError(p.method, msg.error.code ?? -32603, String(msg.error.message ?? 'error'), msg.error.data));
-      } else {
-        p.resolve(msg.result);
-      }
-    } else {
-      this.emit({ type: 'protocol_error', line, error: 'unrecognised message' });
     }
   }
 
@@ -403,25 +275,7 @@ export class CodexAppServerConnection {
     };
     if (!KNOWN_NOTIFICATIONS.has(method)) this.emit({ type: 'unknown_notification', notification: n });
     this.emit({ type: 'notification', notification: n });
-    if (!n.threadId) return;
-    const subs = this.threadSubscribers.get(n.threadId);
-    if (subs && subs.size > 0) {
-      for (const h of [...subs]) safeCall(h, n);
-      return;
-    }
-    // Nobody listens yet (e.g. notifications racing ahead of a response): buffer them.
-    let buf = this.threadBuffers.get(n.threadId);
-    if (!buf) {
-      buf = [];
-      this.threadBuffers.set(n.threadId, buf);
-      if (this.threadBuffers.size > 256) {
-        const oldest = this.threadBuffers.keys().next().value;
-        if (oldest !== undefined) this.threadBuffers.delete(oldest);
-      }
-    }
-    buf.push(n);
-    const max = this.options.maxBufferedPerThread ?? 2000;
-    if (buf.length > max) buf.splice(0, buf.length - max);
+    this.threads.route(n);
   }
 
   /**
@@ -429,22 +283,7 @@ export class CodexAppServerConnection {
    * while it had no subscriber are replayed first (in order). Returns an unsubscribe function.
    */
   subscribeThread(threadId: string, handler: ThreadHandler): () => void {
-    let subs = this.threadSubscribers.get(threadId);
-    if (!subs) {
-      subs = new Set();
-      this.threadSubscribers.set(threadId, subs);
-    }
-    subs.add(handler);
-    const buffered = this.threadBuffers.get(threadId);
-    if (buffered) {
-      this.threadBuffers.delete(threadId);
-      for (const n of buffered) safeCall(handler, n);
-    }
-    return () => {
-      const s = this.threadSubscribers.get(threadId);
-      s?.delete(handler);
-      if (s && s.size === 0) this.threadSubscribers.delete(threadId);
-    };
+    return this.threads.subscribe(threadId, handler);
   }
 
   /**
@@ -458,27 +297,13 @@ export class CodexAppServerConnection {
     turnId: string | null,
     handler: ThreadHandler,
   ): { setTurnId(id: string): void; unsubscribe(): void } {
-    let current = turnId;
-    const held: CodexNotification[] = [];
-    const deliver = (n: CodexNotification) => {
-      if (n.turnId === null || n.turnId === current) handler(n);
-    };
-    const unsubscribe = this.subscribeThread(threadId, (n) => {
-      if (current === null) held.push(n);
-      else deliver(n);
-    });
-    return {
-      setTurnId: (id: string) => {
-        current = id;
-        for (const n of held.splice(0)) deliver(n);
-      },
-      unsubscribe,
-    };
+    const filter = turnFilter(turnId, handler);
+    return { setTurnId: filter.setTurnId, unsubscribe: this.subscribeThread(threadId, filter.handle) };
   }
 
   /** Drop buffered notifications for a thread (e.g. once its task is finished). */
   forgetThread(threadId: string): void {
-    this.threadBuffers.delete(threadId);
+    this.threads.forget(threadId);
   }
 
   private respond(id: RequestId, result: unknown): void {
@@ -496,61 +321,42 @@ export class CodexAppServerConnection {
     this.dynamicToolHandler = handler;
   }
 
-  /** Server → client requests. We run `approvalPolicy: "never"`: nothing is approved. */
+  /** Server → client requests, answered as server-requests.ts decides. */
   private async onServerRequest(id: RequestId, method: string, params: any): Promise<void> {
-    const declined = (result: unknown) => {
-      this.respond(id, result);
-      this.emit({ type: 'server_request', id, method, outcome: 'declined', params });
-    };
-    switch (method) {
-      case 'item/commandExecution/requestApproval':
-      case 'item/fileChange/requestApproval':
-        return declined({ decision: 'decline' });
-      case 'applyPatchApproval':
-      case 'execCommandApproval':
-        return declined({ decision: { denied: { rejection: 'ccweb-gitea: approvals are not granted (approvalPolicy never)' } } });
-      case 'mcpServer/elicitation/request':
-        return declined({ action: 'decline', content: null, _meta: null });
-      case 'item/permissions/requestApproval':
-        return declined({ permissions: {}, scope: 'turn' });
-      case 'item/tool/requestUserInput': {
-        const keys = routingKeys(params);
-        this.emit({
-          type: 'user_input_requested',
-          requestId: id,
-          threadId: keys.threadId,
-          turnId: keys.turnId,
-          itemId: typeof params?.itemId === 'string' ? params.itemId : null,
-          questions: Array.isArray(params?.questions) ? params.questions : [],
-        });
-        this.respond(id, { answers: {} });
+    const answer = answerServerRequest(method, params);
+    switch (answer.kind) {
+      case 'declined':
+        this.respond(id, answer.result);
+        this.emit({ type: 'server_request', id, method, outcome: 'declined', params });
+        return;
+      case 'user_input': {
+        const { threadId, turnId, itemId, questions } = answer;
+        this.emit({ type: 'user_input_requested', requestId: id, threadId, turnId, itemId, questions });
+        this.respond(id, answer.result);
         this.emit({ type: 'server_request', id, method, outcome: 'answered', params });
         return;
       }
-      case 'item/tool/call': {
+      case 'dynamic_tool': {
         // A client-side ("dynamic") tool the service offered on thread/start (change delivery's
         // publish tool). The handler never throws to here: any failure is a `success: false` answer.
         const handler = this.dynamicToolHandler;
         if (!handler) {
-          this.respond(id, {
-            success: false,
-            contentItems: [{ type: 'inputText', text: 'ccweb-gitea: dynamic tools are not supported' }],
-          });
+          this.respond(id, DYNAMIC_TOOLS_UNSUPPORTED);
           this.emit({ type: 'server_request', id, method, outcome: 'declined', params });
           return;
         }
-        let answer: DynamicToolCallResponse;
+        let result: DynamicToolCallResponse;
         try {
-          answer = await handler(params as DynamicToolCallParams);
+          result = await handler(params as DynamicToolCallParams);
         } catch (err) {
-          answer = { success: false, contentItems: [{ type: 'inputText', text: `ccweb-gitea: the tool failed: ${errorText(err).slice(0, 300)}` }] };
+          result = dynamicToolFailure(errorText(err));
         }
-        this.respond(id, answer);
+        this.respond(id, result);
         this.emit({ type: 'server_request', id, method, outcome: 'answered', params });
         return;
       }
       default:
-        this.respondError(id, -32601, `method not supported by ccweb-gitea: ${method}`);
+        this.respondError(id, answer.code, answer.message);
         this.emit({ type: 'server_request', id, method, outcome: 'rejected', params });
     }
   }
@@ -559,14 +365,7 @@ export class CodexAppServerConnection {
     if (this.exitInfo) return this.exitInfo;
     this.exitInfo = { code, signal };
     this.agentHome?.dispose();
-    const pending = [...this.pending.values()];
-    this.pending.clear();
-    for (const p of pending) {
-      if (p.timer) clearTimeout(p.timer);
-      p.reject(
-        new CodexRpcError(p.method, 'app_server_exited', `app-server exited (code ${String(code)}, signal ${String(signal)})`),
-      );
-    }
+    this.pending.rejectAll((method) => new CodexRpcError(method, 'app_server_exited', `app-server exited (code ${String(code)}, signal ${String(signal)})`));
     this.emit({ type: 'exit', code, signal, expected: this.closing });
     return this.exitInfo;
   }
@@ -592,17 +391,4 @@ export class CodexAppServerConnection {
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
     this.proc?.kill(signal);
   }
-}
-
-function safeCall(h: ThreadHandler, n: CodexNotification): void {
-  try {
-    h(n);
-  } catch {
-    /* a subscriber's failure must not break routing */
-  }
-}
-
-export function errorText(err: unknown): string {
-  if (err instanceof CodexRpcError) return `${String(err.code)} ${err.message}`;
-  return err instanceof Error ? err.message : String(err);
 }

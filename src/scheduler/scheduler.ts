@@ -1,51 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import type { RepoLockEvent } from '../../machines/repo-lock.js';
-import type { TaskContext, TaskEvent } from '../../machines/task-lifecycle.js';
-import { DEFAULTS } from '../config/keys.js';
+import type { TaskContext } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type TaskRecord } from '../domain/records.js';
-import { LOCK_KIND, lockActorId } from '../leases/repo-lock-actor.js';
-import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
-import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
+import type { TransitionNotice } from '../runtime/actor-runtime.js';
+import { taskActorId } from '../tasks/task-actor.js';
+import { claimAbandoned, claimableUnderHold, claimEventOf, expectedStateOf, SCANNED_STATES } from './claim-decisions.js';
 import { systemClock } from './clock.js';
-import { lockEvent, taskEvent } from './events.js';
-import { nextRetryDue, pickClaims, type ClaimCandidate } from './pick-claims.js';
+import { expiredLeases, leaselessDecision, renewedExpiry } from './lease-decisions.js';
+import { pickClaims, type ClaimCandidate } from './pick-claims.js';
 import { recoverAfterRestart } from './recover.js';
-import type { HeldLease, RecoveryResult, RunningTask, SchedulerClock, SchedulerLogger, TaskExecutor } from './types.js';
+import { errorMessage, repoLockClient } from './repo-lock-client.js';
+import { resolveSchedulerSettings, type SchedulerOptions } from './scheduler-options.js';
+import type { HeldLease, RecoveryResult, RunningTask, SchedulerClock, SchedulerLogger } from './types.js';
+import { nextWakeAt, wakesScheduler } from './wake-decisions.js';
+import { inflightSet, wakeLoop } from './wake-loop.js';
 
-export interface SchedulerOptions {
-  store: Store;
-  runtime: ActorRuntime;
-  executor: TaskExecutor;
-  /** This process's lease owner, `<instance>/<pid>/<startedAt>` (see `leaseOwnerId`). */
-  owner: string;
-  /**
-   * Global cap on tasks holding a lease at once. The spec disagrees with itself: §5.6 makes
-   * `queued → preparing` wait for "a global slot and the repository lease", §7 says there is no
-   * global semaphore. We keep the cap, with the configuration's default (CCWEB_MAX_CONCURRENT_TASKS,
-   * 2): each running task owns a Codex app-server, a gitea-mcp process and a checkout, which a small
-   * host cannot multiply without bound. Correctness never depends on it — one task per repository
-   * comes from the durable lease alone — so a large value gives §7's behaviour.
-   */
-  maxConcurrentTasks?: number;
-  /** Lease lifetime without a heartbeat (default: configuration default, 60 s). */
-  leaseTtlMs?: number;
-  /** Heartbeat period (default: a third of the TTL). 0 disables heartbeats (tests of expiry). */
-  heartbeatMs?: number;
-  /** Slow safety scan, for wake-ups nobody announced (e.g. a control record written directly). */
-  safetyPollMs?: number;
-  clock?: SchedulerClock;
-  /** Shorthand for a clock with this `now` and real timers. */
-  now?: () => number;
-  logger?: SchedulerLogger;
-  /** Audit/event actor name. */
-  by?: string;
-  /**
-   * Until when (epoch ms) new claims and due retries are held, or null: the model provider's rate
-   * limit (src/usage/provider-hold.ts). Verifications still resume: they need Gitea, not the model.
-   */
-  holdClaimsUntil?: (now: number) => number | null;
-}
+export type { SchedulerOptions } from './scheduler-options.js';
 
 export interface Scheduler {
   /** Subscribes to transitions, arms the safety poll and scans. Call `recover()` first after a restart. */
@@ -75,22 +44,6 @@ interface Worker {
   done: Promise<void> | null;
 }
 
-/** States in which a task whose lease was lost is moved on by the scheduler (see `failLeaseless`). */
-function leaseLostEvent(state: string, errorCode: string, now: number): TaskEvent | null {
-  switch (state) {
-    case 'preparing':
-      return { type: 'PREPARE_FAILED', errorCode, retryable: true, retryAt: now, resumeAt: 'preparing' };
-    case 'running':
-      return { type: 'TURN_FAILED', errorCode, retryable: true, retryAt: now, resumeAt: 'preparing' };
-    case 'aborting':
-      // The abort was not confirmed while the lease lived: §8 "abort timeout → failed, release".
-      return { type: 'ABORT_TIMEOUT' };
-    default:
-      // verifying_reply: the reply verifier actor owns it and has its own deadlines.
-      return null;
-  }
-}
-
 /**
  * Claims tasks for repositories: per repository strictly one task at a time (the repo-lock actor's
  * lease), FIFO by `queueSeq`, due `retry_wait` tasks first; repositories in parallel up to
@@ -107,19 +60,14 @@ function leaseLostEvent(state: string, errorCode: string, now: number): TaskEven
  */
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { store, runtime, executor, owner } = options;
-  const maxConcurrent = options.maxConcurrentTasks ?? DEFAULTS.maxConcurrentTasks;
-  const ttlMs = options.leaseTtlMs ?? DEFAULTS.leaseTtlMs;
-  const heartbeatMs = options.heartbeatMs ?? Math.max(1, Math.floor(ttlMs / 3));
-  const safetyPollMs = options.safetyPollMs ?? 30_000;
+  const { maxConcurrent, ttlMs, heartbeatMs, safetyPollMs, by } = resolveSchedulerSettings(options);
   const clock: SchedulerClock = options.clock ?? (options.now ? { now: options.now, setTimer: systemClock.setTimer } : systemClock);
-  const by = options.by ?? 'scheduler';
   const logger: SchedulerLogger = options.logger ?? { info: () => {}, warn: () => {}, error: () => {} };
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new Error('maxConcurrentTasks must be a positive integer');
-  if (heartbeatMs > 0 && heartbeatMs >= ttlMs) throw new Error('heartbeatMs must be shorter than leaseTtlMs');
+  const locks = repoLockClient({ store, runtime, by, logger });
+  const { track, settled } = inflightSet();
 
   const workers = new Map<string, Worker>();
   const orphans = new Set<Worker>();
-  const inflight = new Set<Promise<unknown>>();
   // Repositories whose lock actor is stored but could not be hosted (restore failed, alert-audited
   // by the runtime): claiming there would fail forever, so they wait for an operator and a restart.
   const unavailableRepos = new Set<string>();
@@ -129,94 +77,41 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let cancelWakeTimer: (() => void) | null = null;
   let wakeTimerAt: number | null = null;
   let cancelPoll: (() => void) | null = null;
-  let tickRequested = false;
-  let tickLoop: Promise<void> | null = null;
 
-  function track<T>(p: Promise<T>): Promise<T> {
-    inflight.add(p);
-    void p.then(
-      () => inflight.delete(p),
-      () => inflight.delete(p),
-    );
-    return p;
-  }
+  const wake = wakeLoop({
+    scan: tick,
+    canRun: () => started && !stopped,
+    onError: (err) => logger.error({ err: errorMessage(err) }, 'scheduler scan failed'),
+    track,
+  });
 
-  function isPaused(): boolean {
-    return store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY)?.globalPaused === true;
-  }
-
-  function isDisabled(repoKey: string): boolean {
-    return store.get<RepositoryRecord>('repositories', repoKey)?.status === 'disabled';
-  }
-
-  function leaseHeld(repoKey: string): boolean {
-    return store.get<LeaseRecord>('leases', repoKey)?.state === 'held';
-  }
-
-  function wake(): Promise<void> {
-    if (!started || stopped) return Promise.resolve();
-    tickRequested = true;
-    if (!tickLoop) {
-      tickLoop = track(
-        (async () => {
-          // Coalesce the burst of wake-ups one transition batch produces.
-          await Promise.resolve();
-          try {
-            while (tickRequested && !stopped) {
-              tickRequested = false;
-              try {
-                await tick();
-              } catch (err) {
-                logger.error({ err: errorMessage(err) }, 'scheduler scan failed');
-              }
-            }
-          } finally {
-            tickLoop = null;
-          }
-        })(),
-      );
-    }
-    return tickLoop;
-  }
+  const isPaused = () => store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY)?.globalPaused === true;
+  const isDisabled = (repoKey: string) => store.get<RepositoryRecord>('repositories', repoKey)?.status === 'disabled';
+  const leaseHeld = (repoKey: string) => store.get<LeaseRecord>('leases', repoKey)?.state === 'held';
+  const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held');
 
   async function tick(): Promise<void> {
     const now = clock.now();
 
     // Expired leases first, so their repositories (and a lost worker's slot) are free for this scan.
-    for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held')) {
-      if (lease.expiresAt !== null && Date.parse(lease.expiresAt) <= now) await expireLease(lease, now);
-    }
+    for (const lease of expiredLeases(heldLeases(), now)) await expireLease(lease, now);
 
     // Only tasks with a live actor can be claimed; one whose restore failed would be retried forever.
-    const tasks = [
-      ...store.byIndex<TaskRecord>('tasks', 'state', 'queued'),
-      ...store.byIndex<TaskRecord>('tasks', 'state', 'retry_wait'),
-      ...store.byIndex<TaskRecord>('tasks', 'state', 'verifying_reply'),
-      ...store.byIndex<TaskRecord>('tasks', 'state', 'publishing'),
-    ].filter(
-      (t) => runtime.has(taskActorId(t.taskId)),
+    const tasks = SCANNED_STATES.flatMap((state) => store.byIndex<TaskRecord>('tasks', 'state', state)).filter((t) =>
+      runtime.has(taskActorId(t.taskId)),
     );
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
     if (!isPaused()) {
       const picks = pickClaims({
-        tasks: heldUntil === null ? tasks : tasks.filter((t) => t.state === 'verifying_reply'),
+        tasks: claimableUnderHold(tasks, heldUntil),
         now,
         busy: (repoKey) => workers.has(repoKey) || leaseHeld(repoKey) || unavailableRepos.has(repoKey),
         disabled: isDisabled,
         slots: maxConcurrent - workers.size,
       });
       for (const pick of picks) {
-        const worker: Worker = {
-          repoKey: pick.repoKey,
-          taskId: pick.taskId,
-          lease: null,
-          abort: new AbortController(),
-          cancelHeartbeat: null,
-          lost: false,
-          finished: false,
-          done: null,
-        };
+        const worker = newWorker(pick);
         // Reserve the slot now, synchronously, so the cap and one-per-repository hold across scans.
         workers.set(pick.repoKey, worker);
         void track(
@@ -229,13 +124,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       }
     }
 
-    // Next wake-up: the earliest retry deadline or lease expiry still ahead.
-    let next = heldUntil ?? nextRetryDue(tasks, now);
-    for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held')) {
-      const at = lease.expiresAt === null ? null : Date.parse(lease.expiresAt);
-      if (at !== null && at > now && (next === null || at < next)) next = at;
-    }
-    armWakeTimer(next, now);
+    armWakeTimer(nextWakeAt({ heldUntil, tasks, leases: heldLeases(), now }), now);
   }
 
   function armWakeTimer(at: number | null, now: number): void {
@@ -261,60 +150,29 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function claim(pick: ClaimCandidate, worker: Worker): Promise<void> {
     const taskActor = taskActorId(pick.taskId);
-    // RESUME: a verification or a publishing step (both idempotent) that nobody drives after a restart.
-    const expected = pick.event === 'CLAIM' ? 'queued' : pick.event === 'RETRY_DUE' ? 'retry_wait' : (pick.resumeState ?? 'verifying_reply');
+    const expected = expectedStateOf(pick);
     if (runtime.stateOf(taskActor)?.state !== expected) return freeSlot(worker);
 
     const leaseId = randomUUID();
     const now = clock.now();
-    const acquired = await acquire(pick.repoKey, { type: 'ACQUIRE', leaseId, owner, taskId: pick.taskId, now, ttlMs });
-    if (!acquired) return freeSlot(worker);
+    const acquired = await locks.acquire(pick.repoKey, { type: 'ACQUIRE', leaseId, owner, taskId: pick.taskId, now, ttlMs });
+    if (acquired === 'unavailable') unavailableRepos.add(pick.repoKey);
+    if (acquired !== 'acquired') return freeSlot(worker);
     worker.lease = { repoKey: pick.repoKey, leaseId, owner, expiresAt: now + ttlMs };
 
-    // Pause or disable may have landed while the lease was being acquired: check again right before
-    // the CLAIM, so a paused scheduler never claims (a CLAIM audit event never follows a pause).
-    if (stopped || worker.lost || isPaused() || isDisabled(pick.repoKey)) {
-      await release(worker.lease);
+    if (claimAbandoned({ stopped, leaseLost: worker.lost, paused: isPaused(), repoDisabled: isDisabled(pick.repoKey) })) {
+      await locks.release(worker.lease);
       return freeSlot(worker);
     }
-    const event: TaskEvent | null =
-      pick.event === 'CLAIM' ? { type: 'CLAIM', leaseId } : pick.event === 'RETRY_DUE' ? { type: 'RETRY_DUE', leaseId } : null;
+    const event = claimEventOf(pick, leaseId);
     const claimed = event ? await runtime.send(taskActor, event, { by }) : { ok: runtime.stateOf(taskActor)?.state === expected };
     if (!claimed.ok) {
       // Cancelled (or otherwise moved) between the scan and the CLAIM: the CAS lost, give the lease back.
-      await release(worker.lease);
+      await locks.release(worker.lease);
       return freeSlot(worker);
     }
     startHeartbeat(worker);
     worker.done = runExecutor(worker, worker.lease);
-  }
-
-  async function acquire(repoKey: string, event: Extract<RepoLockEvent, { type: 'ACQUIRE' }>): Promise<boolean> {
-    const actorId = lockActorId(repoKey);
-    if (!runtime.has(actorId) && store.get('actors', actorId)) {
-      unavailableRepos.add(repoKey);
-      logger.error({ repoKey }, 'repository lock is stored but not live; skipping the repository');
-      return false;
-    }
-    if (!runtime.has(actorId)) {
-      try {
-        await runtime.create(LOCK_KIND, actorId, { repoKey }, { events: [event], by });
-        return true;
-      } catch (err) {
-        // Created by someone else in between: fall through to a plain ACQUIRE.
-        if (!runtime.has(actorId)) {
-          logger.error({ repoKey, err: errorMessage(err) }, 'repository lock could not be created');
-          return false;
-        }
-      }
-    }
-    const res = await runtime.send(actorId, event, { by });
-    return res.ok;
-  }
-
-  async function release(lease: HeldLease): Promise<boolean> {
-    const res = await runtime.send(lockActorId(lease.repoKey), lockEvent({ type: 'RELEASE', leaseId: lease.leaseId }), { by });
-    return res.ok;
   }
 
   function freeSlot(worker: Worker): void {
@@ -350,7 +208,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       }
       // For a lost lease this RELEASE names a stale leaseId: the lock rejects it and the runtime
       // alert-audits it, which is the record that the orphaned worker came back.
-      const released = await release(lease);
+      const released = await locks.release(lease);
       if (!released && !worker.lost) logger.warn({ taskId: worker.taskId, leaseId: lease.leaseId }, 'lease release rejected');
     } finally {
       orphans.delete(worker);
@@ -375,10 +233,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const lease = worker.lease;
     if (!lease || worker.lost || worker.finished) return;
     const now = clock.now();
-    const res = await runtime.send(lockActorId(lease.repoKey), lockEvent({ type: 'HEARTBEAT', leaseId: lease.leaseId, now, ttlMs }), { by });
+    const ok = await locks.heartbeat(lease, now, ttlMs);
     if (worker.lost || worker.finished) return;
-    if (res.ok) {
-      lease.expiresAt = Math.max(lease.expiresAt, now + ttlMs);
+    if (ok) {
+      lease.expiresAt = renewedExpiry(lease.expiresAt, now, ttlMs);
       startHeartbeat(worker);
       return;
     }
@@ -387,8 +245,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function expireLease(lease: LeaseRecord, now: number): Promise<void> {
     if (lease.leaseId === null) return;
-    const res = await runtime.send(lockActorId(lease.repoKey), lockEvent({ type: 'EXPIRE', now }), { by });
-    if (!res.ok) return; // renewed in between
+    if (!(await locks.expire(lease.repoKey, now))) return; // renewed in between
     const worker = workers.get(lease.repoKey);
     await leaseLost(worker?.lease?.leaseId === lease.leaseId ? worker : null, lease.leaseId, lease.taskId, 'lease_expired');
   }
@@ -415,47 +272,31 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     void wake();
   }
 
-  /**
-   * Moves a task that still sits in a lease-holding state under `leaseId` on, because nobody will:
-   * a lost lease → `retry_wait` (one retry, §8); an executor that returned or threw → `failed`.
-   */
+  /** Moves a task that still sits in a lease-holding state under `leaseId` on (see `leaselessDecision`). */
   async function failLeaseless(taskId: string, leaseId: string, errorCode: string, executorDone: boolean): Promise<void> {
     const current = runtime.stateOf(taskActorId(taskId));
     if (!current) return;
-    // A resumed verification (RESUME after a restart) runs under a lease the task never recorded;
-    // only this worker can be driving it (one lease per repository), and it must not loop.
-    if (executorDone && current.state === 'verifying_reply') {
-      logger.warn({ taskId, errorCode }, 'verification left unfinished; failing the reply');
-      const failReply: TaskEvent = { type: 'REPLY_FAILED', errorCode };
-      await runtime.send(taskActorId(taskId), failReply, { by });
-      return;
-    }
-    // The same for a resumed publishing step: its change is kept by the publisher, never lost.
-    if (executorDone && current.state === 'publishing') {
-      logger.warn({ taskId, errorCode }, 'publishing left unfinished; failing the task');
-      const failPublish: TaskEvent = { type: 'PUBLISH_FAILED', errorCode };
-      await runtime.send(taskActorId(taskId), failPublish, { by });
-      return;
-    }
-    if ((current.context as TaskContext).leaseId !== leaseId) return;
-    let event: TaskEvent | null;
-    if (executorDone) {
-      event = current.state === 'preparing' || current.state === 'running' ? { type: 'FAIL', errorCode } : null;
-    } else {
-      event = leaseLostEvent(current.state, errorCode, clock.now());
-    }
-    if (!event) return;
-    logger.warn({ taskId, state: current.state, errorCode }, 'task left holding a lease; moving it on');
-    await runtime.send(taskActorId(taskId), event, { by });
+    const decision = leaselessDecision({
+      state: current.state,
+      taskLeaseId: (current.context as TaskContext).leaseId,
+      leaseId,
+      errorCode,
+      executorDone,
+      now: clock.now(),
+    });
+    if (!decision) return;
+    const message =
+      decision.why === 'reply_unfinished'
+        ? 'verification left unfinished; failing the reply'
+        : decision.why === 'publishing_unfinished'
+          ? 'publishing left unfinished; failing the task'
+          : 'task left holding a lease; moving it on';
+    logger.warn({ taskId, ...(decision.why === 'task_holds_lease' ? { state: current.state } : {}), errorCode }, message);
+    await runtime.send(taskActorId(taskId), decision.event, { by });
   }
 
   function onTransition(notice: TransitionNotice): void {
-    if (notice.kind === TASK_KIND && (notice.toState === 'queued' || notice.toState === 'retry_wait')) void wake();
-    else if (notice.kind === LOCK_KIND && notice.toState === 'free') void wake();
-  }
-
-  async function settled(): Promise<void> {
-    while (inflight.size > 0) await Promise.allSettled([...inflight]);
+    if (wakesScheduler(notice)) void wake();
   }
 
   return {
@@ -506,6 +347,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   };
 }
 
-function errorMessage(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).slice(0, 300);
+function newWorker(pick: ClaimCandidate): Worker {
+  return { repoKey: pick.repoKey, taskId: pick.taskId, lease: null, abort: new AbortController(), cancelHeartbeat: null, lost: false, finished: false, done: null };
 }

@@ -1,0 +1,82 @@
+// The pull-request side of publishing, against Gitea's API: reuse or create the issue's pull request
+// (exactly once), or link a fork pull request's branch in a comment.
+import type { RepositoryRecord, TaskRecord } from '../domain/records.js';
+import { forkLinkMarker, pullRequestMarker } from './branch-names.js';
+import { pullRequestBody, pullRequestTitle } from './commit-message.js';
+import { GiteaPullsError, type GiteaPullsClient } from './gitea-pulls.js';
+import { forkBranchLinked, nextSettleDelay, pullCreateRetryDelay } from './publish-decisions.js';
+import { PublishError } from './publish-types.js';
+
+export type AuditStep = (taskId: string, action: string, metadata: Record<string, unknown>) => Promise<unknown>;
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Waits (bounded) until Gitea shows what was just written; Gitea applies pushes asynchronously. */
+export async function settle(what: string, check: () => Promise<boolean>, settleMs: number): Promise<void> {
+  const deadline = Date.now() + settleMs;
+  for (let delay = 100; ; delay = nextSettleDelay(delay)) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new PublishError('publish_unverified', `Gitea did not show ${what} within ${settleMs} ms`);
+    await sleep(delay);
+  }
+}
+
+/** The open pull request of `head` into `base`, else a new one; a retry never opens a second one. */
+export async function ensurePull(
+  deps: { gitea: GiteaPullsClient; audit: AuditStep },
+  task: TaskRecord,
+  head: string,
+  base: string,
+  summary: string | null,
+): Promise<{ number: number; url: string }> {
+  const { gitea, audit } = deps;
+  const existing = async () => (await gitea.openPullsForHead(task.owner, task.repo, head)).find((p) => p.base.ref === base);
+  const found = await existing();
+  if (found) {
+    await audit(task.taskId, 'publish.pull_request_reused', { number: found.number, head });
+    return { number: found.number, url: found.html_url };
+  }
+  const body = pullRequestBody({ summary, issueNumber: task.resource.number, taskId: task.taskId, marker: pullRequestMarker(task.taskId, task.resourceKey) });
+  const title = pullRequestTitle(summary, task.resource.number);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const created = await gitea.createPull(task.owner, task.repo, { head, base, title, body });
+      await audit(task.taskId, 'publish.pull_request_created', { number: created.number, head, base });
+      return { number: created.number, url: created.html_url };
+    } catch (error) {
+      // A lost answer, a conflict (it exists after all) or a branch Gitea has not registered yet:
+      // look again before any new attempt, so a retry never opens a second pull request.
+      const again = await existing().catch(() => undefined);
+      if (again) {
+        await audit(task.taskId, 'publish.pull_request_reused', { number: again.number, head });
+        return { number: again.number, url: again.html_url };
+      }
+      const delay = pullCreateRetryDelay(error instanceof GiteaPullsError ? error.status : undefined, attempt);
+      if (delay === null) {
+        throw new PublishError('pull_request_refused', `Gitea refused the pull request from ${head} into ${base}: ${(error as Error).message}`);
+      }
+      await sleep(delay);
+    }
+  }
+}
+
+/** Comments (once) on a fork's pull request where its changes are: a branch of the base repository. */
+export async function linkForkBranch(
+  deps: { gitea: GiteaPullsClient; audit: AuditStep; botLogin: string },
+  task: TaskRecord,
+  branch: string,
+  repo: RepositoryRecord,
+): Promise<void> {
+  const { gitea } = deps;
+  const marker = forkLinkMarker(branch);
+  const comments = await gitea.listComments(task.owner, task.repo, task.resource.number);
+  if (forkBranchLinked(comments, deps.botLogin, marker)) return;
+  const web = repo.cloneUrl.replace(/\.git$/, '');
+  await gitea.createComment(
+    task.owner,
+    task.repo,
+    task.resource.number,
+    `giteabot: this pull request comes from a fork, so the changes of task ${task.taskId} are on the branch \`${branch}\` of this repository: ${web}/src/branch/${branch}\n\n${marker}`,
+  );
+  await deps.audit(task.taskId, 'publish.fork_branch_linked', { branch });
+}

@@ -1,0 +1,26 @@
+import type { LeaseRecord, TaskRecord } from '../domain/records.js';
+import { LOCK_KIND } from '../leases/repo-lock-actor.js';
+import { TASK_KIND } from '../tasks/task-actor.js';
+import { nextRetryDue } from './pick-claims.js';
+
+/**
+ * When the scheduler must look again by itself: the end of a provider hold if there is one,
+ * else the earliest retry deadline; or a held lease's expiry if that comes sooner. Null: nothing ahead.
+ */
+export function nextWakeAt(input: { heldUntil: number | null; tasks: readonly TaskRecord[]; leases: readonly LeaseRecord[]; now: number }): number | null {
+  const { now } = input;
+  let next = input.heldUntil ?? nextRetryDue(input.tasks, now);
+  for (const lease of input.leases) {
+    if (lease.state !== 'held' || lease.expiresAt === null) continue;
+    const at = Date.parse(lease.expiresAt);
+    if (at > now && (next === null || at < next)) next = at;
+  }
+  return next;
+}
+
+/** Transitions that can make a claim possible: a task became claimable, or a repository lock came free. */
+export function wakesScheduler(notice: { kind: string; toState: string }): boolean {
+  if (notice.kind === TASK_KIND) return notice.toState === 'queued' || notice.toState === 'retry_wait';
+  if (notice.kind === LOCK_KIND) return notice.toState === 'free';
+  return false;
+}

@@ -1,0 +1,66 @@
+import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
+import type { DynamicToolSpec } from '../codex/protocol/ts/v2/DynamicToolSpec.js';
+import type { TaskRecord } from '../domain/records.js';
+import type { AgentSandbox } from '../isolation/agent-sandbox.js';
+import type { ActorRuntime } from '../runtime/actor-runtime.js';
+import type { Store } from '../store/types.js';
+import type { TurnUsageHooks } from '../usage/usage-accounting.js';
+import type { AppServerSupervisor } from './app-server-supervisor.js';
+import type { SessionLogger } from './session-logger.js';
+import type { TurnOutcome } from './turn-result.js';
+
+export interface SessionManagerOptions {
+  store: Store;
+  runtime: ActorRuntime;
+  supervisor: AppServerSupervisor;
+  giteaUrl: string;
+  /** The bot token: only ever placed in `config.mcp_servers.gitea.env` of thread/start|resume. */
+  giteaToken: string;
+  mcpCommand: string;
+  /** Default `['-t','stdio','-host', giteaUrl]`. */
+  mcpArgs?: string[];
+  mcpStartupTimeoutSec: number;
+  /** Default: the connection's model (CCWEB_CODEX_MODEL, else Codex's config/read). */
+  model?: string;
+  reasoningEffort?: string | null;
+  turnTimeoutMs: number;
+  /** How long an interrupt waits for `turn/completed interrupted` (default 10 s). */
+  abortTimeoutMs?: number;
+  botLogin?: string | null;
+  /** `sessions.mcp.hostRef` (default `gitea-main`). */
+  hostRef?: string;
+  /** Approve a new thread automatically after a definitive resume failure (default true). */
+  autoApproveNewThread?: boolean;
+  /** Where the agent's commands run (src/isolation/); absent: Codex's `danger-full-access`. */
+  agentSandbox?: Pick<AgentSandbox, 'forThread'>;
+  logger?: SessionLogger;
+  now?: () => Date;
+  /**
+   * Client-side tools offered to the agent on thread/start (change delivery's publish tool). Codex
+   * asks for them with `item/tool/call`; `call` runs for the task whose turn is active on that thread.
+   */
+  dynamicTools?: {
+    specs: DynamicToolSpec[];
+    /** Appended to the developer instructions: when and how to use the tools. */
+    instructions?: string;
+    call(taskId: string, tool: string, args: unknown): Promise<DynamicToolCallResponse>;
+  };
+  /** Usage accounting and per-task budgets (src/usage/): none when absent. */
+  usage?: TurnUsageHooks;
+}
+
+export interface RunTurnOptions {
+  kind: 'normal' | 'reply_retry';
+  cwd: string;
+  signal?: AbortSignal;
+  replyRetryPrompt?: string;
+}
+
+export interface SessionManager {
+  ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }>;
+  runTurn(task: TaskRecord, opts: RunTurnOptions): Promise<TurnOutcome>;
+  /** Interrupts the task's turn; `confirmed` once it completed, false after `abortTimeoutMs`. No turn → confirmed. */
+  interrupt(taskId: string): Promise<{ confirmed: boolean }>;
+  /** Tasks with a turn running now. */
+  activeTaskIds(): string[];
+}

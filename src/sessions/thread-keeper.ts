@@ -1,0 +1,169 @@
+// The thread half of the session manager: find, resume or start the Codex thread of a session
+// (see the header of session-manager.ts for the policy), deciding through thread-plan.ts.
+import type { SessionContext, SessionEvent } from '../../machines/session.js';
+import type { CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
+import { threadResumeParams, threadStartParams, type GiteaMcpConfig } from '../codex/thread-params.js';
+import type { SessionRecord, TaskRecord } from '../domain/records.js';
+import type { ActorRuntime } from '../runtime/actor-runtime.js';
+import type { keyedLock } from './keyed-lock.js';
+import { preflightMcpCommand } from './mcp-preflight.js';
+import { SESSION_KIND, newSessionRecord, sessionActorId } from './session-actor.js';
+import { SessionError, threadFailure as classifyThreadFailure } from './session-error.js';
+import type { SessionLogger } from './session-logger.js';
+import type { SessionManagerOptions } from './session-manager-types.js';
+import { isDefinitiveResumeFailure, newThreadApprovedAutomatically, planThread } from './thread-plan.js';
+
+/** The session actor as the manager sees it: its state, and events sent to it (rejections logged). */
+export interface SessionPort {
+  state(sessionKey: string): { state: string; context: SessionContext } | undefined;
+  send(sessionKey: string, event: SessionEvent, by?: string): Promise<boolean>;
+}
+
+export function sessionPort(runtime: ActorRuntime, logger: SessionLogger): SessionPort {
+  return {
+    state(sessionKey) {
+      const s = runtime.stateOf(sessionActorId(sessionKey));
+      return s ? { state: s.state, context: s.context as SessionContext } : undefined;
+    },
+    async send(sessionKey, event, by = 'system:session_manager') {
+      const r = await runtime.send(sessionActorId(sessionKey), event, { by });
+      if (!r.ok) logger.warn({ sessionKey, event: event.type, state: r.state, reason: r.reason }, 'session event rejected');
+      return r.ok;
+    },
+  };
+}
+
+export interface ThreadKeeperDeps {
+  options: SessionManagerOptions;
+  logger: SessionLogger;
+  now: () => Date;
+  redact: (s: string) => string;
+  /** threadId → the app-server generation that has it loaded (shared with the turn side). */
+  loaded: Map<string, number>;
+  locks: ReturnType<typeof keyedLock>;
+  sessions: SessionPort;
+  /** The supervisor's current connection, with the manager's dynamic tool handler attached. */
+  connect: () => Promise<CodexAppServerConnection>;
+}
+
+export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }> } {
+  const { options, logger, now, redact, loaded, locks, sessions, connect } = deps;
+  const { store, runtime, supervisor } = options;
+  const threadRequestTimeoutMs = (options.mcpStartupTimeoutSec + 30) * 1_000;
+  const mcpConfig: GiteaMcpConfig = {
+    command: options.mcpCommand,
+    giteaUrl: options.giteaUrl,
+    token: options.giteaToken,
+    startupTimeoutSec: options.mcpStartupTimeoutSec,
+    ...(options.mcpArgs ? { args: options.mcpArgs } : {}),
+  };
+
+  async function ensureActor(task: TaskRecord): Promise<void> {
+    const actorId = sessionActorId(task.sessionKey);
+    if (runtime.stateOf(actorId)) return;
+    const created = await store.transact((tx) => {
+      const at = now().toISOString();
+      const existing = tx.get<SessionRecord>('sessions', task.sessionKey);
+      if (!existing) tx.insert('sessions', task.sessionKey, newSessionRecord(task, options.hostRef ?? 'gitea-main', at));
+      return runtime.createInTx(tx, SESSION_KIND, actorId, { sessionKey: task.sessionKey }, { by: 'system:session_manager' });
+    });
+    created.start();
+  }
+
+  const threadFailure = (err: unknown, fallback: string) => classifyThreadFailure(err, fallback, redact);
+
+  // Sent on start AND resume: Codex keeps neither the profile nor the MCP config of a thread.
+  const sandboxFor = (cwd: string) => (options.agentSandbox ? { sandbox: options.agentSandbox.forThread(cwd) } : {});
+
+  async function startThread(task: TaskRecord, conn: CodexAppServerConnection, gen: number, cwd: string) {
+    let res: any;
+    try {
+      res = await conn.request(
+        'thread/start',
+        threadStartParams({ cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd), ...(options.dynamicTools ? { dynamicTools: options.dynamicTools.specs } : {}) }),
+        { timeoutMs: threadRequestTimeoutMs },
+      );
+    } catch (err) {
+      const failure = threadFailure(err, 'thread_start_failed');
+      await sessions.send(task.sessionKey, { type: 'THREAD_START_FAILED', errorCode: failure.errorCode });
+      logger.warn({ sessionKey: task.sessionKey, taskId: task.taskId, errorCode: failure.errorCode, reason: failure.message }, 'thread/start failed');
+      throw failure;
+    }
+    const threadId = String(res?.thread?.id ?? '');
+    if (!threadId) throw new SessionError('thread_start_failed', true, 'thread/start returned no thread id');
+    loaded.set(threadId, gen);
+    await sessions.send(task.sessionKey, { type: 'THREAD_STARTED', threadId });
+    logger.info({ sessionKey: task.sessionKey, taskId: task.taskId, threadId }, 'codex thread started');
+    return { threadId, resumed: false };
+  }
+
+  async function approveNewThread(task: TaskRecord, conn: CodexAppServerConnection, gen: number, cwd: string, reason: string) {
+    if (!newThreadApprovedAutomatically(options)) {
+      throw new SessionError('resume_failed', false, `thread resume failed; a new thread needs approval: ${reason}`);
+    }
+    const by = 'system:resume_failed_policy';
+    await sessions.send(task.sessionKey, { type: 'NEW_THREAD_APPROVED', reason: reason.slice(0, 300), by }, by);
+    return startThread(task, conn, gen, cwd);
+  }
+
+  async function resumeThread(task: TaskRecord, conn: CodexAppServerConnection, gen: number, cwd: string, threadId: string) {
+    try {
+      await conn.request('thread/resume', threadResumeParams({ threadId, cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd) }), { timeoutMs: threadRequestTimeoutMs });
+    } catch (err) {
+      const failure = threadFailure(err, 'thread_resume_failed');
+      logger.warn({ sessionKey: task.sessionKey, taskId: task.taskId, threadId, errorCode: failure.errorCode, reason: failure.message }, 'thread/resume failed');
+      // Transport and MCP failures say nothing about the thread: stay in `resuming`, retry later.
+      if (!isDefinitiveResumeFailure(failure.errorCode)) throw failure;
+      await sessions.send(task.sessionKey, { type: 'RESUME_FAILED', errorCode: 'thread_resume_failed' });
+      return approveNewThread(task, conn, gen, cwd, `thread_resume_failed: ${failure.message}`);
+    }
+    loaded.set(threadId, gen);
+    await sessions.send(task.sessionKey, { type: 'RESUME_OK' });
+    logger.info({ sessionKey: task.sessionKey, taskId: task.taskId, threadId }, 'codex thread resumed');
+    return { threadId, resumed: true };
+  }
+
+  async function ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }> {
+    return locks.run(`thread:${task.sessionKey}`, async () => {
+      const pre = preflightMcpCommand(options.mcpCommand);
+      if (!pre.ok) {
+        logger.error({ taskId: task.taskId, errorCode: pre.errorCode, command: options.mcpCommand }, 'gitea-mcp preflight failed');
+        throw new SessionError(pre.errorCode, false, pre.reason);
+      }
+      let conn: CodexAppServerConnection;
+      try {
+        conn = await connect();
+      } catch (err) {
+        throw threadFailure(err, 'app_server_unavailable');
+      }
+      const gen = supervisor.generation;
+      await ensureActor(task);
+      const planFor = (restarted: boolean) => {
+        const { state, context } = sessions.state(task.sessionKey)!;
+        return planThread({ state, threadId: context.threadId, lastErrorCode: context.lastErrorCode, loadedIn: context.threadId ? loaded.get(context.threadId) : undefined, generation: gen, restarted });
+      };
+      let plan = planFor(false);
+      if (plan.kind === 'restart') {
+        await sessions.send(task.sessionKey, { type: 'RESTARTED' });
+        plan = planFor(true);
+      }
+      switch (plan.kind) {
+        case 'reuse':
+          return { threadId: plan.threadId, resumed: true };
+        case 'resume':
+          return resumeThread(task, conn, gen, cwd, plan.threadId);
+        case 'approve_new':
+          return approveNewThread(task, conn, gen, cwd, plan.reason);
+        case 'start':
+          if (plan.announce) await sessions.send(task.sessionKey, { type: 'START_THREAD' });
+          return startThread(task, conn, gen, cwd);
+        case 'closed':
+          throw new SessionError('session_closed', false, 'the session of this resource is closed');
+        default:
+          throw new SessionError('session_not_ready', true, `session in ${sessions.state(task.sessionKey)!.state}`);
+      }
+    });
+  }
+
+  return { ensureThread };
+}

@@ -1,0 +1,222 @@
+// The scheduler's decisions, each without a store, runtime or timer (src/scheduler/*-decisions.ts,
+// scheduler-options.ts, wake-loop.ts). The I/O shell that uses them is covered by
+// test/integration/scheduler-*.test.ts.
+import { describe, expect, it } from 'vitest';
+import type { LeaseRecord, TaskRecord } from '../../src/domain/records.js';
+import { claimAbandoned, claimableUnderHold, claimEventOf, expectedStateOf } from '../../src/scheduler/claim-decisions.js';
+import { expiredLeases, leaselessDecision, leaseLostEvent, renewedExpiry } from '../../src/scheduler/lease-decisions.js';
+import type { ClaimCandidate } from '../../src/scheduler/pick-claims.js';
+import { resolveSchedulerSettings } from '../../src/scheduler/scheduler-options.js';
+import { nextWakeAt, wakesScheduler } from '../../src/scheduler/wake-decisions.js';
+import { inflightSet, wakeLoop } from '../../src/scheduler/wake-loop.js';
+
+const NOW = 1_800_000_000_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+const task = (taskId: string, state: TaskRecord['state'], nextRetryAt: number | null = null) =>
+  ({ taskId, repoKey: 'r', queueSeq: 1, state, nextRetryAt: nextRetryAt === null ? null : iso(nextRetryAt) }) as TaskRecord;
+const lease = (repoKey: string, expiresAt: number | null, state: LeaseRecord['state'] = 'held'): LeaseRecord => ({
+  repoKey,
+  leaseId: `l-${repoKey}`,
+  owner: 'o',
+  taskId: 't',
+  expiresAt: expiresAt === null ? null : iso(expiresAt),
+  state,
+});
+const pick = (event: ClaimCandidate['event'], resumeState?: ClaimCandidate['resumeState']): ClaimCandidate => ({
+  taskId: 't',
+  repoKey: 'r',
+  queueSeq: 1,
+  event,
+  ...(resumeState ? { resumeState } : {}),
+});
+
+describe('claim decisions', () => {
+  it('under a provider hold only verifications may resume', () => {
+    const tasks = [task('q', 'queued'), task('r', 'retry_wait'), task('v', 'verifying_reply'), task('p', 'publishing')];
+    expect(claimableUnderHold(tasks, null).map((t) => t.taskId)).toEqual(['q', 'r', 'v', 'p']);
+    expect(claimableUnderHold(tasks, NOW + 1000).map((t) => t.taskId)).toEqual(['v']);
+  });
+  it('expects the state each kind of claim starts from', () => {
+    expect(expectedStateOf(pick('CLAIM'))).toBe('queued');
+    expect(expectedStateOf(pick('RETRY_DUE'))).toBe('retry_wait');
+    expect(expectedStateOf(pick('RESUME', 'publishing'))).toBe('publishing');
+    expect(expectedStateOf(pick('RESUME'))).toBe('verifying_reply');
+  });
+  it('sends CLAIM or RETRY_DUE with the lease, and nothing for a RESUME', () => {
+    expect(claimEventOf(pick('CLAIM'), 'L')).toEqual({ type: 'CLAIM', leaseId: 'L' });
+    expect(claimEventOf(pick('RETRY_DUE'), 'L')).toEqual({ type: 'RETRY_DUE', leaseId: 'L' });
+    expect(claimEventOf(pick('RESUME', 'verifying_reply'), 'L')).toBeNull();
+  });
+  it('gives up a claim when anything changed while the lease was acquired', () => {
+    const calm = { stopped: false, leaseLost: false, paused: false, repoDisabled: false };
+    expect(claimAbandoned(calm)).toBe(false);
+    for (const key of Object.keys(calm) as (keyof typeof calm)[]) expect(claimAbandoned({ ...calm, [key]: true }), key).toBe(true);
+  });
+});
+
+describe('lease decisions', () => {
+  it('finds held leases whose expiry has come, never free ones or ones without expiry', () => {
+    const leases = [lease('a', NOW), lease('b', NOW + 1), lease('c', NOW - 5, 'free'), lease('d', null), lease('e', NOW - 1)];
+    expect(expiredLeases(leases, NOW).map((l) => l.repoKey)).toEqual(['a', 'e']);
+  });
+  it('a heartbeat never shortens a lease', () => {
+    expect(renewedExpiry(NOW + 10, NOW, 100)).toBe(NOW + 100);
+    expect(renewedExpiry(NOW + 500, NOW, 100)).toBe(NOW + 500);
+  });
+  it('moves a task whose lease was lost to a retry, or ends its abort', () => {
+    expect(leaseLostEvent('preparing', 'lease_lost', NOW)).toEqual({ type: 'PREPARE_FAILED', errorCode: 'lease_lost', retryable: true, retryAt: NOW, resumeAt: 'preparing' });
+    expect(leaseLostEvent('running', 'lease_expired', NOW)).toEqual({ type: 'TURN_FAILED', errorCode: 'lease_expired', retryable: true, retryAt: NOW, resumeAt: 'preparing' });
+    expect(leaseLostEvent('aborting', 'x', NOW)).toEqual({ type: 'ABORT_TIMEOUT' });
+    expect(leaseLostEvent('verifying_reply', 'x', NOW)).toBeNull();
+  });
+  const base = { taskLeaseId: 'L', leaseId: 'L', errorCode: 'E', now: NOW };
+  it('fails a resumed verification or publishing step its executor left, whatever lease the task recorded', () => {
+    expect(leaselessDecision({ ...base, state: 'verifying_reply', taskLeaseId: null, executorDone: true })).toEqual({
+      event: { type: 'REPLY_FAILED', errorCode: 'E' },
+      why: 'reply_unfinished',
+    });
+    expect(leaselessDecision({ ...base, state: 'publishing', taskLeaseId: 'other', executorDone: true })).toEqual({
+      event: { type: 'PUBLISH_FAILED', errorCode: 'E' },
+      why: 'publishing_unfinished',
+    });
+    // A lost lease under a verification or publishing step: nobody else drives it, the restart's
+    // RESUME (or the reply verifier's own deadlines) will.
+    expect(leaselessDecision({ ...base, state: 'verifying_reply', executorDone: false })).toBeNull();
+    expect(leaselessDecision({ ...base, state: 'publishing', executorDone: false })).toBeNull();
+  });
+  it('fails a task its executor left in preparing/running, and only under the same lease', () => {
+    expect(leaselessDecision({ ...base, state: 'running', executorDone: true })).toEqual({ event: { type: 'FAIL', errorCode: 'E' }, why: 'task_holds_lease' });
+    expect(leaselessDecision({ ...base, state: 'preparing', executorDone: true })?.event).toEqual({ type: 'FAIL', errorCode: 'E' });
+    expect(leaselessDecision({ ...base, state: 'running', taskLeaseId: 'newer', executorDone: true })).toBeNull();
+    expect(leaselessDecision({ ...base, state: 'waiting_user', executorDone: true })).toBeNull();
+  });
+  it('sends a lost lease\'s task to a retry', () => {
+    expect(leaselessDecision({ ...base, state: 'running', executorDone: false })?.event).toMatchObject({ type: 'TURN_FAILED', retryable: true });
+    expect(leaselessDecision({ ...base, state: 'running', taskLeaseId: 'newer', executorDone: false })).toBeNull();
+  });
+});
+
+describe('wake decisions', () => {
+  it('wakes at the earliest of a retry deadline and a lease expiry still ahead', () => {
+    const tasks = [task('r', 'retry_wait', NOW + 300)];
+    expect(nextWakeAt({ heldUntil: null, tasks, leases: [], now: NOW })).toBe(NOW + 300);
+    expect(nextWakeAt({ heldUntil: null, tasks, leases: [lease('a', NOW + 100), lease('b', NOW - 1)], now: NOW })).toBe(NOW + 100);
+    expect(nextWakeAt({ heldUntil: null, tasks, leases: [lease('a', NOW + 100, 'free')], now: NOW })).toBe(NOW + 300);
+    expect(nextWakeAt({ heldUntil: null, tasks: [], leases: [], now: NOW })).toBeNull();
+  });
+  it('under a provider hold wakes at its end, not at a retry deadline', () => {
+    expect(nextWakeAt({ heldUntil: NOW + 5000, tasks: [task('r', 'retry_wait', NOW + 300)], leases: [], now: NOW })).toBe(NOW + 5000);
+    expect(nextWakeAt({ heldUntil: NOW + 5000, tasks: [], leases: [lease('a', NOW + 100)], now: NOW })).toBe(NOW + 100);
+  });
+  it('wakes on a task becoming claimable or a lock coming free, nothing else', () => {
+    expect(wakesScheduler({ kind: 'task', toState: 'queued' })).toBe(true);
+    expect(wakesScheduler({ kind: 'task', toState: 'retry_wait' })).toBe(true);
+    expect(wakesScheduler({ kind: 'task', toState: 'running' })).toBe(false);
+    expect(wakesScheduler({ kind: 'lock', toState: 'free' })).toBe(true);
+    expect(wakesScheduler({ kind: 'lock', toState: 'held' })).toBe(false);
+    expect(wakesScheduler({ kind: 'session', toState: 'free' })).toBe(false);
+  });
+});
+
+describe('scheduler settings', () => {
+  it('applies defaults: heartbeat a third of the TTL', () => {
+    expect(resolveSchedulerSettings({})).toEqual({ maxConcurrent: 2, ttlMs: 60_000, heartbeatMs: 20_000, safetyPollMs: 30_000, by: 'scheduler' });
+    expect(resolveSchedulerSettings({ leaseTtlMs: 2 }).heartbeatMs).toBe(1);
+    expect(resolveSchedulerSettings({ heartbeatMs: 0 }).heartbeatMs).toBe(0);
+  });
+  it('rejects a cap below one and a heartbeat no shorter than the TTL', () => {
+    expect(() => resolveSchedulerSettings({ maxConcurrentTasks: 0 })).toThrow(/maxConcurrentTasks/);
+    expect(() => resolveSchedulerSettings({ maxConcurrentTasks: 1.5 })).toThrow(/maxConcurrentTasks/);
+    expect(() => resolveSchedulerSettings({ leaseTtlMs: 100, heartbeatMs: 100 })).toThrow(/heartbeatMs/);
+    expect(resolveSchedulerSettings({ leaseTtlMs: 100, heartbeatMs: 99 }).heartbeatMs).toBe(99);
+  });
+});
+
+describe('wake loop', () => {
+  it('coalesces a burst of wake-ups into one scan, and a wake-up during a scan into one more', async () => {
+    let scans = 0;
+    let release: (() => void) | null = null;
+    const { track, settled } = inflightSet();
+    const wake = wakeLoop({
+      scan: async () => {
+        scans += 1;
+        if (scans === 1) await new Promise<void>((r) => (release = r));
+      },
+      canRun: () => true,
+      onError: () => {},
+      track,
+    });
+    const first = wake();
+    void wake();
+    void wake();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(scans).toBe(1);
+    void wake();
+    void wake();
+    release!();
+    await first;
+    expect(scans).toBe(2);
+    await settled();
+  });
+  it('waits a microtask first, so wake-ups in one synchronous burst cost one scan', async () => {
+    let scans = 0;
+    const wake = wakeLoop({ scan: async () => void (scans += 1), canRun: () => true, onError: () => {}, track: (p) => p });
+    const done = wake();
+    void wake();
+    void wake();
+    await done;
+    expect(scans).toBe(1);
+  });
+  it('a failed scan does not end the loop: a wake-up that came during it still gets its scan', async () => {
+    const errors: unknown[] = [];
+    let scans = 0;
+    let wakeDuringScan: (() => unknown) | null = null;
+    const wake = wakeLoop({
+      scan: async () => {
+        scans += 1;
+        if (scans === 1) {
+          wakeDuringScan?.();
+          throw new Error('boom');
+        }
+      },
+      canRun: () => true,
+      onError: (e) => errors.push(e),
+      track: (p) => p,
+    });
+    wakeDuringScan = wake;
+    await wake();
+    expect(scans).toBe(2);
+    expect(errors).toHaveLength(1);
+  });
+  it('when it may not run, scans nothing and registers no in-flight work', async () => {
+    let scans = 0;
+    let tracked = 0;
+    const wake = wakeLoop({
+      scan: async () => void (scans += 1),
+      canRun: () => false,
+      onError: () => {},
+      track: (p) => {
+        tracked += 1;
+        return p;
+      },
+    });
+    await wake();
+    expect(scans).toBe(0);
+    expect(tracked).toBe(0);
+  });
+});
+
+describe('in-flight set', () => {
+  it('settled() also waits for work tracked while it was waiting', async () => {
+    const { track, settled } = inflightSet();
+    let secondDone = false;
+    void track(
+      (async () => {
+        await new Promise((r) => setTimeout(r, 5));
+        void track(new Promise<void>((r) => setTimeout(() => ((secondDone = true), r()), 20)));
+      })(),
+    );
+    await settled();
+    expect(secondDone).toBe(true);
+  });
+});
