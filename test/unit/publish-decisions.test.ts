@@ -93,7 +93,7 @@ describe('failure codes', () => {
   });
   it('codes what a publish threw', () => {
     expect(publishErrorCode(new PublishError('push_conflict', 'm'))).toBe('push_conflict');
-    expect(publishErrorCode(new GiteaPullsError(500, '/pulls', 'm'))).toBe('publish_gitea_failed');
+    expect(publishErrorCode(new GiteaPullsError({ code: 'gitea_server_error', message: 'm', status: 500, method: 'POST', endpoint: '/repos/{owner}/{repo}/pulls', attempts: 1 }))).toBe('publish_gitea_failed');
     expect(publishErrorCode(new Error('m'))).toBe('publish_failed');
   });
   it('retries a pull request creation only on transient answers, at most five times, waiting longer each time', () => {
