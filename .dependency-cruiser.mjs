@@ -29,6 +29,24 @@ export default {
       to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', pkg('lowdb')] },
     },
     {
+      name: 'visualizer-graph-only-xstate-elkjs-machines',
+      comment:
+        'visualizer/graph/ turns a machine definition into a graph and a layout, for the service (GET /machines) and the ' +
+        'exports alike: it imports xstate, elkjs, machines/ and itself, nothing else (no node, no src/), so it runs anywhere.',
+      severity: 'error',
+      from: { path: '^visualizer/graph/' },
+      to: { pathNot: ['^visualizer/graph/', '^machines/', pkg('xstate'), pkg('elkjs')] },
+    },
+    {
+      name: 'nothing-below-imports-visualizer',
+      comment:
+        'The visualizer draws the machines and reads the store through the API; machines/ and src/store/ sit below it ' +
+        'and never import it.',
+      severity: 'error',
+      from: { path: '^(machines|src/store)/' },
+      to: { path: '^visualizer/' },
+    },
+    {
       name: 'intake-not-execution',
       comment:
         'Intake (src/webhook/, src/intake/) decides whether a comment becomes a task and writes it; it must not reach into ' +
@@ -64,9 +82,11 @@ export default {
     {
       name: 'resolvable',
       comment:
-        'Every import must resolve: an import the cruiser cannot follow would pass every wall unseen.',
+        'Every import must resolve: an import the cruiser cannot follow would pass every wall unseen. ' +
+        'Except in the visualizer page, which runs in the browser and imports the admin page\'s client by its URL ' +
+        '(/admin/operator-client.js, served by src/api/static-pages.ts).',
       severity: 'error',
-      from: {},
+      from: { pathNot: '^visualizer/page/' },
       to: { couldNotResolve: true },
     },
   ],

@@ -9,6 +9,8 @@ import { ApiError, handled, parseOr400, queryOf, type ApiLogger } from './http-h
 import { machineGraph, type MachineGraph } from '../../visualizer/graph/machine-graph.js';
 import { layoutMachine, type MachineLayout } from '../../visualizer/graph/machine-layout.js';
 import { allMachines, exportName } from '../../visualizer/graph/machine-registry.js';
+import { PRECOMPUTED_LAYOUTS } from '../../visualizer/exports/layouts.generated.js';
+import { graphHash, type PrecomputedLayout } from '../../visualizer/precomputed-layouts.js';
 import { actorSummary } from './task-queries.js';
 
 export interface MachinesRouterDeps {
@@ -16,7 +18,12 @@ export interface MachinesRouterDeps {
   adminToken: string;
   /** Defaults to every machine `machines/index.ts` exports. */
   machines?: AnyStateMachine[];
-  logger?: ApiLogger;
+  /** `warn` (when the logger has it) tells that the committed layouts are stale. */
+  logger?: ApiLogger & { warn?(obj: Record<string, unknown>, msg?: string): void };
+  /** Layouts computed at export time, by machine id. Defaults to visualizer/exports/layouts.generated.ts. */
+  precomputedLayouts?: Readonly<Record<string, PrecomputedLayout>>;
+  /** Lays out a graph with no matching precomputed layout. Defaults to ELK (`layoutMachine`). */
+  layout?: (graph: MachineGraph) => Promise<MachineLayout>;
 }
 
 export interface MachineView {
@@ -35,16 +42,33 @@ export function createMachinesRouter(deps: MachinesRouterDeps): Router {
   const { store } = deps;
   const auth = requireAdminToken(deps.adminToken);
   const machines = deps.machines ?? allMachines();
-  // Laid out on the first request, not at start-up: the layout costs CPU (layoutMachine caches it
-  // per machine definition), and only operators opening the visualizer need it.
+  const precomputed = deps.precomputedLayouts ?? PRECOMPUTED_LAYOUTS;
+  const layout = deps.layout ?? layoutMachine;
+  // Served from the layouts `npm run visualize` computed: ELK would block the event loop for
+  // seconds (webhooks wait, lease heartbeats run late). ELK runs here only for a machine whose
+  // graph changed since, on the first request, and once per router (the views are kept).
   let views: Promise<MachineView[]> | null = null;
   const machineViews = (): Promise<MachineView[]> =>
-    (views ??= Promise.all(
-      machines.map(async (m) => {
-        const graph = machineGraph(m);
-        return { id: m.id, name: exportName(m.id), graph, layout: await layoutMachine(graph) };
-      }),
-    ).catch((err: unknown) => {
+    (views ??= (async () => {
+      const laidOutNow: string[] = [];
+      const list = await Promise.all(
+        machines.map(async (m) => {
+          const graph = machineGraph(m);
+          const stored = precomputed[m.id];
+          if (stored && stored.graphHash === graphHash(graph)) return { id: m.id, name: exportName(m.id), graph, layout: stored.layout };
+          laidOutNow.push(m.id);
+          return { id: m.id, name: exportName(m.id), graph, layout: await layout(graph) };
+        }),
+      );
+      if (laidOutNow.length) {
+        (deps.logger?.warn ?? deps.logger?.error)?.call(
+          deps.logger,
+          { machines: laidOutNow.sort() },
+          'visualizer: no precomputed layout for these machine graphs (changed since `npm run visualize`?); laid out with ELK in the service. Run `npm run visualize` and commit visualizer/exports/.',
+        );
+      }
+      return list;
+    })().catch((err: unknown) => {
       views = null;
       throw err;
     }));

@@ -53,5 +53,9 @@ describe('production build', () => {
     const task = ((await machines.json()) as { machines: Array<{ id: string; layout: { nodes: unknown[]; edges: unknown[] } }> }).machines.find((m) => m.id === 'task');
     expect(task?.layout.nodes.length).toBeGreaterThan(10);
     expect(task?.layout.edges.length).toBeGreaterThan(10);
+    // Served from the layouts `npm run visualize` computed (compiled from visualizer/exports/layouts.generated.ts),
+    // not laid out by ELK in the service, which warns when it has to.
+    expect(existsSync(join(repoRoot, BUILD_DIR, 'visualizer/exports/layouts.generated.js'))).toBe(true);
+    expect(proc.lines.filter((l) => l.includes('no precomputed layout'))).toEqual([]);
   }, 120_000);
 });

@@ -6,7 +6,8 @@ import { pathToFileURL } from 'node:url';
 import type { AnyStateMachine } from 'xstate';
 import { machineGraph } from '../../visualizer/graph/machine-graph.js';
 import { allMachines, exportName } from '../../visualizer/graph/machine-registry.js';
-import { buildExports, writeExports } from '../../visualizer/export-machines.js';
+import { buildExports, LAYOUTS_FILE, writeExports } from '../../visualizer/export-machines.js';
+import { layoutsModule } from '../../visualizer/precomputed-layouts.js';
 
 const edgeKey = (e: { source: string; target: string | null; event: string; guard: string | null }) =>
   `${e.source} -${e.event}${e.guard ? `[${e.guard}]` : ''}-> ${e.target ?? '∅'}`;
@@ -24,6 +25,7 @@ describe('machine exports (npm run visualize)', () => {
     try {
       await writeExports(dir);
       const files = readdirSync(dir).sort();
+      expect(files).toContain(LAYOUTS_FILE);
       for (const m of machines) {
         for (const ext of ['stately.ts', 'mmd', 'svg']) expect(files).toContain(`${exportName(m.id)}.${ext}`);
         // The editor's import is code: evaluate it and compare the machine it builds with the original.
@@ -61,11 +63,15 @@ describe('machine exports (npm run visualize)', () => {
 
   it('the committed exports in visualizer/exports are up to date (run `npm run visualize` after changing a machine)', async () => {
     const dir = join(import.meta.dirname, '../../visualizer/exports');
-    for (const e of await buildExports()) {
+    const exports = await buildExports();
+    for (const e of exports) {
       for (const [ext, text] of [['stately.ts', e.stately], ['mmd', e.mermaid], ['svg', e.svg]] as const) {
         const file = join(dir, `${e.name}.${ext}`);
         expect(readFileSync(file, 'utf8'), `${file} is stale: run npm run visualize`).toBe(text);
       }
     }
+    // The layouts GET /machines serves instead of running ELK in the service.
+    const layouts = join(dir, LAYOUTS_FILE);
+    expect(readFileSync(layouts, 'utf8'), `${layouts} is stale: run npm run visualize`).toBe(layoutsModule(exports));
   });
 });

@@ -1,5 +1,5 @@
 // The walls between the parts (.dependency-cruiser.mjs), enforced by the suite: dependency-cruiser's
-// API cruises src/ and machines/ with those rules and the test lists every crossing. Small throwaway
+// API cruises src/, machines/ and visualizer/ with those rules and the test lists every crossing. Small throwaway
 // trees that cross each wall on purpose show that every rule still fires — a renamed folder or a
 // resolver that stopped following imports would otherwise turn the wall test green for nothing.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -35,12 +35,14 @@ async function cruiseWalls(baseDir: string, targets: string[]): Promise<{ result
 }
 
 describe('the walls of the repository', () => {
-  it('src/ and machines/ cross no wall', async () => {
-    const { result, violations } = await cruiseWalls(repoRoot, ['src', 'machines']);
+  it('src/, machines/ and visualizer/ cross no wall', async () => {
+    const { result, violations } = await cruiseWalls(repoRoot, ['src', 'machines', 'visualizer']);
     // The cruise really walked the tree and followed imports (an empty cruise has no violations either).
     const sources = new Set(result.modules.map((m) => m.source));
     expect(sources).toContain('src/intake/accept-comment.ts');
     expect(sources).toContain('machines/task-lifecycle.ts');
+    // visualizer/ itself is cruised, not only the parts src/ imports (the page is imported by no module).
+    expect(sources).toContain('visualizer/page/visualizer.js');
     expect(result.summary.totalCruised).toBeGreaterThan(500);
     expect(violations, `walls crossed (each rule says why in .dependency-cruiser.mjs):\n${violations.join('\n')}`).toEqual([]);
   });
@@ -58,7 +60,7 @@ describe('each wall fires on a deliberate breach', () => {
     dirs.push(dir);
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     const compilerOptions = { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, verbatimModuleSyntax: true, noEmit: true };
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['src', 'machines'] }));
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['src', 'machines', 'visualizer'] }));
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(dirname(join(dir, path)), { recursive: true });
       writeFileSync(join(dir, path), text);
@@ -68,7 +70,7 @@ describe('each wall fires on a deliberate breach', () => {
 
   async function violationsIn(files: Record<string, string>): Promise<string[]> {
     const dir = tree(files);
-    const targets = ['src', 'machines'].filter((t) => Object.keys(files).some((f) => f.startsWith(`${t}/`)));
+    const targets = ['src', 'machines', 'visualizer'].filter((t) => Object.keys(files).some((f) => f.startsWith(`${t}/`)));
     // The tree links this checkout's node_modules, which the resolver follows to its real path; a
     // package is named by its folder (which file of it types resolve to is the package's business).
     const npm = /→ \S*node_modules\/((?:@[^/\s]+\/)?[^/\s]+)\/\S*/;
@@ -102,6 +104,45 @@ describe('each wall fires on a deliberate breach', () => {
     expect(violations).toEqual([
       'store-only-itself-node-lowdb: src/store/bad.ts → node_modules/zod',
       'store-only-itself-node-lowdb: src/store/bad.ts → src/domain/records.ts',
+    ]);
+  });
+
+  it('visualizer/graph/ may import xstate, elkjs, machines/ and itself, nothing else (no node, no src/, no other package)', async () => {
+    const violations = await violationsIn({
+      'machines/m.ts': "import { setup } from 'xstate';\nexport const m = setup;\n",
+      'visualizer/graph/ok.ts':
+        "import type { AnyStateMachine } from 'xstate';\nimport type { ELK } from 'elkjs/lib/elk.bundled.js';\nimport { m } from '../../machines/m.js';\nimport { other } from './other.js';\n" +
+        'export const ok: [AnyStateMachine | null, ELK | null, unknown, number] = [null, null, m, other];\n' +
+        "export const elk = () => import('elkjs/lib/elk.bundled.js');\n",
+      'visualizer/graph/other.ts': 'export const other = 1;\n',
+      'visualizer/graph/bad.ts':
+        "import { createHash } from 'node:crypto';\nimport { z } from 'zod';\nimport type { Store } from '../../src/store/types.js';\n" +
+        'export const bad: [unknown, unknown, Store | null] = [createHash, z, null];\n',
+      'visualizer/export.ts': "import { createHash } from 'node:crypto';\nimport { ok } from './graph/ok.js';\nexport const fine = [createHash, ok];\n",
+      'src/store/types.ts': 'export interface Store { a: number }\n',
+    });
+    expect(violations).toEqual([
+      'visualizer-graph-only-xstate-elkjs-machines: visualizer/graph/bad.ts → crypto',
+      'visualizer-graph-only-xstate-elkjs-machines: visualizer/graph/bad.ts → node_modules/zod',
+      'visualizer-graph-only-xstate-elkjs-machines: visualizer/graph/bad.ts → src/store/types.ts',
+    ]);
+  });
+
+  it('neither machines/ nor src/store/ imports the visualizer (type-only imports included)', async () => {
+    const violations = await violationsIn({
+      'visualizer/graph/g.ts': 'export type G = number;\nexport const g = 1;\n',
+      'visualizer/v.ts': 'export const v = 1;\n',
+      'machines/bad.ts': "import { g } from '../visualizer/graph/g.js';\nexport const bad = g;\n",
+      'src/store/bad.ts': "import type { G } from '../../visualizer/graph/g.js';\nimport { v } from '../../visualizer/v.js';\nexport const bad: [G, number] = [1, v];\n",
+      'src/api/ok.ts': "import { v } from '../../visualizer/v.js';\nexport const ok = v;\n",
+    });
+    expect(violations).toEqual([
+      'machines-only-xstate: machines/bad.ts → visualizer/graph/g.ts',
+      'nothing-below-imports-visualizer: machines/bad.ts → visualizer/graph/g.ts',
+      'nothing-below-imports-visualizer: src/store/bad.ts → visualizer/graph/g.ts',
+      'nothing-below-imports-visualizer: src/store/bad.ts → visualizer/v.ts',
+      'store-only-itself-node-lowdb: src/store/bad.ts → visualizer/graph/g.ts',
+      'store-only-itself-node-lowdb: src/store/bad.ts → visualizer/v.ts',
     ]);
   });
 
