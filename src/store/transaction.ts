@@ -6,7 +6,8 @@
 // parsed back (plain-json.ts) — so memory always equals what replay rebuilds (no undefined fields,
 // no Dates, no aliasing with the caller's object).
 import { nanoid } from 'nanoid';
-import { assertCollection, type MemoryState, type Op } from './memory-state.js';
+import { derivedFormat, expandDerived } from './derived/index.mjs';
+import { assertCollection, deepFreeze, type MemoryState, type Op } from './memory-state.js';
 import { frozenJsonCopy } from './plain-json.js';
 import {
   UniqueViolationError,
@@ -34,7 +35,10 @@ export class Transaction implements Tx {
   readonly #overlay = new Map<CollectionName, Map<string, StoredRecord | typeof DELETED>>();
   /** Keys written, in first-write order; their final values become ops in `seal()`. */
   readonly #pending = new Map<string, [CollectionName, string]>();
+  /** Audit events and derived records, in call order (their audit seqs are assigned in that order). */
   readonly #audits: Array<[Op, string]> = [];
+  /** Keys written by a derived record (ids as in #pending): nothing else may write them in this transaction. */
+  readonly #derived = new Set<string>();
   /** Keys to archive at seal() (ids as in #pending). */
   readonly #archived = new Set<string>();
   /** Keys that were in neither tier when this transaction inserted them (ids as in #pending). */
@@ -126,6 +130,37 @@ export class Transaction implements Tx {
   }
 
   /**
+   * Writes a derived record (src/store/derived/): one compact journal op that stands for the records
+   * and audit events `expand` makes of it. Every key it stands for is an insert (a key that exists
+   * throws UniqueViolationError, as `insert` would); the records are readable through `get` for the
+   * rest of the transaction and may not be written again in it. Returns the first audit seq reserved.
+   */
+  derive(name: string, payload: Record<string, unknown>): number {
+    this.#assertOpen();
+    const format = derivedFormat(name);
+    const full = { ...payload, a0: this.#nextAuditSeq };
+    const expanded = expandDerived(name, full);
+    const ops: Op[] = [];
+    for (const op of expanded) {
+      if (op[0] === 'a') {
+        ops.push(['a', deepFreeze(op[1])]);
+        continue;
+      }
+      const [kind, collection, key, record] = op;
+      assertCollection(collection);
+      if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+      const stored = deepFreeze(record);
+      this.#overlayOf(collection).set(key, stored);
+      this.#derived.add(`${collection}\u0000${key}`);
+      // Absent from both tiers (checked just above): applying it supersedes nothing.
+      ops.push([kind, collection, key, stored, true] as Op);
+    }
+    this.#nextAuditSeq += format.auditCount(full as never);
+    this.#audits.push([['x', name, full, ops], `["x",${JSON.stringify(name)},${JSON.stringify(full)}]`]);
+    return full.a0;
+  }
+
+  /**
    * Turns the buffered writes into ops: each touched key once, with its final value (records in
    * first-write order, then audit events in append order). Called once, after fn returned.
    */
@@ -181,6 +216,7 @@ export class Transaction implements Tx {
 
   #touch(collection: CollectionName, key: string): string {
     const id = `${collection}\u0000${key}`;
+    if (this.#derived.has(id)) throw new TypeError(`${collection}: ${key} was written by a derived record in this transaction`);
     if (!this.#pending.has(id)) this.#pending.set(id, [collection, key]);
     return id;
   }
