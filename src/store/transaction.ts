@@ -142,6 +142,7 @@ export class Transaction implements Tx {
     const expanded = expandDerived(name, full);
     const ops: Op[] = [];
     for (const op of expanded) {
+      // (deepFreeze returns at once for what a format built frozen.)
       if (op[0] === 'a') {
         ops.push(['a', deepFreeze(op[1])]);
         continue;

@@ -19,6 +19,10 @@
 
 export const NAME = 'intake.accept/1';
 
+// Every object built here is frozen as it is built: the store keeps records deep-frozen, and freezing
+// known shapes directly is cheaper than walking them afterwards.
+const f = Object.freeze;
+
 /** The task machine version whose queued snapshot this format encodes. */
 export const TASK_MACHINE_VERSION = 1;
 
@@ -42,7 +46,7 @@ export function expand(p) {
     'c',
     'webhook_deliveries',
     deliveryKey,
-    {
+    f({
       deliveryKey,
       deliveryId,
       eventType,
@@ -53,18 +57,18 @@ export function expand(p) {
       status: 'accepted',
       reason: null,
       payloadHash: p.payloadHash,
-      response: { status: 202, body: { deliveryId, taskId, state: 'queued' } },
+      response: f({ status: 202, body: f({ deliveryId, taskId, state: 'queued' }) }),
       expiresAt: p.expiresAt,
-    },
+    }),
   ]);
-  ops.push(['c', 'comment_triggers', p.triggerKey, { triggerKey: p.triggerKey, deliveryKey, taskId, createdAt: at }]);
+  ops.push(['c', 'comment_triggers', p.triggerKey, f({ triggerKey: p.triggerKey, deliveryKey, taskId, createdAt: at })]);
   const r = p.repository;
   if (r !== null) {
     ops.push([
       'p',
       'repositories',
       t.repoKey,
-      {
+      f({
         repoKey: t.repoKey,
         instanceId: r.instanceId,
         owner: t.owner,
@@ -77,28 +81,28 @@ export function expand(p) {
         registeredAt: at,
         lastFetchAt: null,
         version: 1,
-      },
+      }),
     ]);
   }
   ops.push([
     'p',
     'tasks',
     taskId,
-    {
+    f({
       taskId,
       deliveryKey,
       deliveryId,
       repoKey: t.repoKey,
       resourceKey: t.resourceKey,
       sessionKey: t.resourceKey,
-      resource: { kind: t.kind, number: t.number },
+      resource: f({ kind: t.kind, number: t.number }),
       owner: t.owner,
       repo: t.repo,
       commentId: t.commentId,
       commentUrl: t.commentUrl,
       author: t.author,
       instruction: t.instruction,
-      refs: t.refs,
+      refs: t.refs === null ? null : f({ ...t.refs }),
       state: 'queued',
       attempt: 0,
       replyAttempt: 0,
@@ -113,36 +117,36 @@ export function expand(p) {
       createdAt: at,
       updatedAt: at,
       stateVersion: 2,
-    },
+    }),
   ]);
   if (p.session !== null) {
     ops.push([
       'c',
       'sessions',
       t.resourceKey,
-      {
+      f({
         sessionKey: t.resourceKey,
         resourceKey: t.resourceKey,
         repoKey: t.repoKey,
         kind: t.kind,
         number: t.number,
         threadId: null,
-        runtime: { app: 'codexapp', mode: 'yolo' },
-        mcp: { server: 'gitea', transport: 'stdio', hostRef: p.session.hostRef },
+        runtime: f({ app: 'codexapp', mode: 'yolo' }),
+        mcp: f({ server: 'gitea', transport: 'stdio', hostRef: p.session.hostRef }),
         status: 'active',
         lastTaskId: null,
         lastTurnId: null,
         createdAt: at,
         updatedAt: at,
         version: 0,
-      },
+      }),
     ]);
   }
   ops.push([
     'p',
     'actors',
     actorId,
-    {
+    f({
       actorId,
       kind: 'task',
       machineId: 'task',
@@ -154,13 +158,13 @@ export function expand(p) {
       taskId,
       createdAt: at,
       updatedAt: at,
-    },
+    }),
   ]);
   ops.push([
     'p',
     'comments',
     commentKey,
-    {
+    f({
       commentKey,
       taskId,
       kind: 'status',
@@ -173,16 +177,28 @@ export function expand(p) {
       errorCode: null,
       createdAt: at,
       updatedAt: at,
-    },
+    }),
   ]);
-  let seq = p.a0;
-  const event = (fields) => ({ ...fields, eventId: `audit-${seq}`, seq: seq++, timestamp: at });
-  const metadata = { deliveryKey, eventType, repoKey: t.repoKey, resourceKey: t.resourceKey, commentId: t.commentId };
-  ops.push(['a', event({ action: 'webhook.accept', actor: by, deliveryId, taskId, actorId, metadata })]);
+  // Audit events in the order the generic path appended them; each field written out (no spread).
+  const a0 = p.a0;
+  const metadata = f({ deliveryKey, eventType, repoKey: t.repoKey, resourceKey: t.resourceKey, commentId: t.commentId });
+  ops.push(['a', f({ action: 'webhook.accept', actor: by, deliveryId, taskId, actorId, metadata, eventId: `audit-${a0}`, seq: a0, timestamp: at })]);
+  let seq = a0 + 1;
   if (r !== null) {
-    ops.push(['a', event({ action: 'repository.register', actor: by, deliveryId, metadata: { ...metadata, workspacePath: r.workspacePath } })]);
+    const registered = f({ deliveryKey, eventType, repoKey: t.repoKey, resourceKey: t.resourceKey, commentId: t.commentId, workspacePath: r.workspacePath });
+    ops.push(['a', f({ action: 'repository.register', actor: by, deliveryId, metadata: registered, eventId: `audit-${seq}`, seq, timestamp: at })]);
+    seq += 1;
   }
-  const transition = (fromState, toState, stateVersion, meta) => ({
+  ops.push(['a', transition(by, actorId, taskId, null, 'received', 1, EMPTY, seq, at)]);
+  ops.push(['a', transition(by, actorId, taskId, 'received', 'queued', 2, ACCEPTED, seq + 1, at)]);
+  return ops;
+}
+
+const EMPTY = f({});
+const ACCEPTED = f({ event: f({ type: 'ACCEPT' }) });
+
+function transition(by, actorId, taskId, fromState, toState, stateVersion, metadata, seq, at) {
+  return f({
     action: 'task.transition',
     actor: by,
     actorId,
@@ -191,20 +207,20 @@ export function expand(p) {
     toState,
     stateVersion,
     errorCode: null,
-    metadata: meta,
+    metadata,
+    eventId: `audit-${seq}`,
+    seq,
+    timestamp: at,
   });
-  ops.push(['a', event(transition(null, 'received', 1, {}))]);
-  ops.push(['a', event(transition('received', 'queued', 2, { event: { type: 'ACCEPT' } }))]);
-  return ops;
 }
 
 /** The task machine's persisted snapshot (version 1) after creation and ACCEPT. */
 export function queuedSnapshot(taskId) {
-  return {
+  return f({
     status: 'active',
     value: 'queued',
-    historyValue: {},
-    context: {
+    historyValue: EMPTY,
+    context: f({
       taskId,
       attempt: 0,
       replyAttempt: 0,
@@ -214,7 +230,7 @@ export function queuedSnapshot(taskId) {
       mcpFailureReason: null,
       leaseId: null,
       stoppedBy: null,
-    },
-    children: {},
-  };
+    }),
+    children: EMPTY,
+  });
 }
