@@ -150,9 +150,12 @@ export class Transaction implements Tx {
       const [kind, collection, key, record] = op;
       assertCollection(collection);
       if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+      const id = `${collection}\u0000${key}`;
+      // Deleted earlier in this transaction: its op and the derived record would both apply.
+      if (this.#pending.has(id)) throw new TypeError(`${collection}: ${key} was written earlier in this transaction; a derived record must be its only write`);
       const stored = deepFreeze(record);
       this.#overlayOf(collection).set(key, stored);
-      this.#derived.add(`${collection}\u0000${key}`);
+      this.#derived.add(id);
       // Absent from both tiers (checked just above): applying it supersedes nothing.
       ops.push([kind, collection, key, stored, true] as Op);
     }

@@ -81,6 +81,12 @@ describe('store: derived records', () => {
     expect(store.get('control', 'marker')).toBeUndefined();
     expect(store.get('tasks', 'gitea-task-3')).toBeUndefined();
     expect(store.audit().length).toBe(4);
+    // Deleted, then derived again, in one transaction: refused (both would apply).
+    await expect(store.transact((tx) => {
+      tx.delete('tasks', 'gitea-task-1');
+      tx.derive(FORMAT, { ...accepted(4, false), taskId: 'gitea-task-1' });
+    })).rejects.toThrow(/written earlier in this transaction/);
+    expect(store.get('tasks', 'gitea-task-1')).toMatchObject({ deliveryKey: 'default:d-1' });
   });
 
   it('replays from the journal to the same state; an unknown format is corruption naming file and line', async () => {
