@@ -11,57 +11,32 @@
 // resolves when its journal line is on disk, and a repeat is answered after an audit write, which
 // the journal orders after everything it is answering about.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
-import type { TaskRecord } from '../domain/records.js';
-import { pendingReceiptRecord } from '../receipts/receipt-record.js';
-import type { DeliveryRecord, CommentTriggerRecord, RepositoryRecord } from '../domain/records.js';
+import type { RepositoryRecord } from '../domain/records.js';
+import { workspacePathFor } from '../domain/workspace-path.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import { StoreError, type AuditEventInput, type CollectionName, type Store, type StoredRecord, type Tx } from '../store/types.js';
-import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
+import { StoreError, type Store } from '../store/types.js';
+import { taskActorId } from '../tasks/task-actor.js';
+import type { QuotaPort } from '../usage/quota-check.js';
 import { authorizeActor, type AuthorizeResult, type RepoPermission } from '../webhook/authorize-actor.js';
 import { classifyComment, classifyEvent } from '../webhook/classify.js';
 import { getHeader, type WebhookHeaders } from '../webhook/headers.js';
-import {
-  INSTANCE_ID,
-  commentTriggerKey,
-  isValidDeliveryId,
-  normalizeComment,
-  taskIdFor,
-  type NormalizedComment,
-} from '../webhook/normalize-comment.js';
-import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { INSTANCE_ID, commentTriggerKey, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
-import { workspacePathFor } from '../domain/workspace-path.js';
-import {
-  DEFAULT_DELIVERY_RETENTION_MS,
-  deliveryRecord,
-  payloadHash,
-  repositoryRecord,
-  sessionRecord,
-  taskRecord,
-  triggerRecord,
-} from './intake-records.js';
+import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
   INVALID_PAYLOAD,
-  REPOSITORY_DISABLED,
   STORE_UNAVAILABLE,
   UNAUTHORIZED,
   UNSUPPORTED_MEDIA_TYPE,
-  accepted,
-  duplicate,
-  ignored,
-  rejected,
-  repeatOf,
-  stopped,
   type IntakeResponse,
 } from './intake-response.js';
-import { sendStops } from './stop-tasks.js';
 import type { Outcome, Plan, Subject } from './intake-types.js';
+import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
+import { sendStops } from './stop-tasks.js';
 import { withTimeout } from './with-timeout.js';
 import { writeOutcome, type WriteContext } from './write-outcome.js';
-import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
-import { followUpWithTextStoredOnce, taskWithTextStoredOnce } from '../tasks/task-texts.js';
-import type { QuotaPort } from '../usage/quota-check.js';
 
 export interface IntakeLogger {
   warn(obj: Record<string, unknown>, msg?: string): void;
