@@ -6,7 +6,7 @@
 // parsed back (plain-json.ts) — so memory always equals what replay rebuilds (no undefined fields,
 // no Dates, no aliasing with the caller's object).
 import { randomUUID } from 'node:crypto';
-import { derivedFormat, expandDerived } from './derived/index.mjs';
+import { expandDerived } from './derived/index.mjs';
 import { assertCollection, deepFreeze, type MemoryState, type Op } from './memory-state.js';
 import { frozenJsonCopy } from './plain-json.js';
 import {
@@ -137,14 +137,17 @@ export class Transaction implements Tx {
    */
   derive(name: string, payload: Record<string, unknown>): number {
     this.#assertOpen();
-    const format = derivedFormat(name);
     const full = { ...payload, a0: this.#nextAuditSeq };
     const expanded = expandDerived(name, full);
     const ops: Op[] = [];
+    let audits = 0;
     for (const op of expanded) {
       // (deepFreeze returns at once for what a format built frozen.)
       if (op[0] === 'a') {
+        // The seqs reserved below must be exactly the ones the format used.
+        if (op[1].seq !== full.a0 + audits) throw new Error(`derived record ${name}: audit seq ${op[1].seq} is not ${full.a0 + audits}`);
         ops.push(['a', deepFreeze(op[1])]);
+        audits += 1;
         continue;
       }
       const [kind, collection, key, record] = op;
@@ -159,7 +162,7 @@ export class Transaction implements Tx {
       // Absent from both tiers (checked just above): applying it supersedes nothing.
       ops.push([kind, collection, key, stored, true] as Op);
     }
-    this.#nextAuditSeq += format.auditCount(full as never);
+    this.#nextAuditSeq += audits;
     this.#audits.push([['x', name, full, ops], `["x",${JSON.stringify(name)},${JSON.stringify(full)}]`]);
     return full.a0;
   }

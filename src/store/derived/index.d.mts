@@ -2,7 +2,6 @@ import type { ExpandedOp } from './intake-accept-v1.mjs';
 
 export interface DerivedFormat {
   NAME: string;
-  auditCount(payload: never): number;
   expand(payload: never): ExpandedOp[];
 }
 export declare function derivedFormat(name: string): DerivedFormat;

@@ -37,6 +37,5 @@ export type ExpandedOp = ['c' | 'p', string, string, StoredRecord] | ['a', Audit
 
 export declare const NAME: 'intake.accept/1';
 export declare const TASK_MACHINE_VERSION: number;
-export declare function auditCount(p: AcceptedCommentV1): number;
 export declare function expand(p: AcceptedCommentV1): ExpandedOp[];
 export declare function queuedSnapshot(taskId: string): Record<string, unknown>;

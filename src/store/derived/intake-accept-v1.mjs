@@ -26,15 +26,11 @@ const f = Object.freeze;
 /** The task machine version whose queued snapshot this format encodes. */
 export const TASK_MACHINE_VERSION = 1;
 
-/** How many audit sequence numbers a record of this format takes (the store reserves them). */
-export function auditCount(p) {
-  return p.repository === null ? 3 : 4;
-}
-
 /**
  * The records and audit events an accepted comment stands for, as store ops:
  * `['c'|'p', collection, key, record]` and `['a', event]`, in the order the generic path wrote them.
- * `p.a0` is the first audit seq reserved for it; it is also the task's FIFO queue position.
+ * `p.a0` is the first audit seq reserved for it (its events take a0, a0 + 1, …); it is also the task's FIFO
+ * queue position.
  */
 export function expand(p) {
   const { taskId, deliveryKey, deliveryId, eventType, by, at } = p;
