@@ -5,4 +5,4 @@ import { writeExports } from '../visualizer/export-machines.js';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const outDir = resolve(process.argv[2] ?? resolve(root, 'visualizer/exports'));
-for (const file of writeExports(outDir)) console.log(relative(process.cwd(), file));
+for (const file of await writeExports(outDir)) console.log(relative(process.cwd(), file));

@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnyStateMachine } from 'xstate';
-import { machineGraph } from '../src/api/machine-graph.js';
-import { layoutMachine } from '../src/api/machine-layout.js';
-import { allMachines, exportName } from '../src/api/machine-registry.js';
+import { machineGraph } from './graph/machine-graph.js';
+import { layoutMachine } from './graph/machine-layout.js';
+import { allMachines, exportName } from './graph/machine-registry.js';
 import { mermaidDiagram } from './mermaid.js';
 import { renderSvg } from './render-svg.js';
 import { statelyCode } from './stately-code.js';
@@ -17,24 +17,24 @@ export interface MachineExport {
 }
 
 /** The three drawings of every machine, built from the machines' own definitions. */
-export function buildExports(machines: AnyStateMachine[] = allMachines()): MachineExport[] {
-  return machines.map((machine) => {
+export async function buildExports(machines: AnyStateMachine[] = allMachines()): Promise<MachineExport[]> {
+  return Promise.all(machines.map(async (machine) => {
     const graph = machineGraph(machine);
     return {
       machineId: machine.id,
       name: exportName(machine.id),
       stately: statelyCode(machine, 'machines/index.ts'),
       mermaid: mermaidDiagram(graph),
-      svg: renderSvg(graph, layoutMachine(graph)),
+      svg: renderSvg(graph, await layoutMachine(graph)),
     };
-  });
+  }));
 }
 
 /** Writes `<dir>/<machine>.{stately.ts,mmd,svg}` and an index; returns the files written. */
-export function writeExports(dir: string, machines?: AnyStateMachine[]): string[] {
+export async function writeExports(dir: string, machines?: AnyStateMachine[]): Promise<string[]> {
   mkdirSync(dir, { recursive: true });
   const files: string[] = [];
-  const exports = buildExports(machines);
+  const exports = await buildExports(machines);
   for (const e of exports) {
     for (const [ext, text] of [['stately.ts', e.stately], ['mmd', e.mermaid], ['svg', e.svg]] as const) {
       const file = join(dir, `${e.name}.${ext}`);

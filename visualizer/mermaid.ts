@@ -1,4 +1,4 @@
-import type { GraphEdge, MachineGraph } from '../src/api/machine-graph.js';
+import type { GraphEdge, MachineGraph } from './graph/machine-graph.js';
 
 /** Mermaid `stateDiagram-v2` of a machine graph (nested states as `state x { … }`). */
 export function mermaidDiagram(graph: MachineGraph): string {

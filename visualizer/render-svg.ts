@@ -1,5 +1,5 @@
-import type { MachineGraph } from '../src/api/machine-graph.js';
-import type { MachineLayout } from '../src/api/machine-layout.js';
+import type { MachineGraph } from './graph/machine-graph.js';
+import type { MachineLayout } from './graph/machine-layout.js';
 
 /**
  * A standalone SVG of a machine from its layout: no fonts to fetch, no scripts, styles inline so

@@ -1,5 +1,5 @@
 import type { AnyStateMachine } from 'xstate';
-import { implementationName } from '../src/api/machine-graph.js';
+import { implementationName } from './graph/machine-graph.js';
 
 /**
  * Stately-editor import code ("Import from code"): `createMachine(<machine.config>)` with every

@@ -3,6 +3,6 @@ export { createControlRouter, API_PREFIX, type ControlRouterDeps } from './contr
 export { createLiveEvents, type LiveEvents, type LiveTransition } from './live-events.js';
 export { createMachinesRouter } from './machines-router.js';
 export { createStaticPagesRouter } from './static-pages.js';
-export { machineGraph, type MachineGraph } from './machine-graph.js';
-export { layoutMachine, type MachineLayout } from './machine-layout.js';
-export { allMachines } from './machine-registry.js';
+export { machineGraph, type MachineGraph } from '../../visualizer/graph/machine-graph.js';
+export { layoutMachine, type MachineLayout } from '../../visualizer/graph/machine-layout.js';
+export { allMachines } from '../../visualizer/graph/machine-registry.js';

@@ -6,9 +6,9 @@ import { requireAdminToken } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';
 import { ActorListQuery } from './control-schemas.js';
 import { ApiError, handled, parseOr400, queryOf, type ApiLogger } from './http-helpers.js';
-import { machineGraph, type MachineGraph } from './machine-graph.js';
-import { layoutMachine, type MachineLayout } from './machine-layout.js';
-import { allMachines, exportName } from './machine-registry.js';
+import { machineGraph, type MachineGraph } from '../../visualizer/graph/machine-graph.js';
+import { layoutMachine, type MachineLayout } from '../../visualizer/graph/machine-layout.js';
+import { allMachines, exportName } from '../../visualizer/graph/machine-registry.js';
 import { actorSummary } from './task-queries.js';
 
 export interface MachinesRouterDeps {
@@ -34,15 +34,25 @@ export interface MachineView {
 export function createMachinesRouter(deps: MachinesRouterDeps): Router {
   const { store } = deps;
   const auth = requireAdminToken(deps.adminToken);
-  const views: MachineView[] = (deps.machines ?? allMachines()).map((m) => {
-    const graph = machineGraph(m);
-    return { id: m.id, name: exportName(m.id), graph, layout: layoutMachine(graph) };
-  });
+  const machines = deps.machines ?? allMachines();
+  // Laid out on the first request, not at start-up: the layout costs CPU (layoutMachine caches it
+  // per machine definition), and only operators opening the visualizer need it.
+  let views: Promise<MachineView[]> | null = null;
+  const machineViews = (): Promise<MachineView[]> =>
+    (views ??= Promise.all(
+      machines.map(async (m) => {
+        const graph = machineGraph(m);
+        return { id: m.id, name: exportName(m.id), graph, layout: await layoutMachine(graph) };
+      }),
+    ).catch((err: unknown) => {
+      views = null;
+      throw err;
+    }));
   const router = new Router({ prefix: API_PREFIX });
   const h = (fn: Parameters<typeof handled>[1]) => handled(deps.logger, fn);
 
   router.get('/machines', auth, h(async (ctx) => {
-    ctx.body = { machines: views };
+    ctx.body = { machines: await machineViews() };
   }));
 
   router.get('/actors', auth, h(async (ctx) => {

@@ -7,56 +7,12 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/index.js';
 import { startService } from '../service/create-service.js';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import { startSandboxEnvironment, type SandboxEnvironment } from '../../test/support/sandbox/sandbox-environment.js';
+import { PORTS, parseDemoArgs, type DemoOptions } from './demo-args.js';
 import { UsageError } from './usage-error.js';
-
-export interface DemoOptions {
-  once: boolean;
-  /** The service's port (0: a free one). */
-  port: number;
-  giteaPort: number;
-  modelPort: number;
-}
-
-/** Where each port comes from: the flag, else its environment variable, else a free port. */
-const PORTS = [
-  { key: 'port', flag: '--port', env: 'CCWEB_PORT', what: 'the service' },
-  { key: 'giteaPort', flag: '--gitea-port', env: 'DEMO_GITEA_PORT', what: 'the sandbox Gitea' },
-  { key: 'modelPort', flag: '--model-port', env: 'DEMO_MODEL_PORT', what: 'the scripted model' },
-] as const;
-
-// The same options as src/cli/index.ts lists for `ccweb-gitea demo`.
-const DEMO_ARG_OPTIONS = {
-  once: { type: 'boolean' },
-  port: { type: 'string' },
-  'gitea-port': { type: 'string' },
-  'model-port': { type: 'string' },
-} as const;
-
-export function parseDemoArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>): DemoOptions {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    values = parseArgs({ args: [...args], options: DEMO_ARG_OPTIONS, strict: true, allowPositionals: false }).values;
-  } catch (err) {
-    throw new UsageError(`demo: ${(err as Error).message}`);
-  }
-  const options: DemoOptions = { once: values['once'] === true, port: 0, giteaPort: 0, modelPort: 0 };
-  for (const p of PORTS) {
-    const fromFlag = values[p.flag.slice(2)];
-    const raw = typeof fromFlag === 'string' ? fromFlag : env[p.env];
-    if (raw === undefined || raw.trim() === '') continue;
-    const n = Number(raw);
-    if (!/^\d+$/.test(raw.trim()) || n > 65535) {
-      throw new UsageError(`demo: ${typeof fromFlag === 'string' ? p.flag : p.env} must be a port number from 0 to 65535 (0 picks a free one), got "${raw}"`);
-    }
-    options[p.key] = n;
-  }
-  return options;
-}
 
 interface TaskView {
   taskId: string;

@@ -39,6 +39,8 @@ export const DOCTOR_CHECKS = [
   'store-lock',
 ] as const;
 export type DoctorCheck = (typeof DOCTOR_CHECKS)[number];
+/** The checks after codex-account read the configuration: skipped when it does not load. */
+const NEED_CONFIG = DOCTOR_CHECKS.slice(DOCTOR_CHECKS.indexOf('agent-isolation'));
 
 export interface DoctorOptions {
   env: Readonly<Record<string, string | undefined>>;
@@ -301,7 +303,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   await run('codex', () => checkCodex(codexCommand, options.env, timeoutMs));
   await run('codex-account', () => checkCodexAccount(codexCommand, options.env, timeoutMs));
   if (config === null) {
-    for (const name of ['agent-isolation', 'gitea-mcp', 'gitea', 'token-scope', 'webhook-secret', 'data-dir', 'workspace-root', 'store-lock'] as const) {
+    for (const name of NEED_CONFIG) {
       if (!skip.has(name)) report({ status: 'skip', check: name, detail: 'needs a valid configuration', fix: 'fix the config lines above' });
     }
     return results;

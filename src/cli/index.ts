@@ -3,21 +3,13 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { resolve } from 'node:path';
 import { configReferenceTable } from './config-reference.js';
+import { DEMO_ARG_OPTIONS, parseDemoArgs } from './demo-args.js';
 import { formatCheck, runDoctor } from './doctor.js';
 import { exportAudit } from './export-audit.js';
 import { COMMAND_HELP, COMMANDS, MAIN_HELP } from './help.js';
 import { serve } from './serve.js';
 import { UsageError } from './usage-error.js';
 import { VERSION } from './version.js';
-
-// The demo's options, spelled out here so `ccweb-gitea demo --help` works without loading the
-// sandbox (demo.ts imports the test support code).
-const DEMO_ARG_OPTIONS = {
-  once: { type: 'boolean' },
-  port: { type: 'string' },
-  'gitea-port': { type: 'string' },
-  'model-port': { type: 'string' },
-} as const;
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
@@ -56,8 +48,9 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
     case 'demo': {
       const p = parse(command, args, { ...DEMO_ARG_OPTIONS });
       if (p.values['help']) return out(COMMAND_HELP['demo']!), 0;
-      const { parseDemoArgs, runDemo } = await import('./demo.js');
-      await runDemo(parseDemoArgs(args.filter((a) => a !== '-h' && a !== '--help'), io.env));
+      const options = parseDemoArgs(args.filter((a) => a !== '-h' && a !== '--help'), io.env);
+      const { runDemo } = await import('./demo.js');
+      await runDemo(options);
       return null;
     }
     case 'doctor': {
@@ -82,7 +75,7 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       if (p.values['help']) return out(COMMAND_HELP['visualize']!), 0;
       const { writeExports } = await import('../../visualizer/export-machines.js');
       const dir = resolve(io.cwd, p.positionals[0] ?? resolve(import.meta.dirname, '../../visualizer/exports'));
-      for (const file of writeExports(dir)) out(file);
+      for (const file of await writeExports(dir)) out(file);
       return 0;
     }
     case 'export-audit': {

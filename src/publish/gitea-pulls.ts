@@ -1,24 +1,18 @@
 // The few Gitea REST calls change delivery needs: a branch's head, a pull request, the open pull
-// requests of a head branch, and creating one. Separate from src/gitea/gitea-client.ts (comments and
-// permissions) so the two change independently; the same policy: `Authorization: token`, a timeout per
-// attempt, reads retried on 5xx/network errors, writes never retried, the token never in a message.
+// requests of a head branch, creating one, and a comment linking a fork's branch. The interface is
+// change delivery's own (publisher.ts and its tests' doubles use it); the requests go through the
+// service's one Gitea transport (src/gitea/gitea-transport.ts: token, timeout per attempt, reads
+// retried on 5xx/network errors, writes never retried, the token never in a message).
 // Shapes: Gitea 1.26's OpenAPI document (Branch, PullRequest); only the fields used are checked.
 import { z } from 'zod';
+import { createGiteaClient, GiteaError, type GiteaClientOptions } from '../gitea/gitea-client.js';
+import { createGiteaTransport } from '../gitea/gitea-transport.js';
 
-export class GiteaPullsError extends Error {
-  override readonly name = 'GiteaPullsError';
-  constructor(
-    readonly status: number | undefined,
-    readonly endpoint: string,
-    message: string,
-  ) {
-    super(message);
-  }
-  /** Gitea answered (a status), so the outcome is known; otherwise a write may or may not have happened. */
-  get answered(): boolean {
-    return this.status !== undefined;
-  }
-}
+/**
+ * What these calls throw: the transport's GiteaError (`status`, `endpoint`, `answered`), under the
+ * name publisher.ts catches.
+ */
+export { GiteaError as GiteaPullsError };
 
 const branchSchema = z.object({ name: z.string(), commit: z.object({ id: z.string() }) });
 
@@ -56,111 +50,74 @@ export interface GiteaPullsClient {
   listComments(owner: string, repo: string, index: number): Promise<Array<{ id: number; body: string; user: { login: string } }>>;
 }
 
-export interface GiteaPullsOptions {
-  baseUrl: string;
-  token: string;
-  timeoutMs?: number;
-  retries?: number;
-  fetch?: typeof globalThis.fetch;
-}
+/** As for the comments client; the timeout per attempt defaults to 15 s (pull requests can be slow to create). */
+export type GiteaPullsOptions = GiteaClientOptions;
 
-const seg = encodeURIComponent;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Gitea caps `limit` at 50. */
+const PAGE = 50;
 
 export function createGiteaPullsClient(options: GiteaPullsOptions): GiteaPullsClient {
-  const base = `${options.baseUrl.replace(/\/+$/, '').replace(/\/api\/v1$/, '')}/api/v1`;
-  const doFetch = options.fetch ?? globalThis.fetch;
-  const timeoutMs = options.timeoutMs ?? 15_000;
-  const retries = options.retries ?? 2;
-  const redact = (s: string) => (options.token ? s.split(options.token).join('[REDACTED]') : s);
-
-  async function call<T>(method: 'GET' | 'POST', path: string, endpoint: string, expect: number[], schema: z.ZodType<T>, body?: unknown): Promise<{ status: number; data: T | null }> {
-    const attempts = method === 'GET' ? retries + 1 : 1;
-    for (let attempt = 1; ; attempt++) {
-      let failure: GiteaPullsError;
-      try {
-        const res = await doFetch(`${base}${path}`, {
-          method,
-          headers: {
-            Authorization: `token ${options.token}`,
-            Accept: 'application/json',
-            'User-Agent': 'ccweb-gitea',
-            ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        const text = await res.text();
-        if (expect.includes(res.status)) {
-          if (res.status === 404) return { status: 404, data: null };
-          const parsed = schema.safeParse(text ? JSON.parse(text) : null);
-          if (!parsed.success) throw new GiteaPullsError(res.status, endpoint, `${method} ${endpoint}: unexpected response shape`);
-          return { status: res.status, data: parsed.data };
-        }
-        let detail = '';
-        try {
-          detail = String((JSON.parse(text) as { message?: unknown }).message ?? '');
-        } catch {
-          detail = text.slice(0, 200);
-        }
-        failure = new GiteaPullsError(res.status, endpoint, redact(`${method} ${endpoint}: HTTP ${res.status}${detail ? `: ${detail.slice(0, 300)}` : ''}`));
-        if (res.status < 500) throw failure;
-      } catch (err) {
-        if (err instanceof GiteaPullsError && err.status !== undefined && err.status < 500) throw err;
-        failure = err instanceof GiteaPullsError ? err : new GiteaPullsError(undefined, endpoint, redact(`${method} ${endpoint}: ${(err as Error).message}`));
-      }
-      if (attempt >= attempts) throw failure;
-      await sleep(250 * 2 ** (attempt - 1));
-    }
-  }
+  const withDefaults = { ...options, timeoutMs: options.timeoutMs ?? 15_000 };
+  const { client, call } = createGiteaTransport(withDefaults);
+  const comments = createGiteaClient(withDefaults);
 
   return {
     async getBranch(owner, repo, branch) {
-      const r = await call('GET', `/repos/${seg(owner)}/${seg(repo)}/branches/${seg(branch)}`, '/repos/{owner}/{repo}/branches/{branch}', [200, 404], branchSchema);
-      return r.data;
+      try {
+        return await call<GiteaBranch>(
+          'GET',
+          '/repos/{owner}/{repo}/branches/{branch}',
+          (signal) => client.GET('/repos/{owner}/{repo}/branches/{branch}', { params: { path: { owner, repo, branch } }, signal }),
+          200,
+          branchSchema,
+        );
+      } catch (error) {
+        if (error instanceof GiteaError && error.status === 404) return null;
+        throw error;
+      }
     },
-    async getPull(owner, repo, index) {
-      const r = await call('GET', `/repos/${seg(owner)}/${seg(repo)}/pulls/${index}`, '/repos/{owner}/{repo}/pulls/{index}', [200], pullSchema);
-      return r.data!;
+    getPull(owner, repo, index) {
+      return call<GiteaPull>(
+        'GET',
+        '/repos/{owner}/{repo}/pulls/{index}',
+        (signal) => client.GET('/repos/{owner}/{repo}/pulls/{index}', { params: { path: { owner, repo, index } }, signal }),
+        200,
+        pullSchema,
+      );
     },
     async openPullsForHead(owner, repo, headBranch) {
       const found: GiteaPull[] = [];
-      // Paged (Gitea caps `limit` at 50); a repository with thousands of open pull requests is read to the end.
+      // Paged; a repository with thousands of open pull requests is read to the end.
       for (let page = 1; page <= 200; page++) {
-        const r = await call('GET', `/repos/${seg(owner)}/${seg(repo)}/pulls?state=open&limit=50&page=${page}`, '/repos/{owner}/{repo}/pulls', [200], z.array(pullSchema));
-        const list = r.data ?? [];
+        const list = await call<GiteaPull[]>(
+          'GET',
+          '/repos/{owner}/{repo}/pulls',
+          (signal) => client.GET('/repos/{owner}/{repo}/pulls', { params: { path: { owner, repo }, query: { state: 'open', limit: PAGE, page } }, signal }),
+          200,
+          z.array(pullSchema),
+        );
         for (const p of list) {
           const sameRepo = p.head.repo_id == null || p.base.repo_id == null || p.head.repo_id === p.base.repo_id;
           if (p.head.ref === headBranch && sameRepo && p.state === 'open') found.push(p);
         }
-        if (list.length < 50) break;
+        if (list.length < PAGE) break;
       }
       return found;
     },
-    async createPull(owner, repo, body) {
-      const r = await call('POST', `/repos/${seg(owner)}/${seg(repo)}/pulls`, '/repos/{owner}/{repo}/pulls', [201], pullSchema, body);
-      return r.data!;
-    },
-    async createComment(owner, repo, index, body) {
-      const r = await call(
+    createPull(owner, repo, body) {
+      return call<GiteaPull>(
         'POST',
-        `/repos/${seg(owner)}/${seg(repo)}/issues/${index}/comments`,
-        '/repos/{owner}/{repo}/issues/{index}/comments',
-        [201],
-        z.object({ id: z.number(), html_url: z.string() }),
-        { body },
+        '/repos/{owner}/{repo}/pulls',
+        (signal) => client.POST('/repos/{owner}/{repo}/pulls', { params: { path: { owner, repo } }, body, signal }),
+        201,
+        pullSchema,
       );
-      return r.data!;
     },
-    async listComments(owner, repo, index) {
-      const r = await call(
-        'GET',
-        `/repos/${seg(owner)}/${seg(repo)}/issues/${index}/comments`,
-        '/repos/{owner}/{repo}/issues/{index}/comments',
-        [200],
-        z.array(z.object({ id: z.number(), body: z.string(), user: z.object({ login: z.string() }) })),
-      );
-      return r.data ?? [];
+    createComment(owner, repo, index, body) {
+      return comments.createIssueComment(owner, repo, index, body);
+    },
+    listComments(owner, repo, index) {
+      return comments.listIssueComments(owner, repo, index);
     },
   };
 }

@@ -23,7 +23,7 @@ import type { UsageLimits } from '../usage/usage-records.js';
 import { blockedNoticeText, budgetNoticeText, resumedNoticeText, standaloneNoticeText, type BudgetNotice } from './limit-texts.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
 import { receivedReceiptText } from './receipt-text.js';
-import { coalescedPass } from './coalesced-pass.js';
+import { createCommentWorker } from './comment-worker.js';
 
 export interface ReceiptNoticesOptions {
   store: Store;
@@ -66,10 +66,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   const log = options.logger ?? (() => undefined);
   const delays = options.retryDelaysMs ?? [1_000, 5_000, 30_000, 120_000];
   const failures = new Map<string, number>();
-  const timers = new Set<NodeJS.Timeout>();
   const pendingInserts = new Set<Promise<unknown>>();
-  let stopped = false;
-  let unsubscribe: (() => void) | null = null;
 
   function budgetFigures(task: TaskRecord, code: BudgetCode): BudgetNotice {
     const limits = effectiveLimits(options.limits, store, task.repoKey);
@@ -145,12 +142,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     const n = (failures.get(key) ?? 0) + 1;
     failures.set(key, n);
     if (n > delays.length) return false;
-    const t = setTimeout(() => {
-      timers.delete(t);
-      kick();
-    }, delays[n - 1]);
-    t.unref();
-    timers.add(t);
+    worker.timers.schedule(delays[n - 1]!);
     return true;
   }
 
@@ -198,18 +190,20 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     }
   }
 
-  const passes = coalescedPass(async () => {
+  async function pass(): Promise<void> {
     for (const rec of pending()) {
-      if (stopped) return;
+      if (worker.stopped) return;
       const cur = store.get<CommentRecord>('comments', rec.commentKey);
       if (cur?.status !== 'pending') continue;
       await sendOne(cur).catch((err: unknown) => log('receipt notice error', { error: String(err) }));
     }
-  }, () => stopped);
-  const kick = (): void => passes.kick();
+  }
+
+  const worker = createCommentWorker(runtime, pass, onTransition);
+  const kick = (): void => worker.kick();
 
   function onTransition(n: TransitionNotice): void {
-    if (stopped || n.kind !== TASK_KIND) return;
+    if (worker.stopped || n.kind !== TASK_KIND) return;
     const taskId = n.taskId ?? (n.context as { taskId?: string } | null)?.taskId;
     if (!taskId) return;
     if (n.fromState === 'blocked_workspace' && n.toState === 'queued') {
@@ -235,8 +229,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
 
   return {
     async start() {
-      stopped = false;
-      unsubscribe ??= runtime.onTransition(onTransition);
+      worker.listen();
       for (const state of ['blocked_workspace', 'failed']) {
         for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t)) await ensureNotice(t.taskId);
       }
@@ -248,18 +241,12 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       }
       kick();
     },
-    stop() {
-      stopped = true;
-      unsubscribe?.();
-      unsubscribe = null;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-    },
+    stop: () => worker.stop(),
     async drain() {
       for (;;) {
         if (pendingInserts.size > 0) await Promise.allSettled([...pendingInserts]);
-        if (passes.running) await passes.running;
-        if (stopped || pending().length === 0 || timers.size === 0) return;
+        if (worker.running) await worker.running;
+        if (worker.stopped || pending().length === 0 || worker.timers.size === 0) return;
         await new Promise((r) => setTimeout(r, 100));
       }
     },

@@ -14,23 +14,17 @@
  */
 import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { hasReceiptMarker } from '../domain/marker.js';
-import { isGiteaError, type GiteaClient, type GiteaComment } from '../gitea/gitea-client.js';
+import { BOT_COMMENT_SINCE_MARGIN_MS, listBotComments, threadOf } from '../gitea/bot-comments.js';
+import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
-import { TASK_KIND } from '../tasks/task-actor.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
-import {
-  FAILURE_RECEIPT_STATES,
-  failureReceiptText,
-  isFailureReceiptState,
-  NOT_PUBLISHED_NOTICE_STATE,
-  notPublishedReceiptText,
-  receivedReceiptText,
-} from './receipt-text.js';
-import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
-import { isBudgetCode } from '../usage/usage-accounting.js';
-import { coalescedPass } from './coalesced-pass.js';
+import { FAILURE_RECEIPT_STATES } from './receipt-text.js';
+import { getsFailureReceipt, reactionTo, receiptBody, triedBefore, waitsForReceived } from './receipt-decisions.js';
+import { errorMessageOf, receiptRetryDecision, type ReceiptStep } from './receipt-retry.js';
+import { auditFailedStep, markReceiptFailed, markReceiptSent, recordSendIntent } from './receipt-writes.js';
+import { createCommentWorker } from './comment-worker.js';
 
 export type OutboxLogger = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -64,24 +58,29 @@ export interface ReceiptOutbox {
 }
 
 export const DEFAULT_RECEIPT_RETRY_DELAYS_MS: readonly number[] = [2_000, 10_000, 60_000, 300_000];
-const DEFAULT_LOOKBACK_MS = 5 * 60_000;
 
-/** Gitea answered, and asking again will not change the answer. */
-function isPermanent(error: unknown): boolean {
-  if (!isGiteaError(error)) return false;
-  return ['gitea_unauthorized', 'gitea_forbidden', 'gitea_not_found', 'gitea_locked', 'gitea_bad_request'].includes(error.code);
+/** Inserts the task's failure receipt row unless it exists or the task does not get one. */
+async function ensureFailureReceipt(store: Store, taskId: string, state: string, at: Date): Promise<boolean> {
+  const key = receiptCommentKey(taskId, state);
+  return store.transact((tx) => {
+    if (tx.get('comments', key)) return false;
+    const task = tx.get<TaskRecord>('tasks', taskId);
+    if (!task || !getsFailureReceipt(task, state)) return false;
+    tx.insert('comments', key, pendingReceiptRecord(task, state, at));
+    return true;
+  });
 }
 
-function errorCodeOf(error: unknown): string {
-  return isGiteaError(error) ? error.code : 'receipt_send_error';
-}
-
-function errorMessageOf(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).slice(0, 200);
-}
-
-function stateOfKey(rec: CommentRecord): string {
-  return rec.commentKey.slice(`${rec.taskId}:status:`.length);
+/** The bot's comment an earlier attempt posted for this row, if Gitea has it. */
+async function findPostedReceipt(gitea: GiteaClient, botLogin: string, task: TaskRecord, rec: CommentRecord, lookbackMs: number): Promise<GiteaComment | undefined> {
+  const [found] = await listBotComments(gitea, {
+    ...threadOf(task),
+    botLogin,
+    hasMarker: (body) => hasReceiptMarker(body, rec.commentKey),
+    since: Date.parse(rec.createdAt),
+    sinceMarginMs: lookbackMs,
+  });
+  return found;
 }
 
 export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbox {
@@ -90,25 +89,15 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const now = options.now ?? (() => new Date());
   const log: OutboxLogger = options.logger ?? (() => undefined);
   const retryDelays = options.retryDelaysMs ?? DEFAULT_RECEIPT_RETRY_DELAYS_MS;
-  const lookbackMs = options.lookbackMs ?? DEFAULT_LOOKBACK_MS;
+  const lookbackMs = options.lookbackMs ?? BOT_COMMENT_SINCE_MARGIN_MS;
   const locale = options.locale ?? DEFAULT_LOCALE;
 
   /** Transient failures of this process's attempts, per commentKey. */
   const backoff = new Map<string, { failures: number; nextAt: number }>();
   const pendingEnsures = new Set<Promise<unknown>>();
-  const timers = new Set<NodeJS.Timeout>();
-  let unsubscribe: (() => void) | null = null;
-  let stopped = false;
 
   function pendingRows(): CommentRecord[] {
     return store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.status === 'pending');
-  }
-
-  /** A failure receipt waits for the same task's `received` receipt, so they appear in order. */
-  function blockedByReceived(rec: CommentRecord): boolean {
-    if (stateOfKey(rec) === 'received') return false;
-    const received = store.get<CommentRecord>('comments', receiptCommentKey(rec.taskId, 'received'));
-    return received?.status === 'pending';
   }
 
   function track(p: Promise<unknown>): void {
@@ -116,121 +105,57 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     void p.finally(() => pendingEnsures.delete(p)).catch(() => undefined);
   }
 
-  async function ensureFailureReceipt(taskId: string, state: string): Promise<boolean> {
-    const key = receiptCommentKey(taskId, state);
-    return store.transact((tx) => {
-      if (tx.get('comments', key)) return false;
-      const task = tx.get<TaskRecord>('tasks', taskId);
-      if (!task) return false;
-      // A task stopped by one of its own limits is told by an edit of its receipt (receipt-notice.ts):
-      // one comment per task, not a second one.
-      if (state === 'failed' && isBudgetCode(task.errorCode)) return false;
-      tx.insert('comments', key, pendingReceiptRecord(task, state, now()));
-      return true;
-    });
-  }
-
   function onTransition(n: TransitionNotice): void {
-    if (n.kind !== TASK_KIND || stopped) return;
-    if (n.toState === 'queued') {
-      kick();
-      return;
-    }
-    // Out of publishing: a notice the publisher may have queued (delivery off); a failure is handled below.
-    if (n.fromState === 'publishing') kick();
-    if (!isFailureReceiptState(n.toState)) return;
-    const taskId = (n.context as { taskId?: string } | null)?.taskId ?? n.taskId;
-    if (!taskId) return;
-    const state = n.toState;
+    if (worker.stopped) return;
+    const reaction = reactionTo(n);
+    if (reaction.kick) kick();
+    if (!reaction.failureReceipt) return;
+    const { taskId, state } = reaction.failureReceipt;
     track(
-      ensureFailureReceipt(taskId, state).then(
+      ensureFailureReceipt(store, taskId, state, now()).then(
         () => kick(),
         (err: unknown) => log('failure receipt not recorded', { taskId, state, error: errorMessageOf(err) }),
       ),
     );
   }
 
-  function bodyFor(task: TaskRecord, rec: CommentRecord): string {
-    const state = stateOfKey(rec);
-    const text = isFailureReceiptState(state)
-      ? failureReceiptText(task, state, locale)
-      : state === 'refused' && rec['quota']
-        ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
-        : state === NOT_PUBLISHED_NOTICE_STATE
-          ? notPublishedReceiptText(task, locale)
-          : receivedReceiptText(task, locale);
-    return `${text}\n\n${rec.marker}`;
-  }
-
-  async function findExisting(task: TaskRecord, rec: CommentRecord): Promise<GiteaComment | undefined> {
-    const since = new Date(Date.parse(rec.createdAt) - lookbackMs);
-    const list = await gitea.listIssueComments(task.owner, task.repo, task.resource.number, { since });
-    return list.find((c) => c.user.login.toLowerCase() === botLogin && hasReceiptMarker(c.body, rec.commentKey));
-  }
-
   async function markFailed(rec: CommentRecord, errorCode: string, metadata: Record<string, unknown>): Promise<void> {
-    await store.transact((tx) => {
-      const cur = tx.get<CommentRecord>('comments', rec.commentKey);
-      if (!cur || cur.status !== 'pending') return;
-      tx.put('comments', rec.commentKey, { ...cur, status: 'failed', errorCode, updatedAt: now().toISOString() });
-      tx.appendAudit({
-        level: 'alert',
-        action: 'receipt.failed',
-        actor: 'system',
-        taskId: rec.taskId,
-        errorCode,
-        metadata: { commentKey: rec.commentKey, ...metadata },
-      });
-    });
+    await markReceiptFailed(store, rec, errorCode, metadata, now());
     backoff.delete(rec.commentKey);
     log('receipt failed', { taskId: rec.taskId, commentKey: rec.commentKey, errorCode });
   }
 
   async function markSent(rec: CommentRecord, commentId: number, action: string, bodyHash: string | null): Promise<void> {
-    await store.transact((tx) => {
-      const cur = tx.get<CommentRecord>('comments', rec.commentKey);
-      if (!cur) return;
-      tx.put('comments', rec.commentKey, {
-        ...cur,
-        status: 'sent',
-        commentId,
-        errorCode: null,
-        bodyHash: bodyHash ?? cur.bodyHash,
-        updatedAt: now().toISOString(),
-      });
-      tx.appendAudit({
-        action,
-        actor: 'system',
-        taskId: rec.taskId,
-        commentId,
-        metadata: { commentKey: rec.commentKey, ok: true },
-      });
-    });
+    await markReceiptSent(store, rec, commentId, action, bodyHash, now());
     backoff.delete(rec.commentKey);
     log('receipt sent', { taskId: rec.taskId, commentKey: rec.commentKey, commentId });
   }
 
-  async function failedAttempt(rec: CommentRecord, error: unknown, step: 'lookup' | 'send'): Promise<void> {
-    const errorCode = errorCodeOf(error);
-    if (isPermanent(error)) {
-      await markFailed(rec, errorCode, { step, status: isGiteaError(error) ? error.status ?? null : null });
+  async function failedAttempt(rec: CommentRecord, error: unknown, step: ReceiptStep): Promise<void> {
+    const decision = receiptRetryDecision(error, step, backoff.get(rec.commentKey)?.failures ?? 0, retryDelays);
+    if (decision.kind === 'fail') {
+      await markFailed(rec, decision.errorCode, decision.metadata);
       return;
     }
-    const prev = backoff.get(rec.commentKey)?.failures ?? 0;
-    const failures = prev + 1;
-    if (failures > retryDelays.length) {
-      await markFailed(rec, errorCode, { step, exhausted: true, attempts: failures });
-      return;
-    }
-    const delay = retryDelays[failures - 1]!;
+    const { failures, delayMs: delay, errorCode } = decision;
     backoff.set(rec.commentKey, { failures, nextAt: Date.now() + delay });
     log('receipt attempt failed, will retry', { taskId: rec.taskId, commentKey: rec.commentKey, errorCode, delay });
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      kick();
-    }, delay);
-    timer.unref();
-    timers.add(timer);
+    worker.timers.schedule(delay);
+  }
+
+  /** An earlier attempt may have landed even though its result was never written or was an error: adopt it. */
+  async function adoptEarlierAttempt(task: TaskRecord, rec: CommentRecord): Promise<'adopted' | 'absent' | 'failed'> {
+    let found: GiteaComment | undefined;
+    try {
+      found = await findPostedReceipt(gitea, botLogin, task, rec, lookbackMs);
+    } catch (error) {
+      await auditFailedStep(store, rec, 'lookup', error);
+      await failedAttempt(rec, error, 'lookup');
+      return 'failed';
+    }
+    if (!found) return 'absent';
+    await markSent(rec, found.id, 'receipt.adopted', bodyHashOf(found.body));
+    return 'adopted';
   }
 
   async function sendOne(rec: CommentRecord): Promise<void> {
@@ -239,70 +164,19 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       await markFailed(rec, 'task_missing', {});
       return;
     }
-    const key = rec.commentKey;
-    const triedBefore = store
-      .audit({ taskId: rec.taskId })
-      .some((a) => a.action === 'receipt.send_intent' && a.metadata?.commentKey === key);
-    if (triedBefore) {
-      // An earlier attempt may have landed even though its result was never written or was an error.
-      let found: GiteaComment | undefined;
-      try {
-        found = await findExisting(task, rec);
-      } catch (error) {
-        await store.transact((tx) =>
-          tx.appendAudit({
-            action: 'receipt.lookup_result',
-            actor: 'system',
-            taskId: rec.taskId,
-            errorCode: errorCodeOf(error),
-            metadata: { commentKey: key, ok: false, message: errorMessageOf(error) },
-          }),
-        );
-        await failedAttempt(rec, error, 'lookup');
-        return;
-      }
-      if (found) {
-        await markSent(rec, found.id, 'receipt.adopted', bodyHashOf(found.body));
-        return;
-      }
-    }
+    if (triedBefore(store.audit({ taskId: rec.taskId }), rec.commentKey) && (await adoptEarlierAttempt(task, rec)) !== 'absent') return;
 
-    const body = bodyFor(task, rec);
+    const body = receiptBody(task, rec, locale);
     const bodyHash = bodyHashOf(body);
-    const attempt = (backoff.get(key)?.failures ?? 0) + 1;
-    const proceed = await store.transact((tx) => {
-      const cur = tx.get<CommentRecord>('comments', key);
-      if (!cur || cur.status !== 'pending') return false;
-      tx.put('comments', key, { ...cur, bodyHash, updatedAt: now().toISOString() });
-      tx.appendAudit({
-        action: 'receipt.send_intent',
-        actor: 'system',
-        taskId: rec.taskId,
-        metadata: { commentKey: key, attempt, bodyHash, resourceKey: rec.resourceKey },
-      });
-      return true;
-    });
-    if (!proceed || stopped) return;
+    const attempt = (backoff.get(rec.commentKey)?.failures ?? 0) + 1;
+    const proceed = await recordSendIntent(store, rec, { attempt, bodyHash }, now());
+    if (!proceed || worker.stopped) return;
 
     let posted: GiteaComment;
     try {
       posted = await gitea.createIssueComment(task.owner, task.repo, task.resource.number, body);
     } catch (error) {
-      await store.transact((tx) =>
-        tx.appendAudit({
-          action: 'receipt.send_result',
-          actor: 'system',
-          taskId: rec.taskId,
-          errorCode: errorCodeOf(error),
-          metadata: {
-            commentKey: key,
-            ok: false,
-            status: isGiteaError(error) ? error.status ?? null : null,
-            answered: isGiteaError(error) ? error.answered : false,
-            message: errorMessageOf(error),
-          },
-        }),
-      );
+      await auditFailedStep(store, rec, 'send', error);
       await failedAttempt(rec, error, 'send');
       return;
     }
@@ -311,13 +185,13 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   async function pass(): Promise<void> {
     for (const candidate of pendingRows()) {
-      if (stopped) return;
+      if (worker.stopped) return;
       // Re-read: an earlier row of this pass may have changed what this one waits for.
       const rec = store.get<CommentRecord>('comments', candidate.commentKey);
       if (!rec || rec.status !== 'pending') continue;
       const b = backoff.get(rec.commentKey);
       if (b && b.nextAt > Date.now()) continue;
-      if (blockedByReceived(rec)) continue;
+      if (waitsForReceived(rec, store.get<CommentRecord>('comments', receiptCommentKey(rec.taskId, 'received')))) continue;
       try {
         await sendOne(rec);
       } catch (error) {
@@ -328,28 +202,21 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     }
   }
 
-  const passes = coalescedPass(pass, () => stopped);
-  const kick = (): void => passes.kick();
+  const worker = createCommentWorker(runtime, pass, onTransition);
+  const kick = (): void => worker.kick();
 
   return {
     async start() {
-      stopped = false;
-      unsubscribe ??= runtime.onTransition(onTransition);
+      worker.listen();
       // Tasks that ended while no outbox was listening (e.g. before a restart) still get their receipt.
       for (const state of FAILURE_RECEIPT_STATES) {
         for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
-          await ensureFailureReceipt(task.taskId, state);
+          await ensureFailureReceipt(store, task.taskId, state, now());
         }
       }
       kick();
     },
-    stop() {
-      stopped = true;
-      unsubscribe?.();
-      unsubscribe = null;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-    },
+    stop: () => worker.stop(),
     kick,
     async drain() {
       for (;;) {
@@ -357,12 +224,12 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
           await Promise.allSettled([...pendingEnsures]);
           continue;
         }
-        if (passes.running) {
-          await passes.running;
+        if (worker.running) {
+          await worker.running;
           continue;
         }
         const pending = pendingRows();
-        if (stopped || pending.length === 0) return;
+        if (worker.stopped || pending.length === 0) return;
         const nextAt = Math.min(...pending.map((r) => backoff.get(r.commentKey)?.nextAt ?? 0));
         const wait = nextAt - Date.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Config } from '../config/index.js';
@@ -8,7 +8,8 @@ import { createWorkspaceAdapter } from '../executor/workspace-adapter.js';
 import { createGiteaPullsClient } from '../publish/gitea-pulls.js';
 import { createPublisher } from '../publish/publisher.js';
 import { createPublishToolHandler, PUBLISH_TOOL_INSTRUCTIONS, publishToolSpecs } from '../publish/publish-tool.js';
-import { createGiteaClient, type GiteaClient } from '../gitea/index.js';
+import { createGiteaClient } from '../gitea/index.js';
+import { currentRepositoryOnGitea } from '../gitea/current-repository.js';
 import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
 import { leaseOwnerId } from '../leases/lease-owner.js';
@@ -30,16 +31,15 @@ import { createSessionManager } from '../sessions/session-manager.js';
 import { createStore } from '../store/index.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
-import { findReplyComments } from '../verification/find-reply.js';
-import { parseMarkers } from '../domain/marker.js';
+import { replyExistsOnGitea } from '../verification/reply-exists.js';
 import { createWebhookRouter } from '../webhook/route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
 import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
-import { startDependencyProbe, type DependencyProbe } from '../health/dependency-probe.js';
-import { codexLoginPart, giteaPart, mcpPart } from '../health/service-probes.js';
-import type { ReadinessPart } from '../health/readiness.js';
 import { createSecurityEvents } from '../intake/security-events.js';
-import { checkCommand, checkDataDir, listenError, probeGitea, storeOpenError } from './startup-checks.js';
+import { checkCommand, checkDataDir, listenError, storeOpenError } from './startup-checks.js';
+import { resolveBotLogin } from './resolve-bot-login.js';
+import { listen } from './listen.js';
+import { startServiceProbes } from './dependency-probes.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
 import { createReceiptNotices } from '../receipts/receipt-notice.js';
@@ -77,48 +77,7 @@ export interface Service {
   close(): Promise<void>;
 }
 
-/**
- * The Gitea login the bot posts as: configured, or learned from the token (`GET /user`). A token
- * Gitea rejects stops the start (OperatorError); an unreachable Gitea does not: with
- * CCWEB_BOT_LOGIN set the service starts and reports not-ready, without it the service waits and
- * retries (one log line per attempt) until Gitea answers or it is told to stop.
- */
-async function resolveBotLogin(config: Config, gitea: GiteaClient, logger: Logger, signal: AbortSignal | undefined): Promise<string> {
-  for (let attempt = 1; ; attempt++) {
-    const probe = await probeGitea(gitea, config.giteaUrl);
-    if (probe.ok) {
-      if (config.botLogin && probe.login.toLowerCase() !== config.botLogin.toLowerCase()) {
-        logger.warn({ tokenLogin: probe.login, botLogin: config.botLogin }, 'the token belongs to another user than CCWEB_BOT_LOGIN: replies will be posted as the token user and not be recognised as the bot');
-      }
-      return config.botLogin ?? probe.login;
-    }
-    if (config.botLogin) {
-      logger.warn({ giteaUrl: config.giteaUrl, error: probe.reason }, 'Gitea is not reachable at start [CCWEB_GITEA_URL]: starting anyway, /readyz reports not ready until it answers');
-      return config.botLogin;
-    }
-    const delayMs = Math.min(30_000, 1000 * 2 ** Math.min(attempt - 1, 5));
-    logger.error(
-      { giteaUrl: config.giteaUrl, error: probe.reason, attempt, retryInMs: delayMs },
-      'Gitea is not reachable [CCWEB_GITEA_URL]: the bot login is learned from it; retrying (set CCWEB_BOT_LOGIN to start without Gitea, check the URL and that Gitea runs)',
-    );
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, delayMs);
-      signal?.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
-    if (signal?.aborted) throw new StartAborted();
-  }
-}
-
-/** Start-up was cancelled by a signal before the service was up. */
-export class StartAborted extends Error {
-  override readonly name = 'StartAborted';
-  constructor() {
-    super('start-up aborted');
-  }
-}
+export { StartAborted } from './resolve-bot-login.js';
 
 /**
  * Wires every part into one running service: store → actor runtime (restored) → recovery →
@@ -136,7 +95,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
   const metrics = createMetrics();
-  const probes: DependencyProbe[] = [];
   // Operator mistakes first, before anything is opened: each is one line with the key and the fix.
   checkDataDir(config.dataDir);
   checkCommand(config.codexCommand, 'CCWEB_CODEX_COMMAND', 'the Codex command', 'unset it to use the bundled @openai/codex, or set it to the codex executable');
@@ -251,22 +209,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       worktrees: { branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix },
     }),
     publisher,
-    currentRepository: async (repo) => {
-      const id = Number(repo['repoId']);
-      if (!Number.isSafeInteger(id) || id <= 0) return null;
-      const found = await gitea.getRepositoryById(id);
-      return { owner: found.owner.login, name: found.name };
-    },
+    currentRepository: currentRepositoryOnGitea(gitea),
     sessions,
     verification,
-    replyExists: async (task, turn) => {
-      const marker = parseMarkers(turn.marker)[0];
-      if (!marker) return false;
-      // Gitea filters `since` on whole seconds of its own clock: a margin, the marker does the matching.
-      const since = new Date(Date.parse(turn.startedAt) - 5 * 60_000);
-      const comments = await gitea.listIssueComments(task.owner, task.repo, task.resource.number, { since });
-      return findReplyComments(comments, botLogin, marker).first !== undefined;
-    },
+    // Restart recovery: an interrupted turn whose answer is on Gitea is verified, not run again.
+    replyExists: replyExistsOnGitea({ gitea, botLogin }),
     retryDelayMs: options.retryDelayMs,
     retryAtFor: (errorCode) => (errorCode === PROVIDER_RATE_LIMITED ? providerHold.heldUntil() : null),
     log: (msg, fields) => logger.info(fields, msg),
@@ -329,23 +276,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'api' }),
   });
   // Outside dependencies, checked at start and periodically; /readyz reads the last results.
-  const onProbeChange = (name: string) => (part: ReadinessPart) =>
-    (part.ok ? logger.info.bind(logger) : logger.warn.bind(logger))({ dependency: name, ok: part.ok, detail: part.detail }, `readiness: ${name} ${part.ok ? 'ok' : 'not ok'}`);
-  const giteaProbe = startDependencyProbe(() => giteaPart(gitea), { intervalMs: 30_000, timeoutMs: 15_000, onChange: onProbeChange('gitea') });
-  const mcpArgs = options.mcpArgs ?? ['-t', 'stdio', '-host', config.giteaUrl];
-  const mcpProbe = startDependencyProbe(
-    () => mcpPart(config.giteaMcpCommand, mcpArgs, { GITEA_HOST: config.giteaUrl, GITEA_ACCESS_TOKEN: config.giteaToken }, 20_000),
-    { intervalMs: 5 * 60_000, timeoutMs: 30_000, onChange: onProbeChange('mcp') },
-  );
-  const codexLoginProbe = startDependencyProbe(
-    async () => {
-      // Asked only of a ready app-server (its own readiness part covers start-up and restarts).
-      if (supervisor.state()?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server' };
-      return codexLoginPart(await supervisor.connection({ timeoutMs: 5_000 }), 15_000);
-    },
-    { intervalMs: 5 * 60_000, retryMs: 5_000, timeoutMs: 30_000, onChange: onProbeChange('codexLogin') },
-  );
-  probes.push(giteaProbe, mcpProbe, codexLoginProbe);
+  const probes = startServiceProbes({ config, gitea, mcpArgs: options.mcpArgs ?? ['-t', 'stdio', '-host', config.giteaUrl], supervisor, logger });
 
   const app = createApp({
     middleware: operators.middleware,
@@ -356,7 +287,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         readiness: createReadiness({
           store,
           appServerState: () => supervisor.state()?.state,
-          dependencies: { gitea: giteaProbe.current, mcp: mcpProbe.current, codexLogin: codexLoginProbe.current },
+          dependencies: { gitea: probes.gitea.current, mcp: probes.mcp.current, codexLogin: probes.codexLogin.current },
         }),
         readyDetails: () => ({ providerHold: providerHold.status() }),
       }),
@@ -369,7 +300,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   // The app-server starts in the background: intake and the API answer while Codex boots.
   supervisor
     .start()
-    .then(() => codexLoginProbe.refresh())
+    .then(() => probes.codexLogin.refresh())
     .catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
   await notices.start();
@@ -385,7 +316,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   async function stopParts(): Promise<void> {
-    for (const probe of probes) probe.stop();
+    probes.stop();
     operators.close();
     await intake.close();
     await securityEvents.close();
@@ -402,14 +333,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   let server: Server;
   try {
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = createServer(app.callback());
-      s.once('error', reject);
-      s.listen(config.port, config.host, () => {
-        s.off('error', reject);
-        resolve(s);
-      });
-    });
+    server = await listen(app.callback(), config.host, config.port);
   } catch (error) {
     // Leave nothing running and the data directory unlocked, then say why in one line.
     await stopParts().catch(() => undefined);

@@ -16,7 +16,9 @@ import type { Store, Tx } from '../store/types.js';
 import { effectiveLimits } from './limits.js';
 import type { ProviderHold } from './provider-hold.js';
 import {
+  ZERO_COUNTS,
   ZERO_TOKENS,
+  addCounts,
   addTokens,
   dayKey,
   diffSize,
@@ -26,6 +28,7 @@ import {
   type TaskUsage,
   type TokenCounts,
   type TurnUsage,
+  type UsageCounts,
   type UsageDayRecord,
   type UsageLimits,
   type UsageScope,
@@ -174,14 +177,15 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
         };
         tx.put('tasks', task.taskId, { ...t, usage: next });
       }
-      const add = (r: UsageDayRecord): UsageDayRecord => ({
-        ...r,
-        ...addTokens(r, m.tokens),
-        turns: r.turns + 1,
-        wallMs: r.wallMs + info.wallMs,
-        diffBytes: r.diffBytes + (m.diff?.bytes ?? 0),
-        budgetStops: r.budgetStops + (info.stoppedBy ? 1 : 0),
-      });
+      const turnCounts: UsageCounts = {
+        ...ZERO_COUNTS,
+        ...m.tokens,
+        turns: 1,
+        wallMs: info.wallMs,
+        diffBytes: m.diff?.bytes ?? 0,
+        budgetStops: info.stoppedBy ? 1 : 0,
+      };
+      const add = (r: UsageDayRecord): UsageDayRecord => addCounts(r, turnCounts);
       bumpDay(tx, 'repo', task.repoKey, at, add);
       bumpDay(tx, 'user', task.author, at, add);
       options.events?.onTurnRecorded?.(usage, task, info.stoppedBy);

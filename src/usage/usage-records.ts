@@ -40,23 +40,27 @@ export interface TaskUsage extends TokenCounts {
 
 export type UsageScope = 'repo' | 'user';
 
+/** The counters a day record holds and the report sums over days, repositories and users. */
+export interface UsageCounts extends TokenCounts {
+  /** Tasks accepted (queued). */
+  tasks: number;
+  /** Mentions refused by a daily quota. */
+  refused: number;
+  turns: number;
+  wallMs: number;
+  diffBytes: number;
+  /** Tasks stopped by a per-task limit. */
+  budgetStops: number;
+}
+
 /** `usage`, key = `day:<YYYY-MM-DD>:<scope>:<subject>`: one UTC day of one repository or user. */
-export interface UsageDayRecord extends TokenCounts {
+export interface UsageDayRecord extends UsageCounts {
   [k: string]: unknown;
   key: string;
   day: string;
   scope: UsageScope;
   /** repoKey or Gitea login. */
   subject: string;
-  /** Tasks accepted (queued) that day. */
-  tasks: number;
-  /** Mentions refused by a daily quota that day. */
-  refused: number;
-  turns: number;
-  wallMs: number;
-  diffBytes: number;
-  /** Tasks stopped by a per-task limit that day. */
-  budgetStops: number;
   updatedAt: string;
 }
 
@@ -85,6 +89,8 @@ export interface RepoLimitsRecord {
 
 export const ZERO_TOKENS: TokenCounts = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningOutputTokens: 0, totalTokens: 0 };
 
+export const ZERO_COUNTS: UsageCounts = { tasks: 0, refused: 0, turns: 0, wallMs: 0, diffBytes: 0, budgetStops: 0, ...ZERO_TOKENS };
+
 export function addTokens(a: TokenCounts, b: TokenCounts): TokenCounts {
   return {
     inputTokens: a.inputTokens + b.inputTokens,
@@ -92,6 +98,20 @@ export function addTokens(a: TokenCounts, b: TokenCounts): TokenCounts {
     outputTokens: a.outputTokens + b.outputTokens,
     reasoningOutputTokens: a.reasoningOutputTokens + b.reasoningOutputTokens,
     totalTokens: a.totalTokens + b.totalTokens,
+  };
+}
+
+/** `a` with `b`'s counters added; `a`'s other fields (key, subject, ...) kept. */
+export function addCounts<T extends UsageCounts>(a: T, b: UsageCounts): T {
+  return {
+    ...a,
+    ...addTokens(a, b),
+    tasks: a.tasks + b.tasks,
+    refused: a.refused + b.refused,
+    turns: a.turns + b.turns,
+    wallMs: a.wallMs + b.wallMs,
+    diffBytes: a.diffBytes + b.diffBytes,
+    budgetStops: a.budgetStops + b.budgetStops,
   };
 }
 
@@ -120,13 +140,7 @@ export function emptyDay(day: string, scope: UsageScope, subject: string, at: Da
     day,
     scope,
     subject,
-    tasks: 0,
-    refused: 0,
-    turns: 0,
-    wallMs: 0,
-    diffBytes: 0,
-    budgetStops: 0,
-    ...ZERO_TOKENS,
+    ...ZERO_COUNTS,
     updatedAt: at.toISOString(),
   };
 }

@@ -1,16 +1,10 @@
 // Usage sums for operators: per repository and per user over the last N UTC days (the admin page's
 // tables, `GET /api/gitea-workflow/usage`), from the `usage` day records through their `day` index.
 import type { Store } from '../store/types.js';
-import { ZERO_TOKENS, addTokens, utcDay, type RepoLimitsRecord, type TokenCounts, type UsageDayRecord, type UsageLimits } from './usage-records.js';
+import { ZERO_COUNTS, addCounts, utcDay, type RepoLimitsRecord, type UsageCounts, type UsageDayRecord, type UsageLimits } from './usage-records.js';
 
-export interface UsageRow extends TokenCounts {
+export interface UsageRow extends UsageCounts {
   subject: string;
-  tasks: number;
-  refused: number;
-  turns: number;
-  wallMs: number;
-  diffBytes: number;
-  budgetStops: number;
 }
 
 export interface UsageReport {
@@ -20,29 +14,12 @@ export interface UsageReport {
   byRepository: UsageRow[];
   byUser: UsageRow[];
   /** Per day, all repositories together (the trend). */
-  byDay: Array<{ day: string } & Omit<UsageRow, 'subject'>>;
-  totals: Omit<UsageRow, 'subject'>;
+  byDay: Array<{ day: string } & UsageCounts>;
+  totals: UsageCounts;
 }
 
 function emptyRow(subject: string): UsageRow {
-  return { subject, tasks: 0, refused: 0, turns: 0, wallMs: 0, diffBytes: 0, budgetStops: 0, ...ZERO_TOKENS };
-}
-
-function add(row: UsageRow, r: UsageDayRecord): UsageRow {
-  return sum(row, r);
-}
-
-function sum(row: UsageRow, r: Omit<UsageRow, 'subject'>): UsageRow {
-  return {
-    ...row,
-    ...addTokens(row, r),
-    tasks: row.tasks + r.tasks,
-    refused: row.refused + r.refused,
-    turns: row.turns + r.turns,
-    wallMs: row.wallMs + r.wallMs,
-    diffBytes: row.diffBytes + r.diffBytes,
-    budgetStops: row.budgetStops + r.budgetStops,
-  };
+  return { subject, ...ZERO_COUNTS };
 }
 
 /** The last `days` UTC days up to and including `now`'s. */
@@ -52,21 +29,19 @@ export function usageReport(store: Pick<Store, 'byIndex'>, now: Date, days = 7):
   const repos = new Map<string, UsageRow>();
   const users = new Map<string, UsageRow>();
   const byDay: UsageReport['byDay'] = [];
-  let totals = emptyRow('');
+  let totals = ZERO_COUNTS;
   for (const day of list) {
-    let dayRow = emptyRow(day);
+    let dayRow = ZERO_COUNTS;
     for (const r of store.byIndex<UsageDayRecord>('usage', 'day', day)) {
       const map = r.scope === 'repo' ? repos : users;
-      map.set(r.subject, add(map.get(r.subject) ?? emptyRow(r.subject), r));
-      if (r.scope === 'repo') dayRow = add(dayRow, r);
+      map.set(r.subject, addCounts(map.get(r.subject) ?? emptyRow(r.subject), r));
+      if (r.scope === 'repo') dayRow = addCounts(dayRow, r);
     }
-    const { subject: _s, ...rest } = dayRow;
-    byDay.push({ day, ...rest });
-    totals = sum(totals, dayRow);
+    byDay.push({ day, ...dayRow });
+    totals = addCounts(totals, dayRow);
   }
   const sorted = (m: Map<string, UsageRow>) => [...m.values()].sort((a, b) => b.totalTokens - a.totalTokens || a.subject.localeCompare(b.subject));
-  const { subject: _t, ...totalsRest } = totals;
-  return { days: list, from: list[0]!, to: list.at(-1)!, byRepository: sorted(repos), byUser: sorted(users), byDay, totals: totalsRest };
+  return { days: list, from: list[0]!, to: list.at(-1)!, byRepository: sorted(repos), byUser: sorted(users), byDay, totals };
 }
 
 /** Per-repository overrides, for the limits view. */

@@ -1,4 +1,5 @@
 import { hasMarker, type MarkerFields } from '../domain/marker.js';
+import { botCommentsWithMarker } from '../gitea/bot-comments.js';
 import type { GiteaComment } from '../gitea/gitea-client.js';
 
 export interface ReplyMatch {
@@ -9,14 +10,15 @@ export interface ReplyMatch {
 }
 
 /**
- * Which comments prove the reply landed: author = the bot (case-insensitive, as Gitea logins are)
- * AND the exact task/turn/resource marker. A marker quoted by another user, or the bot's comment
- * for another task or turn, proves nothing.
+ * Which comments prove the reply landed: author = the bot AND the exact task/turn/resource marker
+ * (src/gitea/bot-comments.ts). A marker quoted by another user, or the bot's comment for another
+ * task or turn, proves nothing.
  */
 export function findReplyComments(comments: readonly GiteaComment[], botLogin: string, marker: MarkerFields): ReplyMatch {
-  const bot = botLogin.toLowerCase();
-  const matching = comments
-    .filter((c) => c.user.login.toLowerCase() === bot && hasMarker(c.body, marker))
-    .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at) || a.id - b.id);
+  return replyMatchOf(botCommentsWithMarker(comments, botLogin, (body) => hasMarker(body, marker)));
+}
+
+/** The bot's comments with the marker, earliest first (as `botCommentsWithMarker` orders them): the first counts. */
+export function replyMatchOf(matching: readonly GiteaComment[]): ReplyMatch {
   return { first: matching[0], extras: matching.slice(1) };
 }

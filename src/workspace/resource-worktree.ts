@@ -16,29 +16,19 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 
-import { classifyGitFailure } from './classify-git-failure.js';
 import { inspectWorkspace } from './inspect-workspace.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from './run-git.js';
-import { isSafeBranchName, prepareWorkspace, type WorkspaceErrorCode } from './workspace-manager.js';
+import { failureResult, gitFailure, pullFetchFailure, WorkspaceFailure, type WorkspaceFailureResult } from './workspace-failure.js';
+import { isSafeBranchName, prepareWorkspace, type PrepareWorkspaceInput } from './workspace-manager.js';
 import { assertSafeSegment, isInside, WorkspacePathError } from '../domain/workspace-path.js';
 
 export type ResourceRef = { kind: 'issue' | 'pull_request'; number: number };
 
-export interface ResourceWorktreeInput {
-  root: string;
-  instanceId?: string;
-  owner: string;
-  repo: string;
-  cloneUrl: string;
-  token: string;
-  defaultBranch?: string;
+/** The shared clone's input (which repository, how to reach it, time budget) and the resource's worktree. */
+export interface ResourceWorktreeInput extends Omit<PrepareWorkspaceInput, 'context'> {
   resource: ResourceRef;
   /** The branch an issue's changes go to (`<prefix>issue-<N>`). */
   issueBranch: string;
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  logger?: GitLogger;
-  now?: () => Date;
   /**
    * The task coming back after asking its user something (waiting_user): uncommitted changes in the
    * worktree are its own from before the question (no other task of the resource ran meanwhile), so it
@@ -63,7 +53,7 @@ export type ResourceWorktreeResult =
       /** Local commits kept because they are not on the remote yet. */
       keptLocalCommits: number;
     }
-  | { ok: false; code: WorkspaceErrorCode; retryable: boolean; message: string; path?: string; ownResource?: boolean };
+  | WorkspaceFailureResult;
 
 /** `<root>/<instance>/.worktrees/<owner>/<repo>/<issue-N|pr-N>`; throws WorkspacePathError when unsafe. */
 export function resourceWorktreePath(root: string, instanceId: string, owner: string, repo: string, resource: ResourceRef): string {
@@ -75,17 +65,6 @@ export function resourceWorktreePath(root: string, instanceId: string, owner: st
   const full = path.resolve(base, instanceId, '.worktrees', owner, repo, `${resource.kind === 'issue' ? 'issue' : 'pr'}-${resource.number}`);
   if (!isInside(base, full) || full === base) throw new WorkspacePathError('worktree path escapes the root');
   return full;
-}
-
-class Failure extends Error {
-  constructor(
-    readonly code: WorkspaceErrorCode,
-    readonly retryable: boolean,
-    message: string,
-    readonly ownResource = false,
-  ) {
-    super(message);
-  }
 }
 
 export async function prepareResourceWorktree(input: ResourceWorktreeInput): Promise<ResourceWorktreeResult> {
@@ -116,9 +95,7 @@ export async function prepareResourceWorktree(input: ResourceWorktreeInput): Pro
   try {
     return await worktree(input, shared.path, shared.defaultBranch, shared.lastFetchAt, wtPath);
   } catch (error) {
-    if (error instanceof Failure) return { ok: false, code: error.code, retryable: error.retryable, message: error.message, path: wtPath, ownResource: error.ownResource };
-    const message = error instanceof Error ? error.message : String(error);
-    return { ok: false, code: 'git_failed', retryable: false, message: input.token ? message.split(input.token).join('[REDACTED]') : message, path: wtPath };
+    return failureResult(error, input.token, wtPath);
   }
 }
 
@@ -128,10 +105,7 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
     runGit(args, { cwd, timeoutMs, logger: input.logger, secrets: [input.token], signal: input.signal });
   const must = async (args: string[], cwd: string): Promise<GitResult> => {
     const r = await git(args, cwd);
-    if (!r.ok) {
-      const { code, retryable } = classifyGitFailure(r);
-      throw new Failure(code, retryable, describeFailure(args, r));
-    }
+    if (!r.ok) throw gitFailure(args, r);
     return r;
   };
   const resolve = async (ref: string, cwd: string): Promise<string | null> => {
@@ -146,11 +120,7 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
     upstream = `refs/remotes/origin/pr/${n}`;
     const args = ['fetch', '--quiet', 'origin', `+refs/pull/${n}/head:${upstream}`];
     const r = await runGit(args, { cwd: repoPath, timeoutMs, logger: input.logger, token: input.token, scopeUrl: input.cloneUrl, signal: input.signal });
-    if (!r.ok) {
-      if (!r.timedOut && /couldn't find remote ref/i.test(r.stderr)) throw new Failure('git_failed', false, `pull request #${n} has no refs/pull/${n}/head on origin`);
-      const { code, retryable } = classifyGitFailure(r);
-      throw new Failure(code, retryable, describeFailure(args, r));
-    }
+    if (!r.ok) throw pullFetchFailure(n, args, r);
     branch = `pr-${n}`;
   } else {
     branch = input.issueBranch;
@@ -158,12 +128,12 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
     upstream = (await resolve(remoteBranch, repoPath)) ? remoteBranch : `refs/remotes/origin/${defaultBranch}`;
   }
   const upstreamSha = await resolve(upstream, repoPath);
-  if (!upstreamSha) throw new Failure('git_failed', false, `${upstream} does not exist`);
+  if (!upstreamSha) throw new WorkspaceFailure('git_failed', false, `${upstream} does not exist`);
 
   await mkdir(path.dirname(wtPath), { recursive: true });
   const realRoot = await realpath(input.root);
   const realParent = await realpath(path.dirname(wtPath));
-  if (!isInside(realRoot, realParent)) throw new Failure('path_invalid', false, 'worktree path escapes the root (symbolic link)');
+  if (!isInside(realRoot, realParent)) throw new WorkspaceFailure('path_invalid', false, 'worktree path escapes the root (symbolic link)');
 
   const existing = await lstat(wtPath).catch(() => undefined);
   let keptLocalCommits = 0;
@@ -176,12 +146,12 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
     if (startPoint === local) keptLocalCommits = await countAhead(git, upstreamSha, local!, repoPath);
     await must(['worktree', 'add', '--quiet', '--no-track', '-B', branch, wtPath, startPoint], repoPath);
   } else {
-    if (!existing.isDirectory() || existing.isSymbolicLink()) throw new Failure('workspace_dirty', false, 'something other than a directory is at the worktree path; left untouched', true);
+    if (!existing.isDirectory() || existing.isSymbolicLink()) throw new WorkspaceFailure('workspace_dirty', false, 'something other than a directory is at the worktree path; left untouched', true);
     const dotGit = path.join(wtPath, '.git');
     const st = await lstat(dotGit).catch(() => undefined);
-    if (!st || !st.isFile()) throw new Failure('workspace_dirty', false, 'the worktree path is not a git worktree of this repository; left untouched', true);
+    if (!st || !st.isFile()) throw new WorkspaceFailure('workspace_dirty', false, 'the worktree path is not a git worktree of this repository; left untouched', true);
     const inspection = await inspectWorktree(wtPath, timeoutMs, input.logger);
-    if (inspection && !(inspection.kind === 'changes' && input.continueDirty)) throw new Failure('workspace_dirty', false, inspection.reason, true);
+    if (inspection && !(inspection.kind === 'changes' && input.continueDirty)) throw new WorkspaceFailure('workspace_dirty', false, inspection.reason, true);
     const head = await resolve('HEAD', wtPath);
     const current = (await git(['symbolic-ref', '--quiet', '--short', 'HEAD'], wtPath)).stdout.trim();
     if (inspection) {

@@ -6,14 +6,14 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 
-import { classifyGitFailure } from './classify-git-failure.js';
 import { inspectWorkspace } from './inspect-workspace.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from './run-git.js';
+import { failureResult, gitFailure, pullFetchFailure, WorkspaceFailure, type WorkspaceFailureResult } from './workspace-failure.js';
 import { isInside, workspacePathFor, WorkspacePathError } from '../domain/workspace-path.js';
 
 export type WorkspaceContext = { kind: 'issue' } | { kind: 'pull_request'; number: number };
 
-export type WorkspaceErrorCode = 'workspace_dirty' | 'auth_failed' | 'git_failed' | 'timeout' | 'path_invalid';
+export type { WorkspaceErrorCode } from './workspace-failure.js';
 
 export interface PrepareWorkspaceInput {
   /** The configured workspace root. */
@@ -48,28 +48,11 @@ export interface PrepareWorkspaceSuccess {
   lastFetchAt: string;
 }
 
-export interface PrepareWorkspaceFailure {
-  ok: false;
-  code: WorkspaceErrorCode;
-  retryable: boolean;
-  /** Redacted; safe to store and show. */
-  message: string;
-  path?: string;
-}
+export type PrepareWorkspaceFailure = Omit<WorkspaceFailureResult, 'ownResource'>;
 
 export type PrepareWorkspaceResult = PrepareWorkspaceSuccess | PrepareWorkspaceFailure;
 
 export const DEFAULT_WORKSPACE_TIMEOUT_MS = 120_000;
-
-class Failure extends Error {
-  constructor(
-    readonly code: WorkspaceErrorCode,
-    readonly retryable: boolean,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** Validates a branch name we are about to pass to git (also `git check-ref-format` rules). */
 export function isSafeBranchName(name: string): boolean {
@@ -87,15 +70,15 @@ function checkCloneUrl(cloneUrl: string): void {
   try {
     url = new URL(cloneUrl);
   } catch {
-    throw new Failure('git_failed', false, 'clone URL is not a valid URL');
+    throw new WorkspaceFailure('git_failed', false, 'clone URL is not a valid URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new Failure('git_failed', false, `clone URL must be http(s), got ${url.protocol}`);
+    throw new WorkspaceFailure('git_failed', false, `clone URL must be http(s), got ${url.protocol}`);
   }
   if (url.username !== '' || url.password !== '') {
-    throw new Failure('git_failed', false, 'clone URL must not carry credentials');
+    throw new WorkspaceFailure('git_failed', false, 'clone URL must not carry credentials');
   }
-  if (url.search !== '' || url.hash !== '') throw new Failure('git_failed', false, 'clone URL must not have a query');
+  if (url.search !== '' || url.hash !== '') throw new WorkspaceFailure('git_failed', false, 'clone URL must not have a query');
 }
 
 /** Refuses a workspace path whose existing components (below the root) include a symlink. */
@@ -111,9 +94,9 @@ async function checkNoSymlinks(root: string, target: string): Promise<void> {
     } catch {
       return; // Does not exist yet: nothing further can be a symlink.
     }
-    if (st.isSymbolicLink()) throw new Failure('path_invalid', false, 'workspace path contains a symbolic link');
+    if (st.isSymbolicLink()) throw new WorkspaceFailure('path_invalid', false, 'workspace path contains a symbolic link');
   }
-  if (!isInside(realRoot, current)) throw new Failure('path_invalid', false, 'workspace path escapes the root');
+  if (!isInside(realRoot, current)) throw new WorkspaceFailure('path_invalid', false, 'workspace path escapes the root');
 }
 
 // In-process serialisation per workspace path (the scheduler's repo lease is the real guard).
@@ -144,12 +127,7 @@ export async function prepareWorkspace(input: PrepareWorkspaceInput): Promise<Pr
   try {
     return await serialised(workspace, () => prepare(input, workspace));
   } catch (error) {
-    if (error instanceof Failure) {
-      return { ok: false, code: error.code, retryable: error.retryable, message: error.message, path: workspace };
-    }
-    const message = error instanceof Error ? error.message : String(error);
-    const redacted = input.token ? message.split(input.token).join('[REDACTED]') : message;
-    return { ok: false, code: 'git_failed', retryable: false, message: redacted, path: workspace };
+    return failureResult(error, input.token, workspace);
   }
 }
 
@@ -157,17 +135,17 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
   checkCloneUrl(input.cloneUrl);
   if (input.context.kind === 'pull_request') {
     const n = input.context.number;
-    if (!Number.isSafeInteger(n) || n <= 0) throw new Failure('git_failed', false, 'pull request number is invalid');
+    if (!Number.isSafeInteger(n) || n <= 0) throw new WorkspaceFailure('git_failed', false, 'pull request number is invalid');
   }
   if (input.defaultBranch !== undefined && !isSafeBranchName(input.defaultBranch)) {
-    throw new Failure('git_failed', false, 'default branch name is not acceptable');
+    throw new WorkspaceFailure('git_failed', false, 'default branch name is not acceptable');
   }
   const deadline = Date.now() + (input.timeoutMs ?? DEFAULT_WORKSPACE_TIMEOUT_MS);
   const now = input.now ?? (() => new Date());
 
   const remaining = (): number => {
     const left = deadline - Date.now();
-    if (left <= 0) throw new Failure('timeout', true, 'workspace preparation ran out of time');
+    if (left <= 0) throw new WorkspaceFailure('timeout', true, 'workspace preparation ran out of time');
     return left;
   };
   const local = (args: string[], cwd = workspace): Promise<GitResult> =>
@@ -183,10 +161,7 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
     });
   const must = async (args: string[], result: Promise<GitResult>): Promise<GitResult> => {
     const r = await result;
-    if (!r.ok) {
-      const { code, retryable } = classifyGitFailure(r);
-      throw new Failure(code, retryable, describeFailure(args, r));
-    }
+    if (!r.ok) throw gitFailure(args, r);
     return r;
   };
 
@@ -197,20 +172,17 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
   const existing = await lstat(workspace).catch(() => undefined);
   const gitDir = path.join(workspace, '.git');
   if (existing && !existing.isDirectory()) {
-    throw new Failure('workspace_dirty', false, 'something other than a directory is at the workspace path; left untouched');
+    throw new WorkspaceFailure('workspace_dirty', false, 'something other than a directory is at the workspace path; left untouched');
   }
   const hasGit = existing !== undefined && existsSync(gitDir);
   if (hasGit) {
     const gitStat = await lstat(gitDir);
     if (!gitStat.isDirectory()) {
-      throw new Failure('workspace_dirty', false, '.git is not a directory (a worktree or gitdir link); left untouched');
+      throw new WorkspaceFailure('workspace_dirty', false, '.git is not a directory (a worktree or gitdir link); left untouched');
     }
     const inspection = await inspectWorkspace(workspace, { timeoutMs: remaining(), logger: input.logger });
-    if (inspection.state === 'dirty') throw new Failure('workspace_dirty', false, inspection.reason);
-    if (inspection.state === 'error') {
-      const { code, retryable } = classifyGitFailure(inspection.result);
-      throw new Failure(code, retryable, describeFailure(inspection.args, inspection.result));
-    }
+    if (inspection.state === 'dirty') throw new WorkspaceFailure('workspace_dirty', false, inspection.reason);
+    if (inspection.state === 'error') throw gitFailure(inspection.args, inspection.result);
     // The remote URL is ours to keep right (token-free); an agent may have changed it.
     const current = await local(['remote', 'get-url', 'origin']);
     if (!current.ok) {
@@ -225,7 +197,7 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
     if (existing) {
       const entries = await readdir(workspace);
       if (entries.length > 0) {
-        throw new Failure('workspace_dirty', false, 'workspace directory is not empty and not a git repository; left untouched');
+        throw new WorkspaceFailure('workspace_dirty', false, 'workspace directory is not empty and not a git repository; left untouched');
       }
     }
     await cloneInto(input, workspace, remaining, must);
@@ -241,20 +213,14 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
     const tracking = `refs/remotes/origin/pr/${n}`;
     const args = ['fetch', '--quiet', 'origin', `+refs/pull/${n}/head:${tracking}`];
     const r = await remote(args);
-    if (!r.ok) {
-      if (!r.timedOut && /couldn't find remote ref/i.test(r.stderr)) {
-        throw new Failure('git_failed', false, `pull request #${n} has no refs/pull/${n}/head on origin`);
-      }
-      const { code, retryable } = classifyGitFailure(r);
-      throw new Failure(code, retryable, describeFailure(args, r));
-    }
+    if (!r.ok) throw pullFetchFailure(n, args, r);
     branch = `pr-${n}`;
     startPoint = tracking;
   } else {
     branch = defaultBranch;
     startPoint = `refs/remotes/origin/${defaultBranch}`;
     const exists = await local(['rev-parse', '--verify', '--quiet', `${startPoint}^{commit}`]);
-    if (!exists.ok) throw new Failure('git_failed', false, `default branch '${defaultBranch}' does not exist on origin`);
+    if (!exists.ok) throw new WorkspaceFailure('git_failed', false, `default branch '${defaultBranch}' does not exist on origin`);
   }
 
   // The tree was checked clean above (or is a fresh clone), so a plain checkout overwrites nothing
@@ -263,10 +229,9 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
   const co = await local(checkoutArgs);
   if (!co.ok) {
     if (/would be overwritten|untracked working tree files/i.test(co.stderr)) {
-      throw new Failure('workspace_dirty', false, describeFailure(checkoutArgs, co));
+      throw new WorkspaceFailure('workspace_dirty', false, describeFailure(checkoutArgs, co));
     }
-    const { code, retryable } = classifyGitFailure(co);
-    throw new Failure(code, retryable, describeFailure(checkoutArgs, co));
+    throw gitFailure(checkoutArgs, co);
   }
   const head = (await must(['rev-parse'], local(['rev-parse', '--verify', 'HEAD^{commit}']))).stdout.trim();
   return { ok: true, path: workspace, head, branch, defaultBranch, action, lastFetchAt };
@@ -299,7 +264,7 @@ async function cloneInto(
       }),
     );
     if (existsSync(workspace) && (await readdir(workspace)).length > 0) {
-      throw new Failure('workspace_dirty', false, 'workspace path was filled while cloning; left untouched');
+      throw new WorkspaceFailure('workspace_dirty', false, 'workspace path was filled while cloning; left untouched');
     }
     if (existsSync(workspace)) await rmdir(workspace); // empty, checked just above
     await rename(temp, workspace);
@@ -324,7 +289,7 @@ async function originHead(
     name = await read();
   }
   if (name === undefined || !isSafeBranchName(name)) {
-    throw new Failure('git_failed', false, 'cannot tell the default branch of origin');
+    throw new WorkspaceFailure('git_failed', false, 'cannot tell the default branch of origin');
   }
   return name;
 }

@@ -135,6 +135,7 @@ describe('visualizer', () => {
 
     await page.goto(`${h.url}/visualizer`);
     await page.waitForSelector('#chart svg[data-machine]');
+    await page.waitForSelector('#live[data-status="live"]');
     const machineButtons = await page.$$eval('.machines button', (bs) => bs.map((b) => b.getAttribute('data-machine')));
     expect(machineButtons).toEqual(expect.arrayContaining(['task', 'repoLock', 'session', 'replyVerifier']));
 

@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 describe('production build', () => {
-  it('compiles, and the compiled service starts and answers /healthz, the admin page and the API', async () => {
+  it('compiles, and the compiled service starts and answers /healthz, the admin page, the visualizer and the API', async () => {
     const buildEnv = { ...process.env, CCWEB_BUILD_DIR: BUILD_DIR };
     const script = join(repoRoot, 'scripts', 'build-copy-assets.mjs');
     execFileSync(process.execPath, [script, '--clean'], { cwd: repoRoot, env: buildEnv });
@@ -44,5 +44,14 @@ describe('production build', () => {
     const overview = await fetch(`${proc.url}/api/gitea-workflow/overview`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
     expect(overview.status).toBe(200);
     expect(await overview.json()).toMatchObject({ queued: 0, archivedTasks: 0 });
+    // The visualizer: its page (copied asset) and the statecharts with their layouts (visualizer/graph/,
+    // compiled beside src/ because the API imports it).
+    const visualizer = await fetch(`${proc.url}/visualizer`);
+    expect([visualizer.status, (await visualizer.text()).toLowerCase()]).toEqual([200, expect.stringContaining('<html')]);
+    const machines = await fetch(`${proc.url}/api/gitea-workflow/machines`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
+    expect(machines.status).toBe(200);
+    const task = ((await machines.json()) as { machines: Array<{ id: string; layout: { nodes: unknown[]; edges: unknown[] } }> }).machines.find((m) => m.id === 'task');
+    expect(task?.layout.nodes.length).toBeGreaterThan(10);
+    expect(task?.layout.edges.length).toBeGreaterThan(10);
   }, 120_000);
 });

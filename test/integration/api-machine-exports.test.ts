@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AnyStateMachine } from 'xstate';
-import { machineGraph } from '../../src/api/machine-graph.js';
-import { allMachines, exportName } from '../../src/api/machine-registry.js';
+import { machineGraph } from '../../visualizer/graph/machine-graph.js';
+import { allMachines, exportName } from '../../visualizer/graph/machine-registry.js';
 import { buildExports, writeExports } from '../../visualizer/export-machines.js';
 
 const edgeKey = (e: { source: string; target: string | null; event: string; guard: string | null }) =>
@@ -14,15 +14,15 @@ const edgeKey = (e: { source: string; target: string | null; event: string; guar
 describe('machine exports (npm run visualize)', () => {
   const machines = allMachines();
 
-  it('covers every machine machines/index.ts exports', () => {
+  it('covers every machine machines/index.ts exports', async () => {
     expect(machines.map((m) => m.id)).toEqual(expect.arrayContaining(['task', 'repoLock', 'session', 'replyVerifier']));
-    expect(buildExports().map((e) => e.machineId)).toEqual(machines.map((m) => m.id));
+    expect((await buildExports()).map((e) => e.machineId)).toEqual(machines.map((m) => m.id));
   });
 
   it('writes <machine>.{stately.ts,mmd,svg}; the Stately code re-creates the same statechart', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ccweb-viz-'));
     try {
-      writeExports(dir);
+      await writeExports(dir);
       const files = readdirSync(dir).sort();
       for (const m of machines) {
         for (const ext of ['stately.ts', 'mmd', 'svg']) expect(files).toContain(`${exportName(m.id)}.${ext}`);
@@ -42,8 +42,8 @@ describe('machine exports (npm run visualize)', () => {
     }
   });
 
-  it('the Mermaid diagram has every state and every transition; the SVG every state', () => {
-    for (const e of buildExports()) {
+  it('the Mermaid diagram has every state and every transition; the SVG every state', async () => {
+    for (const e of await buildExports()) {
       const graph = machineGraph(machines.find((m) => m.id === e.machineId)!);
       expect(e.mermaid.startsWith('---\n')).toBe(true);
       expect(e.mermaid).toContain('stateDiagram-v2');
@@ -59,9 +59,9 @@ describe('machine exports (npm run visualize)', () => {
     }
   });
 
-  it('the committed exports in visualizer/exports are up to date (run `npm run visualize` after changing a machine)', () => {
+  it('the committed exports in visualizer/exports are up to date (run `npm run visualize` after changing a machine)', async () => {
     const dir = join(import.meta.dirname, '../../visualizer/exports');
-    for (const e of buildExports()) {
+    for (const e of await buildExports()) {
       for (const [ext, text] of [['stately.ts', e.stately], ['mmd', e.mermaid], ['svg', e.svg]] as const) {
         const file = join(dir, `${e.name}.${ext}`);
         expect(readFileSync(file, 'utf8'), `${file} is stale: run npm run visualize`).toBe(text);

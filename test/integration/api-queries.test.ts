@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { CommentRecord, DeliveryRecord } from '../../src/domain/records.js';
-import { allMachines } from '../../src/api/machine-registry.js';
-import { machineGraph } from '../../src/api/machine-graph.js';
+import { allMachines } from '../../visualizer/graph/machine-registry.js';
+import { machineGraph } from '../../visualizer/graph/machine-graph.js';
 import { taskMachine, TASK_STATES } from '../../machines/task-lifecycle.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';

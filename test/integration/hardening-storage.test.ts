@@ -20,7 +20,7 @@ import { API_PREFIX } from '../../src/api/control-router.js';
 import { ADMIN_TOKEN, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
 import { mutatedDelivery } from '../support/webhook-fixtures.js';
-import { createTestRuntime } from '../support/test-runtime.js';
+import { storeForTest } from '../support/test-runtime.js';
 
 function dirBytes(dir: string): number {
   let total = 0;
@@ -110,7 +110,7 @@ describe('10,000 bad-signature requests grow the data directory by a bounded amo
   });
 
   it('the counts add up, records expire with the retention setting, and many sources share one overflow record', async () => {
-    const { store, close } = await createTestRuntime([]);
+    const store = await storeForTest();
     let clock = Date.parse('2026-12-01T00:00:00Z');
     const sink = createSecurityEvents({ store, windowMs: 600_000, maxSources: 5, retentionMs: 2 * DAY_MS, now: () => clock });
     for (let i = 0; i < 1000; i++) {
@@ -126,7 +126,6 @@ describe('10,000 bad-signature requests grow the data directory by a bounded amo
     expect((await sweepRetention(store, { deliveryRetentionMs: DAY_MS, taskRetentionMs: null }, { now: () => clock + 3 * DAY_MS })).securityEvents).toBe(6);
     expect(store.list(SECURITY_EVENTS)).toEqual([]);
     await sink.close();
-    await close();
   });
 });
 
@@ -156,7 +155,7 @@ describe('failed admin authentications are limited per client and counted (findi
   });
 
   it('failed admin authentications reach the security events (service wiring)', async () => {
-    const { store, close } = await createTestRuntime([]);
+    const store = await storeForTest();
     const sink = createSecurityEvents({ store });
     const { authFailureGuard } = await import('../../src/api/auth-failure-guard.js');
     const guard = authFailureGuard({ prefixes: [API_PREFIX], securityEvents: sink, maxFailures: 3 });
@@ -167,7 +166,6 @@ describe('failed admin authentications are limited per client and counted (findi
     const [record] = store.list<SecurityEventRecord>(SECURITY_EVENTS);
     expect(record).toMatchObject({ kind: 'admin_unauthorized', source: '10.1.1.1', count: 3 });
     await sink.close();
-    await close();
   });
 });
 

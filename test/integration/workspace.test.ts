@@ -11,6 +11,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { prepareResourceWorktree, type ResourceWorktreeInput } from '../../src/workspace/resource-worktree.js';
 import type { GitLogEntry } from '../../src/workspace/run-git.js';
 import {
   prepareWorkspace,
@@ -130,7 +131,7 @@ describe('workspace manager over smart HTTP', () => {
     expect(await readFile(path.join(workspace(), 'fork.txt'), 'utf8')).toBe('from a fork\n');
     // A PR that does not exist is a non-retryable git failure.
     const missing = await prepare({ context: { kind: 'pull_request', number: 999 } });
-    expect(missing).toMatchObject({ ok: false, code: 'git_failed', retryable: false });
+    expect(missing).toMatchObject({ ok: false, code: 'git_failed', retryable: false, message: 'pull request #999 has no refs/pull/999/head on origin' });
   });
 
   it('returns to the default branch fresh from origin for an issue', async () => {
@@ -349,5 +350,57 @@ describe('workspace manager over smart HTTP', () => {
       expect(new URL(remoteUrl).username).toBe('');
       expect(new URL(remoteUrl).password).toBe('');
     }
+  });
+});
+
+// One worktree per resource over the shared clone (resource-worktree.ts), in a root of its own so the
+// cases above keep theirs.
+describe('resource worktree over smart HTTP', () => {
+  const wtRoot = (): string => path.join(tmp, 'ws-worktrees');
+  const worktree = (input: Partial<ResourceWorktreeInput> = {}) =>
+    prepareResourceWorktree({
+      root: wtRoot(),
+      owner: 'acme',
+      repo: 'widget',
+      cloneUrl: server.cloneUrl('acme', 'widget'),
+      token: TOKEN,
+      resource: { kind: 'issue', number: 4 },
+      issueBranch: 'ccweb/issue-4',
+      timeoutMs: 30_000,
+      logger: (entry) => logs.push(entry),
+      ...input,
+    });
+
+  it("an issue's worktree: its own branch from the default branch, beside the shared clone", async () => {
+    const r = await worktree();
+    if (!r.ok) throw new Error(`expected success, got ${r.code}: ${r.message}`);
+    expect(r.path).toBe(path.join(wtRoot(), 'default', '.worktrees', 'acme', 'widget', 'issue-4'));
+    expect(r.repoPath).toBe(path.join(wtRoot(), 'default', 'acme', 'widget'));
+    expect(r.branch).toBe('ccweb/issue-4');
+    expect(r.upstream).toBe('refs/remotes/origin/main');
+    expect(r.head).toBe(mainHead);
+    expect(await git(r.path, 'symbolic-ref', '--short', 'HEAD')).toBe('ccweb/issue-4');
+  });
+
+  it('a pull request without refs/pull/N/head: git_failed, not retryable, said so', async () => {
+    const r = await worktree({ resource: { kind: 'pull_request', number: 998 } });
+    expect(r).toEqual({
+      ok: false,
+      code: 'git_failed',
+      retryable: false,
+      message: 'pull request #998 has no refs/pull/998/head on origin',
+      path: path.join(wtRoot(), 'default', '.worktrees', 'acme', 'widget', 'pr-998'),
+    });
+  });
+
+  it("uncommitted changes are the resource's own problem (ownResource), kept, and a returning task continues on them", async () => {
+    const wt = path.join(wtRoot(), 'default', '.worktrees', 'acme', 'widget', 'issue-4');
+    await writeFile(path.join(wt, 'notes.txt'), 'half done\n');
+    const refused = await worktree();
+    expect(refused).toMatchObject({ ok: false, code: 'workspace_dirty', retryable: false, ownResource: true, path: wt });
+    expect(await readFile(path.join(wt, 'notes.txt'), 'utf8')).toBe('half done\n');
+    const resumed = await worktree({ continueDirty: true });
+    expect(resumed).toMatchObject({ ok: true, path: wt });
+    expect(await readFile(path.join(wt, 'notes.txt'), 'utf8')).toBe('half done\n');
   });
 });

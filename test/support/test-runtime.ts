@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import { STORE_INDEXES } from '../../src/domain/records.js';
 import { ActorRuntime, type ActorKind } from '../../src/runtime/actor-runtime.js';
 import { createStore } from '../../src/store/index.js';
@@ -28,4 +29,11 @@ export async function createTestRuntime(kinds: ActorKind[], dir = mkdtempSync(jo
       if (remove) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A real, empty store for one test: closed, and its folder removed, when the test ends (passed or failed). */
+export async function storeForTest(): Promise<Store> {
+  const rt = await createTestRuntime([]);
+  onTestFinished(() => rt.close());
+  return rt.store;
 }

@@ -64,7 +64,7 @@ describe('--version', () => {
 
 describe('demo options', () => {
   it('ports from flags, else CCWEB_PORT / DEMO_GITEA_PORT / DEMO_MODEL_PORT, else free ones; bad values are usage errors', async () => {
-    const { parseDemoArgs } = await import('../../src/cli/demo.js');
+    const { parseDemoArgs } = await import('../../src/cli/demo-args.js');
     expect(parseDemoArgs([], {})).toEqual({ once: false, port: 0, giteaPort: 0, modelPort: 0 });
     expect(parseDemoArgs(['--once', '--gitea-port', '3000'], { CCWEB_PORT: '8080', DEMO_GITEA_PORT: '4000', DEMO_MODEL_PORT: '5000' })).toEqual({
       once: true,

@@ -1,20 +1,8 @@
 // The provider rate-limit hold on a real store: what starts a hold, how long, sparse updates, and
 // that a restart (a new instance over the same store) keeps it.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createProviderHold, isProviderLimitError } from '../../src/usage/provider-hold.js';
-import { createTestRuntime } from '../support/test-runtime.js';
-
-let close: (() => Promise<void>) | null = null;
-afterEach(async () => {
-  await close?.();
-  close = null;
-});
-
-async function store() {
-  const rt = await createTestRuntime([]);
-  close = () => rt.close();
-  return rt.store;
-}
+import { storeForTest } from '../support/test-runtime.js';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 
@@ -29,7 +17,7 @@ describe('provider hold', () => {
   });
 
   it('an exhausted window holds until its reset; a sparse update keeps the other window; a restart keeps the hold', async () => {
-    const s = await store();
+    const s = await storeForTest();
     let now = T0;
     const hold = createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
     hold.observeRateLimits({ rateLimits: { primary: { usedPercent: 40, windowDurationMins: 300, resetsAt: T0 / 1000 + 600 }, secondary: { usedPercent: 10, windowDurationMins: 10080, resetsAt: null } } });
@@ -50,7 +38,7 @@ describe('provider hold', () => {
   });
 
   it('a refusal without a known reset holds for the backoff; a later one extends it, an earlier end never shortens it', async () => {
-    const s = await store();
+    const s = await storeForTest();
     let now = T0;
     const hold = createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
     let woken = 0;

@@ -1,23 +1,11 @@
 // Daily quotas, per-repository overrides and the words users read (issue 18), on a real store.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { blockedNoticeText, budgetNoticeText, refusalReceiptText, resumedNoticeText } from '../../src/receipts/limit-texts.js';
 import { configuredLimits, effectiveLimits } from '../../src/usage/limits.js';
 import { createQuotaCheck } from '../../src/usage/quota-check.js';
 import { dayKey, diffSize, emptyDay, limitsKey, nextUtcDay, utcDay, type RepoLimitsRecord } from '../../src/usage/usage-records.js';
 import { usageReport } from '../../src/usage/usage-report.js';
-import { createTestRuntime } from '../support/test-runtime.js';
-
-let close: (() => Promise<void>) | null = null;
-afterEach(async () => {
-  await close?.();
-  close = null;
-});
-
-async function store() {
-  const rt = await createTestRuntime([]);
-  close = () => rt.close();
-  return rt.store;
-}
+import { storeForTest } from '../support/test-runtime.js';
 
 const REPO = 'default:acme/widget';
 const who = { repoKey: REPO, login: 'alice' };
@@ -25,7 +13,7 @@ const at = new Date('2026-12-01T22:15:00Z');
 
 describe('daily quotas', () => {
   it('tasks per user per day: the (n+1)th task of the UTC day is refused until the next midnight', async () => {
-    const s = await store();
+    const s = await storeForTest();
     const quota = createQuotaCheck({ limits: { userTasksPerDay: 2 } });
     for (let i = 0; i < 2; i++) {
       expect(quota.check(s, who, at)).toBeNull();
@@ -38,7 +26,7 @@ describe('daily quotas', () => {
   });
 
   it('tokens per repository per day; an operator override lifts it for one repository', async () => {
-    const s = await store();
+    const s = await storeForTest();
     const quota = createQuotaCheck({ limits: configuredLimits({ limitRepoTokensPerDay: 1000 }) });
     await s.transact((tx) => tx.put('usage', dayKey(utcDay(at), 'repo', REPO), { ...emptyDay(utcDay(at), 'repo', REPO, at), totalTokens: 1000 }));
     expect(quota.check(s, who, at)).toMatchObject({ code: 'quota_repo_tokens_per_day', limit: 1000, used: 1000 });
@@ -50,7 +38,7 @@ describe('daily quotas', () => {
   });
 
   it('refusals are counted and reported; the report sums the last days per repository and user', async () => {
-    const s = await store();
+    const s = await storeForTest();
     const quota = createQuotaCheck({ limits: {} });
     await s.transact((tx) => {
       quota.countAccepted(tx, who, at);

@@ -2,7 +2,7 @@
 // service serializes from the machines themselves (GET /machines), with a live actor's current
 // state and its path so far (its `<kind>.transition` audit events) highlighted, updated over SSE.
 // Selection lives in the hash (`#actor=task:<id>` or `#machine=<id>`) so views can be linked.
-import { api, el, liveEvents, loginForm, time, token } from '/admin/operator-client.js';
+import { api, el, liveEvents, loginForm, oneAtATime, time, token } from '/admin/operator-client.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const main = document.getElementById('main');
@@ -31,15 +31,7 @@ window.addEventListener('resize', () => {
   }, 100);
 });
 
-let starting = null;
-
-/** One start at a time: a burst of 401s must not open two live streams. */
-function start() {
-  starting ??= doStart().finally(() => {
-    starting = null;
-  });
-  return starting;
-}
+const start = oneAtATime(doStart);
 
 let stopLive = null;
 
@@ -47,21 +39,14 @@ async function doStart() {
   stopLive?.();
   if (!token()) await loginForm(main, 'ccweb-gitea · state visualizer');
   machines = (await api('/machines')).machines;
-  stopLive = liveEvents(
-    {
-      transition: (t) => {
-        if (t.actorId === selected.actorId || t.kind === selected.kind) {
-          clearTimeout(refreshTimer);
-          refreshTimer = setTimeout(() => fromHash().then(draw), 120);
-        }
-      },
+  stopLive = liveEvents({
+    transition: (t) => {
+      if (t.actorId === selected.actorId || t.kind === selected.kind) {
+        clearTimeout(refreshTimer);
+        refreshTimer = setTimeout(() => fromHash().then(draw), 120);
+      }
     },
-    (s) => {
-      const live = document.getElementById('live');
-      live.textContent = s;
-      live.dataset.status = s;
-    },
-  );
+  });
   await fromHash();
   draw();
 }

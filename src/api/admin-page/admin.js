@@ -1,6 +1,6 @@
 // The admin page: overview, task list with filters, task timeline, and the operator controls.
 // Routing by location.hash: `#/` (tasks) and `#/tasks/<taskId>`.
-import { api, ApiError, el, link, liveEvents, loginForm, newRequestId, operator, signOut, time, token } from './operator-client.js';
+import { api, ApiError, el, link, liveEvents, loginForm, newRequestId, oneAtATime, operator, signOut, time, token } from './operator-client.js';
 import { renderUsagePanel, taskUsageSection } from './usage-panel.js';
 
 const TASK_STATES = [
@@ -24,31 +24,17 @@ let refreshTimer = null;
 window.addEventListener('ccweb:unauthorized', () => start());
 window.addEventListener('hashchange', () => render());
 
-let starting = null;
-
-/** One start at a time: a burst of 401s (page data and the live stream) must not start twice. */
-function start() {
-  starting ??= doStart().finally(() => {
-    starting = null;
-  });
-  return starting;
-}
+const start = oneAtATime(doStart);
 
 async function doStart() {
   stopLive?.();
   if (!token()) await loginForm(main, 'ccweb-gitea · operators');
-  stopLive = liveEvents(
-    {
-      transition: (t) => {
-        if (t.kind === 'task') scheduleRefresh(t.taskId);
-      },
-      control: () => scheduleRefresh(null),
+  stopLive = liveEvents({
+    transition: (t) => {
+      if (t.kind === 'task') scheduleRefresh(t.taskId);
     },
-    (s) => {
-      document.getElementById('live').textContent = s;
-      document.getElementById('live').dataset.status = s;
-    },
-  );
+    control: () => scheduleRefresh(null),
+  });
   render();
 }
 

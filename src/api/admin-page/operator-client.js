@@ -65,11 +65,34 @@ export function newRequestId() {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
+/** The header's live indicator (`#live`, both pages): its text and, through data-status, its colour. */
+export function showLiveStatus(status) {
+  const live = document.getElementById('live');
+  if (!live) return;
+  live.textContent = status;
+  live.dataset.status = status;
+}
+
+/**
+ * `fn` one run at a time: a call while it runs gets the running promise. A page's start is run so,
+ * because a burst of 401s (page data and the live stream) must not sign in or open a stream twice.
+ */
+export function oneAtATime(fn) {
+  let running = null;
+  return () => {
+    running ??= fn().finally(() => {
+      running = null;
+    });
+    return running;
+  };
+}
+
 /**
  * Live events. EventSource cannot send headers, so each (re)connection first fetches a one-time
- * ticket with the token; the token itself never appears in a URL.
+ * ticket with the token; the token itself never appears in a URL. `onStatus` gets live /
+ * reconnecting / offline; by default the header's indicator shows it.
  */
-export function liveEvents(handlers, onStatus = () => {}) {
+export function liveEvents(handlers, onStatus = showLiveStatus) {
   let source = null;
   let stopped = false;
   let retry = 1000;

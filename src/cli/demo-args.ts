@@ -1,0 +1,48 @@
+// The demo's options (`npm run demo -- ...`, `ccweb-gitea demo ...`), apart from demo.ts so the CLI can
+// check them and answer `--help` without loading the sandbox that demo.ts imports from test support.
+import { parseArgs } from 'node:util';
+import { UsageError } from './usage-error.js';
+
+export interface DemoOptions {
+  once: boolean;
+  /** The service's port (0: a free one). */
+  port: number;
+  giteaPort: number;
+  modelPort: number;
+}
+
+/** Where each port comes from: the flag, else its environment variable, else a free port. */
+export const PORTS = [
+  { key: 'port', flag: '--port', env: 'CCWEB_PORT', what: 'the service' },
+  { key: 'giteaPort', flag: '--gitea-port', env: 'DEMO_GITEA_PORT', what: 'the sandbox Gitea' },
+  { key: 'modelPort', flag: '--model-port', env: 'DEMO_MODEL_PORT', what: 'the scripted model' },
+] as const;
+
+// `ccweb-gitea demo` (src/cli/index.ts) checks and documents the same options.
+export const DEMO_ARG_OPTIONS = {
+  once: { type: 'boolean' },
+  port: { type: 'string' },
+  'gitea-port': { type: 'string' },
+  'model-port': { type: 'string' },
+} as const;
+
+export function parseDemoArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>): DemoOptions {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: [...args], options: DEMO_ARG_OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    throw new UsageError(`demo: ${(err as Error).message}`);
+  }
+  const options: DemoOptions = { once: values['once'] === true, port: 0, giteaPort: 0, modelPort: 0 };
+  for (const p of PORTS) {
+    const fromFlag = values[p.flag.slice(2)];
+    const raw = typeof fromFlag === 'string' ? fromFlag : env[p.env];
+    if (raw === undefined || raw.trim() === '') continue;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || n > 65535) {
+      throw new UsageError(`demo: ${typeof fromFlag === 'string' ? p.flag : p.env} must be a port number from 0 to 65535 (0 picks a free one), got "${raw}"`);
+    }
+    options[p.key] = n;
+  }
+  return options;
+}

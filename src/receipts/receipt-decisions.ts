@@ -1,0 +1,74 @@
+/**
+ * The receipt outbox's decisions (spec §5.2.5, §6.4) — pure, no I/O: which body a row posts, which
+ * failure receipt a task gets, what a task transition asks of the outbox, and which row waits.
+ */
+import type { AuditEvent } from '../store/types.js';
+import type { CommentRecord, TaskRecord } from '../domain/records.js';
+import type { TransitionNotice } from '../runtime/actor-runtime.js';
+import { TASK_KIND } from '../tasks/task-actor.js';
+import type { Locale } from '../messages/catalogue.js';
+import { isBudgetCode } from '../usage/usage-accounting.js';
+import {
+  failureReceiptText,
+  isFailureReceiptState,
+  NOT_PUBLISHED_NOTICE_STATE,
+  notPublishedReceiptText,
+  receivedReceiptText,
+} from './receipt-text.js';
+import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
+
+/** The `<state>` of a receipt row's key `<taskId>:status:<state>`. */
+export function receiptStateOf(rec: Pick<CommentRecord, 'commentKey' | 'taskId'>): string {
+  return rec.commentKey.slice(`${rec.taskId}:status:`.length);
+}
+
+/** The comment a receipt row posts: the text its state calls for, ending with the row's marker. */
+export function receiptBody(task: TaskRecord, rec: CommentRecord, locale: Locale): string {
+  const state = receiptStateOf(rec);
+  const text = isFailureReceiptState(state)
+    ? failureReceiptText(task, state, locale)
+    : state === 'refused' && rec['quota']
+      ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
+      : state === NOT_PUBLISHED_NOTICE_STATE
+        ? notPublishedReceiptText(task, locale)
+        : receivedReceiptText(task, locale);
+  return `${text}\n\n${rec.marker}`;
+}
+
+/**
+ * Whether a task that reached a failure state gets a failure receipt of its own. A task stopped by
+ * one of its own limits is told by an edit of its receipt (receipt-notice.ts): one comment per task.
+ */
+export function getsFailureReceipt(task: Pick<TaskRecord, 'errorCode'>, state: string): boolean {
+  return !(state === 'failed' && isBudgetCode(task.errorCode));
+}
+
+/** A failure receipt waits for the same task's `received` receipt, so they appear in order. */
+export function waitsForReceived(rec: Pick<CommentRecord, 'commentKey' | 'taskId'>, received: Pick<CommentRecord, 'status'> | undefined): boolean {
+  if (receiptStateOf(rec) === 'received') return false;
+  return received?.status === 'pending';
+}
+
+/** An earlier attempt wrote its intent: it may have landed, so look on Gitea before posting again. */
+export function triedBefore(events: readonly Pick<AuditEvent, 'action' | 'metadata'>[], commentKey: string): boolean {
+  return events.some((a) => a.action === 'receipt.send_intent' && a.metadata?.['commentKey'] === commentKey);
+}
+
+export interface TransitionReaction {
+  /** Ask for a pass over pending rows. */
+  kick: boolean;
+  /** A failure receipt to ensure (then kick) for this task and state. */
+  failureReceipt?: { taskId: string; state: string };
+}
+
+/** What a task transition asks of the outbox. */
+export function reactionTo(n: Pick<TransitionNotice, 'kind' | 'fromState' | 'toState' | 'taskId' | 'context'>): TransitionReaction {
+  if (n.kind !== TASK_KIND) return { kick: false };
+  if (n.toState === 'queued') return { kick: true };
+  // Out of publishing: a notice the publisher may have queued (delivery off); a failure is handled below.
+  const kick = n.fromState === 'publishing';
+  if (!isFailureReceiptState(n.toState)) return { kick };
+  const taskId = (n.context as { taskId?: string } | null)?.taskId ?? n.taskId;
+  if (!taskId) return { kick };
+  return { kick, failureReceipt: { taskId, state: n.toState } };
+}
