@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CHECKPOINT_FILE, listSegments, parseSegment } from '../store/journal-files.mjs';
+import { expandDerived } from '../store/derived/index.mjs';
 import type { AuditEvent } from '../store/types.js';
 
 export interface AuditFilter {
@@ -56,7 +57,11 @@ async function readOnce(dir: string, filter: AuditFilter, emit: (e: AuditEvent) 
     const parsed = parseSegment(await readFile(file, 'utf8'), file, { allowTornTail: i === segments.length - 1 });
     for (const entry of parsed.entries) {
       if (entry.seq <= checkpointSeq) continue;
-      for (const op of entry.ops as unknown[][]) if (op[0] === 'a') out(op[1] as AuditEvent);
+      for (const op of entry.ops as unknown[][]) {
+        if (op[0] === 'a') out(op[1] as AuditEvent);
+        // A derived record (intake's accepted comment) stands for audit events of its own.
+        else if (op[0] === 'x') for (const d of expandDerived(op[1] as string, op[2])) if (d[0] === 'a') out(d[1]);
+      }
     }
   }
   return count;

@@ -11,54 +11,32 @@
 // resolves when its journal line is on disk, and a repeat is answered after an audit write, which
 // the journal orders after everything it is answering about.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
-import type { TaskRecord } from '../domain/records.js';
-import { pendingReceiptRecord } from '../receipts/receipt-record.js';
-import type { DeliveryRecord, CommentTriggerRecord, RepositoryRecord } from '../domain/records.js';
+import type { RepositoryRecord } from '../domain/records.js';
+import { workspacePathFor } from '../domain/workspace-path.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import { StoreError, type AuditEventInput, type CollectionName, type Store, type StoredRecord, type Tx } from '../store/types.js';
-import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
+import { StoreError, type Store } from '../store/types.js';
+import { taskActorId } from '../tasks/task-actor.js';
+import type { QuotaPort } from '../usage/quota-check.js';
 import { authorizeActor, type AuthorizeResult, type RepoPermission } from '../webhook/authorize-actor.js';
 import { classifyComment, classifyEvent } from '../webhook/classify.js';
 import { getHeader, type WebhookHeaders } from '../webhook/headers.js';
-import {
-  INSTANCE_ID,
-  commentTriggerKey,
-  isValidDeliveryId,
-  normalizeComment,
-  taskIdFor,
-  type NormalizedComment,
-} from '../webhook/normalize-comment.js';
-import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { INSTANCE_ID, commentTriggerKey, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
-import { workspacePathFor } from '../domain/workspace-path.js';
-import {
-  DEFAULT_DELIVERY_RETENTION_MS,
-  deliveryRecord,
-  payloadHash,
-  repositoryRecord,
-  sessionRecord,
-  taskRecord,
-  triggerRecord,
-} from './intake-records.js';
+import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
   INVALID_PAYLOAD,
-  REPOSITORY_DISABLED,
   STORE_UNAVAILABLE,
   UNAUTHORIZED,
   UNSUPPORTED_MEDIA_TYPE,
-  accepted,
-  duplicate,
-  ignored,
-  rejected,
-  repeatOf,
-  stopped,
   type IntakeResponse,
 } from './intake-response.js';
-import { sendStops, stopTargets, type StopTarget } from './stop-tasks.js';
+import type { Outcome, Plan, Subject } from './intake-types.js';
 import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
-import { followUpWithTextStoredOnce, taskWithTextStoredOnce } from '../tasks/task-texts.js';
-import type { QuotaPort } from '../usage/quota-check.js';
+import { sendStops } from './stop-tasks.js';
+import { withTimeout } from './with-timeout.js';
+import { writeOutcome, type WriteContext } from './write-outcome.js';
 
 export interface IntakeLogger {
   warn(obj: Record<string, unknown>, msg?: string): void;
@@ -100,6 +78,12 @@ export interface IntakeOptions {
   /** After a stop was recorded and its events sent. */
   onStop?: (taskIds: string[]) => void;
   logger?: IntakeLogger;
+  /**
+   * `compact` (default): an accepted comment is journalled as one compact record the store derives
+   * the task's records from (write-outcome.ts). `records`: each record written on its own (the
+   * generic path; kept for what the compact format does not cover and for comparing the two).
+   */
+  writeModel?: 'compact' | 'records';
 }
 
 export interface IntakeRequest {
@@ -119,58 +103,26 @@ export interface Intake {
   close(): Promise<void>;
 }
 
-/** What the final transaction should write when no uniqueness rule or disabled repository intervenes. */
-type Plan =
-  | { kind: 'ignored'; reason: string }
-  | { kind: 'accept' }
-  | { kind: 'reject'; reason: string }
-  | { kind: 'stop' }
-  /** Write only if a check hits (used before authorisation); otherwise write nothing. */
-  | { kind: 'probe' };
-
-interface Subject {
-  deliveryKey: string;
-  deliveryId: string;
-  eventType: string;
-  hash: string;
-  receivedAt: Date;
-  comment: NormalizedComment | null;
-  triggerKey: string | null;
-}
-
-type Outcome =
-  | { response: IntakeResponse; start?: () => void; taskId?: string; stop?: StopTarget[]; followUp?: string }
-  | null;
-
 interface Reader {
   get: Store['get'];
 }
 
 const EVENT_TYPE = /^[a-z_]{1,64}$/;
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('permission lookup timed out')), ms);
-    timer.unref?.();
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
-
 export function createIntake(options: IntakeOptions): Intake {
   const { store, runtime, botLogin, secrets } = options;
   const now = options.now ?? (() => new Date());
   const retentionMs = options.deliveryRetentionMs ?? DEFAULT_DELIVERY_RETENTION_MS;
   const permissionTimeoutMs = options.permissionTimeoutMs ?? 3000;
-  const hostRef = options.mcpHostRef ?? 'gitea-main';
+  const writeContext: WriteContext = {
+    store,
+    runtime,
+    now,
+    retentionMs,
+    hostRef: options.mcpHostRef ?? 'gitea-main',
+    quota: options.quota,
+    compact: options.writeModel !== 'records',
+  };
 
   async function handle(request: IntakeRequest): Promise<IntakeResponse> {
     try {
@@ -255,7 +207,7 @@ export function createIntake(options: IntakeOptions): Intake {
       allowList: options.allowUsers,
       denyList: options.denyUsers,
       fetchPermission: (login) =>
-        withTimeout(options.fetchPermission(c.repo.owner, c.repo.name, login), permissionTimeoutMs),
+        withTimeout(options.fetchPermission(c.repo.owner, c.repo.name, login), permissionTimeoutMs, 'permission lookup'),
     });
   }
 
@@ -274,7 +226,7 @@ export function createIntake(options: IntakeOptions): Intake {
     const c = s.comment;
     const workspacePath =
       c && plan.kind === 'accept' ? workspacePathFor(options.workspaceRoot, c.instanceId, c.repo.owner, c.repo.name) : '';
-    const outcome = await store.transact((tx): Outcome => write(tx, s, plan, workspacePath));
+    const outcome = await store.transact((tx): Outcome => writeOutcome(writeContext, tx, s, plan, workspacePath));
     if (outcome === null) return null;
     outcome.start?.();
     if (outcome.followUp !== undefined && c) {
@@ -295,173 +247,6 @@ export function createIntake(options: IntakeOptions): Intake {
       safely(() => options.onStop?.(targets.map((t) => t.taskId)));
     }
     return outcome.response;
-  }
-
-  function insertArchived<T extends StoredRecord>(tx: Tx, collection: CollectionName, key: string, record: T): T {
-    const stored = tx.insert(collection, key, record);
-    tx.archive(collection, key);
-    return stored;
-  }
-
-  function write(tx: Tx, s: Subject, plan: Plan, workspacePath: string): Outcome {
-    const c = s.comment;
-    const at = now();
-    // Delivery, trigger and new session records are only ever read by key (dedup, the detail view, the
-    // session manager) or scanned by retention: they go straight to the store's cold tier.
-    const delivery = (status: DeliveryRecord['status'], reason: string | null, taskId: string | null, response: IntakeResponse) =>
-      insertArchived(
-        tx,
-        'webhook_deliveries',
-        s.deliveryKey,
-        deliveryRecord({
-          deliveryKey: s.deliveryKey,
-          deliveryId: s.deliveryId,
-          eventType: s.eventType,
-          receivedAt: s.receivedAt,
-          retentionMs,
-          normalized: c !== null,
-          taskId,
-          status,
-          reason,
-          payloadHash: s.hash,
-          response,
-        }),
-      );
-    const actor = c ? `gitea:user:${c.actor.login}` : 'gitea:webhook';
-    const audit = (action: string, extra: Partial<AuditEventInput> = {}) =>
-      tx.appendAudit({
-        action,
-        actor,
-        deliveryId: s.deliveryId,
-        ...extra,
-        metadata: {
-          deliveryKey: s.deliveryKey,
-          eventType: s.eventType,
-          ...(c ? { repoKey: c.repoKey, resourceKey: c.resourceKey, commentId: c.comment.id } : {}),
-          ...(extra.metadata ?? {}),
-        },
-      });
-
-    // 1. The same delivery again: its first answer.
-    const known = tx.get<DeliveryRecord>('webhook_deliveries', s.deliveryKey);
-    if (known) {
-      audit('webhook.duplicate_delivery', {
-        taskId: known.taskId,
-        errorCode: 'duplicate_delivery',
-        metadata: { payloadMatches: known.payloadHash === s.hash },
-      });
-      return { response: repeatOf(known.response) };
-    }
-    // 2. The same comment under a new delivery id (Gitea's manual Replay).
-    if (s.triggerKey !== null) {
-      const trigger = tx.get<CommentTriggerRecord>('comment_triggers', s.triggerKey);
-      if (trigger) {
-        const response = duplicate(trigger.taskId);
-        delivery('duplicate', 'duplicate_comment', trigger.taskId, response);
-        audit('webhook.duplicate_comment', { taskId: trigger.taskId, errorCode: 'duplicate_comment', metadata: { originalDeliveryKey: trigger.deliveryKey } });
-        return { response };
-      }
-    }
-    if (plan.kind === 'ignored') {
-      const response = ignored(plan.reason);
-      delivery('ignored', plan.reason, null, response);
-      audit('webhook.ignored', { errorCode: plan.reason });
-      return { response };
-    }
-    if (c === null) return null;
-    // 3. Disabled by an operator: no task, whoever asks.
-    if (tx.get<RepositoryRecord>('repositories', c.repoKey)?.status === 'disabled') {
-      delivery('rejected', 'repository_disabled', null, REPOSITORY_DISABLED);
-      audit('webhook.repository_disabled', { errorCode: 'repository_disabled' });
-      return { response: REPOSITORY_DISABLED };
-    }
-    if (plan.kind === 'probe') return null;
-
-    const triggerKey = s.triggerKey!;
-    const taskId = taskIdFor(s.deliveryKey);
-
-    if (plan.kind === 'stop') {
-      const targets = stopTargets(store, c.resourceKey);
-      const taskIds = targets.map((t) => t.taskId);
-      const response = stopped(taskIds);
-      delivery('accepted', 'stop', null, response);
-      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, null, at));
-      audit('webhook.stop', { metadata: { taskIds, events: targets.map((t) => t.event) } });
-      return { response, stop: targets };
-    }
-
-    if (plan.kind === 'reject') {
-      // Visible to operators as a task in `rejected`; no repository, session or receipt is created
-      // for someone who may not trigger work.
-      const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: plan.reason });
-      const response = rejected(plan.reason, taskId);
-      delivery('rejected', plan.reason, taskId, response);
-      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
-      tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
-      const reject: TaskEvent = { type: 'REJECT', reason: plan.reason };
-      const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
-        events: [reject],
-        by: actor,
-        taskId,
-      });
-      return { response, start: created.start, taskId };
-    }
-
-    // A reply to a task that asked the user something (spec: session = resource): the same task
-    // is re-queued with this comment as its next input, on the same thread; no new task or receipt.
-    // Few tasks wait at any time, while one resource may have many: search the state index.
-    const waiting = store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c.resourceKey);
-    if (waiting) {
-      audit('webhook.follow_up', { taskId: waiting.taskId, actorId: taskActorId(waiting.taskId) });
-      const response = accepted(s.deliveryId, waiting.taskId);
-      delivery('accepted', 'follow_up', waiting.taskId, response);
-      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, waiting.taskId, at));
-      const followUps = [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, { commentId: c.comment.id, author: c.actor.login, body: c.comment.body, commentUrl: c.comment.htmlUrl, deliveryKey: s.deliveryKey, at: at.toISOString() })];
-      tx.put('tasks', waiting.taskId, { ...waiting, followUps });
-      return { response, followUp: waiting.taskId, taskId: waiting.taskId };
-    }
-
-    // Over a daily quota: a task in `rejected` (visible to operators) and ONE comment saying when the
-    // user can try again — never a silent drop.
-    const who = { repoKey: c.repoKey, login: c.actor.login };
-    const refusal = options.quota?.check(tx, who, at) ?? null;
-    if (refusal) {
-      const event = audit('webhook.quota_refused', { taskId, actorId: taskActorId(taskId), errorCode: refusal.code, metadata: { limit: refusal.limit, used: refusal.used, retryAt: refusal.retryAt } });
-      const response = rejected(refusal.code, taskId);
-      delivery('rejected', refusal.code, taskId, response);
-      insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
-      const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
-      const refuse: TaskEvent = { type: 'REJECT', reason: refusal.code };
-      const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [refuse], by: actor, taskId });
-      const receipt = pendingReceiptRecord(task, 'refused', at);
-      tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: refusal.code, quota: refusal });
-      options.quota!.countRefused(tx, who, at);
-      return { response, start: created.start, taskId };
-    }
-
-    // Accepted. The audit event's store-wide sequence number doubles as the FIFO queue position.
-    options.quota?.countAccepted(tx, who, at);
-    const event = audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
-    const response = accepted(s.deliveryId, taskId);
-    delivery('accepted', null, taskId, response);
-    insertArchived(tx, 'comment_triggers', triggerKey, triggerRecord(triggerKey, s.deliveryKey, taskId, at));
-    if (tx.get('repositories', c.repoKey) === undefined) {
-      tx.insert('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
-      audit('repository.register', { metadata: { workspacePath } });
-    }
-    const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
-    // Sessions too are read by key only; the session manager's first write brings one back to memory.
-    if (tx.get('sessions', c.resourceKey) === undefined) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, hostRef, at));
-    const created = runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
-      events: [{ type: 'ACCEPT' }],
-      by: actor,
-      taskId,
-      // Queued tasks wait for the scheduler: no live actor until it sends CLAIM.
-      deferHosting: true,
-    });
-    const receipt = pendingReceiptRecord(task, 'received', at);
-    tx.insert('comments', receipt.commentKey, receipt);
-    return { response, start: created.start, taskId };
   }
 
   async function invalidPayload(headers: WebhookHeaders, issues: string): Promise<IntakeResponse> {

@@ -2,14 +2,12 @@
 import { createHash } from 'node:crypto';
 import { newSessionRecord } from '../domain/session-record.js';
 import type {
-  CommentRecord,
   CommentTriggerRecord,
   DeliveryRecord,
   RepositoryRecord,
   SessionRecord,
   TaskRecord,
 } from '../domain/records.js';
-import { formatReceiptMarker } from '../domain/marker.js';
 import type { NormalizedComment } from '../webhook/normalize-comment.js';
 import type { IntakeResponse } from './intake-response.js';
 

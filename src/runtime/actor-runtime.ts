@@ -1,98 +1,12 @@
-import {
-  createActor,
-  type AnyActorRef,
-  type AnyActorScope,
-  type AnyMachineSnapshot,
-  type AnyStateMachine,
-  type EventObject,
-  type InspectionEvent,
-} from 'xstate';
-import type { AuditEvent, Store, Tx } from '../store/types.js';
+import { createActor, type AnyActorRef, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import type { Store, Tx } from '../store/types.js';
+import { summarizeEvent, writeChange } from './actor-records.js';
+import type { ActorKind, ActorRecord, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 import { CreationTemplates } from './creation-steps.js';
+import { MachineFacts, restorableSnapshot } from './machine-facts.js';
 import { stateValueToString } from './state-value.js';
 
-/**
- * One kind of actor the runtime hosts: a machine (with its effects already injected through
- * `machine.provide()`), its id and version (persisted with every snapshot), and an optional
- * projection that mirrors the snapshot into a domain collection (e.g. `tasks`) in the same write.
- */
-export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
-  kind: string;
-  machine: M;
-  machineVersion: number;
-  project?: (tx: Tx, change: PersistedChange) => void;
-  /**
-   * Input fields the initial context takes over verbatim and nothing else reads (e.g. `taskId`):
-   * `createInTx` then computes a creation with xstate once per event list and reuses it with the
-   * values put in (checked against xstate on first use). See creation-steps.ts.
-   */
-  templateInput?: readonly string[];
-  /** Upgrades a snapshot written by an older machine version; return undefined when impossible. */
-  migrate?: (snapshot: unknown, fromVersion: number) => unknown;
-  /**
-   * `lazy`: after a restart, brought back to life on first use instead of in `restoreAll()`. For
-   * actors without invoked effects (nothing in flight to restart), so ten thousand queued tasks do
-   * not delay start-up or hold memory until the scheduler reaches them.
-   */
-  restore?: 'eager' | 'lazy';
-}
-
-export interface PersistedChange {
-  actorId: string;
-  kind: string;
-  fromState: string | null;
-  toState: string;
-  stateVersion: number;
-  snapshot: AnyMachineSnapshot;
-  event: EventObject | null;
-  by: string;
-}
-
-export interface ActorRecord {
-  [key: string]: unknown;
-  actorId: string;
-  kind: string;
-  machineId: string;
-  machineVersion: number;
-  state: string;
-  status: string;
-  stateVersion: number;
-  snapshot: unknown;
-  taskId: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export type SendResult =
-  | { ok: true; fromState: string; toState: string; stateVersion: number }
-  | { ok: false; reason: 'illegal_transition' | 'unknown_actor' | 'actor_stopped'; state: string | null; stateVersion: number | null };
-
-/** What `onTransition` listeners get, once the transition is durable. */
-export interface TransitionNotice {
-  actorId: string;
-  kind: string;
-  taskId: string | null;
-  fromState: string | null;
-  toState: string;
-  stateVersion: number;
-  context: unknown;
-  event: EventObject | null;
-  by: string;
-}
-
-export interface SendOptions {
-  /** Who caused the event, e.g. `system`, `admin:alice`, `gitea:user:bob`. */
-  by?: string;
-}
-
-export interface RuntimeOptions {
-  store: Store;
-  kinds: ActorKind[];
-  now?: () => Date;
-  /** Receives every inspection event of every hosted actor (coverage measurement, visualizer). */
-  inspect?: (actorId: string, event: InspectionEvent) => void;
-  onAlert?: (event: AuditEvent) => void;
-}
+export type { ActorKind, ActorRecord, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 
 interface Host {
   actorId: string;
@@ -108,8 +22,6 @@ interface Host {
   failed: Error | null;
   unsubscribe: () => void;
 }
-
-const MAX_EVENT_AUDIT_BYTES = 2_000;
 
 /**
  * Hosts live xstate actors and makes every snapshot change durable: the new snapshot, its
@@ -129,9 +41,8 @@ export class ActorRuntime {
   private readonly inspect: RuntimeOptions['inspect'];
   private readonly onAlert: RuntimeOptions['onAlert'];
   private readonly listeners = new Set<(change: TransitionNotice) => void>();
-  private readonly scopes = new Map<string, AnyActorScope>();
   private readonly templates = new CreationTemplates();
-  private readonly knownStates = new Map<string, Map<string, boolean>>();
+  private readonly facts = new MachineFacts();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -203,14 +114,14 @@ export class ActorRuntime {
     if (tx.get('actors', actorId)) throw new Error(`actor ${actorId} already exists`);
     const by = options.by ?? 'system';
     const taskId = options.taskId ?? null;
-    const steps = this.templates.steps(kind, this.inertScope(kind), input, options.events ?? [], actorId);
+    const steps = this.templates.steps(kind, this.facts.inertScope(kind), input, options.events ?? [], actorId);
     const createdAt = this.now().toISOString();
     let fromState: string | null = null;
     let stateVersion = 0;
     for (const step of steps) {
       stateVersion += 1;
       const change: PersistedChange = { actorId, kind: kind.kind, fromState, toState: step.toState, stateVersion, snapshot: step.snapshot, event: step.event, by };
-      this.writeChange(tx, kind, change, taskId, stateVersion === 1, createdAt, step.persisted);
+      writeChange(tx, kind, change, taskId, { isNew: stateVersion === 1, createdAt, now: this.now().toISOString() }, step.persisted);
       fromState = step.toState;
     }
     const last = steps.at(-1)!;
@@ -224,6 +135,27 @@ export class ActorRuntime {
         this.emit({ actorId, kind: kind.kind, taskId, fromState: null, toState: state, stateVersion, context: last.snapshot.context, event: null, by });
       },
     };
+  }
+
+  /**
+   * What `createInTx` would persist for these events, computed purely (nothing is written): the kind's
+   * machine version and, per step, the state and persisted snapshot. Lets a writer that stores a
+   * creation in a compact form of its own (intake's accepted-comment record) check that form against
+   * the machine this runtime hosts.
+   */
+  creationOf(kindName: string, actorId: string, input: unknown, events: EventObject[]): { machineVersion: number; steps: { toState: string; persisted: unknown }[] } {
+    const kind = this.kindOf(kindName);
+    const steps = this.templates.steps(kind, this.facts.inertScope(kind), input, events, actorId);
+    return { machineVersion: kind.machineVersion, steps: steps.map((s) => ({ toState: s.toState, persisted: s.persisted })) };
+  }
+
+  /**
+   * Tells `onTransition` listeners about an actor created by a durable write the runtime did not
+   * make itself (a derived record; see `creationOf`), as `createInTx`'s `start` does for its own.
+   * Call once that write is durable. A lazy kind comes to life on its first event.
+   */
+  announceCreated(notice: TransitionNotice): void {
+    this.emit(notice);
   }
 
   /** Creates and starts an actor in a transaction of its own. */
@@ -314,10 +246,7 @@ export class ActorRuntime {
 
   /** The snapshot to restore a stored actor from (migrated if needed), or undefined when impossible. */
   private restorable(rec: ActorRecord): unknown {
-    const kind = this.kinds.get(rec.kind);
-    if (!kind) return undefined;
-    const snapshot = rec.machineVersion === kind.machineVersion ? rec.snapshot : kind.migrate?.(rec.snapshot, rec.machineVersion);
-    return snapshot !== undefined && this.stateExists(kind, rec.state) ? snapshot : undefined;
+    return restorableSnapshot(rec, this.kinds.get(rec.kind), (kind, state) => this.facts.stateExists(kind, state));
   }
 
   /** Brings a stored unfinished actor of a lazy kind to life on first use. */
@@ -432,7 +361,7 @@ export class ActorRuntime {
     };
     host.state = toState;
     host.stateVersion = stateVersion;
-    const commit = this.store.transact((tx) => this.writeChange(tx, host.kind, change, host.taskId, false, null, persisted));
+    const commit = this.store.transact((tx) => writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted));
     host.lastCommit = commit.then(
       () =>
         this.emit({
@@ -452,47 +381,6 @@ export class ActorRuntime {
     );
   }
 
-  private writeChange(
-    tx: Tx,
-    kind: ActorKind,
-    change: PersistedChange,
-    taskId: string | null,
-    isNew: boolean,
-    createdAt: string | null,
-    persisted?: unknown,
-  ): void {
-    const now = this.now().toISOString();
-    const prev = isNew ? undefined : tx.get<ActorRecord>('actors', change.actorId);
-    const record: ActorRecord = {
-      actorId: change.actorId,
-      kind: kind.kind,
-      machineId: kind.machine.id,
-      machineVersion: kind.machineVersion,
-      state: change.toState,
-      status: change.snapshot.status,
-      stateVersion: change.stateVersion,
-      snapshot: persisted ?? kind.machine.getPersistedSnapshot(change.snapshot),
-      taskId,
-      createdAt: prev?.createdAt ?? createdAt ?? now,
-      updatedAt: now,
-    };
-    if (isNew) tx.insert('actors', change.actorId, record);
-    else tx.put('actors', change.actorId, record, { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' });
-    kind.project?.(tx, change);
-    tx.appendAudit({
-      action: `${kind.kind}.transition`,
-      actor: change.by,
-      actorId: change.actorId,
-      taskId,
-      fromState: change.fromState,
-      toState: change.toState,
-      stateVersion: change.stateVersion,
-      // The context's error code, when the machine keeps one: why a task went to retry_wait/failed.
-      errorCode: errorCodeOf(change.snapshot.context),
-      metadata: change.event ? { event: summarizeEvent(change.event) } : {},
-    });
-  }
-
   private emit(notice: TransitionNotice): void {
     for (const listener of this.listeners) {
       try {
@@ -508,71 +396,9 @@ export class ActorRuntime {
     this.onAlert?.(stored);
   }
 
-  /**
-   * A scope that executes nothing, made once per kind, for computing snapshots purely (what xstate's
-   * `initialTransition`/`transition` do, minus building a throwaway actor per call — that actor also
-   * evaluates the machine's context factory without input, which throws for ours: both were most of
-   * the cost of creating a task at intake).
-   */
-  private inertScope(kind: ActorKind): AnyActorScope {
-    let scope = this.scopes.get(kind.kind);
-    if (!scope) {
-      const self = createActor(kind.machine, { input: {} as never });
-      scope = {
-        self,
-        defer: () => undefined,
-        id: '',
-        logger: () => undefined,
-        sessionId: '',
-        stopChild: () => undefined,
-        system: self.system,
-        emit: () => undefined,
-        actionExecutor: () => undefined,
-      } as unknown as AnyActorScope;
-      this.scopes.set(kind.kind, scope);
-    }
-    return scope;
-  }
-
   private kindOf(name: string): ActorKind {
     const kind = this.kinds.get(name);
     if (!kind) throw new Error(`unknown actor kind ${name}`);
     return kind;
   }
-
-  private stateExists(kind: ActorKind, state: string): boolean {
-    // Asked for every unhosted queued task on every scheduler scan (has()): remembered per kind,
-    // since a machine's states never change.
-    let states = this.knownStates.get(kind.kind);
-    if (!states) this.knownStates.set(kind.kind, (states = new Map()));
-    let exists = states.get(state);
-    if (exists === undefined) {
-      try {
-        exists = kind.machine.getStateNodeById(`${kind.machine.id}.${state}`) !== undefined;
-      } catch {
-        exists = false;
-      }
-      states.set(state, exists);
-    }
-    return exists;
-  }
-}
-
-function errorCodeOf(context: unknown): string | null {
-  const code = (context as { errorCode?: unknown } | null)?.errorCode;
-  return typeof code === 'string' ? code : null;
-}
-
-/** Event fields for the audit log: bounded, and never free text that could carry a secret. */
-function summarizeEvent(event: EventObject): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(event as unknown as Record<string, unknown>)) {
-    if (k === 'output' || k === 'error') {
-      out[k] = v instanceof Error ? { message: v.message.slice(0, 200) } : v;
-    } else if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || v === null) {
-      out[k] = v;
-    }
-  }
-  const json = JSON.stringify(out);
-  return json.length > MAX_EVENT_AUDIT_BYTES ? { type: event.type, truncated: true } : out;
 }

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, writeFileDurably } from './durable-json-file.mjs';
+import { expandDerived } from './derived/index.mjs';
 import { CHECKPOINT_FILE, CHECKPOINT_FORMAT, auditArchiveName, parseSegment } from './journal-files.mjs';
 import {
   buildAuditArchive,
@@ -60,20 +61,23 @@ async function compact({ dir, segments, fsync }) {
       if (entry.seq <= seq) continue;
       if (entry.seq !== seq + 1) throw new Error(`${file}: seq ${entry.seq} follows ${seq}`);
       for (const op of entry.ops) {
-        if (op[0] === 'p' || op[0] === 'd' || op[0] === 'c') {
-          const id = recordId(op[1], op[2]);
-          newCold.delete(id);
-          if (op[0] === 'p') collection(op[1]).set(op[2], op[3]);
-          else collection(op[1]).delete(op[2]);
-          if (op[0] === 'c') newCold.set(id, [op[1], op[2], op[3]]);
-          touched.add(id);
-        } else if (op[0] === 'a') {
-          // Audit events are append-only and keyed by seq: never duplicated, never dropped.
-          if (op[1].seq > auditSeq) {
-            newEvents.push(op[1]);
-            auditSeq = op[1].seq;
-          }
-        } else throw new Error(`${file}: unknown op ${JSON.stringify(op[0])}`);
+        // A derived record stands for the ops it expands to (derived/index.mjs), folded like any other.
+        for (const o of op[0] === 'x' ? expandDerived(op[1], op[2]) : [op]) {
+          if (o[0] === 'p' || o[0] === 'd' || o[0] === 'c') {
+            const id = recordId(o[1], o[2]);
+            newCold.delete(id);
+            if (o[0] === 'p') collection(o[1]).set(o[2], o[3]);
+            else collection(o[1]).delete(o[2]);
+            if (o[0] === 'c') newCold.set(id, [o[1], o[2], o[3]]);
+            touched.add(id);
+          } else if (o[0] === 'a') {
+            // Audit events are append-only and keyed by seq: never duplicated, never dropped.
+            if (o[1].seq > auditSeq) {
+              newEvents.push(o[1]);
+              auditSeq = o[1].seq;
+            }
+          } else throw new Error(`${file}: unknown op ${JSON.stringify(o[0])}`);
+        }
       }
       seq = entry.seq;
     }

@@ -1,24 +1,15 @@
 // The Store: in-memory state + write-ahead journal (group commit) + checkpoint compacted in a
 // worker thread. See LAYOUT.md for the on-disk layout and the durability argument.
-import { mkdir, readdir, readFile, stat, truncate, unlink, open as openFile } from 'node:fs/promises';
-import { acquireProcessLock } from './process-lock.js';
+import { mkdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Low } from 'lowdb';
+import { acquireProcessLock } from './process-lock.js';
 import { runCompaction } from './compaction.js';
-import { DurableJsonFile, fsyncDir } from './durable-json-file.mjs';
-import {
-  CHECKPOINT_FILE,
-  CHECKPOINT_FORMAT,
-  AUDIT_ARCHIVE_RE,
-  JournalCorruptionError,
-  listSegments,
-  forEachSegmentEntry,
-  segmentName,
-} from './journal-files.mjs';
+import { fsyncDir } from './durable-json-file.mjs';
+import { CHECKPOINT_FILE } from './journal-files.mjs';
 import { Journal } from './journal.js';
 import { ColdTier } from './cold-tier.js';
-import { COLD_FILE_RE, indexFileName } from './cold-files.mjs';
-import { MemoryState, deepFreeze } from './memory-state.js';
+import { loadStore } from './load-store.js';
+import { MemoryState } from './memory-state.js';
 import { Transaction } from './transaction.js';
 import {
   StoreUnavailableError,
@@ -61,29 +52,6 @@ export interface DurableStoreStats extends StoreStats {
   /** Audit events held in memory (not yet in an archive). */
   auditEventsInMemory: number;
 }
-
-interface CheckpointDoc {
-  format: string;
-  seq: number;
-  auditSeq: number;
-  collections: Record<string, [string, StoredRecord][]>;
-  /** Events folded before the checkpoint but not yet archived (normally empty). */
-  audit: AuditEvent[];
-  /** Immutable audit archive files, in seq order. */
-  auditArchives?: string[];
-  /** Immutable files of archived records, in seq order (their indexes mark superseded entries). */
-  coldFiles?: string[];
-}
-
-const emptyCheckpoint = (): CheckpointDoc => ({
-  format: CHECKPOINT_FORMAT,
-  seq: 0,
-  auditSeq: 0,
-  collections: {},
-  audit: [],
-  auditArchives: [],
-  coldFiles: [],
-});
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
@@ -135,78 +103,17 @@ export class DurableStore implements Store {
   }
 
   async #load(): Promise<void> {
-    const { dir } = this;
-    await mkdir(dir, { recursive: true });
-    this.#releaseLock = acquireProcessLock(dir);
-    // A crash during a durable write (checkpoint, archive, index) leaves its temp file behind; the rename never happened.
-    for (const name of await readdir(dir)) {
-      if (name.startsWith('.') && name.endsWith('.tmp')) await unlink(join(dir, name));
-    }
-
-    const checkpointPath = join(dir, CHECKPOINT_FILE);
-    const db = new Low<CheckpointDoc>(new DurableJsonFile<CheckpointDoc>(checkpointPath, { fsync: this.#fsync }), emptyCheckpoint());
-    await db.read();
-    const checkpoint = db.data;
-    if (checkpoint.format !== CHECKPOINT_FORMAT || !Number.isSafeInteger(checkpoint.seq)) {
-      throw new Error(`store checkpoint ${checkpointPath} has an unknown format`);
-    }
-    for (const [name, entries] of Object.entries(checkpoint.collections)) {
-      const collection = this.#state.collection(name as CollectionName);
-      for (const [key, record] of entries) collection.put(key, deepFreeze(record));
-    }
-    const archives = checkpoint.auditArchives ?? [];
-    // Archived audit events stay on disk; only their indexes are loaded.
-    for (const name of archives) await this.#cold.loadAuditArchive(name, this.#fsync);
-    this.#state.audit.skipThrough(this.#cold.archivedThrough);
-    const coldFiles = checkpoint.coldFiles ?? [];
-    this.#cold.reserveFor(coldFiles);
-    for (const name of coldFiles) this.#cold.loadColdFile(name);
-    // A compaction that died after writing its archive or cold file but before its checkpoint leaves
-    // unlisted files: their contents are still in the journal, so they must not be read.
-    const listed = new Set([...archives, ...coldFiles].flatMap((name) => [name, indexFileName(name)]));
-    for (const name of await readdir(dir)) {
-      const ours = AUDIT_ARCHIVE_RE.test(name) || COLD_FILE_RE.test(name) || /^(audit|cold)-\d{16}-\d{16}\.idx$/.test(name);
-      if (ours && !listed.has(name)) await unlink(join(dir, name));
-    }
-    for (const event of checkpoint.audit) this.#state.audit.append(deepFreeze(event));
-    this.#seq = checkpoint.seq;
-    this.#checkpointSeq = checkpoint.seq;
-    this.#checkpointBytes = await stat(checkpointPath).then((s) => s.size, () => 0);
-
-    const segments = await listSegments(dir);
-    let activeBytes = 0;
-    for (const [i, name] of segments.entries()) {
-      const file = join(dir, name);
-      const isLast = i === segments.length - 1;
-      const parsed = forEachSegmentEntry(await readFile(file), file, { allowTornTail: isLast }, (entry, lineNo) => {
-        if (entry.seq <= this.#seq) return; // already folded into the checkpoint
-        if (entry.seq !== this.#seq + 1) {
-          throw new JournalCorruptionError(file, lineNo, `seq ${entry.seq} does not follow ${this.#seq}`);
-        }
-        try {
-          this.#state.applyFromDisk(entry.ops, entry.seq);
-        } catch (error) {
-          throw new JournalCorruptionError(file, lineNo, (error as Error).message);
-        }
-        this.#seq = entry.seq;
-      });
-      if (parsed.torn) {
-        // Crash in the middle of a group-commit write: that batch was never acknowledged.
-        await truncate(file, parsed.validBytes);
-        if (this.#fsync) {
-          const handle = await openFile(file, 'r+');
-          await handle.sync().finally(() => handle.close());
-        }
-      }
-      if (isLast) activeBytes = parsed.validBytes;
-      else this.#sealed.set(name, parsed.validBytes);
-    }
-
-    const active = segments.at(-1) ?? segmentName(this.#seq + 1);
+    await mkdir(this.dir, { recursive: true });
+    this.#releaseLock = acquireProcessLock(this.dir);
+    const loaded = await loadStore(this.dir, this.#state, this.#cold, this.#fsync);
+    this.#seq = loaded.seq;
+    this.#checkpointSeq = loaded.checkpointSeq;
+    this.#checkpointBytes = loaded.checkpointBytes;
+    this.#sealed = loaded.sealed;
     this.#journal = new Journal({
-      dir,
-      segment: active,
-      bytes: activeBytes,
+      dir: this.dir,
+      segment: loaded.activeSegment,
+      bytes: loaded.activeBytes,
       segmentBytes: this.#segmentBytes,
       fsync: this.#fsync,
       onSealed: (segment, bytes) => {

@@ -3,6 +3,7 @@
 // copy on every read) and a caller that tries to mutate one gets a TypeError instead of silently
 // diverging from what the journal says.
 import type { ColdTier } from './cold-tier.js';
+import { expandDerived } from './derived/index.mjs';
 import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
 
 /**
@@ -15,7 +16,9 @@ export type Op =
   | readonly ['p', CollectionName, string, StoredRecord, true?]
   | readonly ['d', CollectionName, string]
   | readonly ['c', CollectionName, string, StoredRecord, true?]
-  | readonly ['a', AuditEvent];
+  | readonly ['a', AuditEvent]
+  /** A derived record (src/store/derived/): format name, payload, and the ops it stands for (built once). */
+  | readonly ['x', string, StoredRecord, readonly Op[]];
 
 interface Entry {
   record: StoredRecord;
@@ -253,6 +256,10 @@ export class MemoryState {
         this.audit.append(op[1]);
         continue;
       }
+      if (op[0] === 'x') {
+        this.apply(op[3], seq);
+        continue;
+      }
       const collection = this.collection(op[1]);
       const fresh = op[0] !== 'd' && op[4] === true;
       if (!fresh && !collection.entries.has(op[2])) this.cold?.supersede(op[1], op[2]);
@@ -267,23 +274,30 @@ export class MemoryState {
 
   /** Apply ops read from disk: validate their shape first, freeze their records. */
   applyFromDisk(ops: readonly unknown[], seq: number): void {
-    const checked: Op[] = [];
-    for (const op of ops) {
-      if (!Array.isArray(op)) throw new Error('op is not an array');
-      const [kind, a, b, c] = op as unknown[];
-      if ((kind === 'p' || kind === 'c') && typeof a === 'string' && typeof b === 'string' && c && typeof c === 'object') {
-        assertCollection(a);
-        // (A cast: TypeScript stops distributing the kind × collection tuple beyond 25 combinations.)
-        checked.push([kind, a, b, deepFreeze(c as StoredRecord)] as Op);
-      } else if (kind === 'd' && typeof a === 'string' && typeof b === 'string') {
-        assertCollection(a);
-        checked.push(['d', a, b]);
-      } else if (kind === 'a' && a && typeof a === 'object' && Number.isSafeInteger((a as AuditEvent).seq)) {
-        checked.push(['a', deepFreeze(a as AuditEvent)]);
-      } else {
-        throw new Error(`malformed op ${JSON.stringify(op).slice(0, 200)}`);
-      }
-    }
-    this.apply(checked, seq);
+    this.apply(checkDiskOps(ops), seq);
   }
+}
+
+/** Ops read from disk, shape-checked, records frozen; a derived record (`x`) is expanded here. */
+function checkDiskOps(ops: readonly unknown[]): Op[] {
+  const checked: Op[] = [];
+  for (const op of ops) {
+    if (!Array.isArray(op)) throw new Error('op is not an array');
+    const [kind, a, b, c] = op as unknown[];
+    if ((kind === 'p' || kind === 'c') && typeof a === 'string' && typeof b === 'string' && c && typeof c === 'object') {
+      assertCollection(a);
+      // (A cast: TypeScript stops distributing the kind × collection tuple beyond 25 combinations.)
+      checked.push([kind, a, b, deepFreeze(c as StoredRecord)] as Op);
+    } else if (kind === 'd' && typeof a === 'string' && typeof b === 'string') {
+      assertCollection(a);
+      checked.push(['d', a, b]);
+    } else if (kind === 'a' && a && typeof a === 'object' && Number.isSafeInteger((a as AuditEvent).seq)) {
+      checked.push(['a', deepFreeze(a as AuditEvent)]);
+    } else if (kind === 'x' && typeof a === 'string' && b && typeof b === 'object') {
+      checked.push(['x', a, b as StoredRecord, checkDiskOps(expandDerived(a, b))]);
+    } else {
+      throw new Error(`malformed op ${JSON.stringify(op).slice(0, 200)}`);
+    }
+  }
+  return checked;
 }

@@ -6,7 +6,8 @@
 // parsed back (plain-json.ts) — so memory always equals what replay rebuilds (no undefined fields,
 // no Dates, no aliasing with the caller's object).
 import { randomUUID } from 'node:crypto';
-import { assertCollection, type MemoryState, type Op } from './memory-state.js';
+import { expandDerived } from './derived/index.mjs';
+import { assertCollection, deepFreeze, type MemoryState, type Op } from './memory-state.js';
 import { frozenJsonCopy } from './plain-json.js';
 import {
   UniqueViolationError,
@@ -34,7 +35,10 @@ export class Transaction implements Tx {
   readonly #overlay = new Map<CollectionName, Map<string, StoredRecord | typeof DELETED>>();
   /** Keys written, in first-write order; their final values become ops in `seal()`. */
   readonly #pending = new Map<string, [CollectionName, string]>();
+  /** Audit events and derived records, in call order (their audit seqs are assigned in that order). */
   readonly #audits: Array<[Op, string]> = [];
+  /** Keys written by a derived record (ids as in #pending): nothing else may write them in this transaction. */
+  readonly #derived = new Set<string>();
   /** Keys to archive at seal() (ids as in #pending). */
   readonly #archived = new Set<string>();
   /** Keys that were in neither tier when this transaction inserted them (ids as in #pending). */
@@ -126,6 +130,44 @@ export class Transaction implements Tx {
   }
 
   /**
+   * Writes a derived record (src/store/derived/): one compact journal op that stands for the records
+   * and audit events `expand` makes of it. Every key it stands for is an insert (a key that exists
+   * throws UniqueViolationError, as `insert` would); the records are readable through `get` for the
+   * rest of the transaction and may not be written again in it. Returns the first audit seq reserved.
+   */
+  derive(name: string, payload: Record<string, unknown>): number {
+    this.#assertOpen();
+    const full = { ...payload, a0: this.#nextAuditSeq };
+    const expanded = expandDerived(name, full);
+    const ops: Op[] = [];
+    let audits = 0;
+    for (const op of expanded) {
+      // (deepFreeze returns at once for what a format built frozen.)
+      if (op[0] === 'a') {
+        // The seqs reserved below must be exactly the ones the format used.
+        if (op[1].seq !== full.a0 + audits) throw new Error(`derived record ${name}: audit seq ${op[1].seq} is not ${full.a0 + audits}`);
+        ops.push(['a', deepFreeze(op[1])]);
+        audits += 1;
+        continue;
+      }
+      const [kind, collection, key, record] = op;
+      assertCollection(collection);
+      if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+      const id = `${collection}\u0000${key}`;
+      // Deleted earlier in this transaction: its op and the derived record would both apply.
+      if (this.#pending.has(id)) throw new TypeError(`${collection}: ${key} was written earlier in this transaction; a derived record must be its only write`);
+      const stored = deepFreeze(record);
+      this.#overlayOf(collection).set(key, stored);
+      this.#derived.add(id);
+      // Absent from both tiers (checked just above): applying it supersedes nothing.
+      ops.push([kind, collection, key, stored, true] as Op);
+    }
+    this.#nextAuditSeq += audits;
+    this.#audits.push([['x', name, full, ops], `["x",${JSON.stringify(name)},${JSON.stringify(full)}]`]);
+    return full.a0;
+  }
+
+  /**
    * Turns the buffered writes into ops: each touched key once, with its final value (records in
    * first-write order, then audit events in append order). Called once, after fn returned.
    */
@@ -181,6 +223,7 @@ export class Transaction implements Tx {
 
   #touch(collection: CollectionName, key: string): string {
     const id = `${collection}\u0000${key}`;
+    if (this.#derived.has(id)) throw new TypeError(`${collection}: ${key} was written by a derived record in this transaction`);
     if (!this.#pending.has(id)) this.#pending.set(id, [collection, key]);
     return id;
   }

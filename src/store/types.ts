@@ -89,6 +89,12 @@ export interface Tx {
   archive(collection: CollectionName, key: string): void;
   /** Append-only: events are never updated or deleted. */
   appendAudit(event: AuditEventInput): AuditEvent;
+  /**
+   * One compact journal op standing for the records and audit events a derived-record format
+   * (src/store/derived/) expands it to — in memory now, at replay, and in compaction alike. Each key
+   * it stands for is inserted (UniqueViolationError if it exists). Returns the first audit seq it took.
+   */
+  derive(format: string, payload: Record<string, unknown>): number;
 }
 
 export interface StoreStats {

@@ -1,0 +1,57 @@
+// What the intake transaction does with a delivery, decided purely from what the store holds (spec
+// §5.1). The order is the rule: a known delivery answers first, then a known comment, then an
+// ignore, a disabled repository, the plan (stop/reject), a waiting task's follow-up, a quota; only
+// then is a new task accepted. `facts` are asked lazily and in that order, so a probe that stops
+// early never searches for a waiting task or reads the usage counters.
+import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
+import type { QuotaRefusal } from '../usage/quota-check.js';
+import type { Plan } from './intake-types.js';
+
+export interface WriteFacts {
+  /** The delivery record under this delivery key, if any. */
+  delivery(): DeliveryRecord | undefined;
+  /** The comment trigger under this comment's key, if any (undefined when the delivery has no trigger key). */
+  trigger(): CommentTriggerRecord | undefined;
+  /** Whether the delivery carried a (normalised) comment. */
+  hasComment: boolean;
+  repositoryDisabled(): boolean;
+  /** A task of the same resource waiting for its user's reply. */
+  waitingTask(): TaskRecord | undefined;
+  /** A daily quota the new task would exceed. */
+  quotaRefusal(): QuotaRefusal | null;
+}
+
+export type WriteDecision =
+  | { kind: 'repeat'; delivery: DeliveryRecord }
+  | { kind: 'duplicate_comment'; trigger: CommentTriggerRecord }
+  | { kind: 'ignored'; reason: string }
+  /** Nothing to write: a probe that found no known outcome (or no comment to decide on). */
+  | { kind: 'none' }
+  | { kind: 'repository_disabled' }
+  | { kind: 'stop' }
+  | { kind: 'reject'; reason: string }
+  | { kind: 'follow_up'; task: TaskRecord }
+  | { kind: 'quota_refused'; refusal: QuotaRefusal }
+  | { kind: 'accept' };
+
+export function decideWrite(plan: Plan, facts: WriteFacts): WriteDecision {
+  // 1. The same delivery again: its first answer.
+  const delivery = facts.delivery();
+  if (delivery) return { kind: 'repeat', delivery };
+  // 2. The same comment under a new delivery id (Gitea's manual Replay).
+  const trigger = facts.trigger();
+  if (trigger) return { kind: 'duplicate_comment', trigger };
+  if (plan.kind === 'ignored') return { kind: 'ignored', reason: plan.reason };
+  if (!facts.hasComment) return { kind: 'none' };
+  // 3. Disabled by an operator: no task, whoever asks.
+  if (facts.repositoryDisabled()) return { kind: 'repository_disabled' };
+  if (plan.kind === 'probe') return { kind: 'none' };
+  if (plan.kind === 'stop') return { kind: 'stop' };
+  if (plan.kind === 'reject') return { kind: 'reject', reason: plan.reason };
+  // A reply to a task that asked its user something continues that task (session = resource).
+  const waiting = facts.waitingTask();
+  if (waiting) return { kind: 'follow_up', task: waiting };
+  const refusal = facts.quotaRefusal();
+  if (refusal) return { kind: 'quota_refused', refusal };
+  return { kind: 'accept' };
+}

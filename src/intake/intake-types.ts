@@ -1,0 +1,34 @@
+// Types shared by the intake pipeline (accept-comment.ts) and its write transaction (write-outcome.ts).
+import type { NormalizedComment } from '../webhook/normalize-comment.js';
+import type { IntakeResponse } from './intake-response.js';
+import type { StopTarget } from './stop-tasks.js';
+
+/** What the final transaction should write when no uniqueness rule or disabled repository intervenes. */
+export type Plan =
+  | { kind: 'ignored'; reason: string }
+  | { kind: 'accept' }
+  | { kind: 'reject'; reason: string }
+  | { kind: 'stop' }
+  /** Write only if a check hits (used before authorisation); otherwise write nothing. */
+  | { kind: 'probe' };
+
+/** The delivery being decided: what the pipeline learnt before the transaction. */
+export interface Subject {
+  deliveryKey: string;
+  deliveryId: string;
+  eventType: string;
+  hash: string;
+  receivedAt: Date;
+  comment: NormalizedComment | null;
+  triggerKey: string | null;
+}
+
+/** What the transaction decided; `null` only for a probe that found nothing to decide. */
+export type Outcome = {
+  response: IntakeResponse;
+  /** Call once durable: brings a created actor to life / announces it. */
+  start?: () => void;
+  taskId?: string;
+  stop?: StopTarget[];
+  followUp?: string;
+} | null;

@@ -1,0 +1,263 @@
+// The one transaction that writes a delivery's outcome (spec §5.1). It runs synchronously inside
+// `store.transact`, so the uniqueness checks it repeats (delivery id, comment trigger) cannot be
+// raced: of fifty concurrent identical posts one accepts, the others see its records. What to do is
+// decided purely (intake-decision.ts); this file reads the facts and writes what was decided.
+//
+// An accepted comment is written as ONE compact record (accepted-comment.ts, format
+// `intake.accept/1`) from which the store derives the delivery, trigger, task, actor, receipt intent,
+// first-time repository/session records and the intake audit events. The generic path — each record
+// written on its own — remains for what the format does not cover (a text too long for the task
+// record, a task machine the format does not encode) and for comparing the two in tests.
+import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import type { CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
+import { pendingReceiptRecord } from '../receipts/receipt-record.js';
+import type { ActorRuntime } from '../runtime/actor-runtime.js';
+import type { AuditEventInput, CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
+import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
+import { followUpWithTextStoredOnce, taskWithTextStoredOnce } from '../tasks/task-texts.js';
+import type { QuotaPort } from '../usage/quota-check.js';
+import { taskIdFor, type NormalizedComment } from '../webhook/normalize-comment.js';
+import { ACCEPTED_COMMENT_FORMAT, acceptedCommentMachine, acceptedCommentRecord, fitsAcceptedComment } from './accepted-comment.js';
+import { decideWrite, type WriteDecision } from './intake-decision.js';
+import { deliveryRecord, repositoryRecord, sessionRecord, taskRecord, triggerRecord } from './intake-records.js';
+import { REPOSITORY_DISABLED, accepted, duplicate, ignored, rejected, repeatOf, stopped, type IntakeResponse } from './intake-response.js';
+import type { Outcome, Plan, Subject } from './intake-types.js';
+import { stopTargets } from './stop-tasks.js';
+
+export interface WriteContext {
+  store: Pick<Store, 'byIndex'>;
+  runtime: ActorRuntime;
+  now: () => Date;
+  retentionMs: number;
+  hostRef: string;
+  quota?: QuotaPort | undefined;
+  /** Accept as one compact record when the format covers the comment. Default true. */
+  compact: boolean;
+}
+
+export function writeOutcome(ctx: WriteContext, tx: Tx, s: Subject, plan: Plan, workspacePath: string): Outcome {
+  const c = s.comment;
+  const at = ctx.now();
+  const decision = decideWrite(plan, {
+    delivery: () => tx.get<DeliveryRecord>('webhook_deliveries', s.deliveryKey),
+    trigger: () => (s.triggerKey === null ? undefined : tx.get<CommentTriggerRecord>('comment_triggers', s.triggerKey)),
+    hasComment: c !== null,
+    repositoryDisabled: () => c !== null && tx.get<RepositoryRecord>('repositories', c.repoKey)?.status === 'disabled',
+    // Few tasks wait at any time, while one resource may have many: search the state index.
+    waitingTask: () => ctx.store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c!.resourceKey),
+    quotaRefusal: () => ctx.quota?.check(tx, { repoKey: c!.repoKey, login: c!.actor.login }, at) ?? null,
+  });
+  return write(ctx, tx, s, decision, workspacePath, at);
+}
+
+function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspacePath: string, at: Date): Outcome {
+  const c = s.comment;
+  // Delivery, trigger and new session records are only ever read by key (dedup, the detail view, the
+  // session manager) or scanned by retention: they go straight to the store's cold tier.
+  const delivery = (status: DeliveryRecord['status'], reason: string | null, taskId: string | null, response: IntakeResponse) =>
+    insertArchived(
+      tx,
+      'webhook_deliveries',
+      s.deliveryKey,
+      deliveryRecord({
+        deliveryKey: s.deliveryKey,
+        deliveryId: s.deliveryId,
+        eventType: s.eventType,
+        receivedAt: s.receivedAt,
+        retentionMs: ctx.retentionMs,
+        normalized: c !== null,
+        taskId,
+        status,
+        reason,
+        payloadHash: s.hash,
+        response,
+      }),
+    );
+  const audit = auditWriter(tx, s);
+  const trigger = (taskId: string | null) => insertArchived(tx, 'comment_triggers', s.triggerKey!, triggerRecord(s.triggerKey!, s.deliveryKey, taskId, at));
+
+  switch (d.kind) {
+    case 'repeat':
+      audit('webhook.duplicate_delivery', {
+        taskId: d.delivery.taskId,
+        errorCode: 'duplicate_delivery',
+        metadata: { payloadMatches: d.delivery.payloadHash === s.hash },
+      });
+      return { response: repeatOf(d.delivery.response) };
+    case 'duplicate_comment': {
+      const response = duplicate(d.trigger.taskId);
+      delivery('duplicate', 'duplicate_comment', d.trigger.taskId, response);
+      audit('webhook.duplicate_comment', { taskId: d.trigger.taskId, errorCode: 'duplicate_comment', metadata: { originalDeliveryKey: d.trigger.deliveryKey } });
+      return { response };
+    }
+    case 'ignored': {
+      const response = ignored(d.reason);
+      delivery('ignored', d.reason, null, response);
+      audit('webhook.ignored', { errorCode: d.reason });
+      return { response };
+    }
+    case 'none':
+      return null;
+    case 'repository_disabled':
+      delivery('rejected', 'repository_disabled', null, REPOSITORY_DISABLED);
+      audit('webhook.repository_disabled', { errorCode: 'repository_disabled' });
+      return { response: REPOSITORY_DISABLED };
+  }
+  // From here on the delivery carries a comment with a trigger key.
+  const comment = c!;
+  const taskId = taskIdFor(s.deliveryKey);
+  const by = `gitea:user:${comment.actor.login}`;
+  switch (d.kind) {
+    case 'stop': {
+      const targets = stopTargets(ctx.store, comment.resourceKey);
+      const taskIds = targets.map((t) => t.taskId);
+      const response = stopped(taskIds);
+      delivery('accepted', 'stop', null, response);
+      trigger(null);
+      audit('webhook.stop', { metadata: { taskIds, events: targets.map((t) => t.event) } });
+      return { response, stop: targets };
+    }
+    case 'reject': {
+      // Visible to operators as a task in `rejected`; no repository, session or receipt is created
+      // for someone who may not trigger work.
+      const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: d.reason });
+      const response = rejected(d.reason, taskId);
+      delivery('rejected', d.reason, taskId, response);
+      trigger(taskId);
+      tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(comment, taskId, event.seq, at)));
+      const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(d.reason)], by, taskId });
+      return { response, start: created.start, taskId };
+    }
+    case 'follow_up': {
+      // The same task is re-queued with this comment as its next input, on the same thread.
+      const waiting = d.task;
+      audit('webhook.follow_up', { taskId: waiting.taskId, actorId: taskActorId(waiting.taskId) });
+      const response = accepted(s.deliveryId, waiting.taskId);
+      delivery('accepted', 'follow_up', waiting.taskId, response);
+      trigger(waiting.taskId);
+      const entry = { commentId: comment.comment.id, author: comment.actor.login, body: comment.comment.body, commentUrl: comment.comment.htmlUrl, deliveryKey: s.deliveryKey, at: at.toISOString() };
+      tx.put('tasks', waiting.taskId, { ...waiting, followUps: [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, entry)] });
+      return { response, followUp: waiting.taskId, taskId: waiting.taskId };
+    }
+    case 'quota_refused': {
+      // Over a daily quota: a task in `rejected` (visible to operators) and ONE comment saying when
+      // the user can try again — never a silent drop.
+      const refusal = d.refusal;
+      const event = audit('webhook.quota_refused', { taskId, actorId: taskActorId(taskId), errorCode: refusal.code, metadata: { limit: refusal.limit, used: refusal.used, retryAt: refusal.retryAt } });
+      const response = rejected(refusal.code, taskId);
+      delivery('rejected', refusal.code, taskId, response);
+      trigger(taskId);
+      const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(comment, taskId, event.seq, at)));
+      const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(refusal.code)], by, taskId });
+      const receipt = pendingReceiptRecord(task, 'refused', at);
+      tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: refusal.code, quota: refusal });
+      ctx.quota!.countRefused(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
+      return { response, start: created.start, taskId };
+    }
+    case 'accept': {
+      ctx.quota?.countAccepted(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
+      const response = accepted(s.deliveryId, taskId);
+      const start = ctx.compact && fitsAcceptedComment(comment) && compactFormatMatches(ctx.runtime)
+        ? acceptCompact(ctx, tx, s, comment, taskId, workspacePath, at)
+        : acceptAsRecords(ctx, tx, s, comment, taskId, workspacePath, at, response);
+      return { response, start, taskId };
+    }
+  }
+}
+
+/** The accepted comment as one compact record; the store derives its records and audit events. */
+function acceptCompact(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date): () => void {
+  const record = acceptedCommentRecord({
+    comment: c,
+    deliveryKey: s.deliveryKey,
+    deliveryId: s.deliveryId,
+    eventType: s.eventType,
+    payloadHash: s.hash,
+    receivedAt: s.receivedAt,
+    retentionMs: ctx.retentionMs,
+    taskId,
+    triggerKey: s.triggerKey!,
+    at,
+    newRepository: tx.get('repositories', c.repoKey) === undefined ? { workspacePath } : null,
+    newSession: tx.get('sessions', c.resourceKey) === undefined ? { hostRef: ctx.hostRef } : null,
+  });
+  tx.derive(ACCEPTED_COMMENT_FORMAT, record);
+  const actorId = taskActorId(taskId);
+  // Queued tasks wait for the scheduler: no live actor until it sends CLAIM (as after a restart).
+  return () => ctx.runtime.announceCreated({ actorId, kind: TASK_KIND, taskId, fromState: null, toState: 'queued', stateVersion: 2, context: (acceptedCommentMachine(taskId).persisted as { context: unknown }).context, event: null, by: record.by });
+}
+
+/** The accepted comment as separate records (the generic path; see the file comment). */
+function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date, response: IntakeResponse): () => void {
+  const audit = auditWriter(tx, s);
+  // The audit event's store-wide sequence number doubles as the FIFO queue position.
+  const event = audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
+  insertArchived(tx, 'webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs: ctx.retentionMs, normalized: true, taskId, status: 'accepted', reason: null, payloadHash: s.hash, response }));
+  insertArchived(tx, 'comment_triggers', s.triggerKey!, triggerRecord(s.triggerKey!, s.deliveryKey, taskId, at));
+  if (tx.get('repositories', c.repoKey) === undefined) {
+    tx.insert('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
+    audit('repository.register', { metadata: { workspacePath } });
+  }
+  const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
+  // Sessions too are read by key only; the session manager's first write brings one back to memory.
+  if (tx.get('sessions', c.resourceKey) === undefined) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at));
+  const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
+    events: [{ type: 'ACCEPT' }],
+    by: `gitea:user:${c.actor.login}`,
+    taskId,
+    deferHosting: true,
+  });
+  const receipt = pendingReceiptRecord(task, 'received', at);
+  tx.insert('comments', receipt.commentKey, receipt);
+  return created.start;
+}
+
+const formatChecked = new WeakMap<ActorRuntime, boolean>();
+
+/**
+ * Whether the compact format encodes what the runtime's task machine does at creation (same machine
+ * version, same states, same persisted snapshot). Asked once per runtime; a machine that changed
+ * without a new format gets the generic path instead of a wrong snapshot.
+ */
+export function compactFormatMatches(runtime: ActorRuntime): boolean {
+  let ok = formatChecked.get(runtime);
+  if (ok === undefined) {
+    const probe = 'gitea-task-format-check';
+    const expected = acceptedCommentMachine(probe);
+    const real = runtime.creationOf(TASK_KIND, taskActorId(probe), { taskId: probe }, [{ type: 'ACCEPT' }]);
+    ok =
+      real.machineVersion === expected.machineVersion &&
+      JSON.stringify(real.steps.map((step) => step.toState)) === JSON.stringify(expected.states) &&
+      JSON.stringify(real.steps.at(-1)!.persisted) === JSON.stringify(expected.persisted);
+    formatChecked.set(runtime, ok);
+  }
+  return ok;
+}
+
+function reject(reason: string): TaskEvent {
+  return { type: 'REJECT', reason };
+}
+
+function insertArchived<T extends StoredRecord>(tx: Tx, collection: CollectionName, key: string, record: T): T {
+  const stored = tx.insert(collection, key, record);
+  tx.archive(collection, key);
+  return stored;
+}
+
+function auditWriter(tx: Tx, s: Subject) {
+  const c = s.comment;
+  const actor = c ? `gitea:user:${c.actor.login}` : 'gitea:webhook';
+  return (action: string, extra: Partial<AuditEventInput> = {}) =>
+    tx.appendAudit({
+      action,
+      actor,
+      deliveryId: s.deliveryId,
+      ...extra,
+      metadata: {
+        deliveryKey: s.deliveryKey,
+        eventType: s.eventType,
+        ...(c ? { repoKey: c.repoKey, resourceKey: c.resourceKey, commentId: c.comment.id } : {}),
+        ...(extra.metadata ?? {}),
+      },
+    });
+}

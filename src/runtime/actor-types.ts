@@ -1,0 +1,87 @@
+// The actor runtime's public types: what a kind of actor declares, what is persisted per actor, and
+// what callers and listeners get back. (actor-runtime.ts re-exports them.)
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject, InspectionEvent } from 'xstate';
+import type { AuditEvent, Store, Tx } from '../store/types.js';
+
+/**
+ * One kind of actor the runtime hosts: a machine (with its effects already injected through
+ * `machine.provide()`), its id and version (persisted with every snapshot), and an optional
+ * projection that mirrors the snapshot into a domain collection (e.g. `tasks`) in the same write.
+ */
+export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
+  kind: string;
+  machine: M;
+  machineVersion: number;
+  project?: (tx: Tx, change: PersistedChange) => void;
+  /**
+   * Input fields the initial context takes over verbatim and nothing else reads (e.g. `taskId`):
+   * `createInTx` then computes a creation with xstate once per event list and reuses it with the
+   * values put in (checked against xstate on first use). See creation-steps.ts.
+   */
+  templateInput?: readonly string[];
+  /** Upgrades a snapshot written by an older machine version; return undefined when impossible. */
+  migrate?: (snapshot: unknown, fromVersion: number) => unknown;
+  /**
+   * `lazy`: after a restart, brought back to life on first use instead of in `restoreAll()`. For
+   * actors without invoked effects (nothing in flight to restart), so ten thousand queued tasks do
+   * not delay start-up or hold memory until the scheduler reaches them.
+   */
+  restore?: 'eager' | 'lazy';
+}
+
+export interface PersistedChange {
+  actorId: string;
+  kind: string;
+  fromState: string | null;
+  toState: string;
+  stateVersion: number;
+  snapshot: AnyMachineSnapshot;
+  event: EventObject | null;
+  by: string;
+}
+
+export interface ActorRecord {
+  [key: string]: unknown;
+  actorId: string;
+  kind: string;
+  machineId: string;
+  machineVersion: number;
+  state: string;
+  status: string;
+  stateVersion: number;
+  snapshot: unknown;
+  taskId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type SendResult =
+  | { ok: true; fromState: string; toState: string; stateVersion: number }
+  | { ok: false; reason: 'illegal_transition' | 'unknown_actor' | 'actor_stopped'; state: string | null; stateVersion: number | null };
+
+/** What `onTransition` listeners get, once the transition is durable. */
+export interface TransitionNotice {
+  actorId: string;
+  kind: string;
+  taskId: string | null;
+  fromState: string | null;
+  toState: string;
+  stateVersion: number;
+  context: unknown;
+  event: EventObject | null;
+  by: string;
+}
+
+export interface SendOptions {
+  /** Who caused the event, e.g. `system`, `admin:alice`, `gitea:user:bob`. */
+  by?: string;
+}
+
+export interface RuntimeOptions {
+  store: Store;
+  kinds: ActorKind[];
+  now?: () => Date;
+  /** Receives every inspection event of every hosted actor (coverage measurement, visualizer). */
+  inspect?: (actorId: string, event: InspectionEvent) => void;
+  onAlert?: (event: AuditEvent) => void;
+}

@@ -1,0 +1,69 @@
+// decideWrite: the precedence of intake's outcomes (spec §5.1), and that facts are asked lazily.
+import { describe, expect, it } from 'vitest';
+import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../../src/domain/records.js';
+import { decideWrite, type WriteFacts } from '../../src/intake/intake-decision.js';
+import type { Plan } from '../../src/intake/intake-types.js';
+import type { QuotaRefusal } from '../../src/usage/quota-check.js';
+
+const delivery = { deliveryKey: 'd' } as DeliveryRecord;
+const trigger = { triggerKey: 't', taskId: 'x' } as CommentTriggerRecord;
+const waiting = { taskId: 'w' } as TaskRecord;
+const refusal = { code: 'quota_user_tasks_per_day', limit: 1, used: 1, retryAt: 'r' } as QuotaRefusal;
+
+/** Facts with everything absent unless given; records which were asked. */
+function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTriggerRecord; disabled: boolean; waiting: TaskRecord; refusal: QuotaRefusal; hasComment: boolean }> = {}) {
+  const asked: string[] = [];
+  const f: WriteFacts = {
+    delivery: () => (asked.push('delivery'), given.delivery),
+    trigger: () => (asked.push('trigger'), given.trigger),
+    hasComment: given.hasComment ?? true,
+    repositoryDisabled: () => (asked.push('disabled'), given.disabled ?? false),
+    waitingTask: () => (asked.push('waiting'), given.waiting),
+    quotaRefusal: () => (asked.push('quota'), given.refusal ?? null),
+  };
+  return { f, asked };
+}
+
+const ACCEPT: Plan = { kind: 'accept' };
+
+describe('decideWrite', () => {
+  it('a known delivery answers first, whatever else holds', () => {
+    const { f, asked } = facts({ delivery, trigger, disabled: true, waiting, refusal });
+    expect(decideWrite(ACCEPT, f)).toEqual({ kind: 'repeat', delivery });
+    expect(asked).toEqual(['delivery']);
+  });
+
+  it('then a known comment (a replay under a new delivery id), before ignore or a disabled repository', () => {
+    expect(decideWrite({ kind: 'ignored', reason: 'edited' }, facts({ trigger, disabled: true }).f)).toEqual({ kind: 'duplicate_comment', trigger });
+  });
+
+  it('an ignored delivery is recorded as ignored even without a comment', () => {
+    expect(decideWrite({ kind: 'ignored', reason: 'edited' }, facts({ hasComment: false }).f)).toEqual({ kind: 'ignored', reason: 'edited' });
+  });
+
+  it('a probe with nothing known decides nothing, and does not look for waiting tasks or quotas', () => {
+    const { f, asked } = facts();
+    expect(decideWrite({ kind: 'probe' }, f)).toEqual({ kind: 'none' });
+    expect(asked).toEqual(['delivery', 'trigger', 'disabled']);
+    expect(decideWrite({ kind: 'probe' }, facts({ hasComment: false }).f)).toEqual({ kind: 'none' });
+  });
+
+  it('a disabled repository refuses before the plan: stop, reject and accept alike', () => {
+    for (const plan of [ACCEPT, { kind: 'stop' } as Plan, { kind: 'reject', reason: 'no_write' } as Plan, { kind: 'probe' } as Plan]) {
+      expect(decideWrite(plan, facts({ disabled: true, waiting, refusal }).f)).toEqual({ kind: 'repository_disabled' });
+    }
+  });
+
+  it('stop and reject follow their plan, ignoring waiting tasks and quotas', () => {
+    expect(decideWrite({ kind: 'stop' }, facts({ waiting, refusal }).f)).toEqual({ kind: 'stop' });
+    expect(decideWrite({ kind: 'reject', reason: 'no_write' }, facts({ waiting, refusal }).f)).toEqual({ kind: 'reject', reason: 'no_write' });
+  });
+
+  it('an accepted comment continues a waiting task before any quota is counted; then the quota; then a new task', () => {
+    expect(decideWrite(ACCEPT, facts({ waiting, refusal }).f)).toEqual({ kind: 'follow_up', task: waiting });
+    expect(decideWrite(ACCEPT, facts({ refusal }).f)).toEqual({ kind: 'quota_refused', refusal });
+    const { f, asked } = facts();
+    expect(decideWrite(ACCEPT, f)).toEqual({ kind: 'accept' });
+    expect(asked).toEqual(['delivery', 'trigger', 'disabled', 'waiting', 'quota']);
+  });
+});
