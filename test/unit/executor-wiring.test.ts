@@ -574,6 +574,27 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     expect(w.calls.prepare).toBe(0);
   });
 
+  it('a run whose signal is already aborted (lease lost or scheduler stopping before it began) does nothing', async () => {
+    const w = await world({});
+    const aborted = new AbortController();
+    aborted.abort(new Error('lease_lost'));
+    await w.run(aborted.signal);
+    expect(w.calls.prepare).toBe(0);
+    expect(w.calls.ensureThread).toBe(0);
+    expect(w.sent).toEqual([]);
+    expect(w.record().state).toBe('preparing');
+  });
+
+  it('a signal aborted during a step stops the run before the next step', async () => {
+    const lease = new AbortController();
+    const w = await world({ duringTurn: async () => lease.abort(new Error('lease_lost')) }, {});
+    await w.run(lease.signal);
+    // The turn that was running when the lease was lost still reports its outcome; nothing runs after it.
+    expect(w.calls.runTurn).toHaveLength(1);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
+    expect(w.record().state).toBe('verifying_reply');
+  });
+
   it('abort(taskId) cancels the running step and asks Codex to interrupt', async () => {
     const w = await world({ hangThread: true });
     const running = w.run();
