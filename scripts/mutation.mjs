@@ -12,6 +12,7 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { relative } from 'node:path';
 import { Stryker } from '@stryker-mutator/core';
+import { mutantKeys } from './mutant-key.mjs';
 
 const FOLDERS = {
   machines: {
@@ -57,10 +58,6 @@ const folders = requested.length ? requested : Object.keys(FOLDERS);
 const concurrency = Number(process.env.MUTATION_CONCURRENCY ?? 2);
 const { _about, ...listed } = JSON.parse(readFileSync(SURVIVORS_FILE, 'utf8'));
 
-/** A survivor's identity (file:line:column mutator replacement): stable while the code does not move. */
-export const mutantKey = (m) =>
-  `${relative(process.cwd(), m.fileName)}:${m.location.start.line}:${m.location.start.column} ${m.mutatorName} ${JSON.stringify(m.replacement ?? '')}`;
-const sourceLine = (m) => readFileSync(m.fileName, 'utf8').split('\n')[m.location.start.line - 1]?.trim() ?? '';
 
 const rows = [];
 let failed = false;
@@ -94,15 +91,25 @@ for (const folder of folders) {
   const undetected = count('Survived', 'NoCoverage');
   const score = detected + undetected === 0 ? 100 : (100 * detected) / (detected + undetected);
   const survivors = results.filter((r) => r.status === 'Survived' || r.status === 'NoCoverage');
+  const keys = mutantKeys(results);
+  const mutantKey = (m) => keys.get(m);
   const unlisted = survivors.filter((m) => !listed[mutantKey(m)]);
-  rows.push({ folder, mutants: results.length, detected, undetected, score, unlisted: unlisted.length, minutes: (Date.now() - started) / 60_000 });
+  // Entries for this folder's files that match no survivor any more (killed, or the line was edited).
+  const files = new Set(results.map((m) => relative(process.cwd(), m.fileName)));
+  const surviving = new Set(survivors.map(mutantKey));
+  const stale = Object.keys(listed).filter((k) => files.has(k.slice(0, k.indexOf(' '))) && !surviving.has(k));
+  rows.push({ folder, mutants: results.length, detected, undetected, score, unlisted: unlisted.length, stale: stale.length, minutes: (Date.now() - started) / 60_000 });
   writeFileSync(
     `test-artifacts/mutation/${folder}-survivors.json`,
     JSON.stringify(Object.fromEntries(survivors.map((m) => [mutantKey(m), listed[mutantKey(m)] ?? 'UNLISTED'])), null, 2) + '\n',
   );
   if (unlisted.length) {
     console.log(`\n${folder}: ${unlisted.length} surviving mutant(s) not listed in ${SURVIVORS_FILE}:`);
-    for (const m of unlisted) console.log(`  ${m.status.padEnd(10)} ${mutantKey(m)}   | ${sourceLine(m)}`);
+    for (const m of unlisted) console.log(`  ${m.status.padEnd(10)} ${relative(process.cwd(), m.fileName)}:${m.location.start.line}:${m.location.start.column}  ${JSON.stringify(mutantKey(m))}`);
+  }
+  if (stale.length) {
+    console.log(`\n${folder}: ${stale.length} entr(y/ies) in ${SURVIVORS_FILE} match no surviving mutant now (killed, or its line changed): remove them`);
+    for (const k of stale) console.log(`  ${JSON.stringify(k)}`);
   }
   if (score < THRESHOLD || unlisted.length) failed = true;
 }
