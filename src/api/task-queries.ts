@@ -206,7 +206,7 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
     /** As in the task list: errorCode, or a rejected task's reason. */
     error: taskError(store, task),
     /** Change delivery: branch, commits, pull request, or where an unpublished change is kept. */
-    publish: task.publish ?? null,
+    publish: publishView(task.publish),
     delivery: delivery && {
       deliveryKey: delivery.deliveryKey,
       deliveryId: delivery.deliveryId,
@@ -284,6 +284,13 @@ function commentLink(task: TaskRecord, c: CommentRecord): string | null {
 }
 
 /** Only http(s) links reach the page: a stored `javascript:` url must never become a link. */
+/** The task's delivery record as stored, with the pull request's link filtered like every other url shown. */
+function publishView(value: unknown): Record<string, unknown> | null {
+  if (!value || typeof value !== 'object') return null;
+  const p = value as { pullRequest?: { number: number; url: unknown } | null };
+  return { ...p, pullRequest: p.pullRequest ? { ...p.pullRequest, url: safeUrl(p.pullRequest.url) } : null };
+}
+
 export function safeUrl(value: unknown): string | null {
   if (typeof value !== 'string' || value.length > 2000) return null;
   try {

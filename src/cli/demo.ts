@@ -130,7 +130,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     console.log(`gitea-mcp         ${env.mcp === 'real' ? 'the real binary' : 'stand-in (same tool names and schemas)'}\n`);
 
     const posts = [
-      { who: 'alice', index: 1, body: '@ccweb-bot please look into the flaky login test' },
+      { who: 'alice', index: 1, body: '@ccweb-bot please look into the flaky login test and note it in CHANGES.md' },
       { who: 'alice', index: 2, body: '@ccweb-bot which commit does this PR check out? Look at the head.' },
       { who: 'bob', index: 1, body: '@ccweb-bot delete the repository' },
       { who: 'alice', index: 1, body: 'Thanks! (no mention, so the bot stays quiet)' },
@@ -171,6 +171,15 @@ export async function runDemo(options: DemoOptions): Promise<void> {
         const body = String(c.body).replace(/<!--.*?-->/g, '').trim().replace(/\n+/g, ' ');
         console.log(`  [${user}] ${body}`);
       }
+    }
+
+    // What the agent changed arrives as a pull request (change delivery): the sandbox lists it like Gitea.
+    console.log('\n== pull requests ==');
+    const pulls = await fetch(`${gitea.url}/api/v1/repos/${gitea.owner}/${gitea.repo}/pulls?state=all`, {
+      headers: { Authorization: `token ${gitea.userTokens['alice']}` },
+    }).then((r) => r.json() as Promise<Array<{ number: number; title: string; html_url: string; user: { login: string }; head: { ref: string; sha: string }; base: { ref: string } }>>);
+    for (const p of pulls) {
+      console.log(`  #${p.number} ${p.head.ref} → ${p.base.ref} by ${p.user.login} (head ${p.head.sha.slice(0, 10)}): ${p.title}\n      ${p.html_url}`);
     }
 
     const allDone = tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state));

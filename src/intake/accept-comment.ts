@@ -30,7 +30,7 @@ import {
 } from '../webhook/normalize-comment.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
-import { workspacePathFor } from '../workspace/workspace-path.js';
+import { workspacePathFor } from '../domain/workspace-path.js';
 import {
   DEFAULT_DELIVERY_RETENTION_MS,
   deliveryRecord,

@@ -1,6 +1,6 @@
 // Builders for the records intake writes (spec §4). Pure: every time comes in as an argument.
 import { createHash } from 'node:crypto';
-import { newSessionRecord } from '../sessions/session-actor.js';
+import { newSessionRecord } from '../domain/session-record.js';
 import type {
   CommentRecord,
   CommentTriggerRecord,

@@ -3,8 +3,11 @@
 // `version` (= the actor's stateVersion) so a stale writer never overwrites a newer session.
 import type { Tx } from '../store/types.js';
 import type { ActorKind, PersistedChange } from '../runtime/actor-runtime.js';
-import type { SessionRecord, TaskRecord } from '../domain/records.js';
+import type { SessionRecord } from '../domain/records.js';
 import { SESSION_MACHINE_VERSION, sessionMachine, sessionStatusOf, type SessionContext } from '../../machines/session.js';
+
+// Lives in src/domain/ (intake inserts it too); re-exported where the session manager and tests look for it.
+export { newSessionRecord } from '../domain/session-record.js';
 
 export const SESSION_KIND = 'session';
 
@@ -14,26 +17,6 @@ export function sessionActorId(sessionKey: string): string {
 
 export function sessionKind(machine: typeof sessionMachine = sessionMachine): ActorKind<typeof sessionMachine> {
   return { kind: SESSION_KIND, machine, machineVersion: SESSION_MACHINE_VERSION, project: projectSession };
-}
-
-/** The record inserted (version 0) together with the actor; the projection keeps it current. */
-export function newSessionRecord(task: TaskRecord, hostRef: string, now: string): SessionRecord {
-  return {
-    sessionKey: task.sessionKey,
-    resourceKey: task.resourceKey,
-    repoKey: task.repoKey,
-    kind: task.resource.kind,
-    number: task.resource.number,
-    threadId: null,
-    runtime: { app: 'codexapp', mode: 'yolo' },
-    mcp: { server: 'gitea', transport: 'stdio', hostRef },
-    status: 'active',
-    lastTaskId: null,
-    lastTurnId: null,
-    createdAt: now,
-    updatedAt: now,
-    version: 0,
-  };
 }
 
 function projectSession(tx: Tx, change: PersistedChange): void {

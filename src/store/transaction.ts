@@ -5,7 +5,7 @@
 // both the journal text and the source of the in-memory value, a frozen copy equal to that text
 // parsed back (plain-json.ts) — so memory always equals what replay rebuilds (no undefined fields,
 // no Dates, no aliasing with the caller's object).
-import { nanoid } from 'nanoid';
+import { randomUUID } from 'node:crypto';
 import { assertCollection, type MemoryState, type Op } from './memory-state.js';
 import { frozenJsonCopy } from './plain-json.js';
 import {
@@ -114,7 +114,7 @@ export class Transaction implements Tx {
     if (typeof input.actor !== 'string' || input.actor === '') throw new TypeError('audit: actor is required');
     const event = {
       ...input,
-      eventId: `audit-${nanoid()}`,
+      eventId: `audit-${randomUUID()}`,
       seq: this.#nextAuditSeq,
       timestamp: new Date().toISOString(),
     };

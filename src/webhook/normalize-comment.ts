@@ -50,7 +50,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 /**
  * Owner and repository names become path segments (workspaces) and key parts. Gitea's own rules
  * allow only ASCII letters, digits, `-`, `_`, `.`; on top of that we refuse `.`/`..` and any `..`,
- * a leading `-` (git would read it as an option) — the same rules as `src/workspace/workspace-path.ts`,
+ * a leading `-` (git would read it as an option) — the same rules as `src/domain/workspace-path.ts`,
  * so nothing that intake accepts can fail there later.
  */
 export function isSafeName(value: string): boolean {

@@ -1,4 +1,4 @@
-export { workspacePathFor, WorkspacePathError, assertSafeSegment } from './workspace-path.js';
+export { workspacePathFor, WorkspacePathError, assertSafeSegment } from '../domain/workspace-path.js';
 export { gitEnvironment, redactSecrets, credentialScope } from './git-credentials.js';
 export { runGit, describeFailure, type GitResult, type GitLogEntry, type GitLogger, type RunGitOptions } from './run-git.js';
 export { classifyGitFailure, type GitFailureClass, type GitFailureCode } from './classify-git-failure.js';

@@ -20,7 +20,7 @@ import { classifyGitFailure } from './classify-git-failure.js';
 import { inspectWorkspace } from './inspect-workspace.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from './run-git.js';
 import { isSafeBranchName, prepareWorkspace, type WorkspaceErrorCode } from './workspace-manager.js';
-import { assertSafeSegment, isInside, WorkspacePathError } from './workspace-path.js';
+import { assertSafeSegment, isInside, WorkspacePathError } from '../domain/workspace-path.js';
 
 export type ResourceRef = { kind: 'issue' | 'pull_request'; number: number };
 

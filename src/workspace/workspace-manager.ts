@@ -9,7 +9,7 @@ import path from 'node:path';
 import { classifyGitFailure } from './classify-git-failure.js';
 import { inspectWorkspace } from './inspect-workspace.js';
 import { describeFailure, runGit, type GitLogger, type GitResult } from './run-git.js';
-import { isInside, workspacePathFor, WorkspacePathError } from './workspace-path.js';
+import { isInside, workspacePathFor, WorkspacePathError } from '../domain/workspace-path.js';
 
 export type WorkspaceContext = { kind: 'issue' } | { kind: 'pull_request'; number: number };
 

@@ -103,6 +103,29 @@ describe('admin page', () => {
     await page.waitForSelector('#task-state[data-state="cancelled"]');
     await page.waitForSelector('#timeline tr[data-action="control.task_cancel"]');
   });
+
+  it('a task detail shows the pull request and branch it delivered, and links only http(s) urls', async () => {
+    const t = await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-pr' });
+    const publish = {
+      status: 'published', mode: 'pull_request', branch: 'ccweb/issue-7', headSha: 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+      commits: ['a1b2c3d4e5f60718293a4b5c6d7e8f9012345678'], pullRequest: { number: 12, url: 'http://127.0.0.1:3000/acme/widget/pulls/12' },
+      kept: null, errorCode: null, message: null, updatedAt: new Date().toISOString(),
+    };
+    await h.store.transact((tx) => tx.put('tasks', t.taskId, { ...t, publish }));
+    await page.goto(`${h.url}/admin#/tasks/task-browser-pr`);
+    await page.waitForSelector('#change[data-status="published"]');
+    expect(await page.getAttribute('#change a', 'href')).toBe(publish.pullRequest.url);
+    expect(await page.textContent('#change a')).toBe('#12');
+    expect(await page.textContent('#change')).toContain('ccweb/issue-7');
+    await page.screenshot({ path: join(SHOTS, 'admin-task-change.png'), fullPage: true });
+
+    // A stored url that is not http(s) is shown as text, never as a link.
+    await h.store.transact((tx) => tx.put('tasks', t.taskId, { ...t, publish: { ...publish, pullRequest: { number: 12, url: 'javascript:alert(1)' } } }));
+    await page.reload();
+    await page.waitForSelector('#change[data-status="published"]');
+    expect(await page.$$('#change a')).toHaveLength(0);
+    expect(await page.textContent('#change')).toContain('#12');
+  });
 });
 
 describe('visualizer', () => {

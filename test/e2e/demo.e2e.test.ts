@@ -37,6 +37,9 @@ describe('npm run demo', () => {
     expect(stdout).toMatch(/verifying_reply → succeeded/);
     expect(stdout).toMatch(/\[ccweb-bot\] giteabot: 已收到/);
     expect(stdout).toMatch(/The workspace is at commit [0-9a-f]{40}/);
+    // Alice's first request changed a file: it arrives as a pull request from the bot's branch.
+    expect(stdout).toMatch(/I appended a line to CHANGES\.md/);
+    expect(stdout).toMatch(new RegExp(`== pull requests ==\\n  #3 ccweb/issue-1 → main by ccweb-bot \\(head [0-9a-f]{10}\\): Append a line to CHANGES\\.md\\n      http://127\\.0\\.0\\.1:${giteaPort}/acme/widget/pulls/3\\n  #2 feature/login-retry → main by alice`));
     expect(stdout).toContain(`sandbox Gitea     http://127.0.0.1:${giteaPort} `);
     expect(stdout).toContain(`service           http://127.0.0.1:${servicePort} `);
     // A stopped service has no admin page to open and no token worth printing.

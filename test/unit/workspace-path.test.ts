@@ -2,7 +2,7 @@ import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { WorkspacePathError, workspacePathFor } from '../../src/workspace/workspace-path.js';
+import { WorkspacePathError, workspacePathFor } from '../../src/domain/workspace-path.js';
 import { isSafeBranchName } from '../../src/workspace/workspace-manager.js';
 
 describe('workspacePathFor', () => {

@@ -221,6 +221,8 @@ async function renderTask(taskId, quiet) {
     ),
     el('h3', {}, 'Instruction'),
     el('pre', { className: 'instruction-full' }, t.instruction),
+    el('h3', {}, 'Change'),
+    changeSection(d.publish),
     el('h3', {}, 'Usage'),
     taskUsageSection(t, d.turns),
     el('h3', {}, 'Correlation'),
@@ -232,6 +234,21 @@ async function renderTask(taskId, quiet) {
   );
   if (focus) document.getElementById(focus)?.focus();
   if (!quiet) window.scrollTo(0, 0);
+}
+
+/** What the task delivered (issue 14): the pull request and branch to review, or where a refused change is kept. */
+function changeSection(p) {
+  if (!p) return el('p', { className: 'muted', id: 'change' }, 'Nothing published (yet).');
+  const short = (sha) => (sha ? sha.slice(0, 10) : '—');
+  return el('dl', { className: 'facts', id: 'change', dataset: { status: p.status } },
+    ...fact('status', `${p.status}${p.mode ? ` (${p.mode})` : ''}`),
+    ...fact('pull request', p.pullRequest ? link(p.pullRequest.url, `#${p.pullRequest.number}`) : '—'),
+    ...fact('branch', p.branch ? el('span', { className: 'mono' }, p.branch) : '—'),
+    ...fact('head', el('span', { className: 'mono' }, short(p.headSha))),
+    ...fact('commits', p.commits?.length ? el('span', { className: 'mono' }, p.commits.map(short).join(' ')) : '—'),
+    ...(p.kept ? fact('kept', el('span', { className: 'mono' }, `${p.kept.branch} · ${p.kept.patchFile}`)) : []),
+    ...(p.errorCode ? fact('publish error', `${p.errorCode}${p.message ? `: ${p.message}` : ''}`) : []),
+  );
 }
 
 /** Like replaceChildren, but skips the null/false of optional sections (replaceChildren would print them). */

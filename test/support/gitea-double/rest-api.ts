@@ -37,6 +37,11 @@ export interface GiteaRestDoubleOptions {
    * webhook, also for the bot's own comments), with the objects a webhook payload carries.
    */
   onCommentCreated?: (event: CommentCreatedEvent) => void;
+  /**
+   * A branch's head commit in the repository's git storage (null: no such branch). Without it the
+   * double knows no branches: `GET …/branches/{name}` answers 404 and `POST …/pulls` 422, as before.
+   */
+  branchHead?: (owner: string, repo: string, branch: string) => Promise<string | null>;
 }
 
 export interface CommentCreatedEvent {
@@ -106,6 +111,8 @@ interface IssueRec {
   updated: Date;
   head: { ref: string; sha: string; owner: string; repo: string };
   base: { ref: string; sha: string };
+  /** Opened through `POST …/pulls`: its head follows the branch, as on Gitea. */
+  followsBranch?: boolean;
 }
 interface CommentRec {
   id: number;
@@ -609,6 +616,52 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       return { status: 405, body: apiError('method not allowed') };
     }
 
+    // GET /repos/{o}/{r}/branches/{name} (the name may hold slashes, sent encoded)
+    if (rest[0] === 'branches' && rest.length >= 2 && method === 'GET') {
+      const name = rest.slice(1).join('/');
+      const sha = options.branchHead ? await options.branchHead(repo.owner, repo.name, name) : null;
+      if (!sha) return { status: 404, body: apiError(`branch does not exist [repo_id: ${repo.id} name: ${name}]`) };
+      return { status: 200, body: { name, commit: { id: sha, message: '', url: `${base()}/${repo.owner}/${repo.name}/commit/${sha}` }, protected: false } };
+    }
+
+    // GET /repos/{o}/{r}/pulls (state, page, limit) and POST /repos/{o}/{r}/pulls
+    if (rest[0] === 'pulls' && rest.length === 1) {
+      if (method === 'GET') {
+        const state = query.get('state') ?? 'open';
+        const page = Math.max(1, Number.parseInt(query.get('page') ?? '1', 10) || 1);
+        const limit = Math.min(Math.max(Number.parseInt(query.get('limit') ?? '30', 10) || 30, 1), 50);
+        const all = [...issues.values()]
+          .filter((i) => i.repoKey === rk && i.isPull && (state === 'all' || i.state === state))
+          .sort((a, b) => b.number - a.number);
+        const pageItems = all.slice((page - 1) * limit, page * limit);
+        await Promise.all(pageItems.map(refreshHead));
+        return { status: 200, body: pageItems.map((i) => pullJson(i, viewer.login)), headers: { 'X-Total-Count': String(all.length) } };
+      }
+      if (method === 'POST') {
+        if (viewerPerm === 'read') return { status: 403, body: apiError('user should have permission to write to the repository') };
+        const b = await ctx.body();
+        const head = typeof b.head === 'string' ? b.head : '';
+        const baseRef = typeof b.base === 'string' ? b.base : '';
+        const title = typeof b.title === 'string' ? b.title : '';
+        if (!head || !baseRef || !title) return { status: 422, body: apiError('[Head] [Base] [Title]: Required') };
+        const headSha = options.branchHead ? await options.branchHead(repo.owner, repo.name, head) : null;
+        const baseSha = options.branchHead ? await options.branchHead(repo.owner, repo.name, baseRef) : null;
+        if (!headSha || !baseSha) return { status: 404, body: notFound() };
+        const existing = [...issues.values()].find((i) => i.repoKey === rk && i.isPull && i.state === 'open' && i.head.ref === head && i.base.ref === baseRef);
+        if (existing) return { status: 409, body: apiError(`pull request already exists for these targets [id: ${existing.id}, issue_id: ${existing.id}, head_repo_id: ${repo.id}, base_repo_id: ${repo.id}, head_branch: ${head}, base_branch: ${baseRef}]`) };
+        const number = Math.max(0, ...[...issues.values()].filter((i) => i.repoKey === rk).map((i) => i.number)) + 1;
+        const t = now();
+        const rec: IssueRec = {
+          id: nextIssueId++, repoKey: rk, number, title, body: typeof b.body === 'string' ? b.body : '', isPull: true, locked: false,
+          user: viewer.login, state: 'open', created: t, updated: t,
+          head: { ref: head, sha: headSha, owner: repo.owner, repo: repo.name }, base: { ref: baseRef, sha: baseSha }, followsBranch: true,
+        };
+        issues.set(issueKey(rk, number), rec);
+        return { status: 201, body: pullJson(rec, viewer.login) };
+      }
+      return { status: 405, body: apiError('method not allowed') };
+    }
+
     // /repos/{o}/{r}/issues/{index}[/comments] and /pulls/{index}
     if ((rest[0] === 'issues' || rest[0] === 'pulls') && rest.length >= 2) {
       const index = Number(rest[1]);
@@ -621,7 +674,11 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       }
 
       if (rest.length === 2 && method === 'GET') {
-        if (rest[0] === 'pulls') return issue.isPull ? { status: 200, body: pullJson(issue, viewer.login) } : { status: 404, body: notFound() };
+        if (rest[0] === 'pulls') {
+          if (!issue.isPull) return { status: 404, body: notFound() };
+          await refreshHead(issue);
+          return { status: 200, body: pullJson(issue, viewer.login) };
+        }
         return { status: 200, body: issueJson(issue) };
       }
 
@@ -667,6 +724,17 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
       }
     }
     return { status: 404, body: notFound() };
+  }
+
+  /** A pull request opened through the API shows its branch's current head, as Gitea does after a push. */
+  async function refreshHead(i: IssueRec): Promise<void> {
+    if (!i.followsBranch || !options.branchHead) return;
+    const r = repos.get(i.repoKey)!;
+    const sha = await options.branchHead(r.owner, r.name, i.head.ref);
+    if (sha && sha !== i.head.sha) {
+      i.head.sha = sha;
+      i.updated = now();
+    }
   }
 
   function inWindow(c: CommentRec, since: Date | undefined, before: Date | undefined): boolean {

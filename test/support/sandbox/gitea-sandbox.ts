@@ -64,6 +64,15 @@ export async function startGiteaSandbox(options: { root: string; botLogin?: stri
       });
       pending.set(Number(e.comment.id), delivery);
     },
+    // Branches and pull requests come from the real bare repositories the git server holds, so the
+    // service's pushes (change delivery) show up in the REST API as on Gitea.
+    branchHead: async (o, r, branch) => {
+      try {
+        return await git.repos.git(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], git.repos.barePath(o, r));
+      } catch {
+        return null;
+      }
+    },
   });
   const git = await startGitHttpServer({
     root: join(options.root, 'git'),

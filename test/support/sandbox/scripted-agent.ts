@@ -6,7 +6,7 @@
  *
  * - `question`  → posts a question and ends with CCWEB_WAITING_USER (the task waits for the user);
  * - `head`      → runs `git rev-parse HEAD` through Codex's shell tool first and reports the sha;
- * - `change-file` → appends a line naming the task to CHANGES.md through Codex's shell tool, then answers
+ * - `change-file` (or naming `CHANGES.md`) → appends a line naming the task to CHANGES.md through Codex's shell tool, then answers
  *   (change delivery publishes it); with `publish-tool` it then calls the service's `ccweb_publish_changes`
  *   tool and links the pull request URL it returns;
  * - `forget`    → answers without calling the gitea tool (the reply goes missing: the reply-retry turn posts it);
@@ -74,19 +74,19 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
         return { type: 'stall' };
       }
     } else if (lower.includes('slow') && !isRetry) return { type: 'stall' };
+    const wantsChange = (lower.includes('change-file') || lower.includes('changes.md')) && !isRetry;
     if (commented) {
       if (lower.includes('post-then-stall') && !isRetry) return { type: 'stall' };
-      return {
-        type: 'message',
-        text: lower.includes('question') && !isRetry ? 'I asked a question.\nCCWEB_WAITING_USER' : 'Posted my answer on the issue.',
-      };
+      if (lower.includes('question') && !isRetry) return { type: 'message', text: 'I asked a question.\nCCWEB_WAITING_USER' };
+      // The final message is what change delivery turns into the commit and pull request title.
+      return { type: 'message', text: wantsChange ? 'Append a line to CHANGES.md\n\nPosted my answer on the issue.' : 'Posted my answer on the issue.' };
     }
     if ((lower.includes('forget') && !isRetry) || history.includes('forget-always')) {
       return { type: 'message', text: 'Here is my answer (but I forgot to post it).' };
     }
 
     let text = answer(userText);
-    if (lower.includes('change-file') && !isRetry) {
+    if (wantsChange) {
       // Edits the repository through Codex's own shell tool: a line naming the task, appended to CHANGES.md.
       // `change-file-pause` waits a few seconds first (a test moves the branch on Gitea meanwhile).
       const pause = lower.includes('change-file-pause') ? 'sleep 4 && ' : '';

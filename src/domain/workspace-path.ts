@@ -1,4 +1,6 @@
 // Where a repository's workspace lives: <root>/<instance>/<owner>/<repo>, normalised, never outside root.
+// In src/domain/ because intake computes it for the repository record it writes, and intake may not
+// import the workspace manager (the walls in .dependency-cruiser.mjs).
 import path from 'node:path';
 
 export class WorkspacePathError extends Error {

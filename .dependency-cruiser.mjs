@@ -1,0 +1,84 @@
+// The walls between the parts (issue 21), checked by dependency-cruiser. Read by
+// `npm run lint:walls` (its CLI) and by test/unit/architecture-walls.test.ts (its API), so
+// `npm test` fails on a breach. Paths are relative to the repository root; every rule looks at
+// direct imports, type-only ones included (`tsPreCompilationDeps`: an `import type` ties two
+// parts together as much as a value import does).
+
+/** An npm package, wherever node_modules sits (a worktree may link to another checkout's). */
+const pkg = (name) => `(^|/)node_modules/${name}/`;
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+export default {
+  forbidden: [
+    {
+      name: 'machines-only-xstate',
+      comment:
+        'machines/ holds pure statecharts: they import xstate and each other, nothing else (no node, no src/), ' +
+        'so a machine can be read, tested and visualised without the service.',
+      severity: 'error',
+      from: { path: '^machines/' },
+      to: { pathNot: [`^machines/`, pkg('xstate')] },
+    },
+    {
+      name: 'store-only-itself-node-lowdb',
+      comment:
+        'src/store/ is the platform under everything: it imports itself, node builtins and lowdb only, ' +
+        'never the domain or the parts that use it.',
+      severity: 'error',
+      from: { path: '^src/store/' },
+      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', pkg('lowdb')] },
+    },
+    {
+      name: 'intake-not-execution',
+      comment:
+        'Intake (src/webhook/, src/intake/) decides whether a comment becomes a task and writes it; it must not reach into ' +
+        'Codex/sessions, workspaces, the scheduler or the executor. Shared pure helpers live in src/domain/.',
+      severity: 'error',
+      from: { path: '^src/(intake|webhook)/' },
+      to: { path: '^src/(codex|sessions|workspace|scheduler|executor)/' },
+    },
+    {
+      name: 'codex-not-intake',
+      comment: 'Codex and sessions run tasks; they never call back into intake.',
+      severity: 'error',
+      from: { path: '^src/(codex|sessions)/' },
+      to: { path: '^src/intake/' },
+    },
+    {
+      name: 'api-not-codex',
+      comment: 'The control API reads the store and the runtime; Codex internals (src/codex/) stay behind the sessions.',
+      severity: 'error',
+      from: { path: '^src/api/' },
+      to: { path: '^src/codex/' },
+    },
+    {
+      name: 'no-runtime-cycle',
+      comment:
+        'No import cycle that exists at run time (a module half-initialised when its partner reads it). ' +
+        'Cycles closed only by an `import type` are erased by the compiler and allowed: two exist ' +
+        '(store/cold-tier <-> store/memory-state, config/keys <-> config/limit-keys).',
+      severity: 'error',
+      from: {},
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'resolvable',
+      comment:
+        'Every import must resolve: an import the cruiser cannot follow would pass every wall unseen.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    // Resolve packages as Node's ESM loader and tsc (NodeNext) do: through their `exports`
+    // (lowdb and the MCP SDK have nothing else), `types` for the type-only imports.
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'node', 'default', 'types'],
+    },
+  },
+};
