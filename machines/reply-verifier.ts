@@ -113,11 +113,9 @@ export interface ReplyVerifierOutput {
   mcpFailureReason: string | null;
 }
 
+/** An Error, or an error that lost its class on its way through a snapshot: its message; else the value. */
 function errorMessageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'object' && error !== null && 'message' in error) {
-    return String((error as { message: unknown }).message);
-  }
+  if (typeof error === 'object' && error !== null && 'message' in error) return String(error.message);
   return String(error);
 }
 

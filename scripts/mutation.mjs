@@ -4,6 +4,13 @@
 //
 //   npm run test:mutation                 all five folders (long: see README "Tests")
 //   npm run test:mutation -- machines     one or more folders by name
+//   npm run test:mutation -- machines --incremental
+//                                         Stryker's incremental mode against the checked-in result of
+//                                         the last full run (test/mutation/incremental/<folder>.json):
+//                                         only mutants whose code or tests changed run again (a mutant
+//                                         that survived runs again when a test was added), the rest keep
+//                                         their result; the file is rewritten. What CI runs (.ci/run).
+//   … --incremental --force               run every mutant and rewrite the file (a full run)
 //
 // Prints the mutation score per folder; exits non-zero when a folder is under its threshold or a
 // surviving mutant is not listed with a reason in test/mutation/survivors.json. Reports (HTML and
@@ -48,6 +55,18 @@ const FOLDERS = {
 const THRESHOLD = 80;
 const SURVIVORS_FILE = 'test/mutation/survivors.json';
 
+const flags = process.argv.slice(2).filter((a) => a.startsWith('-'));
+const badFlags = flags.filter((f) => f !== '--incremental' && f !== '--force');
+if (badFlags.length) {
+  console.error(`unknown option(s): ${badFlags.join(', ')} — options: --incremental, --force`);
+  process.exit(2);
+}
+const incremental = flags.includes('--incremental');
+const force = flags.includes('--force');
+if (force && !incremental) {
+  console.error('--force goes with --incremental (without it every run is a full run)');
+  process.exit(2);
+}
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = requested.filter((f) => !(f in FOLDERS));
 if (unknown.length) {
@@ -83,6 +102,9 @@ for (const folder of folders) {
     // Never copy another run's sandbox (runs of two folders may overlap) or build/test output.
     ignorePatterns: ['/.stryker-tmp', '/test-artifacts', '/dist', '/dist-test', '/data', '/.tools'],
     cleanTempDir: true,
+    incremental,
+    incrementalFile: `test/mutation/incremental/${folder}.json`,
+    force,
     thresholds: { high: 90, low: THRESHOLD, break: null },
   });
   const results = await stryker.runMutationTest();
