@@ -673,6 +673,14 @@ describe('executor: change delivery (issue 14: publish after the turn, then veri
     // Then verification, as after any publish (this world has no turn record, so it fails for that).
     expect(w.types()).toEqual(['PUBLISHED', 'REPLY_FAILED']);
   });
+
+  it('a task found in publishing after change delivery was switched off: PUBLISHED, nothing to publish', async () => {
+    const w = await world({ startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true }] as TaskEvent[] });
+    expect(w.record().state).toBe('publishing');
+    await w.run();
+    expect(w.calls.runTurn).toEqual([]);
+    expect(w.types()[0]).toBe('PUBLISHED');
+  });
 });
 
 describe('executor: a repository renamed or transferred on Gitea (issue 15)', () => {
