@@ -41,7 +41,7 @@ const FOLDERS = {
   },
   verification: {
     mutate: ['src/verification/**/*.ts'],
-    tests: ['test/unit/verification-*.test.ts', 'test/integration/verification.test.ts', 'test/integration/verification-rest-double.test.ts'],
+    tests: ['test/unit/verification-*.test.ts', 'test/integration/verification.test.ts', 'test/integration/verification-failure-paths.test.ts', 'test/integration/verification-rest-double.test.ts'],
   },
   scheduler: {
     mutate: ['src/scheduler/**/*.ts'],
