@@ -57,6 +57,19 @@ export type AppServerEvent =
   | { type: 'RESTART_DUE'; now: number }
   | { type: 'STOP'; now: number };
 
+/**
+ * While the process is alive (starting, initializing, ready): its exit is recorded and a restart
+ * follows; a deliberate STOP closes it in order (stdin, then SIGTERM).
+ */
+const whileAlive = {
+  EXITED: { target: 'exited', actions: 'recordExit' as const },
+  STOP: { target: 'closing' },
+};
+/** Once it is up (initializing, ready): a rejected capability is recorded, once. */
+const downgradeOnce = { guard: 'isNewDowngrade' as const, actions: 'recordDowngrade' as const };
+/** No process to stop (never started, exited, waiting to restart): STOP closes at once. */
+const closeNow = { target: 'closed', actions: 'recordClosed' as const };
+
 export const appServerMachine = setup({
   types: {
     context: {} as AppServerContext,
@@ -131,24 +144,22 @@ export const appServerMachine = setup({
       description: 'Never started in this actor life. START spawns the process.',
       on: {
         START: { target: 'starting', actions: 'recordStart' },
-        STOP: { target: 'closed', actions: 'recordClosed' },
+        STOP: closeNow,
       },
     },
     starting: {
       description: 'The process is being spawned.',
       on: {
         SPAWNED: { target: 'initializing', actions: 'recordSpawn' },
-        EXITED: { target: 'exited', actions: 'recordExit' },
-        STOP: { target: 'closing' },
+        ...whileAlive,
       },
     },
     initializing: {
       description: 'initialize → initialized → probes (goals, collaborationMode/list) → config/read.',
       on: {
         INITIALIZED: { target: 'ready', actions: 'recordReady' },
-        CAPABILITY_DOWNGRADE: { guard: 'isNewDowngrade', actions: 'recordDowngrade' },
-        EXITED: { target: 'exited', actions: 'recordExit' },
-        STOP: { target: 'closing' },
+        CAPABILITY_DOWNGRADE: downgradeOnce,
+        ...whileAlive,
       },
     },
     ready: {
@@ -156,9 +167,8 @@ export const appServerMachine = setup({
         'Serving threads and turns. A capability rejected later (collaborationMode on turn/start) is ' +
         'recorded here, once.',
       on: {
-        CAPABILITY_DOWNGRADE: { guard: 'isNewDowngrade', actions: 'recordDowngrade' },
-        EXITED: { target: 'exited', actions: 'recordExit' },
-        STOP: { target: 'closing' },
+        CAPABILITY_DOWNGRADE: downgradeOnce,
+        ...whileAlive,
       },
     },
     exited: {
@@ -167,14 +177,14 @@ export const appServerMachine = setup({
         'restart is scheduled with backoff.',
       on: {
         SCHEDULE_RESTART: { target: 'restarting', actions: 'scheduleRestart' },
-        STOP: { target: 'closed', actions: 'recordClosed' },
+        STOP: closeNow,
       },
     },
     restarting: {
       description: 'Waiting for the backoff deadline restartAt; the supervisor re-arms a timer from it.',
       on: {
         RESTART_DUE: { guard: 'isRestartDue', target: 'starting', actions: 'recordStart' },
-        STOP: { target: 'closed', actions: 'recordClosed' },
+        STOP: closeNow,
       },
     },
     closing: {

@@ -27,7 +27,8 @@ export const REPLY_VERIFIER_INVOKE_IDS = {
   checkFallback: 'checkFallback',
 } as const;
 
-export interface ReplyVerifierInput {
+/** Which reply is looked for: the task turn's, on its resource, by the bot, carrying its marker. */
+interface ReplyIdentity {
   taskId: string;
   turnKey: string;
   resourceKey: string;
@@ -36,6 +37,9 @@ export interface ReplyVerifierInput {
   botLogin: string;
   /** Epoch ms: only comments created at or after this count. */
   turnStartedAt: number;
+}
+
+export interface ReplyVerifierInput extends ReplyIdentity {
   /** Failure the agent's MCP call reported, when it reported one. */
   mcpFailureReason?: string | null;
 }
@@ -71,13 +75,7 @@ export type ReplyVerifierErrorCode =
   | 'rest_fallback_failed'
   | 'rest_fallback_unconfirmed';
 
-export interface ReplyVerifierContext {
-  taskId: string;
-  turnKey: string;
-  resourceKey: string;
-  marker: string;
-  botLogin: string;
-  turnStartedAt: number;
+export interface ReplyVerifierContext extends ReplyIdentity {
   replyRetries: number;
   /** The original MCP reply failure, kept through the fallback (e.g. `mcp_reply_missing`). */
   mcpFailureReason: string | null;
@@ -115,13 +113,37 @@ export interface ReplyVerifierOutput {
   mcpFailureReason: string | null;
 }
 
+/** An Error, or an error that lost its class on its way through a snapshot: its message; else the value. */
 function errorMessageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'object' && error !== null && 'message' in error) {
-    return String((error as { message: unknown }).message);
-  }
+  if (typeof error === 'object' && error !== null && 'message' in error) return String(error.message);
   return String(error);
 }
+
+/** A query (the agent's reply, or the fallback) found the comment: record it and end in `target`. */
+function whenReplyFound(target: 'confirmed' | 'confirmed_via_fallback') {
+  return {
+    guard: {
+      type: 'replyFound' as const,
+      params: ({ event }: { event: { output: QueryReplyOutput } }) => ({ found: event.output.found }),
+    },
+    target,
+    actions: {
+      type: 'recordReply' as const,
+      params: ({ event }: { event: { output: QueryReplyOutput } }) => ({
+        commentId: event.output.found ? event.output.commentId : null,
+      }),
+    },
+  };
+}
+
+/** §5.4: a failed or unknown query answer never leads to a write: the verification fails. */
+const queryFailed = {
+  target: 'failed',
+  actions: {
+    type: 'recordFailure' as const,
+    params: ({ event }: { event: { error: unknown } }) => ({ errorCode: 'reply_query_failed' as const, error: event.error }),
+  },
+};
 
 export const replyVerifierMachine = setup({
   types: {
@@ -198,14 +220,7 @@ export const replyVerifierMachine = setup({
         src: 'queryReply',
         input: ({ context }) => replyQueryInput(context),
         onDone: [
-          {
-            guard: { type: 'replyFound', params: ({ event }) => ({ found: event.output.found }) },
-            target: 'confirmed',
-            actions: {
-              type: 'recordReply',
-              params: ({ event }) => ({ commentId: event.output.found ? event.output.commentId : null }),
-            },
-          },
+          whenReplyFound('confirmed'),
           {
             guard: 'canRetryReplyTurn',
             target: 'awaiting_retry_turn',
@@ -213,13 +228,7 @@ export const replyVerifierMachine = setup({
           },
           { target: 'fallback_posting', actions: 'recordReplyMissing' },
         ],
-        onError: {
-          target: 'failed',
-          actions: {
-            type: 'recordFailure',
-            params: ({ event }) => ({ errorCode: 'reply_query_failed', error: event.error }),
-          },
-        },
+        onError: queryFailed,
       },
     },
     awaiting_retry_turn: {
@@ -263,26 +272,13 @@ export const replyVerifierMachine = setup({
         src: 'queryReply',
         input: ({ context }) => replyQueryInput(context),
         onDone: [
-          {
-            guard: { type: 'replyFound', params: ({ event }) => ({ found: event.output.found }) },
-            target: 'confirmed_via_fallback',
-            actions: {
-              type: 'recordReply',
-              params: ({ event }) => ({ commentId: event.output.found ? event.output.commentId : null }),
-            },
-          },
+          whenReplyFound('confirmed_via_fallback'),
           {
             target: 'failed',
             actions: { type: 'recordFailure', params: { errorCode: 'rest_fallback_unconfirmed' } },
           },
         ],
-        onError: {
-          target: 'failed',
-          actions: {
-            type: 'recordFailure',
-            params: ({ event }) => ({ errorCode: 'reply_query_failed', error: event.error }),
-          },
-        },
+        onError: queryFailed,
       },
     },
     confirmed: {

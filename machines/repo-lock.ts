@@ -74,6 +74,29 @@ const NO_LEASE = {
   acquiredAt: null,
 } as const;
 
+type AcquireEvent = Extract<RepoLockEvent, { type: 'ACQUIRE' }>;
+
+/** The lease an ACQUIRE grants (a first acquire or a takeover alike). */
+function leaseFrom(event: AcquireEvent) {
+  return {
+    leaseId: event.leaseId,
+    owner: event.owner,
+    taskId: event.taskId,
+    acquiredAt: event.now,
+    expiresAt: event.now + event.ttlMs,
+  };
+}
+
+/** The event names the lease currently held (a stale leaseId never matches). */
+function namesHeldLease(context: RepoLockContext, event: RepoLockEvent): boolean {
+  return 'leaseId' in event && context.leaseId !== null && event.leaseId === context.leaseId;
+}
+
+/** The held lease has expired at the event's `now` (now ≥ expiresAt). */
+function expiredAt(context: RepoLockContext, event: RepoLockEvent): boolean {
+  return 'now' in event && context.expiresAt !== null && event.now >= context.expiresAt;
+}
+
 export const repoLockMachine = setup({
   types: {
     context: {} as RepoLockContext,
@@ -81,42 +104,19 @@ export const repoLockMachine = setup({
     input: {} as RepoLockInput,
   },
   guards: {
-    /** The held lease has expired at the event's `now` (now ≥ expiresAt). */
-    isLeaseExpired: ({ context, event }) =>
-      'now' in event && context.expiresAt !== null && event.now >= context.expiresAt,
-    /** The event names the lease currently held. */
-    isCurrentLease: ({ context, event }) =>
-      'leaseId' in event && context.leaseId !== null && event.leaseId === context.leaseId,
-    /** The event names the lease currently held, and it has not expired yet. */
+    isLeaseExpired: ({ context, event }) => expiredAt(context, event),
+    isCurrentLease: ({ context, event }) => namesHeldLease(context, event),
+    /** A heartbeat of the lease currently held, before it expires (an expired lease is not revived). */
     isCurrentLeaseAlive: ({ context, event }) =>
-      event.type === 'HEARTBEAT' &&
-      context.leaseId !== null &&
-      event.leaseId === context.leaseId &&
-      context.expiresAt !== null &&
-      event.now < context.expiresAt,
+      event.type === 'HEARTBEAT' && namesHeldLease(context, event) && context.expiresAt !== null && !expiredAt(context, event),
   },
   actions: {
-    grantLease: assign(({ event }) => {
-      if (event.type !== 'ACQUIRE') return {};
-      return {
-        leaseId: event.leaseId,
-        owner: event.owner,
-        taskId: event.taskId,
-        acquiredAt: event.now,
-        expiresAt: event.now + event.ttlMs,
-      };
-    }),
-    takeOverLease: assign(({ context, event }) => {
-      if (event.type !== 'ACQUIRE') return {};
-      return {
-        lastEnded: endedLease(context, 'taken_over', event.now, event.leaseId),
-        leaseId: event.leaseId,
-        owner: event.owner,
-        taskId: event.taskId,
-        acquiredAt: event.now,
-        expiresAt: event.now + event.ttlMs,
-      };
-    }),
+    grantLease: assign(({ event }) => (event.type === 'ACQUIRE' ? leaseFrom(event) : {})),
+    takeOverLease: assign(({ context, event }) =>
+      event.type === 'ACQUIRE'
+        ? { lastEnded: endedLease(context, 'taken_over', event.now, event.leaseId), ...leaseFrom(event) }
+        : {},
+    ),
     extendLease: assign(({ context, event }) => {
       if (event.type !== 'HEARTBEAT') return {};
       return { expiresAt: Math.max(context.expiresAt ?? 0, event.now + event.ttlMs) };

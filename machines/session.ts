@@ -57,6 +57,15 @@ export type SessionEvent =
 /** Coarse status stored in the `sessions` document (§4.3). */
 export type SessionStatus = 'active' | 'waiting_user' | 'closed';
 
+/** At rest with a thread (idle, waiting for the user): a task's turn may start on it. */
+const startTurn = { target: 'turn_in_flight', actions: 'startTurn' as const };
+/** At rest when the service restarts: resume the same thread, then come back to `resumeTo`. */
+function resumeAfterRestart(resumeTo: 'idle' | 'waiting_user') {
+  return { target: 'resuming', actions: { type: 'rememberRestingState' as const, params: { resumeTo } } };
+}
+/** The resource is closed: from any live state, the session ends. */
+const close = { target: 'closed' };
+
 export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
@@ -123,7 +132,7 @@ export const sessionMachine = setup({
       description: 'No Codex thread yet (or starting one failed). START_THREAD asks for one.',
       on: {
         START_THREAD: { target: 'thread_starting' },
-        CLOSE: { target: 'closed' },
+        CLOSE: close,
       },
     },
     thread_starting: {
@@ -131,18 +140,15 @@ export const sessionMachine = setup({
       on: {
         THREAD_STARTED: { target: 'idle', actions: 'recordThread' },
         THREAD_START_FAILED: { target: 'no_thread', actions: 'recordError' },
-        CLOSE: { target: 'closed' },
+        CLOSE: close,
       },
     },
     idle: {
       description: 'Active: the thread exists and no turn runs. A task may start a turn.',
       on: {
-        TURN_STARTED: { target: 'turn_in_flight', actions: 'startTurn' },
-        RESTARTED: {
-          target: 'resuming',
-          actions: { type: 'rememberRestingState', params: { resumeTo: 'idle' } },
-        },
-        CLOSE: { target: 'closed' },
+        TURN_STARTED: startTurn,
+        RESTARTED: resumeAfterRestart('idle'),
+        CLOSE: close,
       },
     },
     turn_in_flight: {
@@ -162,12 +168,9 @@ export const sessionMachine = setup({
     waiting_user: {
       description: 'The last turn asked the user a question; the next comment starts a turn.',
       on: {
-        TURN_STARTED: { target: 'turn_in_flight', actions: 'startTurn' },
-        RESTARTED: {
-          target: 'resuming',
-          actions: { type: 'rememberRestingState', params: { resumeTo: 'waiting_user' } },
-        },
-        CLOSE: { target: 'closed' },
+        TURN_STARTED: startTurn,
+        RESTARTED: resumeAfterRestart('waiting_user'),
+        CLOSE: close,
       },
     },
     resuming: {
@@ -178,7 +181,7 @@ export const sessionMachine = setup({
           { target: 'idle', actions: 'clearResume' },
         ],
         RESUME_FAILED: { target: 'resume_failed', actions: 'recordError' },
-        CLOSE: { target: 'closed' },
+        CLOSE: close,
       },
     },
     resume_failed: {
@@ -187,7 +190,7 @@ export const sessionMachine = setup({
         'audited NEW_THREAD_APPROVED does.',
       on: {
         NEW_THREAD_APPROVED: { target: 'thread_starting', actions: 'approveNewThread' },
-        CLOSE: { target: 'closed' },
+        CLOSE: close,
       },
     },
     closed: {

@@ -120,6 +120,21 @@ export type TaskEvent =
   | { type: 'FAIL'; errorCode: string }
   | { type: 'RECOVER_INTERRUPTED'; retryAt: number };
 
+/**
+ * §8: a failed step (preparing, running, or a restart interrupting them) goes to `retry_wait` while
+ * its one execution retry is left and the failure allows one; otherwise the task fails.
+ */
+function retryOnceOrFail(record: 'recordRetry' | 'recordRestartInterruption') {
+  return [
+    { guard: 'canRetryExecution' as const, target: 'retry_wait', actions: record },
+    { target: 'failed', actions: 'recordRetryExhausted' as const },
+  ];
+}
+/** A step that cannot succeed (FAIL, a publish that failed) fails the task with the event's error code. */
+const failWithError = { target: 'failed', actions: 'recordError' as const };
+/** A user or operator cancels a task that holds no lease (queued, waiting for the user, blocked). */
+const cancel = { target: 'cancelled', actions: 'recordStop' as const };
+
 export const taskMachine = setup({
   types: {
     context: {} as TaskContext,
@@ -206,7 +221,7 @@ export const taskMachine = setup({
       description: 'Waiting for the scheduler to take the repository lease.',
       on: {
         CLAIM: { target: 'preparing', actions: 'recordLease' },
-        CANCEL: { target: 'cancelled', actions: 'recordStop' },
+        CANCEL: cancel,
       },
     },
     preparing: {
@@ -214,15 +229,9 @@ export const taskMachine = setup({
       on: {
         WORKSPACE_READY: { target: 'running', actions: 'clearError' },
         WORKSPACE_BLOCKED: { target: 'blocked_workspace', actions: ['recordError', 'releaseLeaseRef'] },
-        PREPARE_FAILED: [
-          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRetry' },
-          { target: 'failed', actions: 'recordRetryExhausted' },
-        ],
-        RECOVER_INTERRUPTED: [
-          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRestartInterruption' },
-          { target: 'failed', actions: 'recordRetryExhausted' },
-        ],
-        FAIL: { target: 'failed', actions: 'recordError' },
+        PREPARE_FAILED: retryOnceOrFail('recordRetry'),
+        RECOVER_INTERRUPTED: retryOnceOrFail('recordRestartInterruption'),
+        FAIL: failWithError,
       },
     },
     running: {
@@ -230,24 +239,18 @@ export const taskMachine = setup({
       on: {
         TURN_REPLIED: [{ guard: 'publishesFirst', target: 'publishing' }, { target: 'verifying_reply' }],
         TURN_WAITING_USER: { target: 'waiting_user', actions: 'releaseLeaseRef' },
-        TURN_FAILED: [
-          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRetry' },
-          { target: 'failed', actions: 'recordRetryExhausted' },
-        ],
+        TURN_FAILED: retryOnceOrFail('recordRetry'),
         ABORT: { target: 'aborting', actions: 'recordStop' },
-        RECOVER_INTERRUPTED: [
-          { guard: 'canRetryExecution', target: 'retry_wait', actions: 'recordRestartInterruption' },
-          { target: 'failed', actions: 'recordRetryExhausted' },
-        ],
-        FAIL: { target: 'failed', actions: 'recordError' },
+        RECOVER_INTERRUPTED: retryOnceOrFail('recordRestartInterruption'),
+        FAIL: failWithError,
       },
     },
     waiting_user: {
       description: 'The agent asked the commenter something; the thread is kept, the lease released.',
       on: {
         USER_REPLIED: 'queued',
-        CANCEL: { target: 'cancelled', actions: 'recordStop' },
-        FAIL: { target: 'failed', actions: 'recordError' },
+        CANCEL: cancel,
+        FAIL: failWithError,
       },
     },
     publishing: {
@@ -255,7 +258,7 @@ export const taskMachine = setup({
         'Change delivery: commit what the turn left, push the resource branch, open or reuse its pull request, read Gitea back. Idempotent (check-then-act on Gitea), so a restart resumes it under a new lease.',
       on: {
         PUBLISHED: 'verifying_reply',
-        PUBLISH_FAILED: { target: 'failed', actions: 'recordError' },
+        PUBLISH_FAILED: failWithError,
       },
     },
     verifying_reply: {
@@ -275,14 +278,14 @@ export const taskMachine = setup({
           { guard: 'resumesAtRunning', target: 'running', actions: 'recordLease' },
           { guard: 'resumesAtVerifying', target: 'verifying_reply', actions: 'recordLease' },
         ],
-        FAIL: { target: 'failed', actions: 'recordError' },
+        FAIL: failWithError,
       },
     },
     blocked_workspace: {
       description: 'Dirty or locked workspace: nothing is reset; an operator clears it or cancels.',
       on: {
         UNBLOCK: { target: 'queued', actions: 'clearError' },
-        CANCEL: { target: 'cancelled', actions: 'recordStop' },
+        CANCEL: cancel,
       },
     },
     aborting: {

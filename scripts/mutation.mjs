@@ -4,6 +4,13 @@
 //
 //   npm run test:mutation                 all five folders (long: see README "Tests")
 //   npm run test:mutation -- machines     one or more folders by name
+//   npm run test:mutation -- machines --incremental
+//                                         Stryker's incremental mode against the checked-in result of
+//                                         the last full run (test/mutation/incremental/<folder>.json):
+//                                         only mutants whose code or tests changed run again (a mutant
+//                                         that survived runs again when a test was added), the rest keep
+//                                         their result; the file is rewritten. What CI runs (.ci/run).
+//   … --incremental --force               run every mutant and rewrite the file (a full run)
 //
 // Prints the mutation score per folder; exits non-zero when a folder is under its threshold or a
 // surviving mutant is not listed with a reason in test/mutation/survivors.json. Reports (HTML and
@@ -12,6 +19,7 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { relative } from 'node:path';
 import { Stryker } from '@stryker-mutator/core';
+import { mutantKeys } from './mutant-key.mjs';
 
 const FOLDERS = {
   machines: {
@@ -33,7 +41,7 @@ const FOLDERS = {
   },
   verification: {
     mutate: ['src/verification/**/*.ts'],
-    tests: ['test/unit/verification-*.test.ts', 'test/integration/verification.test.ts', 'test/integration/verification-rest-double.test.ts'],
+    tests: ['test/unit/verification-*.test.ts', 'test/integration/verification.test.ts', 'test/integration/verification-failure-paths.test.ts', 'test/integration/verification-rest-double.test.ts'],
   },
   scheduler: {
     mutate: ['src/scheduler/**/*.ts'],
@@ -47,6 +55,18 @@ const FOLDERS = {
 const THRESHOLD = 80;
 const SURVIVORS_FILE = 'test/mutation/survivors.json';
 
+const flags = process.argv.slice(2).filter((a) => a.startsWith('-'));
+const badFlags = flags.filter((f) => f !== '--incremental' && f !== '--force');
+if (badFlags.length) {
+  console.error(`unknown option(s): ${badFlags.join(', ')} — options: --incremental, --force`);
+  process.exit(2);
+}
+const incremental = flags.includes('--incremental');
+const force = flags.includes('--force');
+if (force && !incremental) {
+  console.error('--force goes with --incremental (without it every run is a full run)');
+  process.exit(2);
+}
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = requested.filter((f) => !(f in FOLDERS));
 if (unknown.length) {
@@ -57,10 +77,6 @@ const folders = requested.length ? requested : Object.keys(FOLDERS);
 const concurrency = Number(process.env.MUTATION_CONCURRENCY ?? 2);
 const { _about, ...listed } = JSON.parse(readFileSync(SURVIVORS_FILE, 'utf8'));
 
-/** A survivor's identity (file:line:column mutator replacement): stable while the code does not move. */
-export const mutantKey = (m) =>
-  `${relative(process.cwd(), m.fileName)}:${m.location.start.line}:${m.location.start.column} ${m.mutatorName} ${JSON.stringify(m.replacement ?? '')}`;
-const sourceLine = (m) => readFileSync(m.fileName, 'utf8').split('\n')[m.location.start.line - 1]?.trim() ?? '';
 
 const rows = [];
 let failed = false;
@@ -86,23 +102,45 @@ for (const folder of folders) {
     // Never copy another run's sandbox (runs of two folders may overlap) or build/test output.
     ignorePatterns: ['/.stryker-tmp', '/test-artifacts', '/dist', '/dist-test', '/data', '/.tools'],
     cleanTempDir: true,
+    incremental,
+    incrementalFile: `test/mutation/incremental/${folder}.json`,
+    force,
     thresholds: { high: 90, low: THRESHOLD, break: null },
   });
-  const results = await stryker.runMutationTest();
+  let results;
+  try {
+    results = await stryker.runMutationTest();
+  } catch (err) {
+    // Most often: a test fails without any mutant (Stryker's dry run); the suite says which.
+    console.error(`\n${folder}: Stryker could not run: ${err instanceof Error ? err.message : String(err)}`);
+    rows.push({ folder, mutants: 0, detected: 0, undetected: 0, score: 0, unlisted: 0, stale: 0, minutes: (Date.now() - started) / 60_000 });
+    failed = true;
+    continue;
+  }
   const count = (...s) => results.filter((r) => s.includes(r.status)).length;
   const detected = count('Killed', 'Timeout');
   const undetected = count('Survived', 'NoCoverage');
   const score = detected + undetected === 0 ? 100 : (100 * detected) / (detected + undetected);
   const survivors = results.filter((r) => r.status === 'Survived' || r.status === 'NoCoverage');
+  const keys = mutantKeys(results);
+  const mutantKey = (m) => keys.get(m);
   const unlisted = survivors.filter((m) => !listed[mutantKey(m)]);
-  rows.push({ folder, mutants: results.length, detected, undetected, score, unlisted: unlisted.length, minutes: (Date.now() - started) / 60_000 });
+  // Entries for this folder's files that match no survivor any more (killed, or the line was edited).
+  const files = new Set(results.map((m) => relative(process.cwd(), m.fileName)));
+  const surviving = new Set(survivors.map(mutantKey));
+  const stale = Object.keys(listed).filter((k) => files.has(k.slice(0, k.indexOf(' '))) && !surviving.has(k));
+  rows.push({ folder, mutants: results.length, detected, undetected, score, unlisted: unlisted.length, stale: stale.length, minutes: (Date.now() - started) / 60_000 });
   writeFileSync(
     `test-artifacts/mutation/${folder}-survivors.json`,
     JSON.stringify(Object.fromEntries(survivors.map((m) => [mutantKey(m), listed[mutantKey(m)] ?? 'UNLISTED'])), null, 2) + '\n',
   );
   if (unlisted.length) {
     console.log(`\n${folder}: ${unlisted.length} surviving mutant(s) not listed in ${SURVIVORS_FILE}:`);
-    for (const m of unlisted) console.log(`  ${m.status.padEnd(10)} ${mutantKey(m)}   | ${sourceLine(m)}`);
+    for (const m of unlisted) console.log(`  ${m.status.padEnd(10)} ${relative(process.cwd(), m.fileName)}:${m.location.start.line}:${m.location.start.column}  ${JSON.stringify(mutantKey(m))}`);
+  }
+  if (stale.length) {
+    console.log(`\n${folder}: ${stale.length} entr(y/ies) in ${SURVIVORS_FILE} match no surviving mutant now (killed, or its line changed): remove them`);
+    for (const k of stale) console.log(`  ${JSON.stringify(k)}`);
   }
   if (score < THRESHOLD || unlisted.length) failed = true;
 }

@@ -313,8 +313,11 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     async run(taskId: string, lease: HeldLease, signal: AbortSignal): Promise<void> {
       const controller = new AbortController();
       aborts.set(taskId, controller);
-      const onAbort = () => controller.abort();
-      signal.addEventListener('abort', onAbort);
+      const onAbort = () => controller.abort(signal.reason);
+      // An 'abort' listener never fires for a signal that is already aborted (the lease was lost or
+      // the scheduler stopped before this run began): such a run must not start any step.
+      if (signal.aborted) controller.abort(signal.reason);
+      else signal.addEventListener('abort', onAbort);
       try {
         for (let step = 0; step < 20; step++) {
           const t = task(taskId);

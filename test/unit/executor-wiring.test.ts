@@ -49,6 +49,10 @@ interface Script {
   workspaceThrows?: boolean;
   /** ensureThread never settles (to test abort()). */
   hangThread?: boolean;
+  /** Change delivery on, answering this (or throwing 'throw'); absent: no publisher. */
+  publish?: { ok: true } | { ok: false; errorCode: string; message: string } | 'throw';
+  /** The repository's owner/name on Gitea now (issue 15: renames and transfers). */
+  currentRepository?: () => Promise<{ owner: string; name: string } | null>;
 }
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -114,10 +118,19 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     return send(actorId, event, options);
   };
 
-  const calls = { ensureThread: 0, runTurn: [] as Array<{ kind: string; replyRetryPrompt?: string }>, cwds: [] as string[], interrupt: 0, prepare: 0 };
+  const calls = {
+    ensureThread: 0,
+    runTurn: [] as Array<{ kind: string; replyRetryPrompt?: string }>,
+    cwds: [] as string[],
+    interrupt: 0,
+    prepare: 0,
+    prepareCurrent: [] as Array<{ owner: string; name: string } | undefined>,
+    publish: [] as Array<{ taskId: string; signal: AbortSignal | undefined }>,
+  };
   const workspace: WorkspacePort = {
-    async prepare() {
+    async prepare(_task, _repo, _signal, current) {
       calls.prepare += 1;
+      calls.prepareCurrent.push(current);
       if (script.workspaceThrows) throw new Error('disk full');
       return script.workspace ?? { ok: true, path: '/nonexistent/ws', head: 'abc123', lastFetchAt: at };
     },
@@ -181,6 +194,17 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     retryDelayMs: RETRY_DELAY,
     now: () => NOW,
     replyExists: script.replyExists,
+    currentRepository: script.currentRepository,
+    publisher:
+      script.publish === undefined
+        ? undefined
+        : {
+            async publish(taskId, opts) {
+              calls.publish.push({ taskId, signal: opts?.signal });
+              if (script.publish === 'throw') throw new Error('git push hung up');
+              return script.publish!;
+            },
+          },
     log: (msg, fields) => logs.push({ msg, fields }),
   });
   const run = (signal = new AbortController().signal) => executor.run(taskId, LEASE, signal);
@@ -574,6 +598,27 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     expect(w.calls.prepare).toBe(0);
   });
 
+  it('a run whose signal is already aborted (lease lost or scheduler stopping before it began) does nothing', async () => {
+    const w = await world({});
+    const aborted = new AbortController();
+    aborted.abort(new Error('lease_lost'));
+    await w.run(aborted.signal);
+    expect(w.calls.prepare).toBe(0);
+    expect(w.calls.ensureThread).toBe(0);
+    expect(w.sent).toEqual([]);
+    expect(w.record().state).toBe('preparing');
+  });
+
+  it('a signal aborted during a step stops the run before the next step', async () => {
+    const lease = new AbortController();
+    const w = await world({ duringTurn: async () => lease.abort(new Error('lease_lost')) }, {});
+    await w.run(lease.signal);
+    // The turn that was running when the lease was lost still reports its outcome; nothing runs after it.
+    expect(w.calls.runTurn).toHaveLength(1);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
+    expect(w.record().state).toBe('verifying_reply');
+  });
+
   it('abort(taskId) cancels the running step and asks Codex to interrupt', async () => {
     const w = await world({ hangThread: true });
     const running = w.run();
@@ -582,5 +627,107 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     expect(w.calls.interrupt).toBe(1);
     // The hung step never returns; the run is abandoned with it (the scheduler's lease expires).
     void running;
+  });
+});
+
+describe('executor: change delivery (issue 14: publish after the turn, then verify)', () => {
+  it('with a publisher, a replied turn is published first: TURN_REPLIED (publish) → PUBLISHED → verification', async () => {
+    const w = await world({ publish: { ok: true } });
+    await w.run();
+    expect(w.sent.slice(0, 3)).toEqual([{ type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true }, { type: 'PUBLISHED' }]);
+    expect(w.types().at(-1)).toBe('REPLY_CONFIRMED');
+    expect(w.record().state).toBe('succeeded');
+    // The publish step can be cancelled with the run (the lease lost, an abort).
+    expect(w.calls.publish).toHaveLength(1);
+    expect(w.calls.publish[0]!.taskId).toBe('task-1');
+    expect(w.calls.publish[0]!.signal).toBeInstanceOf(AbortSignal);
+  });
+
+  it('without a publisher, nothing is published: TURN_REPLIED straight to verification', async () => {
+    const w = await world({});
+    await w.run();
+    expect(w.sent.slice(0, 2)).toEqual([{ type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: false }]);
+    expect(w.types()).not.toContain('PUBLISHED');
+  });
+
+  it('a publish that fails → PUBLISH_FAILED with its error code → failed, no verification', async () => {
+    const w = await world({ publish: { ok: false, errorCode: 'push_rejected', message: 'rejected by hook' } });
+    await w.run();
+    expect(w.sent.at(-1)).toEqual({ type: 'PUBLISH_FAILED', errorCode: 'push_rejected' });
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'push_rejected' });
+  });
+
+  it('a publisher that throws → PUBLISH_FAILED executor_error → failed', async () => {
+    const w = await world({ publish: 'throw' });
+    await w.run();
+    expect(w.sent.at(-1)).toEqual({ type: 'PUBLISH_FAILED', errorCode: 'executor_error' });
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'executor_error' });
+  });
+
+  it('a task found in publishing (a restart mid-publish) is published again without running the turn', async () => {
+    const w = await world({ publish: { ok: true }, startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true }] as TaskEvent[] });
+    expect(w.record().state).toBe('publishing');
+    await w.run();
+    expect(w.calls.runTurn).toEqual([]);
+    expect(w.calls.publish).toHaveLength(1);
+    // Then verification, as after any publish (this world has no turn record, so it fails for that).
+    expect(w.types()).toEqual(['PUBLISHED', 'REPLY_FAILED']);
+  });
+
+  it('a task found in publishing after change delivery was switched off: PUBLISHED, nothing to publish', async () => {
+    const w = await world({ startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true }] as TaskEvent[] });
+    expect(w.record().state).toBe('publishing');
+    await w.run();
+    expect(w.calls.runTurn).toEqual([]);
+    expect(w.types()[0]).toBe('PUBLISHED');
+  });
+});
+
+describe('executor: a repository renamed or transferred on Gitea (issue 15)', () => {
+  it('the new owner/name is used for the workspace, remembered on the repository and audited once', async () => {
+    const w = await world({ currentRepository: async () => ({ owner: 'acme-org', name: 'gadget' }) });
+    await w.run();
+    expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme-org', name: 'gadget' }]);
+    const repo = w.store.get<RepositoryRecord>('repositories', REPO_KEY)!;
+    expect(repo['currentFullName']).toBe('acme-org/gadget');
+    // The record keeps its key and name: only where it lives on Gitea moves.
+    expect(repo).toMatchObject({ repoKey: REPO_KEY, owner: 'acme', name: 'widget' });
+    const moved = w.store.audit({}).filter((e) => e.action === 'repository.moved');
+    expect(moved).toHaveLength(1);
+    expect(moved[0]).toMatchObject({ actor: 'service:executor', metadata: { repoKey: REPO_KEY, from: 'acme/widget', to: 'acme-org/gadget' } });
+    expect(w.record().state).toBe('succeeded');
+  });
+
+  it('a repository already known under its current name is not moved again', async () => {
+    const w = await world({ currentRepository: async () => ({ owner: 'acme', name: 'widget' }) });
+    await w.run();
+    expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme', name: 'widget' }]);
+    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+    expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
+  });
+
+  it('Gitea not knowing it (null) or not answering: the stored owner/name are used, nothing recorded', async () => {
+    for (const currentRepository of [async () => null, async () => Promise.reject(new Error('ECONNREFUSED'))]) {
+      const w = await world({ currentRepository });
+      await w.run();
+      expect(w.calls.prepareCurrent).toEqual([undefined]);
+      expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+      expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
+      expect(w.record().state).toBe('succeeded');
+      await cleanups.pop()!();
+    }
+  });
+});
+
+describe('executor: a failed workspace step is visible on the task (last git error)', () => {
+  it('the redacted message is kept on the task, whitespace collapsed and bounded, and audited', async () => {
+    const message = `  fatal: could not read\n\tfrom remote   ${'x'.repeat(600)}  `;
+    const w = await world({ workspace: { ok: false, code: 'git_failed', retryable: true, message } });
+    await w.run();
+    const summary = `fatal: could not read from remote ${'x'.repeat(600)}`.slice(0, 500);
+    expect(w.record().lastGitError).toEqual({ code: 'git_failed', message: summary, at: new Date(NOW).toISOString() });
+    const failed = w.store.audit({}).filter((e) => e.action === 'workspace.failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ actor: 'service:executor', taskId: 'task-1', errorCode: 'git_failed', metadata: { message: summary } });
   });
 });
