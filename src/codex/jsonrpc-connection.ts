@@ -38,20 +38,8 @@ import { answerServerRequest, DYNAMIC_TOOLS_UNSUPPORTED, dynamicToolFailure } fr
 import { ThreadRouter, turnFilter } from './thread-router.js';
 
 export { appServerEnv, SECRET_ENV_VARS } from './app-server-env.js';
-export {
-  CodexRpcError,
-  errorText,
-  type CapabilityName,
-  type ClientRequestMethod,
-  type ClientRequestParams,
-  type CodexConnectionEvent,
-  type CodexConnectionEventType,
-  type CodexConnectionOptions,
-  type CodexNotification,
-  type KnownNotification,
-  type RequestId,
-  type ThreadHandler,
-} from './jsonrpc-types.js';
+// Importers keep reading the connection's types from here, as before the split.
+export * from './jsonrpc-types.js';
 
 const KNOWN_NOTIFICATIONS = new Set<string>(SERVER_NOTIFICATION_METHODS);
 
