@@ -139,23 +139,37 @@ export class Transaction implements Tx {
     this.#assertOpen();
     const full = { ...payload, a0: this.#nextAuditSeq };
     const expanded = expandDerived(name, full);
+    // Every key is checked before any is written, so a refused derive leaves the transaction as it was.
+    const seen = new Set<string>();
+    let expectedSeq = full.a0;
+    for (const op of expanded) {
+      if (op[0] === 'a') {
+        // The seqs reserved below must be exactly the ones the format used.
+        if (op[1].seq !== expectedSeq) throw new Error(`derived record ${name}: audit seq ${op[1].seq} is not ${expectedSeq}`);
+        expectedSeq += 1;
+        continue;
+      }
+      const [, collection, key] = op;
+      assertCollection(collection);
+      const id = `${collection}\u0000${key}`;
+      if (seen.has(id)) throw new TypeError(`derived record ${name}: ${collection}: ${key} twice in one expansion`);
+      seen.add(id);
+      if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+      // Deleted earlier in this transaction: its op and the derived record would both apply.
+      if (this.#pending.has(id)) throw new TypeError(`${collection}: ${key} was written earlier in this transaction; a derived record must be its only write`);
+    }
     const ops: Op[] = [];
     let audits = 0;
     for (const op of expanded) {
       // (deepFreeze returns at once for what a format built frozen.)
       if (op[0] === 'a') {
-        // The seqs reserved below must be exactly the ones the format used.
-        if (op[1].seq !== full.a0 + audits) throw new Error(`derived record ${name}: audit seq ${op[1].seq} is not ${full.a0 + audits}`);
         ops.push(['a', deepFreeze(op[1])]);
         audits += 1;
         continue;
       }
       const [kind, collection, key, record] = op;
-      assertCollection(collection);
-      if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
+      assertCollection(collection); // checked above; narrows the type here
       const id = `${collection}\u0000${key}`;
-      // Deleted earlier in this transaction: its op and the derived record would both apply.
-      if (this.#pending.has(id)) throw new TypeError(`${collection}: ${key} was written earlier in this transaction; a derived record must be its only write`);
       const stored = deepFreeze(record);
       this.#overlayOf(collection).set(key, stored);
       this.#derived.add(id);

@@ -64,6 +64,23 @@ describe('store: derived records', () => {
     expect(Object.isFrozen(store.get('tasks', 'gitea-task-1'))).toBe(true);
   });
 
+  it('a refused derive leaves the transaction as it was: none of its records is readable or blocks a later write', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir });
+    await store.transact((tx) => tx.derive(FORMAT, accepted(1)));
+    // The delivery and trigger are new, the task is not: the task is checked after the delivery was
+    // already looked at, so a write-as-you-check derive would leave the delivery behind.
+    const clash = { ...accepted(2, false), taskId: 'gitea-task-1' };
+    const fresh = accepted(2, false);
+    await store.transact((tx) => {
+      expect(() => tx.derive(FORMAT, clash)).toThrow(UniqueViolationError);
+      expect(tx.get('webhook_deliveries', fresh.deliveryKey as string)).toBeUndefined();
+      // The caller may go on: the same comment under its own task id derives cleanly.
+      tx.derive(FORMAT, fresh);
+    });
+    expect(store.get('tasks', fresh.taskId as string)).toMatchObject({ state: 'queued' });
+  });
+
   it('an existing key (hot or archived) is a unique violation and nothing of the transaction is applied', async () => {
     const dir = await env.dir();
     const store = await env.open({ dir });

@@ -1,0 +1,20 @@
+// intake.accept/1 is a frozen stored-data format (src/store/derived/intake-accept-v1.mjs): journals
+// already written replay through it forever, so its expansion must never change. The derivation test
+// (intake-accept-derivation.test.ts) only compares it with today's generic write path — both could
+// change together and pass; this compares it with what it produced when it was introduced.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { expandDerived } from '../../src/store/derived/index.mjs';
+
+const golden = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/store/intake-accept-v1.golden.json'), 'utf8')) as {
+  cases: Array<{ payload: Record<string, unknown>; ops: unknown[] }>;
+};
+
+describe('derived-record format intake.accept/1 is frozen', () => {
+  it.each(golden.cases.map((c, i) => [i, c] as const))('case %i expands exactly as when the format was introduced', (_i, c) => {
+    // Through JSON: the journal holds the payload as JSON, and the ops are compared as stored values.
+    const ops = JSON.parse(JSON.stringify(expandDerived('intake.accept/1', structuredClone(c.payload))));
+    expect(ops).toEqual(c.ops);
+  });
+});
