@@ -245,6 +245,42 @@ describe('the verifier follower', () => {
   });
 });
 
+describe('a whole verification', () => {
+  it("audits each read under the verifier's state, and the verifier row belongs to the task", async () => {
+    const { task, turn } = await seedTaskAndTurn(world, ISSUE);
+    const out = await world.verification.verify({ task, turn, runReplyRetryTurn: async () => ({ ok: true }) });
+    expect(out.result).toBe('confirmed_via_fallback');
+    expect(eventsOf(turn, 'reply.query_intent').map((e) => e.metadata?.['step'])).toEqual(['querying', 'querying', 'fallback_check', 'fallback_checking']);
+    expect(world.store.get<{ taskId: string | null }>('actors', verifierActorId(turn.turnKey))?.taskId).toBe(task.taskId);
+  });
+
+  it("a follower resolves with its own verifier's outcome, not with another verifier's that finished first", async () => {
+    const a = await seedTaskAndTurn(world, ISSUE, { turnKey: 'ta:1' }, { taskId: 'ta' });
+    const b = await seedTaskAndTurn(world, ISSUE, { turnKey: 'tb:1' }, { taskId: 'tb' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const inRetry = new Promise<void>((r) => (entered = r));
+    const bOut = world.verification.verify({
+      task: b.task,
+      turn: b.turn,
+      runReplyRetryTurn: async () => {
+        entered();
+        await gate;
+        botPosts(`b\n\n${b.turn.marker}`);
+        return { ok: true };
+      },
+    });
+    await inRetry;
+    const aId = botPosts(`a\n\n${a.turn.marker}`);
+    expect(await world.verification.verify({ task: a.task, turn: a.turn, runReplyRetryTurn: async () => ({ ok: false }) })).toMatchObject({ result: 'confirmed', commentId: aId });
+    release();
+    const out = await bOut;
+    expect(out.result).toBe('confirmed');
+    expect(out.commentId).not.toBe(aId);
+  });
+});
+
 describe('small rules', () => {
   it('the projection writes only on entering a final state', async () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
