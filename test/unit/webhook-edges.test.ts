@@ -71,7 +71,7 @@ describe('the form-encoded body: the JSON bytes Gitea signed', () => {
   });
 
   it('a bad escape in a name or value, a bare or repeated payload field: invalid_form', () => {
-    for (const body of ['pay%zzload=1', 'payload=%7', 'payload=%g0', 'payload=%0g', 'payload', 'payload=', 'payload=1&payload=1', 'x=%']) {
+    for (const body of ['pay%zzload=1', 'payload=%7', 'payload=%g0', 'payload=%0g', 'payload=%!0', 'payload=%:0', 'payload=%G0', 'payload=%`0', 'payload', 'payload=', 'payload=1&payload=1', 'x=%']) {
       expect(extractPayload(Buffer.from(body), form), body).toEqual({ error: 'invalid_form' });
     }
   });
