@@ -41,7 +41,14 @@ const FOLDERS = {
   },
   verification: {
     mutate: ['src/verification/**/*.ts'],
-    tests: ['test/unit/verification-*.test.ts', 'test/integration/verification.test.ts', 'test/integration/verification-failure-paths.test.ts', 'test/integration/verification-rest-double.test.ts'],
+    // bot-comments.test.ts: the only test of reply-exists.ts (restart recovery's replyExists).
+    tests: [
+      'test/unit/verification-*.test.ts',
+      'test/integration/verification.test.ts',
+      'test/integration/verification-failure-paths.test.ts',
+      'test/integration/verification-rest-double.test.ts',
+      'test/integration/bot-comments.test.ts',
+    ],
   },
   scheduler: {
     mutate: ['src/scheduler/**/*.ts'],
