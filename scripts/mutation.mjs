@@ -52,6 +52,8 @@ const FOLDERS = {
   },
   scheduler: {
     mutate: ['src/scheduler/**/*.ts'],
+    // scheduler-recover.test.ts (in the unit glob) covers recover.ts in-process; scheduler-restart.test.ts
+    // (SIGKILLed child processes) and scheduler-load.test.ts are too slow to rerun for every static mutant.
     tests: ['test/unit/scheduler-*.test.ts', 'test/integration/scheduler-leases.test.ts'],
   },
   webhook: {
