@@ -84,21 +84,17 @@ export async function startApiHarness(
 
 let seq = 0;
 
-/**
- * Creates a task the way intake does: the record (stateVersion 0) and the task actor, accepted
- * into `queued`, in one transaction; then starts the actor.
- */
-export async function createQueuedTask(
-  store: Store,
-  runtime: ActorRuntime,
+/** The task record intake stores for a mention on issue #n of acme/widget (numbered per test run). */
+function testTaskRecord(
   overrides: Partial<TaskRecord> & { taskId: string },
-): Promise<TaskRecord> {
+  comment: { author: string; instruction: (n: number) => string },
+): TaskRecord {
   seq += 1;
   const id = overrides.taskId;
   const repoKey = overrides.repoKey ?? 'default:acme/widget';
   const number = overrides.resource?.number ?? seq;
   const createdAt = overrides.createdAt ?? new Date().toISOString();
-  const record: TaskRecord = {
+  return {
     deliveryKey: `default:delivery-${id}`,
     deliveryId: `delivery-${id}`,
     repoKey,
@@ -109,8 +105,8 @@ export async function createQueuedTask(
     repo: 'widget',
     commentId: 1000 + seq,
     commentUrl: `http://127.0.0.1:3000/acme/widget/issues/${number}#issuecomment-${1000 + seq}`,
-    author: 'alice',
-    instruction: `@ccweb-bot please look at <b>this</b> #${seq}`,
+    author: comment.author,
+    instruction: comment.instruction(seq),
     refs: null,
     ...initialTaskMirror(),
     queueSeq: seq,
@@ -119,6 +115,19 @@ export async function createQueuedTask(
     stateVersion: 0,
     ...overrides,
   };
+}
+
+/**
+ * Creates a task the way intake does: the record (stateVersion 0) and the task actor, accepted
+ * into `queued`, in one transaction; then starts the actor.
+ */
+export async function createQueuedTask(
+  store: Store,
+  runtime: ActorRuntime,
+  overrides: Partial<TaskRecord> & { taskId: string },
+): Promise<TaskRecord> {
+  const id = overrides.taskId;
+  const record = testTaskRecord(overrides, { author: 'alice', instruction: (n) => `@ccweb-bot please look at <b>this</b> #${n}` });
   const created = await store.transact((tx) => {
     tx.insert('tasks', id, record);
     return runtime.createInTx(tx, 'task', taskActorId(id), { taskId: id }, { events: [{ type: 'ACCEPT' }], taskId: id });
@@ -138,32 +147,9 @@ export async function createRejectedTask(
   overrides: Partial<TaskRecord> & { taskId: string },
   reason = 'actor_not_authorized',
 ): Promise<TaskRecord> {
-  seq += 1;
   const id = overrides.taskId;
-  const repoKey = overrides.repoKey ?? 'default:acme/widget';
-  const number = overrides.resource?.number ?? seq;
   const at = new Date();
-  const record: TaskRecord = {
-    deliveryKey: `default:delivery-${id}`,
-    deliveryId: `delivery-${id}`,
-    repoKey,
-    resourceKey: `${repoKey}:issue:${number}`,
-    sessionKey: `${repoKey}:issue:${number}`,
-    resource: { kind: 'issue', number },
-    owner: 'acme',
-    repo: 'widget',
-    commentId: 1000 + seq,
-    commentUrl: `http://127.0.0.1:3000/acme/widget/issues/${number}#issuecomment-${1000 + seq}`,
-    author: 'mallory',
-    instruction: '@ccweb-bot delete the repository',
-    refs: null,
-    ...initialTaskMirror(),
-    queueSeq: seq,
-    createdAt: at.toISOString(),
-    updatedAt: at.toISOString(),
-    stateVersion: 0,
-    ...overrides,
-  };
+  const record = testTaskRecord({ createdAt: at.toISOString(), ...overrides }, { author: 'mallory', instruction: () => '@ccweb-bot delete the repository' });
   const created = await store.transact((tx) => {
     tx.appendAudit({ action: 'webhook.rejected', actor: `gitea:user:${record.author}`, taskId: id, actorId: taskActorId(id), deliveryId: record.deliveryId, errorCode: reason });
     tx.insert(
