@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
+import { waitForTaskState } from '../support/wait-for-task.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ccweb-publish-'));
 let env: PublishEnvironment;
@@ -46,19 +47,7 @@ async function api<T>(path: string): Promise<T> {
 const FINAL = ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'blocked_workspace', 'cancelled', 'aborted'];
 
 async function waitForTask(taskId: string, states = FINAL, timeoutMs = 90_000): Promise<TaskDetail> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const d = await api<TaskDetail>(`/tasks/${taskId}`);
-      last = d.task.state;
-      if (states.includes(d.task.state)) return d;
-    } catch {
-      // restarting
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`task ${taskId} did not reach ${states.join('|')} (last ${last})`);
+  return waitForTaskState((path) => api<TaskDetail>(path), taskId, states, timeoutMs);
 }
 
 /** alice comments; resolves with the id of the task the service made of that comment. */

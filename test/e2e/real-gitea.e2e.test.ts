@@ -26,6 +26,7 @@ import type { HookDelivery } from '../support/real-gitea/index.js';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 import { SERVICE_BOT_PERMISSION } from '../support/real-gitea/seed.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
+import { waitForTaskState } from '../support/wait-for-task.js';
 
 const execFileP = promisify(execFile);
 const root = mkdtempSync(join(tmpdir(), 'ccweb-real-e2e-'));
@@ -50,19 +51,7 @@ async function api<T>(path: string): Promise<T> {
 }
 
 async function waitForTask(taskId: string, states: string[], timeoutMs = 60_000): Promise<TaskDetail> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const d = await api<TaskDetail>(`/tasks/${taskId}`);
-      last = d.task.state;
-      if (states.includes(d.task.state)) return d;
-    } catch {
-      // the service may be restarting
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`task ${taskId} did not reach ${states.join('|')} (last ${last})`);
+  return waitForTaskState((path) => api<TaskDetail>(path), taskId, states, timeoutMs);
 }
 
 const payloadCommentId = (d: HookDelivery): number | null => {
