@@ -10,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Koa from 'koa';
@@ -51,7 +52,7 @@ export const CONNECTIONS = 32;
 // ---------------------------------------------------------------------------------------------
 // Servers (child processes)
 
-export type Command = { cmd: 'prefill'; total: number } | { cmd: 'tasks' } | { cmd: 'reopen' } | { cmd: 'cpu' } | { cmd: 'exit' };
+export type Command = { cmd: 'prefill'; total: number } | { cmd: 'tasks' } | { cmd: 'reopen' } | { cmd: 'cpu' } | { cmd: 'diag' } | { cmd: 'exit' };
 
 /** CPU time this process has used (user + system), in microseconds: the per-request cost, whatever else runs on the machine. */
 function cpuMicros(): number {
@@ -60,6 +61,7 @@ function cpuMicros(): number {
 }
 
 export async function serveReal(): Promise<void> {
+  const diag = stallDiagnostics();
   const dir = await mkdtemp(join(tmpdir(), 'ccweb-bench-webhook-'));
   let store: DurableStore = createStore({ dir, indexes: STORE_INDEXES });
   await store.open();
@@ -87,6 +89,8 @@ export async function serveReal(): Promise<void> {
         process.send!({ ok: true, tasks: store.count('tasks'), ms: performance.now() - t0 });
       } else if (msg.cmd === 'cpu') {
         process.send!({ ok: true, cpu: cpuMicros(), mono: Number(process.hrtime.bigint() / 1000n) });
+      } else if (msg.cmd === 'diag') {
+        process.send!({ ok: true, ...diag.take(), store: store.stats() });
       } else if (msg.cmd === 'tasks') {
         await store.sync();
         process.send!({ ok: true, tasks: store.count('tasks'), stats: store.stats() });
@@ -107,6 +111,40 @@ export async function serveReal(): Promise<void> {
     })().catch((error: unknown) => process.send!({ ok: false, error: String(error) }));
   });
   process.send!({ port: (server.address() as AddressInfo).port });
+}
+
+/**
+ * What makes the real server's latency tail (`profile:webhook-tail`): the event loop's delay histogram,
+ * garbage-collection pauses, and (per `take()`) the store's counters. `take()` resets the window.
+ */
+function stallDiagnostics() {
+  const eld = monitorEventLoopDelay({ resolution: 1 });
+  eld.enable();
+  let gc: number[] = [];
+  const kinds: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weakcb' };
+  const gcKinds: Record<string, { n: number; ms: number }> = {};
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gc.push(e.duration);
+      const kind = kinds[(e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'other';
+      const k = (gcKinds[kind] ??= { n: 0, ms: 0 });
+      k.n += 1;
+      k.ms += e.duration;
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return {
+    take() {
+      const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+      const out = {
+        eventLoopDelay: { p50: ms(eld.percentile(50)), p99: ms(eld.percentile(99)), max: ms(eld.max) },
+        gc: { count: gc.length, totalMs: Math.round(gc.reduce((a, b) => a + b, 0)), maxMs: Math.round(Math.max(0, ...gc) * 10) / 10, over10ms: gc.filter((d) => d > 10).length, kinds: { ...gcKinds } },
+      };
+      eld.reset();
+      gc = [];
+      for (const k of Object.keys(gcKinds)) delete gcKinds[k];
+      return out;
+    },
+  };
 }
 
 /** A bare Koa app on its own port, answering 202 after `accept` resolves true for the raw body (401 otherwise). */

@@ -99,22 +99,38 @@ export class ColdTier {
   }
 
   /**
-   * A compaction folded the journal through `foldedSeq` and wrote `name`, whose records are `keys`
-   * in file order: the pending records it holds leave memory. Entries for keys written again since
-   * the fold are not taken (the next compaction marks them dead on disk too).
+   * A compaction folded the journal through `foldedSeq` and wrote `name`, whose records are
+   * `keyLines` (one JSON `[collection, key]` per line, in file order): the pending records it holds
+   * leave memory. Entries for keys written again since the fold are not taken (the next compaction
+   * marks them dead on disk too).
+   *
+   * A generator that adopts `slice` keys per step, so the caller can let the event loop run between
+   * steps (100k keys take ≈ 150 ms at once; a step ≈ 1.5 ms). Between steps every key is readable: a key not yet adopted is
+   * still pending, and the checks below hold whatever transactions did in between (a key written or
+   * deleted again has left `pending` or carries a later seq).
    */
-  adoptColdFile(name: string, foldedSeq: number, keys: ReadonlyArray<readonly [string, string]>): void {
+  *adoptColdFile(name: string, foldedSeq: number, keyLines: string, slice = 1024): Generator<void, void> {
     const file = this.#files.push(name) - 1;
     const words = this.#readIndex(name, decodeColdIndex);
-    if (words.length !== keys.length * COLD_ENTRY_WORDS) throw new Error(`cold file ${name}: ${keys.length} keys for ${words.length / COLD_ENTRY_WORDS} index entries`);
-    for (const [n, [collection, key]] of keys.entries()) {
+    let at = 0;
+    let n = 0;
+    while (at < keyLines.length) {
+      const end = keyLines.indexOf('\n', at);
+      const line = keyLines.slice(at, end === -1 ? keyLines.length : end);
+      at = end === -1 ? keyLines.length : end + 1;
+      const [collection, key] = JSON.parse(line) as [CollectionName, string];
+      const i = n * COLD_ENTRY_WORDS;
+      n += 1;
+      if (i >= words.length) throw new Error(`cold file ${name}: more keys than its ${words.length / COLD_ENTRY_WORDS} index entries`);
       const id = recordId(collection, key);
       const pending = this.#pending.get(id);
-      if (!pending || pending.seq > foldedSeq) continue;
-      const i = n * COLD_ENTRY_WORDS;
-      this.#index.add(words[i]!, file, words[i + 1]!, words[i + 2]!, COLLECTION_NO.get(collection)!);
-      this.#pending.delete(id);
+      if (pending && pending.seq <= foldedSeq) {
+        this.#index.add(words[i]!, file, words[i + 1]!, words[i + 2]!, COLLECTION_NO.get(collection)!);
+        this.#pending.delete(id);
+      }
+      if (n % slice === 0) yield;
     }
+    if (n * COLD_ENTRY_WORDS !== words.length) throw new Error(`cold file ${name}: ${n} keys for ${words.length / COLD_ENTRY_WORDS} index entries`);
   }
 
   count(collection: CollectionName): number {
@@ -126,8 +142,12 @@ export class ColdTier {
 
   /** Every cold record of a collection (no particular order). Reads one record per step. */
   *scan(collection: CollectionName): Generator<StoredRecord> {
-    for (const p of [...this.#pending.values()]) if (p.collection === collection) yield p.record;
-    for (const loc of [...this.#index.entries(COLLECTION_NO.get(collection)!)]) {
+    // Both lists are taken before the first record is handed out: an adoption step between two
+    // records moves keys from pending to the index, and a key must be seen once.
+    const pending = [...this.#pending.values()];
+    const located = [...this.#index.entries(COLLECTION_NO.get(collection)!)];
+    for (const p of pending) if (p.collection === collection) yield p.record;
+    for (const loc of located) {
       const record = this.#read(loc)?.[2];
       if (record) yield record;
     }

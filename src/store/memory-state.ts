@@ -153,6 +153,16 @@ function firstAfter(events: readonly AuditEvent[], afterSeq: number): number {
   return lo;
 }
 
+function unlinkHead(map: Map<string, AuditEvent[]>, key: string | null | undefined, event: AuditEvent): void {
+  if (typeof key !== 'string') return;
+  const list = map.get(key);
+  if (!list) return;
+  const at = list[0] === event ? 0 : list.indexOf(event);
+  if (at === -1) return;
+  list.splice(at, 1);
+  if (list.length === 0) map.delete(key);
+}
+
 class AuditLog {
   readonly events: AuditEvent[] = [];
   readonly #byTask = new Map<string, AuditEvent[]>();
@@ -172,13 +182,23 @@ class AuditLog {
     if (seq > this.lastSeq) this.lastSeq = seq;
   }
 
-  /** Forgets events up to `seq`: an audit archive holds them now. */
-  dropThrough(seq: number): void {
-    const keep = firstAfter(this.events, seq);
-    if (keep === 0) return;
-    this.events.splice(0, keep);
-    for (const map of [this.#byTask, this.#byDelivery, this.#byActor]) map.clear();
-    for (const event of this.events) this.#indexEvent(event);
+  /**
+   * Forgets up to `max` of the events with seq ≤ `seq` (an audit archive holds them now); true when
+   * none is left. Costs what it drops, not what it keeps, so the caller can spread a large drop over
+   * several event-loop turns. Until then memory and the archive both hold the events in between:
+   * readers ask memory only for seq > the archive's last (DurableStore.audit).
+   */
+  dropThrough(seq: number, max = Number.POSITIVE_INFINITY): boolean {
+    const drop = Math.min(firstAfter(this.events, seq), max);
+    for (let i = 0; i < drop; i++) {
+      const event = this.events[i]!;
+      // Each list is in seq order and loses its oldest events first: the event is its head.
+      unlinkHead(this.#byTask, event.taskId, event);
+      unlinkHead(this.#byDelivery, event.deliveryId, event);
+      unlinkHead(this.#byActor, event.actorId, event);
+    }
+    if (drop > 0) this.events.splice(0, drop);
+    return firstAfter(this.events, seq) === 0;
   }
 
   #indexEvent(event: AuditEvent): void {

@@ -1,0 +1,105 @@
+// What the main thread does when a compaction finishes — taking in the archived records of the new
+// cold file and forgetting the audit events of the new archive — is done a slice per event-loop
+// turn (a webhook burst archives 100k records between two compactions; done at once, that stalled
+// every request for 100–300 ms). These tests run other work on every turn of the handover and check
+// that (a) it really is spread over several turns, and (b) on every turn each archived key reads its
+// record and each audit event is answered exactly once.
+import { readdir } from 'node:fs/promises';
+import { getPriority } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCompaction } from '../../src/store/compaction.js';
+import type { DurableStore } from '../../src/store/index.js';
+import { storeDirs } from '../support/store-helpers.js';
+
+const env = storeDirs();
+afterEach(() => env.cleanup());
+
+const RECORDS = 20_000;
+const SEGMENT = /^journal-\d+\.ndjson$/;
+
+async function fill(store: DurableStore): Promise<void> {
+  for (let start = 0; start < RECORDS; start += 1000) {
+    await store.transact((tx) => {
+      for (let i = start; i < start + 1000; i++) {
+        tx.insert('tasks', `t${i}`, { id: `t${i}`, state: 'succeeded', n: i });
+        tx.archive('tasks', `t${i}`);
+        tx.appendAudit({ action: 'step', actor: 'test', taskId: `t${i}`, deliveryId: `d${i % 7}` });
+      }
+    });
+  }
+}
+
+/** Runs `check` on every event-loop turn until `done` settles; returns what `check` returned per turn. */
+async function everyTurnUntil<T>(done: Promise<unknown>, check: () => T): Promise<T[]> {
+  const seen: T[] = [];
+  let finished = false;
+  void done.finally(() => {
+    finished = true;
+  });
+  while (!finished) {
+    seen.push(check());
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  seen.push(check());
+  return seen;
+}
+
+describe('compaction handover on the main thread', () => {
+  it('takes in the archived records over several turns; every key reads its record on every turn', async () => {
+    const store = await env.open({ dir: await env.dir(), indexes: { tasks: ['state'] } });
+    await fill(store);
+    expect(store.stats().pendingColdRecords).toBe(RECORDS);
+
+    const probes = [0, 1, 4095, 10_000, RECORDS - 1].map((i) => `t${i}`);
+    const pendingPerTurn = await everyTurnUntil(store.compact(), () => {
+      for (const key of probes) expect(store.get('tasks', key), key).toMatchObject({ id: key });
+      expect(store.archivedCount('tasks')).toBe(RECORDS);
+      return store.stats().pendingColdRecords;
+    });
+
+    // Seen part-way: some archived records taken in, others still pending, with the loop running.
+    expect(pendingPerTurn.filter((n) => n > 0 && n < RECORDS).length).toBeGreaterThan(2);
+    expect(pendingPerTurn.at(-1)).toBe(0);
+    expect(store.stats().coldRecords).toBe(RECORDS);
+    for (let i = 0; i < RECORDS; i += 997) expect(store.get('tasks', `t${i}`)).toEqual({ id: `t${i}`, state: 'succeeded', n: i });
+    expect(new Set([...store.scanArchived('tasks')].map((r) => r['id'])).size).toBe(RECORDS);
+  });
+
+  it('forgets archived audit events over several turns; every query answers each event once on every turn', async () => {
+    const store = await env.open({ dir: await env.dir(), indexes: { tasks: ['state'] } });
+    await fill(store);
+    const all = store.audit();
+    expect(all).toHaveLength(RECORDS);
+
+    const inMemoryPerTurn = await everyTurnUntil(store.compact(), () => {
+      expect(store.audit({ taskId: 't12345' }).map((e) => e.seq)).toEqual([all[12_345]!.seq]);
+      expect(store.audit({ deliveryId: 'd3', afterSeq: all[RECORDS - 50]!.seq }).map((e) => e.seq)).toEqual(
+        all.slice(RECORDS - 49).filter((e) => e.deliveryId === 'd3').map((e) => e.seq),
+      );
+      expect(store.audit({ afterSeq: all[RECORDS - 10]!.seq })).toHaveLength(9);
+      return store.stats().auditEventsInMemory;
+    });
+
+    expect(inMemoryPerTurn.filter((n) => n > 0 && n < RECORDS).length).toBeGreaterThan(0);
+    expect(inMemoryPerTurn.at(-1)).toBe(0);
+    expect(store.audit().map((e) => e.seq)).toEqual(all.map((e) => e.seq));
+    expect(store.audit({ taskId: 't7' })).toEqual([all[7]]);
+  });
+});
+
+describe('compaction thread priority', () => {
+  it.runIf(process.platform === 'linux')('runs at nice 10 on Linux, and only that thread: the request path keeps its priority', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir, fsync: false });
+    await store.transact((tx) => tx.insert('tasks', 't1', { id: 't1' }));
+    await store.close();
+    const segments = (await readdir(dir)).filter((name) => SEGMENT.test(name));
+    expect(segments.length).toBeGreaterThan(0);
+    const before = getPriority();
+
+    const result = await runCompaction({ dir, segments, fsync: false });
+
+    expect(result.nice).toBe(Math.max(before, 10));
+    expect(getPriority()).toBe(before);
+  });
+});
