@@ -184,7 +184,9 @@ export const GLOBAL_CONTROL_KEY = 'global';
 
 /** Secondary indexes the service keeps (passed to `createStore`). */
 export const STORE_INDEXES: Partial<Record<CollectionName, string[]>> = {
-  tasks: ['repoKey', 'resourceKey', 'state', 'deliveryKey'],
+  // Not deliveryKey: nothing looks a task up by it (the delivery record names its task), and every
+  // accepted comment would grow one more map in step with the task map.
+  tasks: ['repoKey', 'resourceKey', 'state'],
   webhook_deliveries: ['taskId'],
   comment_triggers: ['taskId'],
   turns: ['taskId'],
