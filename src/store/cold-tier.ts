@@ -22,6 +22,7 @@ import {
 } from './cold-files.mjs';
 import { writeFileDurably } from './durable-json-file.mjs';
 import { ColdIndex, type ColdLocation } from './cold-index.js';
+import { ShardedMap } from './sharded-map.js';
 import { deepFreeze } from './memory-state.js';
 import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
 
@@ -49,7 +50,7 @@ export class ColdTier {
   readonly #fds = new Map<string, number>();
   readonly #index = new ColdIndex();
   /** Archived by a transaction the journal holds but no compaction has folded yet: still in memory. */
-  readonly #pending = new Map<string, PendingCold>();
+  readonly #pending = new ShardedMap<PendingCold>();
   readonly #archives: AuditArchive[] = [];
 
   constructor(dir: string) {

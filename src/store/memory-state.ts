@@ -4,6 +4,7 @@
 // diverging from what the journal says.
 import type { ColdTier } from './cold-tier.js';
 import { expandDerived } from './derived/index.mjs';
+import { ShardedMap } from './sharded-map.js';
 import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
 
 /**
@@ -27,11 +28,14 @@ interface Entry {
 }
 
 interface Bucket {
-  keys: Set<string>;
+  /** Key → its entry; sharded, as a bucket (say every queued task) can grow with each request. */
+  keys: ShardedMap<Entry>;
   lastOrd: number;
   /** False once a key was added out of order; byIndex re-sorts lazily. */
   ordered: boolean;
 }
+
+const byOrd = (entry: Entry) => entry.ord;
 
 /** Most index values name one record (a task's id, a delivery key): those hold the key itself, not a Bucket. */
 type IndexSlot = string | Bucket;
@@ -58,12 +62,13 @@ export function assertCollection(name: string): asserts name is CollectionName {
 }
 
 class CollectionState {
-  readonly entries = new Map<string, Entry>();
-  readonly indexes = new Map<string, Map<string, IndexSlot>>();
+  // Sharded (sharded-map.ts says why); iterates in insertion order, as `list` promises.
+  readonly entries = new ShardedMap<Entry>({ orderOf: (entry) => entry.ord });
+  readonly indexes = new Map<string, ShardedMap<IndexSlot>>();
   #nextOrd = 0;
 
   constructor(indexedFields: readonly string[]) {
-    for (const field of indexedFields) this.indexes.set(field, new Map());
+    for (const field of indexedFields) this.indexes.set(field, new ShardedMap());
   }
 
   put(key: string, record: StoredRecord): void {
@@ -93,12 +98,13 @@ class CollectionState {
     if (slot === undefined) return [];
     if (typeof slot === 'string') return [this.entries.get(slot)!.record];
     if (!slot.ordered) {
-      const sorted = [...slot.keys].sort((a, b) => this.entries.get(a)!.ord - this.entries.get(b)!.ord);
-      slot.keys = new Set(sorted);
+      const sorted = [...slot.keys.entries()].sort((a, b) => a[1].ord - b[1].ord);
+      slot.keys = new ShardedMap({ orderOf: byOrd });
+      for (const [key, entry] of sorted) slot.keys.set(key, entry);
       slot.ordered = true;
     }
     const records: StoredRecord[] = [];
-    for (const key of slot.keys) records.push(this.entries.get(key)!.record);
+    for (const entry of slot.keys.values()) records.push(entry.record);
     return records;
   }
 
@@ -114,14 +120,15 @@ class CollectionState {
       if (slot === key) continue;
       let bucket: Bucket;
       if (typeof slot === 'string') {
-        const first = this.entries.get(slot)!.ord;
-        bucket = { keys: new Set([slot]), lastOrd: first, ordered: true };
+        const first = this.entries.get(slot)!;
+        bucket = { keys: new ShardedMap({ orderOf: byOrd }), lastOrd: first.ord, ordered: true };
+        bucket.keys.set(slot, first);
         index.set(value, bucket);
       } else bucket = slot;
       if (bucket.keys.has(key)) continue;
       if (entry.ord < bucket.lastOrd) bucket.ordered = false;
       else bucket.lastOrd = entry.ord;
-      bucket.keys.add(key);
+      bucket.keys.set(key, entry);
     }
   }
 
@@ -153,7 +160,7 @@ function firstAfter(events: readonly AuditEvent[], afterSeq: number): number {
   return lo;
 }
 
-function unlinkHead(map: Map<string, AuditEvent[]>, key: string | null | undefined, event: AuditEvent): void {
+function unlinkHead(map: ShardedMap<AuditEvent[]>, key: string | null | undefined, event: AuditEvent): void {
   if (typeof key !== 'string') return;
   const list = map.get(key);
   if (!list) return;
@@ -165,9 +172,9 @@ function unlinkHead(map: Map<string, AuditEvent[]>, key: string | null | undefin
 
 class AuditLog {
   readonly events: AuditEvent[] = [];
-  readonly #byTask = new Map<string, AuditEvent[]>();
-  readonly #byDelivery = new Map<string, AuditEvent[]>();
-  readonly #byActor = new Map<string, AuditEvent[]>();
+  readonly #byTask = new ShardedMap<AuditEvent[]>();
+  readonly #byDelivery = new ShardedMap<AuditEvent[]>();
+  readonly #byActor = new ShardedMap<AuditEvent[]>();
   lastSeq = 0;
 
   append(event: AuditEvent): void {
@@ -202,7 +209,7 @@ class AuditLog {
   }
 
   #indexEvent(event: AuditEvent): void {
-    const add = (map: Map<string, AuditEvent[]>, key: string | null | undefined) => {
+    const add = (map: ShardedMap<AuditEvent[]>, key: string | null | undefined) => {
       if (typeof key !== 'string') return;
       const list = map.get(key);
       if (list) list.push(event);

@@ -1,0 +1,133 @@
+// ShardedMap (src/store/sharded-map.ts) behaves as a Map — before and after it splits — and, given an
+// order, iterates in it; its parts really share the keys, so no single part (and no single doubling)
+// holds them all.
+import { createHash } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ShardedMap, partOf } from '../../src/store/sharded-map.js';
+import { seededRandom } from '../support/seeded-random.js';
+import { storeDirs } from '../support/store-helpers.js';
+
+interface Entry {
+  ord: number;
+  value: number;
+}
+
+describe('ShardedMap', () => {
+  it('answers as a Map under random set/update/delete, across its split; iterates in insertion order given the order', () => {
+    const random = seededRandom(7);
+    const map = new ShardedMap<Entry>({ orderOf: (e) => e.ord, splitAt: 200 });
+    const model = new Map<string, Entry>();
+    let nextOrd = 0;
+    for (let step = 0; step < 6000; step++) {
+      const key = `task:${Math.floor(random() * 900)}`;
+      const roll = random();
+      if (roll < 0.6) {
+        const existing = model.get(key);
+        if (existing) {
+          // An update keeps the key's place, as CollectionState.put does.
+          existing.value = step;
+        } else {
+          const entry = { ord: nextOrd++, value: step };
+          model.set(key, entry);
+          map.set(key, entry);
+        }
+      } else {
+        expect(map.delete(key)).toBe(model.delete(key));
+      }
+      if (step % 500 === 0 || step === 5999) {
+        expect(map.size).toBe(model.size);
+        expect([...map.entries()]).toEqual([...model.entries()]);
+        expect([...map.keys()]).toEqual([...model.keys()]);
+      }
+      expect(map.get(key)).toBe(model.get(key));
+      expect(map.has(key)).toBe(model.has(key));
+    }
+    expect(map.split).toBe(true);
+  });
+
+  it('without an order, holds the same entries after its split (any order)', () => {
+    const map = new ShardedMap<number>({ splitAt: 50 });
+    for (let i = 0; i < 300; i++) map.set(`k${i}`, i);
+    for (let i = 0; i < 300; i += 3) map.delete(`k${i}`);
+    expect(map.split).toBe(true);
+    expect(map.size).toBe(200);
+    expect(new Map(map.entries())).toEqual(new Map(Array.from({ length: 300 }, (_, i) => [`k${i}`, i] as const).filter(([, i]) => i % 3 !== 0)));
+    map.clear();
+    expect(map.size).toBe(0);
+    expect(map.split).toBe(false);
+  });
+
+  it('stays one Map until it is large', () => {
+    const map = new ShardedMap<number>();
+    for (let i = 0; i < 2048; i++) map.set(`k${i}`, i);
+    expect(map.split).toBe(false);
+    map.set('one-more', 0);
+    expect(map.split).toBe(true);
+  });
+
+  it('spreads keys that share a long prefix or suffix over all 16 parts, none with more than twice its share', () => {
+    const shapes = [
+      (i: number) => `task:gitea-task-${i.toString(16).padStart(24, '0')}`,
+      (i: number) => `${i}:received-receipt-of-the-task-comment`,
+      (i: number) => `default:${i}`,
+      // A task id is a SHA-256 prefix (taskIdFor): all of its hex digits vary.
+      (i: number) => `gitea-task-${createHash('sha256').update(String(i)).digest('hex').slice(0, 24)}:status:received`,
+      (i: number) => `webhook_deliveries\u0000default:${i}`,
+    ];
+    for (const shape of shapes) {
+      const counts = new Array<number>(16).fill(0);
+      for (let i = 0; i < 16_000; i++) counts[partOf(shape(i))]! += 1;
+      expect(Math.min(...counts), shape(1)).toBeGreaterThan(0);
+      expect(Math.max(...counts), shape(1)).toBeLessThan(2000);
+    }
+  });
+});
+
+describe('a store whose collections and indexes are split', () => {
+  const env = storeDirs();
+  afterEach(() => env.cleanup());
+
+  it('lists in insertion order, answers by key and by index, before and after a reopen', async () => {
+    const dir = await env.dir();
+    const options = { dir, fsync: false, indexes: { tasks: ['state', 'taskId'] } };
+    let store = await env.open(options);
+    const model = new Map<string, { id: string; taskId: string; state: string; n: number }>();
+    const put = (id: string, n: number) => {
+      const record = { id, taskId: id, state: n % 3 === 0 ? 'queued' : 'done', n };
+      model.delete(id); // a key deleted and written again goes to the end …
+      model.set(id, record);
+      return record;
+    };
+    for (let start = 0; start < 12_000; start += 1000) {
+      await store.transact((tx) => {
+        for (let i = start; i < start + 1000; i++) tx.put('tasks', `t${i}`, put(`t${i}`, i));
+      });
+    }
+    await store.transact((tx) => {
+      for (let i = 0; i < 12_000; i += 7) {
+        tx.delete('tasks', `t${i}`);
+        model.delete(`t${i}`);
+      }
+      for (let i = 1; i < 12_000; i += 5) {
+        if (i % 7 === 0) continue;
+        // … an update keeps its place.
+        const record = { ...model.get(`t${i}`)!, n: -i };
+        model.set(`t${i}`, record);
+        tx.put('tasks', `t${i}`, record);
+      }
+    });
+    await store.transact((tx) => {
+      for (let i = 0; i < 700; i += 7) tx.put('tasks', `t${i}`, put(`t${i}`, i));
+    });
+
+    for (let round = 0; round < 2; round++) {
+      expect(store.list('tasks').map((r) => r['id'])).toEqual([...model.keys()]);
+      expect(store.count('tasks')).toBe(model.size);
+      expect(store.get('tasks', 't11')).toEqual(model.get('t11'));
+      expect(store.byIndex('tasks', 'taskId', 't5001')).toEqual([model.get('t5001')]);
+      expect(store.byIndex('tasks', 'state', 'queued').map((r) => r['id'])).toEqual([...model.values()].filter((r) => r.state === 'queued').map((r) => r.id));
+      await store.close();
+      store = await env.open(options);
+    }
+  });
+});
