@@ -106,9 +106,9 @@ export class ColdTier {
    * marks them dead on disk too).
    *
    * A generator that adopts `slice` keys per step, so the caller can let the event loop run between
-   * steps (100k keys take ≈ 150 ms at once; a step ≈ 1.5 ms). Between steps every key is readable: a key not yet adopted is
-   * still pending, and the checks below hold whatever transactions did in between (a key written or
-   * deleted again has left `pending` or carries a later seq).
+   * steps (100k keys take ≈ 150 ms at once; a step ≈ 1.5 ms). Between steps every key is readable:
+   * a key not yet adopted is still pending, and the checks below hold whatever transactions did in
+   * between (a key written or deleted again has left `pending` or carries a later seq).
    */
   *adoptColdFile(name: string, foldedSeq: number, keyLines: string, slice = 1024): Generator<void, void> {
     const file = this.#files.push(name) - 1;
