@@ -51,6 +51,9 @@ export interface DurableStoreStats extends StoreStats {
   auditArchives: number;
   /** Audit events held in memory (not yet in an archive). */
   auditEventsInMemory: number;
+  /** Entries and keys of the in-memory audit indexes (by task, delivery, actor). */
+  auditIndexEntriesInMemory: number;
+  auditIndexKeysInMemory: number;
 }
 
 /** Audit events forgotten per event-loop turn after a compaction archived them (≈ 1–2 ms). */
@@ -146,10 +149,9 @@ export class DurableStore implements Store {
 
   list<T extends StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
     this.#assertReadable();
+    const matching = this.#state.collection(collection).entries.valuesWhere(filter ? ({ record }) => filter(record as T) : () => true);
     const out: T[] = [];
-    for (const { record } of this.#state.collection(collection).entries.values()) {
-      if (!filter || filter(record as T)) out.push(record as T);
-    }
+    for (const { record } of matching) out.push(record as T);
     return out;
   }
 
@@ -240,6 +242,8 @@ export class DurableStore implements Store {
       checkpointBytes: this.#checkpointBytes,
       ...this.#cold.stats(),
       auditEventsInMemory: this.#state.audit.events.length,
+      auditIndexEntriesInMemory: this.#state.audit.indexed,
+      auditIndexKeysInMemory: this.#state.audit.indexKeys,
     };
   }
 

@@ -145,6 +145,11 @@ export class Journal {
 
   async #drain(): Promise<void> {
     while (!this.#failure) {
+      // A rotate() asked for before this batch is taken: everything it waits for is in the batch
+      // (or written already), so it is served by the rotation after this write. Later asks wait for
+      // the next turn of the loop — served by a rotation of their own even while writes keep
+      // coming (it used to wait for a moment with nothing queued, which a steady stream never gives).
+      const rotating = this.#rotateWaiters.splice(0);
       const batch = this.#current;
       if (batch.lines.length > 0) {
         this.#current = newBatch();
@@ -164,25 +169,22 @@ export class Journal {
           this.batches += 1;
           this.durableCommits += batch.lines.length;
         } catch (error) {
-          this.#fail(error, batch);
+          this.#fail(error, batch, rotating);
           return;
         }
         this.#inFlight = undefined;
         for (const waiter of batch.waiters) waiter.resolve();
       }
-      if (this.#bytes >= this.#options.segmentBytes || (this.#rotateWaiters.length > 0 && this.#bytes > 0)) {
+      if (this.#bytes >= this.#options.segmentBytes || (rotating.length > 0 && this.#bytes > 0)) {
         try {
           await this.#rotate();
         } catch (error) {
-          this.#fail(error, this.#current);
+          this.#fail(error, this.#current, rotating);
           return;
         }
       }
-      if (this.#current.lines.length === 0) {
-        const rotated = this.#rotateWaiters.splice(0);
-        for (const waiter of rotated) waiter.resolve();
-        return;
-      }
+      for (const waiter of rotating) waiter.resolve();
+      if (this.#current.lines.length === 0 && this.#rotateWaiters.length === 0) return;
     }
   }
 
@@ -202,13 +204,14 @@ export class Journal {
   // Fail-stop: after a failed write or fsync we cannot know what reached the disk, and Linux may
   // have dropped the dirty pages (fsyncgate), so retrying could acknowledge lost data. Everything
   // pending and everything later is rejected; the process must restart and replay from disk.
-  #fail(error: unknown, batch: Batch): void {
+  #fail(error: unknown, batch: Batch, rotating: readonly Waiter[] = []): void {
     const reason = error instanceof Error ? error.message : String(error);
     this.#failure = new StoreUnavailableError(`journal write failed, store is fail-stopped: ${reason}`);
     this.#inFlight = undefined;
     const pending = [
       ...batch.waiters,
       ...(batch === this.#current ? [] : this.#current.waiters),
+      ...rotating,
       ...this.#rotateWaiters.splice(0),
     ];
     this.#current = newBatch();

@@ -28,14 +28,14 @@ interface Entry {
 }
 
 interface Bucket {
-  /** Key → its entry; sharded, as a bucket (say every queued task) can grow with each request. */
-  keys: ShardedMap<Entry>;
+  // A plain Set, not a ShardedMap: a bucket per task with two turns is common, and a ShardedMap
+  // costs ≈ 100 bytes more each. The few buckets that grow with every request (the queued state,
+  // a busy repository, the task actors' kind) still double in step: ≈ 20 ms at 131,072 entries.
+  keys: Set<string>;
   lastOrd: number;
   /** False once a key was added out of order; byIndex re-sorts lazily. */
   ordered: boolean;
 }
-
-const byOrd = (entry: Entry) => entry.ord;
 
 /** Most index values name one record (a task's id, a delivery key): those hold the key itself, not a Bucket. */
 type IndexSlot = string | Bucket;
@@ -98,13 +98,12 @@ class CollectionState {
     if (slot === undefined) return [];
     if (typeof slot === 'string') return [this.entries.get(slot)!.record];
     if (!slot.ordered) {
-      const sorted = [...slot.keys.entries()].sort((a, b) => a[1].ord - b[1].ord);
-      slot.keys = new ShardedMap({ orderOf: byOrd });
-      for (const [key, entry] of sorted) slot.keys.set(key, entry);
+      const sorted = [...slot.keys].sort((a, b) => this.entries.get(a)!.ord - this.entries.get(b)!.ord);
+      slot.keys = new Set(sorted);
       slot.ordered = true;
     }
     const records: StoredRecord[] = [];
-    for (const entry of slot.keys.values()) records.push(entry.record);
+    for (const key of slot.keys) records.push(this.entries.get(key)!.record);
     return records;
   }
 
@@ -120,15 +119,14 @@ class CollectionState {
       if (slot === key) continue;
       let bucket: Bucket;
       if (typeof slot === 'string') {
-        const first = this.entries.get(slot)!;
-        bucket = { keys: new ShardedMap({ orderOf: byOrd }), lastOrd: first.ord, ordered: true };
-        bucket.keys.set(slot, first);
+        const first = this.entries.get(slot)!.ord;
+        bucket = { keys: new Set([slot]), lastOrd: first, ordered: true };
         index.set(value, bucket);
       } else bucket = slot;
       if (bucket.keys.has(key)) continue;
       if (entry.ord < bucket.lastOrd) bucket.ordered = false;
       else bucket.lastOrd = entry.ord;
-      bucket.keys.set(key, entry);
+      bucket.keys.add(key);
     }
   }
 
@@ -160,14 +158,19 @@ function firstAfter(events: readonly AuditEvent[], afterSeq: number): number {
   return lo;
 }
 
-function unlinkHead(map: ShardedMap<AuditEvent[]>, key: string | null | undefined, event: AuditEvent): void {
-  if (typeof key !== 'string') return;
+/**
+ * Removes from `key`'s list its events with seq ≤ `throughSeq` — once per list and drop: a list in
+ * seq order loses a prefix, and the next dropped event of the same list no longer finds itself at its
+ * head. (One splice per event copied a long list — say a busy repository's lock events — each time.)
+ */
+function trimHead(map: ShardedMap<AuditEvent[]>, key: string | null | undefined, event: AuditEvent, throughSeq: number): number {
+  if (typeof key !== 'string') return 0;
   const list = map.get(key);
-  if (!list) return;
-  const at = list[0] === event ? 0 : list.indexOf(event);
-  if (at === -1) return;
-  list.splice(at, 1);
-  if (list.length === 0) map.delete(key);
+  if (!list || list[0] !== event) return 0;
+  const drop = firstAfter(list, throughSeq);
+  if (drop === list.length) map.delete(key);
+  else list.splice(0, drop);
+  return drop;
 }
 
 class AuditLog {
@@ -176,6 +179,8 @@ class AuditLog {
   readonly #byDelivery = new ShardedMap<AuditEvent[]>();
   readonly #byActor = new ShardedMap<AuditEvent[]>();
   lastSeq = 0;
+  /** Entries of the three per-key lists (for stats: forgotten events must leave them too). */
+  indexed = 0;
 
   append(event: AuditEvent): void {
     if (event.seq <= this.lastSeq) throw new Error(`audit seq ${event.seq} is not after ${this.lastSeq}`);
@@ -197,15 +202,22 @@ class AuditLog {
    */
   dropThrough(seq: number, max = Number.POSITIVE_INFINITY): boolean {
     const drop = Math.min(firstAfter(this.events, seq), max);
-    for (let i = 0; i < drop; i++) {
-      const event = this.events[i]!;
-      // Each list is in seq order and loses its oldest events first: the event is its head.
-      unlinkHead(this.#byTask, event.taskId, event);
-      unlinkHead(this.#byDelivery, event.deliveryId, event);
-      unlinkHead(this.#byActor, event.actorId, event);
+    if (drop > 0) {
+      const through = this.events[drop - 1]!.seq;
+      for (let i = 0; i < drop; i++) {
+        const event = this.events[i]!;
+        this.indexed -= trimHead(this.#byTask, event.taskId, event, through);
+        this.indexed -= trimHead(this.#byDelivery, event.deliveryId, event, through);
+        this.indexed -= trimHead(this.#byActor, event.actorId, event, through);
+      }
+      this.events.splice(0, drop);
     }
-    if (drop > 0) this.events.splice(0, drop);
     return firstAfter(this.events, seq) === 0;
+  }
+
+  /** Keys of the three per-key lists. */
+  get indexKeys(): number {
+    return this.#byTask.size + this.#byDelivery.size + this.#byActor.size;
   }
 
   #indexEvent(event: AuditEvent): void {
@@ -214,6 +226,7 @@ class AuditLog {
       const list = map.get(key);
       if (list) list.push(event);
       else map.set(key, [event]);
+      this.indexed += 1;
     };
     add(this.#byTask, event.taskId);
     add(this.#byDelivery, event.deliveryId);

@@ -87,6 +87,105 @@ describe('compaction handover on the main thread', () => {
   });
 });
 
+describe('compaction handover: readers and writers between slices', () => {
+  it('compact() finishes while transactions keep coming', async () => {
+    const store = await env.open({ dir: await env.dir() });
+    await fill(store);
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      while (writing) {
+        await store.transact((tx) => tx.insert('tasks', `w${written}`, { id: `w${written}` }));
+        written += 1;
+      }
+    })();
+    await store.compact();
+    writing = false;
+    await writer;
+    expect(written).toBeGreaterThan(0);
+    expect(store.stats().coldRecords).toBe(RECORDS);
+  });
+
+  it('a scan paused across slices sees each archived record once', async () => {
+    const store = await env.open({ dir: await env.dir(), indexes: { tasks: ['state'] } });
+    await fill(store);
+    const compaction = store.compact();
+    // Wait until the handover is part-way, then scan with turns in between.
+    while (store.stats().pendingColdRecords === RECORDS) await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(store.stats().pendingColdRecords).toBeGreaterThan(0);
+    const seen: string[] = [];
+    for (const record of store.scanArchived('tasks')) {
+      seen.push(String(record['id']));
+      if (seen.length % 500 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    await compaction;
+    expect(seen).toHaveLength(RECORDS);
+    expect(new Set(seen).size).toBe(RECORDS);
+  });
+
+  it('writes, deletes and archives between slices hold after the handover, another compaction and a reopen', async () => {
+    const dir = await env.dir();
+    const options = { dir, indexes: { tasks: ['state'] } };
+    let store = await env.open(options);
+    await fill(store);
+    const model = new Map<string, Record<string, unknown> | undefined>();
+    const compaction = store.compact();
+    let turn = 0;
+    let finished = false;
+    void compaction.finally(() => {
+      finished = true;
+    });
+    while (!finished) {
+      // Keys spread over the file, so some are taken in already and some not yet.
+      const a = `t${(turn * 4099) % RECORDS}`;
+      const b = `t${(turn * 7919 + 1) % RECORDS}`;
+      const c = `t${(turn * 104_729 + 2) % RECORDS}`;
+      await store.transact((tx) => {
+        const rewritten = { id: a, state: 'queued', turn };
+        tx.put('tasks', a, rewritten);
+        model.set(a, rewritten);
+        if (tx.get('tasks', b) !== undefined) {
+          tx.delete('tasks', b);
+          model.set(b, undefined);
+        }
+        const again = { id: c, state: 'succeeded', turn, again: true };
+        tx.put('tasks', c, again);
+        tx.archive('tasks', c);
+        model.set(c, again);
+      });
+      turn += 1;
+    }
+    expect(turn).toBeGreaterThan(3);
+    const check = () => {
+      for (const [key, value] of model) expect(store.get('tasks', key), key).toEqual(value);
+      expect(store.get('tasks', 't19999')).toEqual(model.has('t19999') ? model.get('t19999') : { id: 't19999', state: 'succeeded', n: 19_999 });
+    };
+    check();
+    await store.compact();
+    check();
+    await store.close();
+    store = await env.open(options);
+    check();
+  });
+
+  it('forgotten audit events leave the in-memory indexes too, a long list of one actor included', async () => {
+    const store = await env.open({ dir: await env.dir() });
+    for (let start = 0; start < RECORDS; start += 1000) {
+      await store.transact((tx) => {
+        for (let i = start; i < start + 1000; i++) tx.appendAudit({ action: 'lock.step', actor: 'test', actorId: 'lock:acme/widgets', taskId: `t${i % 50}` });
+      });
+    }
+    expect(store.stats().auditIndexEntriesInMemory).toBe(2 * RECORDS);
+    expect(store.stats().auditIndexKeysInMemory).toBe(51);
+    await store.compact();
+    expect(store.stats()).toMatchObject({ auditEventsInMemory: 0, auditIndexEntriesInMemory: 0, auditIndexKeysInMemory: 0 });
+    expect(store.audit({ actorId: 'lock:acme/widgets' })).toHaveLength(RECORDS);
+    await store.transact((tx) => tx.appendAudit({ action: 'lock.step', actor: 'test', actorId: 'lock:acme/widgets' }));
+    expect(store.audit({ actorId: 'lock:acme/widgets' })).toHaveLength(RECORDS + 1);
+    expect(store.stats()).toMatchObject({ auditIndexEntriesInMemory: 1, auditIndexKeysInMemory: 1 });
+  });
+});
+
 describe('compaction thread priority', () => {
   it.runIf(process.platform === 'linux')('runs at nice 10 on Linux, and only that thread: the request path keeps its priority', async () => {
     const dir = await env.dir();

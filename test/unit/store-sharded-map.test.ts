@@ -38,6 +38,7 @@ describe('ShardedMap', () => {
         expect(map.size).toBe(model.size);
         expect([...map.entries()]).toEqual([...model.entries()]);
         expect([...map.keys()]).toEqual([...model.keys()]);
+        expect(map.valuesWhere((e) => e.value % 3 === 0)).toEqual([...model.values()].filter((e) => e.value % 3 === 0));
       }
       expect(map.get(key)).toBe(model.get(key));
       expect(map.has(key)).toBe(model.has(key));
@@ -73,6 +74,9 @@ describe('ShardedMap', () => {
       // A task id is a SHA-256 prefix (taskIdFor): all of its hex digits vary.
       (i: number) => `gitea-task-${createHash('sha256').update(String(i)).digest('hex').slice(0, 24)}:status:received`,
       (i: number) => `webhook_deliveries\u0000default:${i}`,
+      // A comment trigger (commentTriggerKey) in the cold tier's pending map, a burst within 4 seconds.
+      (i: number) => `comment_triggers\u0000default:acme/widgets:comment:${1_000_000 + i}:created:2026-12-01T17:04:1${Math.floor(i / 4000)}Z`,
+      (i: number) => `comment_triggers\u0000default:a-much-longer-organisation/and-a-longer-repository-name:comment:${1_000_000 + i}:created:2026-12-01T17:04:1${Math.floor(i / 4000)}Z`,
     ];
     for (const shape of shapes) {
       const counts = new Array<number>(16).fill(0);
