@@ -3,7 +3,8 @@
 // window autocannon's p50/p99 next to the server's own event-loop delay (p99, max), garbage-collection
 // pauses and compactions. A latency p99 far above the event loop's max is CPU contention (another
 // thread or process had the core); a loop max near the latency p99 is a stall on the main thread.
-// Run: npm run profile:webhook-tail   (TAIL_RATE=<req/s>, TAIL_WINDOWS=3, TAIL_SECONDS=8)
+// Run: npm run profile:webhook-tail   (TAIL_RATE=<req/s>, TAIL_WINDOWS=3, TAIL_SECONDS=8,
+// TAIL_NODE_FLAGS='--max-semi-space-size=64' to try Node/V8 flags on the server)
 import { loadavg } from 'node:os';
 import { fmt, load, spawnServer } from './webhook-harness.js';
 
@@ -20,7 +21,7 @@ if (!rate) {
   rate = Math.round(sat.rps * 0.8);
   console.log(`saturation ${sat.rps.toFixed(0)} req/s → rate ${rate} req/s (80 %)`);
 }
-const real = await spawnServer('real');
+const real = await spawnServer('real', (process.env['TAIL_NODE_FLAGS'] ?? '').split(' ').filter(Boolean));
 await load(real.port, 3, { overallRate: rate });
 await real.ask({ cmd: 'diag' });
 console.log('\n| window | req/s | p50 ms | p99 ms | loop delay p99 / max ms | GC pauses (count, total ms, max ms) | compactions so far |');
