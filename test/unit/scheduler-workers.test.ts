@@ -325,6 +325,8 @@ describe('leases this scheduler does not hold (spec §7)', () => {
     expect(r.scheduler.running().map((x) => [x.taskId, x.leaseId])).toEqual([['A', retryLease]]);
     expect(task(r.store, 'B').state).toBe('queued');
     expect(lease(r.store, R)).toMatchObject({ state: 'held', leaseId: retryLease });
+    const lost = r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost');
+    expect(lost.map((e) => [e.taskId, e.errorCode, e.metadata])).toEqual([['A', 'lease_expired', { leaseId: r.calls[0]!.lease.leaseId, liveWorker: true }]]);
     // An orphan's rejected release is expected (the runtime alert-audits it), not worth a warning.
     expect(r.logged.filter((l) => l.msg === 'lease release rejected')).toEqual([]);
 
@@ -554,6 +556,33 @@ describe('repository lock failures', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
   });
 
+  it('a release that throws is logged; the slot is freed anyway and the lease expires on its own', async () => {
+    let failNext = true;
+    const r = await rig(walkToSuccess, {
+      maxConcurrentTasks: 1,
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          send: async (actorId, event, options) => {
+            if (event.type === 'RELEASE' && failNext) {
+              failNext = false;
+              throw new Error('store write failed');
+            }
+            return runtime.send(actorId, event, options);
+          },
+        }),
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    await submitTask(r.store, r.runtime, 'B', S);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+    await r.scheduler.settled();
+    expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'lease release after the executor failed' }]);
+    expect(lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
+    r.clock.advance(1000);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to expire');
+  });
+
   it('a scan that throws is logged, and the next wake-up scans again', async () => {
     let failNext = false;
     const r = await rig(walkToSuccess, {
@@ -696,6 +725,18 @@ describe('start, stop and wake-ups', () => {
       ['acquiring', []],
       ['executor', ['A']],
     ]);
+  });
+});
+
+describe('the `now` shorthand', () => {
+  it('dates leases by the given now() (with real timers)', async () => {
+    const at = 1_900_000_000_000;
+    const r = await rig(walkToSuccess, { clock: undefined, now: () => at });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    const acquire = auditWithEvent(r.store.audit({}), 'lock.transition', 'ACQUIRE')[0]!;
+    expect(eventOf(acquire)).toMatchObject({ now: at, ttlMs: 1000 });
   });
 });
 
