@@ -15,7 +15,6 @@ import { lockActorId } from '../../src/leases/repo-lock-actor.js';
 import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { errorMessage } from '../../src/scheduler/repo-lock-client.js';
 import { createScheduler, type Scheduler, type SchedulerOptions } from '../../src/scheduler/index.js';
-import type { SchedulerClock } from '../../src/scheduler/types.js';
 import type { AuditEvent, Store } from '../../src/store/types.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import {
