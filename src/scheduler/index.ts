@@ -3,7 +3,6 @@ export { recoverAfterRestart } from './recover.js';
 export { pickClaims, nextRetryDue, type ClaimCandidate } from './pick-claims.js';
 export { systemClock } from './clock.js';
 export {
-  LEASE_HOLDING_STATES,
   type HeldLease,
   type TaskExecutor,
   type SchedulerClock,

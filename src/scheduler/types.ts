@@ -1,5 +1,3 @@
-import type { TaskState } from '../../machines/task-lifecycle.js';
-
 /** A repository lease the scheduler holds for one task; `expiresAt` moves with each heartbeat. */
 export interface HeldLease {
   repoKey: string;
@@ -35,9 +33,6 @@ export interface SchedulerLogger {
   warn(obj: Record<string, unknown>, msg?: string): void;
   error(obj: Record<string, unknown>, msg?: string): void;
 }
-
-/** Task states in which the task holds (or is meant to hold) its repository's lease. */
-export const LEASE_HOLDING_STATES: readonly TaskState[] = ['preparing', 'running', 'publishing', 'verifying_reply', 'aborting'];
 
 export interface RunningTask {
   repoKey: string;

@@ -129,6 +129,7 @@ describe('scheduler settings', () => {
     expect(() => resolveSchedulerSettings({ maxConcurrentTasks: 1.5 })).toThrow(/maxConcurrentTasks/);
     expect(() => resolveSchedulerSettings({ leaseTtlMs: 100, heartbeatMs: 100 })).toThrow(/heartbeatMs/);
     expect(resolveSchedulerSettings({ leaseTtlMs: 100, heartbeatMs: 99 }).heartbeatMs).toBe(99);
+    expect(resolveSchedulerSettings({ maxConcurrentTasks: 1 }).maxConcurrent).toBe(1);
   });
 });
 
@@ -157,6 +158,30 @@ describe('wake loop', () => {
     await first;
     expect(scans).toBe(2);
     await settled();
+  });
+  it('never runs two scans at once: a wake-up during a scan waits for it', async () => {
+    let running = 0;
+    let peak = 0;
+    let release: (() => void) | null = null;
+    const wake = wakeLoop({
+      scan: async () => {
+        running += 1;
+        peak = Math.max(peak, running);
+        if (!release) await new Promise<void>((r) => (release = r));
+        running -= 1;
+      },
+      canRun: () => true,
+      onError: () => {},
+      track: (p) => p,
+    });
+    const first = wake();
+    await new Promise((r) => setTimeout(r, 5));
+    const second = wake();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(peak).toBe(1);
+    release!();
+    await Promise.all([first, second]);
+    expect(peak).toBe(1);
   });
   it('waits a microtask first, so wake-ups in one synchronous burst cost one scan', async () => {
     let scans = 0;

@@ -32,6 +32,25 @@ describe('pickClaims', () => {
     expect(nextRetryDue([t('a', 'A', 1, 'retry_wait', NOW + 50), t('b', 'B', 1, 'retry_wait', NOW + 20), t('c', 'C', 1, 'retry_wait', NOW)], NOW)).toBe(NOW + 20);
     expect(nextRetryDue([t('a', 'A', 1)], NOW)).toBeNull();
   });
+  it('finds the earliest deadline whatever the order, and only among retry_wait tasks', () => {
+    expect(nextRetryDue([t('b', 'B', 1, 'retry_wait', NOW + 20), t('a', 'A', 1, 'retry_wait', NOW + 50)], NOW)).toBe(NOW + 20);
+    // A deadline left on a task that moved on (e.g. back to queued) is not the scheduler's business.
+    expect(nextRetryDue([t('q', 'A', 1, 'queued', NOW + 10)], NOW)).toBeNull();
+  });
+  it('orders the heads of different repositories: resumes, then retries, then new work, each by arrival', () => {
+    const tasks = [
+      t('c', 'C', 1),
+      t('b', 'B', 5, 'retry_wait', NOW),
+      t('d', 'D', 0),
+      t('a', 'A', 9, 'verifying_reply'),
+      t('e', 'E', 3, 'retry_wait', NOW - 5),
+    ];
+    expect(pick(tasks)).toEqual(['a:RESUME', 'e:RETRY_DUE', 'b:RETRY_DUE', 'd:CLAIM', 'c:CLAIM']);
+    expect(pick(tasks, { slots: 2 })).toEqual(['a:RESUME', 'e:RETRY_DUE']);
+  });
+  it('a retry_wait task without a deadline is due at once', () => {
+    expect(pick([t('q', 'A', 1), t('r', 'A', 2, 'retry_wait', null)])).toEqual(['r:RETRY_DUE']);
+  });
 });
 
 describe('lease owners', () => {

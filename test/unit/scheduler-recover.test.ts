@@ -71,7 +71,7 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     const now = Date.parse('2026-12-01T12:00:00.000Z');
     // Submission order = queueSeq order. `late-run` is running but was submitted before `prep`, which
     // is preparing: recovery handles them by queueSeq, not by state.
-    for (const id of ['late-run', 'prep', 'expired', 'foreign', 'mine', 'live', 'exhausted', 'abort', 'q1', 'q2', 'due', 'due-early', 'later', 'wait', 'verify', 'done']) {
+    for (const id of ['late-run', 'prep', 'expired', 'foreign', 'mine', 'live', 'exhausted', 'abort', 'q1', 'q2', 'due', 'due-early', 'no-deadline', 'later', 'later2', 'later3', 'wait', 'verify', 'done']) {
       await submitTask(store, runtime, id, `default:org/${id}`);
     }
     // late-run: running under a lease of the previous process (unexpired).
@@ -105,10 +105,15 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     // due / later: retry_wait, one whose deadline is exactly now (due), one a minute away.
     await send(runtime, 'due', { type: 'CLAIM', leaseId: 'L-d' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now });
     await send(runtime, 'due-early', { type: 'CLAIM', leaseId: 'L-de' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now - 1 });
+    // A retryable failure that named no retry time: due at once. Due with a deadline 2, without 1, ahead 3:
+    // counting the wrong ones (only deadlines, or only the future ones) gives another total.
+    await send(runtime, 'no-deadline', { type: 'CLAIM', leaseId: 'L-nd' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true });
     // A lease record that is free (held once, released): nothing to do for it, nothing to log.
     await hold(runtime, 'default:org/q1', 'L-q1', PREVIOUS, 'q1', now - 1000, 60_000);
     expect((await runtime.send(lockActorId('default:org/q1'), { type: 'RELEASE', leaseId: 'L-q1' } as never)).ok).toBe(true);
     await send(runtime, 'later', { type: 'CLAIM', leaseId: 'L-l' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now + 60_000 });
+    await send(runtime, 'later2', { type: 'CLAIM', leaseId: 'L-l2' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now + 1 });
+    await send(runtime, 'later3', { type: 'CLAIM', leaseId: 'L-l3' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now + 2 });
     await send(runtime, 'wait', { type: 'CLAIM', leaseId: 'L-w' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_WAITING_USER' });
     await send(runtime, 'verify', { type: 'CLAIM', leaseId: 'L-v' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' });
     await send(runtime, 'done', { type: 'CLAIM', leaseId: 'L-done' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' }, { type: 'REPLY_CONFIRMED' });
@@ -117,7 +122,7 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     const before = tasks(s);
     expect(Object.fromEntries(Object.entries(before).map(([id, t]) => [id, t.state]))).toMatchObject({
       'late-run': 'running', prep: 'preparing', expired: 'running', foreign: 'preparing', mine: 'running', live: 'preparing',
-      exhausted: 'running', abort: 'aborting', q1: 'queued', q2: 'queued', due: 'retry_wait', 'due-early': 'retry_wait', later: 'retry_wait',
+      exhausted: 'running', abort: 'aborting', q1: 'queued', q2: 'queued', due: 'retry_wait', 'due-early': 'retry_wait', later: 'retry_wait', later2: 'retry_wait', later3: 'retry_wait', 'no-deadline': 'retry_wait',
       wait: 'waiting_user', verify: 'verifying_reply', done: 'succeeded',
     });
     const startSeq = s.audit({}).at(-1)!.seq;
@@ -131,7 +136,7 @@ describe('recoverAfterRestart (spec §5.5)', () => {
       leasesReleased: 2,
       leasesKept: 2,
       queued: 2,
-      retryWait: 3,
+      retryWait: 6,
       interruptedToRetry: ['late-run', 'prep', 'expired'],
       interruptedToFailed: ['exhausted'],
       abortingToAborted: ['abort'],
@@ -147,6 +152,13 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     expect(lease(s, 'default:org/foreign')).toMatchObject({ state: 'held', leaseId: 'L-for', owner: FOREIGN });
     expect(lease(s, 'default:org/mine')).toMatchObject({ state: 'held', leaseId: 'L-mine', owner: SELF });
     const audit = s.audit({ afterSeq: startSeq });
+    // The lock events themselves are the recovery's, too.
+    const lockEvents = audit.filter((e) => e.action === 'lock.transition').map((e) => [e.actorId, (e.metadata?.['event'] as { type: string }).type, e.actor]);
+    expect(lockEvents).toEqual([
+      [lockActorId('default:org/late-run'), 'RELEASE', BY],
+      [lockActorId('default:org/prep'), 'RELEASE', BY],
+      [lockActorId('default:org/expired'), 'EXPIRE', BY],
+    ]);
     const released = audit.filter((e) => e.action === 'lease.released_after_restart');
     expect(released.map((e) => ({ actor: e.actor, actorId: e.actorId, taskId: e.taskId, metadata: e.metadata }))).toEqual([
       {
@@ -176,12 +188,12 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     expect(after['exhausted']).toMatchObject({ state: 'failed', errorCode: 'retry_limit_exceeded' });
     expect(after['abort']).toMatchObject({ state: 'aborted', stoppedBy: 'admin:ops' });
     // Untouched: a valid lease of someone else (foreign, mine), a live worker (live), and every other state.
-    for (const id of ['foreign', 'mine', 'live', 'q1', 'q2', 'due', 'due-early', 'later', 'wait', 'verify', 'done']) expect(after[id]).toEqual(before[id]);
+    for (const id of ['foreign', 'mine', 'live', 'q1', 'q2', 'due', 'due-early', 'no-deadline', 'later', 'later2', 'later3', 'wait', 'verify', 'done']) expect(after[id]).toEqual(before[id]);
     // Each step audited, by the recovery's actor, in the spec's order.
     expect(recoveryAudit(audit)).toEqual([
       { action: 'recovery.leases', actor: BY, metadata: { expired: 1, released: 2, kept: 2 } },
       { action: 'recovery.queued', actor: BY, metadata: { count: 2 } },
-      { action: 'recovery.retry_wait', actor: BY, metadata: { count: 3, alreadyDue: 2 } },
+      { action: 'recovery.retry_wait', actor: BY, metadata: { count: 6, alreadyDue: 3 } },
       { action: 'recovery.interrupted', actor: BY, metadata: { toRetryWait: 3, toFailed: 1, toAborted: 1, skipped: 3 } },
       { action: 'recovery.untouched', actor: BY, metadata: { verifyingReply: 1, waitingUser: 1 } },
     ]);

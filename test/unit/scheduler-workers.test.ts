@@ -1,0 +1,769 @@
+// The scheduler's I/O shell (src/scheduler/scheduler.ts, repo-lock-client.ts) in-process, with a real
+// store, runtime and machines and a hand-moved clock: what happens to a task and its repository
+// lease when the executor throws or returns early, when a lease ends under a worker or belongs to
+// someone else (spec §7: release only by the matching leaseId, takeover after expiry), on stop(),
+// and the wake-ups nobody announces. Fast enough for the scheduler's mutation run, unlike
+// test/integration/scheduler-restart.test.ts.
+//
+// Test doubles: `faultyRuntime` wraps the real runtime and only injects a fault (a throw, or a
+// HEARTBEAT held back) into one call; everything else goes to the real runtime. Records without a
+// live actor are planted through the store: nothing else makes the runtime refuse to host them.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EventObject } from 'xstate';
+import type { LeaseRecord, TaskRecord } from '../../src/domain/records.js';
+import { lockActorId } from '../../src/leases/repo-lock-actor.js';
+import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
+import { errorMessage } from '../../src/scheduler/repo-lock-client.js';
+import { createScheduler, type Scheduler, type SchedulerOptions } from '../../src/scheduler/index.js';
+import type { AuditEvent, Store } from '../../src/store/types.js';
+import { taskActorId } from '../../src/tasks/task-actor.js';
+import {
+  auditWithEvent,
+  createSchedulerRuntime,
+  deferred as makeDeferred,
+  ev,
+  FakeClock,
+  holdIntervals,
+  scriptedExecutor,
+  setPaused,
+  submitTask,
+  waitForTaskState,
+  waitUntil,
+  walkToSuccess,
+  type ExecutorCall,
+} from '../support/scheduler-harness.js';
+
+const OWNER = 'default/100/1';
+const FOREIGN = 'other/300/3';
+const BY = 'scheduler:test';
+const R = 'default:org/alpha';
+const S = 'default:org/beta';
+const T = 'default:org/gamma';
+
+interface Logged {
+  level: 'info' | 'warn' | 'error';
+  obj: Record<string, unknown>;
+  msg?: string;
+}
+
+let teardown: Array<() => Promise<void>> = [];
+let gates: Array<() => void> = [];
+function deferred() {
+  const d = makeDeferred();
+  gates.push(d.resolve);
+  return d;
+}
+afterEach(async () => {
+  for (const open of gates) open();
+  gates = [];
+  for (const t of teardown.reverse()) await t();
+  teardown = [];
+});
+
+/** The real runtime with some of its methods replaced (fault injection only). */
+function faultyRuntime(runtime: ActorRuntime, over: Partial<Pick<ActorRuntime, 'send' | 'create' | 'has'>>): ActorRuntime {
+  return new Proxy(runtime, {
+    get(target, prop) {
+      if (prop in over) return over[prop as keyof typeof over];
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+interface Rig {
+  store: Store;
+  runtime: ActorRuntime;
+  scheduler: Scheduler;
+  calls: ExecutorCall[];
+  clock: FakeClock;
+  logged: Logged[];
+}
+
+async function rig(
+  script: (call: ExecutorCall) => Promise<void>,
+  options: Partial<SchedulerOptions> & { wrap?: (runtime: ActorRuntime) => ActorRuntime; before?: (store: Store, runtime: ActorRuntime) => Promise<void> } = {},
+): Promise<Rig> {
+  const { wrap, before, ...schedulerOptions } = options;
+  const { store, runtime, close } = await createSchedulerRuntime();
+  await before?.(store, runtime);
+  const { executor, calls } = scriptedExecutor(runtime, script);
+  const clock = new FakeClock();
+  const logged: Logged[] = [];
+  const logger = {
+    info: (obj: Record<string, unknown>, msg?: string) => void logged.push({ level: 'info', obj, msg }),
+    warn: (obj: Record<string, unknown>, msg?: string) => void logged.push({ level: 'warn', obj, msg }),
+    error: (obj: Record<string, unknown>, msg?: string) => void logged.push({ level: 'error', obj, msg }),
+  };
+  const scheduler = createScheduler({
+    store,
+    runtime: wrap ? wrap(runtime) : runtime,
+    executor,
+    owner: OWNER,
+    leaseTtlMs: 1000,
+    heartbeatMs: 0,
+    clock,
+    logger,
+    by: BY,
+    ...schedulerOptions,
+  });
+  teardown.push(async () => {
+    await scheduler.stop();
+    await close();
+  });
+  return { store, runtime, scheduler, calls, clock, logged };
+}
+
+const lease = (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey);
+const task = (store: Store, taskId: string) => store.get<TaskRecord>('tasks', taskId)!;
+const eventOf = (e: AuditEvent) => e.metadata?.['event'] as { type: string; leaseId?: string; errorCode?: string };
+const waitForAbort = (call: ExecutorCall) => new Promise<void>((resolve) => call.signal.addEventListener('abort', () => resolve()));
+
+async function drive(runtime: ActorRuntime, taskId: string, ...events: Parameters<typeof ev>[0][]): Promise<void> {
+  for (const e of events) expect((await runtime.send(taskActorId(taskId), ev(e), { by: 'test' })).ok, `${taskId}: ${e.type}`).toBe(true);
+}
+
+/** A lease another owner holds (as another scheduler instance would), taken through the lock machine. */
+async function foreignLease(runtime: ActorRuntime, repoKey: string, leaseId: string, taskId: string, now: number, ttlMs: number) {
+  await runtime.create('lock', lockActorId(repoKey), { repoKey }, {
+    events: [{ type: 'ACQUIRE', leaseId, owner: FOREIGN, taskId, now, ttlMs } as EventObject],
+    by: 'other-scheduler',
+  });
+}
+
+describe('when the executor is done with a task (spec §5.6, §7)', () => {
+  it('an executor that throws: the task fails with executor_error, the error is logged, the lease released; every write is audited as the scheduler', async () => {
+    const r = await rig(async () => {
+      throw new Error('workspace exploded');
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['failed']);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await r.scheduler.settled();
+
+    expect(task(r.store, 'A')).toMatchObject({ state: 'failed', errorCode: 'executor_error' });
+    expect(r.logged).toEqual([
+      { level: 'error', obj: { taskId: 'A', err: 'workspace exploded' }, msg: 'executor failed' },
+      { level: 'warn', obj: { taskId: 'A', state: 'preparing', errorCode: 'executor_error' }, msg: 'task left holding a lease; moving it on' },
+    ]);
+    const audit = r.store.audit({});
+    const acquire = auditWithEvent(audit, 'lock.transition', 'ACQUIRE');
+    const release = auditWithEvent(audit, 'lock.transition', 'RELEASE');
+    const claim = auditWithEvent(audit, 'task.transition', 'CLAIM');
+    const fail = auditWithEvent(audit, 'task.transition', 'FAIL');
+    expect([...acquire, ...release, ...claim, ...fail].map((e) => e.actor)).toEqual([BY, BY, BY, BY]);
+    expect(eventOf(release[0]!).leaseId).toBe(eventOf(acquire[0]!).leaseId);
+    expect(eventOf(claim[0]!).leaseId).toBe(eventOf(acquire[0]!).leaseId);
+  });
+
+  it('an executor that returns leaving the task running: it fails with executor_left_task (a warning, no error)', async () => {
+    const r = await rig(async (call) => {
+      await call.send({ type: 'WORKSPACE_READY' });
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['failed']);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await r.scheduler.settled();
+    expect(task(r.store, 'A')).toMatchObject({ state: 'failed', errorCode: 'executor_left_task' });
+    expect(r.logged).toEqual([
+      { level: 'warn', obj: { taskId: 'A', state: 'running', errorCode: 'executor_left_task' }, msg: 'task left holding a lease; moving it on' },
+    ]);
+  });
+
+  it('an executor that finishes normally: nothing logged, the lease released, its view of the lease is the one granted', async () => {
+    const gate = deferred();
+    const r = await rig(async (call) => {
+      await gate.promise;
+      await walkToSuccess(call);
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    const t0 = r.clock.now();
+    const held = lease(r.store, R)!;
+    expect(Date.parse(held.expiresAt!)).toBe(t0 + 1000);
+    expect(r.calls[0]!.lease).toEqual({ repoKey: R, leaseId: held.leaseId, owner: OWNER, expiresAt: t0 + 1000 });
+    expect(r.scheduler.running()).toEqual([{ repoKey: R, taskId: 'A', leaseId: held.leaseId, expiresAt: t0 + 1000 }]);
+    gate.resolve();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await r.scheduler.settled();
+    expect(r.logged).toEqual([]);
+    expect(r.scheduler.running()).toEqual([]);
+  });
+
+  it('a verification resumed after a restart that its executor left unfinished: the reply fails (failed_reply)', async () => {
+    const r = await rig(async () => {}, {
+      before: async (store, runtime) => {
+        await submitTask(store, runtime, 'V', R);
+        await drive(runtime, 'V', { type: 'CLAIM', leaseId: 'L-before-restart' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' });
+      },
+    });
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'V', ['failed_reply']);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await r.scheduler.settled();
+    expect(r.calls.map((c) => [c.taskId, c.lease.repoKey])).toEqual([['V', R]]);
+    expect(task(r.store, 'V')).toMatchObject({ state: 'failed_reply', errorCode: 'executor_left_task' });
+    expect(auditWithEvent(r.store.audit({}), 'task.transition', 'REPLY_FAILED').map((e) => e.actor)).toEqual([BY]);
+    expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'V', errorCode: 'executor_left_task' }, msg: 'verification left unfinished; failing the reply' }]);
+  });
+
+  it('a publishing step resumed after a restart that its executor left unfinished: the task fails', async () => {
+    const r = await rig(async () => {}, {
+      before: async (store, runtime) => {
+        await submitTask(store, runtime, 'P', R);
+        await drive(runtime, 'P', { type: 'CLAIM', leaseId: 'L-before-restart' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true } as never);
+      },
+    });
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'P', ['failed']);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await r.scheduler.settled();
+    expect(r.calls).toHaveLength(1);
+    expect(task(r.store, 'P')).toMatchObject({ state: 'failed', errorCode: 'executor_left_task' });
+    expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'P', errorCode: 'executor_left_task' }, msg: 'publishing left unfinished; failing the task' }]);
+  });
+
+  it('a resumed verification that finished on its own while the lease was being acquired: the lease goes back, no executor runs', async () => {
+    const r = await rig(walkToSuccess, {
+      before: async (store, runtime) => {
+        await submitTask(store, runtime, 'V', R);
+        await drive(runtime, 'V', { type: 'CLAIM', leaseId: 'L-before-restart' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' });
+      },
+    });
+    r.runtime.onTransition((n) => {
+      if (n.kind === 'lock' && n.toState === 'held') void r.runtime.send(taskActorId('V'), ev({ type: 'REPLY_CONFIRMED' }), { by: 'verifier' });
+    });
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'V', ['succeeded']);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await r.scheduler.settled();
+    expect(r.calls).toHaveLength(0);
+    expect(auditWithEvent(r.store.audit({}), 'lock.transition', 'RELEASE')).toHaveLength(1);
+  });
+});
+
+describe('leases this scheduler does not hold (spec §7)', () => {
+  it('never tries a repository whose lease another owner holds; after it expires, its task goes to a retry and this scheduler takes over', async () => {
+    const clock = new FakeClock();
+    const r = await rig(walkToSuccess, {
+      clock,
+      before: async (store, runtime) => {
+        await submitTask(store, runtime, 'X', R);
+        await foreignLease(runtime, R, 'L-foreign', 'X', clock.now(), 1000);
+        await drive(runtime, 'X', { type: 'CLAIM', leaseId: 'L-foreign' });
+        // A lease whose task this store does not know (another instance's): ending it touches no task.
+        await foreignLease(runtime, T, 'L-ghost', 'ghost', clock.now(), 1000);
+      },
+    });
+    await submitTask(r.store, r.runtime, 'Y', R);
+    await submitTask(r.store, r.runtime, 'Z', S);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'Z', ['succeeded']);
+    await r.scheduler.wake();
+    await r.scheduler.settled();
+    expect(task(r.store, 'Y').state).toBe('queued');
+    expect(task(r.store, 'X').state).toBe('preparing');
+    expect(lease(r.store, R)).toMatchObject({ state: 'held', leaseId: 'L-foreign', owner: FOREIGN });
+    // Not even tried: no ACQUIRE was refused by R's lock.
+    expect(r.store.audit({ actorId: lockActorId(R) }).filter((e) => e.action === 'runtime.event_rejected')).toEqual([]);
+
+    clock.advance(1000); // both foreign leases expire
+    await waitForTaskState(r.store, r.runtime, 'Y', ['succeeded']);
+    await waitForTaskState(r.store, r.runtime, 'X', ['succeeded']);
+    await r.scheduler.settled();
+    const lost = r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost');
+    expect(lost.map((e) => ({ actor: e.actor, level: e.level, taskId: e.taskId, errorCode: e.errorCode, metadata: e.metadata }))).toEqual([
+      { actor: BY, level: 'alert', taskId: 'X', errorCode: 'lease_expired', metadata: { leaseId: 'L-foreign', liveWorker: false } },
+      { actor: BY, level: 'alert', taskId: 'ghost', errorCode: 'lease_expired', metadata: { leaseId: 'L-ghost', liveWorker: false } },
+    ]);
+    // X was moved to a retry (§8: lease expired, one retry) and retried before the newer Y.
+    const failed = auditWithEvent(r.store.audit({ taskId: 'X' }), 'task.transition', 'PREPARE_FAILED');
+    expect(failed.map((e) => [e.actor, e.toState, eventOf(e).errorCode])).toEqual([[BY, 'retry_wait', 'lease_expired']]);
+    expect(holdIntervals(r.store.audit({}), () => R).filter((i) => i.taskId !== 'Z').map((i) => i.taskId)).toEqual(['X', 'X', 'Y']);
+    expect(r.logged).toEqual([
+      { level: 'warn', obj: { taskId: 'X', state: 'preparing', errorCode: 'lease_expired' }, msg: 'task left holding a lease; moving it on' },
+    ]);
+  });
+
+  it('an executor that comes back after its lease expired does not free the slot of the worker that took over', async () => {
+    const stall = deferred();
+    const second = deferred();
+    const r = await rig(
+      async (call) => {
+        if (call.taskId === 'A' && call.run === 0) return stall.promise; // ignores its aborted signal
+        if (call.taskId === 'A') await second.promise;
+        await walkToSuccess(call);
+      },
+      { maxConcurrentTasks: 1 },
+    );
+    await submitTask(r.store, r.runtime, 'A', R);
+    await submitTask(r.store, r.runtime, 'B', S);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    r.clock.advance(1000); // A's lease expires; A goes to retry_wait and is claimed again (run 1)
+    await waitUntil(() => r.calls.length === 2, 'A to be claimed again');
+    await r.scheduler.settled();
+    const retryLease = r.calls[1]!.lease.leaseId;
+    expect(r.calls[0]!.signal.aborted).toBe(true);
+
+    stall.resolve(); // the orphan returns: its RELEASE names the expired lease
+    await waitUntil(
+      () => r.store.audit({ actorId: lockActorId(R) }).some((e) => e.action === 'runtime.event_rejected'),
+      'the orphan to try its release',
+    );
+    await r.scheduler.settled();
+    await r.scheduler.wake();
+    await r.scheduler.settled();
+    // The slot is still A's second worker's: with a cap of 1, B waits.
+    expect(r.scheduler.running().map((x) => [x.taskId, x.leaseId])).toEqual([['A', retryLease]]);
+    expect(task(r.store, 'B').state).toBe('queued');
+    expect(lease(r.store, R)).toMatchObject({ state: 'held', leaseId: retryLease });
+    const lost = r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost');
+    expect(lost.map((e) => [e.taskId, e.errorCode, e.metadata])).toEqual([['A', 'lease_expired', { leaseId: r.calls[0]!.lease.leaseId, liveWorker: true }]]);
+    // An orphan's rejected release is expected (the runtime alert-audits it), not worth a warning.
+    expect(r.logged.filter((l) => l.msg === 'lease release rejected')).toEqual([]);
+
+    second.resolve();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+  });
+
+  it('warns when the release of a lease ended elsewhere is rejected', async () => {
+    const gate = deferred();
+    const r = await rig(async (call) => {
+      await gate.promise;
+      await walkToSuccess(call);
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    const leaseId = lease(r.store, R)!.leaseId;
+    // Another scheduler's expiry scan (its clock ahead) ends the lease; this one has no heartbeat to notice.
+    expect((await r.runtime.send(lockActorId(R), { type: 'EXPIRE', now: r.clock.now() + 10_000 } as EventObject, { by: 'test' })).ok).toBe(true);
+    gate.resolve();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await waitUntil(() => r.logged.length > 0, 'the warning');
+    await r.scheduler.settled();
+    expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'A', leaseId }, msg: 'lease release rejected' }]);
+  });
+});
+
+describe('heartbeats (spec §7)', () => {
+  it('a heartbeat that throws is logged and tried again: the lease does not expire', async () => {
+    let failNext = true;
+    const gate = deferred();
+    const r = await rig(
+      async (call) => {
+        await gate.promise;
+        await walkToSuccess(call);
+      },
+      {
+        heartbeatMs: 300,
+        wrap: (runtime) =>
+          faultyRuntime(runtime, {
+            send: async (actorId, event, options) => {
+              if (event.type === 'HEARTBEAT' && failNext) {
+                failNext = false;
+                throw new Error('store write failed');
+              }
+              return runtime.send(actorId, event, options);
+            },
+          }),
+      },
+    );
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    const t0 = r.clock.now();
+    r.clock.advance(300); // first heartbeat throws
+    await r.scheduler.settled();
+    expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'heartbeat failed' }]);
+    r.clock.advance(300); // tried again, accepted
+    await r.scheduler.settled();
+    expect(Date.parse(lease(r.store, R)!.expiresAt!)).toBe(t0 + 600 + 1000);
+    r.clock.advance(400); // the first expiry has passed
+    await r.scheduler.settled();
+    expect(lease(r.store, R)).toMatchObject({ state: 'held', leaseId: r.calls[0]!.lease.leaseId });
+    expect(r.calls[0]!.signal.aborted).toBe(false);
+    expect(r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost')).toEqual([]);
+    gate.resolve();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+  });
+
+  it('a heartbeat still in flight when the executor returns is dropped: no lease is lost afterwards', async () => {
+    const gate = deferred();
+    const heartbeatHeld = deferred();
+    let heartbeats = 0;
+    const r = await rig(
+      async (call) => {
+        await gate.promise;
+        await walkToSuccess(call);
+      },
+      {
+        heartbeatMs: 300,
+        wrap: (runtime) =>
+          faultyRuntime(runtime, {
+            send: async (actorId, event, options) => {
+              if (event.type === 'HEARTBEAT') {
+                heartbeats += 1;
+                await heartbeatHeld.promise; // a slow write: the HEARTBEAT lands after the executor returned
+              }
+              return runtime.send(actorId, event, options);
+            },
+          }),
+      },
+    );
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    r.clock.advance(300);
+    await waitUntil(() => heartbeats === 1, 'the heartbeat to be sent');
+    gate.resolve();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await waitUntil(() => auditWithEvent(r.store.audit({}), 'lock.transition', 'RELEASE').length === 1, 'the release');
+    heartbeatHeld.resolve(); // the late HEARTBEAT names a released lease: the lock rejects it
+    await r.scheduler.settled();
+    r.clock.advance(3000);
+    await r.scheduler.settled();
+    expect(heartbeats).toBe(1);
+    expect(r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost')).toEqual([]);
+    expect(task(r.store, 'A').state).toBe('succeeded');
+    expect(r.logged).toEqual([]);
+  });
+});
+
+describe('repository lock failures', () => {
+  it('a repository whose lock is stored but not live is skipped (logged once); other repositories go on', async () => {
+    const r = await rig(walkToSuccess, {
+      before: async (store) => {
+        // What a lock actor whose restore failed leaves: its record, no live actor.
+        await store.transact((tx) =>
+          tx.put('actors', lockActorId(R), {
+            actorId: lockActorId(R),
+            kind: 'lock',
+            machineId: 'repoLock',
+            machineVersion: 1,
+            state: 'free',
+            status: 'active',
+            stateVersion: 1,
+            snapshot: { broken: true },
+            taskId: null,
+            createdAt: new Date().toISOString(),
+            updatedAt: new Date().toISOString(),
+          }),
+        );
+      },
+    });
+    expect(r.runtime.has(lockActorId(R))).toBe(false);
+    await submitTask(r.store, r.runtime, 'A', R);
+    await submitTask(r.store, r.runtime, 'B', S);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+    for (let i = 0; i < 3; i++) {
+      r.clock.advance(30_000);
+      await r.scheduler.wake();
+      await r.scheduler.settled();
+    }
+    expect(task(r.store, 'A').state).toBe('queued');
+    expect(r.calls.map((c) => c.taskId)).toEqual(['B']);
+    expect(r.logged).toEqual([{ level: 'error', obj: { repoKey: R }, msg: 'repository lock is stored but not live; skipping the repository' }]);
+  });
+
+  it('a lock that cannot be created is logged and the claim tried again on the next scan', async () => {
+    let failNext = true;
+    const r = await rig(walkToSuccess, {
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          create: async (...args: Parameters<ActorRuntime['create']>) => {
+            if (args[0] === 'lock' && failNext) {
+              failNext = false;
+              throw new Error('disk full');
+            }
+            return runtime.create(...args);
+          },
+        }),
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await r.scheduler.settled();
+    expect(r.logged).toEqual([{ level: 'error', obj: { repoKey: R, err: 'disk full' }, msg: 'repository lock could not be created' }]);
+    expect(r.calls).toHaveLength(1);
+    // Refused before anything was sent to a lock that did not exist.
+    expect(r.store.audit({}).filter((e) => e.action === 'runtime.event_rejected')).toEqual([]);
+  });
+
+  it('a lock created by someone else in between: the claim goes on with a plain ACQUIRE, nothing logged', async () => {
+    let raced = false;
+    const r = await rig(walkToSuccess, {
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          create: async (...args: Parameters<ActorRuntime['create']>) => {
+            if (args[0] === 'lock' && !raced) {
+              raced = true;
+              await runtime.create('lock', args[1], args[2], { by: 'other-scheduler' }); // free lock, no lease
+              return runtime.create(...args); // now a duplicate: throws
+            }
+            return runtime.create(...args);
+          },
+        }),
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await r.scheduler.settled();
+    expect(raced).toBe(true);
+    expect(r.logged).toEqual([]);
+    const acquires = auditWithEvent(r.store.audit({}), 'lock.transition', 'ACQUIRE');
+    expect(acquires.map((e) => e.actor)).toEqual([BY]);
+    expect(eventOf(acquires[0]!).leaseId).toBe(r.calls[0]!.lease.leaseId);
+  });
+
+  it('a claim that throws is logged and frees its slot at once; its lease expires on its own and the task runs later', async () => {
+    let failNext = true;
+    const r = await rig(walkToSuccess, {
+      maxConcurrentTasks: 1,
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          send: async (actorId, event, options) => {
+            if (event.type === 'CLAIM' && failNext) {
+              failNext = false;
+              throw new Error('store write failed');
+            }
+            return runtime.send(actorId, event, options);
+          },
+        }),
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    await submitTask(r.store, r.runtime, 'B', S);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+    await r.scheduler.settled();
+    expect(task(r.store, 'A').state).toBe('queued');
+    expect(lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
+    expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'claim failed' }]);
+    r.clock.advance(1000);
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+  });
+
+  it('a release that throws is logged; the slot is freed anyway and the lease expires on its own', async () => {
+    let failNext = true;
+    const r = await rig(walkToSuccess, {
+      maxConcurrentTasks: 1,
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          send: async (actorId, event, options) => {
+            if (event.type === 'RELEASE' && failNext) {
+              failNext = false;
+              throw new Error('store write failed');
+            }
+            return runtime.send(actorId, event, options);
+          },
+        }),
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    await submitTask(r.store, r.runtime, 'B', S);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+    await r.scheduler.settled();
+    expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'lease release after the executor failed' }]);
+    expect(lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
+    r.clock.advance(1000);
+    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to expire');
+  });
+
+  it('a scan that throws is logged, and the next wake-up scans again', async () => {
+    let failNext = false;
+    const r = await rig(walkToSuccess, {
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          has: (actorId: string) => {
+            if (failNext) {
+              failNext = false;
+              throw new Error('index corrupt');
+            }
+            return runtime.has(actorId);
+          },
+        }),
+    });
+    r.scheduler.start();
+    await r.scheduler.settled();
+    failNext = true;
+    await submitTask(r.store, r.runtime, 'A', R); // its ACCEPT wakes the scheduler: that scan throws
+    await r.scheduler.settled();
+    expect(task(r.store, 'A').state).toBe('queued');
+    expect(r.logged).toEqual([{ level: 'error', obj: { err: 'index corrupt' }, msg: 'scheduler scan failed' }]);
+    await r.scheduler.wake();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+  });
+
+  it('a task whose actor is not live is never claimed and does not block its repository', async () => {
+    const r = await rig(walkToSuccess, {
+      before: async (store, runtime) => {
+        await submitTask(store, runtime, 'model', R);
+        // A queued record older than everything, without an actor (its restore failed).
+        await store.transact((tx) => {
+          const t = tx.get<TaskRecord>('tasks', 'model')!;
+          tx.put<TaskRecord>('tasks', 'ghost', { ...t, taskId: 'ghost', deliveryKey: 'default:ghost', queueSeq: 0 });
+        });
+      },
+    });
+    await submitTask(r.store, r.runtime, 'B', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'model', ['succeeded']);
+    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+    expect(task(r.store, 'ghost').state).toBe('queued');
+    expect(r.calls.map((c) => c.taskId)).toEqual(['model', 'B']);
+  });
+
+  it('error texts are cut to 300 characters', () => {
+    expect(errorMessage(new Error('x'.repeat(500)))).toBe('x'.repeat(300));
+    expect(errorMessage('plain')).toBe('plain');
+  });
+});
+
+describe('start, stop and wake-ups', () => {
+  it('before start(): wake() claims nothing, and stop() has nothing to stop', async () => {
+    const r = await rig(walkToSuccess);
+    await submitTask(r.store, r.runtime, 'A', R);
+    await r.scheduler.wake();
+    await r.scheduler.settled();
+    expect(task(r.store, 'A').state).toBe('queued');
+    await r.scheduler.stop();
+    expect(r.calls).toEqual([]);
+  });
+
+  it('stop() aborts running executors, waits for them and releases their leases; the task stays for recovery; nothing is claimed after', async () => {
+    let returned = false;
+    const r = await rig(async (call) => {
+      await waitForAbort(call);
+      await new Promise((done) => setTimeout(done, 20));
+      returned = true;
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    await r.scheduler.stop();
+    expect(returned).toBe(true);
+    expect((r.calls[0]!.signal.reason as Error).message).toBe('scheduler_stopping');
+    expect(lease(r.store, R)!.state).toBe('free');
+    // Not failed here: the next start's recovery moves it to retry_wait (interrupted_by_restart).
+    expect(task(r.store, 'A').state).toBe('preparing');
+    expect(r.logged).toEqual([]);
+
+    await submitTask(r.store, r.runtime, 'B', S);
+    await r.scheduler.wake();
+    await r.scheduler.settled();
+    expect(task(r.store, 'B').state).toBe('queued');
+    expect(r.calls).toHaveLength(1);
+  });
+
+  it('stop() while a lease is being acquired: the lease goes back, the task stays queued', async () => {
+    const r = await rig(walkToSuccess);
+    let stopping: Promise<void> | null = null;
+    r.runtime.onTransition((n) => {
+      if (n.kind === 'lock' && n.toState === 'held') stopping ??= r.scheduler.stop();
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitUntil(() => stopping !== null, 'the lease to be acquired');
+    await stopping;
+    expect(lease(r.store, R)!.state).toBe('free');
+    expect(task(r.store, 'A').state).toBe('queued');
+    expect(r.calls).toEqual([]);
+  });
+
+  it('the safety poll finds work nobody announced (a pause lifted by a direct write), again and again', async () => {
+    const r = await rig(walkToSuccess, { safetyPollMs: 5000 });
+    await setPaused(r.store, true);
+    r.scheduler.start();
+    for (const id of ['A', 'B']) {
+      await setPaused(r.store, true);
+      await submitTask(r.store, r.runtime, id, R);
+      await r.scheduler.settled();
+      await setPaused(r.store, false); // a store write: no transition, no wake-up
+      await r.scheduler.settled();
+      expect(task(r.store, id).state).toBe('queued');
+      r.clock.advance(5000);
+      await waitForTaskState(r.store, r.runtime, id, ['succeeded']);
+      await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+      await r.scheduler.settled();
+    }
+  });
+
+  it('running() during a claim lists only tasks whose executor started, and never throws', async () => {
+    const seen: Array<unknown> = [];
+    const r = await rig(async (call) => {
+      await new Promise((done) => setTimeout(done, 0));
+      seen.push(['executor', r.scheduler.running().map((x) => x.taskId)]);
+      await walkToSuccess(call);
+    });
+    r.runtime.onTransition((n) => {
+      if (n.kind !== 'lock' || n.toState !== 'held') return;
+      try {
+        seen.push(['acquiring', r.scheduler.running()]);
+      } catch (err) {
+        seen.push(['threw', String(err)]);
+      }
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    expect(seen).toEqual([
+      ['acquiring', []],
+      ['executor', ['A']],
+    ]);
+  });
+});
+
+describe('the `now` shorthand', () => {
+  it('dates leases by the given now() (with real timers)', async () => {
+    const at = 1_900_000_000_000;
+    const r = await rig(walkToSuccess, { clock: undefined, now: () => at });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    const acquire = auditWithEvent(r.store.audit({}), 'lock.transition', 'ACQUIRE')[0]!;
+    expect(eventOf(acquire)).toMatchObject({ now: at, ttlMs: 1000 });
+  });
+});
+
+describe('recover() through the scheduler (spec §5.5)', () => {
+  it('does not interrupt a task a live worker of this process runs, only the others', async () => {
+    const r = await rig(waitForAbort, {
+      maxConcurrentTasks: 2,
+      before: async (store, runtime) => {
+        // B: preparing under a lease that no longer exists, and no worker runs it.
+        await submitTask(store, runtime, 'B', S);
+        await drive(runtime, 'B', { type: 'CLAIM', leaseId: 'L-gone' });
+      },
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    await submitTask(r.store, r.runtime, 'C', T);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await waitForTaskState(r.store, r.runtime, 'C', ['preparing']);
+    await r.scheduler.settled();
+    // Both leases end elsewhere (another scheduler's expiry scan); the workers go on without heartbeats.
+    for (const repoKey of [R, T]) {
+      expect((await r.runtime.send(lockActorId(repoKey), { type: 'EXPIRE', now: r.clock.now() + 10_000 } as EventObject, { by: 'test' })).ok).toBe(true);
+    }
+    await r.scheduler.settled();
+    const result = await r.scheduler.recover();
+    expect(result).toMatchObject({ leasesExpired: 0, leasesReleased: 0, leasesKept: 0, interruptedToRetry: ['B'] });
+    expect(task(r.store, 'A').state).toBe('preparing');
+    expect(task(r.store, 'C').state).toBe('preparing');
+    expect(task(r.store, 'B')).toMatchObject({ state: 'retry_wait', errorCode: 'interrupted_by_restart' });
+  });
+});
