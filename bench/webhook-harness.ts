@@ -4,7 +4,7 @@
 // unique, signed deliveries (new delivery UUID, new comment id per request).
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -32,6 +32,7 @@ import { TASK_KIND, taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { commentTriggerKey, normalizeComment, taskIdFor } from '../src/webhook/normalize-comment.js';
 import { createWebhookRouter } from '../src/webhook/route.js';
 import { verifySignature } from '../src/webhook/verify-signature.js';
+import { floorAccept } from './floor-receiver.js';
 
 // autocannon ships no types; the part used here.
 interface AutocannonResult {
@@ -177,6 +178,13 @@ export function serveBaseline(): Promise<void> {
   return serveKoa((body, headers) => verifySignature(body, headers, [SECRET]));
 }
 
+/** The least a durable receiver keeping the guarantees does (bench/floor-receiver.ts), in the same bare Koa app. */
+export async function serveFloor(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccweb-bench-floor-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return serveKoa(await floorAccept(dir, SECRET));
+}
+
 /**
  * What a Node developer would otherwise pick: @octokit/webhooks' verifyAndReceive (signature check
  * of X-Hub-Signature-256, which Gitea also sends, JSON.parse, dispatch to an `issue_comment`
@@ -270,7 +278,7 @@ async function prefill(store: DurableStore, runtime: ActorRuntime, total: number
 // ---------------------------------------------------------------------------------------------
 // Driver (this process)
 
-export type ServerKind = 'real' | 'baseline' | 'octokit';
+export type ServerKind = 'real' | 'baseline' | 'octokit' | 'floor';
 
 export interface Child {
   proc: ChildProcess;
@@ -374,5 +382,5 @@ export const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
 
 if (process.argv[2] === '--serve') {
   const kind = process.argv[3] as ServerKind;
-  await (kind === 'baseline' ? serveBaseline() : kind === 'octokit' ? serveOctokit() : serveReal());
+  await (kind === 'baseline' ? serveBaseline() : kind === 'octokit' ? serveOctokit() : kind === 'floor' ? serveFloor() : serveReal());
 }

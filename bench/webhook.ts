@@ -27,10 +27,11 @@ async function main(): Promise<void> {
   // depends on what else runs on the machine.
   const baseline = await spawnServer('baseline');
   const octokit = await spawnServer('octokit');
+  const floor = await spawnServer('floor');
   const real = await spawnServer('real');
-  for (const s of [baseline, octokit, real]) await load(s.port, WARMUP_S);
+  for (const s of [baseline, octokit, floor, real]) await load(s.port, WARMUP_S);
   const before = (await real.ask({ cmd: 'tasks' })).tasks as number;
-  const slices = new Map<Child, { runs: Run[]; cpu: number }>([baseline, octokit, real].map((s) => [s, { runs: [], cpu: 0 }]));
+  const slices = new Map<Child, { runs: Run[]; cpu: number }>([baseline, octokit, floor, real].map((s) => [s, { runs: [], cpu: 0 }]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [server, acc] of slices) {
       const cpu0 = ((await server.ask({ cmd: 'cpu' })) as { cpu: number }).cpu;
@@ -40,6 +41,7 @@ async function main(): Promise<void> {
   }
   baseline.proc.send({ cmd: 'exit' });
   octokit.proc.send({ cmd: 'exit' });
+  floor.proc.send({ cmd: 'exit' });
   const line = (label: string, server: Child) => {
     const { runs, cpu } = slices.get(server)!;
     const ok = runs.reduce((a, r) => a + r.ok, 0);
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
   };
   const base = line('baseline (Koa, HMAC, 202)', baseline);
   const okit = line('@octokit/webhooks verify+receive', octokit);
+  const flo = line('floor (HMAC, dedupe, fsync, 202)', floor);
   const satLine = line('real (durable intake)', real);
   const sat = satLine.run;
   const satRuns = slices.get(real)!.runs;
@@ -96,6 +99,7 @@ async function main(): Promise<void> {
   console.log('\nresults');
   console.log(`  throughput ratio real/baseline  ${ratio.toFixed(2)}  (target >= ${TARGET_RATIO}, every 202 durable: ${allDurable ? 'yes' : 'NO'})  ${verdict(ratio >= TARGET_RATIO && allDurable)}`);
   console.log(`  throughput ratio real/octokit   ${(sat.rps / okit.run.rps).toFixed(2)}  (octokit/baseline ${(okit.run.rps / base.run.rps).toFixed(2)})`);
+  console.log(`  throughput ratio floor/baseline ${(flo.run.rps / base.run.rps).toFixed(2)}  (the least a durable receiver keeping the guarantees does: bench/floor-receiver.ts; real/floor ${(sat.rps / flo.run.rps).toFixed(2)})`);
   console.log(`  CPU per request real/baseline   ${(satLine.cpuPerRequest / base.cpuPerRequest).toFixed(1)}x  (${satLine.cpuPerRequest.toFixed(0)} / ${base.cpuPerRequest.toFixed(0)} µs; baseline/real = ${(base.cpuPerRequest / satLine.cpuPerRequest).toFixed(2)}, the ratio a CPU-bound run would show)`);
   console.log(`  p99 at 80 % of saturation       ${at80.p99.toFixed(2)} ms  (target <= ${TARGET_P99_MS} ms)  ${verdict(at80.p99 <= TARGET_P99_MS)}`);
   console.log(`  p50 @100k / p50 @1k             ${growth.toFixed(2)}  (${big.p50.toFixed(2)} / ${small.p50.toFixed(2)} ms, target <= ${TARGET_GROWTH})  ${verdict(growth <= TARGET_GROWTH)}`);
