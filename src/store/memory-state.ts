@@ -4,6 +4,7 @@
 // diverging from what the journal says.
 import type { ColdTier } from './cold-tier.js';
 import { expandDerived } from './derived/index.mjs';
+import { IndexBucket } from './index-bucket.js';
 import { ShardedMap } from './sharded-map.js';
 import { COLLECTIONS, type AuditEvent, type AuditQuery, type CollectionName, type StoredRecord } from './types.js';
 
@@ -27,18 +28,8 @@ interface Entry {
   ord: number;
 }
 
-interface Bucket {
-  // A plain Set, not a ShardedMap: a bucket per task with two turns is common, and a ShardedMap
-  // costs ≈ 100 bytes more each. The few buckets that grow with every request (the queued state,
-  // a busy repository, the task actors' kind) still double in step: ≈ 20 ms at 131,072 entries.
-  keys: Set<string>;
-  lastOrd: number;
-  /** False once a key was added out of order; byIndex re-sorts lazily. */
-  ordered: boolean;
-}
-
 /** Most index values name one record (a task's id, a delivery key): those hold the key itself, not a Bucket. */
-type IndexSlot = string | Bucket;
+type IndexSlot = string | IndexBucket;
 
 export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
@@ -97,15 +88,12 @@ class CollectionState {
     const slot = index.get(indexKey(value) ?? '');
     if (slot === undefined) return [];
     if (typeof slot === 'string') return [this.entries.get(slot)!.record];
-    if (!slot.ordered) {
-      const sorted = [...slot.keys].sort((a, b) => this.entries.get(a)!.ord - this.entries.get(b)!.ord);
-      slot.keys = new Set(sorted);
-      slot.ordered = true;
-    }
     const records: StoredRecord[] = [];
-    for (const key of slot.keys) records.push(this.entries.get(key)!.record);
+    for (const key of slot.keys(this.#ordOf)) records.push(this.entries.get(key)!.record);
     return records;
   }
+
+  readonly #ordOf = (key: string): number => this.entries.get(key)!.ord;
 
   #index(key: string, entry: Entry): void {
     for (const [field, index] of this.indexes) {
@@ -117,16 +105,11 @@ class CollectionState {
         continue;
       }
       if (slot === key) continue;
-      let bucket: Bucket;
       if (typeof slot === 'string') {
-        const first = this.entries.get(slot)!.ord;
-        bucket = { keys: new Set([slot]), lastOrd: first, ordered: true };
+        const bucket = new IndexBucket(slot, this.entries.get(slot)!.ord);
+        bucket.add(key, entry.ord, this.#ordOf);
         index.set(value, bucket);
-      } else bucket = slot;
-      if (bucket.keys.has(key)) continue;
-      if (entry.ord < bucket.lastOrd) bucket.ordered = false;
-      else bucket.lastOrd = entry.ord;
-      bucket.keys.add(key);
+      } else slot.add(key, entry.ord, this.#ordOf);
     }
   }
 
@@ -140,8 +123,8 @@ class CollectionState {
         if (slot === key) index.delete(value);
         continue;
       }
-      slot.keys.delete(key);
-      if (slot.keys.size === 0) index.delete(value);
+      slot.delete(key);
+      if (slot.size === 0) index.delete(value);
     }
   }
 }

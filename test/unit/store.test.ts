@@ -499,3 +499,21 @@ describe('store checkpoint text', () => {
     expect(() => parseLineJson(text.replace('"b",{"n":2}', '"b",{"n":'))).toThrow();
   });
 });
+
+describe('durable file writes', () => {
+  const env = storeDirs();
+  afterEach(() => env.cleanup());
+
+  it('a text larger than one flush slice is written whole, a surrogate pair at a slice boundary intact', async () => {
+    const { writeFileDurably } = await import('../../src/store/durable-json-file.mjs');
+    const dir = await env.dir();
+    const slice = 2 * 1024 * 1024;
+    // '😀' (two UTF-16 units) straddles the first slice boundary; more such pairs further on.
+    const text = `${'a'.repeat(slice - 1)}😀${'é'.repeat(slice)}${'😀'.repeat(slice / 2)}end`;
+    await writeFileDurably(join(dir, 'big.json'), text, { fsync: true });
+    const back = await readFile(join(dir, 'big.json'), 'utf8');
+    expect(back.length).toBe(text.length);
+    expect(back === text).toBe(true);
+    expect((await readdir(dir)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+  });
+});
