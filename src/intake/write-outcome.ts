@@ -178,8 +178,9 @@ function acceptCompact(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComme
     taskId,
     triggerKey: s.triggerKey!,
     at,
-    newRepository: tx.get('repositories', c.repoKey) === undefined ? { workspacePath } : null,
-    newSession: tx.get('sessions', c.resourceKey) === undefined ? { hostRef: ctx.hostRef } : null,
+    newRepository: tx.has('repositories', c.repoKey) ? null : { workspacePath },
+    // Sessions are archived when created (read by key only): `has` confirms one without reading it.
+    newSession: tx.has('sessions', c.resourceKey) ? null : { hostRef: ctx.hostRef },
   });
   tx.derive(ACCEPTED_COMMENT_FORMAT, record);
   const actorId = taskActorId(taskId);
@@ -200,7 +201,7 @@ function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedCom
   }
   const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
   // Sessions too are read by key only; the session manager's first write brings one back to memory.
-  if (tx.get('sessions', c.resourceKey) === undefined) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at));
+  if (!tx.has('sessions', c.resourceKey)) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at));
   const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
     events: [{ type: 'ACCEPT' }],
     by: `gitea:user:${c.actor.login}`,

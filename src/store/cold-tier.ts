@@ -67,6 +67,24 @@ export class ColdTier {
     return found?.record;
   }
 
+  /**
+   * Whether the key is archived, reading only the start of a candidate's line: a cold line is
+   * `JSON.stringify([collection, key, record])`, so the key is confirmed by its first bytes — an
+   * existence check (is there a session for this issue yet?) no longer parses a whole record.
+   */
+  has(collection: CollectionName, key: string): boolean {
+    const id = recordId(collection, key);
+    if (this.#pending.has(id)) return true;
+    const candidates = this.#index.candidates(hash32(id));
+    if (candidates.length === 0) return false;
+    const head = JSON.stringify([collection, key]);
+    const prefix = Buffer.from(`${head.slice(0, -1)},`);
+    for (const loc of candidates) {
+      if (loc.length > prefix.length && readRange(this.#fd(loc.file), loc.offset, prefix.length).equals(prefix)) return true;
+    }
+    return false;
+  }
+
   /** A transaction archived this record (it left the hot state). */
   archive(collection: CollectionName, key: string, record: StoredRecord, seq: number): void {
     this.#pending.set(recordId(collection, key), { collection, key, record, seq });

@@ -268,6 +268,10 @@ export class MemoryState {
     return this.collection(name).entries.get(key)?.record ?? this.cold?.get(name, key);
   }
 
+  has(name: CollectionName, key: string): boolean {
+    return this.collection(name).entries.has(key) || (this.cold?.has(name, key) ?? false);
+  }
+
   isHot(name: CollectionName, key: string): boolean {
     return this.collection(name).entries.has(key);
   }

@@ -72,6 +72,19 @@ export class Transaction implements Tx {
     return found;
   }
 
+  has(collection: CollectionName, key: string): boolean {
+    this.#assertOpen();
+    assertCollection(collection);
+    const overlay = this.#overlay.get(collection);
+    if (overlay?.has(key)) return overlay.get(key) !== DELETED;
+    let absent = this.#absent.get(collection);
+    if (absent?.has(key)) return false;
+    if (this.#state.has(collection, key)) return true;
+    if (!absent) this.#absent.set(collection, (absent = new Set()));
+    absent.add(key);
+    return false;
+  }
+
   insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
     if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
     // Absent from the overlay and from both tiers of the state: applying it supersedes nothing.

@@ -76,6 +76,8 @@ export interface PutOptions {
 
 export interface Tx {
   get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined;
+  /** Whether `get` would find the key; for an archived record without reading it (only its key, on disk). */
+  has(collection: CollectionName, key: string): boolean;
   /** Unique insert: throws `UniqueViolationError` when the key exists. */
   insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T;
   /** Upsert, optionally compare-and-swap (throws `VersionConflictError`). Returns the stored record. */

@@ -38,7 +38,10 @@ async function randomWorkload(store: DurableStore, model: Model, random: () => n
     const roll = random();
     const state = random() < 0.5 ? 'queued' : 'succeeded';
     await store.transact((tx) => {
-      const exists = tx.get('tasks', key) !== undefined;
+      // `has` first (it reads only a cold line's key), then `get`: both answer the model.
+      const exists = model.hot.has(key) || model.cold.has(key);
+      expect(tx.has('tasks', key), key).toBe(exists);
+      expect(tx.get('tasks', key) !== undefined, key).toBe(exists);
       if (roll < 0.45) {
         const record = { id: key, state, n: i, pad: 'x'.repeat(Math.floor(random() * 300)) };
         tx.put('tasks', key, record);
@@ -227,6 +230,47 @@ describe('store cold tier', () => {
     await store.close();
     store = await env.open({ dir, indexes: INDEXES });
     expect([store.get('sessions', x), store.get('sessions', y)]).toEqual([undefined, { v: 'y1' }]);
+  });
+
+  it('has: true for hot, pending and archived keys (escaped characters too), false for a key sharing an archived key\'s hash and for deleted ones', async () => {
+    const seen = new Map<number, string>();
+    let x = '';
+    let y = '';
+    for (let i = 0; !y; i++) {
+      const key = `s${i}`;
+      const h = hash32(recordId('sessions', key));
+      if (seen.has(h)) [x, y] = [seen.get(h)!, key];
+      else seen.set(h, key);
+    }
+    const odd = 'repo "quoted" \\ é 😀\u0001:issue:7';
+    const dir = await env.dir();
+    let store = await env.open({ dir, indexes: INDEXES });
+    await store.transact((tx) => {
+      for (const key of [x, odd, 'plain']) {
+        tx.insert('sessions', key, { v: key, pad: 'p'.repeat(200) });
+        tx.archive('sessions', key);
+      }
+      tx.insert('sessions', 'hot', { v: 'hot' });
+    });
+    const answers = () =>
+      store.transact((tx) => [x, y, odd, 'plain', 'hot', 'plai', 'plainer', 'never'].map((key) => [key, tx.has('sessions', key)]));
+    const expected = [[x, true], [y, false], [odd, true], ['plain', true], ['hot', true], ['plai', false], ['plainer', false], ['never', false]];
+    expect(await answers()).toEqual(expected); // archived, still pending in memory
+    await store.compact();
+    expect(store.stats().pendingColdRecords).toBe(0);
+    expect(await answers()).toEqual(expected); // archived, in a cold file: y shares x's hash, so x's line is read
+    await store.close();
+    store = await env.open({ dir, indexes: INDEXES });
+    expect(await answers()).toEqual(expected);
+    // Within a transaction: a deletion and an insert are seen; a refused transaction changes nothing.
+    await store.transact((tx) => {
+      tx.delete('sessions', odd);
+      expect(tx.has('sessions', odd)).toBe(false);
+      expect(tx.has('sessions', y)).toBe(false);
+      tx.insert('sessions', y, { v: 'y' });
+      expect(tx.has('sessions', y)).toBe(true);
+    });
+    expect(await store.transact((tx) => [tx.has('sessions', odd), tx.has('sessions', y), tx.has('sessions', x)])).toEqual([false, true, true]);
   });
 
   it('a store from before indexes (audit archives without .idx, a single-line checkpoint) opens and gets its indexes', async () => {
