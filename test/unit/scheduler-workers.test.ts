@@ -392,32 +392,21 @@ describe('heartbeats (spec §7)', () => {
   });
 
   it('a heartbeat still in flight when the executor returns is dropped: no lease is lost afterwards', async () => {
-    const gate = deferred();
     const heartbeatHeld = deferred();
     let heartbeats = 0;
-    const r = await rig(
-      async (call) => {
-        await gate.promise;
-        await walkToSuccess(call);
-      },
-      {
-        heartbeatMs: 300,
-        wrap: (runtime) =>
-          faultyRuntime(runtime, {
-            send: async (actorId, event, options) => {
-              if (event.type === 'HEARTBEAT') {
-                heartbeats += 1;
-                await heartbeatHeld.promise; // a slow write: the HEARTBEAT lands after the executor returned
-              }
-              return runtime.send(actorId, event, options);
-            },
-          }),
-      },
-    );
-    await submitTask(r.store, r.runtime, 'A', R);
-    r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
-    await r.scheduler.settled();
+    const { r, gate } = await rigHoldingA({
+      heartbeatMs: 300,
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          send: async (actorId, event, options) => {
+            if (event.type === 'HEARTBEAT') {
+              heartbeats += 1;
+              await heartbeatHeld.promise; // a slow write: the HEARTBEAT lands after the executor returned
+            }
+            return runtime.send(actorId, event, options);
+          },
+        }),
+    });
     r.clock.advance(300);
     await waitUntil(() => heartbeats === 1, 'the heartbeat to be sent');
     gate.resolve();
