@@ -2,25 +2,15 @@
 // post, the reply-retry turn throws, the task was stopped while verification waited. The rule of
 // §5.4 holds in each: nothing is written that the spec does not allow, and the reason is audited.
 // Gitea stand-in (not a real Gitea): the same double as verification.test.ts, for counting posts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifierActorId } from '../../src/verification/index.js';
-import { openWorld, removeDir, seedTaskAndTurn, startGitea, type GiteaFixture, type World } from '../support/verification-world.js';
+import { seedTaskAndTurn, type GiteaFixture, type World } from '../support/verification-world.js';
+import { openWorldEachTest } from '../support/verification-world-each-test.js';
 
 const ISSUE = 7;
 let gitea: GiteaFixture;
 let world: World;
-const dirs: string[] = [];
-
-beforeEach(async () => {
-  gitea = await startGitea([ISSUE]);
-  world = await openWorld(gitea);
-  dirs.push(world.dir);
-});
-afterEach(async () => {
-  await world.close().catch(() => undefined);
-  await gitea.close();
-  for (const d of dirs.splice(0)) removeDir(d);
-});
+openWorldEachTest([ISSUE], { opened: (fresh) => ({ gitea, world } = fresh), current: () => world });
 
 const audits = (taskId: string) => world.store.audit({ taskId });
 

@@ -3,7 +3,7 @@
 // Gitea stand-in (not a real Gitea) for the faults a real one cannot produce on cue: a comment answered
 // 201 and never stored (loseCreatedComments), 500s, slow answers, a locked issue. Verification on a real
 // Gitea, REST fallback included: test/e2e/real-gitea.e2e.test.ts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CommentRecord, TurnRecord } from '../../src/domain/records.js';
 import { formatMarker } from '../../src/domain/marker.js';
 import { replyCommentKey, verifierActorId } from '../../src/verification/reply-verification.js';
@@ -13,28 +13,16 @@ import {
   REPO,
   createFetchGate,
   openWorld,
-  removeDir,
   seedTaskAndTurn,
-  startGitea,
   type GiteaFixture,
   type World,
 } from '../support/verification-world.js';
+import { openWorldEachTest } from '../support/verification-world-each-test.js';
 
 const ISSUE = 7;
 let gitea: GiteaFixture;
 let world: World;
-const dirs: string[] = [];
-
-beforeEach(async () => {
-  gitea = await startGitea([ISSUE]);
-  world = await openWorld(gitea);
-  dirs.push(world.dir);
-});
-afterEach(async () => {
-  await world.close().catch(() => undefined);
-  await gitea.close();
-  for (const d of dirs.splice(0)) removeDir(d);
-});
+openWorldEachTest([ISSUE], { opened: (fresh) => ({ gitea, world } = fresh), current: () => world });
 
 /** What the agent's gitea-mcp call (or the retry turn) would do: a bot comment through the API. */
 function botPosts(body: string, user = BOT): number {

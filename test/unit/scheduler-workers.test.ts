@@ -71,6 +71,22 @@ function faultyRuntime(runtime: ActorRuntime, over: Partial<Pick<ActorRuntime, '
   });
 }
 
+/** Wraps the runtime so that sending the first event of `type` throws, as a failing store write would. */
+function failFirstSendOf(type: string): (runtime: ActorRuntime) => ActorRuntime {
+  return (runtime) => {
+    let failed = false;
+    return faultyRuntime(runtime, {
+      send: async (actorId, event, options) => {
+        if (event.type === type && !failed) {
+          failed = true;
+          throw new Error('store write failed');
+        }
+        return runtime.send(actorId, event, options);
+      },
+    });
+  };
+}
+
 interface Rig {
   store: Store;
   runtime: ActorRuntime;
@@ -131,6 +147,23 @@ async function foreignLease(runtime: ActorRuntime, repoKey: string, leaseId: str
   });
 }
 
+/**
+ * A rig whose executor waits at `gate` until the test releases it, with task A (repository R)
+ * submitted, claimed and in `preparing`.
+ */
+async function rigHoldingA(options: Parameters<typeof rig>[1] = {}): Promise<{ r: Rig; gate: ReturnType<typeof deferred> }> {
+  const gate = deferred();
+  const r = await rig(async (call) => {
+    await gate.promise;
+    await walkToSuccess(call);
+  }, options);
+  await submitTask(r.store, r.runtime, 'A', R);
+  r.scheduler.start();
+  await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+  await r.scheduler.settled();
+  return { r, gate };
+}
+
 describe('when the executor is done with a task (spec §5.6, §7)', () => {
   it('an executor that throws: the task fails with executor_error, the error is logged, the lease released; every write is audited as the scheduler', async () => {
     const r = await rig(async () => {
@@ -173,15 +206,7 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
   });
 
   it('an executor that finishes normally: nothing logged, the lease released, its view of the lease is the one granted', async () => {
-    const gate = deferred();
-    const r = await rig(async (call) => {
-      await gate.promise;
-      await walkToSuccess(call);
-    });
-    await submitTask(r.store, r.runtime, 'A', R);
-    r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
-    await r.scheduler.settled();
+    const { r, gate } = await rigHoldingA();
     const t0 = r.clock.now();
     const held = lease(r.store, R)!;
     expect(Date.parse(held.expiresAt!)).toBe(t0 + 1000);
@@ -335,15 +360,7 @@ describe('leases this scheduler does not hold (spec §7)', () => {
   });
 
   it('warns when the release of a lease ended elsewhere is rejected', async () => {
-    const gate = deferred();
-    const r = await rig(async (call) => {
-      await gate.promise;
-      await walkToSuccess(call);
-    });
-    await submitTask(r.store, r.runtime, 'A', R);
-    r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
-    await r.scheduler.settled();
+    const { r, gate } = await rigHoldingA();
     const leaseId = lease(r.store, R)!.leaseId;
     // Another scheduler's expiry scan (its clock ahead) ends the lease; this one has no heartbeat to notice.
     expect((await r.runtime.send(lockActorId(R), { type: 'EXPIRE', now: r.clock.now() + 10_000 } as EventObject, { by: 'test' })).ok).toBe(true);
@@ -357,31 +374,7 @@ describe('leases this scheduler does not hold (spec §7)', () => {
 
 describe('heartbeats (spec §7)', () => {
   it('a heartbeat that throws is logged and tried again: the lease does not expire', async () => {
-    let failNext = true;
-    const gate = deferred();
-    const r = await rig(
-      async (call) => {
-        await gate.promise;
-        await walkToSuccess(call);
-      },
-      {
-        heartbeatMs: 300,
-        wrap: (runtime) =>
-          faultyRuntime(runtime, {
-            send: async (actorId, event, options) => {
-              if (event.type === 'HEARTBEAT' && failNext) {
-                failNext = false;
-                throw new Error('store write failed');
-              }
-              return runtime.send(actorId, event, options);
-            },
-          }),
-      },
-    );
-    await submitTask(r.store, r.runtime, 'A', R);
-    r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
-    await r.scheduler.settled();
+    const { r, gate } = await rigHoldingA({ heartbeatMs: 300, wrap: failFirstSendOf('HEARTBEAT') });
     const t0 = r.clock.now();
     r.clock.advance(300); // first heartbeat throws
     await r.scheduler.settled();
@@ -399,32 +392,21 @@ describe('heartbeats (spec §7)', () => {
   });
 
   it('a heartbeat still in flight when the executor returns is dropped: no lease is lost afterwards', async () => {
-    const gate = deferred();
     const heartbeatHeld = deferred();
     let heartbeats = 0;
-    const r = await rig(
-      async (call) => {
-        await gate.promise;
-        await walkToSuccess(call);
-      },
-      {
-        heartbeatMs: 300,
-        wrap: (runtime) =>
-          faultyRuntime(runtime, {
-            send: async (actorId, event, options) => {
-              if (event.type === 'HEARTBEAT') {
-                heartbeats += 1;
-                await heartbeatHeld.promise; // a slow write: the HEARTBEAT lands after the executor returned
-              }
-              return runtime.send(actorId, event, options);
-            },
-          }),
-      },
-    );
-    await submitTask(r.store, r.runtime, 'A', R);
-    r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
-    await r.scheduler.settled();
+    const { r, gate } = await rigHoldingA({
+      heartbeatMs: 300,
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          send: async (actorId, event, options) => {
+            if (event.type === 'HEARTBEAT') {
+              heartbeats += 1;
+              await heartbeatHeld.promise; // a slow write: the HEARTBEAT lands after the executor returned
+            }
+            return runtime.send(actorId, event, options);
+          },
+        }),
+    });
     r.clock.advance(300);
     await waitUntil(() => heartbeats === 1, 'the heartbeat to be sent');
     gate.resolve();
@@ -529,19 +511,9 @@ describe('repository lock failures', () => {
   });
 
   it('a claim that throws is logged and frees its slot at once; its lease expires on its own and the task runs later', async () => {
-    let failNext = true;
     const r = await rig(walkToSuccess, {
       maxConcurrentTasks: 1,
-      wrap: (runtime) =>
-        faultyRuntime(runtime, {
-          send: async (actorId, event, options) => {
-            if (event.type === 'CLAIM' && failNext) {
-              failNext = false;
-              throw new Error('store write failed');
-            }
-            return runtime.send(actorId, event, options);
-          },
-        }),
+      wrap: failFirstSendOf('CLAIM'),
     });
     await submitTask(r.store, r.runtime, 'A', R);
     await submitTask(r.store, r.runtime, 'B', S);
@@ -556,19 +528,9 @@ describe('repository lock failures', () => {
   });
 
   it('a release that throws is logged; the slot is freed anyway and the lease expires on its own', async () => {
-    let failNext = true;
     const r = await rig(walkToSuccess, {
       maxConcurrentTasks: 1,
-      wrap: (runtime) =>
-        faultyRuntime(runtime, {
-          send: async (actorId, event, options) => {
-            if (event.type === 'RELEASE' && failNext) {
-              failNext = false;
-              throw new Error('store write failed');
-            }
-            return runtime.send(actorId, event, options);
-          },
-        }),
+      wrap: failFirstSendOf('RELEASE'),
     });
     await submitTask(r.store, r.runtime, 'A', R);
     await submitTask(r.store, r.runtime, 'B', S);
