@@ -25,7 +25,7 @@ async function groupCommitJournal(path: string): Promise<(line: string) => Promi
     while (queue.length > 0) {
       const batch = queue;
       queue = [];
-      await file.write(batch.map((w) => w.line).join(''));
+      await file.writeFile(batch.map((w) => w.line).join('')); // carries on after a short write
       await file.datasync();
       for (const w of batch) w.done();
     }

@@ -52,7 +52,9 @@ async function writeFlushingAsYouGo(handle, text) {
     // Never between the two halves of a surrogate pair: each piece is encoded on its own.
     const last = text.charCodeAt(end - 1);
     if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
-    await handle.write(text.slice(at, end));
+    // writeFile, not write: it carries on after a short write (write() reports one and stops), and
+    // on a handle it writes at the current position.
+    await handle.writeFile(text.slice(at, end));
     await handle.datasync();
     at = end;
   }
