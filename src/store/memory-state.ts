@@ -65,20 +65,35 @@ class CollectionState {
   put(key: string, record: StoredRecord): void {
     const existing = this.entries.get(key);
     if (existing) {
-      this.#unindex(key, existing);
+      const before = existing.record;
       existing.record = record;
-      this.#index(key, existing);
+      // Only the fields that changed: a key taken out of a bucket and put back lands out of order,
+      // and the bucket's next read re-sorts it all — every update of a task did that to its
+      // repository's bucket, every transition of an actor to the bucket of all actors of its kind.
+      for (const [field, index] of this.indexes) {
+        const from = indexKey(before[field]);
+        const to = indexKey(record[field]);
+        if (from === to) continue;
+        if (from !== undefined) this.#removeFrom(index, from, key);
+        if (to !== undefined) this.#addTo(index, to, key, existing);
+      }
     } else {
       const entry = { record, ord: this.#nextOrd++ };
       this.entries.set(key, entry);
-      this.#index(key, entry);
+      for (const [field, index] of this.indexes) {
+        const to = indexKey(record[field]);
+        if (to !== undefined) this.#addTo(index, to, key, entry);
+      }
     }
   }
 
   delete(key: string): void {
     const existing = this.entries.get(key);
     if (!existing) return;
-    this.#unindex(key, existing);
+    for (const [field, index] of this.indexes) {
+      const from = indexKey(existing.record[field]);
+      if (from !== undefined) this.#removeFrom(index, from, key);
+    }
     this.entries.delete(key);
   }
 
@@ -95,37 +110,26 @@ class CollectionState {
 
   readonly #ordOf = (key: string): number => this.entries.get(key)!.ord;
 
-  #index(key: string, entry: Entry): void {
-    for (const [field, index] of this.indexes) {
-      const value = indexKey(entry.record[field]);
-      if (value === undefined) continue;
-      const slot = index.get(value);
-      if (slot === undefined) {
-        index.set(value, key);
-        continue;
-      }
-      if (slot === key) continue;
-      if (typeof slot === 'string') {
-        const bucket = new IndexBucket(slot, this.entries.get(slot)!.ord);
-        bucket.add(key, entry.ord, this.#ordOf);
-        index.set(value, bucket);
-      } else slot.add(key, entry.ord, this.#ordOf);
-    }
+  #addTo(index: ShardedMap<IndexSlot>, value: string, key: string, entry: Entry): void {
+    const slot = index.get(value);
+    if (slot === undefined) index.set(value, key);
+    else if (slot === key) return;
+    else if (typeof slot === 'string') {
+      const bucket = new IndexBucket(slot, this.entries.get(slot)!.ord);
+      bucket.add(key, entry.ord, this.#ordOf);
+      index.set(value, bucket);
+    } else slot.add(key, entry.ord, this.#ordOf);
   }
 
-  #unindex(key: string, entry: Entry): void {
-    for (const [field, index] of this.indexes) {
-      const value = indexKey(entry.record[field]);
-      if (value === undefined) continue;
-      const slot = index.get(value);
-      if (slot === undefined) continue;
-      if (typeof slot === 'string') {
-        if (slot === key) index.delete(value);
-        continue;
-      }
-      slot.delete(key);
-      if (slot.size === 0) index.delete(value);
+  #removeFrom(index: ShardedMap<IndexSlot>, value: string, key: string): void {
+    const slot = index.get(value);
+    if (slot === undefined) return;
+    if (typeof slot === 'string') {
+      if (slot === key) index.delete(value);
+      return;
     }
+    slot.delete(key);
+    if (slot.size === 0) index.delete(value);
   }
 }
 

@@ -45,6 +45,23 @@ describe('IndexBucket', () => {
       }
     }
     expect(sawSplit).toBe(true);
+    // Then most keys leave (the deleted slots are dropped once they outnumber the rest) and new ones come.
+    for (let step = 0; step < 4000; step++) {
+      if (random() < 0.8 && model.size > 1) {
+        const key = [...model][Math.floor(random() * model.size)]!;
+        bucket.delete(key);
+        model.delete(key);
+      } else {
+        const key = random() < 0.5 ? `k${nextOrd}` : `k${Math.floor(random() * nextOrd)}`;
+        if (key === `k${nextOrd}`) ords.set(key, nextOrd++);
+        bucket.add(key, ordOf(key), ordOf);
+        model.add(key);
+      }
+      if (step % 89 === 0 || step === 3999) {
+        expect(bucket.size).toBe(model.size);
+        expect([...bucket.keys(ordOf)]).toEqual([...model].sort((a, b) => ordOf(a) - ordOf(b)));
+      }
+    }
   });
 
   it('stays one Set until it passes its split size', () => {
