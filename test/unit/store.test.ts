@@ -1,4 +1,5 @@
-import { appendFile, readFile, readdir, writeFile, copyFile, stat } from 'node:fs/promises';
+import { appendFile, readFile, readdir, writeFile, copyFile, stat, mkdir } from 'node:fs/promises';
+import { execa } from 'execa';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -515,5 +516,25 @@ describe('durable file writes', () => {
     expect(back.length).toBe(text.length);
     expect(back === text).toBe(true);
     expect((await readdir(dir)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+  });
+
+  // A real short write, not a double: the file-size limit (`ulimit -f`, whose signal Node ignores) makes
+  // write(2) write part of a piece and return. Linux and bash only.
+  it.runIf(process.platform === 'linux')('a short write fails the whole write: neither the file nor a temp file is left', async () => {
+    const dir = await env.dir();
+    const script = join(dir, 'write.mjs');
+    await writeFile(
+      script,
+      [
+        `const { writeFileDurably } = await import(${JSON.stringify(new URL('../../src/store/durable-json-file.mjs', import.meta.url).href)});`,
+        // 3.5 MB under a 3 MB limit: the first 2 MB piece fits, the second is cut short.
+        `try { await writeFileDurably(${JSON.stringify(join(dir, 'out', 'ck.json'))}, 'x'.repeat(3.5 * 1024 * 1024), { fsync: true }); console.log('resolved'); }`,
+        `catch (error) { console.log('rejected', error.code); }`,
+      ].join('\n'),
+    );
+    await mkdir(join(dir, 'out'));
+    const { stdout } = await execa('bash', ['-c', `ulimit -f 3072; exec ${JSON.stringify(process.execPath)} ${JSON.stringify(script)}`]);
+    expect(stdout.trim()).toBe('rejected EFBIG');
+    expect(await readdir(join(dir, 'out'))).toEqual([]);
   });
 });
