@@ -22,7 +22,7 @@ export async function fsyncDir(dir) {
  * commit must first write out the data blocks allocated in it, so while a compaction wrote a big
  * checkpoint in one piece every fdatasync of the store's journal — each request's — could wait for
  * it: measured here with a 220 MB file, a concurrent 1 KB append + fdatasync loop stalled up to
- * 209–225 ms; flushed every 2 MB, up to 90–94 ms (what remains is one write() call of the big file
+ * 209–225 ms; flushed every 2 Mi characters, up to 90–94 ms (what remains is one write() call of the big file
  * that blocks as long, outside our control).
  */
 const FLUSH_EVERY = 2 * 1024 * 1024;
