@@ -69,6 +69,18 @@ async function randomWorkload(store: DurableStore, model: Model, random: () => n
   }
 }
 
+/** Two session keys whose (collection, key) hashes are equal: the cold index then offers both lines for either. */
+function sessionKeysSharingAHash(): [string, string] {
+  const seen = new Map<number, string>();
+  for (let i = 0; ; i++) {
+    const key = `s${i}`;
+    const h = hash32(recordId('sessions', key));
+    const earlier = seen.get(h);
+    if (earlier !== undefined) return [earlier, key];
+    seen.set(h, key);
+  }
+}
+
 const QUERIES: AuditQuery[] = [
   {},
   { taskId: 'k3' },
@@ -200,15 +212,7 @@ describe('store cold tier', () => {
   it('two archived keys with the same 32-bit hash, one written again while the compaction runs: each key keeps its own value', async () => {
     // Found by review: matching a compaction's cold file to pending records by hash alone gave Y's
     // index entry X's line (Y unreadable) and left X's stale copy live (a deleted X came back).
-    const seen = new Map<number, string>();
-    let x = '';
-    let y = '';
-    for (let i = 0; !y; i++) {
-      const key = `s${i}`;
-      const h = hash32(recordId('sessions', key));
-      if (seen.has(h)) [x, y] = [seen.get(h)!, key];
-      else seen.set(h, key);
-    }
+    const [x, y] = sessionKeysSharingAHash();
     const dir = await env.dir();
     let store = await env.open({ dir, indexes: INDEXES });
     await store.transact((tx) => {
@@ -233,15 +237,7 @@ describe('store cold tier', () => {
   });
 
   it('has: true for hot, pending and archived keys (escaped characters too), false for a key sharing an archived key\'s hash and for deleted ones', async () => {
-    const seen = new Map<number, string>();
-    let x = '';
-    let y = '';
-    for (let i = 0; !y; i++) {
-      const key = `s${i}`;
-      const h = hash32(recordId('sessions', key));
-      if (seen.has(h)) [x, y] = [seen.get(h)!, key];
-      else seen.set(h, key);
-    }
+    const [x, y] = sessionKeysSharingAHash();
     const odd = 'repo "quoted" \\ é 😀\u0001:issue:7';
     const dir = await env.dir();
     let store = await env.open({ dir, indexes: INDEXES });
