@@ -61,11 +61,8 @@ export class IndexBucket {
     if (this.has(key)) return;
     if (ord < this.#lastOrd) this.#ordered = false;
     else this.#lastOrd = ord;
-    const large = this.#large;
-    if (large) {
-      large.slots.set(key, large.keys.length);
-      large.keys.push(key);
-      large.ords.push(ord);
+    if (this.#large) {
+      append(this.#large, key, ord);
       return;
     }
     this.#small!.add(key);
@@ -110,11 +107,7 @@ export class IndexBucket {
   #grow(ordOf: OrdOf): void {
     if (!this.#ordered) this.#sortSmall(ordOf);
     const large: Large = { slots: new ShardedMap({ splitAt: this.#splitAt }), keys: [], ords: [], deleted: 0 };
-    for (const key of this.#small!) {
-      large.slots.set(key, large.keys.length);
-      large.keys.push(key);
-      large.ords.push(ordOf(key));
-    }
+    for (const key of this.#small!) append(large, key, ordOf(key));
     this.#large = large;
     this.#small = undefined;
   }
@@ -136,14 +129,14 @@ export class IndexBucket {
   /** The large form again from `slots` of the current one, in that order, without the deleted ones. */
   #rebuild(slots: readonly number[]): void {
     const old = this.#large!;
-    const keys: string[] = [];
-    const ords: number[] = [];
-    for (const i of slots) {
-      const key = old.keys[i]!;
-      old.slots.set(key, keys.length);
-      keys.push(key);
-      ords.push(old.ords[i]!);
-    }
-    this.#large = { slots: old.slots, keys, ords, deleted: 0 };
+    const large: Large = { slots: old.slots, keys: [], ords: [], deleted: 0 };
+    for (const i of slots) append(large, old.keys[i]!, old.ords[i]!);
+    this.#large = large;
   }
+}
+
+function append(large: Large, key: string, ord: number): void {
+  large.slots.set(key, large.keys.length);
+  large.keys.push(key);
+  large.ords.push(ord);
 }
