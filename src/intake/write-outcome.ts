@@ -195,7 +195,7 @@ function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedCom
   const event = audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
   insertArchived(tx, 'webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs: ctx.retentionMs, normalized: true, taskId, status: 'accepted', reason: null, payloadHash: s.hash, response }));
   insertArchived(tx, 'comment_triggers', s.triggerKey!, triggerRecord(s.triggerKey!, s.deliveryKey, taskId, at));
-  if (tx.get('repositories', c.repoKey) === undefined) {
+  if (!tx.has('repositories', c.repoKey)) {
     tx.insert('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
     audit('repository.register', { metadata: { workspacePath } });
   }
