@@ -21,8 +21,11 @@ const STAMP = join(dist, '.build-stamp');
 
 /** Directories copied whole: static pages served by src/api/static-pages.ts. */
 const ASSET_DIRS = ['src/api/admin-page', 'visualizer/page'];
-/** Single files read at runtime: src/cli/doctor.ts reads the Codex protocol version. */
-const ASSET_FILES = ['src/codex/protocol/VERSION'];
+/**
+ * Single files read at runtime: src/cli/doctor.ts reads the Codex protocol version; the gitea-mcp pin
+ * is imported as JSON (tsc emits it too, but the stamp lists only what is copied here).
+ */
+const ASSET_FILES = ['src/codex/protocol/VERSION', 'src/config/gitea-mcp-pin.json'];
 /** Not sources of compiled output, but they shape it. */
 const CONFIG_INPUTS = ['tsconfig.json', 'tsconfig.build.json'];
 

@@ -23,6 +23,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSy
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { withLock } from './cache-lock.mjs';
 
 /** The one place the Gitea version is pinned (module version, without the `v` for main.Version). */
 export const GITEA_VERSION = '1.26.3';
@@ -99,49 +100,6 @@ function run(cmd, args, opts = {}) {
   return r.stdout;
 }
 
-function pidAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === 'EPERM';
-  }
-}
-
-/** A lock folder with the owner's pid; a lock whose owner died is taken over. */
-async function withLock(lockDir, fn) {
-  const deadline = Date.now() + 30 * 60_000;
-  let told = false;
-  for (;;) {
-    try {
-      mkdirSync(lockDir);
-      writeFileSync(join(lockDir, 'pid'), String(process.pid));
-      break;
-    } catch (e) {
-      if (e.code !== 'EEXIST') throw e;
-      let owner = NaN;
-      try {
-        owner = Number(readFileSync(join(lockDir, 'pid'), 'utf8'));
-      } catch {
-        /* being written; look again */
-      }
-      if (Number.isInteger(owner) && owner > 0 && !pidAlive(owner)) {
-        rmSync(lockDir, { recursive: true, force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new InstallError(`waited 30 min for ${lockDir} (another build); remove it if no build runs`);
-      if (!told) log(`another build holds ${lockDir}; waiting for it`);
-      told = true;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    rmSync(lockDir, { recursive: true, force: true });
-  }
-}
-
 /** Builds the pinned Gitea unless it is already there. Resolves with its paths. */
 export async function installGitea(env = process.env) {
   const paths = giteaInstallPaths(env);
@@ -149,7 +107,7 @@ export async function installGitea(env = process.env) {
   const goVersion = checkToolchain();
   const root = giteaCacheRoot(env);
   mkdirSync(root, { recursive: true });
-  return withLock(join(root, `${GITEA_VERSION}.lock`), async () => {
+  return withLock(join(root, `${GITEA_VERSION}.lock`), log, async () => {
     if (isGiteaInstalled(env)) return paths; // built by whoever held the lock
     const started = Date.now();
     log(`building Gitea ${GITEA_VERSION} into ${paths.dir} with ${goVersion} (a few minutes, once per machine)`);

@@ -3,16 +3,17 @@
  * The server itself is plain ESM (server.mjs) so that `node server.mjs` starts without a TS loader.
  */
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { giteaMcpInstallPaths } from '../../../scripts/install-gitea-mcp.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** Absolute path of the stand-in's entry point. */
 export const GITEA_MCP_STANDIN_PATH = join(here, 'server.mjs');
 
-/** Where scripts/install-gitea-mcp.sh puts the real binary. */
-export const REAL_GITEA_MCP_PATH = resolve(here, '../../../.tools/bin/gitea-mcp');
+/** Where scripts/install-gitea-mcp.mjs puts the real binary (pretest and .ci/run install it). */
+export const REAL_GITEA_MCP_PATH = giteaMcpInstallPaths().binary;
 
 export type StandinMode = 'exit-immediately' | 'hang-initialize';
 

@@ -1,0 +1,1 @@
+export declare function withLock<T>(lockDir: string, log: (msg: string) => void, fn: () => Promise<T>): Promise<T>;
