@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { DEFAULT_LOCALE, LOCALES, type Locale } from '../messages/catalogue.js';
 import { LIMIT_KEYS, LIMIT_DEFAULTS } from './limit-keys.js';
+import GITEA_MCP_PIN from './gitea-mcp-pin.json' with { type: 'json' };
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -107,6 +108,13 @@ export const KEYS = {
     expect: 'a non-empty access token',
     fix: "Create an access token for the bot user in Gitea (Settings → Applications) and set it here.",
   },
+  giteaMcpToken: {
+    env: 'CCWEB_GITEA_MCP_TOKEN',
+    secret: true,
+    schema: nonEmpty,
+    expect: 'a non-empty access token',
+    fix: "Create a second token for the bot user with only the scopes read:repository and write:issue (Gitea: Settings → Applications → Select permissions) and set it here; unset, the agent's gitea-mcp uses CCWEB_GITEA_TOKEN behind the gate.",
+  },
   botLogin: {
     env: 'CCWEB_BOT_LOGIN',
     schema: nonEmpty.regex(LOGIN),
@@ -143,10 +151,16 @@ export const KEYS = {
     env: 'CCWEB_GITEA_MCP_COMMAND',
     schema: nonEmpty,
     expect: 'a command or path',
-    fix: 'Set it to the gitea-mcp executable (go install gitea.com/gitea/gitea-mcp@latest), default gitea-mcp.',
+    fix: `Set it to the gitea-mcp executable at revision ${GITEA_MCP_PIN.revision} (\`node scripts/install-gitea-mcp.mjs --to /usr/local/bin\` builds and installs it), default gitea-mcp.`,
   },
   // Secrets from files (issue 16; the `_FILE` convention of container secrets): the value is the
   // file's content without its trailing newline. Set either the variable or its _FILE, not both.
+  giteaMcpTokenFile: {
+    env: 'CCWEB_GITEA_MCP_TOKEN_FILE',
+    schema: nonEmpty,
+    expect: 'the path of a file holding the token',
+    fix: 'Set it to a file readable only by the service user (e.g. /run/secrets/gitea_mcp_token), or unset it and use CCWEB_GITEA_MCP_TOKEN.',
+  },
   giteaTokenFile: {
     env: 'CCWEB_GITEA_TOKEN_FILE',
     schema: nonEmpty,

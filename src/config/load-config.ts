@@ -30,6 +30,8 @@ export interface Config extends LimitsConfig {
   /** Gitea's ROOT_URL when it differs from `giteaUrl`: payload repository URLs may name its host too. */
   giteaPublicUrl?: string;
   giteaToken: string;
+  /** The agent's own narrower token for gitea-mcp (behind the gate); unset → `giteaToken`. */
+  giteaMcpToken?: string;
   /** Unset → learn it from `GET /api/v1/user` at start. */
   botLogin?: string;
   adminToken: string;
@@ -76,6 +78,7 @@ export interface Config extends LimitsConfig {
 /** Secret keys that may come from a file, and the key naming that file. */
 export const SECRET_FILE_KEYS = {
   giteaToken: 'giteaTokenFile',
+  giteaMcpToken: 'giteaMcpTokenFile',
   webhookSecret: 'webhookSecretFile',
   adminToken: 'adminTokenFile',
 } as const satisfies Partial<Record<ConfigKey, ConfigKey>>;
@@ -337,6 +340,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     agentHidePaths: (v['agentHidePaths'] as string[] | undefined) ?? [],
     secretFiles,
   };
+  if (v['giteaMcpToken'] !== undefined) config.giteaMcpToken = v['giteaMcpToken'] as string;
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
   if (v['giteaPublicUrl'] !== undefined) config.giteaPublicUrl = v['giteaPublicUrl'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
@@ -359,6 +363,7 @@ export function redactConfig(config: Config): Config {
     ...config,
     webhookSecret: config.webhookSecret.map(() => REDACTED),
     giteaToken: REDACTED,
+    ...(config.giteaMcpToken !== undefined ? { giteaMcpToken: REDACTED } : {}),
     adminToken: REDACTED,
     allowUsers: [...config.allowUsers],
     denyUsers: [...config.denyUsers],

@@ -43,6 +43,8 @@ export interface RepositoryRecord {
   workspacePath: string;
   defaultBranch: string;
   status: 'active' | 'disabled' | 'blocked';
+  /** Tool groups the agent may use here beyond reading and answering (src/mcp-gate/gate-policy.ts EXTRA_GROUPS). */
+  agentToolGroups?: string[];
   registeredAt: string;
   lastFetchAt: string | null;
   version: number;

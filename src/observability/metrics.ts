@@ -44,6 +44,8 @@ export interface ServiceMetrics {
   observeWebhook(answer: WebhookAnswer): void;
   /** Change delivery: one count per publish attempt, by outcome (published, nothing_to_publish, not_published, or an error code). */
   observePublish(outcome: string): void;
+  /** One call the agent made through the gate to gitea-mcp, by tool and outcome (forwarded, failed, refused). */
+  observeAgentGiteaCall(tool: string, outcome: string): void;
   /** Queue depth per repository is computed from the store on each scrape. */
   watchQueue(queuedByRepo: () => Map<string, number>): void;
   /** Wraps `store.transact` of this instance to time every commit (submit → durable). */
@@ -115,6 +117,12 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
     labelNames: ['outcome'] as const,
     registers,
   });
+  const agentGiteaCalls = new Counter({
+    name: 'ccweb_agent_gitea_calls_total',
+    help: "The agent's calls to Gitea through the gate, by tool and outcome (forwarded, failed, refused)",
+    labelNames: ['tool', 'outcome'] as const,
+    registers,
+  });
   const commitLatency = new Histogram({
     name: 'ccweb_store_commit_seconds',
     help: 'Store transaction latency from submit to durable (group commit, fdatasync)',
@@ -150,6 +158,10 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
     },
     observePublish(outcome) {
       publishes.inc({ outcome: /^[a-z_]{1,40}$/.test(outcome) ? outcome : 'other' });
+    },
+    observeAgentGiteaCall(tool, outcome) {
+      // Tool names come from the agent when refused: bounded to gitea-mcp's own naming, else `other`.
+      agentGiteaCalls.inc({ tool: /^[a-z_]{1,40}$/.test(tool) ? tool : 'other', outcome });
     },
     observeWebhook(answer) {
       const { outcome, reason } = webhookOutcome(answer);

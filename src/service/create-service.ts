@@ -49,6 +49,8 @@ import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hol
 import { createQuotaCheck } from '../usage/quota-check.js';
 import { createUsageAccounting } from '../usage/usage-accounting.js';
 import { registerUsageMetrics } from '../usage/usage-metrics.js';
+import { agentToolGroupsOf, ingestAllGateCalls } from '../sessions/gate-calls.js';
+import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 
 export interface ServiceOptions {
@@ -90,7 +92,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     options.logger ??
     createLogger({
       level: config.logLevel,
-      secrets: [config.giteaToken, config.adminToken, ...config.webhookSecret],
+      secrets: [config.giteaToken, ...(config.giteaMcpToken ? [config.giteaMcpToken] : []), config.adminToken, ...config.webhookSecret],
       correlation,
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
@@ -102,7 +104,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     config.giteaMcpCommand,
     'CCWEB_GITEA_MCP_COMMAND',
     'the gitea-mcp command',
-    'install gitea-mcp (scripts/install-gitea-mcp.sh) and set it to its path',
+    `install gitea-mcp ${GITEA_MCP_PIN.revision} (\`node scripts/install-gitea-mcp.mjs --to /usr/local/bin\`) and set it to its path`,
   );
   // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
   // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
@@ -188,6 +190,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     mcpCommand: config.giteaMcpCommand,
     ...(options.mcpArgs ? { mcpArgs: options.mcpArgs } : {}),
     mcpStartupTimeoutSec: options.mcpStartupTimeoutSec ?? 30,
+    mcpGate: {
+      dataDir: config.dataDir,
+      ...(config.giteaMcpToken ? { token: config.giteaMcpToken } : {}),
+      extraFor: (task) => agentToolGroupsOf(store, task.repoKey),
+      onCall: (line) => metrics.observeAgentGiteaCall(line.tool, line.outcome),
+    },
     ...(config.codexModel ? { model: config.codexModel } : {}),
     turnTimeoutMs: config.turnTimeoutMs,
     botLogin,
@@ -230,6 +238,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
   });
   providerHold.onChange(() => void scheduler.wake());
+  // What agents did through Gitea before a crash, still in the gate's files: audited before anything runs.
+  await ingestAllGateCalls(store, config.dataDir, { onCall: (line) => metrics.observeAgentGiteaCall(line.tool, line.outcome) });
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });

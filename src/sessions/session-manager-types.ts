@@ -2,6 +2,8 @@ import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToo
 import type { DynamicToolSpec } from '../codex/protocol/ts/v2/DynamicToolSpec.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { AgentSandbox } from '../isolation/agent-sandbox.js';
+import type { GateCallLine } from '../mcp-gate/gate-files.js';
+import type { ExtraGroup } from '../mcp-gate/gate-policy.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import type { TurnUsageHooks } from '../usage/usage-accounting.js';
@@ -20,6 +22,12 @@ export interface SessionManagerOptions {
   /** Default `['-t','stdio','-host', giteaUrl]`. */
   mcpArgs?: string[];
   mcpStartupTimeoutSec: number;
+  /**
+   * The gate every thread's gitea MCP server runs behind (src/mcp-gate/): its per-thread files live
+   * under `<dataDir>/mcp-gate/`; `token` is the agent's own narrower token (CCWEB_GITEA_MCP_TOKEN),
+   * else the bot's is used, behind the gate.
+   */
+  mcpGate: { dataDir: string; token?: string; extraFor?: (task: TaskRecord) => ExtraGroup[]; onCall?: (line: GateCallLine) => void };
   /** Default: the connection's model (CCWEB_CODEX_MODEL, else Codex's config/read). */
   model?: string;
   reasoningEffort?: string | null;

@@ -30,6 +30,8 @@ import type { TaskRecord, TurnRecord } from '../domain/records.js';
 import type { Store } from '../store/types.js';
 import { withFullTexts } from '../tasks/task-texts.js';
 import { developerInstructions, instructionContextFor, plainTurnText, turnInputText } from './developer-instructions.js';
+import { gateStateDir } from '../mcp-gate/gate-files.js';
+import { announceGateTask, ingestGateCalls } from './gate-calls.js';
 import { keyedLock } from './keyed-lock.js';
 import { turnErrorCode } from './session-error.js';
 import { redactText, silentLogger } from './session-logger.js';
@@ -154,6 +156,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       ...(opts.replyRetryPrompt ? { replyRetryPrompt: opts.replyRetryPrompt } : {}),
     });
     const startedAt = now().toISOString();
+    const gateDir = gateStateDir(options.mcpGate.dataDir, task.sessionKey);
+    announceGateTask(gateDir, { taskId: task.taskId, extra: options.mcpGate.extraFor?.(task) ?? [] });
     // Intent first (§9.3): the turn record and its marker exist before Codex is asked.
     await store.transact((tx) => {
       const rec: TurnRecord = {
@@ -300,6 +304,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       if (sessionEvent && sessionTurnStarted) await sessions.send(task.sessionKey, sessionEvent);
     });
     await writes;
+    // What the agent did through Gitea during the turn, from the gate's calls file (never fatal).
+    await ingestGateCalls(store, gateDir, { ...(options.mcpGate.onCall ? { onCall: options.mcpGate.onCall } : {}) }).catch((err) =>
+      logger.error({ taskId: task.taskId, turnKey, error: errorText(err) }, 'could not audit the gate calls'),
+    );
     active.delete(task.taskId);
     finish();
     logger.info({ taskId: task.taskId, turnKey, turnId, outcome: outcome.kind }, 'codex turn finished');

@@ -6,6 +6,9 @@ import { threadResumeParams, threadStartParams, type GiteaMcpConfig } from '../c
 import type { SessionRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { keyedLock } from './keyed-lock.js';
+import { gateStateDir } from '../mcp-gate/gate-files.js';
+import { gateLaunch } from '../mcp-gate/gate-launch.js';
+import { announceGateTask } from './gate-calls.js';
 import { preflightMcpCommand } from './mcp-preflight.js';
 import { SESSION_KIND, newSessionRecord, sessionActorId } from './session-actor.js';
 import { SessionError, threadFailure as classifyThreadFailure } from './session-error.js';
@@ -50,12 +53,19 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
   const { options, logger, now, redact, loaded, locks, sessions, connect } = deps;
   const { store, runtime, supervisor } = options;
   const threadRequestTimeoutMs = (options.mcpStartupTimeoutSec + 30) * 1_000;
-  const mcpConfig: GiteaMcpConfig = {
-    command: options.mcpCommand,
-    giteaUrl: options.giteaUrl,
-    token: options.giteaToken,
-    startupTimeoutSec: options.mcpStartupTimeoutSec,
-    ...(options.mcpArgs ? { args: options.mcpArgs } : {}),
+  // The agent never talks to gitea-mcp directly: the thread's MCP server is the gate
+  // (src/mcp-gate/), scoped to the task's repository and issue/PR, with gitea-mcp as its child.
+  const mcpConfigFor = (task: TaskRecord): GiteaMcpConfig => {
+    const launch = gateLaunch({
+      childCommand: options.mcpCommand,
+      childArgs: options.mcpArgs ?? ['-t', 'stdio', '-host', options.giteaUrl],
+      giteaUrl: options.giteaUrl,
+      token: options.mcpGate.token ?? options.giteaToken,
+      scope: { owner: task.owner, repo: task.repo, number: task.resource.number },
+      stateDir: gateStateDir(options.mcpGate.dataDir, task.sessionKey),
+    });
+    const { GITEA_ACCESS_TOKEN: token, GITEA_HOST: _host, ...extraEnv } = launch.env;
+    return { command: launch.command, args: launch.args, giteaUrl: options.giteaUrl, token: token!, startupTimeoutSec: options.mcpStartupTimeoutSec, extraEnv };
   };
 
   async function ensureActor(task: TaskRecord): Promise<void> {
@@ -80,7 +90,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
     try {
       res = await conn.request(
         'thread/start',
-        threadStartParams({ cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd), ...(options.dynamicTools ? { dynamicTools: options.dynamicTools.specs } : {}) }),
+        threadStartParams({ cwd, giteaMcp: mcpConfigFor(task), ...sandboxFor(cwd), ...(options.dynamicTools ? { dynamicTools: options.dynamicTools.specs } : {}) }),
         { timeoutMs: threadRequestTimeoutMs },
       );
     } catch (err) {
@@ -108,7 +118,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
 
   async function resumeThread(task: TaskRecord, conn: CodexAppServerConnection, gen: number, cwd: string, threadId: string) {
     try {
-      await conn.request('thread/resume', threadResumeParams({ threadId, cwd, giteaMcp: mcpConfig, ...sandboxFor(cwd) }), { timeoutMs: threadRequestTimeoutMs });
+      await conn.request('thread/resume', threadResumeParams({ threadId, cwd, giteaMcp: mcpConfigFor(task), ...sandboxFor(cwd) }), { timeoutMs: threadRequestTimeoutMs });
     } catch (err) {
       const failure = threadFailure(err, 'thread_resume_failed');
       logger.warn({ sessionKey: task.sessionKey, taskId: task.taskId, threadId, errorCode: failure.errorCode, reason: failure.message }, 'thread/resume failed');
@@ -125,6 +135,8 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
 
   async function ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }> {
     return locks.run(`thread:${task.sessionKey}`, async () => {
+      // The gate lists its tools when Codex starts it: it must know the task (and its groups) first.
+      announceGateTask(gateStateDir(options.mcpGate.dataDir, task.sessionKey), { taskId: task.taskId, extra: options.mcpGate.extraFor?.(task) ?? [] });
       const pre = preflightMcpCommand(options.mcpCommand);
       if (!pre.ok) {
         logger.error({ taskId: task.taskId, errorCode: pre.errorCode, command: options.mcpCommand }, 'gitea-mcp preflight failed');

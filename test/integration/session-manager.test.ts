@@ -175,12 +175,11 @@ describe('session manager on the real codex app-server (offline)', () => {
     expect(seen2.map((s) => s.method)).toEqual(['thread/resume']);
     expect(seen2[0]!.params.threadId).toBe(threadId);
     expect(seen2[0]!.params.config).toEqual(seen1[0]!.params.config);
-    expect(seen2[0]!.params.config.mcp_servers.gitea).toMatchObject({
-      command: f.mcp.ok,
-      args: ['-t', 'stdio', '-host', f.giteaServer.url],
-      env: { GITEA_ACCESS_TOKEN: SESSION_TOKEN, GITEA_HOST: f.giteaServer.url },
-      required: true,
-    });
+    // The thread's MCP server is the gate, scoped to this issue, with the configured gitea-mcp as its child.
+    const gitea = seen2[0]!.params.config.mcp_servers.gitea;
+    expect(gitea).toMatchObject({ command: process.execPath, env: { GITEA_ACCESS_TOKEN: SESSION_TOKEN, GITEA_HOST: f.giteaServer.url }, required: true });
+    expect(JSON.parse(gitea.env.CCWEB_GATE_CHILD)).toEqual({ command: f.mcp.ok, args: ['-t', 'stdio', '-host', f.giteaServer.url] });
+    expect(JSON.parse(gitea.env.CCWEB_GATE_SCOPE)).toEqual({ owner: OWNER, repo: REPO, number: 42 });
     expect(sessionStates(f, t1.sessionKey).slice(-2)).toEqual(['RESTARTED→resuming', 'RESUME_OK→idle']);
 
     const out = await mgr.runTurn(t2, { kind: 'normal', cwd: f.workspace });

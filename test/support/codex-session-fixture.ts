@@ -169,6 +169,7 @@ export async function sessionFixture(
         giteaToken: SESSION_TOKEN,
         mcpCommand: mcp.ok,
         mcpStartupTimeoutSec: 20,
+        mcpGate: { dataDir: join(root, 'data') },
         turnTimeoutMs: 60_000,
         abortTimeoutMs: 5_000,
         botLogin: 'giteabot',
