@@ -77,6 +77,10 @@ export async function runGate(cfg: GateEnv): Promise<void> {
   let childTools: McpTool[];
   try {
     childTools = await Promise.race([started, timeout]);
+  } catch (err) {
+    // Never leave the child behind (it would also hold the stderr Codex reads).
+    await transport.close().catch(() => undefined);
+    throw err;
   } finally {
     clearTimeout(timer);
   }
