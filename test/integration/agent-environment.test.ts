@@ -39,7 +39,7 @@ const PROBE = [
 ].join('; ');
 
 describe("the agent's commands (real app-server, scripted model)", () => {
-  it('run without the host profile, with a private HOME, an explicit PATH and no operator variables', async () => {
+  it('run without the host profile, with a private HOME, an explicit PATH and no operator variables [real gitea-mcp]', async () => {
     slowHome = slowProfileHome();
     const bashEnv = join(slowHome, '.bashrc');
     fx = await codexFixture([{ type: 'shell', command: PROBE }, { type: 'message', text: 'probed' }]);
@@ -50,7 +50,7 @@ describe("the agent's commands (real app-server, scripted model)", () => {
     });
     const started: any = await conn.request(
       'thread/start',
-      threadStartParams({ cwd: fx.workspace, giteaMcp: { command: fx.mcpCommand, giteaUrl: 'http://127.0.0.1:9', token: 'tok', startupTimeoutSec: 20 } }),
+      threadStartParams({ cwd: fx.workspace, giteaMcp: { command: fx.mcpCommand, giteaUrl: fx.giteaUrl, token: fx.token, startupTimeoutSec: 20 } }),
     );
     const threadId = started.thread.id as string;
     const out = await runTurn(conn, { threadId, params: turnStartParams({ threadId, text: 'probe', model: conn.model!, reasoningEffort: null }) });
