@@ -68,7 +68,10 @@ describe("the agent's commands (real app-server, scripted model)", () => {
     // Codex puts its own helper directories first; the rest is exactly the service's choice.
     expect(text).toMatch(new RegExp(`path=[^\\n]*${defaultAgentPath().replaceAll('/', '\\/')}\\n`));
     expect(text).not.toContain('.pyenv');
-    expect(text).toMatch(/(^|\n)tmp *<-home-listing/);
+    // The real gitea-mcp (started by thread/start with the app-server's environment, so with the
+    // agent's HOME) creates its log folder `$HOME/.gitea-mcp` (pkg/log: gitea-mcp.log, rotated) at
+    // start; the stand-in never did. Nothing else may be there.
+    expect(text).toMatch(/(^|\n)(\.gitea-mcp )?tmp *<-home-listing/);
     expect(text).toMatch(/(^|\n)(fatal: unable to read config file[^\n]*\n)?<-git-global/);
     expect(statSync(agentHome).mode & 0o777).toBe(0o700);
   });
