@@ -37,7 +37,7 @@ const INSTRUCTIONS = [
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('chaos: SIGKILL under load', () => {
+describe('chaos: SIGKILL under load [real gitea-mcp]', () => {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-chaos-'));
   let world: ChaosWorld | null = null;
   let current: ServiceProcess | null = null;

@@ -14,7 +14,7 @@ import { parseMarkers } from '../../src/domain/marker.js';
 import { startService, type Service } from '../../src/service/create-service.js';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 
-describe('one answer per task when the reply-retry turn re-posts', () => {
+describe('one answer per task when the reply-retry turn re-posts [real gitea-mcp]', () => {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-one-answer-'));
   let env: RealServiceEnvironment | null = null;
   let service: Service | null = null;

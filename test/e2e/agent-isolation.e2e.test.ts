@@ -80,7 +80,7 @@ function attacker(w: Parameters<typeof battery>[0]): (body: any) => ScriptStep {
     });
     const after = input.slice(start + 1);
     const outputs = after.filter((i) => i?.type === 'function_call_output');
-    const commented = after.some((i) => i?.type === 'function_call' && i?.name === 'create_issue_comment');
+    const commented = after.some((i) => i?.type === 'function_call' && i?.name === 'issue_write');
     if (commented) return { type: 'message', text: 'Posted what I found.' };
     if (outputs.length === 0) return { type: 'shell', command: battery(w), timeoutMs: 30_000 };
     if (outputs.length === 1) return { type: 'shell', command: BUILD, timeoutMs: 30_000 };
@@ -88,9 +88,9 @@ function attacker(w: Parameters<typeof battery>[0]): (body: any) => ScriptStep {
     const found = outputs.map((o) => (typeof o.output === 'string' ? o.output : JSON.stringify(o.output))).join('\n----\n');
     return {
       type: 'tool_call',
-      name: 'create_issue_comment',
+      name: 'issue_write',
       namespace: 'mcp__gitea',
-      arguments: { owner: 'acme', repo: 'widget', index: 1, body: `What I found:\n\n${found.slice(0, 60_000)}\n\n${marker}` },
+      arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: 1, body: `What I found:\n\n${found.slice(0, 60_000)}\n\n${marker}` },
     };
   };
 }
@@ -181,7 +181,7 @@ async function runBattery(w: World): Promise<{ state: string; seen: string; post
   return { state, seen, posted, findings, taskId };
 }
 
-describe('red team: a prompt-injected agent and the bot’s credentials', () => {
+describe('red team: a prompt-injected agent and the bot’s credentials [real gitea-mcp]', () => {
   it('isolation on (default): no secret in what the agent saw or posted; the build step works', async () => {
     const w = await startWorld('on');
     try {

@@ -22,7 +22,7 @@ async function freePort(): Promise<number> {
 
 const folderOf = (stdout: string) => /files under (\S+)/.exec(stdout)?.[1];
 
-describe('npm run demo', () => {
+describe('npm run demo [real gitea-mcp]', () => {
   it('--once: runs the sandbox end to end on the chosen ports, prints timelines and comments, exits 0, removes its folder', async () => {
     const [servicePort, giteaPort, modelPort] = [await freePort(), await freePort(), await freePort()];
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/demo.ts', '--once', '--gitea-port', String(giteaPort)], {

@@ -99,7 +99,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('change delivery against a real Gitea', () => {
+describe('change delivery against a real Gitea [real gitea-mcp]', () => {
   let firstPr: Pull;
 
   it('an issue → exactly one open pull request from ccweb/issue-N holding the change, referencing the issue; main untouched', async () => {

@@ -2,8 +2,8 @@
 // test/support/real-gitea/): the real service process (`src/main.ts`), the real Codex app-server
 // driven by the scripted model, real git over HTTP against Gitea. Users comment through Gitea's API;
 // Gitea itself signs and delivers the webhooks, and its own delivery log says what the service
-// answered. The only stand-in is gitea-mcp (the real one cannot be built here: see README), and it
-// talks to this real Gitea with the bot's token.
+// answered. gitea-mcp is the real official binary too (scripts/install-gitea-mcp.mjs; no stand-in),
+// talking to this real Gitea with the bot's token.
 //
 // Every Gitea endpoint the service calls is exercised here against the real server:
 //   GET  /user                                         service start-up (bot login), doctor
@@ -101,7 +101,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('end to end against a real Gitea', () => {
+describe('end to end against a real Gitea [real gitea-mcp]', () => {
   it('(1) an issue mention: Gitea delivers it, 202; receipt and answer on the issue, verified → succeeded', async () => {
     const r = await userComment('alice', env.gitea.issueNumber, '@ccweb-bot please fix the flaky login test');
     expect(r.delivery.status).toBe(202);

@@ -92,7 +92,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('usage and budgets against the real app-server', () => {
+describe('usage and budgets against the real app-server [real gitea-mcp]', () => {
   it('a task over its token budget is interrupted; its receipt is edited to name the limit; no other comment', async () => {
     const r = await mention(3, '@ccweb-bot please burn the budget');
     expect(r.status).toBe(202);

@@ -39,7 +39,7 @@ const PROBE = [
 ].join('; ');
 
 describe("the agent's commands (real app-server, scripted model)", () => {
-  it('run without the host profile, with a private HOME, an explicit PATH and no operator variables', async () => {
+  it('run without the host profile, with a private HOME, an explicit PATH and no operator variables [real gitea-mcp]', async () => {
     slowHome = slowProfileHome();
     const bashEnv = join(slowHome, '.bashrc');
     fx = await codexFixture([{ type: 'shell', command: PROBE }, { type: 'message', text: 'probed' }]);
@@ -50,7 +50,7 @@ describe("the agent's commands (real app-server, scripted model)", () => {
     });
     const started: any = await conn.request(
       'thread/start',
-      threadStartParams({ cwd: fx.workspace, giteaMcp: { command: fx.mcpCommand, giteaUrl: 'http://127.0.0.1:9', token: 'tok', startupTimeoutSec: 20 } }),
+      threadStartParams({ cwd: fx.workspace, giteaMcp: { command: fx.mcpCommand, giteaUrl: fx.giteaUrl, token: fx.token, startupTimeoutSec: 20 } }),
     );
     const threadId = started.thread.id as string;
     const out = await runTurn(conn, { threadId, params: turnStartParams({ threadId, text: 'probe', model: conn.model!, reasoningEffort: null }) });
@@ -68,7 +68,10 @@ describe("the agent's commands (real app-server, scripted model)", () => {
     // Codex puts its own helper directories first; the rest is exactly the service's choice.
     expect(text).toMatch(new RegExp(`path=[^\\n]*${defaultAgentPath().replaceAll('/', '\\/')}\\n`));
     expect(text).not.toContain('.pyenv');
-    expect(text).toMatch(/(^|\n)tmp *<-home-listing/);
+    // The real gitea-mcp (started by thread/start with the app-server's environment, so with the
+    // agent's HOME) creates its log folder `$HOME/.gitea-mcp` (pkg/log: gitea-mcp.log, rotated) at
+    // start; the stand-in never did. Nothing else may be there.
+    expect(text).toMatch(/(^|\n)(\.gitea-mcp )?tmp *<-home-listing/);
     expect(text).toMatch(/(^|\n)(fatal: unable to read config file[^\n]*\n)?<-git-global/);
     expect(statSync(agentHome).mode & 0o777).toBe(0o700);
   });

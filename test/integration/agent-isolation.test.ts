@@ -201,7 +201,7 @@ describe('what the service hides', () => {
 });
 
 describe('a linked git worktree (one per resource over a shared clone, the layout of change delivery)', () => {
-  it("git works in the agent's worktree; the shared clone's .git stays read-only; the other worktrees stay hidden", async () => {
+  it("git works in the agent's worktree; the shared clone's .git stays read-only; the other worktrees stay hidden [real gitea-mcp]", async () => {
     const SECRET = 'canary-other-worktree-5d02aa';
     const fx = await codexFixture([]);
     try {
@@ -231,7 +231,7 @@ describe('a linked git worktree (one per resource over a shared clone, the layou
       const conn = await fx.connect();
       const res: any = await conn.request(
         'thread/start',
-        threadStartParams({ cwd: wt1, giteaMcp: { command: fx.mcpCommand, giteaUrl: 'http://127.0.0.1:9', token: 'tok-unused', extraEnv: { STUB_MCP_LOG: fx.mcpLog } }, sandbox: fx.agentSandbox.forThread(wt1) }),
+        threadStartParams({ cwd: wt1, giteaMcp: { command: fx.mcpCommand, giteaUrl: fx.giteaUrl, token: fx.token }, sandbox: fx.agentSandbox.forThread(wt1) }),
       );
       const threadId = res.thread.id as string;
       const out = await runTurn(conn, { threadId, params: turnStartParams({ threadId, text: 'go', model: conn.model!, developerInstructions: 'test' }) });

@@ -1,5 +1,7 @@
 // The real `codex app-server` (bundled with @openai/codex), offline: CODEX_HOME in a temp dir points
-// at the scripted model on 127.0.0.1; the gitea MCP server is a stdio stand-in.
+// at the scripted model on 127.0.0.1; the gitea MCP server is the REAL gitea-mcp, talking to the Gitea
+// REST double. The gitea-mcp stand-in only for the start-up faults the real binary cannot show (an
+// MCP server that exits at once, one that never answers initialize; see gitea-mcp-standin/index.ts).
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
@@ -9,7 +11,8 @@ import { plainTurnStartParams, threadResumeParams, threadStartParams, turnStartP
 import { codexFixture, filesContaining, nodeScript, readJsonLines, repoRoot, timed, type CodexFixture } from '../support/codex-harness.js';
 
 const TOKEN = 'tok_ccweb_secret_5e1f0c9a7b';
-const GITEA_URL = 'http://127.0.0.1:9/gitea';
+/** The bot's token on the fixture's Gitea REST double is TOKEN (the leak checks look for it). */
+const fixture = (steps: Parameters<typeof codexFixture>[0] = []) => codexFixture(steps, { token: TOKEN });
 
 let fx: CodexFixture | null = null;
 afterEach(async () => {
@@ -17,12 +20,12 @@ afterEach(async () => {
   fx = null;
 });
 
-function giteaMcp(f: CodexFixture, extraEnv: Record<string, string> = {}) {
-  return { command: f.mcpCommand, giteaUrl: GITEA_URL, token: TOKEN, startupTimeoutSec: 20, extraEnv: { STUB_MCP_LOG: f.mcpLog, ...extraEnv } };
+function giteaMcp(f: CodexFixture, command = f.mcpCommand) {
+  return { command, giteaUrl: f.giteaUrl, token: f.token, startupTimeoutSec: 20 };
 }
 
-async function startThread(conn: CodexAppServerConnection, f: CodexFixture, extraEnv: Record<string, string> = {}) {
-  const res: any = await conn.request('thread/start', threadStartParams({ cwd: f.workspace, giteaMcp: giteaMcp(f, extraEnv), sandbox: f.agentSandbox.forThread(f.workspace) }));
+async function startThread(conn: CodexAppServerConnection, f: CodexFixture, command = f.mcpCommand) {
+  const res: any = await conn.request('thread/start', threadStartParams({ cwd: f.workspace, giteaMcp: giteaMcp(f, command), sandbox: f.agentSandbox.forThread(f.workspace) }));
   return res.thread.id as string;
 }
 
@@ -30,9 +33,9 @@ function turnParams(conn: CodexAppServerConnection, threadId: string, text: stri
   return turnStartParams({ threadId, text, model: conn.model!, reasoningEffort: null, developerInstructions: 'You work for ccweb-gitea tests.' });
 }
 
-describe('codex app-server connection (real binary, offline)', () => {
+describe('codex app-server connection (real binary, offline) [real gitea-mcp]', () => {
   it('runs the start-up chain: initialize → initialized → probes → config/read', async () => {
-    fx = await codexFixture();
+    fx = await fixture();
     const conn = await timed('start-up chain (spawn → config/read)', () => fx!.connect());
     expect(conn.initializeResult?.codexHome).toBe(fx.codexHome);
     expect(conn.configModel).toBe('fake-model');
@@ -47,7 +50,7 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('a full turn: the scripted model answers → turn/completed completed with the final agentMessage', async () => {
-    fx = await codexFixture([{ type: 'message', text: 'Hello from the scripted model', deltas: ['Hello ', 'from the scripted model'] }]);
+    fx = await fixture([{ type: 'message', text: 'Hello from the scripted model', deltas: ['Hello ', 'from the scripted model'] }]);
     const conn = await fx.connect();
     const threadId = await timed('thread/start (required MCP)', () => startThread(conn, fx!));
     const seen: string[] = [];
@@ -67,8 +70,8 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('a turn with an MCP tool call: items include the mcpToolCall; the model receives the output', async () => {
-    fx = await codexFixture([
-      { type: 'tool_call', name: 'create_issue_comment', namespace: 'mcp__gitea', arguments: { owner: 'acme', repo: 'widget', index: 42, body: 'Done. <!-- ccweb taskId=t1 -->' }, callId: 'call_c1' },
+    fx = await fixture([
+      { type: 'tool_call', name: 'issue_write', namespace: 'mcp__gitea', arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: 42, body: 'Done. <!-- ccweb taskId=t1 -->' }, callId: 'call_c1' },
       { type: 'message', text: 'Posted the comment.' },
     ]);
     const conn = await fx.connect();
@@ -76,17 +79,25 @@ describe('codex app-server connection (real binary, offline)', () => {
     const out = await timed('turn: MCP call + message', () => runTurn(conn, { threadId, params: turnParams(conn, threadId, 'reply please') }));
     expect(out.status).toBe('completed');
     const mcp = out.items.find((i) => i.type === 'mcpToolCall') as any;
-    expect(mcp).toMatchObject({ server: 'gitea', tool: 'create_issue_comment', status: 'completed', arguments: { owner: 'acme', repo: 'widget', index: 42 } });
+    expect(mcp).toMatchObject({ server: 'gitea', tool: 'issue_write', status: 'completed', arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: 42 } });
     expect(out.finalMessage).toBe('Posted the comment.');
     const outputs = fx.model.functionCallOutputs();
     expect(outputs.map((o) => o.call_id)).toContain('call_c1');
-    const calls = readJsonLines(fx.mcpLog).filter((l) => l.tool);
-    expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ tool: 'create_issue_comment', tokenPresent: true, tokenLength: TOKEN.length, host: GITEA_URL, envHost: GITEA_URL });
+    // The real gitea-mcp reached the double with the bot's token (the comment is giteabot's): one
+    // POST, each tool call preceded by the Go SDK's GET /api/v1/version.
+    const comments = fx.gitea.comments('acme', 'widget', 42);
+    expect(comments.map((c) => [(c.user as { login: string }).login, c.body])).toEqual([['giteabot', 'Done. <!-- ccweb taskId=t1 -->']]);
+    expect(fx.gitea.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      'GET /api/v1/version 200',
+      'POST /api/v1/repos/acme/widget/issues/42/comments 201',
+    ]);
+    // What the model got back is gitea-mcp's JSON text with the new comment's id.
+    const output = outputs.find((o) => o.call_id === 'call_c1');
+    expect(JSON.stringify(output)).toContain(`issuecomment-${comments[0]!.id as number}`);
   });
 
   it('a shell (exec) step runs through Codex and its output returns to the model', async () => {
-    fx = await codexFixture([{ type: 'shell', command: 'echo shell-ok-$((40+2))' }, { type: 'message', text: 'ran it' }]);
+    fx = await fixture([{ type: 'shell', command: 'echo shell-ok-$((40+2))' }, { type: 'message', text: 'ran it' }]);
     const conn = await fx.connect();
     const threadId = await startThread(conn, fx);
     const out = await timed('turn: shell + message', () => runTurn(conn, { threadId, params: turnParams(conn, threadId, 'run') }));
@@ -98,7 +109,7 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('request_user_input is refused by Codex in Default mode (no server request; the model is told)', async () => {
-    fx = await codexFixture([
+    fx = await fixture([
       {
         type: 'tool_call',
         name: 'request_user_input',
@@ -116,9 +127,9 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('thread/resume after the app-server is restarted, with the MCP config resent', async () => {
-    fx = await codexFixture([
+    fx = await fixture([
       { type: 'message', text: 'first' },
-      { type: 'tool_call', name: 'create_issue_comment', namespace: 'mcp__gitea', arguments: { owner: 'acme', repo: 'widget', index: 7, body: 'after resume' } },
+      { type: 'tool_call', name: 'issue_write', namespace: 'mcp__gitea', arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: 7, body: 'after resume' } },
       { type: 'message', text: 'second' },
     ]);
     const conn1 = await fx.connect();
@@ -134,12 +145,13 @@ describe('codex app-server connection (real binary, offline)', () => {
     expect(out.status).toBe('completed');
     expect(out.items.some((i) => i.type === 'mcpToolCall' && (i as any).status === 'completed')).toBe(true);
     expect(out.finalMessage).toBe('second');
+    expect(fx.gitea.comments('acme', 'widget', 7).map((c) => c.body)).toEqual(['after resume']);
     // The resumed thread carries the earlier conversation to the model.
     expect(JSON.stringify(fx.model.responsesBodies().at(-1).input)).toContain('first');
   });
 
   it('turn/interrupt → turn/completed with status interrupted', async () => {
-    fx = await codexFixture([{ type: 'stall' }]);
+    fx = await fixture([{ type: 'stall' }]);
     const conn = await fx.connect();
     const threadId = await startThread(conn, fx);
     const t0 = performance.now();
@@ -157,7 +169,7 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('app-server killed mid-turn: the turn and pending requests reject with app_server_exited; exit is emitted', async () => {
-    fx = await codexFixture([{ type: 'stall' }]);
+    fx = await fixture([{ type: 'stall' }]);
     const conn = await fx.connect();
     const threadId = await startThread(conn, fx);
     const exits: CodexConnectionEvent[] = [];
@@ -165,7 +177,7 @@ describe('codex app-server connection (real binary, offline)', () => {
     const turn = runTurn(conn, { threadId, params: turnParams(conn, threadId, 'stall') });
     await fx.model.waitForResponsesRequests(1);
     // A request that stays pending: thread/start waits for an MCP server that never answers initialize.
-    const pending = conn.request('thread/start', threadStartParams({ cwd: fx.workspace, giteaMcp: giteaMcp(fx, { STUB_MCP_MODE: 'hang' }), sandbox: fx.agentSandbox.forThread(fx.workspace) }));
+    const pending = conn.request('thread/start', threadStartParams({ cwd: fx.workspace, giteaMcp: giteaMcp(fx, fx.mcpFaults.hang), sandbox: fx.agentSandbox.forThread(fx.workspace) }));
     await new Promise((r) => setTimeout(r, 300));
     const t0 = performance.now();
     conn.kill('SIGKILL');
@@ -177,7 +189,7 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('required MCP command missing → thread/start fails with -32603', async () => {
-    fx = await codexFixture();
+    fx = await fixture();
     const conn = await fx.connect();
     const err = await timed('thread/start, MCP command missing', () =>
       conn
@@ -195,10 +207,10 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('required MCP server exits at once → thread/start fails with -32603', async () => {
-    fx = await codexFixture();
+    fx = await fixture();
     const conn = await fx.connect();
     const err = await timed('thread/start, MCP exits at once', () =>
-      startThread(conn, fx!, { STUB_MCP_MODE: 'exit' }).then(
+      startThread(conn, fx!, fx!.mcpFaults.exit).then(
         () => null,
         (e: unknown) => e,
       ),
@@ -208,8 +220,8 @@ describe('codex app-server connection (real binary, offline)', () => {
   });
 
   it('the token appears nowhere under CODEX_HOME, nor in app-server stderr/events, after a run with MCP calls', async () => {
-    fx = await codexFixture([
-      { type: 'tool_call', name: 'create_issue_comment', namespace: 'mcp__gitea', arguments: { owner: 'acme', repo: 'widget', index: 1, body: 'x' } },
+    fx = await fixture([
+      { type: 'tool_call', name: 'issue_write', namespace: 'mcp__gitea', arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: 1, body: 'x' } },
       { type: 'message', text: 'ok' },
     ]);
     const conn = await fx.connect({ env: { ...process.env, CCWEB_GITEA_TOKEN: TOKEN, GITEA_TOKEN: TOKEN } });

@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 describe('doctor', () => {
-  it('passes every check against the real Gitea, Codex and the MCP handshake included', async () => {
+  it('passes every check against the real Gitea, Codex and the MCP handshake included [real gitea-mcp]', async () => {
     const results = await runDoctor({ env: baseEnv, cwd: root, repo: `${env.gitea.owner}/${env.gitea.repo}` });
     expect(results.map((r) => r.check)).toEqual([...DOCTOR_CHECKS]);
     for (const r of results) expect(r.status, `${r.check}: ${r.detail} ${r.fix ?? ''}`).toBe('ok');

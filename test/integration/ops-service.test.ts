@@ -47,7 +47,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('ops endpoints of the running service', () => {
+describe('ops endpoints of the running service [real gitea-mcp]', () => {
   it('/healthz answers while the process is up, /readyz once store and app-server are ready', async () => {
     const health = await fetch(`${service.url}/healthz`);
     expect(health.status).toBe(200);

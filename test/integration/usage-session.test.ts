@@ -35,7 +35,7 @@ async function setup(steps: Parameters<typeof sessionFixture>[0], limits: UsageL
 const task = (f: SessionFixture, id: string) => f.store.get<TaskRecord>('tasks', id)!;
 const turn = (f: SessionFixture, key: string) => f.store.get<TurnRecord>('turns', key)!;
 
-describe('usage accounting with the real app-server', () => {
+describe('usage accounting with the real app-server [real gitea-mcp]', () => {
   it('records each turn and sums per task, repository and user; a repeated total is not counted twice', async () => {
     const resetAt = Math.floor(Date.now() / 1000) + 3600;
     const { f, mgr } = await setup([
@@ -89,7 +89,7 @@ describe('usage accounting with the real app-server', () => {
   }, 60_000);
 });
 
-describe('provider rate limits from the real app-server', () => {
+describe('provider rate limits from the real app-server [real gitea-mcp]', () => {
   it('a window reported exhausted (rate-limit headers) holds claims until its reset', async () => {
     const resetAt = Math.floor(Date.now() / 1000) + 900;
     const { f, mgr, hold } = await setup([

@@ -1,6 +1,6 @@
 // Shared fixtures for tests that run the real `codex app-server` offline against the scripted model.
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
@@ -10,6 +10,9 @@ import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent
 import { resolveBundledCodex } from '../../src/codex/codex-binary.js';
 import { createAgentSandbox, type AgentSandbox } from '../../src/isolation/agent-sandbox.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
+import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble } from './gitea-double/rest-api.js';
+import { writeStandinFaultCommands, type StandinFaultCommands } from './gitea-mcp-standin/index.js';
+import { writeRealGiteaMcpWrapper } from './real-gitea-mcp.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const tsxLoaderUrl = pathToFileURL(join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
@@ -66,16 +69,6 @@ export function nodeScript(entry: string): { command: string; args: string[] } {
   return { command: process.execPath, args: [out] };
 }
 
-/** Writes an executable wrapper that runs the stand-in gitea MCP server with the given args. */
-export function writeGiteaMcpStubCommand(dir: string): string {
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'gitea-mcp-stub');
-  const { command, args } = nodeScript(join(repoRoot, 'test', 'support', 'codex-gitea-mcp-stub.ts'));
-  writeFileSync(file, `#!/bin/sh\nexec ${[command, ...args].map((a) => `'${a}'`).join(' ')} "$@"\n`);
-  chmodSync(file, 0o755);
-  return file;
-}
-
 /**
  * The agent sandbox a service with data dir `<root>/data` would use (isolation on, network off):
  * tests of the app-server run the agent's commands under the same profile as production.
@@ -100,22 +93,37 @@ export interface CodexFixture {
   codexHome: string;
   workspace: string;
   model: ScriptedModel;
+  /** The REAL gitea-mcp (a wrapper execing it), pointed by the tests at `giteaUrl` with `token`. */
   mcpCommand: string;
-  mcpLog: string;
+  /** The stand-in, only for the start-up faults the real binary cannot show (see gitea-mcp-standin/index.ts). */
+  mcpFaults: StandinFaultCommands;
+  /** The Gitea REST double the real gitea-mcp talks to: acme/widget with `issues` (default 1, 7, 42). */
+  gitea: GiteaRestDouble;
+  giteaUrl: string;
+  /** The bot's (giteabot's) token on the double. */
+  token: string;
   events: CodexConnectionEvent[];
   connect(extra?: Partial<CodexConnectionOptions>): Promise<CodexAppServerConnection>;
   cleanup(): Promise<void>;
 }
 
-export async function codexFixture(steps: ScriptStep[] = []): Promise<CodexFixture> {
+export async function codexFixture(
+  steps: ScriptStep[] = [],
+  opts: { token?: string; issues?: number[] } = {},
+): Promise<CodexFixture> {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-codex-'));
+  const mcpCommand = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
+  const mcpFaults = writeStandinFaultCommands(join(root, 'bin'));
+  const token = opts.token ?? 'tok_ccweb_codex_fixture_7d2c';
+  const gitea = createGiteaRestDouble({ token, botLogin: 'giteabot', users: ['alice'] });
+  gitea.addRepo('acme', 'widget');
+  for (const n of opts.issues ?? [1, 7, 42]) gitea.addIssue('acme', 'widget', { number: n, title: `issue ${n}`, user: 'alice' });
+  const giteaServer = await startGiteaRestServer(gitea);
   const codexHome = join(root, 'codex-home');
   const workspace = join(root, 'workspace');
   mkdirSync(workspace, { recursive: true });
   const model = await startScriptedModel(steps);
   writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
-  const mcpCommand = writeGiteaMcpStubCommand(join(root, 'bin'));
-  const mcpLog = join(root, 'mcp-calls.jsonl');
   const conns: CodexAppServerConnection[] = [];
   const events: CodexConnectionEvent[] = [];
   const agentSandbox = testAgentSandbox(root, codexHome);
@@ -125,7 +133,10 @@ export async function codexFixture(steps: ScriptStep[] = []): Promise<CodexFixtu
     workspace,
     model,
     mcpCommand,
-    mcpLog,
+    mcpFaults,
+    gitea,
+    giteaUrl: giteaServer.url,
+    token,
     events,
     agentSandbox,
     async connect(extra = {}) {
@@ -146,6 +157,7 @@ export async function codexFixture(steps: ScriptStep[] = []): Promise<CodexFixtu
     async cleanup() {
       for (const c of conns) await c.close({ graceMs: 2_000, termMs: 2_000 }).catch(() => undefined);
       await model.close();
+      await giteaServer.close();
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -1,8 +1,11 @@
 // A whole session stack for integration tests, offline: the Gitea REST double on 127.0.0.1, the
 // scripted model, CODEX_HOME pointing at it, the real `codex app-server` under the supervisor, the
-// gitea-mcp stand-in (backed by the REST double) behind executable wrapper scripts, a real store and
-// runtime hosting the task, session and app_server kinds, and a log collector.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+// REAL official gitea-mcp (backed by the REST double; test/support/real-gitea-mcp.ts, no fallback)
+// behind an executable wrapper script, a real store and runtime hosting the task, session and
+// app_server kinds, and a log collector. The gitea-mcp stand-in is used only for the two start-up
+// faults the real binary cannot show (exit at start, no answer to `initialize`: see
+// gitea-mcp-standin/index.ts).
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CodexConnectionOptions } from '../../src/codex/jsonrpc-connection.js';
@@ -13,8 +16,9 @@ import { createSessionManager, type SessionManager, type SessionManagerOptions }
 import type { SessionLogger } from '../../src/sessions/session-logger.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
 import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from './gitea-double/rest-api.js';
-import { GITEA_MCP_STANDIN_PATH } from './gitea-mcp-standin/index.js';
-import { nodeScript, repoRoot, testAgentSandbox } from './codex-harness.js';
+import { writeStandinFaultCommands } from './gitea-mcp-standin/index.js';
+import { writeRealGiteaMcpWrapper } from './real-gitea-mcp.js';
+import { testAgentSandbox } from './codex-harness.js';
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
 import { createTestRuntime } from './test-runtime.js';
@@ -37,8 +41,11 @@ export interface SessionFixture {
   model: ScriptedModel;
   gitea: GiteaRestDouble;
   giteaServer: StartedGiteaRestServer;
-  /** Wrapper commands: the stand-in backed by the REST double; one that exits at once; one that never answers initialize. */
-  mcp: { ok: string; exit: string; hang: string; callLog: string };
+  /**
+   * Wrapper commands: `ok` the real gitea-mcp (talking to the REST double); `exit` and `hang` the
+   * stand-in exiting at once / never answering initialize (faults the real binary cannot show).
+   */
+  mcp: { ok: string; exit: string; hang: string };
   store: Awaited<ReturnType<typeof createTestRuntime>>['store'];
   runtime: Awaited<ReturnType<typeof createTestRuntime>>['runtime'];
   storeDir: string;
@@ -50,14 +57,6 @@ export interface SessionFixture {
   /** Inserts a task record (state running) for issue `number` and returns it. */
   task(id: string, number?: number, instruction?: string): Promise<TaskRecord>;
   cleanup(): Promise<void>;
-}
-
-function writeWrapper(file: string, command: string, args: string[], env: Record<string, string>): string {
-  const assignments = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');
-  const exec = [command, ...args].map((a) => `'${a}'`).join(' ');
-  writeFileSync(file, `#!/bin/sh\n${assignments ? `export ${assignments}\n` : ''}exec ${exec} "$@"\n`);
-  chmodSync(file, 0o755);
-  return file;
 }
 
 /**
@@ -93,6 +92,8 @@ export async function sessionFixture(
   } = {},
 ): Promise<SessionFixture> {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-session-'));
+  // First: a missing binary is a set-up error, said with the command to run.
+  const realMcp = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
   const codexHome = join(root, 'codex-home');
   const workspace = join(root, 'workspace');
   const bin = join(root, 'bin');
@@ -107,14 +108,7 @@ export async function sessionFixture(
   const model = await startScriptedModel(steps);
   writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
 
-  const callLog = join(root, 'mcp-calls.jsonl');
-  const stub = nodeScript(join(repoRoot, 'test', 'support', 'codex-gitea-mcp-stub.ts'));
-  const mcp = {
-    ok: writeWrapper(join(bin, 'gitea-mcp'), process.execPath, [GITEA_MCP_STANDIN_PATH], { STANDIN_CALL_LOG: callLog }),
-    exit: writeWrapper(join(bin, 'gitea-mcp-exit'), stub.command, stub.args, { STUB_MCP_MODE: 'exit' }),
-    hang: writeWrapper(join(bin, 'gitea-mcp-hang'), stub.command, stub.args, { STUB_MCP_MODE: 'hang' }),
-    callLog,
-  };
+  const mcp = { ok: realMcp, ...writeStandinFaultCommands(bin) };
 
   const rt = await createTestRuntime([taskKind(), sessionKind(), appServerKind()], join(root, 'store'));
   const logs: LogLine[] = [];

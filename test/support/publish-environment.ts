@@ -1,7 +1,7 @@
 /**
  * The service as its own process against a REAL Gitea (test/support/real-gitea), the real Codex
- * app-server with the scripted agent (test/support/sandbox/scripted-agent.ts), and the gitea-mcp
- * stand-in — for change delivery (issue 14). Two fault-injection seams, both outside the service:
+ * app-server with the scripted agent (test/support/sandbox/scripted-agent.ts), and the real
+ * official gitea-mcp (test/support/real-gitea-mcp.ts, no fallback) — for change delivery (issue 14). Two fault-injection seams, both outside the service:
  *
  * - `holdPush()`: a server-side `post-receive.d` hook in Gitea's bare repository that waits while a
  *   file exists — Gitea has updated the ref, the service's `git push` has not got its answer yet;
@@ -16,7 +16,7 @@ import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { GITEA_MCP_STANDIN_PATH } from './gitea-mcp-standin/index.js';
+import { writeRealGiteaMcpWrapper } from './real-gitea-mcp.js';
 import { freePort, giteaApi, SERVICE_BOT_PERMISSION, startSeededGitea, type SeededGitea } from './real-gitea/index.js';
 import { scriptedAgent } from './sandbox/scripted-agent.js';
 import { startServiceProcess, type ServiceProcess } from './sandbox/service-process.js';
@@ -45,6 +45,8 @@ export interface PublishEnvironment {
 
 export async function startPublishEnvironment(root: string): Promise<PublishEnvironment> {
   mkdirSync(root, { recursive: true });
+  // Before Gitea starts: a missing binary is a set-up error, said with the command to run.
+  const mcpCommand = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
   // Admin, as docs/OPERATIONS.md asks: the service confirms every commenter's permission with Gitea.
   const gitea = await startSeededGitea({ botPermission: SERVICE_BOT_PERMISSION });
   const bot = gitea.users.bot;
@@ -92,9 +94,6 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
   writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
   const bin = join(root, 'bin');
   mkdirSync(bin, { recursive: true });
-  const mcpCommand = join(bin, 'gitea-mcp');
-  writeFileSync(mcpCommand, `#!/bin/sh\nexec '${process.execPath}' '${GITEA_MCP_STANDIN_PATH}' "$@"\n`);
-  chmodSync(mcpCommand, 0o755);
 
   // Every git the service runs goes through this wrapper, which records its arguments (the token must
   // never be one of them).

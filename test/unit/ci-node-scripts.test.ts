@@ -35,6 +35,7 @@ describe('scripts/vitest-summary.mjs', () => {
     const r = run('vitest-summary.mjs', [`node 20=${a}`, `node 24=${b}`]);
     expect(r.status).toBe(0);
     expect(r.stdout.trim().split('\n')).toEqual([
+      'real gitea-mcp: 0 tests in 0 files',
       'vitest: 10 passed, 1 failed, 3 skipped (node 20)',
       'vitest: 7 passed, 0 failed, 0 skipped (node 24)',
       'vitest: 17 passed, 1 failed, 3 skipped',
@@ -45,9 +46,37 @@ describe('scripts/vitest-summary.mjs', () => {
     const a = report('c.json', 4, 0, 0, 0);
     const r = run('vitest-summary.mjs', [`node 20=${a}`, `node 24=${join(root, 'missing.json')}`]);
     const lines = r.stdout.trim().split('\n');
-    expect(lines[0]).toBe('vitest: 4 passed, 0 failed, 0 skipped (node 20)');
+    expect(lines[1]).toBe('vitest: 4 passed, 0 failed, 0 skipped (node 20)');
     expect(lines).toContain('vitest: 0 passed, 1 failed, 0 skipped (node 24)');
     expect(lines.at(-1)).toBe('vitest: 4 passed, 1 failed, 0 skipped');
+  });
+
+  it('counts the tests tagged [real gitea-mcp] (describe or test title) once over all runs, with their files', () => {
+    const tagged = (name: string, files: Record<string, Array<{ ancestorTitles: string[]; title: string; status: string }>>) => {
+      const file = join(root, name);
+      const testResults = Object.entries(files).map(([f, tests]) => ({
+        name: join(process.cwd(), f),
+        assertionResults: tests.map((t) => ({ ...t, fullName: [...t.ancestorTitles, t.title].join(' ') })),
+      }));
+      writeFileSync(file, JSON.stringify({ numPassedTests: 3, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, testResults }));
+      return file;
+    };
+    const files = {
+      'test/integration/b.test.ts': [
+        { ancestorTitles: ['sessions [real gitea-mcp]'], title: 'one', status: 'passed' },
+        { ancestorTitles: ['sessions [real gitea-mcp]'], title: 'two', status: 'failed' },
+      ],
+      'test/e2e/a.e2e.test.ts': [{ ancestorTitles: ['e2e'], title: 'runs a turn [real gitea-mcp]', status: 'passed' }],
+      'test/unit/c.test.ts': [{ ancestorTitles: ['pure'], title: 'no binary', status: 'passed' }],
+    };
+    const r = run('vitest-summary.mjs', [`node 20=${tagged('t20.json', files)}`, `node 24=${tagged('t24.json', files)}`]);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]).toBe('real gitea-mcp: 3 tests in 2 files (test/e2e/a.e2e.test.ts, test/integration/b.test.ts)');
+    expect(lines.slice(1)).toEqual([
+      'vitest: 3 passed, 0 failed, 0 skipped (node 20)',
+      'vitest: 3 passed, 0 failed, 0 skipped (node 24)',
+      'vitest: 6 passed, 0 failed, 0 skipped',
+    ]);
   });
 
   it('refuses an argument that is not label=file', () => {

@@ -1,8 +1,16 @@
 #!/usr/bin/env node
-// A stand-in for the official gitea-mcp binary (gitea.com/gitea/gitea-mcp), for tests where the
-// real binary is not installed. A stdio MCP server, started by Codex as a child process, that
-// exposes gitea-mcp's comment tools under BOTH the old names (up to 2026-03-05) and the new ones
-// (from 2026-03-06), with the same input schemas and result shapes, forwarding to Gitea's REST API.
+// A stand-in for the official gitea-mcp binary (gitea.com/gitea/gitea-mcp). No agent turn in the
+// tests uses it: they all run the real binary (test/support/real-gitea-mcp.ts, no fallback). It is
+// kept ONLY for the two start-up faults the real binary cannot be made to show (STANDIN_MODE below):
+// exiting before the handshake (the real one starts without reaching Gitea, whatever its host or
+// token) and never answering `initialize` (the real one answers in ~20 ms). See index.ts.
+//
+// Its tool implementations (comment tools under BOTH the old names, up to 2026-03-05, and the new
+// ones, forwarding to Gitea's REST API) are only exercised by its own test. They are NOT a faithful
+// model of the real a5dd03c7f0d8 binary, which: has only the new names (49 tools, incl. get_me);
+// ignores `issue_number` ("index is required"); reports failures as JSON-RPC errors (-32603, e.g.
+// "create o/r/issue/N/comment err: <Gitea message>"; unknown tool -32602) rather than isError
+// results; calls GET /api/v1/version before every tool call; writes $HOME/.gitea-mcp/gitea-mcp.log.
 //
 // Plain ESM importing only @modelcontextprotocol/sdk so that it starts fast under plain `node`.
 //

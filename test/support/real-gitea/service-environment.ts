@@ -1,14 +1,14 @@
 /**
  * What the service needs around it, with a real Gitea instead of the sandbox's stand-in: the seeded
- * real Gitea, the scripted model the real Codex app-server talks to, a `gitea-mcp` command (the
- * stand-in MCP server — the real gitea-mcp cannot be built here — pointed at the real Gitea with the
- * bot's token), and the service's CCWEB_* configuration. The service port is fixed for the whole
+ * real Gitea, the scripted model the real Codex app-server talks to, a `gitea-mcp` command (a wrapper
+ * execing the REAL official binary, test/support/real-gitea-mcp.ts, pointed at the real Gitea with
+ * the bot's token; no fallback), and the service's CCWEB_* configuration. The service port is fixed for the whole
  * environment so the Gitea webhook keeps pointing at it across restarts.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { GITEA_MCP_STANDIN_PATH, REAL_GITEA_MCP_PATH } from '../gitea-mcp-standin/index.js';
+import { writeRealGiteaMcpWrapper } from '../real-gitea-mcp.js';
 import { scriptedAgent } from '../sandbox/scripted-agent.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../scripted-model/index.js';
 import { freePort } from './gitea-process.js';
@@ -28,12 +28,15 @@ export interface RealServiceEnvironment {
   hookId: number;
   /** CCWEB_* configuration plus CODEX_HOME. */
   env: Record<string, string>;
-  mcp: 'real' | 'standin';
+  /** Always the real gitea-mcp. */
+  mcp: 'real';
   close(): Promise<void>;
 }
 
 export async function startRealServiceEnvironment(root: string): Promise<RealServiceEnvironment> {
   mkdirSync(root, { recursive: true });
+  // Before Gitea starts: a missing binary is a set-up error, said with the command to run.
+  const mcpCommand = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
   // Admin: the service asks Gitea for every commenter's permission, which Gitea answers only to admins.
   const gitea = await startSeededGitea({ root: join(root, 'gitea'), botPermission: SERVICE_BOT_PERMISSION });
   let model: ScriptedModel | undefined;
@@ -42,13 +45,6 @@ export async function startRealServiceEnvironment(root: string): Promise<RealSer
     model.setResponder(scriptedAgent());
     const codexHome = join(root, 'codex-home');
     writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
-
-    const bin = join(root, 'bin');
-    mkdirSync(bin, { recursive: true });
-    const real = existsSync(REAL_GITEA_MCP_PATH);
-    const mcpCommand = join(bin, 'gitea-mcp');
-    writeFileSync(mcpCommand, `#!/bin/sh\nexec ${real ? `'${REAL_GITEA_MCP_PATH}'` : `'${process.execPath}' '${GITEA_MCP_STANDIN_PATH}'`} "$@"\n`);
-    chmodSync(mcpCommand, 0o755);
 
     const webhookSecret = randomBytes(16).toString('hex');
     const adminToken = randomBytes(16).toString('hex');
@@ -80,7 +76,7 @@ export async function startRealServiceEnvironment(root: string): Promise<RealSer
       webhookUrl,
       hookId,
       env,
-      mcp: real ? 'real' : 'standin',
+      mcp: 'real',
       async close() {
         await m.close();
         await gitea.close();

@@ -1,13 +1,14 @@
 /**
  * Everything the service needs around it, on 127.0.0.1: the sandbox Gitea, the scripted model that
- * the real Codex app-server talks to (through CODEX_HOME/config.toml), a `gitea-mcp` command (the
- * stand-in, launched exactly like the real binary: `gitea-mcp -t stdio -host <url>` with the token in
- * its environment), and the service's configuration as CCWEB_* variables.
+ * the real Codex app-server talks to (through CODEX_HOME/config.toml), a `gitea-mcp` command (a
+ * wrapper execing the REAL official binary, test/support/real-gitea-mcp.ts — no fallback: it throws
+ * when the binary is not installed; launched as the service launches it, `gitea-mcp -t stdio -host
+ * <url>` with the token in its environment), and the service's configuration as CCWEB_* variables.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { GITEA_MCP_STANDIN_PATH, REAL_GITEA_MCP_PATH } from '../gitea-mcp-standin/index.js';
+import { writeRealGiteaMcpWrapper } from '../real-gitea-mcp.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../scripted-model/index.js';
 import { scriptedAgent } from './scripted-agent.js';
 import { startGiteaSandbox, type GiteaSandbox } from './gitea-sandbox.js';
@@ -21,8 +22,8 @@ export interface SandboxEnvironment {
   adminToken: string;
   /** CCWEB_* configuration plus CODEX_HOME, for `npm start` or `loadConfig({env})`. */
   env: Record<string, string>;
-  /** Which gitea-mcp runs: the real binary when installed in .tools/bin, else the stand-in. */
-  mcp: 'real' | 'standin';
+  /** Which gitea-mcp runs: always the real binary (kept as a field for `demo`'s banner). */
+  mcp: 'real';
   close(): Promise<void>;
 }
 
@@ -32,9 +33,11 @@ export interface SandboxEnvironment {
  */
 export async function startSandboxEnvironment(
   root: string,
-  options: { port?: number; giteaPort?: number; modelPort?: number; useRealMcp?: boolean } = {},
+  options: { port?: number; giteaPort?: number; modelPort?: number } = {},
 ): Promise<SandboxEnvironment> {
   mkdirSync(root, { recursive: true });
+  // First, before anything listens: a missing binary is a set-up error, said with the command to run.
+  const mcpCommand = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
   const gitea = await startGiteaSandbox({ root, ...(options.giteaPort !== undefined ? { port: options.giteaPort } : {}) });
   let model: ScriptedModel;
   try {
@@ -46,13 +49,6 @@ export async function startSandboxEnvironment(
   model.setResponder(scriptedAgent());
   const codexHome = join(root, 'codex-home');
   writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
-
-  const bin = join(root, 'bin');
-  mkdirSync(bin, { recursive: true });
-  const real = options.useRealMcp !== false && existsSync(REAL_GITEA_MCP_PATH);
-  const mcpCommand = join(bin, 'gitea-mcp');
-  writeFileSync(mcpCommand, `#!/bin/sh\nexec ${real ? `'${REAL_GITEA_MCP_PATH}'` : `'${process.execPath}' '${GITEA_MCP_STANDIN_PATH}'`} "$@"\n`);
-  chmodSync(mcpCommand, 0o755);
 
   const webhookSecret = randomBytes(16).toString('hex');
   const adminToken = randomBytes(16).toString('hex');
@@ -76,7 +72,7 @@ export async function startSandboxEnvironment(
     webhookSecret,
     adminToken,
     env,
-    mcp: real ? 'real' : 'standin',
+    mcp: 'real',
     async close() {
       await model.close();
       await gitea.close();

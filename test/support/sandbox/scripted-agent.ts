@@ -108,11 +108,12 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
     } else if (lower.includes('question') && !isRetry) {
       text = 'Which browser does the flaky login test fail in?';
     }
+    // The real gitea-mcp's comment tool (a5dd03c7f0d8 has no `create_issue_comment`).
     return {
       type: 'tool_call',
-      name: 'create_issue_comment',
+      name: 'issue_write',
       namespace: 'mcp__gitea',
-      arguments: { owner, repo, index: Number(num), body: `${text}\n\n${markerLine}` },
+      arguments: { method: 'add_comment', owner, repo, index: Number(num), body: `${text}\n\n${markerLine}` },
     };
   };
 }
