@@ -5,6 +5,8 @@
 // Start-up: the child is started and initialised first, so a gitea-mcp that fails or hangs at start
 // fails the gate's own `initialize` (Codex reports an MCP start failure for the thread, as before).
 // Every tools/call is decided, forwarded or refused, and written to the thread's calls file.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -55,8 +57,12 @@ export async function runGate(cfg: GateEnv): Promise<void> {
   const { scope, stateDir } = cfg;
   // The child sees the Gitea host and token and the few variables a Go binary needs; nothing else
   // of the gate's environment (the gate's own settings included).
-  const childEnv: Record<string, string> = { GITEA_HOST: cfg.giteaHost, GITEA_ACCESS_TOKEN: cfg.token };
-  for (const k of ['PATH', 'HOME', 'TMPDIR', 'SSL_CERT_FILE', 'SSL_CERT_DIR']) if (process.env[k]) childEnv[k] = process.env[k]!;
+  // HOME is the thread's gate folder: gitea-mcp writes `$HOME/.gitea-mcp/gitea-mcp.log` (Gitea's error
+  // texts), which must not land in the agent's home, where the agent's commands could read it.
+  const home = join(stateDir, 'home');
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const childEnv: Record<string, string> = { GITEA_HOST: cfg.giteaHost, GITEA_ACCESS_TOKEN: cfg.token, HOME: home };
+  for (const k of ['PATH', 'TMPDIR', 'SSL_CERT_FILE', 'SSL_CERT_DIR']) if (process.env[k]) childEnv[k] = process.env[k]!;
   const transport = new StdioClientTransport({ command: cfg.child.command, args: cfg.child.args, env: childEnv, stderr: 'inherit' });
   const child = new Client({ name: GATE_SERVER_NAME, version: '1' }, { capabilities: {} });
   const started = (async () => {

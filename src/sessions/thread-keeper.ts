@@ -8,6 +8,7 @@ import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { keyedLock } from './keyed-lock.js';
 import { gateStateDir } from '../mcp-gate/gate-files.js';
 import { gateLaunch } from '../mcp-gate/gate-launch.js';
+import type { GateScope } from '../mcp-gate/gate-policy.js';
 import { announceGateTask } from './gate-calls.js';
 import { preflightMcpCommand } from './mcp-preflight.js';
 import { SESSION_KIND, newSessionRecord, sessionActorId } from './session-actor.js';
@@ -49,24 +50,38 @@ export interface ThreadKeeperDeps {
   connect: () => Promise<CodexAppServerConnection>;
 }
 
+/**
+ * The thread's `mcp_servers.gitea`: the agent never talks to gitea-mcp directly. Its MCP server is
+ * the gate (src/mcp-gate/), scoped to the task's repository and issue/PR, with gitea-mcp as its child.
+ */
+export function gatedMcpConfig(input: {
+  command: string;
+  args: string[];
+  giteaUrl: string;
+  token: string;
+  scope: GateScope;
+  stateDir: string;
+  startupTimeoutSec: number;
+}): GiteaMcpConfig {
+  const launch = gateLaunch({ childCommand: input.command, childArgs: input.args, giteaUrl: input.giteaUrl, token: input.token, scope: input.scope, stateDir: input.stateDir });
+  const { GITEA_ACCESS_TOKEN: token, GITEA_HOST: _host, ...extraEnv } = launch.env;
+  return { command: launch.command, args: launch.args, giteaUrl: input.giteaUrl, token: token!, startupTimeoutSec: input.startupTimeoutSec, extraEnv };
+}
+
 export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }> } {
   const { options, logger, now, redact, loaded, locks, sessions, connect } = deps;
   const { store, runtime, supervisor } = options;
   const threadRequestTimeoutMs = (options.mcpStartupTimeoutSec + 30) * 1_000;
-  // The agent never talks to gitea-mcp directly: the thread's MCP server is the gate
-  // (src/mcp-gate/), scoped to the task's repository and issue/PR, with gitea-mcp as its child.
-  const mcpConfigFor = (task: TaskRecord): GiteaMcpConfig => {
-    const launch = gateLaunch({
-      childCommand: options.mcpCommand,
-      childArgs: options.mcpArgs ?? ['-t', 'stdio', '-host', options.giteaUrl],
+  const mcpConfigFor = (task: TaskRecord): GiteaMcpConfig =>
+    gatedMcpConfig({
+      command: options.mcpCommand,
+      args: options.mcpArgs ?? ['-t', 'stdio', '-host', options.giteaUrl],
       giteaUrl: options.giteaUrl,
       token: options.mcpGate.token ?? options.giteaToken,
       scope: { owner: task.owner, repo: task.repo, number: task.resource.number },
       stateDir: gateStateDir(options.mcpGate.dataDir, task.sessionKey),
+      startupTimeoutSec: options.mcpStartupTimeoutSec,
     });
-    const { GITEA_ACCESS_TOKEN: token, GITEA_HOST: _host, ...extraEnv } = launch.env;
-    return { command: launch.command, args: launch.args, giteaUrl: options.giteaUrl, token: token!, startupTimeoutSec: options.mcpStartupTimeoutSec, extraEnv };
-  };
 
   async function ensureActor(task: TaskRecord): Promise<void> {
     const actorId = sessionActorId(task.sessionKey);

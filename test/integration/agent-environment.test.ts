@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { defaultAgentPath } from '../../src/codex/agent-environment.js';
 import { runTurn } from '../../src/codex/run-turn.js';
 import { threadStartParams, turnStartParams } from '../../src/codex/thread-params.js';
+import { gatedMcpConfig } from '../../src/sessions/thread-keeper.js';
 import { codexFixture, type CodexFixture } from '../support/codex-harness.js';
 
 let fx: CodexFixture | null = null;
@@ -50,7 +51,18 @@ describe("the agent's commands (real app-server, scripted model)", () => {
     });
     const started: any = await conn.request(
       'thread/start',
-      threadStartParams({ cwd: fx.workspace, giteaMcp: { command: fx.mcpCommand, giteaUrl: fx.giteaUrl, token: fx.token, startupTimeoutSec: 20 } }),
+      threadStartParams({
+        cwd: fx.workspace,
+        giteaMcp: gatedMcpConfig({
+          command: fx.mcpCommand,
+          args: ['-t', 'stdio', '-host', fx.giteaUrl],
+          giteaUrl: fx.giteaUrl,
+          token: fx.token,
+          scope: { owner: 'acme', repo: 'widget', number: 1 },
+          stateDir: join(fx.root, 'data', 'mcp-gate', 'probe'),
+          startupTimeoutSec: 20,
+        }),
+      }),
     );
     const threadId = started.thread.id as string;
     const out = await runTurn(conn, { threadId, params: turnStartParams({ threadId, text: 'probe', model: conn.model!, reasoningEffort: null }) });
@@ -68,10 +80,10 @@ describe("the agent's commands (real app-server, scripted model)", () => {
     // Codex puts its own helper directories first; the rest is exactly the service's choice.
     expect(text).toMatch(new RegExp(`path=[^\\n]*${defaultAgentPath().replaceAll('/', '\\/')}\\n`));
     expect(text).not.toContain('.pyenv');
-    // The real gitea-mcp (started by thread/start with the app-server's environment, so with the
-    // agent's HOME) creates its log folder `$HOME/.gitea-mcp` (pkg/log: gitea-mcp.log, rotated) at
-    // start; the stand-in never did. Nothing else may be there.
-    expect(text).toMatch(/(^|\n)(\.gitea-mcp )?tmp *<-home-listing/);
+    // The real gitea-mcp writes its log (`$HOME/.gitea-mcp/gitea-mcp.log`, Gitea's error texts) at
+    // start: the gate gives it a HOME in the data directory, so the agent's home holds only tmp.
+    expect(text).toMatch(/(^|\n)tmp *<-home-listing/);
+    expect(existsSync(join(fx.root, 'data', 'mcp-gate', 'probe', 'home', '.gitea-mcp'))).toBe(true);
     expect(text).toMatch(/(^|\n)(fatal: unable to read config file[^\n]*\n)?<-git-global/);
     expect(statSync(agentHome).mode & 0o777).toBe(0o700);
   });
