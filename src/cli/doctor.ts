@@ -9,7 +9,8 @@ import { CodexAppServerConnection, errorText } from '../codex/jsonrpc-connection
 import { bundledCodexCommand, ConfigError, loadConfig, type Config } from '../config/index.js';
 import { createGiteaClient, GiteaError } from '../gitea/index.js';
 import { scrubText } from '../observability/logger.js';
-import { probeMcp } from '../sessions/mcp-preflight.js';
+import { probeGatedMcp } from '../sessions/mcp-preflight.js';
+import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { checkCodexAccount } from './doctor-codex-account.js';
 import { ISOLATION_FIX, probeAgentIsolation } from '../isolation/isolation-probe.js';
 import { codexHomeOf, ISOLATION_OFF_WARNING, serviceCodexSetup } from '../isolation/service-isolation.js';
@@ -159,22 +160,25 @@ async function checkAgentIsolation(config: Config, env: DoctorOptions['env'], ti
 }
 
 async function checkMcp(config: Config, timeoutMs: number, pathEnv: string | undefined): Promise<CheckResult> {
-  const result = await probeMcp(
-    config.giteaMcpCommand,
-    ['-t', 'stdio', '-host', config.giteaUrl],
-    { GITEA_HOST: config.giteaUrl, GITEA_ACCESS_TOKEN: config.giteaToken },
+  // As the agent gets it: the gate with gitea-mcp as its child, with the token the agent's gitea-mcp uses.
+  const result = await probeGatedMcp(
+    { command: config.giteaMcpCommand, args: ['-t', 'stdio', '-host', config.giteaUrl], giteaUrl: config.giteaUrl, token: config.giteaMcpToken ?? config.giteaToken },
     { timeoutMs, ...(pathEnv !== undefined ? { pathEnv } : {}) },
   );
   if (!result.ok) {
     const fix =
       result.errorCode === 'mcp_command_missing'
-        ? 'install gitea-mcp (scripts/install-gitea-mcp.sh or `go install gitea.com/gitea/gitea-mcp@latest`) and set CCWEB_GITEA_MCP_COMMAND to its path'
+        ? `install gitea-mcp ${GITEA_MCP_PIN.revision} (\`node scripts/install-gitea-mcp.mjs --to /usr/local/bin\`) and set CCWEB_GITEA_MCP_COMMAND to its path`
         : 'run the command by hand with `-t stdio -host <url>` and read its error; check it is the official gitea-mcp';
     return { status: 'fail', check: 'gitea-mcp', detail: `${result.errorCode}: ${result.reason}`, fix };
   }
-  const detail = `${config.giteaMcpCommand}: MCP handshake ok (${result.serverName ?? 'unnamed server'}, ${result.tools.length} tools)`;
+  const version = result.serverVersion ?? 'unknown version';
+  const detail = `${config.giteaMcpCommand} ${version} behind the gate: MCP handshake ok, ${result.tools.length} tools offered to the agent`;
   if (!result.hasCommentTool) {
-    return { status: 'warn', check: 'gitea-mcp', detail: `${detail}, but no comment tool (create_issue_comment / issue_write)`, fix: 'upgrade gitea-mcp; without a comment tool every reply goes through the REST fallback' };
+    return { status: 'warn', check: 'gitea-mcp', detail: `${detail}, but no comment tool (issue_write add_comment / create_issue_comment)`, fix: 'use the pinned gitea-mcp; without a comment tool every reply goes through the REST fallback' };
+  }
+  if (result.serverVersion !== GITEA_MCP_PIN.version) {
+    return { status: 'warn', check: 'gitea-mcp', detail: `${detail}; the service is tested with ${GITEA_MCP_PIN.version}`, fix: `install the pinned revision: node scripts/install-gitea-mcp.mjs --to /usr/local/bin` };
   }
   return { status: 'ok', check: 'gitea-mcp', detail };
 }

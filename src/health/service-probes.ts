@@ -2,7 +2,7 @@
 import type { CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
 import type { GetAccountResponse } from '../codex/protocol/ts/v2/GetAccountResponse.js';
 import type { GiteaClient } from '../gitea/index.js';
-import { probeMcp } from '../sessions/mcp-preflight.js';
+import { probeGatedMcp } from '../sessions/mcp-preflight.js';
 import type { ReadinessPart } from './readiness.js';
 
 /** Gitea answers its API (`GET /version`). */
@@ -16,10 +16,11 @@ export async function giteaPart(gitea: Pick<GiteaClient, 'getVersion'>): Promise
 }
 
 /** The MCP command resolves and completes `initialize` (the same probe as doctor's). */
-export async function mcpPart(command: string, args: string[], env: Record<string, string>, timeoutMs: number): Promise<ReadinessPart> {
-  const result = await probeMcp(command, args, env, { timeoutMs });
+export async function mcpPart(input: { command: string; args: string[]; giteaUrl: string; token: string }, timeoutMs: number): Promise<ReadinessPart> {
+  const result = await probeGatedMcp(input, { timeoutMs });
   if (!result.ok) return { ok: false, detail: `${result.errorCode} [CCWEB_GITEA_MCP_COMMAND]: ${result.reason}` };
-  return { ok: true, detail: `${result.serverName ?? 'MCP server'} answered initialize (${result.tools.length} tools)` };
+  if (!result.hasCommentTool) return { ok: false, detail: `gitea-mcp ${result.serverVersion ?? '?'} offers the agent no comment tool (issue_write add_comment) [CCWEB_GITEA_MCP_COMMAND]` };
+  return { ok: true, detail: `gitea-mcp ${result.serverVersion ?? '?'} answered initialize behind the gate (${result.tools.length} tools offered, issue_write add_comment among them)` };
 }
 
 /**

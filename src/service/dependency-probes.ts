@@ -28,7 +28,7 @@ export function probeChangeLog(name: string, part: ReadinessPart): { level: 'inf
 }
 
 export function startServiceProbes(deps: {
-  config: Pick<Config, 'giteaUrl' | 'giteaToken' | 'giteaMcpCommand'>;
+  config: Pick<Config, 'giteaUrl' | 'giteaToken' | 'giteaMcpCommand' | 'giteaMcpToken'>;
   gitea: Pick<GiteaClient, 'getVersion'>;
   /** The gitea-mcp arguments the sessions use. */
   mcpArgs: string[];
@@ -42,7 +42,7 @@ export function startServiceProbes(deps: {
   };
   const gitea = startDependencyProbe(() => giteaPart(deps.gitea), { intervalMs: 30_000, timeoutMs: 15_000, onChange: onChange('gitea') });
   const mcp = startDependencyProbe(
-    () => mcpPart(config.giteaMcpCommand, deps.mcpArgs, { GITEA_HOST: config.giteaUrl, GITEA_ACCESS_TOKEN: config.giteaToken }, 20_000),
+    () => mcpPart({ command: config.giteaMcpCommand, args: deps.mcpArgs, giteaUrl: config.giteaUrl, token: config.giteaMcpToken ?? config.giteaToken }, 20_000),
     { intervalMs: 5 * 60_000, timeoutMs: 30_000, onChange: onChange('mcp') },
   );
   const codexLogin = startDependencyProbe(

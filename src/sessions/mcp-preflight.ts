@@ -4,11 +4,13 @@
 //   command missing             → mcp_command_missing   (checked here, before Codex is asked)
 //   process exits at once       → mcp_start_failed      (Codex: "handshaking … connection closed")
 //   initialize never answered   → mcp_initialize_failed (Codex: timed out after startup_timeout_sec)
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CodexRpcError } from '../codex/jsonrpc-connection.js';
+import { gateLaunch } from '../mcp-gate/gate-launch.js';
 import { redactText } from './session-logger.js';
 
 export type McpErrorCode = 'mcp_command_missing' | 'mcp_start_failed' | 'mcp_initialize_failed';
@@ -60,8 +62,43 @@ export function classifyMcpStartError(err: unknown): McpErrorCode | null {
 }
 
 export type McpProbeResult =
-  | { ok: true; tools: string[]; hasCommentTool: boolean; serverName: string | null }
+  | { ok: true; tools: string[]; hasCommentTool: boolean; serverName: string | null; serverVersion: string | null }
   | { ok: false; errorCode: McpErrorCode; reason: string };
+
+/** The answer tool: the old `create_issue_comment`, or `issue_write` offering `add_comment`. */
+function isCommentTool(t: { name: string; inputSchema?: { properties?: Record<string, unknown> } }): boolean {
+  if (t.name === 'create_issue_comment') return true;
+  if (t.name !== 'issue_write') return false;
+  const methods = (t.inputSchema?.properties?.['method'] as { enum?: unknown } | undefined)?.enum;
+  return !Array.isArray(methods) || methods.includes('add_comment');
+}
+
+/**
+ * The thread's MCP server as the agent gets it: the gate (src/mcp-gate/) with the configured
+ * gitea-mcp as its child, for doctor and /readyz. Its version is gitea-mcp's; its comment tool is
+ * the gate's narrowed `issue_write`. The probe's gate folder (gitea-mcp's HOME) is thrown away.
+ */
+export async function probeGatedMcp(
+  input: { command: string; args: string[]; giteaUrl: string; token: string },
+  opts: { timeoutMs?: number; pathEnv?: string } = {},
+): Promise<McpProbeResult> {
+  const pre = preflightMcpCommand(input.command, { pathEnv: opts.pathEnv });
+  if (!pre.ok) return pre;
+  const stateDir = mkdtempSync(join(tmpdir(), 'ccweb-gate-probe-'));
+  try {
+    const launch = gateLaunch({
+      childCommand: pre.path,
+      childArgs: input.args,
+      giteaUrl: input.giteaUrl,
+      token: input.token,
+      scope: { owner: 'ccweb-probe', repo: 'probe', number: 1 },
+      stateDir,
+    });
+    return await probeMcp(launch.command, launch.args, { ...launch.env, CCWEB_GATE_CHILD_TIMEOUT_MS: String(Math.max(1_000, (opts.timeoutMs ?? 10_000) - 2_000)) }, opts);
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
 
 /**
  * An explicit probe for the doctor command: start the server over stdio with the MCP SDK client,
@@ -76,13 +113,18 @@ export async function probeMcp(
 ): Promise<McpProbeResult> {
   const pre = preflightMcpCommand(command, { pathEnv: opts.pathEnv });
   if (!pre.ok) return pre;
-  const secrets = Object.values(env);
+  const secrets = Object.entries(env).filter(([k]) => /TOKEN|SECRET/.test(k)).map(([, v]) => v);
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const transport = new StdioClientTransport({
     command: pre.path,
     args,
     env: { PATH: opts.pathEnv ?? process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stderr: 'ignore',
+    stderr: 'pipe',
+  });
+  // The server's last words (the gate says why its gitea-mcp failed) go into the reason.
+  let stderrTail = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderrTail = (stderrTail + chunk.toString('utf8')).slice(-400);
   });
   let exited = false;
   transport.onclose = () => {
@@ -102,11 +144,13 @@ export async function probeMcp(
     return {
       ok: true,
       tools: names,
-      hasCommentTool: names.includes('create_issue_comment') || names.includes('issue_write'),
+      hasCommentTool: tools.some(isCommentTool),
       serverName: client.getServerVersion()?.name ?? null,
+      serverVersion: client.getServerVersion()?.version ?? null,
     };
   } catch (err) {
-    const reason = redactText(err instanceof Error ? err.message : String(err), secrets).slice(0, 300);
+    const said = stderrTail.trim().split('\n').at(-1) ?? '';
+    const reason = redactText(`${err instanceof Error ? err.message : String(err)}${said ? ` (${said})` : ''}`, secrets).slice(0, 400);
     return { ok: false, errorCode: exited ? 'mcp_start_failed' : 'mcp_initialize_failed', reason };
   } finally {
     if (timer) clearTimeout(timer);

@@ -82,7 +82,7 @@ describe('doctor', () => {
     const mcp = results.find((r) => r.check === 'gitea-mcp')!;
     expect(mcp.status).toBe('fail');
     expect(mcp.detail).toMatch(/^mcp_command_missing/);
-    expect(mcp.fix).toMatch(/install-gitea-mcp\.sh/);
+    expect(mcp.fix).toMatch(/install-gitea-mcp\.mjs/);
     expect(results.find((r) => r.check === 'gitea')!.status).toBe('ok');
   });
 

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeMcp } from '../../src/sessions/mcp-preflight.js';
+import { probeGatedMcp, probeMcp } from '../../src/sessions/mcp-preflight.js';
 import { createGiteaRestDouble, startGiteaRestServer, type StartedGiteaRestServer } from '../support/gitea-double/rest-api.js';
 import { writeStandinFaultCommands } from '../support/gitea-mcp-standin/index.js';
 import { writeRealGiteaMcpWrapper } from '../support/real-gitea-mcp.js';
@@ -41,5 +41,19 @@ describe('probeMcp [real gitea-mcp]', () => {
     const hanging = await probeMcp(faults.hang, args, env, { timeoutMs: 500 });
     expect(hanging).toMatchObject({ ok: false, errorCode: 'mcp_initialize_failed' });
     expect(JSON.stringify([ok, exiting, hanging])).not.toContain(TOKEN);
+  }, 30_000);
+
+  it('through the gate (doctor and /readyz): gitea-mcp\'s version, only the allowed tools, the answer tool among them; a failing child named', async () => {
+    const input = { command: writeRealGiteaMcpWrapper(join(dir, 'gitea-mcp')), args: ['-t', 'stdio', '-host', srv.url], giteaUrl: srv.url, token: TOKEN };
+    const ok = await probeGatedMcp(input);
+    expect(ok).toMatchObject({ ok: true, hasCommentTool: true, serverName: 'ccweb-gitea-gate', serverVersion: '0.0.0-a5dd03c7f0d8' });
+    expect((ok as { tools: string[] }).tools).toHaveLength(12);
+    expect((ok as { tools: string[] }).tools).not.toContain('delete_branch');
+    const faults = writeStandinFaultCommands(dir);
+    const exiting = await probeGatedMcp({ ...input, command: faults.exit });
+    expect(exiting).toMatchObject({ ok: false, errorCode: 'mcp_start_failed' });
+    expect((exiting as { reason: string }).reason).toMatch(/ccweb-gitea gate: /);
+    expect(await probeGatedMcp({ ...input, command: join(dir, 'missing') })).toMatchObject({ ok: false, errorCode: 'mcp_command_missing' });
+    expect(JSON.stringify([ok, exiting])).not.toContain(TOKEN);
   }, 30_000);
 });
