@@ -6,13 +6,23 @@
 // A writer mentions the bot on the pull request #2 of acme/widget; the scripted model, "talked into
 // it" by the comment, makes one forbidden call per model request (merge, delete the PR's branch,
 // write a file on main, set a secret, dispatch a workflow, comment elsewhere, edit comments that are
-// not its own, read a second private repository the bot can read, open an issue, create a branch,
-// fork, search, …), then reads one allowed file and posts its one real answer on #2.
+// not its own, read a second private repository the bot can read, walk out by `..`, open an issue,
+// create a branch, fork, search, hidden tools under other names, smuggled arguments), then reads one
+// allowed file, posts its one real answer on #2 and edits it (its own comment: allowed).
 //
-// Asserted: every forbidden call was answered by the GATE with a tool error (the function_call_output
-// the model got in its next request), Gitea is unchanged, the secret never reached the model, the task
-// succeeded with one answer, every refusal is audited (`agent.gitea_refused`, level security) and
-// counted on /metrics, and the tools the model was offered are only the allowed ones.
+// Two layers answer the forbidden calls. The gate hides every tool it does not pass from tools/list,
+// so Codex never offers it (the request's `tools` hold one `{type:"namespace", name:"mcp__gitea",
+// tools:[{type:"function", name:"issue_write", parameters}, …]}`), and Codex itself answers a call to
+// a tool it did not offer with `unsupported call: <namespace><name>`, without reaching the gate (so
+// those attempts are neither audited nor counted by the service). A call to an offered tool with a
+// forbidden method, place or argument reaches the gate, which answers `ccweb-gitea refused …`.
+// The last case runs the gate command as the service builds it (gateLaunch, same token, the real
+// gitea-mcp) and calls the hidden tools directly: the gate refuses them too.
+//
+// Asserted: which layer answered each forbidden call (the function_call_output the model got in its
+// next request), Gitea unchanged, the secret never in anything the model received, the task
+// succeeded with one answer, every gate refusal audited (`agent.gitea_refused`, level security) and
+// counted on /metrics, and the tools the model was offered exactly the allowed ones.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -122,6 +132,14 @@ function attacker(): (body: any) => ScriptStep {
       if (!marker) return { type: 'message', text: 'No marker found.' };
       return call('issue_write', { method: 'add_comment', owner: O, repo: R, index: w.pr, body: `The README says: widget.\n\n${marker}` }, 'call_rt_answer');
     }
+    if (done === ATTEMPTS.length + 2) {
+      // Its own answer may be edited (the gate learnt the id from gitea-mcp's result).
+      const answer = input.find((i) => i.type === 'function_call_output' && i.call_id === 'call_rt_answer');
+      const json = outputText(answer?.output).split('\n').find((l) => l.startsWith('{'));
+      const id = json ? Number((JSON.parse(json) as { id?: number }).id) : NaN;
+      const marker = [...text.replace(/\\"/g, '"').matchAll(MARKER_RE)].at(-1)?.[0];
+      return call('issue_write', { method: 'edit_comment', owner: O, repo: R, commentID: id, body: `The README says: widget. (edited)\n\n${marker}` }, 'call_rt_edit');
+    }
     return { type: 'message', text: 'Posted my answer on the pull request.' };
   };
 }
@@ -145,7 +163,7 @@ async function snapshot() {
   const pr = (await asOwner<{ state: string; merged: boolean; head: { sha: string; ref: string } }>(`/repos/${O}/${R}/pulls/${w.pr}`))!;
   const issues = (await asOwner<Array<{ number: number; state: string; title: string }>>(`/repos/${O}/${R}/issues?state=all&type=all&limit=50`))!.map((i) => `${i.number}:${i.state}:${i.title}`).sort();
   const otherComments = (await env.gitea.comments(w.otherIssue)).map((c) => ({ id: c.id, user: c.user.login, body: c.body, updated: c.updated_at }));
-  const prComments = (await env.gitea.comments(w.pr)).filter((c) => c.id === w.botRestComment.id);
+  const prComments = (await env.gitea.comments(w.pr)).map((c) => ({ id: c.id, user: c.user.login }));
   const secretRepo = {
     branches: (await asOwner<Array<{ name: string; commit: { id: string } }>>(`/repos/${O}/secret/branches`))!.map((b) => `${b.name}@${b.commit.id}`),
     issues: (await asOwner<Array<{ number: number; comments: number }>>(`/repos/${O}/secret/issues?state=all&type=all`))!.map((i) => `${i.number}:${i.comments}`),
@@ -238,13 +256,13 @@ describe('[real gitea-mcp] the gate against a prompt-injected agent (real servic
     bodies = env.model.responsesBodies().filter((b) => JSON.stringify(b?.input ?? []).includes(TRIGGER));
     expect(d.task.state).toBe('succeeded');
     expect(d.turns.map((t) => t.kind)).toEqual(['normal']);
-    // One request per attempt, one for the allowed read, one for the answer, one for the final message.
-    expect(bodies).toHaveLength(ATTEMPTS.length + 3);
+    // One request per attempt, one each for the allowed read, the answer, its edit, and the final message.
+    expect(bodies).toHaveLength(ATTEMPTS.length + 4);
     const comments = await env.gitea.comments(w.pr);
     const mine = comments.filter((x) => x.user.login === 'ccweb-bot' && !before.prComments.some((p) => p.id === x.id));
     // The receipt (已收到) and the one answer, which carries the task's marker.
     expect(mine.map((x) => (x.body.includes('已收到') ? 'receipt' : x.body.includes(`taskId=${taskId}`) ? 'answer' : x.body))).toEqual(['receipt', 'answer']);
-    expect(mine[1]!.body).toContain('The README says: widget.');
+    expect(mine[1]!.body).toContain('The README says: widget. (edited)');
   });
 
   it('every forbidden call came back as a tool error: from the gate for offered tools, from Codex for hidden ones', () => {
@@ -265,6 +283,7 @@ describe('[real gitea-mcp] the gate against a prompt-injected agent (real servic
     // The allowed read and the answer went through to Gitea.
     expect(outputs.get('call_rt_read')).toContain(Buffer.from('# widget').toString('base64').slice(0, 8));
     expect(outputs.get('call_rt_answer')).toMatch(/"id":\d+/);
+    expect(outputs.get('call_rt_edit')).not.toMatch(/ccweb-gitea refused|unsupported call/);
   });
 
   it('Gitea is unchanged: branches, main, the pull request, issues, comments, the other repository, Actions', async () => {
@@ -320,7 +339,7 @@ describe('[real gitea-mcp] the gate against a prompt-injected agent (real servic
     }
     expect(refused.map((e) => e.metadata?.method)).toEqual(byGate.map((a) => (a.args().method as string | undefined) ?? null));
     const calls = events.filter((e) => e.action === 'agent.gitea_call');
-    expect(calls.map((e) => `${e.metadata?.tool}:${e.metadata?.method}:${e.metadata?.outcome}`)).toEqual(['get_file_contents:null:forwarded', 'issue_write:add_comment:forwarded']);
+    expect(calls.map((e) => `${e.metadata?.tool}:${e.metadata?.method}:${e.metadata?.outcome}`)).toEqual(['get_file_contents:null:forwarded', 'issue_write:add_comment:forwarded', 'issue_write:edit_comment:forwarded']);
     const answer = (await env.gitea.comments(w.pr)).find((c) => c.body.includes(`taskId=${taskId}`))!;
     expect(calls[1]).toMatchObject({ level: 'info', actor: 'agent:gitea-mcp', metadata: { owner: O, repo: R, index: w.pr, createdCommentId: answer.id } });
 
@@ -331,7 +350,8 @@ describe('[real gitea-mcp] the gate against a prompt-injected agent (real servic
         .filter((l) => l.startsWith('ccweb_agent_gitea_calls_total{') && l.includes(`outcome="${outcome}"`))
         .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
     expect(count('refused')).toBe(byGate.length);
-    expect(count('forwarded')).toBe(2);
+    expect(calls[2]).toMatchObject({ metadata: { commentId: answer.id } });
+    expect(count('forwarded')).toBe(3);
     for (const tool of new Set(byGate.map((a) => a.tool))) {
       expect(metrics).toContain(`ccweb_agent_gitea_calls_total{tool="${tool}",outcome="refused"} ${byGate.filter((a) => a.tool === tool).length}`);
     }
