@@ -70,6 +70,15 @@ export default {
       to: { path: '^src/codex/' },
     },
     {
+      name: 'mcp-gate-only-itself-node-mcp-sdk',
+      comment:
+        'src/mcp-gate/ runs in its own process between Codex and gitea-mcp, holding the token: it imports itself, node, ' +
+        'the MCP SDK and (from a checkout) tsx only, so it starts fast and nothing of the service (store, config, logs) is in it.',
+      severity: 'error',
+      from: { path: '^src/mcp-gate/' },
+      to: { dependencyTypesNot: ['core'], pathNot: ['^src/mcp-gate/', pkg('@modelcontextprotocol/sdk'), pkg('tsx'), pkg('zod')] },
+    },
+    {
       name: 'no-runtime-cycle',
       comment:
         'No import cycle that exists at run time (a module half-initialised when its partner reads it). ' +

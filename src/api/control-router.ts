@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import type { z } from 'zod';
 import type { EventObject } from 'xstate';
 import type { TaskState } from '../../machines/task-lifecycle.js';
 import {
@@ -14,7 +15,7 @@ import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEvent, AuditEventInput, Store, Tx } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { requireAdminToken } from './admin-auth.js';
-import { AuditQuery, ControlBody, TaskListQuery } from './control-schemas.js';
+import { AgentToolsBody, AuditQuery, ControlBody, TaskListQuery } from './control-schemas.js';
 import { ApiError, handled, parseOr400, queryOf, readJsonBody, type ApiLogger } from './http-helpers.js';
 import { controlOf, listTasks, overview, taskDetail } from './task-queries.js';
 
@@ -99,9 +100,15 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     ctx.body = { events, nextAfterSeq: events.length ? events[events.length - 1]!.seq : null };
   }));
 
-  const control = (path: string, action: string, target: (ctx: Context) => string | null, perform: (ctx: Context, req: ControlBody, target: string | null) => Promise<Answer>) => {
+  const control = <B extends ControlBody = ControlBody>(
+    path: string,
+    action: string,
+    target: (ctx: Context) => string | null,
+    perform: (ctx: Context, req: B, target: string | null) => Promise<Answer>,
+    schema: z.ZodType<B> = ControlBody as unknown as z.ZodType<B>,
+  ) => {
     router.post(path, auth, h(async (ctx) => {
-      const req = parseOr400(ControlBody, await readJsonBody(ctx));
+      const req = parseOr400(schema, await readJsonBody(ctx));
       const t = target(ctx);
       for (;;) {
         const prior = store.get<ControlRequestRecord>('control_requests', req.requestId);
@@ -196,6 +203,24 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   const repoKeyOf = (ctx: Context) => String(ctx.params['repoKey']);
   control('/repos/:repoKey/disable', 'control.repo_disable', repoKeyOf, setRepo('disabled'));
   control('/repos/:repoKey/enable', 'control.repo_enable', repoKeyOf, setRepo('active'));
+
+  // What the agent may do through Gitea here beyond reading and answering (src/mcp-gate/gate-policy.ts);
+  // the gate reads it before each thread start and turn.
+  const setAgentTools = async (_ctx: Context, req: AgentToolsBody, repoKey: string | null): Promise<Answer> =>
+    commit(req, 'control.repo_agent_tools', repoKey, (tx) => {
+      const repo = tx.get<RepositoryRecord>('repositories', repoKey!);
+      if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
+      const before = Array.isArray(repo.agentToolGroups) ? repo.agentToolGroups : [];
+      const groups = [...req.groups].sort();
+      const changed = before.join(',') !== groups.join(',');
+      const stored = changed ? tx.put('repositories', repoKey!, { ...repo, agentToolGroups: groups, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      return {
+        status: 200,
+        body: { ok: true, changed, repoKey, agentToolGroups: groups, version: stored.version },
+        audit: { fromState: before.join(',') || 'none', toState: groups.join(',') || 'none', metadata: { repoKey, groups } },
+      };
+    });
+  control('/repos/:repoKey/agent-tools', 'control.repo_agent_tools', repoKeyOf, setAgentTools, AgentToolsBody);
 
   const taskAction = (name: TaskAction) => async (_ctx: Context, req: ControlBody, taskId: string | null): Promise<Answer> => {
     const spec = TASK_ACTIONS[name];

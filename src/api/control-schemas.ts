@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EXTRA_GROUPS } from '../mcp-gate/gate-policy.js';
 import { TASK_STATES } from '../../machines/task-lifecycle.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -22,6 +23,12 @@ export const ControlBody = z.strictObject({
     .regex(NO_CONTROL_CHARS, 'no control characters'),
 });
 export type ControlBody = z.infer<typeof ControlBody>;
+
+/** POST /repos/:repoKey/agent-tools: the groups the agent may use there beyond reading and answering. */
+export const AgentToolsBody = ControlBody.extend({
+  groups: z.array(z.enum(EXTRA_GROUPS)).max(EXTRA_GROUPS.length).refine((g) => new Set(g).size === g.length, 'each group once'),
+});
+export type AgentToolsBody = z.infer<typeof AgentToolsBody>;
 
 const Key = z.string().min(1).max(300);
 const IsoTime = z.iso.datetime({ offset: true });

@@ -1,8 +1,5 @@
-// The command Codex runs as the thread's gitea MCP server: the gate (main.ts) under the same Node as
-// the service, with the real gitea-mcp named as its child. From a build (dist/) the compiled gate
-// runs as is; from a checkout, through tsx's loader (as `npm start` runs the service).
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+// The command Codex runs as the thread's gitea MCP server: the gate (entry.mjs → main) under the same
+// Node as the service, with the real gitea-mcp named as its child.
 import { fileURLToPath } from 'node:url';
 import type { GateScope } from './gate-policy.js';
 
@@ -24,12 +21,7 @@ export interface GateLaunch {
 }
 
 function gateEntryArgs(): string[] {
-  const js = fileURLToPath(new URL('./main.js', import.meta.url));
-  if (existsSync(js)) return [js];
-  const ts = fileURLToPath(new URL('./main.ts', import.meta.url));
-  // Resolved to a file URL: the gate's cwd is the workspace, where `tsx` would not resolve.
-  const tsx = createRequire(import.meta.url).resolve('tsx');
-  return ['--import', new URL(`file://${tsx}`).href, ts];
+  return [fileURLToPath(new URL('./entry.mjs', import.meta.url))];
 }
 
 export function gateLaunch(input: GateLaunchInput): GateLaunch {

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { ControlRecord, RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
+import { agentToolGroupsOf } from '../../src/sessions/gate-calls.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 
@@ -305,5 +306,28 @@ describe('task controls', () => {
     expect(res.body).toMatchObject({ ok: true, fromState: 'queued', toState: 'cancelled' });
     expect(transitions('t-1', 'cancelled')).toHaveLength(1);
     expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'runtime.event_rejected')).toHaveLength(0);
+  });
+
+  it('allows the agent more tools on one repository (audited, idempotent by requestId); an unknown group names the field; the gate reads it', async () => {
+    await insertRepository(h.store, 'default:acme/widget');
+    const path = `/api/gitea-workflow/repos/${encodeURIComponent('default:acme/widget')}/agent-tools`;
+    const req = body({ reason: 'triage bot labels issues', groups: ['labels'] });
+    const on = await h.call('POST', path, req);
+    expect(on.status).toBe(200);
+    expect(on.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', agentToolGroups: ['labels'], version: 2 });
+    expect((await h.call('POST', path, req)).body).toEqual(on.body);
+    expect(agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual(['labels']);
+    const audit = h.store.audit().filter((e) => e.action === 'control.repo_agent_tools');
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor: 'admin:alice', level: 'security', fromState: 'none', toState: 'labels', metadata: { groups: ['labels'] } });
+
+    const bad = await h.call('POST', path, body({ groups: ['merge'] }));
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('groups');
+    expect(agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual(['labels']);
+
+    const off = await h.call('POST', path, body({ groups: [] }));
+    expect(off.body).toMatchObject({ changed: true, agentToolGroups: [], version: 3 });
+    expect(agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual([]);
   });
 });
