@@ -25,7 +25,13 @@ const ASSET_DIRS = ['src/api/admin-page', 'visualizer/page'];
  * Single files read at runtime: src/cli/doctor.ts reads the Codex protocol version; the gitea-mcp pin
  * is imported as JSON (tsc emits it too, but the stamp lists only what is copied here).
  */
-const ASSET_FILES = ['src/codex/protocol/VERSION', 'src/config/gitea-mcp-pin.json'];
+const ASSET_FILES = [
+  'src/codex/protocol/VERSION',
+  'src/config/gitea-mcp-pin.json',
+  // `demo` installs the pinned gitea-mcp when it is missing (test/support/real-gitea-mcp.ts imports these).
+  'scripts/install-gitea-mcp.mjs',
+  'scripts/cache-lock.mjs',
+];
 /** Not sources of compiled output, but they shape it. */
 const CONFIG_INPUTS = ['tsconfig.json', 'tsconfig.build.json'];
 

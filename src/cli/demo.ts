@@ -1,6 +1,7 @@
 // `npm run demo [-- --once] [-- --port N --gitea-port N --model-port N]`: the service together with
 // a local sandbox — a Gitea test double (REST, git over smart HTTP, signed webhooks as Gitea sends
-// them), the real Codex app-server driven by a scripted model, and a gitea-mcp stand-in — then
+// them), the real Codex app-server driven by a scripted model, and the official gitea-mcp behind the
+// service's gate — then
 // comments as a user would and shows what happened. Everything listens on 127.0.0.1; everything it
 // writes goes to one temporary folder, removed when the demo ends (also on Ctrl-C or a failure).
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { loadConfig } from '../config/index.js';
 import { startService } from '../service/create-service.js';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import { startSandboxEnvironment, type SandboxEnvironment } from '../../test/support/sandbox/sandbox-environment.js';
+import { GITEA_MCP_PIN, installGiteaMcp, isGiteaMcpInstalled } from '../../scripts/install-gitea-mcp.mjs';
 import { PORTS, parseDemoArgs, type DemoOptions } from './demo-args.js';
 import { UsageError } from './usage-error.js';
 
@@ -59,6 +61,11 @@ export async function runDemo(options: DemoOptions): Promise<void> {
 
   try {
     console.log(`ccweb-gitea demo — everything on 127.0.0.1, files under ${root} (removed on exit)\n`);
+    // The agent's Gitea tools are the official gitea-mcp (behind the service's gate): built once per machine.
+    if (!isGiteaMcpInstalled()) {
+      console.log(`installing gitea-mcp ${GITEA_MCP_PIN.revision} (once per machine; needs Go) …`);
+      await installGiteaMcp();
+    }
     try {
       env = await startSandboxEnvironment(root, { giteaPort: options.giteaPort, modelPort: options.modelPort });
     } catch (err) {
@@ -83,7 +90,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     gitea.connectWebhook(`${service.url}${config.webhookPath}`, env.webhookSecret);
     console.log(`sandbox Gitea     ${gitea.url}  (repo ${gitea.owner}/${gitea.repo}, issue #1, PR #2)`);
     console.log(`service           ${service.url}  (bot login learned from the token: ${service.botLogin})`);
-    console.log(`gitea-mcp         ${env.mcp === 'real' ? 'the real binary' : 'stand-in (same tool names and schemas)'}\n`);
+    console.log(`gitea-mcp         ${GITEA_MCP_PIN.version}, behind the service's gate\n`);
 
     const posts = [
       { who: 'alice', index: 1, body: '@ccweb-bot please look into the flaky login test and note it in CHANGES.md' },

@@ -73,7 +73,7 @@ Examples:
   demo: `Usage: ccweb-gitea demo [--once] [--port N] [--gitea-port N] [--model-port N]
 
 Starts a sandbox on 127.0.0.1 — a Gitea test double, the real Codex app-server driven by a
-scripted model, a gitea-mcp stand-in — and the service, posts a few comments as users would and
+scripted model, the official gitea-mcp — and the service, posts a few comments as users would and
 prints each task's timeline and the resulting comments. Then it keeps running and prints the admin
 page, its token and a curl command to comment as alice yourself. Everything it writes goes to one
 temporary folder, removed when it ends (Ctrl-C too). Needs the development dependencies.
