@@ -8,6 +8,7 @@ import { execa } from 'execa';
 import { CodexAppServerConnection, errorText } from '../codex/jsonrpc-connection.js';
 import { bundledCodexCommand, ConfigError, loadConfig, type Config } from '../config/index.js';
 import { createGiteaClient, GiteaError } from '../gitea/index.js';
+import { agentTokenAdvice, probeTokenScopes } from '../gitea/token-scopes.js';
 import { scrubText } from '../observability/logger.js';
 import { probeGatedMcp } from '../sessions/mcp-preflight.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
@@ -34,6 +35,7 @@ export const DOCTOR_CHECKS = [
   'gitea-mcp',
   'gitea',
   'token-scope',
+  'token-scopes',
   'webhook-secret',
   'data-dir',
   'workspace-root',
@@ -237,6 +239,24 @@ async function checkTokenScope(config: Config, repo: string | undefined, login: 
   }
 }
 
+/** Which scopes each token holds (Gitea names them when it refuses a scope), and whether the agent's is narrow. */
+async function checkTokenScopes(config: Config, timeoutMs: number): Promise<CheckResult> {
+  const bot = await probeTokenScopes({ baseUrl: config.giteaUrl, token: config.giteaToken, timeoutMs });
+  const agent = config.giteaMcpToken ? await probeTokenScopes({ baseUrl: config.giteaUrl, token: config.giteaMcpToken, timeoutMs }) : null;
+  const show = (r: Awaited<ReturnType<typeof probeTokenScopes>>) => (r.ok ? r.scopes.join(', ') || '(none)' : `unknown (${r.reason})`);
+  const detail = `CCWEB_GITEA_TOKEN: ${show(bot)}; ${agent ? `CCWEB_GITEA_MCP_TOKEN: ${show(agent)}` : 'CCWEB_GITEA_MCP_TOKEN unset: the agent uses CCWEB_GITEA_TOKEN behind the gate'}`;
+  const agentScopes = agent ?? bot;
+  if (!agentScopes.ok) return { status: 'warn', check: 'token-scopes', detail, fix: 'check the token is valid for CCWEB_GITEA_URL' };
+  const advice = agentTokenAdvice(agentScopes.scopes);
+  if (advice.status === 'ok') return { status: 'ok', check: 'token-scopes', detail: `${detail}; the agent's token: ${advice.detail}` };
+  return {
+    status: 'warn',
+    check: 'token-scopes',
+    detail: `${detail}; the agent's token: ${advice.detail}`,
+    fix: `${advice.fix ?? ''}${agent ? '' : ' Then set CCWEB_GITEA_MCP_TOKEN (or CCWEB_GITEA_MCP_TOKEN_FILE) to it.'}`.trim(),
+  };
+}
+
 function checkSecret(config: Config): CheckResult {
   const short = config.webhookSecret.filter((s) => s.length < MIN_SECRET_LENGTH).length;
   if (short > 0) {
@@ -322,6 +342,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
     return r.result;
   });
   await run('token-scope', () => checkTokenScope(c, options.repo, login, timeoutMs));
+  await run('token-scopes', () => checkTokenScopes(c, timeoutMs));
   await run('webhook-secret', () => checkSecret(c));
   await run('data-dir', () => checkDir('data-dir', c.dataDir, 'CCWEB_DATA_DIR'));
   await run('workspace-root', () => checkDir('workspace-root', c.workspaceRoot, 'CCWEB_WORKSPACE_ROOT'));

@@ -39,6 +39,23 @@ describe('doctor', () => {
     // The scripted model is a custom provider: no OpenAI login needed, and no account rate limits.
     expect(results.find((r) => r.check === 'codex-account')!.detail).toMatch(/^no login needed.*; rate limits: not available/);
     expect(results.find((r) => r.check === 'gitea')!.detail).toContain(env.gitea.users.bot.login);
+    // The seeded bot's token is created with read:repository, write:issue, read:user (Gitea names them).
+    expect(results.find((r) => r.check === 'token-scopes')!.detail).toMatch(/^CCWEB_GITEA_TOKEN: read:repository, read:user, write:issue; CCWEB_GITEA_MCP_TOKEN unset/);
+    expect(results.find((r) => r.check === 'gitea-mcp')!.detail).toMatch(/0\.0\.0-a5dd03c7f0d8 behind the gate: MCP handshake ok, 12 tools offered/);
+  });
+
+  it('token-scopes warns when the agent\'s own token can do more than read the repository and answer, and never prints it', async () => {
+    const broad = env.gitea.users.owner.token; // created with the scope `all`
+    const results = await runDoctor({
+      env: { ...baseEnv, CCWEB_GITEA_MCP_TOKEN: broad },
+      cwd: root,
+      skip: new Set(['codex', 'codex-account', 'agent-isolation', 'gitea-mcp', 'token-scope', 'webhook-secret', 'data-dir', 'workspace-root', 'store-lock']),
+    });
+    const scopes = results.find((r) => r.check === 'token-scopes')!;
+    expect(scopes.status).toBe('warn');
+    expect(scopes.detail).toMatch(/CCWEB_GITEA_MCP_TOKEN: all/);
+    expect(scopes.fix).toMatch(/read:repository and write:issue/);
+    expect(JSON.stringify(results)).not.toContain(broad);
   });
 
   it('codex-account fails with the login fix when Codex needs OpenAI credentials and has none', async () => {
