@@ -182,7 +182,7 @@ function suggestKey(unknownKey: string): string | undefined {
  * `CCWEB_*` variables read by build and test tooling, never by the service: not configuration errors.
  * Every `CCWEB_TEST_*` name is reserved for tests as well (e.g. CCWEB_TEST_SLOW_PROFILE, which CI exports).
  */
-export const TOOLING_ENV_KEYS: readonly string[] = ['CCWEB_BUILD_DIR', 'CCWEB_CHROMIUM', 'CCWEB_GITEA_FIXTURES'];
+export const TOOLING_ENV_KEYS: readonly string[] = ['CCWEB_BUILD_DIR', 'CCWEB_CHROMIUM', 'CCWEB_GITEA_FIXTURES', 'CCWEB_GITEA_MCP_SOURCE', 'CCWEB_GITEA_MCP_CACHE'];
 export const TOOLING_ENV_PREFIX = 'CCWEB_TEST_';
 
 const KNOWN_ENV = new Set<string>(CONFIG_KEYS.map((k) => KEYS[k].env));
