@@ -51,7 +51,7 @@ describe('scripts/vitest-summary.mjs', () => {
     expect(lines.at(-1)).toBe('vitest: 4 passed, 1 failed, 0 skipped');
   });
 
-  it('counts the tests tagged [real gitea-mcp] (describe or test title) once over all runs, with their files', () => {
+  it('counts the tests tagged with the real gitea-mcp tag (in a describe or test title) once over all runs, with their files', () => {
     const tagged = (name: string, files: Record<string, Array<{ ancestorTitles: string[]; title: string; status: string }>>) => {
       const file = join(root, name);
       const testResults = Object.entries(files).map(([f, tests]) => ({
