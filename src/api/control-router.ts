@@ -97,7 +97,11 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       ctx.body = Readable.from(ndjsonLines(events));
       return;
     }
-    ctx.body = { events, nextAfterSeq: events.length ? events[events.length - 1]!.seq : null };
+    // Newest first: the page continues with `beforeSeq` (the answer's `nextBeforeSeq`), not `afterSeq`.
+    ctx.body =
+      q.order === 'desc'
+        ? { events, nextAfterSeq: null, nextBeforeSeq: events.length === q.limit ? events[events.length - 1]!.seq : null }
+        : { events, nextAfterSeq: events.length ? events[events.length - 1]!.seq : null };
   }));
 
   const control = <B extends ControlBody = ControlBody>(
@@ -296,10 +300,21 @@ function auditEvents(store: Store, q: ReturnType<typeof AuditQuery.parse>): Audi
     ...(q.from ? { from: new Date(q.from).toISOString() } : {}),
     ...(q.to ? { to: new Date(q.to).toISOString() } : {}),
     ...(q.afterSeq !== undefined ? { afterSeq: q.afterSeq } : {}),
+    ...(q.level ? { level: q.level } : {}),
   };
+  // The NDJSON export is the whole range; the JSON answer is a page (`afterSeq` continues it,
+  // `beforeSeq` when newest first).
+  const page = q.format === 'ndjson' ? Number.POSITIVE_INFINITY : q.limit;
+  if (q.order === 'asc') {
+    const events = store.audit(query);
+    return q.beforeSeq === undefined ? events.slice(0, page) : events.filter((e) => e.seq < q.beforeSeq!).slice(0, page);
+  }
   const events = store.audit(query);
-  // The NDJSON export is the whole range; the JSON answer is a page (`afterSeq` continues it).
-  return q.format === 'ndjson' ? events : events.slice(0, q.limit);
+  const newest: AuditEvent[] = [];
+  for (let i = events.length - 1; i >= 0 && newest.length < page; i--) {
+    if (q.beforeSeq === undefined || events[i]!.seq < q.beforeSeq) newest.push(events[i]!);
+  }
+  return newest;
 }
 
 function* ndjsonLines(events: AuditEvent[]): Generator<string> {

@@ -48,6 +48,11 @@ export const AuditQuery = z.strictObject({
   from: IsoTime.optional(),
   to: IsoTime.optional(),
   afterSeq: z.coerce.number().int().min(0).optional(),
+  /** Newest first with `desc` (continue with `beforeSeq`); oldest first (`afterSeq`) by default. */
+  beforeSeq: z.coerce.number().int().min(1).optional(),
+  order: z.enum(['asc', 'desc']).default('asc'),
+  /** `security`: refused agent tool calls, control actions, foreign origins; an event without a level is `info`. */
+  level: z.enum(['info', 'alert', 'security']).optional(),
   limit: z.coerce.number().int().min(1).max(5000).default(1000),
   format: z.enum(['json', 'ndjson']).default('json'),
 });
@@ -56,3 +61,14 @@ export const ActorListQuery = z.strictObject({
   kind: z.string().regex(/^[A-Za-z0-9_-]{1,40}$/).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
+
+/** GET /security-events: aggregated failed authentications (src/intake/security-events.ts), newest window first. */
+export const SecurityEventsQuery = z.strictObject({
+  from: IsoTime.optional(),
+  to: IsoTime.optional(),
+  kind: z.string().regex(/^[a-z_]{1,40}$/, 'a kind: lower-case letters and _, e.g. invalid_signature, admin_unauthorized').optional(),
+  source: z.string().regex(/^[\x21-\x7e]{1,128}$/, 'a source as listed (printable, max 128)').optional(),
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  pageSize: z.coerce.number().int().min(1).max(100).default(50),
+});
+export type SecurityEventsQuery = z.infer<typeof SecurityEventsQuery>;

@@ -6,6 +6,7 @@ import { authFailureGuard } from './auth-failure-guard.js';
 import { API_PREFIX, createControlRouter, type ControlRouterDeps } from './control-router.js';
 import { createLiveEvents, type LiveEvents } from './live-events.js';
 import { createMachinesRouter } from './machines-router.js';
+import { createSecurityRouter } from './security-router.js';
 import { createStaticPagesRouter } from './static-pages.js';
 import { controlOf } from './task-queries.js';
 import { createUsageRouter } from './usage-router.js';
@@ -14,8 +15,8 @@ import type { UsageLimits } from '../usage/usage-records.js';
 
 export interface OperatorDeps extends ControlRouterDeps {
   machines?: AnyStateMachine[];
-  /** Where failed admin authentications are counted (aggregated, expiring). */
-  securityEvents?: Pick<SecurityEvents, 'record'>;
+  /** Where failed admin authentications are counted (aggregated, expiring); `current` shows the open window on GET /security-events. */
+  securityEvents?: Pick<SecurityEvents, 'record'> & Partial<Pick<SecurityEvents, 'current'>>;
   /** Failed admin authentications per client and minute before 429. Default 10. */
   maxAuthFailures?: number;
   /** The configured limits (src/usage/), shown by `GET /usage`; none when absent. */
@@ -55,6 +56,13 @@ export function createOperatorRouters(deps: OperatorDeps): OperatorRouters {
         adminToken: deps.adminToken,
         limits: deps.limits ?? {},
         ...(deps.providerHold ? { providerHold: deps.providerHold } : {}),
+        ...(deps.now ? { now: deps.now } : {}),
+        ...(deps.logger ? { logger: deps.logger } : {}),
+      }),
+      createSecurityRouter({
+        store: deps.store,
+        adminToken: deps.adminToken,
+        ...(deps.securityEvents ? { securityEvents: deps.securityEvents } : {}),
         ...(deps.now ? { now: deps.now } : {}),
         ...(deps.logger ? { logger: deps.logger } : {}),
       }),

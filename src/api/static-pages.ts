@@ -40,6 +40,7 @@ export function createStaticPagesRouter(): Router {
   add('/admin/admin.css', ADMIN_DIR, 'admin.css');
   add('/admin/operator-client.js', ADMIN_DIR, 'operator-client.js');
   add('/admin/usage-panel.js', ADMIN_DIR, 'usage-panel.js');
+  add('/admin/security-panel.js', ADMIN_DIR, 'security-panel.js');
   add('/visualizer', VISUALIZER_DIR, 'index.html');
   add('/visualizer/', VISUALIZER_DIR, 'index.html');
   add('/visualizer/visualizer.js', VISUALIZER_DIR, 'visualizer.js');

@@ -43,6 +43,11 @@ export interface SecurityEvents {
   record(kind: string, source: string | undefined, sample: Record<string, string | number | null>): Promise<void>;
   /** Writes the counts of the current window (also at close). */
   flush(): Promise<void>;
+  /**
+   * The current window's records with their counts so far (the store has a source's count only when
+   * it was first seen and when the window closes); the operators' view lays them over the stored ones.
+   */
+  current(): SecurityEventRecord[];
   close(): Promise<void>;
 }
 
@@ -148,6 +153,9 @@ export function createSecurityEvents(options: SecurityEventsOptions): SecurityEv
     },
     async flush() {
       await flushWindow(buckets, windowStart);
+    },
+    current() {
+      return [...buckets.values()].map((b) => toRecord(b, windowStart));
     },
     async close() {
       clearInterval(timer);

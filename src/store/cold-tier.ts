@@ -292,5 +292,6 @@ export function matches(event: AuditEvent, query: AuditQuery): boolean {
   if (query.actorId !== undefined && event.actorId !== query.actorId) return false;
   if (query.from !== undefined && event.timestamp < query.from) return false;
   if (query.to !== undefined && event.timestamp > query.to) return false;
+  if (query.level !== undefined && (event.level ?? 'info') !== query.level) return false;
   return true;
 }

@@ -242,6 +242,7 @@ class AuditLog {
       if (query.actorId !== undefined && event.actorId !== query.actorId) continue;
       if (query.from !== undefined && event.timestamp < query.from) continue;
       if (query.to !== undefined && event.timestamp > query.to) continue;
+      if (query.level !== undefined && (event.level ?? 'info') !== query.level) continue;
       out.push(event);
     }
     return out;

@@ -64,6 +64,8 @@ export interface AuditQuery {
   from?: string;
   to?: string;
   afterSeq?: number;
+  /** Only events of this level; an event without one counts as `info`. */
+  level?: 'info' | 'alert' | 'security';
   limit?: number;
 }
 

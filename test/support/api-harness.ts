@@ -11,7 +11,11 @@ import type { Store } from '../../src/store/types.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
 import type { ActorKind } from '../../src/runtime/actor-runtime.js';
 import { deliveryRecord } from '../../src/intake/intake-records.js';
+import { createIntake } from '../../src/intake/accept-comment.js';
+import { createSecurityEvents, type SecurityEvents } from '../../src/intake/security-events.js';
+import { createWebhookRouter } from '../../src/webhook/route.js';
 import { createTestRuntime } from './test-runtime.js';
+import { FIXTURE_SECRET } from './webhook-fixtures.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -22,6 +26,8 @@ export interface ApiHarness {
   operator: OperatorRouters;
   controlChanges: number;
   aborts: string[];
+  /** With `webhook: true`: the one sink intake and the admin guard count failed authentications into. */
+  securityEvents?: SecurityEvents;
   /** JSON request with the admin token unless `token` says otherwise (null: no header). */
   call(method: string, path: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any; headers: Headers; text: string }>;
   close(): Promise<void>;
@@ -34,14 +40,24 @@ export interface ApiHarness {
  */
 export async function startApiHarness(
   kinds: ActorKind[] = [taskKind()],
-  options: { agentIsolation?: OperatorDeps['agentIsolation']; maxAuthFailures?: number } = {},
+  options: {
+    agentIsolation?: OperatorDeps['agentIsolation'];
+    maxAuthFailures?: number;
+    /** Also mount the real webhook intake (secret FIXTURE_SECRET) at /api/gitea/webhook, sharing one security-event sink as the service does. */
+    webhook?: boolean;
+  } = {},
 ): Promise<ApiHarness> {
-  const { store, runtime, close } = await createTestRuntime(kinds);
+  const { dir, store, runtime, close } = await createTestRuntime(kinds);
   const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
+  const securityEvents = options.webhook ? createSecurityEvents({ store }) : undefined;
+  const intake = securityEvents
+    ? createIntake({ store, runtime, botLogin: 'ccweb-bot', secrets: [FIXTURE_SECRET], fetchPermission: async () => 'write', workspaceRoot: `${dir}-workspaces`, securityEvents })
+    : undefined;
   const operator = createOperatorRouters({
     store,
     runtime,
     adminToken: ADMIN_TOKEN,
+    ...(securityEvents ? { securityEvents } : {}),
     maxAuthFailures: options.maxAuthFailures ?? Number.MAX_SAFE_INTEGER,
     ...(options.agentIsolation ? { agentIsolation: options.agentIsolation } : {}),
     onControlChanged: () => {
@@ -49,7 +65,7 @@ export async function startApiHarness(
     },
     onAbortRequested: (taskId) => harness.aborts.push(taskId),
   });
-  const app = createApp({ routers: operator.routers, middleware: operator.middleware });
+  const app = createApp({ routers: [...operator.routers, ...(intake ? [createWebhookRouter({ intake })] : [])], middleware: operator.middleware });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -58,6 +74,7 @@ export async function startApiHarness(
     store,
     runtime,
     operator,
+    ...(securityEvents ? { securityEvents } : {}),
     call: async (method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN) => {
       const headers: Record<string, string> = {};
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
@@ -74,6 +91,7 @@ export async function startApiHarness(
     },
     close: async () => {
       operator.close();
+      await intake?.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await close();

@@ -412,6 +412,20 @@ describe('store audit archives', () => {
     expect((await readdir(dir)).includes(leftover)).toBe(false);
     expectUniqueSeqs(again.audit());
   });
+
+  it('filters by level in the archives and in memory; an event without a level is info', async () => {
+    const store = await env.open({ dir: await env.dir() });
+    const levels = [undefined, 'security', 'alert', 'info', 'security'] as const;
+    const write = (round: number) =>
+      store.transact((tx) => levels.forEach((level, i) => tx.appendAudit({ action: `a${round}.${i}`, actor: 'system', taskId: 't', ...(level ? { level } : {}) })));
+    await write(0);
+    await store.compact(); // round 0 is archived, round 1 stays in memory
+    await write(1);
+    expect(store.audit({ level: 'security' }).map((e) => e.action)).toEqual(['a0.1', 'a0.4', 'a1.1', 'a1.4']);
+    expect(store.audit({ level: 'info', taskId: 't' }).map((e) => e.action)).toEqual(['a0.0', 'a0.3', 'a1.0', 'a1.3']);
+    expect(store.audit({ level: 'alert', limit: 1 }).map((e) => e.action)).toEqual(['a0.2']);
+    await store.close();
+  });
 });
 
 describe('store failure and lifecycle', () => {

@@ -1,6 +1,7 @@
 // The admin page: overview, task list with filters, task timeline, and the operator controls.
-// Routing by location.hash: `#/` (tasks) and `#/tasks/<taskId>`.
+// Routing by location.hash: `#/` (tasks), `#/tasks/<taskId>` and `#/security` (security-panel.js).
 import { api, ApiError, el, link, liveEvents, loginForm, newRequestId, oneAtATime, operator, signOut, time, token } from './operator-client.js';
+import { renderSecurityPanel } from './security-panel.js';
 import { renderUsagePanel, taskUsageSection } from './usage-panel.js';
 
 const TASK_STATES = [
@@ -49,6 +50,7 @@ async function render(quiet = false) {
   try {
     await renderOverview();
     if (m) await renderTask(decodeURIComponent(m[1]), quiet);
+    else if (location.hash === '#/security') await renderSecurityPanel(main, () => render(true));
     else await renderTasks();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return;
@@ -69,6 +71,7 @@ async function renderOverview() {
     paused
       ? el('button', { id: 'resume', onclick: () => control('/control/resume', 'resume the service') }, 'Resume')
       : el('button', { id: 'pause', onclick: () => control('/control/pause', 'pause the service') }, 'Pause'),
+    el('a', { href: '#/security', id: 'security-link' }, 'Security'),
     el('a', { href: '/visualizer' }, 'Visualizer'),
     el('button', { className: 'link', onclick: () => { signOut(); start(); } }, 'Sign out'),
   );

@@ -1,0 +1,105 @@
+// The admin page's security view (`#/security`, issue 29): failed authentications as the service
+// aggregates them (one row per kind, source and 10-minute window: GET /security-events) and the
+// security-level audit events (refused agent tool calls, operators' control actions: GET
+// /audit?level=security), newest first. Everything shown came from a request or a record, so it is
+// set as text only (el()).
+import { api, el, time } from './operator-client.js';
+
+const KINDS = {
+  invalid_signature: 'webhook: bad signature',
+  invalid_form: 'webhook: bad signature (form body)',
+  admin_unauthorized: 'admin API: wrong or missing token',
+};
+const ACTIONS = {
+  'agent.gitea_refused': 'agent tool call refused by the gate',
+};
+const PAGE_SIZE = 25;
+const AUDIT_LIMIT = 100;
+const fmt = (n) => Number(n || 0).toLocaleString('en-US');
+const state = { page: 1 };
+
+/** What the first request of a window looked like: `POST /api/… · ua … · event … · 123 B`. */
+function sampleText(s) {
+  const parts = [];
+  if (s.method || s.path) parts.push([s.method, s.path].filter(Boolean).join(' '));
+  if (s.event) parts.push(`event ${s.event}`);
+  if (s.deliveryId) parts.push(`delivery ${s.deliveryId}`);
+  if (s.userAgent) parts.push(`user agent ${s.userAgent}`);
+  if (typeof s.bodyBytes === 'number') parts.push(`${fmt(s.bodyBytes)} B body`);
+  return parts.join(' · ') || '—';
+}
+
+function eventsTable(page) {
+  const head = ['window (10 min)', 'what failed', 'source', 'requests', 'first · last', 'first request'];
+  return el('table', { id: 'security-events' },
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...(page.items.length
+      ? page.items.map((e) => el('tr', { dataset: { testid: 'security-event', kind: e.kind, source: e.source, count: String(e.count) } },
+        el('td', { className: 'time' }, `${time(e.windowStart)} – ${time(e.windowEnd)}`, e.open ? el('span', { className: 'pill bad open' }, 'ongoing') : ''),
+        el('td', {}, KINDS[e.kind] || e.kind, el('div', { className: 'mono muted' }, e.kind)),
+        el('td', { className: 'mono' }, e.source),
+        el('td', { className: 'count' }, fmt(e.count)),
+        el('td', { className: 'time' }, time(e.firstAt), el('br'), time(e.lastAt)),
+        el('td', { className: 'sample mono' }, sampleText(e.sample))))
+      : [el('tr', {}, el('td', { colspan: head.length, className: 'muted' }, 'No failed authentications recorded.'))])),
+  );
+}
+
+function auditDetails(e) {
+  const m = e.metadata || {};
+  const parts = [];
+  if (m.tool) parts.push(`tool ${m.tool}`);
+  if (m.reason) parts.push(`reason: ${m.reason}`);
+  if (m.repoKey) parts.push(`repository ${m.repoKey}`);
+  if (m.owner && m.repo) parts.push(`${m.owner}/${m.repo}${m.index ? ` #${m.index}` : ''}`);
+  if (m.path) parts.push(`path ${m.path}`);
+  if (m.host) parts.push(`host ${m.host}`);
+  if (e.errorCode) parts.push(`error ${e.errorCode}`);
+  if (m.status) parts.push(`HTTP ${m.status}`);
+  if (m.requestId) parts.push(`request ${m.requestId}`);
+  const text = parts.join(' · ');
+  return text.length > 300 ? `${text.slice(0, 299)}…` : text;
+}
+
+function auditTable(events) {
+  const head = ['#', 'time', 'what', 'actor', 'task', 'transition', 'details'];
+  return el('table', { id: 'security-audit' },
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...(events.length
+      ? events.map((e) => el('tr', { className: 'level-security', dataset: { action: e.action, seq: String(e.seq) } },
+        el('td', {}, String(e.seq)),
+        el('td', { className: 'time' }, time(e.timestamp)),
+        el('td', {}, ACTIONS[e.action] || e.action, ACTIONS[e.action] ? el('div', { className: 'mono muted' }, e.action) : ''),
+        el('td', {}, e.actor),
+        el('td', {}, e.taskId ? el('a', { href: `#/tasks/${encodeURIComponent(e.taskId)}`, className: 'mono' }, e.taskId) : '—'),
+        el('td', {}, e.fromState || e.toState ? `${e.fromState ?? '∅'} → ${e.toState ?? ''}` : ''),
+        el('td', { className: 'details' }, auditDetails(e))))
+      : [el('tr', {}, el('td', { colspan: head.length, className: 'muted' }, 'No security-level audit events.'))])),
+  );
+}
+
+/** Fills `container` with the security view; errors are shown in it (a 401 signs out in api()). */
+export async function renderSecurityPanel(container, rerender) {
+  const [page, audit] = await Promise.all([
+    api(`/security-events?page=${state.page}&pageSize=${PAGE_SIZE}`),
+    api(`/audit?level=security&order=desc&limit=${AUDIT_LIMIT}`),
+  ]);
+  const pages = Math.max(1, Math.ceil(page.total / page.pageSize));
+  const kinds = Object.entries(page.byKind).map(([k, n]) => `${KINDS[k] || k}: ${fmt(n)}`).join(' · ');
+  container.replaceChildren(
+    el('p', {}, el('a', { href: '#/' }, '← all tasks')),
+    el('h2', {}, 'Security · failed authentications'),
+    el('p', { id: 'security-summary', className: page.requests ? '' : 'muted', dataset: { requests: String(page.requests) } },
+      page.requests ? `${fmt(page.requests)} failed requests in ${fmt(page.total)} source windows — ${kinds}` : 'No failed authentications recorded.',
+      el('span', { className: 'muted' }, ' (kept for CCWEB_SECURITY_EVENT_RETENTION_DAYS; one row per kind, source and 10-minute window)')),
+    eventsTable(page),
+    el('div', { className: 'pager' },
+      el('button', { disabled: state.page <= 1, onclick: () => { state.page -= 1; rerender(); } }, '← newer'),
+      el('span', {}, ` page ${page.page} of ${pages} `),
+      el('button', { disabled: state.page >= pages, onclick: () => { state.page += 1; rerender(); } }, 'older →'),
+    ),
+    el('h2', {}, `Security-level audit events (newest ${AUDIT_LIMIT})`),
+    el('p', { className: 'muted' }, 'Agent tool calls the gate refused, operators\' control actions, webhooks naming a foreign repository.'),
+    auditTable(audit.events),
+  );
+}

@@ -1,0 +1,41 @@
+// Failed authentications for operators (issue 29, finding 8):
+//   GET /api/gitea-workflow/security-events?from=&to=&kind=&source=&page=&pageSize=
+// the aggregated `security_events` records (bad webhook signatures, wrong admin tokens; one record
+// per kind, source and window, src/intake/security-events.ts), newest window first, the open
+// window with its counts so far. Security-level audit events (refused agent tool calls, control
+// actions) are in `GET /audit?level=security`.
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { SECURITY_EVENTS, type SecurityEventRecord, type SecurityEvents } from '../intake/security-events.js';
+import type { Store } from '../store/types.js';
+import { requireAdminToken } from './admin-auth.js';
+import { API_PREFIX } from './control-router.js';
+import { SecurityEventsQuery } from './control-schemas.js';
+import { handled, parseOr400, queryOf, type ApiLogger } from './http-helpers.js';
+import { securityEventsPage } from './security-event-queries.js';
+
+export interface SecurityRouterDeps {
+  store: Store;
+  adminToken: string;
+  /** The sink the service counts into; without it only stored counts are shown. */
+  securityEvents?: Partial<Pick<SecurityEvents, 'current'>>;
+  now?: () => Date;
+  logger?: ApiLogger;
+}
+
+export function createSecurityRouter(deps: SecurityRouterDeps): Router {
+  const { store } = deps;
+  const now = deps.now ?? (() => new Date());
+  const auth = requireAdminToken(deps.adminToken);
+  const router = new Router({ prefix: API_PREFIX });
+  const h = (fn: (ctx: Context) => Promise<void>) => handled(deps.logger, fn);
+
+  router.get('/security-events', auth, h(async (ctx) => {
+    const q = parseOr400(SecurityEventsQuery, queryOf(ctx));
+    await store.sync();
+    const live = deps.securityEvents?.current?.() ?? [];
+    ctx.body = securityEventsPage(store.list<SecurityEventRecord>(SECURITY_EVENTS), live, q, now().getTime());
+  }));
+
+  return router;
+}
