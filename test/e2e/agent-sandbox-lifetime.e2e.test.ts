@@ -148,4 +148,23 @@ describe('the agent sandbox dies with the service [real gitea, real app-server]'
     }, 10_000).catch(() => processesNaming(dataDir));
     expect(left, JSON.stringify(left, null, 2)).toEqual([]);
   }, 180_000);
+
+  it('the app-server hangs (SIGSTOP) when the service is killed: the kernel still ends it, its sandbox and the command', async () => {
+    // Without containment this is what leaks for good: nobody reads the app-server's closed stdin.
+    const dataDir = env.env.CCWEB_DATA_DIR!;
+    const s = await startService();
+    const n = await env.gitea.createIssue('alice', 'Sleep, then the app-server hangs');
+    await env.gitea.comment('alice', n, '@ccweb-bot please sleep-in-sandbox');
+    await agentSleeping();
+    const appServers = processesNaming(join(dataDir, 'agent-home')).filter((p) => / app-server/.test(p.cmdline) && /codex /.test(p.cmdline.split(' -c ')[0]!));
+    expect(appServers.length).toBeGreaterThan(0);
+    for (const p of appServers) process.kill(p.pid, 'SIGSTOP');
+    await s.kill9();
+    service = null;
+    const left = await until('the sandbox to die', () => {
+      const l = processesNaming(dataDir);
+      return l.length === 0 ? ([] as Proc[]) : null;
+    }, 10_000).catch(() => processesNaming(dataDir));
+    expect(left, JSON.stringify(left, null, 2)).toEqual([]);
+  }, 180_000);
 });
