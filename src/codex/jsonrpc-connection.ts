@@ -134,7 +134,10 @@ export class CodexAppServerConnection {
       appServerEnv(baseEnv, { ...(bundled?.env ?? {}), ...(o.extraEnv ?? {}) }, o.extraSecretEnvVars ?? []),
       { home: agentHome.home, tmp: agentHome.tmp, path: o.agentPath ?? defaultAgentPath() },
     );
-    const proc = execa(o.command ?? bundled!.command, o.args ?? ['app-server', ...AGENT_SHELL_CONFIG_ARGS], {
+    const command = o.command ?? bundled!.command;
+    const args = o.args ?? ['app-server', ...AGENT_SHELL_CONFIG_ARGS];
+    const launcher = o.launcher ?? [];
+    const proc = execa(launcher[0] ?? command, launcher.length > 0 ? [...launcher.slice(1), command, ...args] : args, {
       cwd: o.cwd,
       env,
       extendEnv: false,

@@ -9,6 +9,11 @@ export interface CodexConnectionOptions {
   command?: string;
   /** Arguments (default `['app-server', ...AGENT_SHELL_CONFIG_ARGS]`: no login shell, core env only). */
   args?: string[];
+  /**
+   * Runs the command under these argv words (the agent containment of src/isolation/agent-containment.ts:
+   * `setpriv … unshare … --`), so what the app-server starts dies with it and with the service.
+   */
+  launcher?: readonly string[];
   /** The agent's private HOME (e.g. `<dataDir>/agent-home`); default a throwaway folder removed on exit. */
   agentHome?: string;
   /** PATH of the app-server and the agent's commands; default `defaultAgentPath()`. */

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../codex/agent-environment.js';
 import type { CodexConnectionOptions } from '../codex/jsonrpc-connection.js';
 import type { Config } from '../config/index.js';
+import { detectContainment, type Containment } from './agent-containment.js';
 import { createAgentSandbox, type AgentSandbox } from './agent-sandbox.js';
 import { ISOLATION_FIX, probeAgentIsolation, type ProbeCheck } from './isolation-probe.js';
 
@@ -59,13 +60,17 @@ export function agentSandboxFromConfig(config: Config, connection: Pick<CodexCon
 export function serviceCodexSetup(
   config: Config,
   opts: { env?: Record<string, string | undefined>; codexEnv?: Record<string, string> } = {},
-): { sandbox: AgentSandbox; connection: CodexConnectionOptions } {
+): { sandbox: AgentSandbox; connection: CodexConnectionOptions; containment: Containment } {
   const base = { command: config.codexCommand, env: opts.env ?? process.env, ...(opts.codexEnv ? { extraEnv: opts.codexEnv } : {}) };
   const sandbox = agentSandboxFromConfig(config, base);
+  // The app-server in a PID namespace of its own that dies with the service (agent-containment.ts).
+  const containment = detectContainment({ env: base.env as NodeJS.ProcessEnv });
   return {
     sandbox,
+    containment,
     connection: {
       ...base,
+      ...(containment.launcher.length > 0 ? { launcher: containment.launcher } : {}),
       args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...sandbox.appServerArgs()],
       agentHome: join(config.dataDir, 'agent-home'),
       agentPath: sandbox.pathWithHelpers(config.agentPath ?? defaultAgentPath()),

@@ -51,6 +51,7 @@ import { createUsageAccounting } from '../usage/usage-accounting.js';
 import { registerUsageMetrics } from '../usage/usage-metrics.js';
 import { agentToolGroupsOf, ingestAllGateCalls } from '../sessions/gate-calls.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
+import { sweepLeftovers } from '../isolation/agent-containment.js';
 import { serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 
 export interface ServiceOptions {
@@ -108,7 +109,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   );
   // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
   // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
-  const { sandbox: agentSandbox, connection: codexConnection } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
+  const { sandbox: agentSandbox, connection: codexConnection, containment } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
   const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea, logger, options.signal);
@@ -120,6 +121,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   } catch (error) {
     throw storeOpenError(error, config.dataDir);
   }
+  // With the data directory's lock held and no app-server of ours started yet, whatever carries this
+  // data directory's agent marks was left by an earlier instance (killed, crashed, or without
+  // containment): end it before the workspaces are used again.
+  const swept = await sweepLeftovers({ stateDir: agentSandbox.stateDir, agentHome: codexConnection.agentHome ?? join(config.dataDir, 'agent-home') });
+  if (swept.length > 0) logger.warn({ count: swept.length, processes: swept.slice(0, 20) }, 'ended processes an earlier instance of this data directory left running (agent sandbox, agent commands, app-server)');
+  if (containment.warning) logger.warn({ agentContainment: containment.mode }, containment.warning);
   correlation.deliveryIdOf = (taskId) => store.get<TaskRecord>('tasks', taskId)?.deliveryId;
   metrics.watchQueue(() => queuedTasksByRepo(store));
 

@@ -3,7 +3,7 @@
 // ports, files and CPU for the next run, and usually means a test that does not wait for or kill
 // what it started.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,19 +36,30 @@ export default function setup(): () => Promise<void> {
   const runId = randomUUID();
   // Set before the pool forks its workers, so every test process and everything it spawns inherits it.
   process.env[RUN_MARKER_VAR] = runId;
+  // A temporary folder of this run's own, as every test's os.tmpdir(): what names it was started by
+  // this run — not by a concurrent run on the same machine — even when its environment is scrubbed.
+  const runTmp = mkdtempSync(join(tmpdir(), 'ccweb-run-'));
+  process.env['TMPDIR'] = runTmp;
   const slowHome = slowProfileHome();
   const preexisting = process.platform === 'linux' ? allPids() : new Set<number>();
   return async function teardown() {
     if (slowHome) rmSync(slowHome, { recursive: true, force: true });
+    try {
+      rmdirSync(runTmp); // only when the tests removed what they made
+    } catch {
+      /* not empty: left for a look */
+    }
     if (process.platform !== 'linux') return;
     const exclude = selfAndAncestors();
     const needles = [join(repoRoot, 'test') + '/', BUNDLE_DIR + '/'];
+    // The run's own temporary folder: Codex's sandboxes there carry no marker (leftover-processes.ts).
+    const sandboxRoots = [runTmp + '/'];
     const isOwnWorker = (p: { ppid: number; cmdline: string }) => p.ppid === process.pid && p.cmdline.includes('/vitest/');
     const deadline = Date.now() + GRACE_MS;
-    let left = leftoverProcesses({ runId, cmdlineNeedles: needles, exclude, preexisting }).filter((p) => !isOwnWorker(p));
+    let left = leftoverProcesses({ runId, cmdlineNeedles: needles, exclude, preexisting, sandboxRoots }).filter((p) => !isOwnWorker(p));
     while (left.length > 0 && Date.now() < deadline) {
       await sleep(250);
-      left = leftoverProcesses({ runId, cmdlineNeedles: needles, exclude, preexisting }).filter((p) => !isOwnWorker(p));
+      left = leftoverProcesses({ runId, cmdlineNeedles: needles, exclude, preexisting, sandboxRoots }).filter((p) => !isOwnWorker(p));
     }
     if (left.length === 0) {
       console.log('process check: no process started by the suite is alive');

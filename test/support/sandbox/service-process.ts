@@ -27,6 +27,8 @@ export interface ServiceProcessOptions {
   compiled?: boolean;
   /** With `compiled`: the build directory under the repository root. Default `dist`. */
   buildDir?: string;
+  /** Its own session and process group (as under systemd or a login shell), so a test can signal the group. Default false. */
+  ownProcessGroup?: boolean;
 }
 
 export function startServiceProcess(env: Record<string, string>, options: ServiceProcessOptions = {}): Promise<ServiceProcess> {
@@ -40,6 +42,7 @@ export function startServiceProcess(env: Record<string, string>, options: Servic
     // info: the harness waits for the "listening" line.
     env: { ...process.env, ...env, CCWEB_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup ?? false,
   });
   const lines: string[] = [];
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
