@@ -71,6 +71,11 @@ export interface IntakeOptions {
    * with 10-minute windows and 30 days of retention.
    */
   securityEvents?: SecurityEvents;
+  /**
+   * How long the per-author day counts of rejected mentions (`security_events`, kind
+   * `mention_rejected`) are kept after their day. Default 30 days, as CCWEB_SECURITY_EVENT_RETENTION_DAYS.
+   */
+  securityEventRetentionMs?: number;
   /** Daily quotas (src/usage/quota-check.ts): a new task over one is refused with one comment. */
   quota?: QuotaPort;
   /** After a task was queued durably (e.g. wake the scheduler). Must not throw; errors are ignored. */
@@ -119,6 +124,7 @@ export function createIntake(options: IntakeOptions): Intake {
     runtime,
     now,
     retentionMs,
+    securityEventRetentionMs: options.securityEventRetentionMs ?? 30 * 24 * 60 * 60 * 1000,
     hostRef: options.mcpHostRef ?? 'gitea-main',
     quota: options.quota,
     compact: options.writeModel !== 'records',

@@ -28,7 +28,8 @@ export function duplicate(taskId: string | null): IntakeResponse {
   return { status: 200, body: { status: 'duplicate', taskId } };
 }
 
-export function rejected(reason: string, taskId: string): IntakeResponse {
+/** `taskId` null: a rejected mention counted without a task of its own (rejected-mentions.ts). */
+export function rejected(reason: string, taskId: string | null): IntakeResponse {
   return { status: 200, body: { status: 'rejected', reason, taskId } };
 }
 

@@ -8,18 +8,24 @@
 // first-time repository/session records and the intake audit events. The generic path — each record
 // written on its own — remains for what the format does not cover (a text too long for the task
 // record, a task machine the format does not encode) and for comparing the two in tests.
+//
+// A rejected or refused mention never runs: its task keeps an excerpt of the text, not the text, and
+// a rejected one is counted per author and day (rejected-mentions.ts); past a few a day it gets no
+// task at all (issue 29).
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
 import { pendingReceiptRecord } from '../receipts/receipt-record.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEventInput, CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
 import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
-import { followUpWithTextStoredOnce, taskWithTextStoredOnce } from '../tasks/task-texts.js';
+import { followUpWithTextStoredOnce, taskWithExcerptOnly, taskWithTextStoredOnce } from '../tasks/task-texts.js';
 import type { QuotaPort } from '../usage/quota-check.js';
 import { taskIdFor, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { ACCEPTED_COMMENT_FORMAT, acceptedCommentMachine, acceptedCommentRecord, fitsAcceptedComment } from './accepted-comment.js';
 import { decideWrite, type WriteDecision } from './intake-decision.js';
 import { deliveryRecord, repositoryRecord, sessionRecord, taskRecord, triggerRecord } from './intake-records.js';
+import { countRejectedMention, rejectedMentionKey as rejectedKeyOf } from './rejected-mentions.js';
+import { SECURITY_EVENTS } from './security-events.js';
 import { REPOSITORY_DISABLED, accepted, duplicate, ignored, rejected, repeatOf, stopped, type IntakeResponse } from './intake-response.js';
 import type { Outcome, Plan, Subject } from './intake-types.js';
 import { stopTargets } from './stop-tasks.js';
@@ -29,6 +35,8 @@ export interface WriteContext {
   runtime: ActorRuntime;
   now: () => Date;
   retentionMs: number;
+  /** How long the per-author day counts of rejected mentions are kept after their day (security events'). */
+  securityEventRetentionMs: number;
   hostRef: string;
   quota?: QuotaPort | undefined;
   /** Accept as one compact record when the format covers the comment. Default true. */
@@ -118,13 +126,39 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       return { response, stop: targets };
     }
     case 'reject': {
-      // Visible to operators as a task in `rejected`; no repository, session or receipt is created
-      // for someone who may not trigger work.
-      const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: d.reason });
+      // Counted per author and day; visible to operators as a task in `rejected` (excerpt only) for
+      // the first few of the day, then as the count alone. No repository, session or receipt is
+      // created for someone who may not trigger work.
+      const counted = countRejectedMention(tx.get(SECURITY_EVENTS, rejectedKeyOf(comment.actor.login, at)), {
+        login: comment.actor.login,
+        repoKey: comment.repoKey,
+        resourceKey: comment.resourceKey,
+        deliveryId: s.deliveryId,
+        commentId: comment.comment.id,
+        reason: d.reason,
+        at,
+        retentionMs: ctx.securityEventRetentionMs,
+      });
+      tx.put(SECURITY_EVENTS, counted.record.key, counted.record);
+      if (!counted.ownTask) {
+        if (counted.firstCounted) {
+          audit('webhook.rejected_counted', {
+            errorCode: d.reason,
+            metadata: { securityEventKey: counted.record.key, tasksPerDay: counted.record.tasks },
+          });
+        }
+        // No task to name: the answer says so (as a duplicate of a stop does), the delivery and the
+        // trigger still answer a repeat or a Replay.
+        const response = rejected(d.reason, null);
+        delivery('rejected', d.reason, null, response);
+        trigger(null);
+        return { response };
+      }
+      const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: d.reason, metadata: { securityEventKey: counted.record.key } });
       const response = rejected(d.reason, taskId);
       delivery('rejected', d.reason, taskId, response);
       trigger(taskId);
-      tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(comment, taskId, event.seq, at)));
+      tx.insert('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
       const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(d.reason)], by, taskId });
       return { response, start: created.start, taskId };
     }
@@ -147,7 +181,8 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       const response = rejected(refusal.code, taskId);
       delivery('rejected', refusal.code, taskId, response);
       trigger(taskId);
-      const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(comment, taskId, event.seq, at)));
+      // It never runs: an excerpt of the text is enough to explain it.
+      const task = tx.insert('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
       const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(refusal.code)], by, taskId });
       const receipt = pendingReceiptRecord(task, 'refused', at);
       tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: refusal.code, quota: refusal });

@@ -9,6 +9,9 @@
 //   insert would collide with the first one.
 // - Finished tasks (with their turns, comment records and final actor records) are kept forever
 //   unless CCWEB_TASK_RETENTION_DAYS is set. The audit log is never touched: it is append-only.
+// - Tasks of rejected or refused mentions (`rejected`, excerpt only: src/tasks/task-texts.ts) are
+//   deleted like finished tasks, but after the security-event retention counted from their
+//   creation (issue 29): anyone who can comment can make them, so they must not be kept forever.
 // - `security_events` (failed authentications, aggregated per source and window) expire after
 //   CCWEB_SECURITY_EVENT_RETENTION_DAYS (default 30): each record carries its `expiresAt`.
 // - Before any of that, finished tasks older than CCWEB_ARCHIVE_AFTER_MINUTES are archived
@@ -36,6 +39,11 @@ export interface RetentionPolicy {
   taskRetentionMs: number | null;
   /** Finished tasks older than this move to the cold tier; null keeps them all in memory. */
   archiveAfterMs?: number | null;
+  /**
+   * Window for the tasks of rejected and refused mentions (`instructionExcerptOnly`) after their
+   * creation, whatever `taskRetentionMs` says (the shorter wins). Unset or null: as other tasks.
+   */
+  excerptOnlyTaskRetentionMs?: number | null;
 }
 
 export interface SweepResult {
@@ -110,9 +118,14 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
     'deliveries',
   );
 
-  if (policy.taskRetentionMs !== null) {
-    const cutoff = now - policy.taskRetentionMs;
-    const taskExpired = (t: TaskRecord | undefined) => t !== undefined && isTerminalTaskState(t.state) && Date.parse(t.updatedAt) <= cutoff;
+  const taskCutoff = policy.taskRetentionMs === null ? null : now - policy.taskRetentionMs;
+  const excerptCutoff = policy.excerptOnlyTaskRetentionMs === undefined || policy.excerptOnlyTaskRetentionMs === null ? null : now - policy.excerptOnlyTaskRetentionMs;
+  if (taskCutoff !== null || excerptCutoff !== null) {
+    const taskExpired = (t: TaskRecord | undefined) =>
+      t !== undefined &&
+      isTerminalTaskState(t.state) &&
+      ((taskCutoff !== null && Date.parse(t.updatedAt) <= taskCutoff) ||
+        (excerptCutoff !== null && t.state === 'rejected' && t['instructionExcerptOnly'] === true && Date.parse(t.createdAt) <= excerptCutoff));
     const tasks = await candidates<TaskRecord>(store, 'tasks', taskExpired, (t) => t.taskId);
     add(
       await inBatches(store, tasks, Math.max(1, Math.floor(batchSize / 10)), (tx, taskId) => {

@@ -253,13 +253,15 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const notices = createReceiptNotices({ store, runtime, gitea, limits, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
 
   // Failed authentications (webhook signatures, admin tokens): counted per source and window, expiring.
+  const securityEventRetentionMs = (config.securityEventRetentionDays ?? DEFAULTS.securityEventRetentionDays) * DAY_MS;
   const securityEvents = createSecurityEvents({
     store,
-    retentionMs: (config.securityEventRetentionDays ?? DEFAULTS.securityEventRetentionDays) * DAY_MS,
+    retentionMs: securityEventRetentionMs,
     logger: logger.child({ part: 'security' }),
   });
   const intake = createIntake({
     securityEvents,
+    securityEventRetentionMs,
     store,
     runtime,
     botLogin,
@@ -328,6 +330,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
       taskRetentionMs: config.taskRetentionDays === undefined ? null : config.taskRetentionDays * DAY_MS,
       archiveAfterMs: (config.archiveAfterMinutes ?? DEFAULTS.archiveAfterMinutes) * 60_000,
+      // Rejected and refused mentions' tasks (excerpt only) go with the security events.
+      excerptOnlyTaskRetentionMs: securityEventRetentionMs,
     },
     logger: logger.child({ part: 'retention' }),
   });

@@ -3,6 +3,11 @@
 // INLINE_TEXT_LIMIT goes into its own `task_texts` record, written once, straight to the store's
 // cold tier (it is only read by key); the task record keeps a preview and the reference. Readers
 // that need the whole text (the agent's instructions) go through `withFullTexts`.
+//
+// A mention that is refused or rejected never runs, so its text is never needed whole (issue 29:
+// three 1.4 MB mentions by a reader grew the store by 4.2 MB, kept forever). Its task keeps only an
+// excerpt, the text's length and its sha256 (`taskWithExcerptOnly`), whatever the text's size.
+import { createHash } from 'node:crypto';
 import type { TaskRecord } from '../domain/records.js';
 import type { Store, Tx } from '../store/types.js';
 
@@ -16,6 +21,35 @@ export interface TaskTextRecord {
   taskId: string;
   text: string;
   createdAt: string;
+}
+
+/** Characters of a refused or rejected mention's text kept on its task. */
+export const EXCERPT_CHARS = 200;
+
+export interface TextExcerpt {
+  excerpt: string;
+  /** The whole text's length in UTF-16 code units, as `String.length`. */
+  length: number;
+  /** `sha256:<hex>` of the whole text's UTF-8 bytes: the operator can match it against the comment on Gitea. */
+  sha256: string;
+}
+
+/** The first EXCERPT_CHARS characters (never half of a surrogate pair), the length and the hash. */
+export function textExcerpt(text: string): TextExcerpt {
+  let excerpt = text.slice(0, EXCERPT_CHARS);
+  const last = excerpt.charCodeAt(excerpt.length - 1);
+  if (excerpt.length < text.length && last >= 0xd800 && last <= 0xdbff) excerpt = excerpt.slice(0, -1);
+  return { excerpt, length: text.length, sha256: 'sha256:' + createHash('sha256').update(text, 'utf8').digest('hex') };
+}
+
+/**
+ * The task record of a mention that will never run: the instruction cut to its excerpt, with
+ * `instructionExcerptOnly`, `instructionLength` and `instructionSha256` saying so. Nothing goes to
+ * `task_texts`. The retention sweep keys on `instructionExcerptOnly` (security-event retention).
+ */
+export function taskWithExcerptOnly(task: TaskRecord): TaskRecord {
+  const { excerpt, length, sha256 } = textExcerpt(task.instruction);
+  return { ...task, instruction: excerpt, instructionExcerptOnly: true, instructionLength: length, instructionSha256: sha256 };
 }
 
 type FollowUp = NonNullable<TaskRecord['followUps']>[number] & { bodyRef?: string };

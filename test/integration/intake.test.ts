@@ -584,8 +584,9 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     const taskId = taskIdFor(`default:${deliveryId}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'rejected', reason, taskId });
-    // Visible to operators as a rejected task; no repository, session or receipt for it.
-    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1 }));
+    // Visible to operators as a rejected task (and counted for its author's day, issue 29); no
+    // repository, session or receipt for it.
+    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, security_events: 1 }));
     expect(task(harness, taskId)).toMatchObject({ state: 'rejected', author: expect.any(String) });
     expect(harness.runtime.stateOf(taskActorId(taskId))?.state).toBe('rejected');
     expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${deliveryId}`)).toMatchObject({ status: 'rejected', reason, taskId });
