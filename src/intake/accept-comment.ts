@@ -11,7 +11,7 @@
 // resolves when its journal line is on disk, and a repeat is answered after an audit write, which
 // the journal orders after everything it is answering about.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
-import type { RepositoryRecord } from '../domain/records.js';
+import { anyDisabled } from '../domain/repository-identity.js';
 import { workspacePathFor } from '../domain/workspace-path.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import { StoreError, type Store } from '../store/types.js';
@@ -23,6 +23,7 @@ import { getHeader, type WebhookHeaders } from '../webhook/headers.js';
 import { INSTANCE_ID, commentTriggerKey, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { resolveRepository } from './canonical-repository.js';
 import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
@@ -105,6 +106,7 @@ export interface Intake {
 
 interface Reader {
   get: Store['get'];
+  list: Store['list'];
 }
 
 const EVENT_TYPE = /^[a-z_]{1,64}$/;
@@ -174,9 +176,11 @@ export function createIntake(options: IntakeOptions): Intake {
 
     const normalized = normalizeComment(headers, json, { botLogin });
     if (!normalized.ok) return invalidPayload(headers, normalized.issues);
-    const c = normalized.value;
-    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(c.repo, options.repositoryHosts) : null;
-    if (foreign !== null) return refuseForeignOrigin(deliveryId, c, foreign);
+    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(normalized.value.repo, options.repositoryHosts) : null;
+    if (foreign !== null) return refuseForeignOrigin(deliveryId, normalized.value, foreign);
+    // Names compare case-insensitively, as on Gitea: from here on the comment names its repository
+    // as the store does (the write transaction resolves it again, finally).
+    const c = resolveRepository(store, normalized.value).comment;
     subject.comment = c;
     subject.eventType = c.eventType;
 
@@ -186,6 +190,8 @@ export function createIntake(options: IntakeOptions): Intake {
       return (await commit(subject, { kind: 'ignored', reason: decision.reason }))!;
     }
     subject.triggerKey = commentTriggerKey(c);
+    const payloadTriggerKey = commentTriggerKey(normalized.value);
+    if (payloadTriggerKey !== subject.triggerKey) subject.payloadTriggerKey = payloadTriggerKey;
     if (knownOutcome(store, subject)) {
       const known = await commit(subject, { kind: 'probe' });
       if (known !== null) return known;
@@ -217,8 +223,8 @@ export function createIntake(options: IntakeOptions): Intake {
    */
   function knownOutcome(reader: Reader, s: Subject): boolean {
     if (s.triggerKey !== null && reader.get('comment_triggers', s.triggerKey) !== undefined) return true;
-    const repo = s.comment ? reader.get<RepositoryRecord>('repositories', s.comment.repoKey) : undefined;
-    return repo?.status === 'disabled';
+    if (s.payloadTriggerKey != null && reader.get('comment_triggers', s.payloadTriggerKey) !== undefined) return true;
+    return s.comment !== null && anyDisabled(resolveRepository(reader, s.comment).records);
   }
 
   /** `null` only for a probe that found nothing to decide (the caller then goes on). */
