@@ -11,7 +11,7 @@
 // resolves when its journal line is on disk, and a repeat is answered after an audit write, which
 // the journal orders after everything it is answering about.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
-import { anyDisabled } from '../domain/repository-identity.js';
+import { anyDisabled, sameRepoKey } from '../domain/repository-identity.js';
 import { workspacePathFor } from '../domain/workspace-path.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import { StoreError, type Store } from '../store/types.js';
@@ -20,10 +20,10 @@ import type { QuotaPort } from '../usage/quota-check.js';
 import { authorizeActor, type AuthorizeResult, type RepoPermission } from '../webhook/authorize-actor.js';
 import { classifyComment, classifyEvent } from '../webhook/classify.js';
 import { getHeader, type WebhookHeaders } from '../webhook/headers.js';
-import { INSTANCE_ID, commentTriggerKey, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
+import { INSTANCE_ID, commentTriggerKey, isSafeName, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
-import { resolveRepository } from './canonical-repository.js';
+import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
 import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
@@ -58,6 +58,12 @@ export interface IntakeOptions {
   repositoryHosts?: readonly string[];
   /** Gitea's `GET /repos/{o}/{r}/collaborators/{user}/permission`: confirms write access (the payload's permissions are a hint). */
   fetchPermission: (owner: string, repo: string, login: string) => Promise<RepoPermission>;
+  /**
+   * Gitea's `GET /repositories/{id}`: the owner/name Gitea has for a repository id. Asked only when a
+   * comment would register a repository nothing is stored for yet, so that it is registered under
+   * Gitea's own letter case whatever case the payload used. Unset or failing: the payload's form.
+   */
+  repositoryName?: (repoId: number) => Promise<{ owner: string; name: string }>;
   workspaceRoot: string;
   now?: () => Date;
   /** How long a delivery record answers repeats. Default 30 days (Gitea never retries on its own; Replay is manual). */
@@ -180,7 +186,7 @@ export function createIntake(options: IntakeOptions): Intake {
     if (foreign !== null) return refuseForeignOrigin(deliveryId, normalized.value, foreign);
     // Names compare case-insensitively, as on Gitea: from here on the comment names its repository
     // as the store does (the write transaction resolves it again, finally).
-    const c = resolveRepository(store, normalized.value).comment;
+    const c = await registeredName(resolveRepository(store, normalized.value));
     subject.comment = c;
     subject.eventType = c.eventType;
 
@@ -204,6 +210,22 @@ export function createIntake(options: IntakeOptions): Intake {
         ? { kind: 'stop' }
         : { kind: 'accept' };
     return (await commit(subject, plan))!;
+  }
+
+  /**
+   * A repository seen for the first time is registered under the name Gitea has for its id, when that
+   * is the payload's name in another letter case. A name that differs otherwise (a rename, or an id
+   * the payload made up) is left as the payload said: the id alone never moves a comment to another
+   * repository's records.
+   */
+  async function registeredName(resolved: ResolvedComment): Promise<NormalizedComment> {
+    const c = resolved.comment;
+    if (resolved.records.length > 0 || !options.repositoryName) return c;
+    const found = await withTimeout(options.repositoryName(c.repo.id), permissionTimeoutMs, 'repository lookup').catch(() => null);
+    if (found === null) return c;
+    const repoKey = `${INSTANCE_ID}:${found.owner}/${found.name}`;
+    if (repoKey === c.repoKey || !sameRepoKey(repoKey, c.repoKey) || !isSafeName(found.owner) || !isSafeName(found.name)) return c;
+    return canonicalComment(c, { repoKey, owner: found.owner, name: found.name });
   }
 
   function authorize(c: NormalizedComment): Promise<AuthorizeResult> {

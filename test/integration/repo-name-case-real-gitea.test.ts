@@ -47,8 +47,9 @@ const waitForTask = (taskId: string, states: string[]) =>
 const commentIdOf = (d: HookDelivery): number | null => (JSON.parse(d.payload) as { comment?: { id?: number } }).comment?.id ?? null;
 
 /** Gitea's own delivery of comment `c`, with the repository named `owner/name` (same id), re-signed, under a new delivery id. */
-async function resendAs(real: HookDelivery, owner: string, name: string): Promise<{ status: number; body: any }> {
-  const payload = JSON.parse(real.payload) as { repository: Record<string, any> };
+async function resendAs(real: HookDelivery, owner: string, name: string, commentBody?: string): Promise<{ status: number; body: any }> {
+  const payload = JSON.parse(real.payload) as { repository: Record<string, any>; comment: Record<string, any> };
+  if (commentBody !== undefined) payload.comment['body'] = commentBody;
   const r = payload.repository;
   const from = `/${r['full_name']}`;
   r['owner'] = { ...r['owner'], login: owner };
@@ -71,6 +72,19 @@ async function resendAs(real: HookDelivery, owner: string, name: string): Promis
 }
 
 describe('repository names compare case-insensitively against a real Gitea (issue 29, finding 2) [real gitea-mcp]', () => {
+  it('a repository first seen through a payload naming ACME/Widget is registered under the name Gitea has for its id: acme/widget', async () => {
+    const quiet = await env.gitea.comment('alice', env.gitea.issueNumber, 'no mention, so nothing is registered');
+    const ignored = await env.gitea.waitForDelivery(env.hookId, (d) => commentIdOf(d) === quiet.id, 30_000);
+    expect(ignored.status).toBe(200);
+    expect((await api('GET', '/overview')).body.repos).toEqual([]);
+
+    const first = await resendAs(ignored, 'ACME', 'Widget', '@ccweb-bot please summarise this issue');
+    expect(first.status).toBe(202);
+    const done = await waitForTask(first.body.taskId, TERMINAL);
+    expect(done.task).toMatchObject({ state: 'succeeded', repoKey: CANONICAL, owner: 'acme', repo: 'widget' });
+    expect((await api('GET', '/overview')).body.repos.map((r: { repoKey: string }) => r.repoKey)).toEqual([CANONICAL]);
+  });
+
   it('acme/widget disabled stays disabled for ACME/Widget; enabled, the ACME/Widget task runs under the canonical keys; one repository, one lease', async () => {
     // Gitea's rule, on the real server: another letter case finds the same repository.
     const viaVariant = (await env.gitea.api('alice', 'GET', '/repos/ACME/Widget', undefined, 200)).body as { id: number; full_name: string };

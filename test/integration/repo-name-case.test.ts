@@ -171,6 +171,32 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
     ]);
   });
 
+  it("a new repository is registered under Gitea's letter case for its id; a lookup that fails or names another repository leaves the payload's name", async () => {
+    // The lookup is a function port here (the real Gitea one: repo-name-case-real-gitea.test.ts):
+    // these cases inject what the real Gitea cannot be made to answer for a real repository.
+    const asked: number[] = [];
+    const answers: Array<() => Promise<{ owner: string; name: string }>> = [
+      async () => ({ owner: 'alice', name: 'widgets' }),
+      async () => {
+        throw new Error('gitea down');
+      },
+      async () => ({ owner: 'alice', name: 'renamed' }),
+    ];
+    const { h } = await start({ intake: { repositoryName: (id) => (asked.push(id), answers.shift()!()) } });
+    const first = await h.post(...post(comment('ALICE', 'Widgets', 920501)));
+    expect(h.store.get<TaskRecord>('tasks', first.body.taskId)).toMatchObject({ repoKey: CANONICAL, owner: 'alice', repo: 'widgets' });
+    expect(h.store.get<RepositoryRecord>('repositories', CANONICAL)?.workspacePath).toMatch(/alice[/\\]widgets$/);
+    // Stored now: no more lookups for it, in any case.
+    await h.post(...post(comment('Alice', 'WIDGETS', 920502)));
+    expect(asked).toEqual([1]);
+
+    const failed = await h.post(...post(comment('Bob', 'Gadget', 920503)));
+    expect(h.store.get<TaskRecord>('tasks', failed.body.taskId)).toMatchObject({ repoKey: 'default:Bob/Gadget' });
+    const other = await h.post(...post(comment('Carol', 'Thing', 920504)));
+    expect(h.store.get<TaskRecord>('tasks', other.body.taskId)).toMatchObject({ repoKey: 'default:Carol/Thing' });
+    expect(asked).toEqual([1, 1, 1]);
+  });
+
   it('case variants an older version stored as second records: disable/enable switches them all, and a new comment goes to the first registered', async () => {
     const { h, call } = await start();
     const legacy = 'default:ALICE/Widgets';
