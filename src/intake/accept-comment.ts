@@ -184,17 +184,19 @@ export function createIntake(options: IntakeOptions): Intake {
     if (!normalized.ok) return invalidPayload(headers, normalized.issues);
     const foreign = options.repositoryHosts ? foreignRepositoryOrigin(normalized.value.repo, options.repositoryHosts) : null;
     if (foreign !== null) return refuseForeignOrigin(deliveryId, normalized.value, foreign);
+    subject.comment = normalized.value;
+    subject.eventType = normalized.value.eventType;
+
+    const decision = classifyComment(normalized.value, botLogin);
+    if (decision.outcome === 'ignored') {
+      // Ignored comments leave no trigger: an edit or a mention-less comment never becomes a task.
+      // (Most comments end here: they are recorded as the payload named them, nothing is looked up.)
+      return (await commit(subject, { kind: 'ignored', reason: decision.reason }))!;
+    }
     // Names compare case-insensitively, as on Gitea: from here on the comment names its repository
     // as the store does (the write transaction resolves it again, finally).
     const c = await registeredName(resolveRepository(store, normalized.value));
     subject.comment = c;
-    subject.eventType = c.eventType;
-
-    const decision = classifyComment(c, botLogin);
-    if (decision.outcome === 'ignored') {
-      // Ignored comments leave no trigger: an edit or a mention-less comment never becomes a task.
-      return (await commit(subject, { kind: 'ignored', reason: decision.reason }))!;
-    }
     subject.triggerKey = commentTriggerKey(c);
     const payloadTriggerKey = commentTriggerKey(normalized.value);
     if (payloadTriggerKey !== subject.triggerKey) subject.payloadTriggerKey = payloadTriggerKey;

@@ -40,7 +40,8 @@ export interface WriteContext {
 export function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: Plan, workspacePath: string): Outcome {
   // The repository as stored now: a case variant another delivery registered since the first
   // resolution (canonical-repository.ts) is found here, where nothing can race it.
-  const resolved = subject.comment === null ? null : resolveRepository(ctx.store, subject.comment);
+  // (Not for an ignored comment: nothing it writes depends on the repository.)
+  const resolved = subject.comment === null || plan.kind === 'ignored' ? null : resolveRepository(ctx.store, subject.comment);
   const s = resolved === null || resolved.comment === subject.comment ? subject : resubject(subject, resolved.comment);
   const c = s.comment;
   const at = ctx.now();

@@ -183,6 +183,15 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
       async () => ({ owner: 'alice', name: 'renamed' }),
     ];
     const { h } = await start({ intake: { repositoryName: (id) => (asked.push(id), answers.shift()!()) } });
+    // A comment without a mention (most comments) is ignored without asking anything.
+    const quiet = mutatedDelivery('issue_comment_created_on_issue', (p) => {
+      p.comment.id = 920500;
+      p.comment.body = 'no mention here';
+      p.repository.owner.login = 'ALICE';
+      p.repository.full_name = 'ALICE/widgets';
+    });
+    expect((await h.post(quiet.body, quiet.headers)).body).toMatchObject({ status: 'ignored' });
+    expect(asked).toEqual([]);
     const first = await h.post(...post(comment('ALICE', 'Widgets', 920501)));
     expect(h.store.get<TaskRecord>('tasks', first.body.taskId)).toMatchObject({ repoKey: CANONICAL, owner: 'alice', repo: 'widgets' });
     expect(h.store.get<RepositoryRecord>('repositories', CANONICAL)?.workspacePath).toMatch(/alice[/\\]widgets$/);
