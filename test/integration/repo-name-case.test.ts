@@ -223,6 +223,13 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
     const res = await h.post(...post(comment('ALICE', 'Widgets', 920402)));
     expect(res.status).toBe(202);
     expect(h.store.get<TaskRecord>('tasks', res.body.taskId)).toMatchObject({ repoKey: CANONICAL });
+
+    // A comment that became a task under the old variant key, replayed in that case: still a duplicate
+    // (its trigger is under the variant's key, the comment now resolves to the canonical one).
+    const updatedAt = '2026-07-20T09:15:42Z';
+    const oldTrigger = `${legacy}:comment:920403:created:${updatedAt}`;
+    await h.store.transact((tx) => tx.insert('comment_triggers', oldTrigger, { triggerKey: oldTrigger, deliveryKey: 'default:old', taskId: 'gitea-task-old', createdAt: updatedAt }));
+    expect(await h.post(...post(comment('ALICE', 'Widgets', 920403, updatedAt)))).toMatchObject({ status: 200, body: { status: 'duplicate', taskId: 'gitea-task-old' } });
   });
 });
 
