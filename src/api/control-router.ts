@@ -11,6 +11,7 @@ import {
   type RepositoryRecord,
   type TaskRecord,
 } from '../domain/records.js';
+import { findRepository, matchingRepositories } from '../domain/repository-identity.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEvent, AuditEventInput, Store, Tx } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
@@ -189,16 +190,22 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   const setRepo = (status: 'active' | 'disabled') => async (_ctx: Context, req: ControlBody, repoKey: string | null): Promise<Answer> => {
     const action = status === 'disabled' ? 'control.repo_disable' : 'control.repo_enable';
     const answer = await commit(req, action, repoKey, (tx) => {
-      const repo = tx.get<RepositoryRecord>('repositories', repoKey!);
+      // Any letter case names the repository (Gitea's rule); a case variant stored as a second
+      // record by an older version gets the same status, so the repository is one thing to switch.
+      const all = matchingRepositories(repoKey!, store.list<RepositoryRecord>('repositories'));
+      const repo = findRepository(repoKey!, all);
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const changed = repo.status !== status;
-      const stored = changed
-        ? tx.put('repositories', repoKey!, { ...repo, status, version: repo.version + 1 }, { expectVersion: repo.version })
-        : repo;
+      let stored = repo;
+      for (const r of all) {
+        if (r.status === status) continue;
+        const put = tx.put('repositories', r.repoKey, { ...r, status, version: r.version + 1 }, { expectVersion: r.version });
+        if (r.repoKey === repo.repoKey) stored = put;
+      }
       return {
         status: 200,
-        body: { ok: true, changed, repoKey, status: stored.status, version: stored.version },
-        audit: { fromState: repo.status, toState: status, metadata: { repoKey } },
+        body: { ok: true, changed, repoKey: repo.repoKey, status: stored.status, version: stored.version },
+        audit: { fromState: repo.status, toState: status, metadata: { repoKey: repo.repoKey, ...(repo.repoKey !== repoKey ? { requested: repoKey } : {}), ...(all.length > 1 ? { variants: all.map((r) => r.repoKey) } : {}) } },
       };
     });
     if (!answer.replayed && answer.status === 200) notify(deps.onControlChanged, deps.logger);
@@ -212,16 +219,16 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   // the gate reads it before each thread start and turn.
   const setAgentTools = async (_ctx: Context, req: AgentToolsBody, repoKey: string | null): Promise<Answer> =>
     commit(req, 'control.repo_agent_tools', repoKey, (tx) => {
-      const repo = tx.get<RepositoryRecord>('repositories', repoKey!);
+      const repo = findRepository(repoKey!, store.list<RepositoryRecord>('repositories'));
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = Array.isArray(repo.agentToolGroups) ? repo.agentToolGroups : [];
       const groups = [...req.groups].sort();
       const changed = before.join(',') !== groups.join(',');
-      const stored = changed ? tx.put('repositories', repoKey!, { ...repo, agentToolGroups: groups, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      const stored = changed ? tx.put('repositories', repo.repoKey, { ...repo, agentToolGroups: groups, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
       return {
         status: 200,
-        body: { ok: true, changed, repoKey, agentToolGroups: groups, version: stored.version },
-        audit: { fromState: before.join(',') || 'none', toState: groups.join(',') || 'none', metadata: { repoKey, groups } },
+        body: { ok: true, changed, repoKey: repo.repoKey, agentToolGroups: groups, version: stored.version },
+        audit: { fromState: before.join(',') || 'none', toState: groups.join(',') || 'none', metadata: { repoKey: repo.repoKey, groups } },
       };
     });
   control('/repos/:repoKey/agent-tools', 'control.repo_agent_tools', repoKeyOf, setAgentTools, AgentToolsBody);

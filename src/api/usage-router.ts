@@ -6,7 +6,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
-import type { ControlRequestRecord } from '../domain/records.js';
+import type { ControlRequestRecord, RepositoryRecord } from '../domain/records.js';
+import { findRepository } from '../domain/repository-identity.js';
 import type { Store } from '../store/types.js';
 import { repoOverride } from '../usage/limits.js';
 import type { ProviderHold } from '../usage/provider-hold.js';
@@ -53,17 +54,21 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
 
   router.post('/repos/:repoKey/limits', auth, h(async (ctx) => {
     const req = parseOr400(LimitsBody, await readJsonBody(ctx));
-    const repoKey = String(ctx.params['repoKey']);
+    const requested = String(ctx.params['repoKey']);
     const action = 'control.repo_limits';
     const answer = await store.transact((tx) => {
       const prior = tx.get<ControlRequestRecord>('control_requests', req.requestId);
       if (prior) {
-        if (prior.action !== action || prior.target !== repoKey) throw new ApiError(409, { error: 'request_id_conflict' });
+        if (prior.action !== action || prior.target !== requested) throw new ApiError(409, { error: 'request_id_conflict' });
         return { ...prior.response, replayed: true };
       }
+      // Any letter case names the repository (Gitea's rule); the override is kept under the stored
+      // key, which is the one intake's quota check asks for.
+      const repo = findRepository(requested, store.list<RepositoryRecord>('repositories'));
+      const repoKey = repo?.repoKey ?? requested;
       const before = repoOverride(tx, repoKey);
       let response: { status: number; body: Record<string, unknown> };
-      if (!tx.get('repositories', repoKey)) {
+      if (!repo) {
         response = { status: 404, body: { error: 'repo_not_found' } };
       } else {
         const at = now().toISOString();
@@ -89,7 +94,7 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
         requestId: req.requestId,
         operator: req.operator,
         action,
-        target: repoKey,
+        target: requested,
         reason: req.reason,
         response,
         createdAt: now().toISOString(),

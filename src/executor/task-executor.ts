@@ -1,6 +1,7 @@
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import { sameRepoKey } from '../domain/repository-identity.js';
 import type { HeldLease, TaskExecutor } from '../scheduler/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
@@ -158,7 +159,8 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     const current = await options.currentRepository(repo).catch(() => null);
     if (current === null) return null;
     const fullName = `${current.owner}/${current.name}`;
-    if ((repo['currentFullName'] ?? `${repo.owner}/${repo.name}`) !== fullName) {
+    // Gitea's names compare case-insensitively: another letter case is the same place, not a move.
+    if (!sameRepoKey(String(repo['currentFullName'] ?? `${repo.owner}/${repo.name}`), fullName)) {
       log('repository moved on Gitea', { repoKey: repo.repoKey, to: fullName });
       await store
         .transact((tx) => {

@@ -19,3 +19,11 @@ export function currentRepositoryOnGitea(gitea: Pick<GiteaClient, 'getRepository
     return { owner: found.owner.login, name: found.name };
   };
 }
+
+/** A repository's owner/name as Gitea has it now, by id (intake: the name a new repository is registered under). */
+export function repositoryNameOnGitea(gitea: Pick<GiteaClient, 'getRepositoryById'>): (repoId: number) => Promise<{ owner: string; name: string }> {
+  return async (repoId) => {
+    const found = await gitea.getRepositoryById(repoId);
+    return { owner: found.owner.login, name: found.name };
+  };
+}

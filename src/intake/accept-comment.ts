@@ -11,7 +11,7 @@
 // resolves when its journal line is on disk, and a repeat is answered after an audit write, which
 // the journal orders after everything it is answering about.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
-import type { RepositoryRecord } from '../domain/records.js';
+import { anyDisabled, sameRepoKey } from '../domain/repository-identity.js';
 import { workspacePathFor } from '../domain/workspace-path.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import { StoreError, type Store } from '../store/types.js';
@@ -20,9 +20,10 @@ import type { QuotaPort } from '../usage/quota-check.js';
 import { authorizeActor, type AuthorizeResult, type RepoPermission } from '../webhook/authorize-actor.js';
 import { classifyComment, classifyEvent } from '../webhook/classify.js';
 import { getHeader, type WebhookHeaders } from '../webhook/headers.js';
-import { INSTANCE_ID, commentTriggerKey, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
+import { INSTANCE_ID, commentTriggerKey, isSafeName, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
 import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
@@ -57,6 +58,12 @@ export interface IntakeOptions {
   repositoryHosts?: readonly string[];
   /** Gitea's `GET /repos/{o}/{r}/collaborators/{user}/permission`: confirms write access (the payload's permissions are a hint). */
   fetchPermission: (owner: string, repo: string, login: string) => Promise<RepoPermission>;
+  /**
+   * Gitea's `GET /repositories/{id}`: the owner/name Gitea has for a repository id. Asked only when a
+   * comment would register a repository nothing is stored for yet, so that it is registered under
+   * Gitea's own letter case whatever case the payload used. Unset or failing: the payload's form.
+   */
+  repositoryName?: (repoId: number) => Promise<{ owner: string; name: string }>;
   workspaceRoot: string;
   now?: () => Date;
   /** How long a delivery record answers repeats. Default 30 days (Gitea never retries on its own; Replay is manual). */
@@ -110,6 +117,7 @@ export interface Intake {
 
 interface Reader {
   get: Store['get'];
+  list: Store['list'];
 }
 
 const EVENT_TYPE = /^[a-z_]{1,64}$/;
@@ -180,18 +188,24 @@ export function createIntake(options: IntakeOptions): Intake {
 
     const normalized = normalizeComment(headers, json, { botLogin });
     if (!normalized.ok) return invalidPayload(headers, normalized.issues);
-    const c = normalized.value;
-    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(c.repo, options.repositoryHosts) : null;
-    if (foreign !== null) return refuseForeignOrigin(deliveryId, c, foreign);
-    subject.comment = c;
-    subject.eventType = c.eventType;
+    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(normalized.value.repo, options.repositoryHosts) : null;
+    if (foreign !== null) return refuseForeignOrigin(deliveryId, normalized.value, foreign);
+    subject.comment = normalized.value;
+    subject.eventType = normalized.value.eventType;
 
-    const decision = classifyComment(c, botLogin);
+    const decision = classifyComment(normalized.value, botLogin);
     if (decision.outcome === 'ignored') {
       // Ignored comments leave no trigger: an edit or a mention-less comment never becomes a task.
+      // (Most comments end here: they are recorded as the payload named them, nothing is looked up.)
       return (await commit(subject, { kind: 'ignored', reason: decision.reason }))!;
     }
+    // Names compare case-insensitively, as on Gitea: from here on the comment names its repository
+    // as the store does (the write transaction resolves it again, finally).
+    const c = await registeredName(resolveRepository(store, normalized.value));
+    subject.comment = c;
     subject.triggerKey = commentTriggerKey(c);
+    const payloadTriggerKey = commentTriggerKey(normalized.value);
+    if (payloadTriggerKey !== subject.triggerKey) subject.payloadTriggerKey = payloadTriggerKey;
     if (knownOutcome(store, subject)) {
       const known = await commit(subject, { kind: 'probe' });
       if (known !== null) return known;
@@ -204,6 +218,22 @@ export function createIntake(options: IntakeOptions): Intake {
         ? { kind: 'stop' }
         : { kind: 'accept' };
     return (await commit(subject, plan))!;
+  }
+
+  /**
+   * A repository seen for the first time is registered under the name Gitea has for its id, when that
+   * is the payload's name in another letter case. A name that differs otherwise (a rename, or an id
+   * the payload made up) is left as the payload said: the id alone never moves a comment to another
+   * repository's records.
+   */
+  async function registeredName(resolved: ResolvedComment): Promise<NormalizedComment> {
+    const c = resolved.comment;
+    if (resolved.records.length > 0 || !options.repositoryName) return c;
+    const found = await withTimeout(options.repositoryName(c.repo.id), permissionTimeoutMs, 'repository lookup').catch(() => null);
+    if (found === null) return c;
+    const repoKey = `${INSTANCE_ID}:${found.owner}/${found.name}`;
+    if (repoKey === c.repoKey || !sameRepoKey(repoKey, c.repoKey) || !isSafeName(found.owner) || !isSafeName(found.name)) return c;
+    return canonicalComment(c, { repoKey, owner: found.owner, name: found.name });
   }
 
   function authorize(c: NormalizedComment): Promise<AuthorizeResult> {
@@ -223,8 +253,8 @@ export function createIntake(options: IntakeOptions): Intake {
    */
   function knownOutcome(reader: Reader, s: Subject): boolean {
     if (s.triggerKey !== null && reader.get('comment_triggers', s.triggerKey) !== undefined) return true;
-    const repo = s.comment ? reader.get<RepositoryRecord>('repositories', s.comment.repoKey) : undefined;
-    return repo?.status === 'disabled';
+    if (s.payloadTriggerKey != null && reader.get('comment_triggers', s.payloadTriggerKey) !== undefined) return true;
+    return s.comment !== null && anyDisabled(resolveRepository(reader, s.comment).records);
   }
 
   /** `null` only for a probe that found nothing to decide (the caller then goes on). */

@@ -19,8 +19,14 @@ export interface Subject {
   eventType: string;
   hash: string;
   receivedAt: Date;
+  /** Re-keyed to the stored repository record for its name (canonical-repository.ts). */
   comment: NormalizedComment | null;
   triggerKey: string | null;
+  /**
+   * The trigger key in the payload's own letter case when that differs from `triggerKey`: a trigger
+   * written under it (before names were compared case-insensitively) still marks the comment as known.
+   */
+  payloadTriggerKey?: string | null;
 }
 
 /** What the transaction decided; `null` only for a probe that found nothing to decide. */

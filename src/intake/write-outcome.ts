@@ -21,6 +21,8 @@ import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
 import { followUpWithTextStoredOnce, taskWithExcerptOnly, taskWithTextStoredOnce } from '../tasks/task-texts.js';
 import type { QuotaPort } from '../usage/quota-check.js';
 import { taskIdFor, type NormalizedComment } from '../webhook/normalize-comment.js';
+import { anyDisabled, rekey } from '../domain/repository-identity.js';
+import { resolveRepository } from './canonical-repository.js';
 import { ACCEPTED_COMMENT_FORMAT, acceptedCommentMachine, acceptedCommentRecord, fitsAcceptedComment } from './accepted-comment.js';
 import { decideWrite, type WriteDecision } from './intake-decision.js';
 import { deliveryRecord, repositoryRecord, sessionRecord, taskRecord, triggerRecord } from './intake-records.js';
@@ -31,7 +33,7 @@ import type { Outcome, Plan, Subject } from './intake-types.js';
 import { stopTargets } from './stop-tasks.js';
 
 export interface WriteContext {
-  store: Pick<Store, 'byIndex'>;
+  store: Pick<Store, 'byIndex' | 'list'>;
   runtime: ActorRuntime;
   now: () => Date;
   retentionMs: number;
@@ -43,19 +45,36 @@ export interface WriteContext {
   compact: boolean;
 }
 
-export function writeOutcome(ctx: WriteContext, tx: Tx, s: Subject, plan: Plan, workspacePath: string): Outcome {
+export function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: Plan, workspacePath: string): Outcome {
+  // The repository as stored now: a case variant another delivery registered since the first
+  // resolution (canonical-repository.ts) is found here, where nothing can race it.
+  // (Not for an ignored comment: nothing it writes depends on the repository.)
+  const resolved = subject.comment === null || plan.kind === 'ignored' ? null : resolveRepository(ctx.store, subject.comment);
+  const s = resolved === null || resolved.comment === subject.comment ? subject : resubject(subject, resolved.comment);
   const c = s.comment;
   const at = ctx.now();
+  const trigger = (key: string | null | undefined) => (key == null ? undefined : tx.get<CommentTriggerRecord>('comment_triggers', key));
   const decision = decideWrite(plan, {
     delivery: () => tx.get<DeliveryRecord>('webhook_deliveries', s.deliveryKey),
-    trigger: () => (s.triggerKey === null ? undefined : tx.get<CommentTriggerRecord>('comment_triggers', s.triggerKey)),
+    trigger: () => trigger(s.triggerKey) ?? trigger(s.payloadTriggerKey),
     hasComment: c !== null,
-    repositoryDisabled: () => c !== null && tx.get<RepositoryRecord>('repositories', c.repoKey)?.status === 'disabled',
+    repositoryDisabled: () => resolved !== null && anyDisabled(resolved.records),
     // Few tasks wait at any time, while one resource may have many: search the state index.
     waitingTask: () => ctx.store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c!.resourceKey),
     quotaRefusal: () => ctx.quota?.check(tx, { repoKey: c!.repoKey, login: c!.actor.login }, at) ?? null,
   });
   return write(ctx, tx, s, decision, workspacePath, at);
+}
+
+/** `s` with its comment re-keyed to `comment`'s repository (and its trigger key with it). */
+function resubject(s: Subject, comment: NormalizedComment): Subject {
+  const before = s.comment!.repoKey;
+  return {
+    ...s,
+    comment,
+    triggerKey: s.triggerKey === null ? null : rekey(s.triggerKey, before, comment.repoKey),
+    payloadTriggerKey: s.payloadTriggerKey ?? (s.triggerKey === null ? null : s.triggerKey),
+  };
 }
 
 function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspacePath: string, at: Date): Outcome {

@@ -9,7 +9,7 @@ import { createGiteaPullsClient } from '../publish/gitea-pulls.js';
 import { createPublisher } from '../publish/publisher.js';
 import { createPublishToolHandler, PUBLISH_TOOL_INSTRUCTIONS, publishToolSpecs } from '../publish/publish-tool.js';
 import { createGiteaClient } from '../gitea/index.js';
-import { currentRepositoryOnGitea } from '../gitea/current-repository.js';
+import { currentRepositoryOnGitea, repositoryNameOnGitea } from '../gitea/current-repository.js';
 import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
 import { leaseOwnerId } from '../leases/lease-owner.js';
@@ -272,6 +272,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     fetchPermission: cachedPermissionLookup(
       async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as RepoPermission,
     ),
+    repositoryName: repositoryNameOnGitea(gitea),
     workspaceRoot: config.workspaceRoot,
     quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,

@@ -706,6 +706,14 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
+  it("Gitea naming it in another letter case is the same place (issue 29): Gitea's form is used, no move recorded", async () => {
+    const w = await world({ currentRepository: async () => ({ owner: 'Acme', name: 'Widget' }) });
+    await w.run();
+    expect(w.calls.prepareCurrent).toEqual([{ owner: 'Acme', name: 'Widget' }]);
+    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+    expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
+  });
+
   it('Gitea not knowing it (null) or not answering: the stored owner/name are used, nothing recorded', async () => {
     for (const currentRepository of [async () => null, async () => Promise.reject(new Error('ECONNREFUSED'))]) {
       const w = await world({ currentRepository });
