@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { detectContainment } from '../../src/isolation/agent-containment.js';
 import { CodexAppServerConnection, type CodexConnectionEvent, type CodexConnectionOptions } from '../../src/codex/jsonrpc-connection.js';
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
 import { resolveBundledCodex } from '../../src/codex/codex-binary.js';
@@ -143,6 +144,8 @@ export async function codexFixture(
       const conn = new CodexAppServerConnection({
         cwd: workspace,
         requestTimeoutMs: 30_000,
+        // As the service starts it: in a PID namespace that dies with it (src/isolation/agent-containment.ts).
+        launcher: containmentLauncherForTests(),
         // The agent's commands run as the service runs them: in the isolation sandbox (issue 16).
         args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
         agentPath: agentSandbox.pathWithHelpers(defaultAgentPath()),
@@ -194,4 +197,11 @@ export async function timed<T>(label: string, fn: () => Promise<T>): Promise<T> 
   } finally {
     console.log(`[codex timing] ${label}: ${(performance.now() - t0).toFixed(0)} ms`);
   }
+}
+
+let containment: string[] | undefined;
+/** The service's containment prefix for the app-server (detected once), so tests leave no sandbox behind either. */
+export function containmentLauncherForTests(): string[] {
+  containment ??= detectContainment().launcher;
+  return containment;
 }

@@ -18,7 +18,7 @@ import { taskKind } from '../../src/tasks/task-actor.js';
 import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from './gitea-double/rest-api.js';
 import { writeStandinFaultCommands } from './gitea-mcp-standin/index.js';
 import { writeRealGiteaMcpWrapper } from './real-gitea-mcp.js';
-import { testAgentSandbox } from './codex-harness.js';
+import { containmentLauncherForTests, testAgentSandbox } from './codex-harness.js';
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
 import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
 import { createTestRuntime } from './test-runtime.js';
@@ -125,6 +125,7 @@ export async function sessionFixture(
     connection: {
       cwd: workspace,
       requestTimeoutMs: 30_000,
+      launcher: containmentLauncherForTests(),
       // The agent's commands run in the isolation sandbox, as in production (issue 16).
       args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
       agentPath: agentSandbox.pathWithHelpers(defaultAgentPath()),

@@ -1,6 +1,7 @@
 // Runs the agent-isolation probe once and prints its result as JSON: for tests that run it inside
 // `unshare` (a host without user namespaces), where the test process itself cannot go.
 // argv: <root> (a fresh directory: data dir, CODEX_HOME without config.toml)
+import { detectContainment } from '../../src/isolation/agent-containment.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
@@ -21,6 +22,7 @@ const sandbox = createAgentSandbox({
 });
 const result = await probeAgentIsolation(sandbox, {
   connection: {
+    launcher: detectContainment().launcher,
     args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...sandbox.appServerArgs()],
     agentHome: join(root, 'data', 'agent-home'),
     agentPath: sandbox.pathWithHelpers(defaultAgentPath()),
