@@ -229,8 +229,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
       // Commits made in the worktree by anyone but step 1 (the agent can run git) are checked too:
       // refused paths in them refuse the whole publish, since they cannot be taken out of a commit
-      // the service did not make without rewriting it.
-      const touched = refusedPaths(nulList((await must(['diff', '--name-only', '--no-renames', '-z', upstream, 'HEAD'])).stdout), pathSettings);
+      // the service did not make without rewriting it. `...`: from the merge base, so what a human
+      // pushed to the branch meanwhile is not counted as ours.
+      const touched = refusedPaths(nulList((await must(['diff', '--name-only', '--no-renames', '-z', `${upstream}...HEAD`])).stdout), pathSettings);
       if (touched.length > 0) {
         throw new PublishError('publish_protected_paths', `commits in the workspace change ${touched.slice(0, 5).join(', ')}, which the bot does not publish in this repository`);
       }

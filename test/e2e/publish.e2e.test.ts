@@ -444,6 +444,22 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     const wt = join(env.workspaceRoot, 'default', '.worktrees', owner(), repo(), `issue-${n}`);
     expect(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: wt, encoding: 'utf8' })).toBe('');
 
+    // A commit the service did not make (an agent running git itself, isolation off) that adds a workflow:
+    // it cannot be split, so nothing is published; the change is kept and the branch is untouched.
+    const branchBefore = await branchSha(branch);
+    writeFileSync(join(wt, 'NOTE.md'), 'by the agent\n');
+    execFileSync('mkdir', ['-p', join(wt, '.github', 'workflows')]);
+    writeFileSync(join(wt, '.github', 'workflows', 'z.yml'), 'on: push\n');
+    execFileSync('git', ['add', '-A'], { cwd: wt });
+    execFileSync('git', ['-c', 'user.name=agent', '-c', 'user.email=agent@example.invalid', 'commit', '-qm', 'agent commit'], { cwd: wt });
+    const sneaky = await mention(n, 'just answer');
+    const ds = await waitForTask(sneaky);
+    expect(ds.task.state, JSON.stringify(ds.task)).toBe('failed');
+    expect(ds.task.errorCode).toBe('publish_protected_paths');
+    expect(await branchSha(branch)).toBe(branchBefore);
+    expect(readFileSync(ds.publish!.kept!.patchFile, 'utf8')).toContain('.github/workflows/z.yml');
+    expect(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: wt, encoding: 'utf8' })).toBe('');
+
     // The operator allows CI changes on this repository (audited): the next change commits it.
     const res = await fetch(`${env.service!.url}/api/gitea-workflow/repos/${encodeURIComponent(`default:${owner()}/${repo()}`)}/publish-paths`, {
       method: 'POST',
