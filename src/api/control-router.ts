@@ -16,7 +16,8 @@ import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEvent, AuditEventInput, Store, Tx } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { requireAdminToken } from './admin-auth.js';
-import { AgentToolsBody, AuditQuery, ControlBody, TaskListQuery } from './control-schemas.js';
+import { publishPathSettings, type PublishPathSettings } from '../publish/protected-paths.js';
+import { AgentToolsBody, AuditQuery, ControlBody, PublishPathsBody, TaskListQuery } from './control-schemas.js';
 import { ApiError, handled, parseOr400, queryOf, readJsonBody, type ApiLogger } from './http-helpers.js';
 import { controlOf, listTasks, overview, taskDetail } from './task-queries.js';
 
@@ -232,6 +233,24 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       };
     });
   control('/repos/:repoKey/agent-tools', 'control.repo_agent_tools', repoKeyOf, setAgentTools, AgentToolsBody);
+
+  // What the publisher may commit here (src/publish/protected-paths.ts); it reads the record at each publish.
+  const setPublishPaths = async (_ctx: Context, req: PublishPathsBody, repoKey: string | null): Promise<Answer> =>
+    commit(req, 'control.repo_publish_paths', repoKey, (tx) => {
+      const repo = tx.get<RepositoryRecord>('repositories', repoKey!);
+      if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
+      const before = publishPathSettings(repo);
+      const next: PublishPathSettings = { allowCiChanges: req.allowCiChanges, protectedPaths: [...new Set(req.protectedPaths)].sort() };
+      const text = (p: PublishPathSettings) => `allowCiChanges=${p.allowCiChanges};protectedPaths=${p.protectedPaths.join(',')}`;
+      const changed = text(before) !== text(next);
+      const stored = changed ? tx.put('repositories', repoKey!, { ...repo, publishPaths: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      return {
+        status: 200,
+        body: { ok: true, changed, repoKey, publishPaths: next, version: stored.version },
+        audit: { fromState: text(before), toState: text(next), metadata: { repoKey, ...next } },
+      };
+    });
+  control('/repos/:repoKey/publish-paths', 'control.repo_publish_paths', repoKeyOf, setPublishPaths, PublishPathsBody);
 
   const taskAction = (name: TaskAction) => async (_ctx: Context, req: ControlBody, taskId: string | null): Promise<Answer> => {
     const spec = TASK_ACTIONS[name];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EXTRA_GROUPS } from '../mcp-gate/gate-policy.js';
+import { MAX_PROTECTED_PATHS, normaliseProtectedPath } from '../publish/protected-paths.js';
 import { TASK_STATES } from '../../machines/task-lifecycle.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -29,6 +30,29 @@ export const AgentToolsBody = ControlBody.extend({
   groups: z.array(z.enum(EXTRA_GROUPS)).max(EXTRA_GROUPS.length).refine((g) => new Set(g).size === g.length, 'each group once'),
 });
 export type AgentToolsBody = z.infer<typeof AgentToolsBody>;
+
+/**
+ * POST /repos/:repoKey/publish-paths: whether the publisher may commit CI definitions there
+ * (`.gitea/workflows/`, `.github/workflows/`, `.forgejo/workflows/`), and more paths it never commits
+ * (a file, or a folder and everything below it; relative, no `..`).
+ */
+export const PublishPathsBody = ControlBody.extend({
+  allowCiChanges: z.boolean(),
+  protectedPaths: z
+    .array(
+      z.string().transform((v, ctx) => {
+        const p = normaliseProtectedPath(v);
+        if (p === null) {
+          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(v.slice(0, 80))} is not a repository path: relative, "/"-separated, no ".." or control characters, at most 300 characters` });
+          return z.NEVER;
+        }
+        return p;
+      }),
+    )
+    .max(MAX_PROTECTED_PATHS, `at most ${MAX_PROTECTED_PATHS} paths`)
+    .default([]),
+});
+export type PublishPathsBody = z.infer<typeof PublishPathsBody>;
 
 const Key = z.string().min(1).max(300);
 const IsoTime = z.iso.datetime({ offset: true });

@@ -45,6 +45,11 @@ export interface RepositoryRecord {
   status: 'active' | 'disabled' | 'blocked';
   /** Tool groups the agent may use here beyond reading and answering (src/mcp-gate/gate-policy.ts EXTRA_GROUPS). */
   agentToolGroups?: string[];
+  /**
+   * What the publisher may commit here (src/publish/protected-paths.ts; POST /repos/:repoKey/publish-paths):
+   * CI definitions only with allowCiChanges, the operator's protectedPaths never. Absent: the defaults.
+   */
+  publishPaths?: { allowCiChanges: boolean; protectedPaths: string[] };
   registeredAt: string;
   lastFetchAt: string | null;
   version: number;

@@ -49,6 +49,10 @@ export const EXPLAINED_ERROR_CODES = [
   'publish_git_failed',
   'publish_gitea_failed',
   'publish_failed',
+  // What the publisher refuses (issue 29).
+  'fork_edits_not_allowed',
+  'fork_unreachable',
+  'publish_protected_paths',
 ] as const;
 export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
 
@@ -86,6 +90,11 @@ export interface Messages {
   keptChange(p: { branch: string; patch: string }): string;
   /** CCWEB_DELIVERY=off: one notice that the task's changes were not published. */
   notPublished(p: { taskId: string }): string;
+  /**
+   * One notice that some paths (CI definitions) were left out of the published change. Paths arrive
+   * already reduced to a plain alphabet (protected-paths.ts pathForText). Must start with `giteabot: `.
+   */
+  withheldPaths(p: { taskId: string; paths: string[]; more: number; branch: string; patch: string }): string;
   /** Who stopped a task, when it was not a plain Gitea login (that one is written `@login`). */
   stoppers: { operator(name: string): string; anOperator: string; service: string; someone: string };
   limits: LimitMessages;
@@ -176,10 +185,16 @@ const zh: Messages = {
     publish_git_failed: '发布改动时 git 操作失败',
     publish_gitea_failed: '无法向 Gitea 查询分支或合并请求',
     publish_failed: '改动无法发布',
+    fork_edits_not_allowed:
+      '此合并请求来自复刻仓库，且作者没有允许维护者编辑；机器人从不把复刻仓库的提交推送到本仓库，因此改动没有发布。作者可以在合并请求中勾选"允许维护者编辑"，然后再次提及机器人',
+    fork_unreachable: '机器人无法访问此合并请求的复刻仓库（私有复刻需要把机器人添加为可读的协作者），因此改动没有发布',
+    publish_protected_paths: '工作区中的提交修改了 CI 定义（例如 .gitea/workflows/），本仓库不允许机器人发布这些文件，因此改动没有发布',
   },
   unexpectedError: '意外错误使其停止',
   keptChange: ({ branch, patch }) => ` 改动已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`。`,
   notPublished: ({ taskId }) => `giteabot: 任务 ${taskId} 的改动没有发布（本服务关闭了改动交付）。`,
+  withheldPaths: ({ taskId, paths, more, branch, patch }) =>
+    `giteabot: 任务 ${taskId} 的以下文件没有提交，因为本仓库不允许机器人修改 CI 定义：${paths.map((p) => `\`${p}\``).join('、')}${more > 0 ? ` 等另外 ${more} 个` : ''}。其余改动已照常发布。这些文件已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`；管理员可以为本仓库允许 CI 改动。`,
   stoppers: { operator: (name) => `管理员 ${name}`, anOperator: '一位管理员', service: '服务', someone: '某人' },
   limits: zhLimits,
 };
@@ -227,10 +242,16 @@ const en: Messages = {
     publish_git_failed: 'a git operation while publishing the change failed',
     publish_gitea_failed: 'Gitea could not be asked about the branch or pull request',
     publish_failed: 'the change could not be published',
+    fork_edits_not_allowed:
+      "this pull request comes from a fork whose author does not allow edits by maintainers, and the bot never pushes a fork's commits into this repository, so the change was not published; the author can tick \"Allow edits from maintainers\" on the pull request and mention the bot again",
+    fork_unreachable: "the bot cannot reach this pull request's fork (a private fork needs the bot added as a reader), so the change was not published",
+    publish_protected_paths: 'commits in the workspace change CI definitions (such as .gitea/workflows/), which the bot may not publish in this repository, so the change was not published',
   },
   unexpectedError: 'an unexpected error stopped it',
   keptChange: ({ branch, patch }) => ` The change is kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory.`,
   notPublished: ({ taskId }) => `giteabot: the changes of task ${taskId} were not published (change delivery is off on this service).`,
+  withheldPaths: ({ taskId, paths, more, branch, patch }) =>
+    `giteabot: task ${taskId} did not commit ${paths.map((p) => `\`${p}\``).join(', ')}${more > 0 ? ` and ${more} more` : ''}: the bot may not change CI definitions in this repository. The rest of the change was published as usual. These files are kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory; an operator can allow CI changes for this repository.`,
   stoppers: { operator: (name) => `operator ${name}`, anOperator: 'an operator', service: 'the service', someone: 'someone' },
   limits: enLimits,
 };

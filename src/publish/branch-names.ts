@@ -8,11 +8,6 @@ export function issueBranchName(prefix: string, issueNumber: number): string {
   return `${prefix}issue-${issueNumber}`;
 }
 
-/** The branch a fork pull request's changes go to in the base repository: `<prefix>pr-<N>`. */
-export function forkPullBranchName(prefix: string, pullNumber: number): string {
-  return `${prefix}pr-${pullNumber}`;
-}
-
 /** Where a change that could not be published is kept in the shared clone: `ccweb-kept/<taskId>`. */
 export function keptBranchName(taskId: string): string {
   return `ccweb-kept/${taskId.replace(/[^A-Za-z0-9._-]/g, '_')}`;
@@ -28,7 +23,7 @@ export function pullRequestMarker(taskId: string, resourceKey: string): string {
   return `<!-- ccweb pull-request taskId=${taskId} resource=${resourceKey} -->`;
 }
 
-/** The marker of the comment that links a fork pull request's branch. */
-export function forkLinkMarker(branch: string): string {
-  return `<!-- ccweb branch=${branch} -->`;
+/** Where the paths the publisher refused to commit (CI definitions) are kept: `ccweb-kept/<taskId>-withheld`. */
+export function withheldBranchName(taskId: string): string {
+  return `${keptBranchName(taskId)}-withheld`;
 }

@@ -22,6 +22,8 @@ const pullSchema = z.object({
   html_url: z.string(),
   merged: z.boolean().nullish(),
   body: z.string().nullish(),
+  /** The author lets users with write access to the base repository push to the head branch (a fork's). */
+  allow_maintainer_edit: z.boolean().nullish(),
   head: z.object({
     ref: z.string(),
     sha: z.string(),

@@ -4,7 +4,7 @@
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
 import type { GitResult } from '../workspace/run-git.js';
 import { isSafeBranchName } from '../workspace/workspace-manager.js';
-import { forkPullBranchName, issueBranchName } from './branch-names.js';
+import { issueBranchName } from './branch-names.js';
 import { GiteaPullsError, type GiteaPull } from './gitea-pulls.js';
 import { PublishError, type DeliveryMode, type PublishRecord } from './publish-types.js';
 
@@ -38,32 +38,63 @@ export function isSameRepoPull(pull: Pick<GiteaPull, 'head' | 'base'>): boolean 
 
 export type TargetKind = 'issue' | 'same_repo_pull' | 'fork_pull';
 
+/** The repository a fork pull request's head branch lives in (`head.repo.full_name`). */
+export interface ForkRepository {
+  owner: string;
+  name: string;
+}
+
+// Gitea's owner and repository alphabet; `.` and `..` would walk the clone URL's path elsewhere.
+const REPO_SEGMENT = /^(?!\.{1,2}$)[A-Za-z0-9_.-]{1,100}$/;
+
 /**
- * Where the change goes: an issue's own branch; a same-repository pull request's head branch; for a
- * fork's pull request a branch of ours in the base repository. Never the default branch, never an
- * unsafe name (both throw a PublishError).
+ * Where the change goes: an issue's own branch; a same-repository pull request's head branch; a
+ * fork's pull request its head branch IN THE FORK, and only when its author allows edits by
+ * maintainers (issue 29). Never a branch of the base repository for a fork: that would carry the
+ * fork's commits (its workflow files among them) into the base repository, where they run with its
+ * secrets. Never the base's default branch, never an unsafe name (all throw a PublishError). A fork's
+ * head may be the fork's own default branch: that is the branch its author opened for edits.
  */
 export function publishTarget(input: {
   resource: TaskRecord['resource'];
-  pull: Pick<GiteaPull, 'head' | 'base'> | null;
+  pull: (Pick<GiteaPull, 'head' | 'base'> & { allow_maintainer_edit?: boolean | null | undefined }) | null;
   prefix: string;
   defaultBranch: string;
-}): { kind: TargetKind; target: string } {
+}): { kind: TargetKind; target: string; fork: ForkRepository | null } {
   const { resource, pull, prefix } = input;
-  let kind: TargetKind;
-  let target: string;
   if (resource.kind === 'issue' || !pull) {
-    kind = 'issue';
-    target = issueBranchName(prefix, resource.number);
-  } else {
-    kind = isSameRepoPull(pull) ? 'same_repo_pull' : 'fork_pull';
-    target = kind === 'same_repo_pull' ? pull.head.ref : forkPullBranchName(prefix, resource.number);
+    return checked({ kind: 'issue', target: issueBranchName(prefix, resource.number), fork: null }, input.defaultBranch);
   }
-  if (!isSafeBranchName(target)) throw new PublishError('publish_target_invalid', `branch name ${JSON.stringify(target)} is not acceptable`);
-  if (target === input.defaultBranch) {
-    throw new PublishError('publish_target_default', `the change would go to the default branch ${input.defaultBranch}; the bot never pushes there`);
+  if (isSameRepoPull(pull)) return checked({ kind: 'same_repo_pull', target: pull.head.ref, fork: null }, input.defaultBranch);
+  const [owner, name, ...rest] = (pull.head.repo?.full_name ?? '').split('/');
+  if (!owner || !name || rest.length > 0 || !REPO_SEGMENT.test(owner) || !REPO_SEGMENT.test(name)) {
+    throw new PublishError('publish_target_missing', `the fork of pull request #${resource.number} is gone (Gitea names no head repository)`);
   }
-  return { kind, target };
+  if (pull.allow_maintainer_edit !== true) {
+    throw new PublishError(
+      'fork_edits_not_allowed',
+      `pull request #${resource.number} comes from the fork ${owner}/${name}, whose author does not allow edits by maintainers; the bot does not push a fork's commits into this repository, so the change was not published`,
+    );
+  }
+  if (!isSafeBranchName(pull.head.ref)) throw new PublishError('publish_target_invalid', `branch name ${JSON.stringify(pull.head.ref)} is not acceptable`);
+  return { kind: 'fork_pull', target: pull.head.ref, fork: { owner, name } };
+}
+
+function checked<T extends { target: string }>(t: T, defaultBranch: string): T {
+  if (!isSafeBranchName(t.target)) throw new PublishError('publish_target_invalid', `branch name ${JSON.stringify(t.target)} is not acceptable`);
+  if (t.target === defaultBranch) {
+    throw new PublishError('publish_target_default', `the change would go to the default branch ${defaultBranch}; the bot never pushes there`);
+  }
+  return t;
+}
+
+/**
+ * The local ref a target branch is fetched into. A fork's branch gets a namespace of its own: under
+ * `refs/remotes/origin/` a fork's `main` would overwrite the base repository's `origin/main` in the
+ * shared clone, and the next issue would start from (and push) the fork's commits.
+ */
+export function trackingRefFor(target: string, fork: ForkRepository | null): string {
+  return fork ? `refs/ccweb-forks/${fork.owner}/${fork.name}/${target}` : `refs/remotes/origin/${target}`;
 }
 
 /** Nothing new on top of the remote, and no delivery to this same branch owed from before a restart. */
@@ -71,11 +102,10 @@ export function nothingNew(input: { ahead: number; owedBefore: boolean; previous
   return input.ahead === 0 && !(input.owedBefore && input.previousBranch === input.target);
 }
 
-/** The pull request step: none (mode), the PR itself (same repository), one to ensure (issue), or a link comment (fork). */
-export function pullRequestStep(mode: DeliveryMode, kind: TargetKind): 'none' | 'use_resource_pull' | 'ensure_pull' | 'link_fork_branch' {
+/** The pull request step: none (mode), the PR itself (any pull request, a fork's too), or one to ensure (issue). */
+export function pullRequestStep(mode: DeliveryMode, kind: TargetKind): 'none' | 'use_resource_pull' | 'ensure_pull' {
   if (mode !== 'pull_request') return 'none';
-  if (kind === 'same_repo_pull') return 'use_resource_pull';
-  return kind === 'issue' ? 'ensure_pull' : 'link_fork_branch';
+  return kind === 'issue' ? 'ensure_pull' : 'use_resource_pull';
 }
 
 const REJECTED_PUSH = [/protected branch/i, /pre-receive hook declined/i, /not allowed to push/i, /permission/i, /denied/i, /returned error: 403/i, /forbidden/i];
@@ -106,11 +136,6 @@ export const PULL_CREATE_ATTEMPTS = 5;
 export function pullCreateRetryDelay(status: number | undefined, attempt: number): number | null {
   const transient = status === undefined || status === 404 || status === 409 || status >= 500;
   return transient && attempt < PULL_CREATE_ATTEMPTS ? 300 * attempt : null;
-}
-
-/** The bot already linked this fork branch in the pull request (its marker in one of its comments). */
-export function forkBranchLinked(comments: readonly { user: { login: string }; body: string }[], botLogin: string, marker: string): boolean {
-  return comments.some((c) => c.user.login.toLowerCase() === botLogin.toLowerCase() && c.body.includes(marker));
 }
 
 /** The service token, or its base64 form (as in an HTTP auth header), appears in the text. */

@@ -54,6 +54,8 @@ export function createPublishToolHandler(publisher: Pick<Publisher, 'publish'>) 
         branch: r.branch,
         commit: r.headSha,
         pullRequest: r.pullRequest ? { number: r.pullRequest.number, url: r.pullRequest.url } : null,
+        // CI definitions the service refused to commit here (the user is told in a notice too).
+        ...(r.withheld?.paths.length ? { notCommitted: r.withheld.paths, why: 'the bot may not change CI definitions in this repository; the rest was published' } : {}),
       }),
       true,
     );

@@ -11,6 +11,8 @@ export interface PublishRecord {
   mode: DeliveryMode;
   /** The remote branch the change goes to. */
   branch: string | null;
+  /** The repository of that branch when it is not the task's own: a fork (`owner/name`). */
+  repository?: string | null;
   /** The head this task pushed (or is about to push). */
   headSha: string | null;
   /** Commits this task brought onto the branch, oldest first. */
@@ -18,6 +20,8 @@ export interface PublishRecord {
   pullRequest: { number: number; url: string } | null;
   /** Where an unpublished change is kept. */
   kept: { branch: string; patchFile: string } | null;
+  /** Paths the publisher refused to commit (CI definitions), kept apart; the rest was published. */
+  withheld?: { paths: string[]; branch: string; patchFile: string } | null;
   errorCode: string | null;
   message: string | null;
   updatedAt: string;

@@ -16,12 +16,18 @@
 //
 // Refusals lose nothing: the change stays as a local branch `ccweb-kept/<taskId>` in the shared clone
 // and a patch file `<patchDir>/<taskId>.patch`, both named in the task record and the failure receipt.
+//
+// What never leaves (issue 29): a fork's pull request is delivered to its head branch in the fork,
+// only when its author allows edits by maintainers — never to a branch of the base repository, which
+// would carry the fork's commits (workflow files among them) there; and CI definitions
+// (protected-paths.ts) are not committed unless the operator allows it for the repository: they are
+// withheld (kept apart, named in a notice) and the rest of the change is published.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
-import { NOT_PUBLISHED_NOTICE_STATE } from '../receipts/receipt-text.js';
+import { NOT_PUBLISHED_NOTICE_STATE, WITHHELD_PATHS_NOTICE_STATE } from '../receipts/receipt-text.js';
 import { cloneUrlFor } from '../webhook/repository-origin.js';
 import { classifyGitFailure } from '../workspace/classify-git-failure.js';
 import { redactSecrets } from '../workspace/git-credentials.js';
@@ -40,9 +46,12 @@ import {
   pullRequestStep,
   pushFailureCode,
   summaryFor,
+  trackingRefFor,
 } from './publish-decisions.js';
+import { nulList, publishPathSettings, refusedPaths } from './protected-paths.js';
 import { PublishError, type PublishOutcome, type PublishRecord, type Publisher, type PublisherOptions } from './publish-types.js';
-import { ensurePull, linkForkBranch, settle } from './pull-requests.js';
+import { ensurePull, settle } from './pull-requests.js';
+import { setAside, stagedRefusedPaths, unstage } from './withhold-paths.js';
 
 export type { DeliveryMode, PublishOutcome, PublishRecord, Publisher, PublisherOptions } from './publish-types.js';
 
@@ -116,16 +125,17 @@ export function createPublisher(options: PublisherOptions): Publisher {
     const wt = worktreePathFor(task);
     const summary = summaryFor(opts.summary, store.byIndex<TurnRecord>('turns', 'taskId', taskId));
 
-    const git = (args: string[], extra: { token?: boolean } = {}): Promise<GitResult> =>
+    // `token: url`: the token goes with this one command, its header scoped to that URL only.
+    const git = (args: string[], extra: { token?: string } = {}): Promise<GitResult> =>
       runGit(args, {
         cwd: wt,
         timeoutMs,
         logger: options.logger,
         secrets,
         ...(opts.signal ? { signal: opts.signal } : {}),
-        ...(extra.token ? { token: options.token, scopeUrl: remoteUrl } : {}),
+        ...(extra.token ? { token: options.token, scopeUrl: extra.token } : {}),
       });
-    const must = async (args: string[], extra: { token?: boolean } = {}): Promise<GitResult> => {
+    const must = async (args: string[], extra: { token?: string } = {}): Promise<GitResult> => {
       const r = await git(args, extra);
       if (!r.ok) throw new PublishError(classifyGitFailure(r).code === 'auth_failed' ? 'push_rejected' : 'publish_git_failed', describeFailure(args, r));
       return r;
@@ -135,14 +145,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
       return r.ok ? r.stdout.trim() : null;
     };
     const isAncestor = async (a: string, b: string) => (await git(['merge-base', '--is-ancestor', a, b])).ok;
-    const lsRemote = async (branch: string): Promise<string | null> => {
-      const r = await must(['ls-remote', '--heads', '--', remoteUrl, `refs/heads/${branch}`], { token: true });
+    const lsRemote = async (branch: string, url = remoteUrl): Promise<string | null> => {
+      const r = await must(['ls-remote', '--heads', '--', url, `refs/heads/${branch}`], { token: url });
       const line = r.stdout.split('\n').find((l) => l.endsWith(`\trefs/heads/${branch}`));
       return line ? line.split('\t')[0]! : null;
     };
-    const fetchBranch = async (branch: string) =>
-      must(['fetch', '--quiet', '--no-tags', '--', remoteUrl, `+refs/heads/${branch}:refs/remotes/origin/${branch}`], { token: true });
-    const keep = (upstream: string | null) => keepChange({ git, must, resolve, identity, patchDir: options.patchDir, secrets }, taskId, upstream);
+    const fetchBranch = async (branch: string, url = remoteUrl, into = `refs/remotes/origin/${branch}`) =>
+      must(['fetch', '--quiet', '--no-tags', '--', url, `+refs/heads/${branch}:${into}`], { token: url });
+    const keepDeps = { git, must, resolve, identity, patchDir: options.patchDir, secrets };
+    const keep = (upstream: string | null) => keepChange(keepDeps, taskId, upstream);
     const audit = (id: string, action: string, metadata: Record<string, unknown>) => record(id, {}, { action, metadata });
     const holds = async (remote: string | null, pushed: string) => remote !== null && (remote === pushed || (await isAncestor(pushed, remote).catch(() => false)));
 
@@ -154,6 +165,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
     }
 
     let upstream: string | null = null;
+    // A pull request's worktree starts from this ref (resource-worktree.ts): what a refusal before
+    // the remote was read keeps its change on top of.
+    const startRef = task.resource.kind === 'pull_request' ? `refs/remotes/origin/pr/${task.resource.number}` : null;
+    const pathSettings = publishPathSettings(repo);
     const previous = task.publish as PublishRecord | undefined;
     const owedBefore = owedFromBefore(previous);
     // Fast path without the network: a clean tree whose HEAD some remote-tracking ref already contains
@@ -170,13 +185,20 @@ export function createPublisher(options: PublisherOptions): Publisher {
     try {
       // The target branch and the pull request it belongs to.
       const pull: GiteaPull | null = task.resource.kind === 'issue' ? null : await gitea.getPull(task.owner, task.repo, task.resource.number);
-      const { kind, target } = publishTarget({ resource: task.resource, pull, prefix, defaultBranch: repo.defaultBranch });
+      const { kind, target, fork } = publishTarget({ resource: task.resource, pull, prefix, defaultBranch: repo.defaultBranch });
+      // The repository the branch is in: the task's own, or (a fork's pull request) the fork.
+      const where = fork ?? { owner: task.owner, name: task.repo };
+      const targetUrl = fork ? cloneUrlFor(options.giteaUrl, fork.owner, fork.name) : remoteUrl;
+      const targetLabel = fork ? `${fork.owner}/${fork.name}:${target}` : target;
 
       // 1. Commit what is uncommitted (the agent's edits, new and deleted files). After a crash the
-      //    commit already exists and the tree is clean: nothing is committed twice.
+      //    commit already exists and the tree is clean: nothing is committed twice. Refused paths
+      //    (CI definitions) are left out, kept apart and named to the user.
       const status = await must(['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all']);
       if (status.stdout.length > 0) {
         await must(['add', '--all', '--', '.']);
+        const refused = await stagedRefusedPaths({ must }, pathSettings);
+        if (refused.length > 0) await unstage({ must }, refused);
         const staged = await git(['diff', '--cached', '--quiet']);
         if (!staged.ok) {
           const message = commitMessage({ summary, taskId, resourceLabel: `#${task.resource.number}` });
@@ -184,16 +206,35 @@ export function createPublisher(options: PublisherOptions): Publisher {
           const sha = await resolve('HEAD');
           await record(taskId, {}, { action: 'publish.commit', metadata: { sha, worktree: path.basename(wt) } });
         }
+        if (refused.length > 0) {
+          const withheld = await setAside(keepDeps, taskId, refused);
+          await record(taskId, { withheld }, { action: 'publish.paths_withheld', metadata: { ...withheld }, level: 'alert' }, WITHHELD_PATHS_NOTICE_STATE);
+        }
       }
       const head = (await resolve('HEAD'))!;
 
-      // 2. Where the branch stands on Gitea now.
-      const remoteHead = await lsRemote(target);
-      if (remoteHead) await fetchBranch(target);
-      if (kind === 'same_repo_pull' && !remoteHead) throw new PublishError('publish_target_missing', `the head branch ${target} of pull request #${task.resource.number} is gone`);
+      // 2. Where the branch stands on Gitea now (a fork's branch: read from the fork, into a ref of its own).
+      let remoteHead: string | null;
+      try {
+        remoteHead = await lsRemote(target, targetUrl);
+      } catch (error) {
+        if (!fork) throw error;
+        throw new PublishError('fork_unreachable', `the bot cannot reach the fork ${fork.owner}/${fork.name} of pull request #${task.resource.number} (a private fork needs the bot as a reader): ${(error as Error).message}`);
+      }
+      if (remoteHead) await fetchBranch(target, targetUrl, trackingRefFor(target, fork));
+      if (kind !== 'issue' && !remoteHead) throw new PublishError('publish_target_missing', `the head branch ${targetLabel} of pull request #${task.resource.number} is gone`);
       if (!remoteHead) await fetchBranch(repo.defaultBranch);
       upstream = remoteHead ?? (await resolve(`refs/remotes/origin/${repo.defaultBranch}`));
       if (!upstream) throw new PublishError('publish_git_failed', `origin has no ${repo.defaultBranch}`);
+
+      // Commits made in the worktree by anyone but step 1 (the agent can run git) are checked too:
+      // refused paths in them refuse the whole publish, since they cannot be taken out of a commit
+      // the service did not make without rewriting it. `...`: from the merge base, so what a human
+      // pushed to the branch meanwhile is not counted as ours.
+      const touched = refusedPaths(nulList((await must(['diff', '--name-only', '--no-renames', '-z', `${upstream}...HEAD`])).stdout), pathSettings);
+      if (touched.length > 0) {
+        throw new PublishError('publish_protected_paths', `commits in the workspace change ${touched.slice(0, 5).join(', ')}, which the bot does not publish in this repository`);
+      }
 
       const ahead = Number((await must(['rev-list', '--count', `${upstream}..HEAD`])).stdout.trim()) || 0;
       if (nothingNew({ ahead, owedBefore, previousBranch: previous?.branch, target })) {
@@ -217,7 +258,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
           const rebase = await git([...identity, 'rebase', '--quiet', '--no-autosquash', '--onto', remoteHead, base]);
           if (!rebase.ok) {
             await git(['rebase', '--abort']);
-            throw new PublishError('push_conflict', `the branch ${target} moved on Gitea and this change does not apply on top of it`);
+            throw new PublishError('push_conflict', `the branch ${targetLabel} moved on Gitea and this change does not apply on top of it`);
           }
           pushedHead = (await resolve('HEAD'))!;
           await record(taskId, {}, { action: 'publish.rebased', metadata: { branch: target, onto: remoteHead, head: pushedHead } });
@@ -229,21 +270,21 @@ export function createPublisher(options: PublisherOptions): Publisher {
         }
         const commits = (await must(['rev-list', '--reverse', `${upstream}..HEAD`])).stdout.split('\n').filter(Boolean);
         // Intent before the push: a restart from here on knows this task owes a push and a pull request.
-        await record(taskId, { status: 'pushing', mode, branch: target, headSha: pushedHead, commits, errorCode: null, message: null });
+        await record(taskId, { status: 'pushing', mode, branch: target, repository: fork ? `${fork.owner}/${fork.name}` : null, headSha: pushedHead, commits, errorCode: null, message: null });
 
         // 4. Push (never forced). Skipped when Gitea already has it (a crash after the push).
-        if (await holds(await lsRemote(target), pushedHead)) {
+        if (await holds(await lsRemote(target, targetUrl), pushedHead)) {
           await record(taskId, {}, { action: 'publish.push_skipped', metadata: { branch: target, head: pushedHead, reason: 'already_on_gitea' } });
         } else {
-          const args = ['push', '--quiet', '--porcelain', '--no-verify', '--', remoteUrl, `${pushedHead}:refs/heads/${target}`];
-          const r = await git(args, { token: true });
+          const args = ['push', '--quiet', '--porcelain', '--no-verify', '--', targetUrl, `${pushedHead}:refs/heads/${target}`];
+          const r = await git(args, { token: targetUrl });
           if (!r.ok) {
             const code = pushFailureCode(r, classifyGitFailure(r).code === 'auth_failed');
             const why =
               code === 'push_conflict'
-                ? `the push to ${target} was refused as not fast-forward: `
+                ? `the push to ${targetLabel} was refused as not fast-forward: `
                 : code === 'push_rejected'
-                  ? `Gitea refused the push to ${target}: `
+                  ? `Gitea refused the push to ${targetLabel}: `
                   : '';
             throw new PublishError(code, `${why}${describeFailure(args, r)}`);
           }
@@ -256,14 +297,14 @@ export function createPublisher(options: PublisherOptions): Publisher {
       }
 
       // 5. Read back: the remote branch holds what we pushed, and Gitea's API knows the branch.
-      const after = await lsRemote(target);
+      const after = await lsRemote(target, targetUrl);
       if (!after || !(await holds(after, pushedHead))) {
-        throw new PublishError('publish_unverified', `the branch ${target} on Gitea does not hold ${pushedHead}`);
+        throw new PublishError('publish_unverified', `the branch ${targetLabel} on Gitea does not hold ${pushedHead}`);
       }
       await settle(
-        `branch ${target}`,
+        `branch ${targetLabel}`,
         async () => {
-          const b = await gitea.getBranch(task.owner, task.repo, target);
+          const b = await gitea.getBranch(where.owner, where.name, target);
           return b !== null && b.commit.id === after;
         },
         settleMs,
@@ -274,7 +315,6 @@ export function createPublisher(options: PublisherOptions): Publisher {
       const step = pullRequestStep(mode, kind);
       if (step === 'use_resource_pull') pr = { number: pull!.number, url: pull!.html_url };
       else if (step === 'ensure_pull') pr = await ensurePull({ gitea, audit }, task, target, repo.defaultBranch, summary);
-      else if (step === 'link_fork_branch') await linkForkBranch({ gitea, audit, botLogin: options.botLogin }, task, target, repo);
       if (pr) {
         const number = pr.number;
         await settle(
@@ -288,8 +328,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
       }
       const rec = await record(
         taskId,
-        { status: 'published', mode, branch: target, headSha: after, pullRequest: pr, errorCode: null, message: null },
-        { action: 'publish.verified', metadata: { branch: target, head: after, pullRequest: pr?.number ?? null } },
+        { status: 'published', mode, branch: target, repository: fork ? `${fork.owner}/${fork.name}` : null, headSha: after, pullRequest: pr, errorCode: null, message: null },
+        { action: 'publish.verified', metadata: { branch: target, ...(fork ? { repository: `${fork.owner}/${fork.name}` } : {}), head: after, pullRequest: pr?.number ?? null } },
       );
       options.onOutcome?.('published');
       return { ok: true, record: rec! };
@@ -298,7 +338,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       const message = redactSecrets(error instanceof Error ? error.message : String(error), secrets).slice(0, 500);
       let kept: PublishRecord['kept'] = null;
       try {
-        kept = await keep(upstream);
+        kept = await keep(upstream ?? (startRef ? await resolve(startRef) : null));
       } catch (keepError) {
         log('keeping the unpublished change failed', { taskId, error: (keepError as Error).message });
       }

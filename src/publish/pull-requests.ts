@@ -1,10 +1,10 @@
 // The pull-request side of publishing, against Gitea's API: reuse or create the issue's pull request
-// (exactly once), or link a fork pull request's branch in a comment.
-import type { RepositoryRecord, TaskRecord } from '../domain/records.js';
-import { forkLinkMarker, pullRequestMarker } from './branch-names.js';
+// (exactly once). A fork's pull request needs nothing here: its change goes to its own head branch.
+import type { TaskRecord } from '../domain/records.js';
+import { pullRequestMarker } from './branch-names.js';
 import { pullRequestBody, pullRequestTitle } from './commit-message.js';
 import { GiteaPullsError, type GiteaPullsClient } from './gitea-pulls.js';
-import { forkBranchLinked, nextSettleDelay, pullCreateRetryDelay } from './publish-decisions.js';
+import { nextSettleDelay, pullCreateRetryDelay } from './publish-decisions.js';
 import { PublishError } from './publish-types.js';
 
 export type AuditStep = (taskId: string, action: string, metadata: Record<string, unknown>) => Promise<unknown>;
@@ -58,25 +58,4 @@ export async function ensurePull(
       await sleep(delay);
     }
   }
-}
-
-/** Comments (once) on a fork's pull request where its changes are: a branch of the base repository. */
-export async function linkForkBranch(
-  deps: { gitea: GiteaPullsClient; audit: AuditStep; botLogin: string },
-  task: TaskRecord,
-  branch: string,
-  repo: RepositoryRecord,
-): Promise<void> {
-  const { gitea } = deps;
-  const marker = forkLinkMarker(branch);
-  const comments = await gitea.listComments(task.owner, task.repo, task.resource.number);
-  if (forkBranchLinked(comments, deps.botLogin, marker)) return;
-  const web = repo.cloneUrl.replace(/\.git$/, '');
-  await gitea.createComment(
-    task.owner,
-    task.repo,
-    task.resource.number,
-    `giteabot: this pull request comes from a fork, so the changes of task ${task.taskId} are on the branch \`${branch}\` of this repository: ${web}/src/branch/${branch}\n\n${marker}`,
-  );
-  await deps.audit(task.taskId, 'publish.fork_branch_linked', { branch });
 }

@@ -14,6 +14,8 @@ import {
   NOT_PUBLISHED_NOTICE_STATE,
   notPublishedReceiptText,
   receivedReceiptText,
+  WITHHELD_PATHS_NOTICE_STATE,
+  withheldPathsReceiptText,
 } from './receipt-text.js';
 import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
 
@@ -31,7 +33,9 @@ export function receiptBody(task: TaskRecord, rec: CommentRecord, locale: Locale
       ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
       : state === NOT_PUBLISHED_NOTICE_STATE
         ? notPublishedReceiptText(task, locale)
-        : receivedReceiptText(task, locale);
+        : state === WITHHELD_PATHS_NOTICE_STATE
+          ? withheldPathsReceiptText(task, locale)
+          : receivedReceiptText(task, locale);
   return `${text}\n\n${rec.marker}`;
 }
 

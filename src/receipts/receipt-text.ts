@@ -4,6 +4,7 @@
 // comment text is ever echoed back.
 import type { TaskRecord } from '../domain/records.js';
 import { DEFAULT_LOCALE, messages, type Locale } from '../messages/catalogue.js';
+import { pathsForText } from '../publish/protected-paths.js';
 
 /** Task states that get one failure receipt; running/waiting/success states get none (§5.2.5). */
 export const FAILURE_RECEIPT_STATES = ['failed', 'failed_reply', 'aborted', 'cancelled'] as const;
@@ -58,6 +59,18 @@ export const NOT_PUBLISHED_NOTICE_STATE = 'changes_not_published';
 
 export function notPublishedReceiptText(task: Pick<TaskRecord, 'taskId'> & { publish?: unknown }, locale: Locale = DEFAULT_LOCALE): string {
   return `${messages(locale).notPublished({ taskId: task.taskId })}${keptText(task, locale)}`;
+}
+
+/** Some paths (CI definitions) were withheld from the published change: the user is told once which. */
+export const WITHHELD_PATHS_NOTICE_STATE = 'paths_withheld';
+
+export function withheldPathsReceiptText(task: Pick<TaskRecord, 'taskId'> & { publish?: unknown }, locale: Locale = DEFAULT_LOCALE): string {
+  const w = (task.publish as { withheld?: { paths?: unknown; branch?: unknown; patchFile?: unknown } | null } | undefined)?.withheld;
+  const paths = Array.isArray(w?.paths) ? w.paths.filter((p): p is string => typeof p === 'string') : [];
+  const name = (s: unknown) => (typeof s === 'string' ? s : '').replace(/[^A-Za-z0-9._/-]/g, '_');
+  const { shown, more } = pathsForText(paths);
+  const file = typeof w?.patchFile === 'string' ? (w.patchFile.split('/').at(-1) ?? '') : '';
+  return messages(locale).withheldPaths({ taskId: task.taskId, paths: shown, more, branch: name(w?.branch), patch: `patches/${name(file)}` });
 }
 
 export function failureReceiptText(

@@ -349,24 +349,136 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     expect((await waitForTask(next)).task.state).toBe('succeeded');
   });
 
-  it('a pull request from a fork → the change goes to ccweb/pr-N of the base repository, linked once from the pull request', async () => {
+  it("a pull request from a fork: nothing ever goes to the base repository; the fork's head branch only with maintainer edits and a fork the bot can reach, else refused, kept, said once", async () => {
     const pr = env.gitea.forkPrNumber;
-    const before = await openPulls();
+    const bob = env.gitea.users.reader.login;
+    const bot = env.gitea.users.bot.login;
+    const baseBranches = async () =>
+      (await asOwner<Array<{ name: string; commit: { id: string } }>>('GET', '/branches?limit=50')).map((b) => `${b.name}@${b.commit.id}`).sort();
+    const forkBranch = async () => (await env.gitea.api<{ commit: { id: string } }>(bob, 'GET', `/repos/${bob}/${repo()}/branches/fix-typo`)).body.commit.id;
+    const setMaintainerEdit = (allow: boolean) => env.gitea.api(bob, 'PATCH', `/repos/${owner()}/${repo()}/pulls/${pr}`, { allow_maintainer_edit: allow }, 201);
+    const failureReceipts = async (taskId: string) => {
+      const deadline = Date.now() + 20_000;
+      let found: Array<{ body: string }> = [];
+      while (Date.now() < deadline) {
+        found = (await env.gitea.comments(pr)).filter((c) => c.user.login === bot && c.body.includes(`task ${taskId} failed`));
+        if (found.length > 0) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      return found;
+    };
+    const refused = async (code: string) => {
+      const taskId = await mention(pr, 'tweak the fork pull request (change-file)');
+      const d = await waitForTask(taskId);
+      expect(d.task.state, JSON.stringify(d.task)).toBe('failed');
+      expect(d.task.errorCode).toBe(code);
+      expect(d.publish?.status).toBe('kept');
+      // The kept patch holds the bot's change only, not the fork's own commit under it.
+      const patch = readFileSync(d.publish!.kept!.patchFile, 'utf8');
+      expect(patch).toContain(`+change by task ${taskId}`);
+      expect(patch).not.toContain('compares both fields');
+      const receipts = await failureReceipts(taskId);
+      expect(receipts).toHaveLength(1);
+      expect(receipts[0]!.body).toContain(code);
+      expect(receipts[0]!.body).toContain(`ccweb-kept/${taskId}`);
+      return receipts[0]!.body;
+    };
+    const before = await baseBranches();
+    const forkBefore = await forkBranch();
+
+    // 1. The author does not allow maintainer edits: refused before anything is pushed anywhere.
+    await setMaintainerEdit(false);
+    expect(await refused('fork_edits_not_allowed')).toContain('Allow edits from maintainers');
+    // 2. Allowed, but the fork is private and the bot cannot read it (real Gitea: "Repository not found").
+    await setMaintainerEdit(true);
+    expect(await refused('fork_unreachable')).toContain('a private fork needs the bot added as a reader');
+    expect(await forkBranch()).toBe(forkBefore);
+
+    // 3. bob makes the bot a reader of his fork: the commit lands on the fork's head branch, on top of bob's.
+    await env.gitea.api(bob, 'PUT', `/repos/${bob}/${repo()}/collaborators/${bot}`, { permission: 'read' }, 204);
+    const openBefore = await openPulls();
     const taskId = await mention(pr, 'tweak the fork pull request (change-file)');
     const d = await waitForTask(taskId);
     expect(d.task.state, JSON.stringify(d.task)).toBe('succeeded');
-    const branch = `ccweb/pr-${pr}`;
-    const head = await branchSha(branch);
-    expect(head).not.toBeNull();
-    const commits = await commitsOn(branch);
+    const head = await forkBranch();
+    expect(head).not.toBe(forkBefore);
+    const commits = (await env.gitea.api<Array<{ sha: string; commit: { message: string; author: { name: string } } }>>(bob, 'GET', `/repos/${bob}/${repo()}/commits?sha=fix-typo&limit=5`)).body;
+    expect(commits[0]!.sha).toBe(head);
     expect(commits[0]!.commit.message).toContain(`Ccweb-Task: ${taskId}`);
-    expect(commits[1]!.sha).toBe(env.gitea.forkPrHeadSha); // on top of the fork's head
-    expect((await openPulls()).map((p) => p.number).sort()).toEqual(before.map((p) => p.number).sort());
-    const links = (await env.gitea.comments(pr)).filter((c) => c.user.login === env.gitea.users.bot.login && c.body.includes(`ccweb branch=${branch}`));
-    expect(links).toHaveLength(1);
-    expect(links[0]!.body).toContain(`/src/branch/${branch}`);
-    expect(d.publish?.branch).toBe(branch);
-  });
+    expect(commits[0]!.commit.author.name).toBe(bot);
+    expect(commits[1]!.sha).toBe(forkBefore);
+    expect((await asOwner<Pull>('GET', `/pulls/${pr}`)).head.sha).toBe(head);
+    expect(d.publish).toMatchObject({ status: 'published', branch: 'fix-typo', repository: `${bob}/${repo()}`, headSha: head, pullRequest: { number: pr } });
+    // Nothing new in the base repository: no branch (no ccweb/pr-N), no moved branch, no pull request.
+    expect(await baseBranches()).toEqual(before);
+    expect(await branchSha(`ccweb/pr-${pr}`)).toBeNull();
+    expect((await openPulls()).map((p) => p.number).sort()).toEqual(openBefore.map((p) => p.number).sort());
+    // The shared clone's origin refs were never overwritten with the fork's.
+    const shared = join(env.workspaceRoot, 'default', owner(), repo());
+    expect(execFileSync('git', ['rev-parse', 'refs/remotes/origin/main'], { cwd: shared, encoding: 'utf8' }).trim()).toBe(mainBefore);
+  }, 180_000);
+
+  it('an agent change adding .gitea/workflows/x.yml → that file is not committed, named in one notice and kept, the rest published; once the operator allows CI changes → committed', async () => {
+    const n = await env.gitea.createIssue('alice', 'Add CI');
+    const branch = `ccweb/issue-${n}`;
+    const taskId = await mention(n, 'change-file and add-workflow');
+    const d = await waitForTask(taskId);
+    expect(d.task.state, JSON.stringify(d.task)).toBe('succeeded');
+    const withheld = (d.publish as { withheld?: { paths: string[]; branch: string; patchFile: string } } | null)?.withheld;
+    expect(withheld?.paths).toEqual(['.gitea/workflows/x.yml']);
+    expect(withheld?.branch).toBe(`ccweb-kept/${taskId}-withheld`);
+    expect(readFileSync(withheld!.patchFile, 'utf8')).toContain('+on: push');
+    // The rest is published; the workflow is on no branch of Gitea.
+    expect(await fileOn(branch, 'CHANGES.md')).toBe(`change by task ${taskId}\n`);
+    const wf = await env.gitea.api(owner(), 'GET', `/repos/${owner()}/${repo()}/contents/.gitea/workflows/x.yml?ref=${encodeURIComponent(branch)}`, undefined, [200, 404]);
+    expect(wf.status).toBe(404);
+    expect(d.audit.map((e) => e.action)).toContain('publish.paths_withheld');
+    // One notice naming the file and where it is kept.
+    const notices = async () => (await env.gitea.comments(n)).filter((c) => c.body.includes(`task ${taskId} did not commit`));
+    const deadline = Date.now() + 20_000;
+    while ((await notices()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    expect(await notices()).toHaveLength(1);
+    expect((await notices())[0]!.body).toContain('`.gitea/workflows/x.yml`');
+    expect((await notices())[0]!.body).toContain(`ccweb-kept/${taskId}-withheld`);
+    // The worktree is clean: the issue's next task is not blocked by the withheld file.
+    const wt = join(env.workspaceRoot, 'default', '.worktrees', owner(), repo(), `issue-${n}`);
+    expect(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: wt, encoding: 'utf8' })).toBe('');
+
+    // A commit the service did not make (an agent running git itself, isolation off) that adds a workflow:
+    // it cannot be split, so nothing is published; the change is kept and the branch is untouched.
+    const branchBefore = await branchSha(branch);
+    writeFileSync(join(wt, 'NOTE.md'), 'by the agent\n');
+    execFileSync('mkdir', ['-p', join(wt, '.github', 'workflows')]);
+    writeFileSync(join(wt, '.github', 'workflows', 'z.yml'), 'on: push\n');
+    execFileSync('git', ['add', '-A'], { cwd: wt });
+    execFileSync('git', ['-c', 'user.name=agent', '-c', 'user.email=agent@example.invalid', 'commit', '-qm', 'agent commit'], { cwd: wt });
+    const sneaky = await mention(n, 'just answer');
+    const ds = await waitForTask(sneaky);
+    expect(ds.task.state, JSON.stringify(ds.task)).toBe('failed');
+    expect(ds.task.errorCode).toBe('publish_protected_paths');
+    expect(await branchSha(branch)).toBe(branchBefore);
+    expect(readFileSync(ds.publish!.kept!.patchFile, 'utf8')).toContain('.github/workflows/z.yml');
+    expect(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: wt, encoding: 'utf8' })).toBe('');
+
+    // The operator allows CI changes on this repository (audited): the next change commits it.
+    const res = await fetch(`${env.service!.url}/api/gitea-workflow/repos/${encodeURIComponent(`default:${owner()}/${repo()}`)}/publish-paths`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${env.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ requestId: `ci-${n}-allow-1`, operator: 'ops', reason: 'CI of this repository is reviewed', allowCiChanges: true, protectedPaths: [] }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const second = await mention(n, 'change-file and add-workflow again');
+    const d2 = await waitForTask(second);
+    expect(d2.task.state, JSON.stringify(d2.task)).toBe('succeeded');
+    expect(await fileOn(branch, '.gitea/workflows/x.yml')).toBe('on: push\njobs: {}\n');
+    expect((d2.publish as { withheld?: unknown } | null)?.withheld ?? null).toBeNull();
+    // Back to the default, so the later tests run as before.
+    await fetch(`${env.service!.url}/api/gitea-workflow/repos/${encodeURIComponent(`default:${owner()}/${repo()}`)}/publish-paths`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${env.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ requestId: `ci-${n}-allow-2`, operator: 'ops', reason: 'back to the default', allowCiChanges: false }),
+    });
+  }, 180_000);
 
   it('/metrics counts publish outcomes', async () => {
     const count = async (outcome: string) => {

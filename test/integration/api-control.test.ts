@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { ControlRecord, RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
 import { agentToolGroupsOf } from '../../src/sessions/gate-calls.js';
+import { publishPathSettings } from '../../src/publish/protected-paths.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 
@@ -329,5 +330,34 @@ describe('task controls', () => {
     const off = await h.call('POST', path, body({ groups: [] }));
     expect(off.body).toMatchObject({ changed: true, agentToolGroups: [], version: 3 });
     expect(agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual([]);
+  });
+
+  it('sets what the publisher may commit on one repository (audited, idempotent by requestId); a bad path names itself; the publisher reads it', async () => {
+    await insertRepository(h.store, 'default:acme/widget');
+    const path = `/api/gitea-workflow/repos/${encodeURIComponent('default:acme/widget')}/publish-paths`;
+    const settings = () => publishPathSettings(h.store.get<RepositoryRecord>('repositories', 'default:acme/widget'));
+    expect(settings()).toEqual({ allowCiChanges: false, protectedPaths: [] });
+    const req = body({ reason: 'CI here is reviewed by hand', allowCiChanges: true, protectedPaths: ['deploy/', 'Makefile', 'deploy'] });
+    const on = await h.call('POST', path, req);
+    expect(on.status).toBe(200);
+    expect(on.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', publishPaths: { allowCiChanges: true, protectedPaths: ['Makefile', 'deploy'] }, version: 2 });
+    expect((await h.call('POST', path, req)).body).toEqual(on.body);
+    expect(settings()).toEqual({ allowCiChanges: true, protectedPaths: ['Makefile', 'deploy'] });
+    const audit = h.store.audit().filter((e) => e.action === 'control.repo_publish_paths');
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({
+      actor: 'admin:alice',
+      level: 'security',
+      fromState: 'allowCiChanges=false;protectedPaths=',
+      toState: 'allowCiChanges=true;protectedPaths=Makefile,deploy',
+      metadata: { repoKey: 'default:acme/widget', allowCiChanges: true, protectedPaths: ['Makefile', 'deploy'] },
+    });
+
+    const bad = await h.call('POST', path, body({ allowCiChanges: false, protectedPaths: ['../outside'] }));
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('../outside');
+    expect(settings().allowCiChanges).toBe(true);
+    expect((await h.call('POST', path, body({ allowCiChanges: false }))).body).toMatchObject({ changed: true, publishPaths: { allowCiChanges: false, protectedPaths: [] }, version: 3 });
+    expect((await h.call('POST', `/api/gitea-workflow/repos/${encodeURIComponent('default:no/such')}/publish-paths`, body({ allowCiChanges: true }))).status).toBe(404);
   });
 });

@@ -6,7 +6,6 @@ import { GiteaPullsError } from '../../src/publish/gitea-pulls.js';
 import {
   commitIdentity,
   containsSecret,
-  forkBranchLinked,
   isSameRepoPull,
   nextSettleDelay,
   nothingNew,
@@ -18,22 +17,53 @@ import {
   pullRequestStep,
   pushFailureCode,
   summaryFor,
+  trackingRefFor,
 } from '../../src/publish/publish-decisions.js';
 import { PublishError, type PublishRecord } from '../../src/publish/publish-types.js';
 
-const pull = (headRef: string, head: { id?: number; repo_id?: number }, base: { id?: number; repo_id?: number }) => ({
-  head: { ref: headRef, sha: 's', repo_id: head.repo_id ?? null, repo: head.id === undefined ? null : { id: head.id, full_name: 'x/y' } },
+const pull = (
+  headRef: string,
+  head: { id?: number; repo_id?: number; full_name?: string },
+  base: { id?: number; repo_id?: number },
+  allow_maintainer_edit?: boolean | null,
+) => ({
+  head: { ref: headRef, sha: 's', repo_id: head.repo_id ?? null, repo: head.id === undefined ? null : { id: head.id, full_name: head.full_name ?? 'x/y' } },
   base: { ref: 'main', repo_id: base.repo_id ?? null, repo: base.id === undefined ? null : { id: base.id, full_name: 'x/y' } },
+  ...(allow_maintainer_edit === undefined ? {} : { allow_maintainer_edit }),
 });
+const code = (fn: () => unknown) => {
+  try {
+    fn();
+    return null;
+  } catch (e) {
+    return e instanceof PublishError ? e.errorCode : 'other';
+  }
+};
 
 describe('publish target', () => {
   it('an issue goes to its own branch', () => {
-    expect(publishTarget({ resource: { kind: 'issue', number: 4 }, pull: null, prefix: 'ccweb/', defaultBranch: 'main' })).toEqual({ kind: 'issue', target: 'ccweb/issue-4' });
+    expect(publishTarget({ resource: { kind: 'issue', number: 4 }, pull: null, prefix: 'ccweb/', defaultBranch: 'main' })).toEqual({ kind: 'issue', target: 'ccweb/issue-4', fork: null });
   });
-  it('a same-repository pull request goes to its head branch; a fork one to a branch of ours', () => {
+  it('a same-repository pull request goes to its head branch', () => {
     const resource = { kind: 'pull_request' as const, number: 9 };
-    expect(publishTarget({ resource, pull: pull('feature', { id: 1 }, { id: 1 }), prefix: 'p/', defaultBranch: 'main' })).toEqual({ kind: 'same_repo_pull', target: 'feature' });
-    expect(publishTarget({ resource, pull: pull('feature', { id: 2 }, { id: 1 }), prefix: 'p/', defaultBranch: 'main' })).toEqual({ kind: 'fork_pull', target: 'p/pr-9' });
+    expect(publishTarget({ resource, pull: pull('feature', { id: 1 }, { id: 1 }), prefix: 'p/', defaultBranch: 'main' })).toEqual({ kind: 'same_repo_pull', target: 'feature', fork: null });
+  });
+  it('a fork pull request goes to its head branch in the fork, only with maintainer edits; never to a branch of the base repository', () => {
+    const resource = { kind: 'pull_request' as const, number: 9 };
+    const fork = (edit: boolean | null | undefined, headRef = 'feature', full_name = 'bob/widget') =>
+      publishTarget({ resource, pull: pull(headRef, { id: 2, full_name }, { id: 1 }, edit), prefix: 'p/', defaultBranch: 'main' });
+    expect(fork(true)).toEqual({ kind: 'fork_pull', target: 'feature', fork: { owner: 'bob', name: 'widget' } });
+    // The fork's own main is the branch its author opened for edits: allowed (it is not the base's).
+    expect(fork(true, 'main')).toEqual({ kind: 'fork_pull', target: 'main', fork: { owner: 'bob', name: 'widget' } });
+    for (const edit of [false, null, undefined]) expect(code(() => fork(edit)), String(edit)).toBe('fork_edits_not_allowed');
+    expect(code(() => fork(true, '-x'))).toBe('publish_target_invalid');
+    // A deleted fork (no head repository) or a name that is no owner/name is not guessed at.
+    expect(code(() => publishTarget({ resource, pull: pull('f', { repo_id: 2 }, { repo_id: 1 }, true), prefix: 'p/', defaultBranch: 'main' }))).toBe('publish_target_missing');
+    for (const bad of ['bob', 'bob/widget/x', '../widget', 'bob/wid get']) expect(code(() => fork(true, 'f', bad)), bad).toBe('publish_target_missing');
+  });
+  it("fetches a fork's branch into a namespace of its own, never over origin's refs", () => {
+    expect(trackingRefFor('main', null)).toBe('refs/remotes/origin/main');
+    expect(trackingRefFor('main', { owner: 'bob', name: 'widget' })).toBe('refs/ccweb-forks/bob/widget/main');
   });
   it('tells same-repository pull requests by repo.id, else by repo_id', () => {
     expect(isSameRepoPull(pull('f', { id: 1, repo_id: 5 }, { id: 1, repo_id: 6 }))).toBe(true);
@@ -44,14 +74,6 @@ describe('publish target', () => {
   });
   it('never the default branch, never an unsafe name', () => {
     const resource = { kind: 'pull_request' as const, number: 9 };
-    const code = (fn: () => unknown) => {
-      try {
-        fn();
-        return null;
-      } catch (e) {
-        return e instanceof PublishError ? e.errorCode : 'other';
-      }
-    };
     expect(code(() => publishTarget({ resource, pull: pull('main', { id: 1 }, { id: 1 }), prefix: 'p/', defaultBranch: 'main' }))).toBe('publish_target_default');
     expect(code(() => publishTarget({ resource, pull: pull('-x', { id: 1 }, { id: 1 }), prefix: 'p/', defaultBranch: 'main' }))).toBe('publish_target_invalid');
     expect(code(() => publishTarget({ resource, pull: pull('a..b', { id: 1 }, { id: 1 }), prefix: 'p/', defaultBranch: 'main' }))).toBe('publish_target_invalid');
@@ -75,7 +97,7 @@ describe('what is owed', () => {
   it('the pull request step follows the mode and the kind of target', () => {
     expect(pullRequestStep('pull_request', 'issue')).toBe('ensure_pull');
     expect(pullRequestStep('pull_request', 'same_repo_pull')).toBe('use_resource_pull');
-    expect(pullRequestStep('pull_request', 'fork_pull')).toBe('link_fork_branch');
+    expect(pullRequestStep('pull_request', 'fork_pull')).toBe('use_resource_pull');
     expect(pullRequestStep('branch', 'issue')).toBe('none');
     expect(pullRequestStep('branch', 'fork_pull')).toBe('none');
   });
@@ -129,11 +151,6 @@ describe('texts and names', () => {
     expect(summaryFor('given', turns)).toBe('given');
     expect(summaryFor(undefined, turns)).toBe('second');
     expect(summaryFor(null, [])).toBeNull();
-  });
-  it('recognises the bot\'s own fork-link comment only', () => {
-    const comments = [{ user: { login: 'alice' }, body: 'M' }, { user: { login: 'Bot' }, body: 'other' }];
-    expect(forkBranchLinked(comments, 'bot', 'M')).toBe(false);
-    expect(forkBranchLinked([...comments, { user: { login: 'BOT' }, body: 'see M' }], 'bot', 'M')).toBe(true);
   });
   it('names patch files safely', () => {
     expect(patchFileName('t-1.a_b')).toBe('t-1.a_b.patch');

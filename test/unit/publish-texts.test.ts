@@ -1,7 +1,7 @@
 // Change delivery's pure parts: deterministic names, the commit message with the task trailer, the
 // pull request texts, and the receipts that say where an unpublished change is kept.
 import { describe, expect, it } from 'vitest';
-import { forkPullBranchName, issueBranchName, keptBranchName, pullRequestMarker, taskTrailer } from '../../src/publish/branch-names.js';
+import { issueBranchName, keptBranchName, pullRequestMarker, taskTrailer, withheldBranchName } from '../../src/publish/branch-names.js';
 import { cleanSummary, commitMessage, pullRequestBody, pullRequestTitle } from '../../src/publish/commit-message.js';
 import { failureReceiptText, notPublishedReceiptText } from '../../src/receipts/receipt-text.js';
 import { isSafeBranchName } from '../../src/workspace/workspace-manager.js';
@@ -10,9 +10,9 @@ import { resourceWorktreePath } from '../../src/workspace/resource-worktree.js';
 describe('change delivery names', () => {
   it('are deterministic per resource and valid branch names', () => {
     expect(issueBranchName('ccweb/', 7)).toBe('ccweb/issue-7');
-    expect(forkPullBranchName('bot-', 3)).toBe('bot-pr-3');
+    expect(withheldBranchName('T1')).toBe('ccweb-kept/T1-withheld');
     expect(keptBranchName('t/../x y')).toBe('ccweb-kept/t_.._x_y');
-    for (const b of [issueBranchName('ccweb/', 7), forkPullBranchName('ccweb/', 3), keptBranchName('01J2ABCDEF')]) expect(isSafeBranchName(b), b).toBe(true);
+    for (const b of [issueBranchName('ccweb/', 7), withheldBranchName('01J2ABCDEF'), keptBranchName('01J2ABCDEF')]) expect(isSafeBranchName(b), b).toBe(true);
     expect(taskTrailer('T1')).toBe('Ccweb-Task: T1');
     expect(pullRequestMarker('T1', 'default:a/b:issue:7')).toBe('<!-- ccweb pull-request taskId=T1 resource=default:a/b:issue:7 -->');
   });

@@ -8,7 +8,7 @@
  * - `head`      → runs `git rev-parse HEAD` through Codex's shell tool first and reports the sha;
  * - `change-file` (or naming `CHANGES.md`) → appends a line naming the task to CHANGES.md through Codex's shell tool, then answers
  *   (change delivery publishes it); with `publish-tool` it then calls the service's `ccweb_publish_changes`
- *   tool and links the pull request URL it returns;
+ *   tool and links the pull request URL it returns; with `add-workflow` it also writes `.gitea/workflows/x.yml`;
  * - `forget`    → answers without calling the gitea tool (the reply goes missing: the reply-retry turn posts it);
  * - `forget-always` → never posts, not even in the reply-retry turn (→ REST fallback);
  * - `slow`      → stalls (the turn runs until interrupted);
@@ -90,7 +90,9 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
       // Edits the repository through Codex's own shell tool: a line naming the task, appended to CHANGES.md.
       // `change-file-pause` waits a few seconds first (a test moves the branch on Gitea meanwhile).
       const pause = lower.includes('change-file-pause') ? 'sleep 4 && ' : '';
-      if (outputs.length === 0) return { type: 'shell', command: `${pause}printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && echo edited`, timeoutMs: 20_000 };
+      // `add-workflow` also writes a CI definition (the publisher withholds it unless allowed: issue 29).
+      const workflow = lower.includes('add-workflow') ? `mkdir -p .gitea/workflows && printf 'on: push\\njobs: {}\\n' > .gitea/workflows/x.yml && ` : '';
+      if (outputs.length === 0) return { type: 'shell', command: `${pause}${workflow}printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && echo edited`, timeoutMs: 20_000 };
       text = 'I appended a line to CHANGES.md.';
       if (lower.includes('publish-tool')) {
         // The service's client-side tool: it publishes now and answers with the pull request URL.
