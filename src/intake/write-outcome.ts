@@ -14,7 +14,8 @@ import { pendingReceiptRecord } from '../receipts/receipt-record.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEventInput, CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
 import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
-import { followUpWithTextStoredOnce, taskWithTextStoredOnce } from '../tasks/task-texts.js';
+import { followUpWithTextStoredOnce, taskWithTextDropped, taskWithTextStoredOnce } from '../tasks/task-texts.js';
+import { inputTooLarge } from '../domain/agent-input.js';
 import type { QuotaPort } from '../usage/quota-check.js';
 import { taskIdFor, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { ACCEPTED_COMMENT_FORMAT, acceptedCommentMachine, acceptedCommentRecord, fitsAcceptedComment } from './accepted-comment.js';
@@ -42,6 +43,7 @@ export function writeOutcome(ctx: WriteContext, tx: Tx, s: Subject, plan: Plan, 
     delivery: () => tx.get<DeliveryRecord>('webhook_deliveries', s.deliveryKey),
     trigger: () => (s.triggerKey === null ? undefined : tx.get<CommentTriggerRecord>('comment_triggers', s.triggerKey)),
     hasComment: c !== null,
+    inputTooLarge: () => inputTooLarge(c!.comment.body),
     repositoryDisabled: () => c !== null && tx.get<RepositoryRecord>('repositories', c.repoKey)?.status === 'disabled',
     // Few tasks wait at any time, while one resource may have many: search the state index.
     waitingTask: () => ctx.store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c!.resourceKey),
@@ -139,6 +141,21 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       tx.put('tasks', waiting.taskId, { ...waiting, followUps: [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, entry)] });
       return { response, followUp: waiting.taskId, taskId: waiting.taskId };
     }
+    case 'input_too_large': {
+      // Longer than the agent can take: a task in `rejected` and ONE comment naming the limit — not
+      // a 202 that Codex refuses later, retried and reported as an unexpected error. The store keeps
+      // a preview and the length, not the text: nothing will ever read the rest.
+      const { chars, limit } = d.size;
+      const event = audit('webhook.input_too_large', { taskId, actorId: taskActorId(taskId), errorCode: INPUT_TOO_LARGE, metadata: { chars, limit } });
+      const response = rejected(INPUT_TOO_LARGE, taskId);
+      delivery('rejected', INPUT_TOO_LARGE, taskId, response);
+      trigger(taskId);
+      const task = tx.insert('tasks', taskId, taskWithTextDropped(taskRecord(comment, taskId, event.seq, at)));
+      const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(INPUT_TOO_LARGE)], by, taskId });
+      const receipt = pendingReceiptRecord(task, 'refused', at);
+      tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: INPUT_TOO_LARGE, inputTooLarge: { chars, limit } });
+      return { response, start: created.start, taskId };
+    }
     case 'quota_refused': {
       // Over a daily quota: a task in `rejected` (visible to operators) and ONE comment saying when
       // the user can try again — never a silent drop.
@@ -234,6 +251,9 @@ export function compactFormatMatches(runtime: ActorRuntime): boolean {
   }
   return ok;
 }
+
+/** The reason (delivery, audit, task error code) of a comment too long for the agent. */
+export const INPUT_TOO_LARGE = 'input_too_large';
 
 function reject(reason: string): TaskEvent {
   return { type: 'REJECT', reason };
