@@ -49,6 +49,7 @@ export const EXPLAINED_ERROR_CODES = [
   'publish_git_failed',
   'publish_gitea_failed',
   'publish_failed',
+  'input_too_large',
 ] as const;
 export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
 
@@ -185,6 +186,7 @@ const zh: Messages = {
     publish_git_failed: '发布改动时 git 操作失败',
     publish_gitea_failed: '无法向 Gitea 查询分支或合并请求',
     publish_failed: '改动无法发布',
+    input_too_large: '交给智能体的内容（几条回复加在一起）超过了它一次能接收的 1,048,576 个字符，请缩短后再次提及机器人',
   },
   unexpectedError: '意外错误使其停止',
   keptChange: ({ branch, patch }) => ` 改动已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`。`,
@@ -236,6 +238,7 @@ const en: Messages = {
     publish_git_failed: 'a git operation while publishing the change failed',
     publish_gitea_failed: 'Gitea could not be asked about the branch or pull request',
     publish_failed: 'the change could not be published',
+    input_too_large: 'what the agent was given (several replies together) is more than the 1,048,576 characters it can take at once; shorten it and mention the bot again',
   },
   unexpectedError: 'an unexpected error stopped it',
   keptChange: ({ branch, patch }) => ` The change is kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory.`,
