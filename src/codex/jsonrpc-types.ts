@@ -95,6 +95,15 @@ export class CodexRpcError extends Error {
   }
 }
 
+/**
+ * Codex refused the turn's input for its size: -32602 "Input exceeds the maximum length of 1048576
+ * characters." with `data.input_error_code: "input_too_large"` (measured, codex 0.171). Sending it
+ * again, or in another shape, cannot help.
+ */
+export function isInputTooLarge(err: unknown): boolean {
+  return err instanceof CodexRpcError && (err.data as { input_error_code?: unknown } | null | undefined)?.input_error_code === 'input_too_large';
+}
+
 export function errorText(err: unknown): string {
   if (err instanceof CodexRpcError) return `${String(err.code)} ${err.message}`;
   return err instanceof Error ? err.message : String(err);

@@ -2,7 +2,7 @@
 // `turn/completed.items` only holds the final message), the final agent message, status and error.
 // Notifications are routed by threadId/turnId; those arriving before the `turn/start` response are
 // held and replayed once the turn id is known.
-import { CodexRpcError, errorText, type CodexAppServerConnection, type CodexNotification } from './jsonrpc-connection.js';
+import { CodexRpcError, errorText, isInputTooLarge, type CodexAppServerConnection, type CodexNotification } from './jsonrpc-connection.js';
 import type { TurnStartParams } from './protocol/ts/v2/TurnStartParams.js';
 import type { ThreadItem } from './protocol/ts/v2/ThreadItem.js';
 
@@ -55,9 +55,14 @@ function processKey(n: CodexNotification): string | null {
   return null;
 }
 
-/** A JSON-RPC rejection of `turn/start` that plausibly concerns collaborationMode. */
-function isCollaborationModeRejection(err: unknown): boolean {
+/**
+ * A JSON-RPC rejection of `turn/start` that plausibly concerns collaborationMode. Not an input
+ * refused for its size: that too is -32602, and taking it for a downgrade would switch the
+ * connection to plain turns for every later task and resend the input larger still.
+ */
+export function isCollaborationModeRejection(err: unknown): boolean {
   if (!(err instanceof CodexRpcError) || typeof err.code !== 'number') return false;
+  if (isInputTooLarge(err)) return false;
   return err.code === -32602 || err.code === -32600 || /collaboration|experimental|unknown field/i.test(err.message);
 }
 

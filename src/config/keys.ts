@@ -210,6 +210,26 @@ export const KEYS = {
     expect: 'an integer number of bytes from 1024 to 1073741824',
     fix: 'Set it to the largest webhook body to accept, e.g. 2097152 (2 MiB, default).',
   },
+  // Slow and many clients (issue 29): how long one request may take to arrive, and how many
+  // connections the HTTP server holds at once.
+  httpHeadersTimeoutSeconds: {
+    env: 'CCWEB_HTTP_HEADERS_TIMEOUT_SECONDS',
+    schema: integer(1, 600),
+    expect: 'an integer number of seconds from 1 to 600',
+    fix: 'Set it to how long a client may take to send a request\'s headers before it is answered 408 and disconnected, e.g. 10 (default).',
+  },
+  httpBodyTimeoutSeconds: {
+    env: 'CCWEB_HTTP_BODY_TIMEOUT_SECONDS',
+    schema: integer(1, 3600),
+    expect: 'an integer number of seconds from 1 to 3600',
+    fix: 'Set it to how long a client may take to send a whole request body (a webhook of up to CCWEB_WEBHOOK_MAX_BYTES) before it is answered 408 and disconnected, e.g. 30 (default).',
+  },
+  httpMaxConnections: {
+    env: 'CCWEB_HTTP_MAX_CONNECTIONS',
+    schema: integer(1, 100_000),
+    expect: 'an integer from 1 to 100000',
+    fix: 'Set it to how many HTTP connections the service holds at once (Gitea, operators, live event streams), e.g. 256 (default); connections past it are closed at once.',
+  },
   maxConcurrentTasks: {
     env: 'CCWEB_MAX_CONCURRENT_TASKS',
     schema: integer(1, 256),
@@ -308,6 +328,11 @@ export const DEFAULTS = {
   giteaMcpCommand: 'gitea-mcp',
   webhookPath: '/api/gitea/webhook',
   webhookMaxBytes: 2 * 1024 * 1024,
+  // Gitea sends a webhook in one go from nearby: 10 s for headers and 30 s for up to 2 MiB of body
+  // are generous for it and short for a client that trickles bytes to hold a connection.
+  httpHeadersTimeoutSeconds: 10,
+  httpBodyTimeoutSeconds: 30,
+  httpMaxConnections: 256,
   // Two, not more: every running task holds a Codex app-server process, a gitea-mcp process and a
   // checkout, and turns mostly wait on the model API, so extra slots buy little latency but add rate
   // limit pressure and spend. Tasks on one repository are serialised by its lock anyway, so this only

@@ -41,6 +41,12 @@ export interface Config extends LimitsConfig {
   giteaMcpCommand: string;
   webhookPath: string;
   webhookMaxBytes: number;
+  /** Unset → `DEFAULTS.httpHeadersTimeoutSeconds` (10). */
+  httpHeadersTimeoutSeconds?: number;
+  /** Unset → `DEFAULTS.httpBodyTimeoutSeconds` (30). */
+  httpBodyTimeoutSeconds?: number;
+  /** Unset → `DEFAULTS.httpMaxConnections` (256). */
+  httpMaxConnections?: number;
   maxConcurrentTasks: number;
   codexModel?: string;
   /** PATH of the app-server and the agent's commands; unset → `defaultAgentPath()`. */
@@ -342,6 +348,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   };
   if (v['giteaMcpToken'] !== undefined) config.giteaMcpToken = v['giteaMcpToken'] as string;
   if (v['botLogin'] !== undefined) config.botLogin = v['botLogin'] as string;
+  for (const key of ['httpHeadersTimeoutSeconds', 'httpBodyTimeoutSeconds', 'httpMaxConnections'] as const) {
+    if (v[key] !== undefined) config[key] = v[key] as number;
+  }
   if (v['giteaPublicUrl'] !== undefined) config.giteaPublicUrl = v['giteaPublicUrl'] as string;
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
   if (v['agentPath'] !== undefined) config.agentPath = v['agentPath'] as string;

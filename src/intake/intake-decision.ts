@@ -1,9 +1,10 @@
 // What the intake transaction does with a delivery, decided purely from what the store holds (spec
 // §5.1). The order is the rule: a known delivery answers first, then a known comment, then an
-// ignore, a disabled repository, the plan (stop/reject), a waiting task's follow-up, a quota; only
-// then is a new task accepted. `facts` are asked lazily and in that order, so a probe that stops
+// ignore, a disabled repository, the plan (stop/reject), a comment too long for the agent, a waiting
+// task's follow-up, a quota; only then is a new task accepted. `facts` are asked lazily and in that order, so a probe that stops
 // early never searches for a waiting task or reads the usage counters.
 import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
+import type { InputTooLarge } from '../domain/agent-input.js';
 import type { QuotaRefusal } from '../usage/quota-check.js';
 import type { Plan } from './intake-types.js';
 
@@ -15,6 +16,8 @@ export interface WriteFacts {
   /** Whether the delivery carried a (normalised) comment. */
   hasComment: boolean;
   repositoryDisabled(): boolean;
+  /** The comment's size when the agent could not take it (src/domain/agent-input.ts). */
+  inputTooLarge(): InputTooLarge | null;
   /** A task of the same resource waiting for its user's reply. */
   waitingTask(): TaskRecord | undefined;
   /** A daily quota the new task would exceed. */
@@ -30,6 +33,7 @@ export type WriteDecision =
   | { kind: 'repository_disabled' }
   | { kind: 'stop' }
   | { kind: 'reject'; reason: string }
+  | { kind: 'input_too_large'; size: InputTooLarge }
   | { kind: 'follow_up'; task: TaskRecord }
   | { kind: 'quota_refused'; refusal: QuotaRefusal }
   | { kind: 'accept' };
@@ -48,6 +52,10 @@ export function decideWrite(plan: Plan, facts: WriteFacts): WriteDecision {
   if (plan.kind === 'probe') return { kind: 'none' };
   if (plan.kind === 'stop') return { kind: 'stop' };
   if (plan.kind === 'reject') return { kind: 'reject', reason: plan.reason };
+  // Too long for the agent: Codex would refuse the turn, so say so now, once, instead of retrying.
+  // Before the follow-up: a reply too long to hand on is refused the same way (the task keeps waiting).
+  const size = facts.inputTooLarge();
+  if (size) return { kind: 'input_too_large', size };
   // A reply to a task that asked its user something continues that task (session = resource).
   const waiting = facts.waitingTask();
   if (waiting) return { kind: 'follow_up', task: waiting };

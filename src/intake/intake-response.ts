@@ -12,6 +12,8 @@ export const INVALID_PAYLOAD: IntakeResponse = { status: 400, body: { error: 'in
 export const FOREIGN_REPOSITORY_ORIGIN: IntakeResponse = { status: 400, body: { error: 'foreign_repository_origin' } };
 export const UNSUPPORTED_MEDIA_TYPE: IntakeResponse = { status: 415, body: { error: 'unsupported_media_type' } };
 export const PAYLOAD_TOO_LARGE: IntakeResponse = { status: 413, body: { error: 'payload_too_large' } };
+/** The body did not arrive within CCWEB_HTTP_BODY_TIMEOUT_SECONDS (a slow or stalled client). */
+export const REQUEST_TIMEOUT: IntakeResponse = { status: 408, body: { error: 'request_timeout' } };
 export const REPOSITORY_DISABLED: IntakeResponse = { status: 409, body: { error: 'repository_disabled' } };
 export const STORE_UNAVAILABLE: IntakeResponse = { status: 503, body: { error: 'store_unavailable' } };
 export const INTERNAL_ERROR: IntakeResponse = { status: 500, body: { error: 'internal_error' } };

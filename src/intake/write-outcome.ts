@@ -18,7 +18,8 @@ import { pendingReceiptRecord } from '../receipts/receipt-record.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEventInput, CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
 import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
-import { followUpWithTextStoredOnce, taskWithExcerptOnly, taskWithTextStoredOnce } from '../tasks/task-texts.js';
+import { followUpWithTextStoredOnce, taskWithExcerptOnly, taskWithTextDropped, taskWithTextStoredOnce } from '../tasks/task-texts.js';
+import { inputTooLarge } from '../domain/agent-input.js';
 import type { QuotaPort } from '../usage/quota-check.js';
 import { taskIdFor, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { anyDisabled, rekey } from '../domain/repository-identity.js';
@@ -58,6 +59,7 @@ export function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: 
     delivery: () => tx.get<DeliveryRecord>('webhook_deliveries', s.deliveryKey),
     trigger: () => trigger(s.triggerKey) ?? trigger(s.payloadTriggerKey),
     hasComment: c !== null,
+    inputTooLarge: () => inputTooLarge(c!.comment.body),
     repositoryDisabled: () => resolved !== null && anyDisabled(resolved.records),
     // Few tasks wait at any time, while one resource may have many: search the state index.
     waitingTask: () => ctx.store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c!.resourceKey),
@@ -192,6 +194,21 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       tx.put('tasks', waiting.taskId, { ...waiting, followUps: [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, entry)] });
       return { response, followUp: waiting.taskId, taskId: waiting.taskId };
     }
+    case 'input_too_large': {
+      // Longer than the agent can take: a task in `rejected` and ONE comment naming the limit — not
+      // a 202 that Codex refuses later, retried and reported as an unexpected error. The store keeps
+      // a preview and the length, not the text: nothing will ever read the rest.
+      const { chars, limit } = d.size;
+      const event = audit('webhook.input_too_large', { taskId, actorId: taskActorId(taskId), errorCode: INPUT_TOO_LARGE, metadata: { chars, limit } });
+      const response = rejected(INPUT_TOO_LARGE, taskId);
+      delivery('rejected', INPUT_TOO_LARGE, taskId, response);
+      trigger(taskId);
+      const task = tx.insert('tasks', taskId, taskWithTextDropped(taskRecord(comment, taskId, event.seq, at)));
+      const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(INPUT_TOO_LARGE)], by, taskId });
+      const receipt = pendingReceiptRecord(task, 'refused', at);
+      tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: INPUT_TOO_LARGE, inputTooLarge: { chars, limit } });
+      return { response, start: created.start, taskId };
+    }
     case 'quota_refused': {
       // Over a daily quota: a task in `rejected` (visible to operators) and ONE comment saying when
       // the user can try again — never a silent drop.
@@ -288,6 +305,9 @@ export function compactFormatMatches(runtime: ActorRuntime): boolean {
   }
   return ok;
 }
+
+/** The reason (delivery, audit, task error code) of a comment too long for the agent. */
+export const INPUT_TOO_LARGE = 'input_too_large';
 
 function reject(reason: string): TaskEvent {
   return { type: 'REJECT', reason };

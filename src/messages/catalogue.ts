@@ -53,6 +53,7 @@ export const EXPLAINED_ERROR_CODES = [
   'fork_edits_not_allowed',
   'fork_unreachable',
   'publish_protected_paths',
+  'input_too_large',
 ] as const;
 export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
 
@@ -67,6 +68,11 @@ export type BudgetCode = 'budget_task_tokens' | 'budget_task_turns' | 'budget_ta
 export interface LimitMessages {
   /** The one comment a mention over a daily quota gets. Must start with `giteabot: `. */
   refused(p: { taskId: string; mention: string | null; code: QuotaCode; used: string; limit: string; retryAt: string }): string;
+  /**
+   * The one comment a mention longer than the agent can take gets (issue 29). `chars` and `limit`
+   * are characters (Unicode code points). Must start with `giteabot: `.
+   */
+  tooLong(p: { taskId: string; mention: string | null; chars: string; limit: string }): string;
   /** Added to the receipt when a per-task budget stopped the task; null figures are left out. */
   budget(p: { code: BudgetCode; used: string | null; limit: string | null; key: string }): string;
   /** Added to the receipt when the task parks in `blocked_workspace`. */
@@ -113,6 +119,8 @@ const zhLimits: LimitMessages = {
         ? `已达每日任务上限：${mention ? `${mention} ` : '该用户'}今天已启动 ${used} 个任务（上限：每位用户每天 ${limit} 个任务）`
         : `已达仓库每日 token 上限：本仓库的任务今天已使用 ${used} 个 token（上限：每个仓库每天 ${limit} 个 token）`
     }。${retryAt} 之后可以再次运行，届时请重新提及机器人（任务 ${taskId}，代码 \`${code}\`）。`,
+  tooLong: ({ taskId, mention, chars, limit }) =>
+    `giteabot: 未开始 — ${mention ? `${mention} 的` : '这条'}评论有 ${chars} 个字符，超过了智能体一次能接收的上限 ${limit} 个字符，因此没有运行任务，也不会重试。请把请求缩短（例如把长内容放进仓库文件或附件，在评论里引用它）后再次提及机器人（任务 ${taskId}，代码 \`input_too_large\`）。`,
   budget: ({ code, used, limit, key }) =>
     `**因达到上限而停止：** 本任务${used === null ? '' : ZH_BUDGET[code].used(used)}达到了${ZH_BUDGET[code].limit(limit)}（\`${code}\`），智能体已被中断。管理员可以提高 ${key} 或该仓库的上限，之后请再次提及机器人以继续。`,
   blocked: ({ taskId }) =>
@@ -134,6 +142,8 @@ const enLimits: LimitMessages = {
         ? `${mention ?? 'this user'} has already started ${used} tasks today (limit: ${limit} tasks per user per day)`
         : `the tasks of this repository have used ${used} tokens today (limit: ${limit} tokens per repository per day)`
     }. It can run again after ${retryAt}: mention the bot again then (task ${taskId}, code \`${code}\`).`,
+  tooLong: ({ taskId, mention, chars, limit }) =>
+    `giteabot: not started — ${mention ? `${mention}'s` : 'this'} comment is ${chars} characters long, more than the ${limit} characters the agent can take at once, so no task was run and none will be retried. Shorten the request (for example, put long content in a file in the repository or an attachment and refer to it) and mention the bot again (task ${taskId}, code \`input_too_large\`).`,
   budget: ({ code, used, limit, key }) =>
     `**Stopped by a limit:** this task${used === null ? '' : ` used ${used} ${EN_BUDGET[code].what} and`} reached its limit of ${limit === null ? EN_BUDGET[code].unit : `${limit} ${EN_BUDGET[code].unit}`} (\`${code}\`), so the agent was interrupted. An operator can raise ${key} or the repository's limit; then mention the bot again to continue.`,
   blocked: ({ taskId }) =>
@@ -189,6 +199,7 @@ const zh: Messages = {
       '此合并请求来自复刻仓库，且作者没有允许维护者编辑；机器人从不把复刻仓库的提交推送到本仓库，因此改动没有发布。作者可以在合并请求中勾选"允许维护者编辑"，然后再次提及机器人',
     fork_unreachable: '机器人无法访问此合并请求的复刻仓库（私有复刻需要把机器人添加为可读的协作者），因此改动没有发布',
     publish_protected_paths: '工作区中的提交修改了 CI 定义（例如 .gitea/workflows/），本仓库不允许机器人发布这些文件，因此改动没有发布',
+    input_too_large: '交给智能体的内容（几条回复加在一起）超过了它一次能接收的 1,048,576 个字符，请缩短后再次提及机器人',
   },
   unexpectedError: '意外错误使其停止',
   keptChange: ({ branch, patch }) => ` 改动已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`。`,
@@ -246,6 +257,7 @@ const en: Messages = {
       "this pull request comes from a fork whose author does not allow edits by maintainers, and the bot never pushes a fork's commits into this repository, so the change was not published; the author can tick \"Allow edits from maintainers\" on the pull request and mention the bot again",
     fork_unreachable: "the bot cannot reach this pull request's fork (a private fork needs the bot added as a reader), so the change was not published",
     publish_protected_paths: 'commits in the workspace change CI definitions (such as .gitea/workflows/), which the bot may not publish in this repository, so the change was not published',
+    input_too_large: 'what the agent was given (several replies together) is more than the 1,048,576 characters it can take at once; shorten it and mention the bot again',
   },
   unexpectedError: 'an unexpected error stopped it',
   keptChange: ({ branch, patch }) => ` The change is kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory.`,

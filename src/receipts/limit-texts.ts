@@ -27,6 +27,16 @@ export function refusalReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>, 
   return messages(locale).limits.refused({ taskId: task.taskId, mention: mentionOf(task.author), code, used: n(q.used), limit: n(q.limit), retryAt: utc(q.retryAt) });
 }
 
+export interface InputTooLargeNotice {
+  chars: number;
+  limit: number;
+}
+
+/** The one comment a mention longer than the agent can take gets. */
+export function tooLongReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>, t: InputTooLargeNotice, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.tooLong({ taskId: task.taskId, mention: mentionOf(task.author), chars: n(t.chars), limit: n(t.limit) });
+}
+
 export interface BudgetNotice {
   code: BudgetCode;
   limit: number | null;

@@ -17,7 +17,7 @@ import {
   WITHHELD_PATHS_NOTICE_STATE,
   withheldPathsReceiptText,
 } from './receipt-text.js';
-import { refusalReceiptText, type QuotaNotice } from './limit-texts.js';
+import { refusalReceiptText, tooLongReceiptText, type InputTooLargeNotice, type QuotaNotice } from './limit-texts.js';
 
 /** The `<state>` of a receipt row's key `<taskId>:status:<state>`. */
 export function receiptStateOf(rec: Pick<CommentRecord, 'commentKey' | 'taskId'>): string {
@@ -31,10 +31,12 @@ export function receiptBody(task: TaskRecord, rec: CommentRecord, locale: Locale
     ? failureReceiptText(task, state, locale)
     : state === 'refused' && rec['quota']
       ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
-      : state === NOT_PUBLISHED_NOTICE_STATE
-        ? notPublishedReceiptText(task, locale)
-        : state === WITHHELD_PATHS_NOTICE_STATE
-          ? withheldPathsReceiptText(task, locale)
+      : state === 'refused' && rec['inputTooLarge']
+        ? tooLongReceiptText(task, rec['inputTooLarge'] as InputTooLargeNotice, locale)
+        : state === NOT_PUBLISHED_NOTICE_STATE
+          ? notPublishedReceiptText(task, locale)
+          : state === WITHHELD_PATHS_NOTICE_STATE
+            ? withheldPathsReceiptText(task, locale)
           : receivedReceiptText(task, locale);
   return `${text}\n\n${rec.marker}`;
 }

@@ -38,7 +38,7 @@ import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
 import { createSecurityEvents } from '../intake/security-events.js';
 import { checkCommand, checkDataDir, listenError, storeOpenError } from './startup-checks.js';
 import { resolveBotLogin } from './resolve-bot-login.js';
-import { listen } from './listen.js';
+import { DEFAULT_HTTP_LIMITS, listen, type HttpLimits } from './listen.js';
 import { startServiceProbes } from './dependency-probes.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
@@ -298,6 +298,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   // Outside dependencies, checked at start and periodically; /readyz reads the last results.
   const probes = startServiceProbes({ config, gitea, mcpArgs: options.mcpArgs ?? ['-t', 'stdio', '-host', config.giteaUrl], supervisor, logger });
 
+  const httpLimits: HttpLimits = {
+    ...DEFAULT_HTTP_LIMITS,
+    headersTimeoutMs: (config.httpHeadersTimeoutSeconds ?? DEFAULTS.httpHeadersTimeoutSeconds) * 1000,
+    bodyTimeoutMs: (config.httpBodyTimeoutSeconds ?? DEFAULTS.httpBodyTimeoutSeconds) * 1000,
+    maxConnections: config.httpMaxConnections ?? DEFAULTS.httpMaxConnections,
+  };
   const app = createApp({
     middleware: operators.middleware,
     routers: [
@@ -311,7 +317,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         }),
         readyDetails: () => ({ providerHold: providerHold.status() }),
       }),
-      createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes }),
+      createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes, bodyTimeoutMs: httpLimits.bodyTimeoutMs }),
       ...operators.routers,
     ],
     logger: logger.child({ part: 'http' }),
@@ -355,7 +361,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   let server: Server;
   try {
-    server = await listen(app.callback(), config.host, config.port);
+    server = await listen(app.callback(), config.host, config.port, httpLimits);
   } catch (error) {
     // Leave nothing running and the data directory unlocked, then say why in one line.
     await stopParts().catch(() => undefined);

@@ -9,6 +9,8 @@
 // message with the line `CCWEB_WAITING_USER`. The session manager reports `waiting_user` when that
 // line is present (or when Codex ever does send `item/tool/requestUserInput`).
 import type { TaskRecord } from '../domain/records.js';
+// The same fence intake counts when it decides whether a comment fits (src/domain/agent-input.ts).
+import { fenceFor as fence } from '../domain/agent-input.js';
 
 export const WAITING_USER_SENTINEL = 'CCWEB_WAITING_USER';
 
@@ -53,12 +55,6 @@ export function developerInstructions(c: InstructionContext): string {
     `- If you cannot finish without information from the user, post your question as that one comment (ending with the marker line) and end your final message with a line containing exactly ${WAITING_USER_SENTINEL}.`,
     `- Do not use ${WAITING_USER_SENTINEL} otherwise.`,
   ].join('\n');
-}
-
-/** Quotes untrusted text so it cannot close its own fence: the fence is longer than any backtick run in it. */
-function fence(text: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  return '`'.repeat(longest + 1);
 }
 
 export interface TurnInputOptions {

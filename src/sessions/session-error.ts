@@ -1,4 +1,4 @@
-import { CodexRpcError, errorText } from '../codex/jsonrpc-connection.js';
+import { CodexRpcError, errorText, isInputTooLarge } from '../codex/jsonrpc-connection.js';
 import { classifyMcpStartError } from './mcp-preflight.js';
 
 /** Why ensureThread failed: `errorCode` is what the executor puts in FAIL / PREPARE_FAILED. */
@@ -29,8 +29,13 @@ export function threadFailure(err: unknown, fallback: string, redact: (s: string
   return new SessionError(fallback, true, reason);
 }
 
+/** Turn errors that a retry cannot cure: the task fails at once, saying why. */
+export const FINAL_TURN_ERRORS: ReadonlySet<string> = new Set(['input_too_large']);
+
 /** The error code of a turn that threw (turn/start refused, or the transport went away). */
 export function turnErrorCode(err: unknown): string {
+  // Intake refuses a comment too long for the agent; several replies together can still be.
+  if (isInputTooLarge(err)) return 'input_too_large';
   if (err instanceof CodexRpcError && err.code === 'app_server_exited') return 'app_server_exited';
   if (err instanceof CodexRpcError && err.code === 'request_timeout') return 'app_server_timeout';
   return 'turn_start_failed';

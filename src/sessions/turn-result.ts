@@ -3,6 +3,7 @@
 import type { SessionEvent } from '../../machines/session.js';
 import type { TurnOutcome as CodexTurnOutcome } from '../codex/run-turn.js';
 import type { TurnRecord } from '../domain/records.js';
+import { FINAL_TURN_ERRORS } from './session-error.js';
 import { findCommentCall, requestedQuestionsText, waitingUserQuestion, type CommentCall } from './turn-outcome.js';
 
 export type TurnOutcome =
@@ -44,13 +45,13 @@ export interface TurnEnd {
 }
 
 /**
- * The outcome, in order of precedence: a throw (retryable), a budget stop (names the limit), a
+ * The outcome, in order of precedence: a throw (retryable unless a retry cannot help), a budget stop (names the limit), a
  * timeout, a stop Codex never confirmed (`abort_timeout`), Codex's own interrupted/failed, and
  * for a completed turn: a question for the user, else a posted comment, else no comment.
  */
 export function turnOutcome(end: TurnEnd): TurnOutcome {
   const { turnKey, turnId, out } = end;
-  if (end.error) return failedTurn(turnKey, turnId, end.error.code, true);
+  if (end.error) return failedTurn(turnKey, turnId, end.error.code, !FINAL_TURN_ERRORS.has(end.error.code));
   const limit = budgetLimitOf(end.stopReason);
   // Interrupted (or given up on) because a budget ran out: the task ends naming the limit.
   if (limit !== null) return failedTurn(turnKey, turnId, limit, false);

@@ -67,6 +67,15 @@ export function taskWithTextStoredOnce(tx: Tx, task: TaskRecord): TaskRecord {
   return { ...task, instruction: task.instruction.slice(0, INLINE_TEXT_LIMIT), instructionRef: key, instructionLength: task.instruction.length };
 }
 
+/**
+ * The task record of a comment refused for its size: a preview and the length, the rest dropped
+ * (it would never be read; a refused 1 MB comment must not cost the store 1 MB).
+ */
+export function taskWithTextDropped(task: TaskRecord): TaskRecord {
+  if (task.instruction.length <= INLINE_TEXT_LIMIT) return task;
+  return { ...task, instruction: task.instruction.slice(0, INLINE_TEXT_LIMIT), instructionLength: task.instruction.length };
+}
+
 /** A follow-up entry for the task record: a long body moved to `task_texts`. */
 export function followUpWithTextStoredOnce(tx: Tx, taskId: string, entry: FollowUp): FollowUp {
   if (entry.body.length <= INLINE_TEXT_LIMIT) return entry;

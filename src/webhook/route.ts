@@ -1,13 +1,15 @@
 // The only Koa-aware file of intake: reads the raw body (no body parser — the signature is over the
-// exact bytes), enforces the size limit while reading, and hands the bytes to intake.
+// exact bytes), enforces the size limit and the body deadline while reading, and hands the bytes to
+// intake. Nothing reaches intake before the whole body is here, so a cut body loses nothing accepted.
 import Router, { type RouterContext } from '@koa/router';
 import type { IncomingMessage } from 'node:http';
 import type { Intake } from '../intake/accept-comment.js';
-import { PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, type IntakeResponse } from '../intake/intake-response.js';
+import { PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, type IntakeResponse } from '../intake/intake-response.js';
 import { mediaType } from './verify-signature.js';
 
 export const DEFAULT_WEBHOOK_PATH = '/api/gitea/webhook';
 export const DEFAULT_WEBHOOK_MAX_BYTES = 2 * 1024 * 1024;
+export const DEFAULT_WEBHOOK_BODY_TIMEOUT_MS = 30_000;
 
 const SUPPORTED_TYPES = new Set(['application/json', 'application/x-www-form-urlencoded']);
 
@@ -15,19 +17,29 @@ export interface WebhookRouterOptions {
   intake: Pick<Intake, 'handle'>;
   path?: string;
   maxBytes?: number;
+  /** The whole body must arrive within this (CCWEB_HTTP_BODY_TIMEOUT_SECONDS); later → 408. */
+  bodyTimeoutMs?: number;
 }
 
-type ReadResult = { ok: true; body: Buffer } | { ok: false; reason: 'too_large' };
+type ReadResult = { ok: true; body: Buffer } | { ok: false; reason: 'too_large' | 'timeout' };
 
 /**
- * Reads at most `maxBytes`. Once the limit is passed it stops listening (the rest is never
- * buffered) and leaves the stream paused; the caller answers 413 and closes the connection.
+ * Reads at most `maxBytes` within `timeoutMs`. Once the limit is passed or the deadline is reached
+ * it stops listening (the rest is never buffered) and leaves the stream paused; the caller answers
+ * 413 or 408 and closes the connection. The deadline is for the whole body, not between chunks: a
+ * client trickling a byte a second never goes idle, and that is the client to stop.
  */
-function readRawBody(req: IncomingMessage, maxBytes: number): Promise<ReadResult> {
+function readRawBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<ReadResult> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
+    const timer = setTimeout(() => {
+      cleanup();
+      req.pause();
+      resolve({ ok: false, reason: 'timeout' });
+    }, timeoutMs);
     const cleanup = () => {
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -70,6 +82,7 @@ function send(ctx: RouterContext, response: IntakeResponse): void {
 export function createWebhookRouter(options: WebhookRouterOptions): Router {
   const path = options.path ?? DEFAULT_WEBHOOK_PATH;
   const maxBytes = options.maxBytes ?? DEFAULT_WEBHOOK_MAX_BYTES;
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_WEBHOOK_BODY_TIMEOUT_MS;
   const router = new Router();
 
   router.post(path, async (ctx) => {
@@ -83,11 +96,11 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
     }
     const declared = Number(ctx.get('content-length') || Number.NaN);
     const read: ReadResult =
-      Number.isFinite(declared) && declared > maxBytes ? { ok: false, reason: 'too_large' } : await readRawBody(ctx.req, maxBytes);
+      Number.isFinite(declared) && declared > maxBytes ? { ok: false, reason: 'too_large' } : await readRawBody(ctx.req, maxBytes, bodyTimeoutMs);
     if (!read.ok) {
       // Closing is what stops the upload: keep-alive would make Node read (and discard) the rest.
       ctx.set('Connection', 'close');
-      send(ctx, PAYLOAD_TOO_LARGE);
+      send(ctx, read.reason === 'timeout' ? REQUEST_TIMEOUT : PAYLOAD_TOO_LARGE);
       return;
     }
     send(

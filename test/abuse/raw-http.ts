@@ -60,3 +60,48 @@ export function sendRaw(port: number, r: RawRequest, timeoutMs = 10_000): Promis
     socket.on('end', finish);
   });
 }
+
+/** A connection the test writes to at its own pace, recording what came back and when it closed. */
+export interface SlowConnection {
+  /** Writes unless the connection is gone (the server may have cut it). */
+  write(bytes: string | Buffer): void;
+  /** Resolves when the server closes (or resets) the connection: the answer, and ms since connect. */
+  closed: Promise<{ status: number | null; text: string; afterMs: number; error: string | null }>;
+  /** Whether the TCP connection was established. */
+  connected: Promise<void>;
+  destroy(): void;
+}
+
+export function openSlow(port: number): SlowConnection {
+  const socket = connect(port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  let error: string | null = null;
+  let t0 = Date.now();
+  const connected = new Promise<void>((resolve, reject) => {
+    socket.once('connect', () => {
+      t0 = Date.now();
+      resolve();
+    });
+    socket.once('error', reject);
+  });
+  connected.catch(() => undefined);
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  socket.on('error', (err) => {
+    error ??= err.message;
+  });
+  const closed = new Promise<{ status: number | null; text: string; afterMs: number; error: string | null }>((resolve) => {
+    socket.once('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      resolve({ status: m ? Number(m[1]) : null, text, afterMs: Date.now() - t0, error });
+    });
+  });
+  return {
+    write(bytes) {
+      if (!socket.destroyed && socket.writable) socket.write(bytes, () => undefined);
+    },
+    closed,
+    connected,
+    destroy: () => socket.destroy(),
+  };
+}

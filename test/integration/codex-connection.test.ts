@@ -5,7 +5,9 @@
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
-import { CodexAppServerConnection, CodexRpcError, type CodexConnectionEvent } from '../../src/codex/jsonrpc-connection.js';
+import { CodexAppServerConnection, CodexRpcError, isInputTooLarge, type CodexConnectionEvent } from '../../src/codex/jsonrpc-connection.js';
+import { CODEX_TURN_INPUT_MAX_CHARS } from '../../src/domain/agent-input.js';
+import { turnErrorCode } from '../../src/sessions/session-error.js';
 import { runTurn } from '../../src/codex/run-turn.js';
 import { plainTurnStartParams, threadResumeParams, threadStartParams, turnStartParams } from '../../src/codex/thread-params.js';
 import { codexFixture, filesContaining, nodeScript, readJsonLines, repoRoot, timed, type CodexFixture } from '../support/codex-harness.js';
@@ -67,6 +69,29 @@ describe('codex app-server connection (real binary, offline) [real gitea-mcp]', 
     expect(body.model).toBe('fake-model');
     expect(JSON.stringify(body.input)).toContain('You work for ccweb-gitea tests.');
     console.log('[codex tools offered]', fx.model.toolNames().join(' '), '| shell:', JSON.stringify(fx.model.shellTool()?.name));
+  });
+
+  it('input over Codex\'s limit: turn/start refuses it as input_too_large (no downgrade, no plain retry); the limit itself is taken', async () => {
+    fx = await fixture([{ type: 'message', text: 'took the long one' }, { type: 'message', text: 'still fine' }]);
+    const conn = await fx.connect();
+    const threadId = await startThread(conn, fx);
+    const turn = (text: string) => {
+      const base = { threadId, text, model: conn.model!, reasoningEffort: null, developerInstructions: 'You work for ccweb-gitea tests.' };
+      return runTurn(conn, { threadId, params: turnStartParams(base), plainParams: plainTurnStartParams(base) });
+    };
+    // Code points, as Codex counts them: an emoji is one character (two UTF-16 units).
+    const over = await turn('😀'.repeat(CODEX_TURN_INPUT_MAX_CHARS + 1)).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(over).toBeInstanceOf(CodexRpcError);
+    expect(over).toMatchObject({ code: -32602, data: { input_error_code: 'input_too_large', max_chars: CODEX_TURN_INPUT_MAX_CHARS, actual_chars: CODEX_TURN_INPUT_MAX_CHARS + 1 } });
+    expect(isInputTooLarge(over)).toBe(true);
+    expect(turnErrorCode(over)).toBe('input_too_large');
+    // Not taken for a collaborationMode rejection: the connection keeps its collaboration mode.
+    expect(fx.events.filter((e) => e.type === 'capability_downgrade')).toEqual([]);
+    const atLimit = await turn('😀'.repeat(CODEX_TURN_INPUT_MAX_CHARS));
+    expect(atLimit).toMatchObject({ status: 'completed', usedPlainFallback: false, finalMessage: 'took the long one' });
   });
 
   it('a turn with an MCP tool call: items include the mcpToolCall; the model receives the output', async () => {

@@ -1,7 +1,7 @@
 // The real intake over real HTTP: a durable store, the actor runtime with the task kind, the Koa app
 // from createApp, bound to 127.0.0.1 on an ephemeral port. Requests go out as raw node:http calls so
 // tests control every header and byte.
-import { request as httpRequest, type Server, createServer } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createApp } from '../../src/http/create-app.js';
 import { createIntake, type IntakeOptions } from '../../src/intake/accept-comment.js';
 import { createWebhookRouter } from '../../src/webhook/route.js';
+import { DEFAULT_HTTP_LIMITS, listen, type HttpLimits } from '../../src/service/listen.js';
 import type { RepoPermission } from '../../src/webhook/authorize-actor.js';
 import { COLLECTIONS, type CollectionName, type Store } from '../../src/store/types.js';
 import { createStore, type StoreOptions } from '../../src/store/index.js';
@@ -28,6 +29,8 @@ export interface HarnessOptions {
   /** Extra store options (e.g. `beforeJournalWrite` to make the journal fail). */
   store?: Partial<StoreOptions>;
   intake?: Partial<IntakeOptions>;
+  /** The HTTP server's limits (the service's `listen`); unset → the production defaults. */
+  http?: Partial<HttpLimits>;
 }
 
 export interface PostResult {
@@ -82,9 +85,10 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
     onStop: (taskIds) => stops.push(taskIds),
     ...options.intake,
   });
-  const app = createApp({ routers: [createWebhookRouter({ intake, maxBytes: options.maxBytes })] });
-  const server: Server = createServer(app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const http = { ...DEFAULT_HTTP_LIMITS, ...options.http };
+  const app = createApp({ routers: [createWebhookRouter({ intake, maxBytes: options.maxBytes, bodyTimeoutMs: http.bodyTimeoutMs })] });
+  // The server the service itself listens with (src/service/listen.ts), limits included.
+  const server: Server = await listen(app.callback(), '127.0.0.1', 0, http);
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
 

@@ -182,6 +182,24 @@ describe('ConfigError', () => {
     expect(e.message).toContain('from the config file');
   });
 
+  it('the HTTP limits (issue 29): seconds and a connection count, read when set, refused naming the key', () => {
+    expect(load({ ...REQUIRED, CCWEB_HTTP_HEADERS_TIMEOUT_SECONDS: '5', CCWEB_HTTP_BODY_TIMEOUT_SECONDS: '60', CCWEB_HTTP_MAX_CONNECTIONS: '1000' })).toMatchObject({
+      httpHeadersTimeoutSeconds: 5,
+      httpBodyTimeoutSeconds: 60,
+      httpMaxConnections: 1000,
+    });
+    for (const [key, bad, range] of [
+      ['CCWEB_HTTP_HEADERS_TIMEOUT_SECONDS', '0', /1 to 600/],
+      ['CCWEB_HTTP_BODY_TIMEOUT_SECONDS', '1.5', /1 to 3600/],
+      ['CCWEB_HTTP_MAX_CONNECTIONS', 'many', /1 to 100000/],
+    ] as const) {
+      const e = configError(() => load({ ...REQUIRED, [key]: bad }));
+      expect(e.message).toContain(key);
+      expect(e.message).toMatch(range);
+      expect(e.message).toMatch(/Set it to/);
+    }
+  });
+
   it('required keys are named when missing, all at once', () => {
     const e = configError(() => load({}));
     for (const name of ['CCWEB_WEBHOOK_SECRET', 'CCWEB_GITEA_URL', 'CCWEB_GITEA_TOKEN', 'CCWEB_ADMIN_TOKEN']) {

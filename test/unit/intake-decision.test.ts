@@ -4,6 +4,7 @@ import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../../src
 import { decideWrite, type WriteFacts } from '../../src/intake/intake-decision.js';
 import type { Plan } from '../../src/intake/intake-types.js';
 import type { QuotaRefusal } from '../../src/usage/quota-check.js';
+import { inputTooLarge, type InputTooLarge } from '../../src/domain/agent-input.js';
 
 const delivery = { deliveryKey: 'd' } as DeliveryRecord;
 const trigger = { triggerKey: 't', taskId: 'x' } as CommentTriggerRecord;
@@ -11,13 +12,14 @@ const waiting = { taskId: 'w' } as TaskRecord;
 const refusal = { code: 'quota_user_tasks_per_day', limit: 1, used: 1, retryAt: 'r' } as QuotaRefusal;
 
 /** Facts with everything absent unless given; records which were asked. */
-function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTriggerRecord; disabled: boolean; waiting: TaskRecord; refusal: QuotaRefusal; hasComment: boolean }> = {}) {
+function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTriggerRecord; disabled: boolean; waiting: TaskRecord; refusal: QuotaRefusal; hasComment: boolean; tooLarge: InputTooLarge }> = {}) {
   const asked: string[] = [];
   const f: WriteFacts = {
     delivery: () => (asked.push('delivery'), given.delivery),
     trigger: () => (asked.push('trigger'), given.trigger),
     hasComment: given.hasComment ?? true,
     repositoryDisabled: () => (asked.push('disabled'), given.disabled ?? false),
+    inputTooLarge: () => (asked.push('size'), given.tooLarge ?? null),
     waitingTask: () => (asked.push('waiting'), given.waiting),
     quotaRefusal: () => (asked.push('quota'), given.refusal ?? null),
   };
@@ -64,6 +66,20 @@ describe('decideWrite', () => {
     expect(decideWrite(ACCEPT, facts({ refusal }).f)).toEqual({ kind: 'quota_refused', refusal });
     const { f, asked } = facts();
     expect(decideWrite(ACCEPT, f)).toEqual({ kind: 'accept' });
-    expect(asked).toEqual(['delivery', 'trigger', 'disabled', 'waiting', 'quota']);
+    expect(asked).toEqual(['delivery', 'trigger', 'disabled', 'size', 'waiting', 'quota']);
+  });
+
+  it('a comment too long for the agent is refused before it continues a waiting task or counts against a quota', () => {
+    const tooLarge = { chars: 1_000_001, limit: 1_000_000 };
+    expect(decideWrite(ACCEPT, facts({ tooLarge, waiting, refusal }).f)).toEqual({ kind: 'input_too_large', size: tooLarge });
+    // Whoever may not trigger work is told that, not the size; a disabled repository stays silent.
+    expect(decideWrite({ kind: 'reject', reason: 'no_write' }, facts({ tooLarge }).f)).toEqual({ kind: 'reject', reason: 'no_write' });
+    expect(decideWrite(ACCEPT, facts({ tooLarge, disabled: true }).f)).toEqual({ kind: 'repository_disabled' });
+  });
+
+  it('with the real size rule: one character over the limit is refused, the limit itself accepted', () => {
+    const at = (body: string) => decideWrite(ACCEPT, { ...facts().f, inputTooLarge: () => inputTooLarge(body) }).kind;
+    expect(at('a'.repeat(1_000_000))).toBe('accept');
+    expect(at('a'.repeat(1_000_001))).toBe('input_too_large');
   });
 });

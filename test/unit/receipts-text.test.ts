@@ -9,6 +9,7 @@ import {
 } from '../../src/receipts/receipt-text.js';
 import { EXPLAINED_ERROR_CODES, LOCALES } from '../../src/messages/catalogue.js';
 import { loadConfig } from '../../src/config/index.js';
+import { tooLongReceiptText } from '../../src/receipts/limit-texts.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
 
 describe('receipt text', () => {
@@ -25,6 +26,21 @@ describe('receipt text', () => {
       expect(failureReceiptText(base, state, 'en')).not.toMatch(/[\u3000-\u9fff\uff00-\uffef]/);
       expect(failureReceiptText(base, state, 'zh')).toMatch(/[\u4e00-\u9fff]/);
     }
+  });
+
+  it('a comment too long for the agent: one sentence per language naming its size, the limit, the task and the code', () => {
+    const task = { taskId: 'gitea-task-9', author: 'alice' };
+    const size = { chars: 1_000_001, limit: 1_000_000 };
+    const en = tooLongReceiptText(task, size, 'en');
+    const zh = tooLongReceiptText(task, size, 'zh');
+    expect(tooLongReceiptText(task, size)).toBe(zh);
+    for (const t of [en, zh]) {
+      expect(t.startsWith('giteabot: ')).toBe(true);
+      for (const part of ['1,000,001', '1,000,000', '@alice', 'gitea-task-9', '`input_too_large`']) expect(t).toContain(part);
+      expect(t).not.toMatch(/unexpected|意外/);
+    }
+    expect(en).not.toMatch(/[\u3000-\u9fff\uff00-\uffef]/);
+    expect(zh).toMatch(/[\u4e00-\u9fff]/);
   });
 
   it('drops a login that is not a plain Gitea login', () => {

@@ -115,6 +115,14 @@ const end = (over: Partial<TurnEnd>): TurnEnd => ({
 });
 
 describe('turn outcome', () => {
+  it('a turn whose input Codex refused for its size fails at once, not retried, naming input_too_large', () => {
+    const refused = new CodexRpcError('turn/start', -32602, 'Input exceeds the maximum length of 1048576 characters.', { input_error_code: 'input_too_large', max_chars: 1_048_576, actual_chars: 1_200_000 });
+    expect(turnErrorCode(refused)).toBe('input_too_large');
+    expect(turnOutcome(end({ error: { code: turnErrorCode(refused) } }))).toMatchObject({ kind: 'failed', errorCode: 'input_too_large', retryable: false });
+    // Any other -32602 stays a retryable turn_start_failed.
+    expect(turnErrorCode(new CodexRpcError('turn/start', -32602, 'bad params'))).toBe('turn_start_failed');
+  });
+
   it('a throw wins and stays retryable', () => {
     expect(turnOutcome(end({ error: { code: 'app_server_exited' }, stopReason: 'timeout' }))).toEqual({ kind: 'failed', turnKey: 'K', turnId: 'T', errorCode: 'app_server_exited', retryable: true });
   });
