@@ -115,7 +115,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('the agent sandbox dies with the service [real gitea, real app-server]', () => {
+describe('the agent sandbox dies with the service [real gitea, real app-server] [real gitea-mcp]', () => {
   it('kill -9 of the service while an agent command runs: no process of the command, no bwrap, no app-server is left', async () => {
     const dataDir = env.env.CCWEB_DATA_DIR!;
     const s = await startService();

@@ -73,7 +73,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('a mention longer than the agent can take, against a real Gitea', () => {
+describe('a mention longer than the agent can take, against a real Gitea [real gitea-mcp]', () => {
   let refusedIssue = 0;
   let refusedTaskId = '';
 
