@@ -32,7 +32,12 @@ export interface GateCallLine {
   tool: string;
   method: string | null;
   place: CallPlace;
-  outcome: 'forwarded' | 'failed' | 'refused';
+  /**
+   * `started` is written before a call is forwarded (no write reaches Gitea unrecorded); the outcome
+   * line with the same `callId` follows. A `started` line without one is a call whose end nobody saw.
+   */
+  outcome: 'started' | 'forwarded' | 'failed' | 'refused';
+  callId?: string;
   reason?: string;
   /** The comment an `add_comment` created. */
   createdCommentId?: number;
@@ -86,17 +91,29 @@ export function readOwnComments(dir: string, taskId: string | null): Set<number>
   return out;
 }
 
-/** Parses the lines of a calls file moved aside by the service; a torn line is skipped. */
+/**
+ * Parses the lines of a calls file moved aside by the service; a torn line is skipped. A `started`
+ * line is dropped when its outcome line is there, and otherwise becomes a `failed` call "ended
+ * unseen" (the gate died or was closed while Gitea was asked: the write may have happened).
+ */
 export function parseGateCalls(text: string): GateCallLine[] {
   const out: GateCallLine[] = [];
+  const started = new Map<string, GateCallLine>();
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
     try {
       const r = JSON.parse(line) as GateCallLine;
-      if (typeof r.tool === 'string' && (r.outcome === 'forwarded' || r.outcome === 'failed' || r.outcome === 'refused')) out.push(r);
+      if (typeof r.tool !== 'string') continue;
+      if (r.outcome === 'started') {
+        if (typeof r.callId === 'string') started.set(r.callId, r);
+      } else if (r.outcome === 'forwarded' || r.outcome === 'failed' || r.outcome === 'refused') {
+        if (typeof r.callId === 'string') started.delete(r.callId);
+        out.push(r);
+      }
     } catch {
       // torn by a crash mid-write
     }
   }
+  for (const r of started.values()) out.push({ ...r, outcome: 'failed', reason: 'the call ended unseen (the gate stopped while Gitea was asked); it may have taken effect' });
   return out;
 }

@@ -111,6 +111,19 @@ export interface McpTool {
   [k: string]: unknown;
 }
 
+/**
+ * The arguments forwarded for an allowed call: owner and repo are the task's own spelling, whatever
+ * letter case the agent used (the audit and Gitea then see one name).
+ */
+export function forwardedArguments(rawArgs: unknown, scope: GateScope, rule: MethodRule): Record<string, unknown> {
+  const args = rawArgs && typeof rawArgs === 'object' && !Array.isArray(rawArgs) ? { ...(rawArgs as Record<string, unknown>) } : {};
+  if (!rule.placeless) {
+    args.owner = scope.owner;
+    args.repo = scope.repo;
+  }
+  return args;
+}
+
 function groupsOf(view: Pick<GateTaskView, 'extra'>): Set<Group> {
   return new Set<Group>(['read', 'answer', ...view.extra]);
 }
@@ -176,9 +189,13 @@ export type CallDecision =
 
 function asInt(v: unknown): number | null {
   if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
-  if (typeof v === 'string' && /^[1-9]\d{0,15}$/.test(v)) return Number(v);
+  // At most 15 digits: every such string is a safe integer, read by Go's ParseInt as the same number.
+  if (typeof v === 'string' && /^[1-9]\d{0,14}$/.test(v)) return Number(v);
   return null;
 }
+
+/** Gitea's owner and repository names are ASCII; anything else is refused rather than case-folded. */
+const NAME = /^[A-Za-z0-9._-]{1,100}$/;
 
 function bounded(v: unknown): string | undefined {
   return typeof v === 'string' ? v.slice(0, 200) : undefined;
@@ -212,11 +229,12 @@ export function decideCall(tool: string, rawArgs: unknown, scope: GateScope, vie
   if (path !== undefined) place.path = path;
   const refuse = (reason: string): CallDecision => ({ allow: false, method, place, reason });
 
-  const toolRule = RULES[tool];
+  // Own properties only: `constructor` or `__proto__` must never find a rule.
+  const toolRule = Object.hasOwn(RULES, tool) ? RULES[tool] : undefined;
   if (!toolRule) return refuse(`the tool ${tool} is not available to the agent`);
   let rule: MethodRule;
   if ('methods' in toolRule) {
-    const r = method !== null ? toolRule.methods[method] : undefined;
+    const r = method !== null && Object.hasOwn(toolRule.methods, method) ? toolRule.methods[method] : undefined;
     if (!r) return refuse(`${tool} method ${method ?? '(none)'} is not allowed`);
     rule = r;
   } else {
@@ -227,6 +245,7 @@ export function decideCall(tool: string, rawArgs: unknown, scope: GateScope, vie
   for (const k of Object.keys(args)) if (!allowedArgs.has(k)) return refuse(`the argument ${k.slice(0, 60)} is not allowed with ${tool}${method ? ` ${method}` : ''}`);
   if (!rule.placeless) {
     if (typeof args.owner !== 'string' || typeof args.repo !== 'string') return refuse('owner and repo are required');
+    if (!NAME.test(args.owner) || !NAME.test(args.repo)) return refuse('owner and repo must be Gitea names (letters, digits, ., _, -)');
     if (args.owner.toLowerCase() !== scope.owner.toLowerCase() || args.repo.toLowerCase() !== scope.repo.toLowerCase()) {
       return refuse(`only the repository ${scope.owner}/${scope.repo} is reachable, not ${ownerArg}/${repoArg}`);
     }

@@ -13,7 +13,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { appendGateCall, appendOwnComment, readGateTask, readOwnComments, type GateCallLine } from './gate-files.js';
-import { allowedSummary, createdCommentId, decideCall, narrowTools, type GateScope, type McpTool } from './gate-policy.js';
+import { allowedSummary, createdCommentId, decideCall, forwardedArguments, narrowTools, type GateScope, type McpTool } from './gate-policy.js';
 
 export const GATE_SERVER_NAME = 'ccweb-gitea-gate';
 
@@ -100,13 +100,16 @@ export async function runGate(cfg: GateEnv): Promise<void> {
     for (const id of (task.taskId && memory.get(task.taskId)) || []) own.add(id);
     return { taskId: task.taskId, extra: task.extra, ownComments: own };
   };
-  const record = (line: Omit<GateCallLine, 'at'>) => {
+  const record = (line: Omit<GateCallLine, 'at'>): boolean => {
     try {
       appendGateCall(stateDir, { at: new Date().toISOString(), ...line });
+      return true;
     } catch (err) {
       process.stderr.write(`ccweb-gitea gate: could not write the call log: ${String(err)}\n`);
+      return false;
     }
   };
+  let calls = 0;
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: narrowTools(childTools, scope, view()) as never }));
   server.setRequestHandler(CallToolRequestSchema, async (req) => {
@@ -117,9 +120,15 @@ export async function runGate(cfg: GateEnv): Promise<void> {
       record({ taskId: v.taskId, tool: tool.slice(0, 80), method: decision.method, place: decision.place, outcome: 'refused', reason: decision.reason });
       return refusal(`ccweb-gitea refused ${tool}${decision.method ? ` ${decision.method}` : ''}: ${decision.reason}. ${allowedSummary(scope, v)}`);
     }
+    // Nothing reaches Gitea unrecorded: the intent is written first, and a call whose intent cannot be
+    // written (a full disk) is refused.
+    const callId = `${process.pid}-${++calls}`;
+    if (!record({ taskId: v.taskId, tool, method: decision.method, place: decision.place, outcome: 'started', callId })) {
+      return refusal(`ccweb-gitea refused ${tool}: the service cannot record calls right now, so none is forwarded; try again later`);
+    }
     const t0 = Date.now();
     try {
-      const result = (await child.callTool({ name: tool, arguments: req.params.arguments ?? {} })) as CallToolResult;
+      const result = (await child.callTool({ name: tool, arguments: forwardedArguments(req.params.arguments, scope, decision.rule) })) as CallToolResult;
       const failed = result.isError === true;
       let createdCommentIdValue: number | null = null;
       if (!failed && ((tool === 'issue_write' && decision.method === 'add_comment') || tool === 'create_issue_comment')) {
@@ -141,6 +150,7 @@ export async function runGate(cfg: GateEnv): Promise<void> {
         method: decision.method,
         place: decision.place,
         outcome: failed ? 'failed' : 'forwarded',
+        callId,
         ...(failed ? { reason: resultText(result).slice(0, 300) } : {}),
         ...(createdCommentIdValue !== null ? { createdCommentId: createdCommentIdValue } : {}),
         durationMs: Date.now() - t0,
@@ -148,7 +158,7 @@ export async function runGate(cfg: GateEnv): Promise<void> {
       return result;
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
-      record({ taskId: v.taskId, tool, method: decision.method, place: decision.place, outcome: 'failed', reason: reason.slice(0, 300), durationMs: Date.now() - t0 });
+      record({ taskId: v.taskId, tool, method: decision.method, place: decision.place, outcome: 'failed', callId, reason: reason.slice(0, 300), durationMs: Date.now() - t0 });
       return refusal(`gitea-mcp failed: ${reason.slice(0, 300)}`);
     }
   });

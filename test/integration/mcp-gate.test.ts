@@ -2,7 +2,7 @@
 // spoken to over stdio as Codex speaks to it: what it offers, what it forwards, what it refuses, what
 // lands on Gitea, and the calls file the service audits. A child that never answers `initialize` is
 // `sleep` (the real binary answers at once, so it cannot produce that fault).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -143,6 +143,18 @@ describe('the gate in front of the real gitea-mcp [real gitea-mcp]', () => {
     const edit = await gate.callTool({ name: 'issue_write', arguments: { method: 'edit_comment', owner: 'acme', repo: 'widget', commentID: id, body: 'rewritten by b' } });
     expect(edit.isError).toBe(true);
     expect(text(edit)).toMatch(/not posted by you in this task/);
+  });
+
+  it('forwards nothing it cannot record: with the calls file unwritable an answer is refused and nothing lands on Gitea', async () => {
+    const dir = stateDirFor('gate-5');
+    writeGateTask(dir, { taskId: 'task-full-disk', extra: [] });
+    mkdirSync(join(dir, 'calls.jsonl')); // appending to a directory fails, as a full disk would
+    const gate = await connectGate({ stateDir: dir, number: g.issueNumber });
+    const before = (await g.comments(g.issueNumber)).length;
+    const r = await gate.callTool({ name: 'issue_write', arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: g.issueNumber, body: 'unrecorded' } });
+    expect(r.isError).toBe(true);
+    expect(text(r)).toMatch(/cannot record calls/);
+    expect((await g.comments(g.issueNumber)).length).toBe(before);
   });
 
   it('a gitea-mcp that cannot start, or never answers initialize, fails the gate\'s own initialize', async () => {

@@ -3,7 +3,8 @@
 // binary): what the agent is offered, and what each call may name.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { badPathReason, createdCommentId, decideCall, narrowTools, RULES, type GateTaskView, type McpTool } from '../../src/mcp-gate/gate-policy.js';
+import { parseGateCalls } from '../../src/mcp-gate/gate-files.js';
+import { badPathReason, createdCommentId, decideCall, forwardedArguments, narrowTools, RULES, type GateTaskView, type McpTool } from '../../src/mcp-gate/gate-policy.js';
 
 const recorded = JSON.parse(readFileSync(new URL('../fixtures/gitea-mcp/tools-list-a5dd03c7f0d8.json', import.meta.url), 'utf8')) as { tools: McpTool[] };
 const scope = { owner: 'acme', repo: 'widget', number: 7 };
@@ -145,5 +146,43 @@ describe('the comment an answer created', () => {
     expect(createdCommentId({ content: [{ type: 'text', text: JSON.stringify({ id: 88, body: 'x' }) }] })).toBe(88);
     expect(createdCommentId({ content: [{ type: 'text', text: JSON.stringify({ Result: { id: 89 } }) }] })).toBe(89);
     expect(createdCommentId({ content: [{ type: 'text', text: 'not json' }] })).toBeNull();
+  });
+});
+
+describe('the edges a review found', () => {
+  it('numbers Go would read otherwise, names that only fold to ours, and inherited property names are refused', () => {
+    // 16 digits round in a double (…993 → …992) while Go's ParseInt keeps them.
+    expect(reason('issue_write', { ...repo, method: 'edit_comment', commentID: '9007199254740993', body: 'x' }, view({ ownComments: new Set([9007199254740992]) }))).toMatch(/commentID must be/);
+    expect(reason('issue_write', { owner: '\u212Acme', repo: 'widget', method: 'add_comment', index: 7, body: 'x' }, view())).toMatch(/must be Gitea names/);
+    expect(reason('constructor', {})).toMatch(/not available/);
+    expect(reason('__proto__', {})).toMatch(/not available/);
+    expect(reason('issue_write', { ...repo, method: 'constructor', index: 7 })).toMatch(/not allowed/);
+  });
+
+  it('forwards the task\'s own spelling of owner and repo', () => {
+    const d = decideCall('issue_write', { owner: 'ACME', repo: 'Widget', method: 'add_comment', index: 7, body: 'x' }, scope, view());
+    expect(d.allow).toBe(true);
+    if (d.allow) expect(forwardedArguments({ owner: 'ACME', repo: 'Widget', method: 'add_comment', index: 7, body: 'x' }, scope, d.rule)).toEqual({ owner: 'acme', repo: 'widget', method: 'add_comment', index: 7, body: 'x' });
+  });
+});
+
+describe('the calls file', () => {
+  it('pairs a started line with its outcome; a call whose end nobody saw is audited as failed', () => {
+    const at = '2026-12-02T00:00:00.000Z';
+    const base = { at, taskId: 't', tool: 'issue_write', method: 'add_comment', place: { index: 7 } };
+    const text = [
+      JSON.stringify({ ...base, outcome: 'started', callId: '1-1' }),
+      JSON.stringify({ ...base, outcome: 'forwarded', callId: '1-1', createdCommentId: 5 }),
+      JSON.stringify({ ...base, outcome: 'refused', reason: 'no' }),
+      JSON.stringify({ ...base, outcome: 'started', callId: '1-2' }),
+      '{"torn',
+    ].join('\n');
+    const lines = parseGateCalls(text);
+    expect(lines.map((l) => [l.outcome, l.callId ?? null])).toEqual([
+      ['forwarded', '1-1'],
+      ['refused', null],
+      ['failed', '1-2'],
+    ]);
+    expect(lines[2]!.reason).toMatch(/ended unseen/);
   });
 });
