@@ -1,9 +1,22 @@
-// A lock folder holding its owner's pid, for the builds cached outside the clone
-// (scripts/install-gitea.mjs, scripts/install-gitea-mcp.mjs): concurrent runs (pretest, vitest's
-// globalSetup, another checkout) wait for one build instead of racing; a lock whose owner died is
-// taken over.
+// What the builds cached outside the clone share (scripts/install-gitea.mjs,
+// scripts/install-gitea-mcp.mjs): a lock folder holding its owner's pid, so concurrent runs (pretest,
+// vitest's globalSetup, another checkout) wait for one build instead of racing (a lock whose owner
+// died is taken over); and the account's home, under which the caches live.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
+
+/**
+ * The home directory from the password database, not $HOME: the test run gives its workers another
+ * HOME (CCWEB_TEST_SLOW_PROFILE, test/support/global-setup.ts) and must still find the builds.
+ */
+export function accountHome() {
+  try {
+    return userInfo().homedir || homedir();
+  } catch {
+    return homedir();
+  }
+}
 
 function pidAlive(pid) {
   try {

@@ -25,10 +25,10 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { withLock } from './cache-lock.mjs';
+import { accountHome, withLock } from './cache-lock.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The pin: `{ module, revision, version, sourceArchive, sourceSha256 }`. */
@@ -39,14 +39,6 @@ class InstallError extends Error {}
 
 function log(msg) {
   process.stderr.write(`install-gitea-mcp: ${msg}\n`);
-}
-
-function accountHome() {
-  try {
-    return userInfo().homedir || homedir();
-  } catch {
-    return homedir();
-  }
 }
 
 export function giteaMcpCacheRoot(env = process.env) {

@@ -20,10 +20,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
-import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { withLock } from './cache-lock.mjs';
+import { accountHome, withLock } from './cache-lock.mjs';
 
 /** The one place the Gitea version is pinned (module version, without the `v` for main.Version). */
 export const GITEA_VERSION = '1.26.3';
@@ -37,14 +36,6 @@ export function giteaCacheRoot(env = process.env) {
   // HOME (CCWEB_TEST_SLOW_PROFILE, test/support/global-setup.ts) and must still find the build.
   const base = env.XDG_CACHE_HOME || join(accountHome(), '.cache');
   return join(base, 'ccweb-gitea', 'gitea');
-}
-
-function accountHome() {
-  try {
-    return userInfo().homedir || homedir();
-  } catch {
-    return homedir();
-  }
 }
 
 /** Where the pinned version lives: `{ dir, binary }` (may not exist yet). */
