@@ -9,7 +9,7 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RepositoryRecord } from '../domain/records.js';
-import { GATE_DIR_NAME, parseGateCalls, writeGateTask, type GateCallLine, type GateTaskFile } from '../mcp-gate/gate-files.js';
+import { GATE_DIR_NAME, parseGateCalls, type GateCallLine } from '../mcp-gate/gate-files.js';
 import { EXTRA_GROUPS, type ExtraGroup } from '../mcp-gate/gate-policy.js';
 import type { Store } from '../store/types.js';
 
@@ -24,11 +24,6 @@ export interface GateCallSink {
 export function agentToolGroupsOf(store: Pick<Store, 'get'>, repoKey: string): ExtraGroup[] {
   const groups = store.get<RepositoryRecord>('repositories', repoKey)?.agentToolGroups;
   return Array.isArray(groups) ? groups.filter((g): g is ExtraGroup => (EXTRA_GROUPS as readonly unknown[]).includes(g)) : [];
-}
-
-/** Before a thread starts or a turn runs: which task the gate serves now. */
-export function announceGateTask(dir: string, task: GateTaskFile): void {
-  writeGateTask(dir, task);
 }
 
 function auditInput(line: GateCallLine) {

@@ -30,8 +30,8 @@ import type { TaskRecord, TurnRecord } from '../domain/records.js';
 import type { Store } from '../store/types.js';
 import { withFullTexts } from '../tasks/task-texts.js';
 import { developerInstructions, instructionContextFor, plainTurnText, turnInputText } from './developer-instructions.js';
-import { gateStateDir } from '../mcp-gate/gate-files.js';
-import { announceGateTask, ingestGateCalls } from './gate-calls.js';
+import { gateStateDir, writeGateTask } from '../mcp-gate/gate-files.js';
+import { ingestGateCalls } from './gate-calls.js';
 import { keyedLock } from './keyed-lock.js';
 import { turnErrorCode } from './session-error.js';
 import { redactText, silentLogger } from './session-logger.js';
@@ -157,7 +157,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     });
     const startedAt = now().toISOString();
     const gateDir = gateStateDir(options.mcpGate.dataDir, task.sessionKey);
-    announceGateTask(gateDir, { taskId: task.taskId, extra: options.mcpGate.extraFor?.(task) ?? [] });
+    writeGateTask(gateDir, { taskId: task.taskId, extra: options.mcpGate.extraFor?.(task) ?? [] });
     // Intent first (§9.3): the turn record and its marker exist before Codex is asked.
     await store.transact((tx) => {
       const rec: TurnRecord = {

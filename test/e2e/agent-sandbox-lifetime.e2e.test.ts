@@ -115,6 +115,15 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** Within 10 s, no process names the data directory any more (the sandbox, the command, the app-server). */
+async function expectNothingLeftOf(dataDir: string): Promise<void> {
+  const left = await until('the sandbox to die', () => {
+    const l = processesNaming(dataDir);
+    return l.length === 0 ? ([] as Proc[]) : null;
+  }, 10_000).catch(() => processesNaming(dataDir));
+  expect(left, JSON.stringify(left, null, 2)).toEqual([]);
+}
+
 describe('the agent sandbox dies with the service [real gitea, real app-server] [real gitea-mcp]', () => {
   it('kill -9 of the service while an agent command runs: no process of the command, no bwrap, no app-server is left', async () => {
     const dataDir = env.env.CCWEB_DATA_DIR!;
@@ -126,11 +135,7 @@ describe('the agent sandbox dies with the service [real gitea, real app-server] 
     expect(processesNaming(dataDir).length).toBeGreaterThan(sleeps.length); // app-server, bwrap, …
     await s.kill9();
     service = null;
-    const left = await until('the sandbox to die', () => {
-      const l = processesNaming(dataDir);
-      return l.length === 0 ? ([] as Proc[]) : null;
-    }, 10_000).catch(() => processesNaming(dataDir));
-    expect(left, JSON.stringify(left, null, 2)).toEqual([]);
+    await expectNothingLeftOf(dataDir);
   }, 180_000);
 
   it("after a restart the task's retry runs the command again; SIGKILL of the service's whole process group: the same", async () => {
@@ -142,11 +147,7 @@ describe('the agent sandbox dies with the service [real gitea, real app-server] 
     process.kill(-s.pid, 'SIGKILL');
     await s.kill9().catch(() => undefined);
     service = null;
-    const left = await until('the sandbox to die', () => {
-      const l = processesNaming(dataDir);
-      return l.length === 0 ? ([] as Proc[]) : null;
-    }, 10_000).catch(() => processesNaming(dataDir));
-    expect(left, JSON.stringify(left, null, 2)).toEqual([]);
+    await expectNothingLeftOf(dataDir);
   }, 180_000);
 
   it('the app-server hangs (SIGSTOP) when the service is killed: the kernel still ends it, its sandbox and the command', async () => {
@@ -161,10 +162,6 @@ describe('the agent sandbox dies with the service [real gitea, real app-server] 
     for (const p of appServers) process.kill(p.pid, 'SIGSTOP');
     await s.kill9();
     service = null;
-    const left = await until('the sandbox to die', () => {
-      const l = processesNaming(dataDir);
-      return l.length === 0 ? ([] as Proc[]) : null;
-    }, 10_000).catch(() => processesNaming(dataDir));
-    expect(left, JSON.stringify(left, null, 2)).toEqual([]);
+    await expectNothingLeftOf(dataDir);
   }, 180_000);
 });

@@ -8,15 +8,14 @@ import { createApp } from '../../src/http/create-app.js';
 import { createControlRouter } from '../../src/api/control-router.js';
 import type { RepositoryRecord } from '../../src/domain/records.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
-import { loadFixture, mutatedDelivery } from '../support/webhook-fixtures.js';
+import { loadFixture, mutatedDelivery, withFreshDeliveryId } from '../support/webhook-fixtures.js';
 
 /** A fixture comment with its own comment id, under a fresh delivery id (a new webhook, not a redelivery). */
 function newComment(commentId: number): { body: Buffer; headers: Record<string, string> } {
   const d = mutatedDelivery('issue_comment_created_on_issue', (p) => {
     p.comment.id = commentId;
   });
-  const id = randomUUID();
-  return { body: d.body, headers: { ...d.headers, 'X-Gitea-Delivery': id, 'X-Gogs-Delivery': id, 'X-GitHub-Delivery': id } };
+  return withFreshDeliveryId(d);
 }
 import { ADMIN_TOKEN } from '../support/api-harness.js';
 

@@ -12,7 +12,7 @@ import { createControlRouter } from '../../src/api/control-router.js';
 import { createUsageRouter } from '../../src/api/usage-router.js';
 import type { RepositoryRecord, SessionRecord, TaskRecord } from '../../src/domain/records.js';
 import { startIntakeHarness, type HarnessOptions, type IntakeHarness } from '../support/intake-harness.js';
-import { mutatedDelivery } from '../support/webhook-fixtures.js';
+import { mutatedDelivery, withFreshDeliveryId } from '../support/webhook-fixtures.js';
 import { ADMIN_TOKEN } from '../support/api-harness.js';
 
 const CANONICAL = 'default:alice/widgets';
@@ -27,8 +27,7 @@ function comment(owner: string, name: string, commentId: number, updatedAt?: str
     p.repository.full_name = `${owner}/${name}`;
     p.repository.clone_url = `https://gitea.example.com/${owner}/${name}.git`;
   });
-  const id = randomUUID();
-  return { body: d.body, headers: { ...d.headers, 'X-Gitea-Delivery': id, 'X-Gogs-Delivery': id, 'X-GitHub-Delivery': id } };
+  return withFreshDeliveryId(d);
 }
 
 let intake: IntakeHarness | undefined;

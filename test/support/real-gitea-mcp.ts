@@ -5,11 +5,8 @@
  * The stand-in (./gitea-mcp-standin/) stays only for faults the real binary cannot be made to show.
  */
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname } from 'node:path';
 import { GITEA_MCP_PIN, giteaMcpInstallPaths, isGiteaMcpInstalled } from '../../scripts/install-gitea-mcp.mjs';
-
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** Where scripts/install-gitea-mcp.mjs puts the real binary (outside the clone, per version). */
 export const REAL_GITEA_MCP_PATH = giteaMcpInstallPaths().binary;
@@ -17,9 +14,9 @@ export const REAL_GITEA_MCP_PATH = giteaMcpInstallPaths().binary;
 /** The title tag of every test that runs the real gitea-mcp (scripts/vitest-summary.mjs counts them). */
 export const REAL_GITEA_MCP_TAG = '[real gitea-mcp]';
 
-/** The source archive .ci/run points CCWEB_GITEA_MCP_SOURCE at (beside the clone, in ../shared). */
+/** What to point CCWEB_GITEA_MCP_SOURCE at where `go install` cannot fetch gitea-mcp. */
 function sourceArchiveHint(): string {
-  return process.env['CCWEB_GITEA_MCP_SOURCE'] ?? join(repoRoot, '..', 'shared', 'gitea', 'gitea-mcp', GITEA_MCP_PIN.sourceArchive);
+  return process.env['CCWEB_GITEA_MCP_SOURCE'] ?? `/path/to/${GITEA_MCP_PIN.sourceArchive}`;
 }
 
 /** The absolute path of the installed real gitea-mcp; throws, saying how to install it, when missing. */

@@ -1,6 +1,6 @@
 // Shared Gitea webhook fixtures (byte-exact bodies + headers, signed with `test-secret`) and
 // helpers to build new signed deliveries from them.
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +60,12 @@ export function mutatedDelivery(name: FixtureName, mutate: (payload: any) => voi
   mutate(payload);
   const body = Buffer.from(JSON.stringify(payload, null, 2), 'utf8');
   return { body, headers: signedHeaders(fixture.headers, body, secret) };
+}
+
+/** The same delivery under a fresh delivery id: a new webhook, not a redelivery. */
+export function withFreshDeliveryId(d: Delivery): Delivery {
+  const id = randomUUID();
+  return { body: d.body, headers: { ...d.headers, 'X-Gitea-Delivery': id, 'X-Gogs-Delivery': id, 'X-GitHub-Delivery': id } };
 }
 
 /** Gitea's `form` content type: `payload=<url-encoded JSON>` as Go's url.Values.Encode writes it. */
