@@ -6,7 +6,9 @@ import { assign, setup } from 'xstate';
  * The states and the (from, to) pairs are exactly the table of spec §5.6, with additions the table
  * lacks: `verifying_reply → succeeded_with_rest_fallback`, the outcome of the REST fallback of
  * §5.4.4 (the reply verifier confirmed a comment the service posted itself), and change delivery
- * (issue 14): `running → publishing → verifying_reply | failed`. No other pair exists;
+ * (issue 14): `running → publishing → verifying_reply | failed`, and stops in every non-terminal
+ * state (issue 29): `retry_wait → cancelled`, `preparing | publishing | verifying_reply → aborting`
+ * (CANCEL and ABORT alike: work in flight is stopped; work not started is cancelled). No other pair exists;
  * `test/unit/task-lifecycle-table.test.ts` checks that against the table written out by hand.
  *
  * The machine is purely event-driven: the webhook adapter, scheduler, workspace and session managers
@@ -132,8 +134,18 @@ function retryOnceOrFail(record: 'recordRetry' | 'recordRestartInterruption') {
 }
 /** A step that cannot succeed (FAIL, a publish that failed) fails the task with the event's error code. */
 const failWithError = { target: 'failed', actions: 'recordError' as const };
-/** A user or operator cancels a task that holds no lease (queued, waiting for the user, blocked). */
+/**
+ * A user or operator stops a task that holds no lease and runs nothing (queued, waiting for the user,
+ * blocked, waiting for a retry): cancel and abort both end it at once (issue 29: a stop works in
+ * every non-terminal state).
+ */
 const cancel = { target: 'cancelled', actions: 'recordStop' as const };
+/**
+ * A user or operator stops a task whose work is in flight (preparing, running, publishing,
+ * verifying): cancel and abort both go through `aborting`, where the work is stopped and nothing is
+ * published any more; the lease is released only once it has stopped.
+ */
+const abort = { target: 'aborting', actions: 'recordStop' as const };
 
 export const taskMachine = setup({
   types: {
@@ -222,6 +234,7 @@ export const taskMachine = setup({
       on: {
         CLAIM: { target: 'preparing', actions: 'recordLease' },
         CANCEL: cancel,
+        ABORT: cancel,
       },
     },
     preparing: {
@@ -232,6 +245,8 @@ export const taskMachine = setup({
         PREPARE_FAILED: retryOnceOrFail('recordRetry'),
         RECOVER_INTERRUPTED: retryOnceOrFail('recordRestartInterruption'),
         FAIL: failWithError,
+        CANCEL: abort,
+        ABORT: abort,
       },
     },
     running: {
@@ -240,7 +255,8 @@ export const taskMachine = setup({
         TURN_REPLIED: [{ guard: 'publishesFirst', target: 'publishing' }, { target: 'verifying_reply' }],
         TURN_WAITING_USER: { target: 'waiting_user', actions: 'releaseLeaseRef' },
         TURN_FAILED: retryOnceOrFail('recordRetry'),
-        ABORT: { target: 'aborting', actions: 'recordStop' },
+        CANCEL: abort,
+        ABORT: abort,
         RECOVER_INTERRUPTED: retryOnceOrFail('recordRestartInterruption'),
         FAIL: failWithError,
       },
@@ -250,6 +266,7 @@ export const taskMachine = setup({
       on: {
         USER_REPLIED: 'queued',
         CANCEL: cancel,
+        ABORT: cancel,
         FAIL: failWithError,
       },
     },
@@ -259,6 +276,8 @@ export const taskMachine = setup({
       on: {
         PUBLISHED: 'verifying_reply',
         PUBLISH_FAILED: failWithError,
+        CANCEL: abort,
+        ABORT: abort,
       },
     },
     verifying_reply: {
@@ -268,6 +287,8 @@ export const taskMachine = setup({
         REPLY_CONFIRMED_VIA_FALLBACK: { target: 'succeeded_with_rest_fallback', actions: 'recordFallback' },
         REPLY_MISSING: { guard: 'canRetryReply', target: 'retry_wait', actions: 'recordReplyRetry' },
         REPLY_FAILED: { target: 'failed_reply', actions: 'recordError' },
+        CANCEL: abort,
+        ABORT: abort,
       },
     },
     retry_wait: {
@@ -279,6 +300,8 @@ export const taskMachine = setup({
           { guard: 'resumesAtVerifying', target: 'verifying_reply', actions: 'recordLease' },
         ],
         FAIL: failWithError,
+        CANCEL: cancel,
+        ABORT: cancel,
       },
     },
     blocked_workspace: {
@@ -286,10 +309,12 @@ export const taskMachine = setup({
       on: {
         UNBLOCK: { target: 'queued', actions: 'clearError' },
         CANCEL: cancel,
+        ABORT: cancel,
       },
     },
     aborting: {
-      description: 'turn/interrupt sent; the lease is not released before Codex confirms or the timeout.',
+      description:
+        'Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn\'s processes are gone.',
       on: {
         ABORT_CONFIRMED: 'aborted',
         ABORT_TIMEOUT: { target: 'failed', actions: assign({ errorCode: 'abort_timeout' }) },

@@ -45,10 +45,16 @@ interface Outcome extends Answer {
 }
 
 /** Task actions: the event, and the states in which an operator may send it (spec §5.6, §6.2). */
+/**
+ * Cancel and abort reach every non-terminal state (issue 29); the machine decides what each does: a
+ * task with nothing in flight is cancelled, one with work in flight goes to `aborting`. A task
+ * already `aborting` answers 200 with `alreadyStopping` and is sent nothing.
+ */
+const STOPPABLE: readonly TaskState[] = ['queued', 'preparing', 'running', 'waiting_user', 'publishing', 'verifying_reply', 'retry_wait', 'blocked_workspace'];
 const TASK_ACTIONS = {
-  cancel: { event: 'CANCEL', from: ['queued', 'waiting_user', 'blocked_workspace'] },
+  cancel: { event: 'CANCEL', from: STOPPABLE },
   unblock: { event: 'UNBLOCK', from: ['blocked_workspace'] },
-  abort: { event: 'ABORT', from: ['running'] },
+  abort: { event: 'ABORT', from: STOPPABLE },
 } as const satisfies Record<string, { event: string; from: readonly TaskState[] }>;
 type TaskAction = keyof typeof TASK_ACTIONS;
 
@@ -267,9 +273,11 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     const done = store
       .audit({ actorId })
       .find((e) => e.action === 'task.transition' && (e.metadata?.['event'] as { requestId?: unknown } | undefined)?.requestId === req.requestId);
-    let result: { ok: true; fromState: string; toState: string; stateVersion: number } | { ok: false; state: string | null };
+    let result: { ok: true; fromState: string; toState: string; stateVersion: number; alreadyStopping?: true } | { ok: false; state: string | null };
     if (done) {
       result = { ok: true, fromState: done.fromState ?? '', toState: done.toState ?? '', stateVersion: done.stateVersion ?? 0 };
+    } else if (name !== 'unblock' && task.state === 'aborting') {
+      result = { ok: true, fromState: 'aborting', toState: 'aborting', stateVersion: runtime.stateOf(actorId)?.stateVersion ?? 0, alreadyStopping: true };
     } else if (!(spec.from as readonly string[]).includes(task.state)) {
       result = { ok: false, state: task.state };
     } else {
@@ -281,7 +289,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       result.ok
         ? {
             status: 200,
-            body: { ok: true, taskId: id, fromState: result.fromState, toState: result.toState, stateVersion: result.stateVersion },
+            body: { ok: true, taskId: id, fromState: result.fromState, toState: result.toState, stateVersion: result.stateVersion, ...(result.alreadyStopping ? { alreadyStopping: true } : {}) },
             audit: { taskId: id, actorId, fromState: result.fromState, toState: result.toState, stateVersion: result.stateVersion },
           }
         : {
@@ -290,7 +298,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
             audit: { taskId: id, actorId, fromState: result.state, errorCode: 'illegal_state' },
           },
     );
-    if (!answer.replayed && name === 'abort' && answer.status === 200) notify(() => deps.onAbortRequested?.(id), deps.logger);
+    // Work in flight (the task is now aborting, or was cancelled during a reply-retry wait) is stopped by its host.
+    if (!answer.replayed && name !== 'unblock' && answer.status === 200) notify(() => deps.onAbortRequested?.(id), deps.logger);
     return answer;
   };
   const taskIdOf = (ctx: Context) => String(ctx.params['taskId']);

@@ -196,8 +196,15 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     return workspace.pathFor ? workspace.pathFor(t, repo) : repo.workspacePath;
   }
 
-  async function finishAbort(taskId: string, alreadyInterrupted: boolean): Promise<void> {
-    const confirmed = alreadyInterrupted || (await sessions.interrupt(taskId).catch(() => ({ confirmed: false }))).confirmed;
+  /**
+   * Ends an abort once the work in flight has stopped. `turn`: how the interrupted turn ended, when
+   * one was running — interrupted (Codex confirmed), or given up on (`abort_timeout`: the session
+   * manager has ended the app-server's processes before returning); otherwise any turn of the task
+   * is interrupted here (none runs when the stop came during preparing, publishing or verifying).
+   */
+  async function finishAbort(taskId: string, turn?: TurnOutcome): Promise<void> {
+    const gaveUp = turn?.kind === 'failed' && turn.errorCode === 'abort_timeout';
+    const confirmed = !gaveUp && (turn?.kind === 'interrupted' || (await sessions.interrupt(taskId).catch(() => ({ confirmed: false }))).confirmed);
     await send(taskId, { type: confirmed ? 'ABORT_CONFIRMED' : 'ABORT_TIMEOUT' });
   }
 
@@ -235,7 +242,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     // After an app-server restart or a retry, the thread must be resumed with its MCP config again.
     await sessions.ensureThread(t, cwd);
     const outcome = await sessions.runTurn(task(t.taskId), { kind: 'normal', cwd, signal });
-    if (task(t.taskId).state === 'aborting') return finishAbort(t.taskId, outcome.kind === 'interrupted');
+    if (task(t.taskId).state === 'aborting') return finishAbort(t.taskId, outcome);
     switch (outcome.kind) {
       case 'replied':
       case 'no_comment':
@@ -260,7 +267,14 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       await send(t.taskId, { type: 'REPLY_FAILED', errorCode: 'turn_record_missing' });
       return;
     }
-    const result = await verification.verify({
+    // A stop during verification does not wait for the verifier's deadlines: the task is stopped
+    // now. The verifier may go on reading Gitea, but it posts nothing for a stopped task
+    // (post-fallback.ts), and its verdict then finds the task moved on.
+    const stopped = new Promise<null>((resolve) => {
+      if (signal.aborted) resolve(null);
+      else signal.addEventListener('abort', () => resolve(null), { once: true });
+    });
+    const verdict = verification.verify({
       task: t,
       turn,
       runReplyRetryTurn: async () => {
@@ -286,6 +300,9 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         return { ok };
       },
     });
+    verdict.catch(() => undefined);
+    const result = await Promise.race([verdict, stopped]);
+    if (result === null) return;
     if (result.result === 'confirmed') await send(t.taskId, { type: 'REPLY_CONFIRMED' });
     else if (result.result === 'confirmed_via_fallback')
       await send(t.taskId, { type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: result.mcpFailureReason ?? 'mcp_reply_missing' });
@@ -323,13 +340,16 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       try {
         for (let step = 0; step < 20; step++) {
           const t = task(taskId);
-          if (!ACTIVE.has(t.state) || controller.signal.aborted) return;
+          if (!ACTIVE.has(t.state)) return;
+          // A stop aborts the step in flight (controller) and then lets the abort finish here; a lost
+          // lease or a stopping scheduler (signal) ends the run at once.
+          if (signal.aborted || (controller.signal.aborted && t.state !== 'aborting')) return;
           log('executor step', { taskId, state: t.state });
           if (t.state === 'preparing') await prepare(t, controller.signal);
           else if (t.state === 'running') await runNormalTurn(t, controller.signal);
           else if (t.state === 'publishing') await publish(t, controller.signal);
           else if (t.state === 'verifying_reply') await verify(t, lease, controller.signal);
-          else if (t.state === 'aborting') await finishAbort(taskId, false);
+          else if (t.state === 'aborting') await finishAbort(taskId);
         }
         throw new Error(`task ${taskId} did not settle`);
       } catch (err) {
@@ -339,6 +359,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
           await failStep(taskId, state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', 'executor_error', true);
         else if (state === 'verifying_reply') await send(taskId, { type: 'REPLY_FAILED', errorCode: 'executor_error' });
         else if (state === 'publishing') await send(taskId, { type: 'PUBLISH_FAILED', errorCode: 'executor_error' });
+        else if (state === 'aborting') await finishAbort(taskId);
       } finally {
         signal.removeEventListener('abort', onAbort);
         aborts.delete(taskId);

@@ -274,12 +274,14 @@ export function createIntake(options: IntakeOptions): Intake {
         .send(taskActorId(outcome.followUp), { type: 'USER_REPLIED' } satisfies TaskEvent, { by: `gitea:user:${c.actor.login}` })
         .catch((error: unknown) => options.logger?.warn({ taskId: outcome.followUp, err: error instanceof Error ? error.message : String(error) }, 'follow-up not re-queued'));
     }
-    if (outcome.taskId !== undefined && plan.kind === 'accept') safely(() => options.onAccepted?.(outcome.taskId!));
+    // A new task, or a stop's or a disabled repository's one comment: the receipt outbox has a row to post.
+    if (outcome.taskId !== undefined && (plan.kind === 'accept' || plan.kind === 'stop')) safely(() => options.onAccepted?.(outcome.taskId!));
     if (outcome.stop !== undefined && c) {
       const targets = outcome.stop;
       await sendStops(runtime, targets, `gitea:user:${c.actor.login}`).catch((error: unknown) =>
         options.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'stop events not all sent'),
       );
+      // Work in flight is stopped by its host (the executor); a task cancelled meanwhile is unaffected.
       safely(() => options.onStop?.(targets.map((t) => t.taskId)));
     }
     return outcome.response;

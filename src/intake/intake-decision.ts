@@ -16,6 +16,8 @@ export interface WriteFacts {
   /** Whether the delivery carried a (normalised) comment. */
   hasComment: boolean;
   repositoryDisabled(): boolean;
+  /** Whether this thread has had no disabled-repository notice today (one per thread and day). */
+  disabledNoticeDue(): boolean;
   /** The comment's size when the agent could not take it (src/domain/agent-input.ts). */
   inputTooLarge(): InputTooLarge | null;
   /** A task of the same resource waiting for its user's reply. */
@@ -30,7 +32,8 @@ export type WriteDecision =
   | { kind: 'ignored'; reason: string }
   /** Nothing to write: a probe that found no known outcome (or no comment to decide on). */
   | { kind: 'none' }
-  | { kind: 'repository_disabled' }
+  /** `notice`: a writer's mention gets the thread's one notice of the day that the bot is disabled here. */
+  | { kind: 'repository_disabled'; notice: boolean }
   | { kind: 'stop' }
   | { kind: 'reject'; reason: string }
   | { kind: 'input_too_large'; size: InputTooLarge }
@@ -48,7 +51,13 @@ export function decideWrite(plan: Plan, facts: WriteFacts): WriteDecision {
   if (plan.kind === 'ignored') return { kind: 'ignored', reason: plan.reason };
   if (!facts.hasComment) return { kind: 'none' };
   // 3. Disabled by an operator: no task, whoever asks.
-  if (facts.repositoryDisabled()) return { kind: 'repository_disabled' };
+  // A writer's mention is told so once per thread and day (issue 29: not silence); nobody else is.
+  // A probe (before the permission check) answers only when no notice is due: otherwise whether the
+  // commenter may write decides, so the permission API is asked at most once per thread and day.
+  if (facts.repositoryDisabled()) {
+    if (plan.kind === 'probe') return facts.disabledNoticeDue() ? { kind: 'none' } : { kind: 'repository_disabled', notice: false };
+    return { kind: 'repository_disabled', notice: (plan.kind === 'accept' || plan.kind === 'stop') && facts.disabledNoticeDue() };
+  }
   if (plan.kind === 'probe') return { kind: 'none' };
   if (plan.kind === 'stop') return { kind: 'stop' };
   if (plan.kind === 'reject') return { kind: 'reject', reason: plan.reason };

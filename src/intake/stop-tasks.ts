@@ -1,7 +1,8 @@
-// `@ccweb-bot stop`: which tasks of a resource a stop reaches, and the event each one gets.
-// Waiting tasks are cancelled; the running one is aborted (its turn is interrupted by whoever hosts
-// it). `preparing`, `retry_wait`, `verifying_reply` and `aborting` take neither event in the task
-// machine, so a stop does not reach them (documented gap: it reaches the task once it runs or waits).
+// `@ccweb-bot stop`: which tasks of a resource a stop reaches, and the event each one gets (issue 29:
+// every non-terminal state). A task with nothing in flight is cancelled at once; one whose work is
+// in flight (workspace, turn, publishing, verification) is aborted: the executor stops that work,
+// publishes nothing more, and releases the lease only once it has stopped. A task already
+// `aborting` is reached without an event (it is stopping); `received` never lasts past intake.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { ActorRuntime, SendResult } from '../runtime/actor-runtime.js';
@@ -10,16 +11,22 @@ import { taskActorId } from '../tasks/task-actor.js';
 
 export type StopEvent = 'CANCEL' | 'ABORT';
 
-const STOP_EVENT: Partial<Record<string, StopEvent>> = {
+const STOP_EVENT: Partial<Record<string, StopEvent | null>> = {
   queued: 'CANCEL',
   waiting_user: 'CANCEL',
   blocked_workspace: 'CANCEL',
+  retry_wait: 'CANCEL',
+  preparing: 'ABORT',
   running: 'ABORT',
+  publishing: 'ABORT',
+  verifying_reply: 'ABORT',
+  aborting: null,
 };
 
 export interface StopTarget {
   taskId: string;
-  event: StopEvent;
+  /** Null: the task is already stopping; nothing is sent. */
+  event: StopEvent | null;
 }
 
 /** Tasks of `resourceKey` a stop applies to, in arrival order. Reads the store's current (in-memory) state. */
@@ -32,19 +39,28 @@ export function stopTargets(store: Pick<Store, 'byIndex'>, resourceKey: string):
 }
 
 /**
- * Sends each target its event, one after another. A task that moved on in between is reported
- * (and alert-audited by the runtime) rather than failing the stop as a whole.
+ * Sends each target its event, one after another. A task that moved on in between is sent the event
+ * its new state takes, once more (a stop must not lose a race with the scheduler's CLAIM); one that
+ * ended meanwhile is reported (and alert-audited by the runtime) rather than failing the stop.
  */
 export async function sendStops(
-  runtime: Pick<ActorRuntime, 'send'>,
+  runtime: Pick<ActorRuntime, 'send' | 'stateOf'>,
   targets: readonly StopTarget[],
   by: string,
-): Promise<Array<StopTarget & { result: SendResult }>> {
-  const out: Array<StopTarget & { result: SendResult }> = [];
+): Promise<Array<StopTarget & { result: SendResult | null }>> {
+  const out: Array<StopTarget & { result: SendResult | null }> = [];
   for (const target of targets) {
-    const event: TaskEvent = { type: target.event, by };
-    const result = await runtime.send(taskActorId(target.taskId), event, { by });
-    out.push({ ...target, result });
+    const actorId = taskActorId(target.taskId);
+    let event = target.event;
+    let result: SendResult | null = null;
+    for (let attempt = 0; attempt < 2 && event !== null; attempt++) {
+      const stop: TaskEvent = { type: event, by };
+      result = await runtime.send(actorId, stop, { by });
+      if (result.ok) break;
+      const now = runtime.stateOf(actorId)?.state;
+      event = now === undefined ? null : (STOP_EVENT[now] ?? null);
+    }
+    out.push({ ...target, event, result });
   }
   return out;
 }

@@ -13,8 +13,8 @@
 // a rejected one is counted per author and day (rejected-mentions.ts); past a few a day it gets no
 // task at all (issue 29).
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
-import type { CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
-import { pendingReceiptRecord } from '../receipts/receipt-record.js';
+import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
+import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEventInput, CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
 import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
@@ -61,6 +61,7 @@ export function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: 
     hasComment: c !== null,
     inputTooLarge: () => inputTooLarge(c!.comment.body),
     repositoryDisabled: () => resolved !== null && anyDisabled(resolved.records),
+    disabledNoticeDue: () => !disabledNoticeToday(ctx.store, tx, c!.resourceKey, at),
     // Few tasks wait at any time, while one resource may have many: search the state index.
     waitingTask: () => ctx.store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c!.resourceKey),
     quotaRefusal: () => ctx.quota?.check(tx, { repoKey: c!.repoKey, login: c!.actor.login }, at) ?? null,
@@ -127,10 +128,16 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
     }
     case 'none':
       return null;
-    case 'repository_disabled':
+    case 'repository_disabled': {
+      // No trigger: once the repository is enabled again, a Replay of this comment runs.
       delivery('rejected', 'repository_disabled', null, REPOSITORY_DISABLED);
-      audit('webhook.repository_disabled', { errorCode: 'repository_disabled' });
-      return { response: REPOSITORY_DISABLED };
+      const event = audit('webhook.repository_disabled', { errorCode: 'repository_disabled', ...(d.notice ? { taskId: taskIdFor(s.deliveryKey) } : {}) });
+      if (!d.notice) return { response: REPOSITORY_DISABLED };
+      // The thread's one notice of the day: a task in `rejected` that never runs, and its one comment.
+      const noticeTaskId = taskIdFor(s.deliveryKey);
+      const created = refusedTask(ctx, tx, c!, noticeTaskId, event.seq, at, 'repository_disabled', { repositoryDisabled: true });
+      return { response: REPOSITORY_DISABLED, start: created.start, taskId: noticeTaskId };
+    }
   }
   // From here on the delivery carries a comment with a trigger key.
   const comment = c!;
@@ -141,10 +148,20 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       const targets = stopTargets(ctx.store, comment.resourceKey);
       const taskIds = targets.map((t) => t.taskId);
       const response = stopped(taskIds);
-      delivery('accepted', 'stop', null, response);
-      trigger(null);
-      audit('webhook.stop', { metadata: { taskIds, events: targets.map((t) => t.event) } });
-      return { response, stop: targets };
+      if (targets.length > 0) {
+        // Each stopped task answers with its own `cancelled`/`aborted` receipt (the receipt outbox).
+        delivery('accepted', 'stop', null, response);
+        trigger(null);
+        audit('webhook.stop', { metadata: { taskIds, events: targets.map((t) => t.event) } });
+        return { response, stop: targets };
+      }
+      // Nothing to stop: the thread is told so, once (a task in `ignored` that never runs, and its one
+      // comment), instead of silence (issue 29).
+      delivery('accepted', 'stop', taskId, response);
+      trigger(taskId);
+      const event = audit('webhook.stop', { taskId, metadata: { taskIds, events: [] } });
+      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, 'nothing_to_stop', { nothingToStop: true }, 'IGNORE');
+      return { response, start: created.start, taskId };
     }
     case 'reject': {
       // Counted per author and day; visible to operators as a task in `rejected` (excerpt only) for
@@ -304,6 +321,37 @@ export function compactFormatMatches(runtime: ActorRuntime): boolean {
     formatChecked.set(runtime, ok);
   }
   return ok;
+}
+
+/**
+ * A task that never runs, kept with an excerpt of its text, and the one comment that tells the thread
+ * why (`fields` pick the receipt's words, receipt-decisions.ts).
+ */
+function refusedTask(
+  ctx: WriteContext,
+  tx: Tx,
+  comment: NormalizedComment,
+  taskId: string,
+  seq: number,
+  at: Date,
+  reason: string,
+  fields: Record<string, unknown>,
+  verdict: 'REJECT' | 'IGNORE' = 'REJECT',
+): { start: () => void } {
+  const task = tx.insert('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, seq, at)));
+  const event: TaskEvent = verdict === 'REJECT' ? reject(reason) : { type: 'IGNORE', reason };
+  const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [event], by: `gitea:user:${comment.actor.login}`, taskId });
+  const receipt = pendingReceiptRecord(task, 'refused', at);
+  tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: reason, ...fields });
+  return created;
+}
+
+/** Whether `resourceKey` already had its disabled-repository notice on `at`'s UTC day. */
+function disabledNoticeToday(store: Pick<Store, 'byIndex'>, tx: Tx, resourceKey: string, at: Date): boolean {
+  const day = at.toISOString().slice(0, 10);
+  return store
+    .byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey)
+    .some((t) => t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused'))?.['repositoryDisabled'] === true);
 }
 
 /** The reason (delivery, audit, task error code) of a comment too long for the agent. */

@@ -73,6 +73,13 @@ export interface LimitMessages {
    * are characters (Unicode code points). Must start with `giteabot: `.
    */
   tooLong(p: { taskId: string; mention: string | null; chars: string; limit: string }): string;
+  /** The one answer to a `stop` that found nothing to stop on the thread (issue 29). Must start with `giteabot: `. */
+  nothingToStop(p: { mention: string | null }): string;
+  /**
+   * The one notice per thread and day that a mention in a repository an operator disabled gets
+   * (issue 29: not silence). Must start with `giteabot: `.
+   */
+  repositoryDisabled(p: { mention: string | null }): string;
   /** Added to the receipt when a per-task budget stopped the task; null figures are left out. */
   budget(p: { code: BudgetCode; used: string | null; limit: string | null; key: string }): string;
   /** Added to the receipt when the task parks in `blocked_workspace`. */
@@ -121,6 +128,10 @@ const zhLimits: LimitMessages = {
     }。${retryAt} 之后可以再次运行，届时请重新提及机器人（任务 ${taskId}，代码 \`${code}\`）。`,
   tooLong: ({ taskId, mention, chars, limit }) =>
     `giteabot: 未开始 — ${mention ? `${mention} 的` : '这条'}评论有 ${chars} 个字符，超过了智能体一次能接收的上限 ${limit} 个字符，因此没有运行任务，也不会重试。请把请求缩短（例如把长内容放进仓库文件或附件，在评论里引用它）后再次提及机器人（任务 ${taskId}，代码 \`input_too_large\`）。`,
+  nothingToStop: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}，` : ''}这里没有可以停止的任务：本话题没有排队、等待或正在运行的任务。`,
+  repositoryDisabled: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}，` : ''}管理员已在本仓库停用了机器人，因此不会运行任务（代码 \`repository_disabled\`）。重新启用后请再次提及机器人。今天本话题不会再收到这条通知。`,
   budget: ({ code, used, limit, key }) =>
     `**因达到上限而停止：** 本任务${used === null ? '' : ZH_BUDGET[code].used(used)}达到了${ZH_BUDGET[code].limit(limit)}（\`${code}\`），智能体已被中断。管理员可以提高 ${key} 或该仓库的上限，之后请再次提及机器人以继续。`,
   blocked: ({ taskId }) =>
@@ -144,6 +155,10 @@ const enLimits: LimitMessages = {
     }. It can run again after ${retryAt}: mention the bot again then (task ${taskId}, code \`${code}\`).`,
   tooLong: ({ taskId, mention, chars, limit }) =>
     `giteabot: not started — ${mention ? `${mention}'s` : 'this'} comment is ${chars} characters long, more than the ${limit} characters the agent can take at once, so no task was run and none will be retried. Shorten the request (for example, put long content in a file in the repository or an attachment and refer to it) and mention the bot again (task ${taskId}, code \`input_too_large\`).`,
+  nothingToStop: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}, ` : ''}there is nothing to stop here: no task of this thread is queued, waiting or running.`,
+  repositoryDisabled: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}, ` : ''}an operator has disabled the bot in this repository, so no task runs (code \`repository_disabled\`). Mention the bot again once it is enabled. This thread gets this notice at most once a day.`,
   budget: ({ code, used, limit, key }) =>
     `**Stopped by a limit:** this task${used === null ? '' : ` used ${used} ${EN_BUDGET[code].what} and`} reached its limit of ${limit === null ? EN_BUDGET[code].unit : `${limit} ${EN_BUDGET[code].unit}`} (\`${code}\`), so the agent was interrupted. An operator can raise ${key} or the repository's limit; then mention the bot again to continue.`,
   blocked: ({ taskId }) =>

@@ -37,6 +37,16 @@ export function tooLongReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>, 
   return messages(locale).limits.tooLong({ taskId: task.taskId, mention: mentionOf(task.author), chars: n(t.chars), limit: n(t.limit) });
 }
 
+/** The one answer to a `stop` that found nothing to stop. */
+export function nothingToStopReceiptText(task: Pick<TaskRecord, 'author'>, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.nothingToStop({ mention: mentionOf(task.author) });
+}
+
+/** The one notice per thread and day of a mention in a disabled repository. */
+export function repositoryDisabledReceiptText(task: Pick<TaskRecord, 'author'>, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.repositoryDisabled({ mention: mentionOf(task.author) });
+}
+
 export interface BudgetNotice {
   code: BudgetCode;
   limit: number | null;

@@ -17,7 +17,14 @@ import {
   WITHHELD_PATHS_NOTICE_STATE,
   withheldPathsReceiptText,
 } from './receipt-text.js';
-import { refusalReceiptText, tooLongReceiptText, type InputTooLargeNotice, type QuotaNotice } from './limit-texts.js';
+import {
+  nothingToStopReceiptText,
+  refusalReceiptText,
+  repositoryDisabledReceiptText,
+  tooLongReceiptText,
+  type InputTooLargeNotice,
+  type QuotaNotice,
+} from './limit-texts.js';
 
 /** The `<state>` of a receipt row's key `<taskId>:status:<state>`. */
 export function receiptStateOf(rec: Pick<CommentRecord, 'commentKey' | 'taskId'>): string {
@@ -26,19 +33,22 @@ export function receiptStateOf(rec: Pick<CommentRecord, 'commentKey' | 'taskId'>
 
 /** The comment a receipt row posts: the text its state calls for, ending with the row's marker. */
 export function receiptBody(task: TaskRecord, rec: CommentRecord, locale: Locale): string {
+  return `${receiptText(task, rec, locale)}\n\n${rec.marker}`;
+}
+
+function receiptText(task: TaskRecord, rec: CommentRecord, locale: Locale): string {
   const state = receiptStateOf(rec);
-  const text = isFailureReceiptState(state)
-    ? failureReceiptText(task, state, locale)
-    : state === 'refused' && rec['quota']
-      ? refusalReceiptText(task, rec['quota'] as QuotaNotice, locale)
-      : state === 'refused' && rec['inputTooLarge']
-        ? tooLongReceiptText(task, rec['inputTooLarge'] as InputTooLargeNotice, locale)
-        : state === NOT_PUBLISHED_NOTICE_STATE
-          ? notPublishedReceiptText(task, locale)
-          : state === WITHHELD_PATHS_NOTICE_STATE
-            ? withheldPathsReceiptText(task, locale)
-          : receivedReceiptText(task, locale);
-  return `${text}\n\n${rec.marker}`;
+  if (isFailureReceiptState(state)) return failureReceiptText(task, state, locale);
+  if (state === 'refused') {
+    // A task that never runs says why, once: which refusal is told by the row's own field.
+    if (rec['quota']) return refusalReceiptText(task, rec['quota'] as QuotaNotice, locale);
+    if (rec['inputTooLarge']) return tooLongReceiptText(task, rec['inputTooLarge'] as InputTooLargeNotice, locale);
+    if (rec['nothingToStop'] === true) return nothingToStopReceiptText(task, locale);
+    if (rec['repositoryDisabled'] === true) return repositoryDisabledReceiptText(task, locale);
+  }
+  if (state === NOT_PUBLISHED_NOTICE_STATE) return notPublishedReceiptText(task, locale);
+  if (state === WITHHELD_PATHS_NOTICE_STATE) return withheldPathsReceiptText(task, locale);
+  return receivedReceiptText(task, locale);
 }
 
 /**

@@ -58,6 +58,13 @@ export interface AppServerSupervisor {
   /** Called once a new process is ready (after start or a restart). */
   onReady(listener: (conn: CodexAppServerConnection, generation: number) => void): () => void;
   state(): { state: AppServerState; context: AppServerContext } | undefined;
+  /**
+   * Ends the current process at once (SIGKILL) and resolves when it is gone; the supervisor then
+   * restarts it as after any exit. For a turn whose stop Codex never confirmed: its commands live in
+   * that process's PID namespace (agent-containment.ts), so they end with it (issue 29), and only then
+   * may its task give up the repository lease. Other turns in the process are handed to `onTurnsLost`.
+   */
+  terminate(reason: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -267,6 +274,13 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
       return () => void readyListeners.delete(listener);
     },
     state: snapshot,
+    async terminate(reason) {
+      const c = conn;
+      if (!c || c.exited) return;
+      logger.warn({ reason, pid: c.pid }, 'codex app-server terminated');
+      c.kill('SIGKILL');
+      await c.waitForExit();
+    },
     async stop() {
       stopping = true;
       if (restartTimer) clearTimeout(restartTimer);

@@ -213,6 +213,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     };
     let out: CodexTurnOutcome | null = null;
     let error: unknown = null;
+    let gaveUp = false;
     try {
       const running = runCodexTurn(conn, {
         threadId,
@@ -243,8 +244,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       // A stop that Codex never confirms must not hold the task forever.
       const giveUp = stopRequested.then(() => new Promise<'gave_up'>((r) => setTimeout(() => r('gave_up'), abortTimeoutMs + 1_000).unref()));
       const r = await Promise.race([running, giveUp]);
-      if (r === 'gave_up') running.catch(() => undefined);
-      else out = r;
+      if (r === 'gave_up') {
+        running.catch(() => undefined);
+        gaveUp = true;
+      } else out = r;
     } catch (err) {
       error = err;
     } finally {
@@ -254,6 +257,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       opts.signal?.removeEventListener('abort', onAbort);
       untrack();
     }
+    // Codex never confirmed the stop: the turn may still be running commands. They end with the
+    // app-server's process (its PID namespace) before this turn returns — and so before its task can
+    // give up the repository lease to a next task on the same workspace (issue 29).
+    if (gaveUp) await supervisor.terminate('turn_stop_unconfirmed').catch((err) => logger.error({ taskId: task.taskId, turnKey, error: errorText(err) }, 'could not end the app-server of an unconfirmed stop'));
 
     const turnId = a.turnId;
     const outcome = turnOutcome({

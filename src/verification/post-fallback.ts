@@ -79,8 +79,8 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   const actorId = verifierActorId(input.turnKey);
   const key = replyCommentKey(input.turnKey);
   const task = taskOf(store, input.taskId);
-  // A task stopped while the verifier waited must not get an answer posted on its behalf.
-  if (isTerminalTaskState(task.state)) throw new VerificationStepError('task_stopped', `task is ${task.state}`);
+  // A task stopped (or stopping) while the verifier waited must not get an answer posted on its behalf.
+  if (isTerminalTaskState(task.state) || task.state === 'aborting') throw new VerificationStepError('task_stopped', `task is ${task.state}`);
 
   // Check, then act: a comment that is already there (ours before a restart, or a late retry turn) is adopted.
   const existing = await deps.lookUp(task, { ...input, botLogin: deps.botLogin, since: deps.turnStartOf(input.turnKey) }, 'fallback_check');

@@ -242,22 +242,57 @@ describe('task controls', () => {
     expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel')).toHaveLength(1);
   });
 
-  it('cancels waiting_user and blocked_workspace tasks; refuses running and unknown tasks', async () => {
-    await createQueuedTask(h.store, h.runtime, { taskId: 't-blocked' });
-    await driveTask(h.runtime, 't-blocked', 'blocked_workspace');
-    expect((await h.call('POST', '/api/gitea-workflow/tasks/t-blocked/cancel', body())).body).toMatchObject({ fromState: 'blocked_workspace', toState: 'cancelled' });
+  // Issue 29, finding 10: cancel/abort accepted only some states; retry_wait, preparing, verifying_reply
+  // and publishing could not be stopped at all.
+  const claim = (id: string) => ({ type: 'CLAIM', leaseId: `lease-${id}` });
+  const ready = { type: 'WORKSPACE_READY' };
+  const INTO: Array<[string, (id: string) => Array<{ type: string; [k: string]: unknown }>, 'cancelled' | 'aborting']> = [
+    ['queued', () => [], 'cancelled'],
+    ['preparing', (id) => [claim(id)], 'aborting'],
+    ['running', (id) => [claim(id), ready], 'aborting'],
+    ['publishing', (id) => [claim(id), ready, { type: 'TURN_REPLIED', publish: true }], 'aborting'],
+    ['verifying_reply', (id) => [claim(id), ready, { type: 'TURN_REPLIED' }], 'aborting'],
+    ['retry_wait', (id) => [claim(id), { type: 'PREPARE_FAILED', errorCode: 'git_failed', retryable: true, retryAt: 1 }], 'cancelled'],
+    ['waiting_user', (id) => [claim(id), ready, { type: 'TURN_WAITING_USER' }], 'cancelled'],
+    ['blocked_workspace', (id) => [claim(id), { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' }], 'cancelled'],
+  ];
+  async function taskIn(taskId: string, state: string): Promise<void> {
+    await createQueuedTask(h.store, h.runtime, { taskId });
+    for (const e of INTO.find(([s]) => s === state)![1](taskId)) expect((await h.runtime.send(taskActorId(taskId), e as never)).ok).toBe(true);
+    expect(h.store.get<TaskRecord>('tasks', taskId)!.state).toBe(state);
+  }
 
-    await createQueuedTask(h.store, h.runtime, { taskId: 't-wait' });
-    await driveTask(h.runtime, 't-wait', 'running');
-    await h.runtime.send(taskActorId('t-wait'), { type: 'TURN_WAITING_USER' });
-    expect((await h.call('POST', '/api/gitea-workflow/tasks/t-wait/cancel', body())).body).toMatchObject({ fromState: 'waiting_user', toState: 'cancelled' });
+  for (const action of ['cancel', 'abort'] as const) {
+    it(`${action} stops a task in every non-terminal state: nothing in flight → cancelled, work in flight → aborting (its host is asked to stop it)`, async () => {
+      for (const [state, , after] of INTO) {
+        const id = `t-${action}-${state}`;
+        await taskIn(id, state);
+        const res = await h.call('POST', `/api/gitea-workflow/tasks/${id}/${action}`, body());
+        expect(res.status, state).toBe(200);
+        expect(res.body, state).toMatchObject({ ok: true, taskId: id, fromState: state, toState: after });
+        expect(h.store.get<TaskRecord>('tasks', id), state).toMatchObject({ state: after, stoppedBy: 'admin:alice' });
+        expect(h.aborts.at(-1), state).toBe(id);
+      }
+    });
+  }
 
-    await createQueuedTask(h.store, h.runtime, { taskId: 't-run' });
-    await driveTask(h.runtime, 't-run', 'running');
-    const running = await h.call('POST', '/api/gitea-workflow/tasks/t-run/cancel', body());
-    expect(running.status).toBe(409);
-    expect(running.body).toEqual({ error: 'illegal_state', state: 'running' });
-    expect(h.store.get<TaskRecord>('tasks', 't-run')!.state).toBe('running');
+  it('a task already aborting answers 200 alreadyStopping and is sent nothing; a terminal or unknown task is refused', async () => {
+    await taskIn('t-run', 'running');
+    expect((await h.call('POST', '/api/gitea-workflow/tasks/t-run/abort', body())).body).toMatchObject({ toState: 'aborting' });
+    const version = h.store.get<TaskRecord>('tasks', 't-run')!.stateVersion;
+    for (const action of ['cancel', 'abort']) {
+      const again = await h.call('POST', `/api/gitea-workflow/tasks/t-run/${action}`, body());
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ ok: true, fromState: 'aborting', toState: 'aborting', alreadyStopping: true, stateVersion: version });
+    }
+    expect(h.store.get<TaskRecord>('tasks', 't-run')!.stateVersion).toBe(version);
+    expect(transitions('t-run', 'aborting')).toHaveLength(1);
+
+    await taskIn('t-done', 'queued');
+    await h.call('POST', '/api/gitea-workflow/tasks/t-done/cancel', body());
+    const ended = await h.call('POST', '/api/gitea-workflow/tasks/t-done/abort', body());
+    expect(ended.status).toBe(409);
+    expect(ended.body).toEqual({ error: 'illegal_state', state: 'cancelled' });
 
     const missing = await h.call('POST', '/api/gitea-workflow/tasks/nope/cancel', body());
     expect(missing.status).toBe(404);
@@ -266,7 +301,6 @@ describe('task controls', () => {
 
   it('aborts a running task into aborting and asks the executor to interrupt, once', async () => {
     await createQueuedTask(h.store, h.runtime, { taskId: 't-run' });
-    await createQueuedTask(h.store, h.runtime, { taskId: 't-queued' });
     await driveTask(h.runtime, 't-run', 'running');
     const req = body({ reason: 'agent is looping' });
     const res = await h.call('POST', '/api/gitea-workflow/tasks/t-run/abort', req);
@@ -278,11 +312,6 @@ describe('task controls', () => {
     expect(h.aborts).toEqual(['t-run']);
     expect(transitions('t-run', 'aborting')).toHaveLength(1);
     expect(h.store.audit({ taskId: 't-run' }).filter((e) => e.action === 'control.task_abort')).toHaveLength(1);
-
-    const queued = await h.call('POST', '/api/gitea-workflow/tasks/t-queued/abort', body());
-    expect(queued.status).toBe(409);
-    expect(queued.body).toEqual({ error: 'illegal_state', state: 'queued' });
-    expect(h.aborts).toEqual(['t-run']);
   });
 
   it('unblocks a blocked_workspace task back to queued; refuses it elsewhere', async () => {

@@ -677,7 +677,8 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
 
 describe('409: a repository disabled by an operator gets no task', () => {
   it('answers repository_disabled, records the delivery as rejected, and repeats it', async () => {
-    const harness = await start();
+    // A read-only commenter: no notice (a writer's mention gets one, below).
+    const harness = await start({ fetchPermission: async () => 'read' });
     await harness.store.transact((tx) =>
       tx.insert('repositories', 'default:alice/widgets', {
         repoKey: 'default:alice/widgets',
@@ -707,6 +708,51 @@ describe('409: a repository disabled by an operator gets no task', () => {
     const again = await harness.post(d.body, d.headers);
     expect(again).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
     expect(harness.store.count('tasks')).toBe(0);
+  });
+
+  // Issue 29, finding 5: in a disabled repository every mention got 409 and the thread showed nothing.
+  it('a writer\'s mention gets one notice per thread and day; a later one, a read-only commenter\'s, or a Replay after enabling do not', async () => {
+    let day = '2026-12-02T10:00:00.000Z';
+    const harness = await start({ fetchPermission: async (_o, _r, login) => (login === 'mallory' ? 'read' : 'write'), intake: { now: () => new Date(day) } });
+    await harness.store.transact((tx) =>
+      tx.insert('repositories', 'default:alice/widgets', {
+        repoKey: 'default:alice/widgets', instanceId: 'default', owner: 'alice', name: 'widgets',
+        cloneUrl: 'https://gitea.example.com/alice/widgets.git', workspacePath: '/w/default/alice/widgets',
+        defaultBranch: 'main', status: 'disabled', registeredAt: '2026-01-01T00:00:00Z', lastFetchAt: null, version: 2,
+      } satisfies RepositoryRecord),
+    );
+    const mention = (id: number, login = 'bob', number = 7) =>
+      delivery('issue_comment_created_on_issue', {
+        mutate: (p) => {
+          comment(`@ccweb-bot please look ${id}`, id)(p);
+          p.sender.login = login;
+          p.comment.user.login = login;
+          p.issue.number = number;
+        },
+      });
+    const first = mention(7601);
+    expect(await harness.post(first.body, first.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
+    const notices = () => harness.store.list<CommentRecord>('comments').filter((r) => r['repositoryDisabled'] === true);
+    expect(notices()).toHaveLength(1);
+    const noticeTask = task(harness, notices()[0]!.taskId);
+    expect(noticeTask).toMatchObject({ state: 'rejected', resourceKey: 'default:alice/widgets:issue:7' });
+    // The same thread, the same day: silence again; another thread gets its own notice.
+    for (const d of [mention(7602), mention(7603, 'mallory', 8)]) expect((await harness.post(d.body, d.headers)).status).toBe(409);
+    expect(notices()).toHaveLength(1);
+    const other = mention(7604, 'bob', 8);
+    await harness.post(other.body, other.headers);
+    expect(notices()).toHaveLength(2);
+    // The next day, the first thread is told once more.
+    day = '2026-12-03T09:00:00.000Z';
+    const next = mention(7605);
+    await harness.post(next.body, next.headers);
+    expect(notices()).toHaveLength(3);
+    // No trigger was kept: once enabled, a Replay of the first comment runs.
+    await harness.store.transact((tx) => {
+      const r = tx.get<RepositoryRecord>('repositories', 'default:alice/widgets')!;
+      tx.put('repositories', r.repoKey, { ...r, status: 'enabled' });
+    });
+    expect((await harness.post(first.body, { ...first.headers, 'X-Gitea-Delivery': randomUUID() })).status).toBe(202);
   });
 });
 
@@ -807,12 +853,66 @@ describe('@ccweb-bot stop', () => {
     expect(harness.stops).toEqual([]);
   });
 
-  it('a stop with nothing to stop is recorded and answers an empty list', async () => {
+  // Issue 29, finding 5: a stop during `preparing` reached nothing, said nothing, and the task then pushed.
+  it('reaches a task in every non-terminal state: nothing in flight is cancelled, work in flight is aborted', async () => {
+    const harness = await start();
+    // Event paths from `queued` into each state the stop must reach (the machine's own transitions).
+    const claim: TaskEvent = { type: 'CLAIM', leaseId: 'lease-1' };
+    const ready: TaskEvent = { type: 'WORKSPACE_READY' };
+    const paths: Array<[string, TaskEvent[], string]> = [
+      ['queued', [], 'cancelled'],
+      ['preparing', [claim], 'aborting'],
+      ['running', [claim, ready], 'aborting'],
+      ['publishing', [claim, ready, { type: 'TURN_REPLIED', publish: true }], 'aborting'],
+      ['verifying_reply', [claim, ready, { type: 'TURN_REPLIED' }], 'aborting'],
+      ['retry_wait', [claim, { type: 'PREPARE_FAILED', errorCode: 'git_failed', retryable: true, retryAt: 1 }], 'cancelled'],
+      ['waiting_user', [claim, ready, { type: 'TURN_WAITING_USER' }], 'cancelled'],
+      ['blocked_workspace', [claim, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' }], 'cancelled'],
+    ];
+    let id = 7400;
+    for (const [state, events, after] of paths) {
+      const number = id; // one thread per state: a stop reaches only its own thread's tasks
+      const taskId = await queue(harness, id++, number);
+      for (const e of events) expect((await harness.runtime.send(taskActorId(taskId), e)).ok, `${state}: ${e.type}`).toBe(true);
+      expect(task(harness, taskId).state).toBe(state);
+      const d = delivery('issue_comment_created_on_issue', {
+        mutate: (p) => {
+          comment('@ccweb-bot stop', id++)(p);
+          p.issue.number = number;
+        },
+      });
+      const res = await harness.post(d.body, d.headers);
+      expect(res.body, state).toEqual({ status: 'stop', taskIds: [taskId] });
+      expect(task(harness, taskId), state).toMatchObject({ state: after, stoppedBy: 'gitea:user:bob' });
+    }
+    // A second stop finds the aborting task already stopping: reached, nothing sent, no comment of its own.
+    const aborting = harness.store.byIndex<TaskRecord>('tasks', 'state', 'aborting')[0]!;
+    const before = harness.store.count('comments');
+    const again = delivery('issue_comment_created_on_issue', {
+      mutate: (p) => {
+        comment('@ccweb-bot stop', 7499)(p);
+        p.issue.number = aborting.resource.number;
+      },
+    });
+    expect((await harness.post(again.body, again.headers)).body).toEqual({ status: 'stop', taskIds: [aborting.taskId] });
+    expect(task(harness, aborting.taskId).stateVersion).toBe(aborting.stateVersion);
+    expect(harness.store.count('comments')).toBe(before);
+  });
+
+  it('a stop with nothing to stop is answered once: a task that never runs and its one comment', async () => {
     const harness = await start();
     const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot stop', 7301) });
     const res = await harness.post(d.body, d.headers);
     expect(res.body).toEqual({ status: 'stop', taskIds: [] });
-    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1 }));
-    expect(harness.auditActions()).toEqual(['webhook.stop']);
+    const taskId = harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)!.taskId!;
+    expect(task(harness, taskId)).toMatchObject({ state: 'ignored', resourceKey: expect.stringContaining(':issue:') });
+    const rows = harness.store.byIndex<CommentRecord>('comments', 'taskId', taskId);
+    expect(rows).toMatchObject([{ commentKey: `${taskId}:status:refused`, status: 'pending', errorCode: 'nothing_to_stop', nothingToStop: true }]);
+    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, comments: 1 }));
+    expect(harness.auditActions()).toEqual(['webhook.stop', 'task.transition', 'task.transition']);
+    // A Replay of the same stop is a duplicate: no second comment.
+    const replay = await harness.post(d.body, { ...d.headers, 'X-Gitea-Delivery': randomUUID() });
+    expect(replay.body).toEqual({ status: 'duplicate', taskId });
+    expect(harness.store.count('comments')).toBe(1);
   });
 });

@@ -49,6 +49,11 @@ interface Script {
   workspaceThrows?: boolean;
   /** ensureThread never settles (to test abort()). */
   hangThread?: boolean;
+  /** Runs inside the workspace step, the publish step or verification (e.g. a user's stop). */
+  duringPrepare?: (signal: AbortSignal) => Promise<void>;
+  duringPublish?: (signal: AbortSignal) => Promise<void>;
+  /** Verification settles only when this resolves (never: it waits for its deadlines). */
+  verifyUntil?: () => Promise<void>;
   /** Change delivery on, answering this (or throwing 'throw'); absent: no publisher. */
   publish?: { ok: true } | { ok: false; errorCode: string; message: string } | 'throw';
   /** The repository's owner/name on Gitea now (issue 15: renames and transfers). */
@@ -126,12 +131,16 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     prepare: 0,
     prepareCurrent: [] as Array<{ owner: string; name: string } | undefined>,
     publish: [] as Array<{ taskId: string; signal: AbortSignal | undefined }>,
+    verify: 0,
   };
   const workspace: WorkspacePort = {
-    async prepare(_task, _repo, _signal, current) {
+    async prepare(_task, _repo, signal, current) {
       calls.prepare += 1;
       calls.prepareCurrent.push(current);
       if (script.workspaceThrows) throw new Error('disk full');
+      await script.duringPrepare?.(signal);
+      // As git does: a cancelled clone or fetch fails.
+      if (signal.aborted) return { ok: false, code: 'timeout', retryable: true, message: 'git killed' };
       return script.workspace ?? { ok: true, path: '/nonexistent/ws', head: 'abc123', lastFetchAt: at };
     },
   };
@@ -179,6 +188,8 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
   };
   const verification: VerificationPort = {
     async verify({ runReplyRetryTurn }) {
+      calls.verify += 1;
+      await script.verifyUntil?.();
       const v = script.verification ?? { result: 'confirmed', commentId: 5 };
       return typeof v === 'function' ? v(runReplyRetryTurn) : v;
     },
@@ -202,6 +213,9 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
             async publish(taskId, opts) {
               calls.publish.push({ taskId, signal: opts?.signal });
               if (script.publish === 'throw') throw new Error('git push hung up');
+              await script.duringPublish?.(opts!.signal!);
+              // As the publisher does: a stopped task's push is never started.
+              if (opts?.signal?.aborted) return { ok: false, errorCode: 'publish_git_failed', message: 'not started: the task was stopped' };
               return script.publish!;
             },
           },
@@ -627,6 +641,62 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     expect(w.calls.interrupt).toBe(1);
     // The hung step never returns; the run is abandoned with it (the scheduler's lease expires).
     void running;
+  });
+});
+
+// Issue 29, findings 5 and 10: a stop in preparing, publishing or verifying was refused by the machine,
+// and an abort whose turn Codex never confirmed released the lease as if confirmed.
+describe('executor: a stop in every step with work in flight', () => {
+  /** A user's stop as intake delivers it: the event (durable) first, then the host asked to stop the work. */
+  const stopNow = (holder: { w?: Awaited<ReturnType<typeof world>> }) => async () => {
+    expect((await holder.w!.runtime.send(taskActorId('task-1'), { type: 'ABORT', by: 'gitea:user:alice' } as TaskEvent)).ok).toBe(true);
+    holder.w!.executor.abort('task-1');
+  };
+
+  it('during preparing: the workspace step is cancelled, no thread, no turn, nothing published → aborted', async () => {
+    const holder: { w?: Awaited<ReturnType<typeof world>> } = {};
+    const w = await world({ publish: { ok: true }, duringPrepare: stopNow(holder) });
+    holder.w = w;
+    await w.run();
+    expect(w.types()).toEqual(['ABORT', 'PREPARE_FAILED', 'ABORT_CONFIRMED']);
+    expect(w.record()).toMatchObject({ state: 'aborted', stoppedBy: 'gitea:user:alice' });
+    expect([w.calls.ensureThread, w.calls.runTurn.length, w.calls.publish.length, w.calls.verify]).toEqual([0, 0, 0, 0]);
+  });
+
+  it('during publishing: the publisher sees the stop before it pushes; no verification → aborted', async () => {
+    const holder: { w?: Awaited<ReturnType<typeof world>> } = {};
+    const w = await world({ publish: { ok: true }, duringPublish: stopNow(holder) });
+    holder.w = w;
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'ABORT', 'PUBLISH_FAILED', 'ABORT_CONFIRMED']);
+    expect(w.calls.publish[0]!.signal!.aborted).toBe(true);
+    expect(w.calls.verify).toBe(0);
+    expect(w.record().state).toBe('aborted');
+  });
+
+  it('during verification: the task stops now, without waiting for the verifier → aborted', async () => {
+    const holder: { w?: Awaited<ReturnType<typeof world>> } = {};
+    let started!: () => void;
+    const verifying = new Promise<void>((r) => (started = r));
+    const w = await world({ verifyUntil: () => (started(), new Promise<void>(() => undefined)) });
+    holder.w = w;
+    const run = w.run();
+    await verifying;
+    await stopNow(holder)();
+    await run;
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'ABORT', 'ABORT_CONFIRMED']);
+    expect(w.record().state).toBe('aborted');
+  });
+
+  it('a turn whose stop Codex never confirmed (abort_timeout) → ABORT_TIMEOUT → failed, not "confirmed"', async () => {
+    const holder: { w?: Awaited<ReturnType<typeof world>> } = {};
+    // The session manager gave up waiting and ended the app-server's processes (session-manager.ts); a
+    // later interrupt finds no turn and would answer "confirmed".
+    const w = await world({ outcome: { kind: 'failed', turnKey: 'task-1:1', turnId: 'codex-turn-1', errorCode: 'abort_timeout', retryable: false }, interruptConfirmed: true, duringTurn: stopNow(holder) });
+    holder.w = w;
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'ABORT', 'ABORT_TIMEOUT']);
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
   });
 });
 

@@ -12,13 +12,14 @@ const waiting = { taskId: 'w' } as TaskRecord;
 const refusal = { code: 'quota_user_tasks_per_day', limit: 1, used: 1, retryAt: 'r' } as QuotaRefusal;
 
 /** Facts with everything absent unless given; records which were asked. */
-function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTriggerRecord; disabled: boolean; waiting: TaskRecord; refusal: QuotaRefusal; hasComment: boolean; tooLarge: InputTooLarge }> = {}) {
+function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTriggerRecord; disabled: boolean; noticedToday: boolean; waiting: TaskRecord; refusal: QuotaRefusal; hasComment: boolean; tooLarge: InputTooLarge }> = {}) {
   const asked: string[] = [];
   const f: WriteFacts = {
     delivery: () => (asked.push('delivery'), given.delivery),
     trigger: () => (asked.push('trigger'), given.trigger),
     hasComment: given.hasComment ?? true,
     repositoryDisabled: () => (asked.push('disabled'), given.disabled ?? false),
+    disabledNoticeDue: () => (asked.push('noticed'), !(given.noticedToday ?? false)),
     inputTooLarge: () => (asked.push('size'), given.tooLarge ?? null),
     waitingTask: () => (asked.push('waiting'), given.waiting),
     quotaRefusal: () => (asked.push('quota'), given.refusal ?? null),
@@ -52,8 +53,21 @@ describe('decideWrite', () => {
 
   it('a disabled repository refuses before the plan: stop, reject and accept alike', () => {
     for (const plan of [ACCEPT, { kind: 'stop' } as Plan, { kind: 'reject', reason: 'no_write' } as Plan, { kind: 'probe' } as Plan]) {
-      expect(decideWrite(plan, facts({ disabled: true, waiting, refusal }).f)).toEqual({ kind: 'repository_disabled' });
+      expect(decideWrite(plan, facts({ disabled: true, waiting, refusal, noticedToday: true }).f)).toEqual({ kind: 'repository_disabled', notice: false });
     }
+  });
+
+  it('in a disabled repository a writer\'s mention or stop gets the thread\'s one notice of the day; a reject or a probe never does', () => {
+    for (const plan of [ACCEPT, { kind: 'stop' } as Plan]) {
+      expect(decideWrite(plan, facts({ disabled: true }).f)).toEqual({ kind: 'repository_disabled', notice: true });
+      expect(decideWrite(plan, facts({ disabled: true, noticedToday: true }).f)).toEqual({ kind: 'repository_disabled', notice: false });
+    }
+    const { f, asked } = facts({ disabled: true });
+    expect(decideWrite({ kind: 'reject', reason: 'no_write' }, f)).toEqual({ kind: 'repository_disabled', notice: false });
+    expect(asked).not.toContain('noticed');
+    // Before the permission check: answered only when the thread had its notice today; else who asks decides.
+    expect(decideWrite({ kind: 'probe' }, facts({ disabled: true, noticedToday: true }).f)).toEqual({ kind: 'repository_disabled', notice: false });
+    expect(decideWrite({ kind: 'probe' }, facts({ disabled: true }).f)).toEqual({ kind: 'none' });
   });
 
   it('stop and reject follow their plan, ignoring waiting tasks and quotas', () => {
@@ -72,9 +86,9 @@ describe('decideWrite', () => {
   it('a comment too long for the agent is refused before it continues a waiting task or counts against a quota', () => {
     const tooLarge = { chars: 1_000_001, limit: 1_000_000 };
     expect(decideWrite(ACCEPT, facts({ tooLarge, waiting, refusal }).f)).toEqual({ kind: 'input_too_large', size: tooLarge });
-    // Whoever may not trigger work is told that, not the size; a disabled repository stays silent.
+    // Whoever may not trigger work is told that, not the size; a disabled repository says only that (once a day).
     expect(decideWrite({ kind: 'reject', reason: 'no_write' }, facts({ tooLarge }).f)).toEqual({ kind: 'reject', reason: 'no_write' });
-    expect(decideWrite(ACCEPT, facts({ tooLarge, disabled: true }).f)).toEqual({ kind: 'repository_disabled' });
+    expect(decideWrite(ACCEPT, facts({ tooLarge, disabled: true, noticedToday: true }).f)).toEqual({ kind: 'repository_disabled', notice: false });
   });
 
   it('with the real size rule: one character over the limit is refused, the limit itself accepted', () => {

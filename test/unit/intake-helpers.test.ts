@@ -17,7 +17,7 @@ describe('repeatOf', () => {
 });
 
 describe('stopTargets', () => {
-  it('CANCEL for waiting states, ABORT for running, nothing for the rest, in queue order', () => {
+  it('every non-terminal state: CANCEL with nothing in flight, ABORT with work in flight, aborting reached without an event; in queue order', () => {
     const states: Array<[string, number]> = [
       ['running', 5],
       ['queued', 3],
@@ -28,14 +28,21 @@ describe('stopTargets', () => {
       ['verifying_reply', 6],
       ['aborting', 7],
       ['succeeded', 8],
+      ['publishing', 10],
+      ['cancelled', 11],
     ];
     const tasks = states.map(([state, queueSeq]) => ({ taskId: `t-${state}`, state, queueSeq, resourceKey: 'r' }) as unknown as TaskRecord);
     const store = { byIndex: <T>() => tasks as unknown as T[] };
     expect(stopTargets(store as never, 'r')).toEqual([
       { taskId: 't-blocked_workspace', event: 'CANCEL' },
+      { taskId: 't-preparing', event: 'ABORT' },
       { taskId: 't-queued', event: 'CANCEL' },
+      { taskId: 't-retry_wait', event: 'CANCEL' },
       { taskId: 't-running', event: 'ABORT' },
+      { taskId: 't-verifying_reply', event: 'ABORT' },
+      { taskId: 't-aborting', event: null },
       { taskId: 't-waiting_user', event: 'CANCEL' },
+      { taskId: 't-publishing', event: 'ABORT' },
     ]);
   });
 });

@@ -3,16 +3,17 @@ import { TASK_STATES, taskMachine } from '../../machines/task-lifecycle.js';
 
 // Spec §5.6, written out from the table itself (not from the machine), plus the pairs beyond it:
 // verifying_reply → succeeded_with_rest_fallback (the REST fallback of §5.4.4), and change delivery
-// (issue 14): running → publishing, publishing → verifying_reply | failed.
+// (issue 14): running → publishing, publishing → verifying_reply | failed; and a stop reaches every
+// non-terminal state (issue 29): retry_wait → cancelled, preparing | publishing | verifying_reply → aborting.
 const TABLE: Record<string, string[]> = {
   received: ['queued', 'ignored', 'duplicate', 'rejected'],
   queued: ['preparing', 'cancelled'],
-  preparing: ['running', 'blocked_workspace', 'retry_wait', 'failed'],
+  preparing: ['running', 'blocked_workspace', 'retry_wait', 'aborting', 'failed'],
   running: ['waiting_user', 'verifying_reply', 'publishing', 'retry_wait', 'aborting', 'failed'],
-  publishing: ['verifying_reply', 'failed'],
+  publishing: ['verifying_reply', 'aborting', 'failed'],
   waiting_user: ['queued', 'cancelled', 'failed'],
-  verifying_reply: ['succeeded', 'retry_wait', 'failed_reply', 'succeeded_with_rest_fallback'],
-  retry_wait: ['preparing', 'running', 'verifying_reply', 'failed'],
+  verifying_reply: ['succeeded', 'retry_wait', 'failed_reply', 'succeeded_with_rest_fallback', 'aborting'],
+  retry_wait: ['preparing', 'running', 'verifying_reply', 'failed', 'cancelled'],
   blocked_workspace: ['queued', 'cancelled'],
   aborting: ['aborted', 'failed'],
   succeeded: [],

@@ -5,7 +5,11 @@
  * documented decisions (README "Decisions"): `verifying_reply → succeeded_with_rest_fallback`
  * (§5.4.4's outcome) and `aborting → aborted` on restart recovery; and issue 14 (change delivery):
  * a turn that replied with changes to deliver is `publishing` (the service commits, pushes and opens or
- * reuses the pull request) before `verifying_reply`; a refused push or pull request fails the task.
+ * reuses the pull request) before `verifying_reply`; a refused push or pull request fails the task; and
+ * issue 29: a user's `stop` or an operator's cancel/abort works in every non-terminal state — a task
+ * with nothing in flight (queued, waiting_user, blocked_workspace, retry_wait) is cancelled by either,
+ * one with work in flight (preparing, running, publishing, verifying_reply) goes to aborting by either;
+ * aborting takes neither (it is already stopping).
  *
  * To add a state: add it to STATES and give it a `case` in `next` (and redirect the rule that enters it).
  */
@@ -87,6 +91,10 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       ? to('retry_wait', { attempt: s.attempt + 1, resumeAt, errorCode, nextRetryAt: ev.retryAt ?? null, leaseId: null })
       : to('failed', { errorCode: ev.errorCode ?? s.errorCode ?? 'retry_limit_exceeded' });
   const proceed = (state: string): TaskSpecState => to(state, { errorCode: null, nextRetryAt: null });
+  // Issue 29: nothing in flight → cancelled at once; work in flight → aborting (stopped, then released).
+  const stops = (x: AnyEventObject) => x.type === 'CANCEL' || x.type === 'ABORT';
+  const stopNow = (): TaskSpecState => to('cancelled', { stoppedBy: ev.by! });
+  const stopInFlight = (): TaskSpecState => to('aborting', { stoppedBy: ev.by! });
   switch (s.state) {
     case 'received': // §5.6: the webhook adapter's verdict
       if (e.type === 'ACCEPT') return to('queued');
@@ -96,7 +104,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       return null;
     case 'queued': // scheduler took the lease; or a cancel request. §5.5: a queued task is just re-queued.
       if (e.type === 'CLAIM') return to('preparing', { leaseId: ev.leaseId! });
-      if (e.type === 'CANCEL') return to('cancelled', { stoppedBy: ev.by! });
+      if (stops(e)) return stopNow();
       return null;
     case 'preparing': // workspace / session manager result (§5.2.4, §8 rows)
       if (e.type === 'WORKSPACE_READY') return proceed('running');
@@ -104,24 +112,26 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       if (e.type === 'PREPARE_FAILED') return executionRetry('preparing');
       if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
       if (e.type === 'FAIL') return failed(); // e.g. MCP command missing (§8: no retry)
+      if (stops(e)) return stopInFlight();
       return null;
     case 'running': // Codex stop reason, error, or an operator's abort
       // Issue 14: changes to deliver go through publishing first; an answer alone is verified at once.
       if (e.type === 'TURN_REPLIED') return to((e as { publish?: boolean }).publish === true ? 'publishing' : 'verifying_reply');
       if (e.type === 'TURN_WAITING_USER') return to('waiting_user', { leaseId: null });
       if (e.type === 'TURN_FAILED') return executionRetry(ev.resumeAt ?? 'preparing');
-      if (e.type === 'ABORT') return to('aborting', { stoppedBy: ev.by! });
+      if (stops(e)) return stopInFlight();
       if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
       if (e.type === 'FAIL') return failed();
       return null;
     case 'waiting_user': // a new comment, a cancel, or the session is unrecoverable
       if (e.type === 'USER_REPLIED') return to('queued');
-      if (e.type === 'CANCEL') return to('cancelled', { stoppedBy: ev.by! });
+      if (stops(e)) return stopNow();
       if (e.type === 'FAIL') return failed();
       return null;
     case 'publishing': // issue 14: Gitea holds the change (read back), or refused it (the change is kept)
       if (e.type === 'PUBLISHED') return to('verifying_reply');
       if (e.type === 'PUBLISH_FAILED') return failed();
+      if (stops(e)) return stopInFlight();
       return null;
     case 'verifying_reply': // reply verifier result; one reply retry only (§5.4)
       if (e.type === 'REPLY_CONFIRMED') return to('succeeded');
@@ -132,14 +142,16 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
           ? to('retry_wait', { replyAttempt: s.replyAttempt + 1, resumeAt: 'running', errorCode: 'mcp_reply_missing', mcpFailureReason: 'mcp_reply_missing', nextRetryAt: ev.retryAt ?? null })
           : null;
       if (e.type === 'REPLY_FAILED') return to('failed_reply', { errorCode: ev.errorCode! });
+      if (stops(e)) return stopInFlight();
       return null;
     case 'retry_wait': // nextRetryAt due: continue where it failed
       if (e.type === 'RETRY_DUE') return to(s.resumeAt, { leaseId: ev.leaseId! });
       if (e.type === 'FAIL') return failed();
+      if (stops(e)) return stopNow();
       return null;
     case 'blocked_workspace': // an operator confirms the workspace, or cancels
       if (e.type === 'UNBLOCK') return proceed('queued');
-      if (e.type === 'CANCEL') return to('cancelled', { stoppedBy: ev.by! });
+      if (stops(e)) return stopNow();
       return null;
     case 'aborting': // Codex confirms the interrupt, or the timeout; after a restart nothing runs any more
       if (e.type === 'ABORT_CONFIRMED') return to('aborted');
@@ -153,7 +165,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
 
 export const taskOracle: Oracle<TaskSpecState> = {
   name: 'task-lifecycle',
-  source: 'spec §5.6 table, §5.4.3, §5.5, §8; README decisions (REST fallback outcome, aborting on restart); issue 14 (publishing)',
+  source: 'spec §5.6 table, §5.4.3, §5.5, §8; README decisions (REST fallback outcome, aborting on restart); issue 14 (publishing); issue 29 (stop in every state)',
   states: STATES,
   initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing', errorCode: null, nextRetryAt: null, leaseId: null, mcpFailureReason: null, stoppedBy: null }),
   alphabet,
