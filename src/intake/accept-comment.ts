@@ -384,21 +384,27 @@ export function createIntake(options: IntakeOptions): Intake {
 
   function retryDue(): Promise<number> {
     // One pass at a time: a slow Gitea must not stack passes asking about the same comments.
-    pass ??= (async () => {
-      let tried = 0;
-      try {
-        for (const r of dueRecords(store.list<PendingIntakeRecord>(PENDING_INTAKE), now())) {
-          if (closed) break;
-          tried += 1;
-          await retryOne(r).catch((error: unknown) => options.logger?.warn({ key: r.key, err: error instanceof Error ? error.message : String(error) }, 'waiting comment not retried'));
-        }
-      } finally {
-        pass = null;
-      }
-      return tried;
-    })();
+    if (pass === null) {
+      const current = retryPass();
+      pass = current;
+      void current.finally(() => {
+        if (pass === current) pass = null;
+      });
+    }
     return pass;
   }
+
+  async function retryPass(): Promise<number> {
+    await Promise.resolve();
+    let tried = 0;
+    for (const r of dueRecords(store.list<PendingIntakeRecord>(PENDING_INTAKE), now())) {
+      if (closed) break;
+      tried += 1;
+      await retryOne(r).catch((error: unknown) => options.logger?.warn({ key: r.key, err: error instanceof Error ? error.message : String(error) }, 'waiting comment not retried'));
+    }
+    return tried;
+  }
+
 
   /**
    * A repository seen for the first time is registered under the name Gitea has for its id, when that
