@@ -15,6 +15,7 @@ import { DEFAULTS } from '../src/config/keys.js';
 import { DAY_MS, sweepRetention } from '../src/retention/retention-sweep.js';
 import { STORE_INDEXES, type CommentRecord, type TaskRecord } from '../src/domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../src/receipts/receipt-record.js';
+import { createCommentRegistry } from '../test/support/comment-registry.js';
 import { createIntake } from '../src/intake/accept-comment.js';
 import { leaseOwnerId } from '../src/leases/lease-owner.js';
 import { repoLockKind } from '../src/leases/repo-lock-actor.js';
@@ -109,13 +110,18 @@ async function prefill(dataDir: string, secret: string, count: number, repos: nu
   const store = createStore({ dir: join(dataDir, 'store'), indexes: STORE_INDEXES });
   await store.open();
   const runtime = new ActorRuntime({ store, kinds: [taskKind()] });
-  const intake = createIntake({ store, runtime, botLogin: 'ccweb-bot', secrets: [secret], fetchPermission: async () => 'write', workspaceRoot: join(dataDir, 'workspaces') });
+  const benchComments = createCommentRegistry();
+  const intake = createIntake({ store, runtime, botLogin: 'ccweb-bot', secrets: [secret], fetchPermission: async () => 'write',
+    // Gitea holds each comment posted (the lookup's own cost is not measured here).
+    commentOnGitea: benchComments.lookup, workspaceRoot: join(dataDir, 'workspaces') });
   let next = from;
   await Promise.all(
     Array.from({ length: 64 }, async () => {
       while (next < from + count) {
         const i = next++;
-        const r = await intake.handle(commentDelivery(secret, `r${i % repos}`, 1 + Math.floor(i / repos), 1_000_000 + i));
+        const delivery = commentDelivery(secret, `r${i % repos}`, 1 + Math.floor(i / repos), 1_000_000 + i);
+        benchComments.learn(delivery);
+        const r = await intake.handle(delivery);
         if (r.status !== 202) throw new Error(`prefill: ${r.status} ${JSON.stringify(r.body)}`);
         // Finished history: one event takes a queued task to a terminal state (its actor stops).
         if (terminal) {

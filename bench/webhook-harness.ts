@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import Koa from 'koa';
 import { STORE_INDEXES, type TaskRecord } from '../src/domain/records.js';
 import { createApp } from '../src/http/create-app.js';
+import { createCommentRegistry, learningIntake } from '../test/support/comment-registry.js';
 import { createIntake } from '../src/intake/accept-comment.js';
 import {
   deliveryRecord,
@@ -67,15 +68,18 @@ export async function serveReal(): Promise<void> {
   let store: DurableStore = createStore({ dir, indexes: STORE_INDEXES });
   await store.open();
   const runtime = new ActorRuntime({ store, kinds: [taskKind()] });
+  const benchComments = createCommentRegistry();
   const intake = createIntake({
     store,
     runtime,
     botLogin: BOT,
     secrets: [SECRET],
     fetchPermission: async () => 'write',
+    // Gitea holds each comment posted (the lookup's own cost is not measured here).
+    commentOnGitea: benchComments.lookup,
     workspaceRoot: join(dir, 'workspaces'),
   });
-  const app = createApp({ routers: [createWebhookRouter({ intake })] });
+  const app = createApp({ routers: [createWebhookRouter({ intake: learningIntake(intake, benchComments) })] });
   const server = createServer(app.callback());
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -7,6 +7,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { SECURITY_EVENTS, type SecurityEventRecord, type SecurityEvents } from '../intake/security-events.js';
+import { PENDING_INTAKE, type PendingIntakeRecord } from '../intake/pending-intake.js';
 import type { Store } from '../store/types.js';
 import { requireAdminToken } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';
@@ -35,6 +36,34 @@ export function createSecurityRouter(deps: SecurityRouterDeps): Router {
     await store.sync();
     const live = deps.securityEvents?.current?.() ?? [];
     ctx.body = securityEventsPage(store.list<SecurityEventRecord>(SECURITY_EVENTS), live, q, now().getTime());
+  }));
+
+  router.get('/pending-intake', auth, h(async (ctx) => {
+    await store.sync();
+    const records = store.list<PendingIntakeRecord>(PENDING_INTAKE).slice().sort((a, b) => a.receivedAt.localeCompare(b.receivedAt));
+    ctx.body = {
+      total: records.length,
+      waiting: records.filter((r) => r.state === 'waiting').length,
+      gaveUp: records.filter((r) => r.state === 'gave_up').length,
+      // No text is stored for a waiting comment; what identifies it is enough.
+      items: records.map((r) => ({
+        key: r.key,
+        state: r.state,
+        deliveryId: r.deliveryId,
+        repoKey: r.comment.repoKey,
+        resourceKey: r.comment.resourceKey,
+        commentId: r.comment.comment.id,
+        commentUrl: r.comment.comment.htmlUrl,
+        author: r.comment.actor.login,
+        command: r.command,
+        bodyChars: r.bodyChars,
+        receivedAt: r.receivedAt,
+        attempts: r.attempts,
+        lastAttemptAt: r.lastAttemptAt,
+        nextAttemptAt: r.nextAttemptAt,
+        lastError: r.lastError,
+      })),
+    };
   }));
 
   return router;

@@ -284,6 +284,18 @@ export const KEYS = {
     expect: 'an integer number of days from 1 to 3650',
     fix: 'Set it to how long failed-authentication records (counted per source and 10-minute window) are kept, e.g. 30 (default).',
   },
+  intakeConfirmAttempts: {
+    env: 'CCWEB_INTAKE_CONFIRM_ATTEMPTS',
+    schema: integer(1, 100),
+    expect: 'an integer from 1 to 100',
+    fix: "Set it to how many times a mention is checked with Gitea (its comment and the author's permission) while Gitea fails for a passing reason, e.g. 10 (default: 5 s, 10 s, 20 s … up to 10 min apart, about 35 minutes); after that it waits for a Replay.",
+  },
+  intakeMaxPending: {
+    env: 'CCWEB_INTAKE_MAX_PENDING',
+    schema: integer(1, 100_000),
+    expect: 'an integer from 1 to 100000',
+    fix: 'Set it to how many mentions may wait for Gitea to confirm them at once, e.g. 1000 (default); one more is answered 503 and stores nothing.',
+  },
   archiveAfterMinutes: {
     env: 'CCWEB_ARCHIVE_AFTER_MINUTES',
     schema: integer(0, 525_600),
@@ -356,6 +368,9 @@ export const DEFAULTS = {
   branchPrefix: 'ccweb/',
   // Long enough to look back at an incident; the records are aggregated, so this is cheap.
   securityEventRetentionDays: 30,
+  // A mention Gitea could not yet confirm (issue 29, finding 9): asked again with backoff, bounded.
+  intakeConfirmAttempts: 10,
+  intakeMaxPending: 1000,
   ...LIMIT_DEFAULTS,
   agentIsolation: 'on' as 'on' | 'off',
   // Off: an untrusted prompt plus network is a way out for whatever the agent can read (the

@@ -70,6 +70,10 @@ export interface Config extends LimitsConfig {
   branchPrefix?: string;
   /** Unset → `DEFAULTS.securityEventRetentionDays` (30). */
   securityEventRetentionDays?: number;
+  /** Unset → `DEFAULTS.intakeConfirmAttempts` (10). */
+  intakeConfirmAttempts?: number;
+  /** Unset → `DEFAULTS.intakeMaxPending` (1000). */
+  intakeMaxPending?: number;
   /** The config file that was read (absolute), or null. */
   configFile: string | null;
   /** `off` only by the operator's explicit choice (CCWEB_AGENT_ISOLATION=off). */
@@ -361,6 +365,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['delivery'] !== undefined) config.delivery = v['delivery'] as Config['delivery'];
   if (v['branchPrefix'] !== undefined) config.branchPrefix = v['branchPrefix'] as string;
   if (v['securityEventRetentionDays'] !== undefined) config.securityEventRetentionDays = v['securityEventRetentionDays'] as number;
+  if (v['intakeConfirmAttempts'] !== undefined) config.intakeConfirmAttempts = v['intakeConfirmAttempts'] as number;
+  if (v['intakeMaxPending'] !== undefined) config.intakeMaxPending = v['intakeMaxPending'] as number;
   return config;
 }
 

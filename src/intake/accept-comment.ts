@@ -2,8 +2,10 @@
 //
 // Order: content type → signature (401, security audit only) → event kind → delivery id →
 // delivery dedup → normalise (400) → comment-trigger dedup → filters → disabled repository (409)
-// → authorisation (async) → ONE transaction that re-checks every uniqueness rule and writes the
-// outcome. Because the store applies a transaction synchronously against its in-memory state, the
+// → the comment read back from Gitea and the authorisation, in parallel (async) → ONE transaction
+// that re-checks every uniqueness rule and writes the outcome. A payload Gitea contradicts is refused
+// (confirm-comment.ts); a lookup that fails for a passing reason leaves the comment waiting in
+// `pending_intake` (pending-intake.ts), retried by this file's loop until Gitea decides. Because the store applies a transaction synchronously against its in-memory state, the
 // re-check inside the transaction is what makes 50 concurrent identical posts yield one task; the
 // checks before it only spare the authorisation call for requests already known to be repeats.
 //
@@ -24,16 +26,33 @@ import { INSTANCE_ID, commentTriggerKey, isSafeName, isValidDeliveryId, normaliz
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
 import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
+import { compareWithGitea, describeLookupError, isClearNo, sha256Hex, type GiteaCommentFacts, type MismatchField } from './confirm-comment.js';
+import {
+  DEFAULT_MAX_PENDING,
+  DEFAULT_RETRY_POLICY,
+  PENDING_INTAKE,
+  admit,
+  afterFailure,
+  dueRecords,
+  pendingRecord,
+  type PendingIntakeRecord,
+  type RetryPolicy,
+} from './pending-intake.js';
+import { deliveryRecord } from './intake-records.js';
 import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
   INVALID_PAYLOAD,
+  PENDING_BACKLOG_FULL,
   STORE_UNAVAILABLE,
   UNAUTHORIZED,
   UNSUPPORTED_MEDIA_TYPE,
+  pendingConfirmation,
+  rejected,
   type IntakeResponse,
 } from './intake-response.js';
 import type { Outcome, Plan, Subject } from './intake-types.js';
+import type { Tx } from '../store/types.js';
 import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
 import { sendStops } from './stop-tasks.js';
 import { withTimeout } from './with-timeout.js';
@@ -58,6 +77,18 @@ export interface IntakeOptions {
   repositoryHosts?: readonly string[];
   /** Gitea's `GET /repos/{o}/{r}/collaborators/{user}/permission`: confirms write access (the payload's permissions are a hint). */
   fetchPermission: (owner: string, repo: string, login: string) => Promise<RepoPermission>;
+  /**
+   * Gitea's `GET /repos/{o}/{r}/issues/comments/{id}` (src/gitea/comment-on-gitea.ts): the comment as
+   * Gitea has it. Every mention that would act (a task, a stop) is compared with it first
+   * (confirm-comment.ts); the text the agent receives is Gitea's.
+   */
+  commentOnGitea: (owner: string, repo: string, id: number) => Promise<GiteaCommentFacts>;
+  /** Bounds of the retries of a comment Gitea has not decided on (pending-intake.ts). */
+  pendingRetry?: Partial<RetryPolicy>;
+  /** Comments waiting for Gitea at most; one more → 503. Default 1000. */
+  maxPending?: number;
+  /** How often the retry loop looks for due comments. Default 1000 ms. */
+  pendingPollMs?: number;
   /**
    * Gitea's `GET /repositories/{id}`: the owner/name Gitea has for a repository id. Asked only when a
    * comment would register a repository nothing is stored for yet, so that it is registered under
@@ -109,11 +140,24 @@ export interface IntakeRequest {
 
 export interface Intake {
   handle(request: IntakeRequest): Promise<IntakeResponse>;
+  /** Starts the loop that asks Gitea again about waiting comments (pending-intake.ts). */
+  start(): void;
+  /** One pass of that loop now: every waiting comment that is due. Resolves with how many were tried. */
+  retryDue(): Promise<number>;
   /** Writes the counts of the current security-event window (call at shutdown). */
   flush(): Promise<void>;
-  /** Stops the security-event window timer and writes its counts. */
+  /** Stops the retry loop and the security-event window timer, and writes its counts. */
   close(): Promise<void>;
 }
+
+/** What Gitea said about a comment, both lookups together. */
+type Verdict =
+  | { kind: 'refused'; reasons: Array<MismatchField | 'not_found' | 'repository'> }
+  | { kind: 'undecided'; error: string }
+  | { kind: 'decided'; auth: AuthorizeResult; body: string };
+
+/** The reason (delivery, answer, security event) of a payload Gitea contradicts. */
+export const COMMENT_NOT_CONFIRMED = 'comment_not_confirmed';
 
 interface Reader {
   get: Store['get'];
@@ -127,6 +171,8 @@ export function createIntake(options: IntakeOptions): Intake {
   const now = options.now ?? (() => new Date());
   const retentionMs = options.deliveryRetentionMs ?? DEFAULT_DELIVERY_RETENTION_MS;
   const permissionTimeoutMs = options.permissionTimeoutMs ?? 3000;
+  const retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.pendingRetry };
+  const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
   const writeContext: WriteContext = {
     store,
     runtime,
@@ -201,7 +247,7 @@ export function createIntake(options: IntakeOptions): Intake {
     }
     // Names compare case-insensitively, as on Gitea: from here on the comment names its repository
     // as the store does (the write transaction resolves it again, finally).
-    const c = await registeredName(resolveRepository(store, normalized.value));
+    const { comment: c, repoMismatch } = await registeredName(resolveRepository(store, normalized.value));
     subject.comment = c;
     subject.triggerKey = commentTriggerKey(c);
     const payloadTriggerKey = commentTriggerKey(normalized.value);
@@ -211,14 +257,154 @@ export function createIntake(options: IntakeOptions): Intake {
       if (known !== null) return known;
     }
 
-    const auth = await authorize(c);
-    const plan: Plan = !auth.allowed
-      ? { kind: 'reject', reason: auth.reason }
-      : decision.command.kind === 'stop'
+    // Nothing acts on the payload's word: the comment as Gitea has it, and the author's permission.
+    // (A Replay of a comment still waiting for Gitea comes here too, and is decided now if it can be.)
+    const waiting: Waiting = {
+      bodySha256: sha256Hex(c.comment.body),
+      command: decision.command.kind === 'stop' ? 'stop' : 'task',
+      source: request.remoteAddress ?? null,
+    };
+    const verdict = await lookUp(c, waiting.bodySha256, repoMismatch);
+    return settle(subject, c, waiting, verdict);
+  }
+
+  interface Waiting {
+    bodySha256: string;
+    command: 'task' | 'stop';
+    source: string | null;
+  }
+
+  /** Both lookups at once (the acknowledgement waits for the slower one, not for their sum). */
+  async function lookUp(c: NormalizedComment, bodySha256: string, repoMismatch: boolean): Promise<Verdict> {
+    const [found, auth] = await Promise.all([
+      withTimeout(options.commentOnGitea(c.repo.owner, c.repo.name, c.comment.id), permissionTimeoutMs, 'comment lookup').then(
+        (facts) => ({ ok: true as const, facts }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+      authorize(c),
+    ]);
+    if (!found.ok) {
+      return isClearNo(found.error) ? { kind: 'refused', reasons: ['not_found'] } : { kind: 'undecided', error: `comment lookup: ${describeLookupError(found.error)}` };
+    }
+    const compared = compareWithGitea({ comment: c, bodySha256 }, found.facts);
+    const reasons: Array<MismatchField | 'repository'> = compared.confirmed ? [] : [...compared.mismatch];
+    if (repoMismatch) reasons.push('repository');
+    if (reasons.length > 0) return { kind: 'refused', reasons };
+    if (!auth.allowed && auth.reason === 'permission_check_failed') {
+      return { kind: 'undecided', error: `permission lookup: ${describeLookupError(auth.error)}` };
+    }
+    return { kind: 'decided', auth, body: found.facts.body };
+  }
+
+  /** Writes what the verdict means for this delivery: refused, still waiting, or the decided outcome. */
+  async function settle(s: Subject, c: NormalizedComment, w: Waiting, verdict: Verdict): Promise<IntakeResponse> {
+    const key = s.triggerKey!;
+    const dropPending = (tx: Tx) => {
+      if (tx.get(PENDING_INTAKE, key) !== undefined) tx.delete(PENDING_INTAKE, key);
+    };
+    if (verdict.kind === 'refused') return refuseUnconfirmed(s, c, w, verdict.reasons, dropPending);
+    if (verdict.kind === 'undecided') {
+      const at = now();
+      const answer = await store.transact((tx): IntakeResponse | null => {
+        // Decided meanwhile (a Replay, or the loop): that outcome answers.
+        if (tx.get('comment_triggers', key) !== undefined) return null;
+        const prior = tx.get<PendingIntakeRecord>(PENDING_INTAKE, key);
+        if (prior !== undefined) {
+          const next = prior.state === 'gave_up' ? afterFailure({ ...prior, attempts: Math.max(0, retryPolicy.maxAttempts - 2) }, at, verdict.error, retryPolicy) : afterFailure(prior, at, verdict.error, retryPolicy);
+          tx.put(PENDING_INTAKE, key, next);
+          return pendingConfirmation(s.deliveryId, next);
+        }
+        const room = admit(store.list<PendingIntakeRecord>(PENDING_INTAKE), maxPending);
+        if (!room.ok) return PENDING_BACKLOG_FULL;
+        if (room.evict !== null) tx.delete(PENDING_INTAKE, room.evict);
+        const record = pendingRecord(
+          { key, deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, payloadHash: s.hash, receivedAt: s.receivedAt, comment: c, bodySha256: w.bodySha256, command: w.command, source: w.source, error: verdict.error },
+          at,
+          retryPolicy,
+        );
+        tx.put(PENDING_INTAKE, key, record);
+        return pendingConfirmation(s.deliveryId, record);
+      });
+      if (answer === null) return (await commit(s, { kind: 'probe' })) ?? PENDING_BACKLOG_FULL;
+      if (answer !== PENDING_BACKLOG_FULL) options.logger?.warn({ deliveryId: s.deliveryId, commentId: c.comment.id, error: verdict.error }, 'Gitea did not decide on a comment: it waits and is asked again');
+      return answer;
+    }
+    const decided: NormalizedComment = { ...c, comment: { ...c.comment, body: verdict.body } };
+    const plan: Plan = !verdict.auth.allowed
+      ? { kind: 'reject', reason: verdict.auth.reason }
+      : w.command === 'stop'
         ? { kind: 'stop' }
         : { kind: 'accept' };
-    return (await commit(subject, plan))!;
+    return (await commit({ ...s, comment: decided }, plan, dropPending))!;
   }
+
+  /**
+   * A signed payload Gitea contradicts: one security event (counted per source and window), a
+   * delivery record that answers its repeats, nothing else — no task, no trigger (the real comment,
+   * if any, is still decided on its own), nothing posted.
+   */
+  async function refuseUnconfirmed(s: Subject, c: NormalizedComment, w: Waiting, reasons: string[], dropPending: (tx: Tx) => void): Promise<IntakeResponse> {
+    const response = rejected(COMMENT_NOT_CONFIRMED, null);
+    await store.transact((tx) => {
+      dropPending(tx);
+      if (tx.get('webhook_deliveries', s.deliveryKey) !== undefined) return;
+      tx.insert('webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs, normalized: true, taskId: null, status: 'rejected', reason: COMMENT_NOT_CONFIRMED, payloadHash: s.hash, response }));
+      tx.archive('webhook_deliveries', s.deliveryKey);
+    });
+    await security.record(COMMENT_NOT_CONFIRMED, w.source ?? undefined, {
+      deliveryId: safeValue(s.deliveryId),
+      repoKey: safeValue(c.repoKey),
+      resource: `${c.resource.kind}:${c.resource.number}`,
+      commentId: c.comment.id,
+      sender: safeValue(c.actor.login),
+      mismatch: reasons.join(',').slice(0, 100),
+    });
+    options.logger?.warn({ deliveryId: s.deliveryId, repoKey: c.repoKey, commentId: c.comment.id, mismatch: reasons }, 'signed webhook does not match the comment on Gitea: refused');
+    return response;
+  }
+
+  /** One waiting comment asked about again; the outcome is written under the delivery it came in. */
+  async function retryOne(r: PendingIntakeRecord): Promise<void> {
+    const subject: Subject = {
+      deliveryKey: r.deliveryKey,
+      deliveryId: r.deliveryId,
+      eventType: r.eventType,
+      hash: r.payloadHash,
+      receivedAt: new Date(r.receivedAt),
+      comment: r.comment,
+      triggerKey: r.key,
+    };
+    const verdict = await lookUp(r.comment, r.bodySha256, false);
+    await settle(subject, r.comment, { bodySha256: r.bodySha256, command: r.command, source: r.source }, verdict);
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  let pass: Promise<number> | null = null;
+  let closed = false;
+
+  function retryDue(): Promise<number> {
+    // One pass at a time: a slow Gitea must not stack passes asking about the same comments.
+    if (pass === null) {
+      const current = retryPass();
+      pass = current;
+      void current.finally(() => {
+        if (pass === current) pass = null;
+      });
+    }
+    return pass;
+  }
+
+  async function retryPass(): Promise<number> {
+    await Promise.resolve();
+    let tried = 0;
+    for (const r of dueRecords(store.list<PendingIntakeRecord>(PENDING_INTAKE), now())) {
+      if (closed) break;
+      tried += 1;
+      await retryOne(r).catch((error: unknown) => options.logger?.warn({ key: r.key, err: error instanceof Error ? error.message : String(error) }, 'waiting comment not retried'));
+    }
+    return tried;
+  }
+
 
   /**
    * A repository seen for the first time is registered under the name Gitea has for its id, when that
@@ -226,14 +412,16 @@ export function createIntake(options: IntakeOptions): Intake {
    * the payload made up) is left as the payload said: the id alone never moves a comment to another
    * repository's records.
    */
-  async function registeredName(resolved: ResolvedComment): Promise<NormalizedComment> {
+  async function registeredName(resolved: ResolvedComment): Promise<{ comment: NormalizedComment; repoMismatch: boolean }> {
     const c = resolved.comment;
-    if (resolved.records.length > 0 || !options.repositoryName) return c;
+    if (resolved.records.length > 0 || !options.repositoryName) return { comment: c, repoMismatch: false };
     const found = await withTimeout(options.repositoryName(c.repo.id), permissionTimeoutMs, 'repository lookup').catch(() => null);
-    if (found === null) return c;
+    if (found === null) return { comment: c, repoMismatch: false };
     const repoKey = `${INSTANCE_ID}:${found.owner}/${found.name}`;
-    if (repoKey === c.repoKey || !sameRepoKey(repoKey, c.repoKey) || !isSafeName(found.owner) || !isSafeName(found.name)) return c;
-    return canonicalComment(c, { repoKey, owner: found.owner, name: found.name });
+    // Another repository under this id: the payload's id is not its repository's (issue 29, finding 1).
+    if (!sameRepoKey(repoKey, c.repoKey)) return { comment: c, repoMismatch: true };
+    if (repoKey === c.repoKey || !isSafeName(found.owner) || !isSafeName(found.name)) return { comment: c, repoMismatch: false };
+    return { comment: canonicalComment(c, { repoKey, owner: found.owner, name: found.name }), repoMismatch: false };
   }
 
   function authorize(c: NormalizedComment): Promise<AuthorizeResult> {
@@ -258,11 +446,14 @@ export function createIntake(options: IntakeOptions): Intake {
   }
 
   /** `null` only for a probe that found nothing to decide (the caller then goes on). */
-  async function commit(s: Subject, plan: Plan): Promise<IntakeResponse | null> {
+  async function commit(s: Subject, plan: Plan, alsoInTx?: (tx: Tx) => void): Promise<IntakeResponse | null> {
     const c = s.comment;
     const workspacePath =
       c && plan.kind === 'accept' ? workspacePathFor(options.workspaceRoot, c.instanceId, c.repo.owner, c.repo.name) : '';
-    const outcome = await store.transact((tx): Outcome => writeOutcome(writeContext, tx, s, plan, workspacePath));
+    const outcome = await store.transact((tx): Outcome => {
+      alsoInTx?.(tx);
+      return writeOutcome(writeContext, tx, s, plan, workspacePath);
+    });
     if (outcome === null) return null;
     outcome.start?.();
     if (outcome.followUp !== undefined && c) {
@@ -339,7 +530,18 @@ export function createIntake(options: IntakeOptions): Intake {
 
   return {
     handle,
+    start() {
+      if (timer !== undefined || closed) return;
+      timer = setInterval(() => void retryDue(), options.pendingPollMs ?? 1000);
+      timer.unref();
+    },
+    retryDue,
     flush: () => security.flush(),
-    close: () => security.close(),
+    async close() {
+      closed = true;
+      if (timer !== undefined) clearInterval(timer);
+      await pass?.catch(() => undefined);
+      await security.close();
+    },
   };
 }

@@ -16,10 +16,21 @@ export const PAYLOAD_TOO_LARGE: IntakeResponse = { status: 413, body: { error: '
 export const REQUEST_TIMEOUT: IntakeResponse = { status: 408, body: { error: 'request_timeout' } };
 export const REPOSITORY_DISABLED: IntakeResponse = { status: 409, body: { error: 'repository_disabled' } };
 export const STORE_UNAVAILABLE: IntakeResponse = { status: 503, body: { error: 'store_unavailable' } };
+/** More comments wait for Gitea than CCWEB_INTAKE_MAX_PENDING: nothing stored; Gitea's Replay tries again. */
+export const PENDING_BACKLOG_FULL: IntakeResponse = { status: 503, body: { error: 'intake_backlog_full' } };
 export const INTERNAL_ERROR: IntakeResponse = { status: 500, body: { error: 'internal_error' } };
 
 export function accepted(deliveryId: string, taskId: string): IntakeResponse {
   return { status: 202, body: { deliveryId, taskId, state: 'queued' } };
+}
+
+/**
+ * Gitea could not yet confirm the comment or the author's permission (a passing failure): nothing
+ * runs yet; the comment waits and is asked about again (src/intake/pending-intake.ts). The shape of
+ * an accepted delivery, with no task yet and the state `pending_confirmation`.
+ */
+export function pendingConfirmation(deliveryId: string, p: { attempts: number; nextAttemptAt: string | null; state: string }): IntakeResponse {
+  return { status: 202, body: { deliveryId, taskId: null, state: 'pending_confirmation', attempts: p.attempts, nextAttemptAt: p.nextAttemptAt, gaveUp: p.state === 'gave_up' } };
 }
 
 export function ignored(reason: string): IntakeResponse {

@@ -12,6 +12,7 @@ import { createGiteaClient } from '../gitea/index.js';
 import { currentRepositoryOnGitea, repositoryNameOnGitea } from '../gitea/current-repository.js';
 import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
+import { commentOnGitea } from '../gitea/comment-on-gitea.js';
 import { leaseOwnerId } from '../leases/lease-owner.js';
 import { repoLockKind } from '../leases/repo-lock-actor.js';
 import { createLogger, type LogCorrelation, type Logger } from '../observability/logger.js';
@@ -273,6 +274,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as RepoPermission,
     ),
     repositoryName: repositoryNameOnGitea(gitea),
+    // Every acting comment is read back from Gitea first (issue 29, finding 1).
+    commentOnGitea: commentOnGitea(gitea),
+    pendingRetry: { maxAttempts: config.intakeConfirmAttempts ?? DEFAULTS.intakeConfirmAttempts },
+    maxPending: config.intakeMaxPending ?? DEFAULTS.intakeMaxPending,
     workspaceRoot: config.workspaceRoot,
     quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
@@ -331,6 +336,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   await receipts.start();
   await notices.start();
   scheduler.start();
+  // Comments that wait for Gitea (a restart keeps them: they are in the store) are asked about again.
+  intake.start();
   const retention = startRetention({
     store,
     policy: {

@@ -25,6 +25,8 @@ export const COLLECTIONS = [
   // Appended last: cold-tier index files number collections by position.
   'security_events',
   'task_texts',
+  // Comments Gitea has not confirmed yet (src/intake/pending-intake.ts), bounded in count.
+  'pending_intake',
 ] as const;
 
 export type CollectionName = (typeof COLLECTIONS)[number];

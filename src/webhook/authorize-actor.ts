@@ -9,7 +9,9 @@
 //    without `push`/`admin` → not authorised (no API call: a forged "no" only hurts its forger);
 // 4. otherwise ask Gitea (`GET /repos/{o}/{r}/collaborators/{user}/permission`) through
 //    `fetchPermission`: `write`/`admin`/`owner` → allowed, `none`/`read` → not authorised;
-//    a throw or an unknown answer → `permission_check_failed` (fail closed).
+//    Gitea's 404 (no such user or repository) → not authorised; any other throw or an unknown answer
+//    → `permission_check_failed`: undecided, never a "yes" — intake keeps the comment waiting and asks
+//    again later (src/intake/pending-intake.ts, issue 29 finding 9), it is not a refusal.
 
 export type RepoPermission = 'none' | 'read' | 'write' | 'admin' | 'owner';
 
@@ -25,7 +27,9 @@ export type AuthorizeVia = 'permission_api';
 
 export type AuthorizeResult =
   | { allowed: true; via: AuthorizeVia }
-  | { allowed: false; reason: 'actor_not_authorized' | 'permission_check_failed' };
+  | { allowed: false; reason: 'actor_not_authorized' }
+  /** Gitea did not answer clearly (5xx, timeout, down, 401/403, an unknown level): undecided. */
+  | { allowed: false; reason: 'permission_check_failed'; error: unknown };
 
 function listed(list: readonly string[] | undefined, login: string): boolean {
   const lower = login.toLowerCase();
@@ -44,8 +48,11 @@ export async function authorizeActor(input: AuthorizeActorInput): Promise<Author
   let permission: unknown;
   try {
     permission = await fetchPermission(login);
-  } catch {
-    return { allowed: false, reason: 'permission_check_failed' };
+  } catch (error) {
+    if (typeof error === 'object' && error !== null && (error as { status?: unknown }).status === 404) {
+      return { allowed: false, reason: 'actor_not_authorized' };
+    }
+    return { allowed: false, reason: 'permission_check_failed', error };
   }
   switch (permission) {
     case 'write':
@@ -56,6 +63,6 @@ export async function authorizeActor(input: AuthorizeActorInput): Promise<Author
     case 'read':
       return { allowed: false, reason: 'actor_not_authorized' };
     default:
-      return { allowed: false, reason: 'permission_check_failed' };
+      return { allowed: false, reason: 'permission_check_failed', error: new Error(`unknown permission level ${JSON.stringify(permission)?.slice(0, 40)}`) };
   }
 }

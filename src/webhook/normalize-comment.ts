@@ -28,7 +28,7 @@ export interface NormalizedComment {
   /** `body` is exactly what Gitea sent (untrusted; never trimmed or re-encoded). Times are ISO-8601 UTC. */
   comment: { id: number; body: string; createdAt: string; updatedAt: string; htmlUrl: string };
   /** Gitea users have no `type` field: `isBot` is true only when `login` equals the configured bot login. */
-  actor: { login: string; isBot: boolean };
+  actor: { login: string; isBot: boolean; id?: number };
   /** The commenter's permissions on the repository, from the signed payload (absent on some versions). */
   permissions?: { admin: boolean; push: boolean; pull: boolean };
   /** Only when the payload has a `pull_request` object (Gitea >= 1.23); otherwise fetch refs from the API. */
@@ -80,7 +80,7 @@ export function isValidDeliveryId(value: string): boolean {
 const timestamp = z.iso.datetime({ offset: true });
 const positiveInt = z.number().int().positive();
 
-const UserSchema = z.object({ login: z.string().refine(isPlausibleLogin, 'invalid login') });
+const UserSchema = z.object({ id: z.number().int().nullish(), login: z.string().refine(isPlausibleLogin, 'invalid login') });
 
 const PermissionsSchema = z.object({ admin: z.boolean(), push: z.boolean(), pull: z.boolean() });
 
@@ -247,6 +247,8 @@ export function normalizeComment(
       isBot: botLogin !== undefined && botLogin !== '' && login.toLowerCase() === botLogin.toLowerCase(),
     },
   };
+  // Gitea's user id of the sender, compared with the comment's author on Gitea (src/intake/confirm-comment.ts).
+  if (typeof p.sender.id === 'number' && p.sender.id > 0) value.actor.id = p.sender.id;
   if (p.repository.permissions != null) value.permissions = { ...p.repository.permissions };
   if (p.pull_request != null) {
     value.refs = { base: p.pull_request.base.ref, head: p.pull_request.head.ref, headSha: p.pull_request.head.sha };

@@ -27,6 +27,7 @@ import { startRealServiceEnvironment, type RealServiceEnvironment } from '../sup
 import { SERVICE_BOT_PERMISSION } from '../support/real-gitea/seed.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { waitForTaskState } from '../support/wait-for-task.js';
+import { taskIdFor } from '../../src/webhook/normalize-comment.js';
 
 const execFileP = promisify(execFile);
 const root = mkdtempSync(join(tmpdir(), 'ccweb-real-e2e-'));
@@ -274,20 +275,25 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
     expect(await commentsOn(env.gitea.issueNumber)).toHaveLength(commentsBefore);
   });
 
-  it('(10) a payload without repository.permissions: the service asks Gitea; a write-only bot is refused (fails closed), a repo-admin bot learns the answer', async () => {
-    // Real Gitea always signs the permissions in; this resends one of its real deliveries with them
-    // removed (re-signed) to drive the collaborator-permission lookup against the real endpoint.
+  it('(10) a payload without repository.permissions: the service asks Gitea; with a write-only bot the mention waits (403 is no answer), and runs once the bot is a repo admin', async () => {
+    // Real Gitea always signs the permissions in; this resends its real delivery of the owner's comments
+    // with them removed (re-signed) to drive the collaborator-permission lookup against the real endpoint.
+    // The comments are real (issue 29: each is read back from Gitea); their own deliveries are sent
+    // nowhere while they are made, so only the resent ones reach the service.
     const n = await env.gitea.createIssue('alice', 'Permission lookup');
     const c = await env.gitea.comment('alice', n, '@ccweb-bot look this up');
     const real = await env.gitea.waitForDelivery(env.hookId, (d) => payloadCommentId(d) === c.id);
     expect(real.status).toBe(202);
     await waitForTask(String(JSON.parse(real.responseBody).taskId), TERMINAL);
-    const resend = async (commentId: number, deliveryId: string) => {
+    await env.gitea.setWebhookUrl(env.hookId, 'http://127.0.0.1:9/nowhere');
+    // As the repository's owner: alice's answer is cached for 30 s since her real delivery (issue 15).
+    const byOwner = [await env.gitea.comment('acme', n, '@ccweb-bot look this up'), await env.gitea.comment('acme', n, '@ccweb-bot look this up too')];
+    await env.gitea.setWebhookUrl(env.hookId, env.webhookUrl);
+    const resend = async (x: (typeof byOwner)[number], deliveryId: string) => {
       const payload = JSON.parse(real.payload) as { repository: Record<string, unknown>; comment: Record<string, unknown>; sender: Record<string, unknown> };
       delete payload.repository.permissions;
-      payload.comment.id = commentId; // another comment, so not a duplicate
-      // As the repository's owner: alice's answer is cached for 30 s since her real delivery (issue 15).
-      payload.sender = { ...payload.sender, login: 'acme' };
+      payload.comment = { ...payload.comment, id: x.id, body: x.body, html_url: x.html_url, created_at: x.created_at, updated_at: x.updated_at, user: x.user };
+      payload.sender = x.user;
       const body = JSON.stringify(payload, null, 2);
       const res = await fetch(env.webhookUrl, {
         method: 'POST',
@@ -300,21 +306,27 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
         },
         body,
       });
-      return { status: res.status, body: (await res.json()) as { status?: string; reason?: string; taskId: string } };
+      return { status: res.status, body: (await res.json()) as { status?: string; reason?: string; taskId: string | null; state?: string } };
     };
     // Gitea answers this lookup about another user only to a repository or site admin: a write-only bot
-    // gets 403 → rejected (fail closed; failures are never cached).
+    // gets 403. Not a "yes" (nothing runs) and not a "no" (issue 29, finding 9): the mention waits.
     await env.gitea.api('acme', 'PUT', `/repos/acme/widget/collaborators/ccweb-bot`, { permission: 'write' }, 204);
+    const waitingDelivery = '00000000-0000-4000-8000-00000000a010';
     try {
-      const refused = await resend(c.id + 100_000, '00000000-0000-4000-8000-00000000a010');
-      expect(refused.body).toMatchObject({ status: 'rejected', reason: 'permission_check_failed' });
-      expect((await waitForTask(refused.body.taskId, ['rejected'])).task.state).toBe('rejected');
+      const waiting = await resend(byOwner[0]!, waitingDelivery);
+      expect(waiting).toMatchObject({ status: 202, body: { taskId: null, state: 'pending_confirmation' } });
+      const pending = await api<{ items: Array<{ deliveryId: string; lastError: string }> }>('/pending-intake');
+      expect(pending.items).toEqual([expect.objectContaining({ deliveryId: waitingDelivery, lastError: expect.stringContaining('403') })]);
     } finally {
       await env.gitea.api('acme', 'PUT', `/repos/acme/widget/collaborators/ccweb-bot`, { permission: 'admin' }, 204);
     }
-    const allowed = await resend(c.id + 100_001, '00000000-0000-4000-8000-00000000a011');
+    // Asked again 5 s later: now decided, and run — late, not never.
+    const late = await waitForTask(taskIdFor(`default:${waitingDelivery}`), TERMINAL);
+    expect(late.task.state).toBe('succeeded');
+    expect((await api<{ total: number }>('/pending-intake')).total).toBe(0);
+    const allowed = await resend(byOwner[1]!, '00000000-0000-4000-8000-00000000a011');
     expect(allowed.status).toBe(202); // only an answer of write/admin/owner lets it through
-    const d = await waitForTask(allowed.body.taskId, TERMINAL);
+    const d = await waitForTask(allowed.body.taskId!, TERMINAL);
     expect(d.task.state).toBe('succeeded');
   });
 

@@ -189,3 +189,30 @@ describe('GET /api/gitea-workflow/audit?level=security', () => {
     expect((await h.call('GET', `${API_PREFIX}/audit?level=secret`)).status).toBe(400);
   });
 });
+
+describe('GET /api/gitea-workflow/pending-intake (issue 29, finding 9)', () => {
+  it('lists the mentions waiting for Gitea with their attempts, next attempt and last error, never their text; admin token required', async () => {
+    const { pendingRecord } = await import('../../src/intake/pending-intake.js');
+    const { sha256Hex } = await import('../../src/intake/confirm-comment.js');
+    const { normalizeComment } = await import('../../src/webhook/normalize-comment.js');
+    const fixture = loadFixture('issue_comment_created_on_issue');
+    const n = normalizeComment(fixture.headers, fixture.body);
+    if (!n.ok) throw new Error(n.issues);
+    const at = new Date('2026-08-01T10:00:00Z');
+    const record = pendingRecord(
+      { key: 'k-pending', deliveryKey: 'default:d-pending', deliveryId: 'd-pending', eventType: 'issue_comment', payloadHash: 'sha256:x', receivedAt: at, comment: n.value, bodySha256: sha256Hex(n.value.comment.body), command: 'task', source: '127.0.0.1', error: 'permission lookup: gitea_server_error 500' },
+      at,
+      { maxAttempts: 10, baseDelayMs: 5000, maxDelayMs: 600_000 },
+    );
+    await h.store.transact((tx) => tx.put('pending_intake', record.key, record));
+    const res = await h.call('GET', `${API_PREFIX}/pending-intake`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ total: 1, waiting: 1, gaveUp: 0 });
+    expect(res.body.items).toEqual([
+      expect.objectContaining({ deliveryId: 'd-pending', commentId: n.value.comment.id, author: n.value.actor.login, state: 'waiting', attempts: 1, nextAttemptAt: '2026-08-01T10:00:05.000Z', lastError: 'permission lookup: gitea_server_error 500' }),
+    ]);
+    expect(JSON.stringify(res.body)).not.toContain(n.value.comment.body);
+    expect((await h.call('GET', `${API_PREFIX}/pending-intake`, undefined, null)).status).toBe(401);
+    await h.store.transact((tx) => tx.delete('pending_intake', record.key));
+  });
+});

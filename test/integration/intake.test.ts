@@ -595,6 +595,19 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     expect(harness.accepted).toEqual([]);
   }
 
+  /**
+   * Issue 29, finding 9: a permission lookup that fails for a passing reason is no refusal — no task,
+   * no trigger (a Replay is decided then), the comment waits in `pending_intake` and is asked again.
+   */
+  function expectWaiting(harness: IntakeHarness, res: { status: number; body: any }, deliveryId: string) {
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ deliveryId, taskId: null, state: 'pending_confirmation', attempts: 1, gaveUp: false });
+    expect(harness.counts()).toEqual(expectedCounts({ pending_intake: 1 }));
+    expect(harness.store.list('pending_intake')[0]).toMatchObject({ deliveryId, state: 'waiting', attempts: 1, lastError: expect.stringContaining('permission lookup') });
+    expect(harness.auditActions()).toEqual([]);
+    expect(harness.accepted).toEqual([]);
+  }
+
   it('read-only commenter (signed permissions) → rejected, permission API not asked', async () => {
     const harness = await start({ fetchPermission: async () => 'admin' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: false, push: false, pull: true }; } });
@@ -610,10 +623,10 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     expect(harness.permissionCalls).toEqual([['alice', 'widgets', 'bob']]);
   });
 
-  it('signed push: true and the permission API failing → rejected (fail closed)', async () => {
+  it('signed push: true and the permission API failing → not accepted: waits for Gitea (fail closed, not refused)', async () => {
     const harness = await start({ fetchPermission: async () => { throw new Error('connection refused'); } });
     const d = delivery('issue_comment_created_on_issue');
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'permission_check_failed', d.deliveryId);
+    expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
   });
 
   it('admin without push (signed), API says admin → accepted', async () => {
@@ -637,16 +650,22 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
   });
 
-  it('permissions absent, permission API throws → rejected (fail closed)', async () => {
-    const harness = await start({ fetchPermission: async () => { throw new Error('403 Forbidden'); } });
+  it('permissions absent, permission API throws → waits for Gitea (fail closed, not refused)', async () => {
+    const harness = await start({ fetchPermission: async () => { throw Object.assign(new Error('403 Forbidden'), { status: 403 }); } });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'permission_check_failed', d.deliveryId);
+    expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
   });
 
-  it('permissions absent, permission API hangs → rejected after the timeout (fail closed)', async () => {
+  it('permissions absent, permission API answers 404 (no such user here) → rejected: a clear no', async () => {
+    const harness = await start({ fetchPermission: async () => { throw Object.assign(new Error('user does not exist'), { status: 404 }); } });
+    const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+  });
+
+  it('permissions absent, permission API hangs → waits for Gitea after the timeout (fail closed, not refused)', async () => {
     const harness = await start({ fetchPermission: () => new Promise(() => undefined), intake: { permissionTimeoutMs: 50 } });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'permission_check_failed', d.deliveryId);
+    expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
   });
 
   it('deny list wins over write permission', async () => {

@@ -170,7 +170,7 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
     ]);
   });
 
-  it("a new repository is registered under Gitea's letter case for its id; a lookup that fails or names another repository leaves the payload's name", async () => {
+  it("a new repository is registered under Gitea's letter case for its id; a lookup that fails leaves the payload's name; one that names another repository refuses the comment", async () => {
     // The lookup is a function port here (the real Gitea one: repo-name-case-real-gitea.test.ts):
     // these cases inject what the real Gitea cannot be made to answer for a real repository.
     const asked: number[] = [];
@@ -200,8 +200,10 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
 
     const failed = await h.post(...post(comment('Bob', 'Gadget', 920503)));
     expect(h.store.get<TaskRecord>('tasks', failed.body.taskId)).toMatchObject({ repoKey: 'default:Bob/Gadget' });
+    // Issue 29, finding 1: the payload's repository id is not its repository's (another one on Gitea) → refused.
     const other = await h.post(...post(comment('Carol', 'Thing', 920504)));
-    expect(h.store.get<TaskRecord>('tasks', other.body.taskId)).toMatchObject({ repoKey: 'default:Carol/Thing' });
+    expect(other.body).toEqual({ status: 'rejected', reason: 'comment_not_confirmed', taskId: null });
+    expect(h.store.get('repositories', 'default:Carol/Thing')).toBeUndefined();
     expect(asked).toEqual([1, 1, 1]);
   });
 

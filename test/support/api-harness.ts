@@ -12,6 +12,7 @@ import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
 import type { ActorKind } from '../../src/runtime/actor-runtime.js';
 import { deliveryRecord } from '../../src/intake/intake-records.js';
 import { createIntake } from '../../src/intake/accept-comment.js';
+import { createCommentRegistry, learningIntake } from './comment-registry.js';
 import { createSecurityEvents, type SecurityEvents } from '../../src/intake/security-events.js';
 import { createWebhookRouter } from '../../src/webhook/route.js';
 import { createTestRuntime } from './test-runtime.js';
@@ -50,8 +51,10 @@ export async function startApiHarness(
   const { dir, store, runtime, close } = await createTestRuntime(kinds);
   const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
   const securityEvents = options.webhook ? createSecurityEvents({ store }) : undefined;
+  // Its Gitea holds every comment a test posts (comment-registry.ts).
+  const comments = createCommentRegistry();
   const intake = securityEvents
-    ? createIntake({ store, runtime, botLogin: 'ccweb-bot', secrets: [FIXTURE_SECRET], fetchPermission: async () => 'write', workspaceRoot: `${dir}-workspaces`, securityEvents })
+    ? createIntake({ store, runtime, botLogin: 'ccweb-bot', secrets: [FIXTURE_SECRET], fetchPermission: async () => 'write', commentOnGitea: comments.lookup, workspaceRoot: `${dir}-workspaces`, securityEvents })
     : undefined;
   const operator = createOperatorRouters({
     store,
@@ -65,7 +68,7 @@ export async function startApiHarness(
     },
     onAbortRequested: (taskId) => harness.aborts.push(taskId),
   });
-  const app = createApp({ routers: [...operator.routers, ...(intake ? [createWebhookRouter({ intake })] : [])], middleware: operator.middleware });
+  const app = createApp({ routers: [...operator.routers, ...(intake ? [createWebhookRouter({ intake: learningIntake(intake, comments) })] : [])], middleware: operator.middleware });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../../src/http/create-app.js';
-import { createIntake, type IntakeOptions } from '../../src/intake/accept-comment.js';
+import { createIntake, type Intake, type IntakeOptions } from '../../src/intake/accept-comment.js';
 import { createWebhookRouter } from '../../src/webhook/route.js';
 import { DEFAULT_HTTP_LIMITS, listen, type HttpLimits } from '../../src/service/listen.js';
 import type { RepoPermission } from '../../src/webhook/authorize-actor.js';
@@ -17,6 +17,7 @@ import { STORE_INDEXES } from '../../src/domain/records.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
 import { FIXTURE_SECRET } from './webhook-fixtures.js';
+import { createCommentRegistry, learningIntake, type CommentRegistry } from './comment-registry.js';
 
 export const BOT_LOGIN = 'ccweb-bot';
 
@@ -26,6 +27,11 @@ export interface HarnessOptions {
   denyUsers?: string[];
   fetchPermission?: (owner: string, repo: string, login: string) => Promise<RepoPermission>;
   maxBytes?: number;
+  /**
+   * Whether the harness's Gitea holds each comment a test posts (default true: comment-registry.ts).
+   * false: only what a test `put`s in `comments` exists — a forged payload finds nothing.
+   */
+  learnComments?: boolean;
   /** Extra store options (e.g. `beforeJournalWrite` to make the journal fail). */
   store?: Partial<StoreOptions>;
   intake?: Partial<IntakeOptions>;
@@ -47,6 +53,10 @@ export interface IntakeHarness {
   workspaceRoot: string;
   url: string;
   permissionCalls: Array<[string, string, string]>;
+  /** The harness's Gitea comments (intake confirms each acting comment with them). */
+  comments: CommentRegistry;
+  /** The intake itself (e.g. `retryDue()` for comments waiting for Gitea). */
+  intake: Intake;
   accepted: string[];
   stops: string[][];
   post(body: Buffer, headers: Record<string, string>, options?: { path?: string; method?: string; chunked?: boolean }): Promise<PostResult>;
@@ -69,7 +79,9 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
   // Gitea's collaborator-permission API (a double: intake always confirms write access with it,
   // issue 15): `write` for everyone unless a test says otherwise.
   const fetchPermission = options.fetchPermission ?? (async (): Promise<RepoPermission> => 'write');
+  const comments = createCommentRegistry();
   const intake = createIntake({
+    commentOnGitea: (owner, repo, id) => comments.lookup(owner, repo, id),
     store,
     runtime,
     botLogin: BOT_LOGIN,
@@ -86,7 +98,7 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
     ...options.intake,
   });
   const http = { ...DEFAULT_HTTP_LIMITS, ...options.http };
-  const app = createApp({ routers: [createWebhookRouter({ intake, maxBytes: options.maxBytes, bodyTimeoutMs: http.bodyTimeoutMs })] });
+  const app = createApp({ routers: [createWebhookRouter({ intake: options.learnComments === false ? intake : learningIntake(intake, comments), maxBytes: options.maxBytes, bodyTimeoutMs: http.bodyTimeoutMs })] });
   // The server the service itself listens with (src/service/listen.ts), limits included.
   const server: Server = await listen(app.callback(), '127.0.0.1', 0, http);
   const { port } = server.address() as AddressInfo;
@@ -144,6 +156,8 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
     workspaceRoot,
     url,
     permissionCalls,
+    comments,
+    intake,
     accepted,
     stops,
     post,
@@ -152,6 +166,7 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
     auditActions: () => store.audit().map((e) => e.action),
     close: async (remove = true) => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await intake.close();
       await runtime.settled().catch(() => undefined);
       runtime.stopAll();
       await store.close();

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { STORE_INDEXES } from '../../src/domain/records.js';
+import { createCommentRegistry, learningIntake } from '../support/comment-registry.js';
 import { createIntake, type IntakeOptions } from '../../src/intake/accept-comment.js';
 import { ActorRuntime, type ActorKind } from '../../src/runtime/actor-runtime.js';
 import { COLLECTIONS, createStore, type DurableStore } from '../../src/store/index.js';
@@ -43,12 +44,15 @@ async function env(writeModel: 'compact' | 'records', extra: Partial<IntakeOptio
   const store = createStore({ dir: join(dir, 'store'), indexes: STORE_INDEXES });
   await store.open();
   const runtime = new ActorRuntime({ store, kinds });
+  const comments = createCommentRegistry();
   const intake = createIntake({
     store,
     runtime,
     botLogin: 'ccweb-bot',
     secrets: ['s'],
     fetchPermission: async () => 'write',
+    // Gitea holds each comment posted (comment-registry.ts).
+    commentOnGitea: comments.lookup,
     // The same path in both stores, so `workspacePath` compares.
     workspaceRoot: '/srv/ccweb/workspaces',
     writeModel,
@@ -64,7 +68,7 @@ async function env(writeModel: 'compact' | 'records', extra: Partial<IntakeOptio
       mutate(payload);
       const body = Buffer.from(JSON.stringify(payload, null, 2));
       const headers = Object.fromEntries(Object.entries(signedHeaders(fixture.headers, body, 's', { 'X-Gitea-Delivery': deliveryId })).map(([k, v]) => [k.toLowerCase(), v]));
-      return intake.handle({ rawBody: body, headers });
+      return learningIntake(intake, comments).handle({ rawBody: body, headers });
     },
     async close() {
       runtime.stopAll();

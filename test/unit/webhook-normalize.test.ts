@@ -56,7 +56,8 @@ describe('normalizeComment on the shared fixtures', () => {
         updatedAt: '2026-12-01T11:12:17Z',
         htmlUrl: 'https://gitea.example.com/alice/widgets/issues/7#issuecomment-3',
       },
-      actor: { login: 'bob', isBot: false },
+      // The sender's Gitea user id: compared with the comment's author on Gitea (issue 29).
+      actor: { login: 'bob', isBot: false, id: 3 },
       permissions: { admin: false, push: true, pull: true },
     });
     expect(value.refs).toBeUndefined();
@@ -92,7 +93,7 @@ describe('normalizeComment on the shared fixtures', () => {
     expect(ok(normalizeComment(edited.headers, edited.body)).action).toBe('edited');
     const bot = loadFixture('issue_comment_created_by_bot');
     const value = ok(normalizeComment(bot.headers, bot.body, { botLogin: 'CCWEB-BOT' }));
-    expect(value.actor).toEqual({ login: 'ccweb-bot', isBot: true });
+    expect(value.actor).toEqual({ login: 'ccweb-bot', isBot: true, id: 4 });
   });
 
   it('accepts a string or an already parsed value', () => {

@@ -9,6 +9,7 @@ const KINDS = {
   invalid_signature: 'webhook: bad signature',
   invalid_form: 'webhook: bad signature (form body)',
   admin_unauthorized: 'admin API: wrong or missing token',
+  comment_not_confirmed: 'webhook: signed, but Gitea contradicts the comment',
 };
 const ACTIONS = {
   'agent.gitea_refused': 'agent tool call refused by the gate',
@@ -78,11 +79,29 @@ function auditTable(events) {
   );
 }
 
+function pendingTable(pending) {
+  const head = ['received', 'comment', 'author', 'state', 'attempts', 'next attempt', 'last error'];
+  return el('table', { id: 'pending-intake' },
+    el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...(pending.items.length
+      ? pending.items.map((p) => el('tr', { dataset: { testid: 'pending-intake', state: p.state, attempts: String(p.attempts) } },
+        el('td', { className: 'time' }, time(p.receivedAt)),
+        el('td', { className: 'mono' }, `${p.resourceKey} · comment ${p.commentId}`),
+        el('td', {}, p.author),
+        el('td', {}, p.state === 'gave_up' ? el('span', { className: 'pill bad' }, 'gave up: Replay it on Gitea') : 'waiting'),
+        el('td', { className: 'count' }, fmt(p.attempts)),
+        el('td', { className: 'time' }, p.nextAttemptAt ? time(p.nextAttemptAt) : '—'),
+        el('td', { className: 'details mono' }, p.lastError)))
+      : [el('tr', {}, el('td', { colspan: head.length, className: 'muted' }, 'No mention waits for Gitea.'))])),
+  );
+}
+
 /** Fills `container` with the security view; errors are shown in it (a 401 signs out in api()). */
 export async function renderSecurityPanel(container, rerender) {
-  const [page, audit] = await Promise.all([
+  const [page, audit, pending] = await Promise.all([
     api(`/security-events?page=${state.page}&pageSize=${PAGE_SIZE}`),
     api(`/audit?level=security&order=desc&limit=${AUDIT_LIMIT}`),
+    api('/pending-intake'),
   ]);
   const pages = Math.max(1, Math.ceil(page.total / page.pageSize));
   const kinds = Object.entries(page.byKind).map(([k, n]) => `${KINDS[k] || k}: ${fmt(n)}`).join(' · ');
@@ -98,6 +117,9 @@ export async function renderSecurityPanel(container, rerender) {
       el('span', {}, ` page ${page.page} of ${pages} `),
       el('button', { disabled: state.page >= pages, onclick: () => { state.page += 1; rerender(); } }, 'older →'),
     ),
+    el('h2', {}, `Mentions waiting for Gitea (${fmt(pending.total)})`),
+    el('p', { className: 'muted' }, 'Gitea could not yet confirm the comment or its author\'s permission (an error or a timeout): nothing runs until it does; asked again with backoff (CCWEB_INTAKE_CONFIRM_ATTEMPTS).'),
+    pendingTable(pending),
     el('h2', {}, `Security-level audit events (newest ${AUDIT_LIMIT})`),
     el('p', { className: 'muted' }, 'Agent tool calls the gate refused, operators\' control actions, webhooks naming a foreign repository.'),
     auditTable(audit.events),
