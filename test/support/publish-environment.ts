@@ -12,7 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -40,6 +40,11 @@ export interface PublishEnvironment {
   holdPush(): { held: Promise<void>; release(): void };
   /** Holds the next `POST …/pulls` at the proxy until release() forwards it. */
   holdPulls(): { held: Promise<void>; release(): void };
+  /**
+   * Holds every `git <verb> …` the service starts, before the real git runs, until release(); `held`
+   * resolves once one waits. A held command the service kills (a stop) never runs at all.
+   */
+  holdGit(verb: string): { held: Promise<void>; release(): void };
   close(): Promise<void>;
 }
 
@@ -99,7 +104,11 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
   // never be one of them).
   const gitArgsLog = join(root, 'git-args.log');
   const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
-  writeFileSync(join(bin, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${gitArgsLog}'\nexec '${realGit}' "$@"\n`);
+  // `git-hold-<verb>` in the root holds that verb (holdGit): the wrapper waits before the real git runs.
+  writeFileSync(
+    join(bin, 'git'),
+    `#!/bin/sh\nprintf '%s\\n' "$*" >> '${gitArgsLog}'\nif [ -e '${root}/git-hold-'"$1" ]; then touch '${root}/git-held-'"$1"; while [ -e '${root}/git-hold-'"$1" ]; do sleep 0.1; done; fi\nexec '${realGit}' "$@"\n`,
+  );
   chmodSync(join(bin, 'git'), 0o755);
 
   const port = await freePort();
@@ -170,8 +179,23 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
       pullHold = { onHeld, waitRelease };
       return { held, release };
     },
+    holdGit(verb) {
+      const hold = join(root, `git-hold-${verb}`);
+      const heldMark = join(root, `git-held-${verb}`);
+      rmSync(heldMark, { force: true });
+      writeFileSync(hold, '');
+      const held = (async () => {
+        const deadline = Date.now() + 90_000;
+        while (!existsSync(heldMark)) {
+          if (Date.now() > deadline) throw new Error(`no git ${verb} was held`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+      return { held, release: () => rmSync(hold, { force: true }) };
+    },
     async close() {
       rmSync(holdFile, { force: true });
+      for (const f of readdirSync(root)) if (f.startsWith('git-hold-')) rmSync(join(root, f), { force: true });
       await envObj.service?.stop().catch(() => undefined);
       await new Promise<void>((r) => proxy.close(() => r()));
       proxy.closeAllConnections?.();
