@@ -1029,16 +1029,16 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
     }
   },
   "task": {
-    "graphHash": "870af0346c9a4eceec3c8a263729dd0461308d45bbc79e19f2fb1124207fa9ff",
+    "graphHash": "cbc5f65ed5827dbd32b6bd6eb71ea7aeb2d9f561694d4d826029c6186f4d1d43",
     "layout": {
-      "width": 1104,
-      "height": 968,
+      "width": 910,
+      "height": 988,
       "nodes": [
         {
           "id": "received",
           "label": "received",
           "type": "atomic",
-          "x": 259,
+          "x": 259.3,
           "y": 96,
           "w": 90,
           "h": 34
@@ -1047,7 +1047,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "queued",
           "label": "queued",
           "type": "atomic",
-          "x": 268,
+          "x": 414.2,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1056,7 +1056,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "preparing",
           "label": "preparing",
           "type": "atomic",
-          "x": 460.4,
+          "x": 439.2,
           "y": 324,
           "w": 94,
           "h": 34
@@ -1065,7 +1065,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "running",
           "label": "running",
           "type": "atomic",
-          "x": 462.4,
+          "x": 447.9,
           "y": 438,
           "w": 90,
           "h": 34
@@ -1074,8 +1074,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "waiting_user",
           "label": "waiting_user",
           "type": "atomic",
-          "x": 177.6,
-          "y": 552,
+          "x": 104.5,
+          "y": 666,
           "w": 113,
           "h": 34
         },
@@ -1083,7 +1083,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "publishing",
           "label": "publishing",
           "type": "atomic",
-          "x": 459.9,
+          "x": 583.9,
           "y": 552,
           "w": 95,
           "h": 34
@@ -1092,7 +1092,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "verifying_reply",
           "label": "verifying_reply",
           "type": "atomic",
-          "x": 597.3,
+          "x": 352.7,
           "y": 666,
           "w": 130,
           "h": 34
@@ -1101,8 +1101,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "retry_wait",
           "label": "retry_wait",
           "type": "atomic",
-          "x": 966.2,
-          "y": 780,
+          "x": 126.5,
+          "y": 800,
           "w": 97,
           "h": 34
         },
@@ -1110,7 +1110,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "blocked_workspace",
           "label": "blocked_workspace",
           "type": "atomic",
-          "x": 133.2,
+          "x": 78.7,
           "y": 438,
           "w": 158,
           "h": 34
@@ -1119,8 +1119,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "aborting",
           "label": "aborting",
           "type": "atomic",
-          "x": 327.2,
-          "y": 552,
+          "x": 761.5,
+          "y": 800,
           "w": 90,
           "h": 34
         },
@@ -1128,8 +1128,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "succeeded",
           "label": "succeeded",
           "type": "final",
-          "x": 845.2,
-          "y": 780,
+          "x": 378.5,
+          "y": 800,
           "w": 97,
           "h": 34
         },
@@ -1137,8 +1137,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "succeeded_with_rest_fallback",
           "label": "succeeded_with_rest_fallback",
           "type": "final",
-          "x": 595.2,
-          "y": 780,
+          "x": 499.5,
+          "y": 800,
           "w": 226,
           "h": 34
         },
@@ -1146,8 +1146,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "failed",
           "label": "failed",
           "type": "final",
-          "x": 390.6,
-          "y": 894,
+          "x": 537.2,
+          "y": 914,
           "w": 90,
           "h": 34
         },
@@ -1155,8 +1155,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "failed_reply",
           "label": "failed_reply",
           "type": "final",
-          "x": 464.2,
-          "y": 780,
+          "x": 247.5,
+          "y": 800,
           "w": 107,
           "h": 34
         },
@@ -1164,8 +1164,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "cancelled",
           "label": "cancelled",
           "type": "final",
-          "x": 119.1,
-          "y": 666,
+          "x": 86.9,
+          "y": 914,
           "w": 90,
           "h": 34
         },
@@ -1173,8 +1173,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "aborted",
           "label": "aborted",
           "type": "final",
-          "x": 327.2,
-          "y": 666,
+          "x": 776.5,
+          "y": 914,
           "w": 90,
           "h": 34
         },
@@ -1182,7 +1182,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "ignored",
           "label": "ignored",
           "type": "final",
-          "x": 435.2,
+          "x": 154.3,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1191,7 +1191,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "duplicate",
           "label": "duplicate",
           "type": "final",
-          "x": 154,
+          "x": 40.3,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1200,7 +1200,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "rejected",
           "label": "rejected",
           "type": "final",
-          "x": 40,
+          "x": 268.3,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1213,11 +1213,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "queued",
-          "path": "M 313 130 C 313 130 313 170 313 210",
+          "path": "M 331.3 130 C 331.3 130 446.4 170 459.2 210",
           "labels": [
             "ACCEPT"
           ],
-          "labelX": 287.3,
+          "labelX": 364.8,
           "labelY": 148.5,
           "kind": "forward"
         },
@@ -1227,11 +1227,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "ignored",
-          "path": "M 331 130 C 331 130 465.3 170 480.2 210",
+          "path": "M 295.3 130 C 295.3 130 208.9 170 199.3 210",
           "labels": [
             "IGNORE"
           ],
-          "labelX": 374.3,
+          "labelX": 225.2,
           "labelY": 148.5,
           "kind": "forward"
         },
@@ -1241,12 +1241,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "duplicate",
-          "path": "M 295 130 C 295 130 208.6 170 199 210",
+          "path": "M 277.3 130 C 277.3 130 104.5 170 85.3 210",
           "labels": [
             "DUPLICATE"
           ],
-          "labelX": 202.2,
-          "labelY": 156.4,
+          "labelX": 109.4,
+          "labelY": 148.5,
           "kind": "forward"
         },
         {
@@ -1255,11 +1255,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "rejected",
-          "path": "M 277 130 C 277 130 104.2 170 85 210",
+          "path": "M 313.3 130 C 313.3 130 313.3 170 313.3 210",
           "labels": [
             "REJECT"
           ],
-          "labelX": 131.8,
+          "labelX": 287.6,
           "labelY": 148.5,
           "kind": "forward"
         },
@@ -1269,26 +1269,28 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "queued",
           "target": "preparing",
-          "path": "M 340 244 C 340 244 490.7 284 507.4 324",
+          "path": "M 486.2 244 C 486.2 244 486.2 284 486.2 324",
           "labels": [
             "CLAIM"
           ],
-          "labelX": 394.6,
+          "labelX": 463.3,
           "labelY": 262.5,
           "kind": "forward"
         },
         {
           "edgeIds": [
-            "queued|CANCEL|0|cancelled"
+            "queued|CANCEL|0|cancelled",
+            "queued|ABORT|0|cancelled"
           ],
           "source": "queued",
           "target": "cancelled",
-          "path": "M 286 244 C 120.2 284 120.2 304 120.2 320.2 C 120.2 336.3 120.2 348.7 120.2 361 C 120.2 373.3 120.2 385.7 120.2 410.8 C 120.2 436 120.2 474 120.2 499.2 C 120.2 524.3 120.2 536.7 120.2 549 C 120.2 561.3 120.2 573.7 120.2 589.8 C 120.2 606 120.2 626 141.6 666",
+          "path": "M 432.2 244 C 65.7 284 65.7 304 65.7 320.2 C 65.7 336.3 65.7 348.7 65.7 361 C 65.7 373.3 65.7 385.7 65.7 410.8 C 65.7 436 65.7 474 65.7 502.5 C 65.7 531 65.7 550 65.7 569 C 65.7 588 65.7 607 65.7 637.2 C 65.7 667.3 65.7 708.7 65.7 736.3 C 65.7 764 65.7 778 65.7 792 C 65.7 806 65.7 820 65.7 837 C 65.7 854 65.7 874 104.9 914",
           "labels": [
-            "CANCEL"
+            "CANCEL",
+            "ABORT"
           ],
-          "labelX": 63.8,
-          "labelY": 448.5,
+          "labelX": 40,
+          "labelY": 556,
           "kind": "forward"
         },
         {
@@ -1297,11 +1299,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "running",
-          "path": "M 507.4 358 C 507.4 358 507.4 398 507.4 438",
+          "path": "M 492.9 358 C 492.9 358 492.9 398 492.9 438",
           "labels": [
             "WORKSPACE_READY"
           ],
-          "labelX": 447.8,
+          "labelX": 433.3,
           "labelY": 376.5,
           "kind": "forward"
         },
@@ -1311,11 +1313,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "blocked_workspace",
-          "path": "M 476.1 358 C 476.1 358 262.3 398 238.5 438",
+          "path": "M 452.6 358 C 452.6 358 210.9 398 184 438",
           "labels": [
             "WORKSPACE_BLOCKED"
           ],
-          "labelX": 352.6,
+          "labelX": 249.6,
           "labelY": 363.4,
           "kind": "forward"
         },
@@ -1326,13 +1328,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "retry_wait",
-          "path": "M 523.1 358 C 777.5 398 777.5 418 777.5 434.2 C 777.5 450.3 777.5 462.7 777.5 475 C 777.5 487.3 777.5 499.7 777.5 524.8 C 777.5 550 777.5 588 777.5 613.2 C 777.5 638.3 777.5 650.7 777.5 663 C 777.5 675.3 777.5 687.7 777.5 703.8 C 777.5 720 777.5 740 1035.5 780",
+          "path": "M 466 358 C 270.7 398 270.7 418 270.7 434.2 C 270.7 450.3 270.7 462.7 270.7 475 C 270.7 487.3 270.7 499.7 270.7 524.8 C 270.7 550 270.7 588 270.7 613.2 C 270.7 638.3 270.7 650.7 270.7 663 C 270.7 675.3 270.7 687.7 270.7 706.3 C 270.7 725 270.7 750 140.4 800",
           "labels": [
             "PREPARE_FAILED [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
-          "labelX": 782.5,
-          "labelY": 556,
+          "labelX": 140,
+          "labelY": 478.3,
           "kind": "forward"
         },
         {
@@ -1343,14 +1345,30 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "failed",
-          "path": "M 491.7 358 C 314.2 398 314.2 418 314.2 434.2 C 314.2 450.3 314.2 462.7 314.2 475 C 314.2 487.3 314.2 499.7 314.2 524.8 C 314.2 550 314.2 588 314.2 616.5 C 314.2 645 314.2 664 314.2 683 C 314.2 702 314.2 721 314.2 742.8 C 314.2 764.7 314.2 789.3 314.2 811.7 C 314.2 834 314.2 854 416.3 894",
+          "path": "M 519.8 358 C 869.2 398 869.2 418 869.2 434.2 C 869.2 450.3 869.2 462.7 869.2 475 C 869.2 487.3 869.2 499.7 869.2 524.8 C 869.2 550 869.2 588 869.2 617.3 C 869.2 646.7 869.2 667.3 869.2 688 C 869.2 708.7 869.2 729.3 869.2 753.7 C 869.2 778 869.2 806 869.2 830 C 869.2 854 869.2 874 614.3 914",
           "labels": [
             "PREPARE_FAILED",
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
-          "labelX": 240.4,
-          "labelY": 717.9,
+          "labelX": 716.7,
+          "labelY": 458.6,
+          "kind": "forward"
+        },
+        {
+          "edgeIds": [
+            "preparing|CANCEL|0|aborting",
+            "preparing|ABORT|0|aborting"
+          ],
+          "source": "preparing",
+          "target": "aborting",
+          "path": "M 506.3 358 C 833.5 398 833.5 418 833.5 434.2 C 833.5 450.3 833.5 462.7 833.5 475 C 833.5 487.3 833.5 499.7 833.5 524.8 C 833.5 550 833.5 588 833.5 617.3 C 833.5 646.7 833.5 667.3 833.5 693.2 C 833.5 719 833.5 750 833.5 800",
+          "labels": [
+            "CANCEL",
+            "ABORT"
+          ],
+          "labelX": 807.8,
+          "labelY": 511.8,
           "kind": "forward"
         },
         {
@@ -1359,12 +1377,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "publishing",
-          "path": "M 507.4 472 C 507.4 472 507.4 512 507.4 552",
+          "path": "M 504.1 472 C 504.1 472 618.7 512 631.4 552",
           "labels": [
             "TURN_REPLIED [publishesFirst]"
           ],
-          "labelX": 414.5,
-          "labelY": 490.5,
+          "labelX": 499.9,
+          "labelY": 507,
           "kind": "forward"
         },
         {
@@ -1373,12 +1391,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "verifying_reply",
-          "path": "M 518.7 472 C 684 512 684 532 684 548.2 C 684 564.3 684 576.7 684 592.1 C 684 607.5 684 626 684 666",
+          "path": "M 492.9 472 C 492.9 512 492.9 530.5 492.9 545.9 C 492.9 561.3 492.9 573.7 492.9 589.8 C 492.9 606 492.9 626 396.1 666",
           "labels": [
             "TURN_REPLIED"
           ],
-          "labelX": 636.7,
-          "labelY": 563.9,
+          "labelX": 445.6,
+          "labelY": 561.1,
           "kind": "forward"
         },
         {
@@ -1387,12 +1405,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "waiting_user",
-          "path": "M 473.7 472 C 473.7 472 275 512 253 552",
+          "path": "M 459.1 472 C 259.7 512 259.7 532 259.7 544.8 C 259.7 557.7 259.7 563.3 259.7 569 C 259.7 574.7 259.7 580.3 259.7 593.2 C 259.7 606 259.7 626 179.9 666",
           "labels": [
             "TURN_WAITING_USER"
           ],
-          "labelX": 321.6,
-          "labelY": 468.6,
+          "labelX": 122.5,
+          "labelY": 568.4,
           "kind": "forward"
         },
         {
@@ -1402,13 +1420,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "retry_wait",
-          "path": "M 529.9 472 C 752.6 512 752.6 532 752.6 548.2 C 752.6 564.3 752.6 576.7 752.6 589 C 752.6 601.3 752.6 613.7 752.6 632.2 C 752.6 650.7 752.6 675.3 752.6 697.7 C 752.6 720 752.6 740 1007.7 780",
+          "path": "M 470.4 472 C 292.7 512 292.7 532 292.7 548.2 C 292.7 564.3 292.7 576.7 292.7 589 C 292.7 601.3 292.7 613.7 292.7 632.2 C 292.7 650.7 292.7 675.3 292.7 700.2 C 292.7 725 292.7 750 168.1 800",
           "labels": [
             "TURN_FAILED [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
-          "labelX": 757.6,
-          "labelY": 595.3,
+          "labelX": 297.7,
+          "labelY": 614.7,
           "kind": "forward"
         },
         {
@@ -1419,28 +1437,30 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "failed",
-          "path": "M 496.2 472 C 440.2 512 440.2 532 440.2 548.2 C 440.2 564.3 440.2 576.7 440.2 589 C 440.2 601.3 440.2 613.7 440.2 638.8 C 440.2 664 440.2 702 440.2 727.2 C 440.2 752.3 440.2 764.7 440.2 777 C 440.2 789.3 440.2 801.7 440.2 817.8 C 440.2 834 440.2 854 442 894",
+          "path": "M 515.4 472 C 748.5 512 748.5 532 748.5 548.2 C 748.5 564.3 748.5 576.7 748.5 589 C 748.5 601.3 748.5 613.7 748.5 640.5 C 748.5 667.3 748.5 708.7 748.5 736.3 C 748.5 764 748.5 778 748.5 792 C 748.5 806 748.5 820 748.5 837 C 748.5 854 748.5 874 588.6 914",
           "labels": [
             "TURN_FAILED",
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
-          "labelX": 445.2,
-          "labelY": 613.3,
+          "labelX": 596,
+          "labelY": 614.6,
           "kind": "forward"
         },
         {
           "edgeIds": [
+            "running|CANCEL|0|aborting",
             "running|ABORT|0|aborting"
           ],
           "source": "running",
           "target": "aborting",
-          "path": "M 484.9 472 C 484.9 472 383.4 512 372.2 552",
+          "path": "M 526.6 472 C 776.2 512 776.2 532 776.2 548.2 C 776.2 564.3 776.2 576.7 776.2 589 C 776.2 601.3 776.2 613.7 776.2 632.2 C 776.2 650.7 776.2 675.3 776.2 700.2 C 776.2 725 776.2 750 815.5 800",
           "labels": [
+            "CANCEL",
             "ABORT"
           ],
-          "labelX": 370.6,
-          "labelY": 498.4,
+          "labelX": 750.5,
+          "labelY": 595.3,
           "kind": "forward"
         },
         {
@@ -1449,26 +1469,28 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "queued",
-          "path": "M 215.3 552 C 303.2 512 303.2 492 303.2 469.7 C 303.2 447.3 303.2 422.7 303.2 404.2 C 303.2 385.7 303.2 373.3 303.2 361 C 303.2 348.7 303.2 336.3 303.2 320.2 C 303.2 304 303.2 284 322 244",
+          "path": "M 142.2 666 C 248.7 626 248.7 606 248.7 589.8 C 248.7 573.7 248.7 561.3 248.7 549 C 248.7 536.7 248.7 524.3 248.7 499.2 C 248.7 474 248.7 436 248.7 410.8 C 248.7 385.7 248.7 373.3 248.7 361 C 248.7 348.7 248.7 336.3 248.7 320.2 C 248.7 304 248.7 284 468.2 244",
           "labels": [
             "USER_REPLIED"
           ],
-          "labelX": 255.9,
-          "labelY": 373.8,
+          "labelX": 149.1,
+          "labelY": 526.2,
           "kind": "back"
         },
         {
           "edgeIds": [
-            "waiting_user|CANCEL|0|cancelled"
+            "waiting_user|CANCEL|0|cancelled",
+            "waiting_user|ABORT|0|cancelled"
           ],
           "source": "waiting_user",
           "target": "cancelled",
-          "path": "M 215.3 586 C 215.3 586 212.4 626 186.6 666",
+          "path": "M 142.2 700 C 102.5 750 102.5 775 102.5 790.3 C 102.5 805.7 102.5 811.3 102.5 817 C 102.5 822.7 102.5 828.3 102.5 841.2 C 102.5 854 102.5 874 140.9 914",
           "labels": [
-            "CANCEL"
+            "CANCEL",
+            "ABORT"
           ],
-          "labelX": 185,
-          "labelY": 604.5,
+          "labelX": 108.1,
+          "labelY": 763.8,
           "kind": "forward"
         },
         {
@@ -1477,12 +1499,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "failed",
-          "path": "M 253 586 C 253 626 253 654.5 253 678.3 C 253 702 253 721 253 742.8 C 253 764.7 253 789.3 253 811.7 C 253 834 253 854 403.5 894",
+          "path": "M 179.9 700 C 113.5 750 113.5 775 113.5 790.3 C 113.5 805.7 113.5 811.3 113.5 817 C 113.5 822.7 113.5 828.3 113.5 841.2 C 113.5 854 113.5 874 550 914",
           "labels": [
             "FAIL"
           ],
-          "labelX": 234.9,
-          "labelY": 758.9,
+          "labelX": 125.3,
+          "labelY": 845.8,
           "kind": "forward"
         },
         {
@@ -1491,11 +1513,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "verifying_reply",
-          "path": "M 523.2 586 C 523.2 586 581.9 626 640.7 666",
+          "path": "M 607.7 586 C 607.7 586 456.2 626 439.4 666",
           "labels": [
             "PUBLISHED"
           ],
-          "labelX": 512.6,
+          "labelX": 512.5,
           "labelY": 597.4,
           "kind": "forward"
         },
@@ -1505,12 +1527,28 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "failed",
-          "path": "M 491.6 586 C 451.2 626 451.2 646 451.2 662.2 C 451.2 678.3 451.2 690.7 451.2 703 C 451.2 715.3 451.2 727.7 451.2 746.2 C 451.2 764.7 451.2 789.3 451.2 811.7 C 451.2 834 451.2 854 454.9 894",
+          "path": "M 631.4 586 C 737.5 626 737.5 646 737.5 663 C 737.5 680 737.5 694 737.5 708 C 737.5 722 737.5 736 737.5 757 C 737.5 778 737.5 806 737.5 830 C 737.5 854 737.5 874 575.7 914",
           "labels": [
             "PUBLISH_FAILED"
           ],
-          "labelX": 456.2,
-          "labelY": 715.8,
+          "labelX": 622.8,
+          "labelY": 705,
+          "kind": "forward"
+        },
+        {
+          "edgeIds": [
+            "publishing|CANCEL|0|aborting",
+            "publishing|ABORT|0|aborting"
+          ],
+          "source": "publishing",
+          "target": "aborting",
+          "path": "M 655.2 586 C 765.2 626 765.2 646 765.2 658.8 C 765.2 671.7 765.2 677.3 765.2 683 C 765.2 688.7 765.2 694.3 765.2 709.7 C 765.2 725 765.2 750 797.5 800",
+          "labels": [
+            "CANCEL",
+            "ABORT"
+          ],
+          "labelX": 770.2,
+          "labelY": 670,
           "kind": "forward"
         },
         {
@@ -1519,12 +1557,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "succeeded",
-          "path": "M 662.3 700 C 662.3 700 870.5 740 893.7 780",
+          "path": "M 427 700 C 427 700 427 750 427 800",
           "labels": [
             "REPLY_CONFIRMED"
           ],
-          "labelX": 744.3,
-          "labelY": 753.7,
+          "labelX": 367.4,
+          "labelY": 724.8,
           "kind": "forward"
         },
         {
@@ -1533,12 +1571,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "succeeded_with_rest_fallback",
-          "path": "M 640.7 700 C 640.7 700 701.4 740 708.2 780",
+          "path": "M 445.6 700 C 445.6 700 595.8 750 612.5 800",
           "labels": [
             "REPLY_CONFIRMED_VIA_FALLBACK"
           ],
-          "labelX": 581,
-          "labelY": 735,
+          "labelX": 455.2,
+          "labelY": 745.4,
           "kind": "forward"
         },
         {
@@ -1547,12 +1585,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "retry_wait",
-          "path": "M 705.7 700 C 705.7 700 734.5 740 993.9 780",
+          "path": "M 389.9 700 C 389.9 700 299.8 750 209.7 800",
           "labels": [
             "REPLY_MISSING [canRetryReply]"
           ],
-          "labelX": 808.9,
-          "labelY": 735,
+          "labelX": 259.3,
+          "labelY": 768.7,
           "kind": "forward"
         },
         {
@@ -1561,12 +1599,28 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "failed_reply",
-          "path": "M 619 700 C 619 700 527.8 740 517.7 780",
+          "path": "M 408.5 700 C 408.5 700 311.8 750 301 800",
           "labels": [
             "REPLY_FAILED"
           ],
-          "labelX": 577.1,
-          "labelY": 718.5,
+          "labelX": 286.3,
+          "labelY": 745.4,
+          "kind": "forward"
+        },
+        {
+          "edgeIds": [
+            "verifying_reply|CANCEL|0|aborting",
+            "verifying_reply|ABORT|0|aborting"
+          ],
+          "source": "verifying_reply",
+          "target": "aborting",
+          "path": "M 464.2 700 C 464.2 700 748 750 779.5 800",
+          "labels": [
+            "CANCEL",
+            "ABORT"
+          ],
+          "labelX": 584.3,
+          "labelY": 718.3,
           "kind": "forward"
         },
         {
@@ -1575,12 +1629,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "preparing",
-          "path": "M 1049.3 780 C 1049.3 740 1049.3 711.5 1049.3 687.8 C 1049.3 664 1049.3 645 1049.3 616.5 C 1049.3 588 1049.3 550 1049.3 524.8 C 1049.3 499.7 1049.3 487.3 1049.3 475 C 1049.3 462.7 1049.3 450.3 1049.3 434.2 C 1049.3 418 1049.3 398 538.7 358",
+          "path": "M 154.2 800 C 281.7 750 281.7 725 281.7 706.3 C 281.7 687.7 281.7 675.3 281.7 663 C 281.7 650.7 281.7 638.3 281.7 613.2 C 281.7 588 281.7 550 281.7 524.8 C 281.7 499.7 281.7 487.3 281.7 475 C 281.7 462.7 281.7 450.3 281.7 434.2 C 281.7 418 281.7 398 479.5 358",
           "labels": [
             "RETRY_DUE [resumesAtPreparing]"
           ],
-          "labelX": 847.1,
-          "labelY": 518.3,
+          "labelX": 286.7,
+          "labelY": 512.3,
           "kind": "back"
         },
         {
@@ -1589,12 +1643,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "running",
-          "path": "M 1021.6 780 C 765.1 740 765.1 720 765.1 697.7 C 765.1 675.3 765.1 650.7 765.1 632.2 C 765.1 613.7 765.1 601.3 765.1 589 C 765.1 576.7 765.1 564.3 765.1 548.2 C 765.1 532 765.1 512 541.2 472",
+          "path": "M 182 800 C 303.7 750 303.7 725 303.7 700.2 C 303.7 675.3 303.7 650.7 303.7 632.2 C 303.7 613.7 303.7 601.3 303.7 589 C 303.7 576.7 303.7 564.3 303.7 548.2 C 303.7 532 303.7 512 481.6 472",
           "labels": [
             "RETRY_DUE [resumesAtRunning]"
           ],
-          "labelX": 770,
-          "labelY": 537.5,
+          "labelX": 308.7,
+          "labelY": 585.6,
           "kind": "back"
         },
         {
@@ -1603,12 +1657,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "verifying_reply",
-          "path": "M 980 780 C 713.6 740 684 700 684 700",
+          "path": "M 195.8 800 C 283.6 750 371.3 700 371.3 700",
           "labels": [
             "RETRY_DUE [resumesAtVerifying]"
           ],
-          "labelX": 870.6,
-          "labelY": 753.7,
+          "labelX": 119.3,
+          "labelY": 724.8,
           "kind": "back"
         },
         {
@@ -1617,12 +1671,28 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "failed",
-          "path": "M 1014.7 814 C 1014.7 814 960 854 467.7 894",
+          "path": "M 191.2 834 C 191.2 834 228.4 874 562.9 914",
           "labels": [
             "FAIL"
           ],
-          "labelX": 907.7,
-          "labelY": 832.5,
+          "labelX": 233.5,
+          "labelY": 852.5,
+          "kind": "forward"
+        },
+        {
+          "edgeIds": [
+            "retry_wait|CANCEL|0|cancelled",
+            "retry_wait|ABORT|0|cancelled"
+          ],
+          "source": "retry_wait",
+          "target": "cancelled",
+          "path": "M 158.9 834 C 158.9 834 158.9 874 158.9 914",
+          "labels": [
+            "CANCEL",
+            "ABORT"
+          ],
+          "labelX": 133.2,
+          "labelY": 871.6,
           "kind": "forward"
         },
         {
@@ -1631,26 +1701,28 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "blocked_workspace",
           "target": "queued",
-          "path": "M 185.8 438 C 185.8 398 185.8 379.5 185.8 364.1 C 185.8 348.7 185.8 336.3 185.8 320.2 C 185.8 304 185.8 284 304 244",
+          "path": "M 131.3 438 C 131.3 398 131.3 379.5 131.3 364.1 C 131.3 348.7 131.3 336.3 131.3 320.2 C 131.3 304 131.3 284 450.2 244",
           "labels": [
             "UNBLOCK"
           ],
-          "labelX": 156.4,
+          "labelX": 101.9,
           "labelY": 335.9,
           "kind": "back"
         },
         {
           "edgeIds": [
-            "blocked_workspace|CANCEL|0|cancelled"
+            "blocked_workspace|CANCEL|0|cancelled",
+            "blocked_workspace|ABORT|0|cancelled"
           ],
           "source": "blocked_workspace",
           "target": "cancelled",
-          "path": "M 212.2 472 C 164.1 512 164.1 532 164.1 548.2 C 164.1 564.3 164.1 576.7 164.1 592.1 C 164.1 607.5 164.1 626 164.1 666",
+          "path": "M 157.7 472 C 91.5 512 91.5 532 91.5 548.2 C 91.5 564.3 91.5 576.7 91.5 589 C 91.5 601.3 91.5 613.7 91.5 640.5 C 91.5 667.3 91.5 708.7 91.5 736.3 C 91.5 764 91.5 778 91.5 792 C 91.5 806 91.5 820 91.5 837 C 91.5 854 91.5 874 122.9 914",
           "labels": [
-            "CANCEL"
+            "CANCEL",
+            "ABORT"
           ],
-          "labelX": 139.2,
-          "labelY": 528.6,
+          "labelX": 65.8,
+          "labelY": 621.1,
           "kind": "forward"
         },
         {
@@ -1660,13 +1732,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "aborting",
           "target": "aborted",
-          "path": "M 357.2 586 C 357.2 586 370.7 626 372.2 666",
+          "path": "M 821.5 834 C 821.5 834 821.5 874 821.5 914",
           "labels": [
             "ABORT_CONFIRMED",
             "RECOVER_INTERRUPTED"
           ],
-          "labelX": 290.3,
-          "labelY": 598,
+          "labelX": 669,
+          "labelY": 881.2,
           "kind": "forward"
         },
         {
@@ -1675,19 +1747,19 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "aborting",
           "target": "failed",
-          "path": "M 387.2 586 C 429.2 626 429.2 646 429.2 662.2 C 429.2 678.3 429.2 690.7 429.2 703 C 429.2 715.3 429.2 727.7 429.2 762.3 C 429.2 797 429.2 854 429.2 894",
+          "path": "M 791.5 834 C 791.5 834 772.5 874 601.4 914",
           "labels": [
             "ABORT_TIMEOUT"
           ],
-          "labelX": 320.1,
-          "labelY": 785.4,
+          "labelX": 765.6,
+          "labelY": 852.5,
           "kind": "forward"
         }
       ],
       "initial": {
-        "x": 304,
+        "x": 304.3,
         "y": 72,
-        "path": "M 304 76 L 304 96"
+        "path": "M 304.3 76 L 304.3 96"
       }
     }
   }

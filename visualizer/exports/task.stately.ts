@@ -28,6 +28,10 @@ export const machine = createMachine({
         "CANCEL": {
           "target": "cancelled",
           "actions": "recordStop"
+        },
+        "ABORT": {
+          "target": "cancelled",
+          "actions": "recordStop"
         }
       }
     },
@@ -70,6 +74,14 @@ export const machine = createMachine({
         "FAIL": {
           "target": "failed",
           "actions": "recordError"
+        },
+        "CANCEL": {
+          "target": "aborting",
+          "actions": "recordStop"
+        },
+        "ABORT": {
+          "target": "aborting",
+          "actions": "recordStop"
         }
       }
     },
@@ -100,6 +112,10 @@ export const machine = createMachine({
             "actions": "recordRetryExhausted"
           }
         ],
+        "CANCEL": {
+          "target": "aborting",
+          "actions": "recordStop"
+        },
         "ABORT": {
           "target": "aborting",
           "actions": "recordStop"
@@ -129,6 +145,10 @@ export const machine = createMachine({
           "target": "cancelled",
           "actions": "recordStop"
         },
+        "ABORT": {
+          "target": "cancelled",
+          "actions": "recordStop"
+        },
         "FAIL": {
           "target": "failed",
           "actions": "recordError"
@@ -142,6 +162,14 @@ export const machine = createMachine({
         "PUBLISH_FAILED": {
           "target": "failed",
           "actions": "recordError"
+        },
+        "CANCEL": {
+          "target": "aborting",
+          "actions": "recordStop"
+        },
+        "ABORT": {
+          "target": "aborting",
+          "actions": "recordStop"
         }
       }
     },
@@ -161,6 +189,14 @@ export const machine = createMachine({
         "REPLY_FAILED": {
           "target": "failed_reply",
           "actions": "recordError"
+        },
+        "CANCEL": {
+          "target": "aborting",
+          "actions": "recordStop"
+        },
+        "ABORT": {
+          "target": "aborting",
+          "actions": "recordStop"
         }
       }
     },
@@ -187,6 +223,14 @@ export const machine = createMachine({
         "FAIL": {
           "target": "failed",
           "actions": "recordError"
+        },
+        "CANCEL": {
+          "target": "cancelled",
+          "actions": "recordStop"
+        },
+        "ABORT": {
+          "target": "cancelled",
+          "actions": "recordStop"
         }
       }
     },
@@ -200,11 +244,15 @@ export const machine = createMachine({
         "CANCEL": {
           "target": "cancelled",
           "actions": "recordStop"
+        },
+        "ABORT": {
+          "target": "cancelled",
+          "actions": "recordStop"
         }
       }
     },
     "aborting": {
-      "description": "turn/interrupt sent; the lease is not released before Codex confirms or the timeout.",
+      "description": "Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn's processes are gone.",
       "on": {
         "ABORT_CONFIRMED": "aborted",
         "ABORT_TIMEOUT": {
