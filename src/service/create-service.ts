@@ -43,6 +43,7 @@ import { startServiceProbes } from './dependency-probes.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
 import { createReceiptNotices } from '../receipts/receipt-notice.js';
+import { createReceiptProgress, type ReceiptProgress } from '../receipts/receipt-progress-worker.js';
 import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
 import { configuredLimits } from '../usage/limits.js';
 import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hold.js';
@@ -162,6 +163,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   let executorRef: ReturnType<typeof createTaskExecutor> | null = null;
+  let progressRef: ReceiptProgress | null = null;
   const supervisor = createAppServerSupervisor({
     runtime,
     connection: {
@@ -213,6 +215,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ? { dynamicTools: { specs: publishToolSpecs(), instructions: PUBLISH_TOOL_INSTRUCTIONS, call: createPublishToolHandler(publisher) } }
       : {}),
     usage,
+    onStep: (taskId, step) => progressRef?.noteStep(taskId, step),
   });
   const executor = createTaskExecutor({
     store,
@@ -250,7 +253,26 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
-  const notices = createReceiptNotices({ store, runtime, gitea, limits, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  // The receipt as the task's tracking comment (issue 30): edited at each stage, at most once per interval.
+  const progress = createReceiptProgress({
+    store,
+    runtime,
+    gitea,
+    locale: config.locale ?? DEFAULT_LOCALE,
+    intervalMs: (config.receiptEditIntervalSeconds ?? DEFAULTS.receiptEditIntervalSeconds) * 1000,
+    logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
+  });
+  progressRef = progress;
+  const notices = createReceiptNotices({
+    store,
+    runtime,
+    gitea,
+    limits,
+    locale: config.locale ?? DEFAULT_LOCALE,
+    composeReceipt: (taskId) => progress.bodyFor(taskId),
+    onReceiptEdited: (taskId) => progress.touch(taskId),
+    logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
+  });
 
   // Failed authentications (webhook signatures, admin tokens): counted per source and window, expiring.
   const securityEventRetentionMs = (config.securityEventRetentionDays ?? DEFAULTS.securityEventRetentionDays) * DAY_MS;
@@ -330,6 +352,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     .catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
   await notices.start();
+  await progress.start();
   scheduler.start();
   const retention = startRetention({
     store,
@@ -351,6 +374,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     await retention.stop();
     receipts.stop();
     notices.stop();
+    progress.stop();
     await scheduler.stop();
     await providerHold.flush();
     await supervisor.stop();
