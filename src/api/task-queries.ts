@@ -33,7 +33,14 @@ export function controlOf(store: Store): ControlRecord {
   );
 }
 
-export function overview(store: Store, now: Date): Record<string, unknown> {
+/** `waiting`: tasks queued while every slot is busy (they wait for the cap, not for their repository). */
+function concurrencyOf(c: { limit: number; busy: number } | undefined, running: number, queued: number): { limit: number | null; busy: number; free: number | null; waiting: number } {
+  const busy = c?.busy ?? running;
+  const limit = c?.limit ?? null;
+  return { limit, busy, free: limit === null ? null : Math.max(0, limit - busy), waiting: limit !== null && busy >= limit ? queued : 0 };
+}
+
+export function overview(store: Store, now: Date, concurrency?: { limit: number; busy: number }): Record<string, unknown> {
   const repos = new Map<string, { repoKey: string; status: string; running: number; queued: number; byState: Record<string, number> }>();
   const repo = (repoKey: string, status = 'unregistered') => {
     let r = repos.get(repoKey);
@@ -66,6 +73,8 @@ export function overview(store: Store, now: Date): Record<string, unknown> {
     },
     running: sum(repos, 'running'),
     queued: sum(repos, 'queued'),
+    // The cap behind which queued tasks wait (CCWEB_MAX_CONCURRENT_TASKS) and the slots taken now.
+    concurrency: concurrencyOf(concurrency, sum(repos, 'running'), sum(repos, 'queued')),
     activeByState: totals,
     /** Finished tasks moved to the on-disk archive (readable by id; not in task lists). */
     archivedTasks: store.archivedCount('tasks'),

@@ -313,6 +313,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     agentIsolation,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    concurrency: () => ({ limit: config.maxConcurrentTasks, busy: scheduler.running().length }),
     limits,
     providerHold,
     logger: logger.child({ part: 'api' }),
