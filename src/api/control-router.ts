@@ -35,6 +35,8 @@ export interface ControlRouterDeps {
   logger?: ApiLogger;
   /** Where the agent's commands run (issue 16): `/overview` shows it, the admin page warns when off. */
   agentIsolation?: { mode: 'on' | 'off'; network: 'on' | 'off'; warning: string | null };
+  /** The scheduler's cap on tasks running at once and how many slots are taken now (`/overview`). */
+  concurrency?: () => { limit: number; busy: number };
 }
 
 type Answer = { status: number; body: Record<string, unknown> };
@@ -76,7 +78,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
 
   router.get('/overview', auth, h(async (ctx) => {
     await store.sync();
-    const o = overview(store, now());
+    const o = overview(store, now(), deps.concurrency?.());
     const iso = deps.agentIsolation;
     ctx.body = iso ? { ...o, agentIsolation: { mode: iso.mode, network: iso.network, warning: iso.warning } } : o;
   }));
@@ -99,7 +101,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     await store.sync();
     const events = auditEvents(store, q);
     if (q.format === 'ndjson') {
-      const name = `audit-${(q.taskId ?? q.deliveryId ?? q.actorId ?? 'all').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 80)}.ndjson`;
+      const name = `audit-${(q.taskId ?? q.deliveryId ?? q.deliveryKey ?? q.actorId ?? q.turnId ?? (q.commentId !== undefined ? `comment-${q.commentId}` : undefined) ?? 'all').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 80)}.ndjson`;
       ctx.set('content-disposition', `attachment; filename="${name}"`);
       ctx.type = 'application/x-ndjson';
       ctx.body = Readable.from(ndjsonLines(events));
@@ -327,10 +329,28 @@ function notify(fn: (() => void) | undefined, logger: ApiLogger | undefined): vo
   }
 }
 
+/**
+ * The delivery id a delivery key stands for: the stored delivery's, else the key's part after the
+ * instance (`default:<uuid>`), so a key whose record retention dropped still finds its events.
+ */
+function deliveryIdOfKey(store: Store, key: string): string {
+  const rec = store.get<{ deliveryId?: unknown }>('webhook_deliveries', key);
+  return typeof rec?.deliveryId === 'string' ? rec.deliveryId : key.slice(key.indexOf(':') + 1);
+}
+
+/** Filters the store has no index for: an event names the id in its field or in its metadata. */
+function correlated(q: ReturnType<typeof AuditQuery.parse>): ((e: AuditEvent) => boolean) | null {
+  if (q.turnId === undefined && q.commentId === undefined) return null;
+  return (e) =>
+    (q.turnId === undefined || e.turnId === q.turnId || e.metadata?.['turnId'] === q.turnId) &&
+    (q.commentId === undefined || e.commentId === q.commentId || e.metadata?.['commentId'] === q.commentId);
+}
+
 function auditEvents(store: Store, q: ReturnType<typeof AuditQuery.parse>): AuditEvent[] {
+  const deliveryId = q.deliveryId ?? (q.deliveryKey ? deliveryIdOfKey(store, q.deliveryKey) : undefined);
   const query = {
     ...(q.taskId ? { taskId: q.taskId } : {}),
-    ...(q.deliveryId ? { deliveryId: q.deliveryId } : {}),
+    ...(deliveryId ? { deliveryId } : {}),
     ...(q.actorId ? { actorId: q.actorId } : {}),
     ...(q.from ? { from: new Date(q.from).toISOString() } : {}),
     ...(q.to ? { to: new Date(q.to).toISOString() } : {}),
@@ -340,11 +360,13 @@ function auditEvents(store: Store, q: ReturnType<typeof AuditQuery.parse>): Audi
   // The NDJSON export is the whole range; the JSON answer is a page (`afterSeq` continues it,
   // `beforeSeq` when newest first).
   const page = q.format === 'ndjson' ? Number.POSITIVE_INFINITY : q.limit;
+  const keep = correlated(q);
+  const read = (): AuditEvent[] => (keep ? store.audit(query).filter(keep) : store.audit(query));
   if (q.order === 'asc') {
-    const events = store.audit(query);
+    const events = read();
     return q.beforeSeq === undefined ? events.slice(0, page) : events.filter((e) => e.seq < q.beforeSeq!).slice(0, page);
   }
-  const events = store.audit(query);
+  const events = read();
   const newest: AuditEvent[] = [];
   for (let i = events.length - 1; i >= 0 && newest.length < page; i--) {
     if (q.beforeSeq === undefined || events[i]!.seq < q.beforeSeq) newest.push(events[i]!);

@@ -1,4 +1,5 @@
 import { TERMINAL_TASK_STATES, TASK_STATES, type TaskState } from '../../machines/task-lifecycle.js';
+import { messages } from '../messages/catalogue.js';
 import {
   GLOBAL_CONTROL_KEY,
   type CommentRecord,
@@ -33,7 +34,14 @@ export function controlOf(store: Store): ControlRecord {
   );
 }
 
-export function overview(store: Store, now: Date): Record<string, unknown> {
+/** `waiting`: tasks queued while every slot is busy (they wait for the cap, not for their repository). */
+function concurrencyOf(c: { limit: number; busy: number } | undefined, running: number, queued: number): { limit: number | null; busy: number; free: number | null; waiting: number } {
+  const busy = c?.busy ?? running;
+  const limit = c?.limit ?? null;
+  return { limit, busy, free: limit === null ? null : Math.max(0, limit - busy), waiting: limit !== null && busy >= limit ? queued : 0 };
+}
+
+export function overview(store: Store, now: Date, concurrency?: { limit: number; busy: number }): Record<string, unknown> {
   const repos = new Map<string, { repoKey: string; status: string; running: number; queued: number; byState: Record<string, number> }>();
   const repo = (repoKey: string, status = 'unregistered') => {
     let r = repos.get(repoKey);
@@ -66,6 +74,8 @@ export function overview(store: Store, now: Date): Record<string, unknown> {
     },
     running: sum(repos, 'running'),
     queued: sum(repos, 'queued'),
+    // The cap behind which queued tasks wait (CCWEB_MAX_CONCURRENT_TASKS) and the slots taken now.
+    concurrency: concurrencyOf(concurrency, sum(repos, 'running'), sum(repos, 'queued')),
     activeByState: totals,
     /** Finished tasks moved to the on-disk archive (readable by id; not in task lists). */
     archivedTasks: store.archivedCount('tasks'),
@@ -108,7 +118,10 @@ export function listTasks(store: Store, q: TaskFilter): Record<string, unknown> 
     total: matching.length,
     /** Archived tasks are not listed here (see CCWEB_ARCHIVE_AFTER_MINUTES); GET /tasks/:id still finds them. */
     archivedTasks: store.archivedCount('tasks'),
-    items: matching.slice(start, start + q.pageSize).map((t) => ({ ...taskSummary(t), error: taskError(store, t) })),
+    items: matching.slice(start, start + q.pageSize).map((t) => {
+      const error = taskError(store, t);
+      return { ...taskSummary(t), error, errorMeaning: errorMeaningOf(error), pullRequest: pullRequestOf(t) };
+    }),
   };
 }
 
@@ -124,6 +137,19 @@ export function taskError(store: Store, t: TaskRecord): string | null {
 
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The one-line meaning of an error code the service explains (the receipt's sentence, in English); null otherwise. */
+export function errorMeaningOf(code: string | null): string | null {
+  if (!code) return null;
+  return (messages('en').errors as Record<string, string>)[code] ?? null;
+}
+
+/** The pull request the task opened or updated (change delivery), with a link safe for the page. */
+function pullRequestOf(t: TaskRecord): { number: number; url: string | null } | null {
+  const pr = (t['publish'] as { pullRequest?: { number?: unknown; url?: unknown } | null } | undefined)?.pullRequest;
+  if (!pr || typeof pr.number !== 'number') return null;
+  return { number: pr.number, url: typeof pr.url === 'string' ? safeUrl(pr.url) : null };
 }
 
 export function taskSummary(t: TaskRecord): Record<string, unknown> {
@@ -205,6 +231,7 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
     task: { ...task, commentUrl: safeUrl(task.commentUrl) },
     /** As in the task list: errorCode, or a rejected task's reason. */
     error: taskError(store, task),
+    errorMeaning: errorMeaningOf(taskError(store, task)),
     /** Change delivery: branch, commits, pull request, or where an unpublished change is kept. */
     publish: publishView(task.publish),
     delivery: delivery && {

@@ -320,6 +320,12 @@ export const KEYS = {
     expect: `one of ${LOCALES.join(', ')}`,
     fix: 'Set it to the language of the comments the bot writes itself (the receipt, failure results and limit notices): zh (default) or en.',
   },
+  receiptEditIntervalSeconds: {
+    env: 'CCWEB_RECEIPT_EDIT_INTERVAL_SECONDS',
+    schema: integer(1, 3600),
+    expect: 'an integer from 1 to 3600 (seconds)',
+    fix: 'Set it to the least time between two edits of a task\'s receipt while it shows progress, e.g. 15 (default).',
+  },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',
     schema: z.string().trim().toLowerCase().pipe(z.enum(LOG_LEVELS)),
@@ -358,6 +364,9 @@ export const DEFAULTS = {
   turnTimeoutMs: 30 * 60_000,
   logLevel: 'info' as LogLevel,
   locale: DEFAULT_LOCALE as Locale,
+  // The receipt shows a task's progress by edits (issue 30): one every 15 s at most keeps a
+  // half-hour turn's elapsed time fresh without flooding Gitea (or the thread's watchers' feeds).
+  receiptEditIntervalSeconds: 15,
   // Gitea never redelivers by itself; a month covers an operator pressing Replay after an outage.
   deliveryRetentionDays: 30,
   // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then

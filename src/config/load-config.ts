@@ -58,6 +58,8 @@ export interface Config extends LimitsConfig {
   logLevel: LogLevel;
   /** The language of the bot's own comments (receipts, failure results). Unset → `zh`. */
   locale?: Locale;
+  /** Least seconds between two progress edits of a receipt. Unset → `DEFAULTS.receiptEditIntervalSeconds` (15). */
+  receiptEditIntervalSeconds?: number;
   /** Unset → `DEFAULTS.deliveryRetentionDays` (30). */
   deliveryRetentionDays?: number;
   /** Unset → finished tasks are kept forever. */
@@ -359,6 +361,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['codexModel'] !== undefined) config.codexModel = v['codexModel'] as string;
   if (v['agentPath'] !== undefined) config.agentPath = v['agentPath'] as string;
   if (v['locale'] !== undefined) config.locale = v['locale'] as Locale;
+  if (v['receiptEditIntervalSeconds'] !== undefined) config.receiptEditIntervalSeconds = v['receiptEditIntervalSeconds'] as number;
   if (v['deliveryRetentionDays'] !== undefined) config.deliveryRetentionDays = v['deliveryRetentionDays'] as number;
   if (v['taskRetentionDays'] !== undefined) config.taskRetentionDays = v['taskRetentionDays'] as number;
   if (v['archiveAfterMinutes'] !== undefined) config.archiveAfterMinutes = v['archiveAfterMinutes'] as number;

@@ -90,6 +90,106 @@ export interface LimitMessages {
   standalone(p: { taskId: string; text: string }): string;
 }
 
+/** A stage of a task as its receipt shows it (issue 30). */
+export type ProgressStage = 'queued' | 'preparing' | 'working' | 'waiting_user' | 'retry_wait' | 'blocked' | 'publishing' | 'verifying' | 'stopping' | 'done' | 'failed' | 'cancelled';
+
+/**
+ * The lines the receipt gains while its task runs and when it ends (issue 30). Durations arrive
+ * formatted (`3 min 05 s`), steps as service-made names; links as URLs Gitea gave.
+ */
+export interface ProgressMessages {
+  stage: Record<ProgressStage, string>;
+  /** `**Stage:** working · 3 min 05 s` */
+  stageLine(p: { stage: string; elapsed: string | null }): string;
+  step: {
+    command(program: string | null): string;
+    tool(name: string | null): string;
+    fileChange(files: number): string;
+    plan(done: number, total: number): string;
+    webSearch: string;
+    thinking: string;
+  };
+  /** `Current step: running \`npm\`` */
+  stepLine(step: string): string;
+  answer(url: string): string;
+  branch(p: { name: string; url: string | null }): string;
+  pullRequest(p: { number: number; url: string }): string;
+  /** Duration and tokens of a finished task; null tokens are left out. */
+  totals(p: { duration: string; tokens: string | null }): string;
+  /** The error code of a failed task with its one-line meaning. */
+  error(p: { code: string; reason: string }): string;
+  /** `1 h 05 min`, `3 min 05 s`, `42 s` */
+  duration(p: { h: number; min: number; s: number }): string;
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+const zhProgress: ProgressMessages = {
+  stage: {
+    queued: '排队中',
+    preparing: '正在准备工作区',
+    working: '智能体工作中',
+    waiting_user: '等待你的回答',
+    retry_wait: '稍后重试',
+    blocked: '已暂停',
+    publishing: '正在发布改动',
+    verifying: '正在核对回答',
+    stopping: '正在停止',
+    done: '已完成',
+    failed: '失败',
+    cancelled: '已停止',
+  },
+  stageLine: ({ stage, elapsed }) => `**阶段：** ${stage}${elapsed ? ` · 已用时 ${elapsed}` : ''}`,
+  step: {
+    command: (program) => (program ? `运行命令 \`${program}\`` : '运行命令'),
+    tool: (name) => (name ? `调用工具 \`${name}\`` : '调用工具'),
+    fileChange: (files) => `修改 ${files} 个文件`,
+    plan: (done, total) => `计划第 ${Math.min(done + 1, total)}/${total} 步`,
+    webSearch: '搜索网页',
+    thinking: '思考',
+  },
+  stepLine: (step) => `当前步骤：${step}`,
+  answer: (url) => `回答：${url}`,
+  branch: ({ name, url }) => `分支：${url ? `[\`${name}\`](${url})` : `\`${name}\``}`,
+  pullRequest: ({ number, url }) => `合并请求：[#${number}](${url})`,
+  totals: ({ duration, tokens }) => `用时 ${duration}${tokens ? `，${tokens} 个 token` : ''}`,
+  error: ({ code, reason }) => `错误码 \`${code}\`：${reason}`,
+  duration: ({ h, min, s }) => (h > 0 ? `${h} 小时 ${pad(min)} 分` : min > 0 ? `${min} 分 ${pad(s)} 秒` : `${s} 秒`),
+};
+
+const enProgress: ProgressMessages = {
+  stage: {
+    queued: 'queued',
+    preparing: 'preparing the workspace',
+    working: 'working',
+    waiting_user: 'waiting for your answer',
+    retry_wait: 'waiting to retry',
+    blocked: 'paused',
+    publishing: 'publishing the change',
+    verifying: 'verifying the answer',
+    stopping: 'stopping',
+    done: 'done',
+    failed: 'failed',
+    cancelled: 'stopped',
+  },
+  stageLine: ({ stage, elapsed }) => `**Stage:** ${stage}${elapsed ? ` · ${elapsed} so far` : ''}`,
+  step: {
+    command: (program) => (program ? `running \`${program}\`` : 'running a command'),
+    tool: (name) => (name ? `calling \`${name}\`` : 'calling a tool'),
+    fileChange: (files) => `editing ${files} file${files === 1 ? '' : 's'}`,
+    plan: (done, total) => `plan step ${Math.min(done + 1, total)} of ${total}`,
+    webSearch: 'searching the web',
+    thinking: 'thinking',
+  },
+  stepLine: (step) => `Current step: ${step}`,
+  answer: (url) => `Answer: ${url}`,
+  branch: ({ name, url }) => `Branch: ${url ? `[\`${name}\`](${url})` : `\`${name}\``}`,
+  pullRequest: ({ number, url }) => `Pull request: [#${number}](${url})`,
+  totals: ({ duration, tokens }) => `Took ${duration}${tokens ? `, ${tokens} tokens` : ''}`,
+  error: ({ code, reason }) => `Error code \`${code}\`: ${reason}`,
+  duration: ({ h, min, s }) => (h > 0 ? `${h} h ${pad(min)} min` : min > 0 ? `${min} min ${pad(s)} s` : `${s} s`),
+};
+
 export interface Messages {
   /** The one receipt per accepted task. Must start with `giteabot: `. */
   received(p: { taskId: string; mention: string | null }): string;
@@ -111,6 +211,7 @@ export interface Messages {
   /** Who stopped a task, when it was not a plain Gitea login (that one is written `@login`). */
   stoppers: { operator(name: string): string; anOperator: string; service: string; someone: string };
   limits: LimitMessages;
+  progress: ProgressMessages;
 }
 
 const ZH_BUDGET: Record<BudgetCode, { used: (n: string) => string; limit: (n: string | null) => string }> = {
@@ -223,6 +324,7 @@ const zh: Messages = {
     `giteabot: 任务 ${taskId} 的以下文件没有提交，因为本仓库不允许机器人修改 CI 定义：${paths.map((p) => `\`${p}\``).join('、')}${more > 0 ? ` 等另外 ${more} 个` : ''}。其余改动已照常发布。这些文件已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`；管理员可以为本仓库允许 CI 改动。`,
   stoppers: { operator: (name) => `管理员 ${name}`, anOperator: '一位管理员', service: '服务', someone: '某人' },
   limits: zhLimits,
+  progress: zhProgress,
 };
 
 const en: Messages = {
@@ -281,6 +383,7 @@ const en: Messages = {
     `giteabot: task ${taskId} did not commit ${paths.map((p) => `\`${p}\``).join(', ')}${more > 0 ? ` and ${more} more` : ''}: the bot may not change CI definitions in this repository. The rest of the change was published as usual. These files are kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory; an operator can allow CI changes for this repository.`,
   stoppers: { operator: (name) => `operator ${name}`, anOperator: 'an operator', service: 'the service', someone: 'someone' },
   limits: enLimits,
+  progress: enProgress,
 };
 
 const CATALOGUES: Record<Locale, Messages> = { zh, en };

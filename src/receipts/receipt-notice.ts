@@ -37,6 +37,14 @@ export interface ReceiptNoticesOptions {
   now?: () => Date;
   /** Waits between attempts while the receipt is still pending or Gitea failed transiently. */
   retryDelaysMs?: readonly number[];
+  /**
+   * The receipt's whole body as it reads now, when the receipt shows progress (issue 30,
+   * receipt-progress-worker.ts): the notice is one part of it, so an edit keeps the stage and the
+   * outcome. Absent → the receipt sentence followed by the notice.
+   */
+  composeReceipt?: (taskId: string) => string | null;
+  /** Told after a notice edited a task's receipt (the progress worker looks at it again). */
+  onReceiptEdited?: (taskId: string) => void;
 }
 
 export interface ReceiptNotices {
@@ -171,9 +179,10 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
         await gitea.editIssueComment(task.owner, task.repo, paused.commentId, body);
         await mark(rec, { status: 'sent', commentId: paused.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: RESUMED });
       } else if (receipt?.status === 'sent' && receipt.commentId !== null) {
-        const body = `${receivedReceiptText(task, locale)}\n\n${text}\n\n${receipt.marker}`;
+        const body = options.composeReceipt?.(task.taskId) ?? `${receivedReceiptText(task, locale)}\n\n${text}\n\n${receipt.marker}`;
         await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, body);
         await mark(rec, { status: 'sent', commentId: receipt.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: rec['reason'] });
+        options.onReceiptEdited?.(task.taskId);
       } else {
         // No receipt to edit (it failed to post): say it in a comment of its own rather than not at all.
         const body = `${standaloneNoticeText(task, text, locale)}\n\n${formatReceiptMarker(rec.commentKey)}`;

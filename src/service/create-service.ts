@@ -44,6 +44,7 @@ import { startServiceProbes } from './dependency-probes.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
 import { createReceiptNotices } from '../receipts/receipt-notice.js';
+import { createReceiptProgress, type ReceiptProgress } from '../receipts/receipt-progress-worker.js';
 import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
 import { configuredLimits } from '../usage/limits.js';
 import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hold.js';
@@ -163,6 +164,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   let executorRef: ReturnType<typeof createTaskExecutor> | null = null;
+  let progressRef: ReceiptProgress | null = null;
   const supervisor = createAppServerSupervisor({
     runtime,
     connection: {
@@ -214,6 +216,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ? { dynamicTools: { specs: publishToolSpecs(), instructions: PUBLISH_TOOL_INSTRUCTIONS, call: createPublishToolHandler(publisher) } }
       : {}),
     usage,
+    onStep: (taskId, step) => progressRef?.noteStep(taskId, step),
   });
   const executor = createTaskExecutor({
     store,
@@ -251,7 +254,26 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
   const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
-  const notices = createReceiptNotices({ store, runtime, gitea, limits, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  // The receipt as the task's tracking comment (issue 30): edited at each stage, at most once per interval.
+  const progress = createReceiptProgress({
+    store,
+    runtime,
+    gitea,
+    locale: config.locale ?? DEFAULT_LOCALE,
+    intervalMs: (config.receiptEditIntervalSeconds ?? DEFAULTS.receiptEditIntervalSeconds) * 1000,
+    logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
+  });
+  progressRef = progress;
+  const notices = createReceiptNotices({
+    store,
+    runtime,
+    gitea,
+    limits,
+    locale: config.locale ?? DEFAULT_LOCALE,
+    composeReceipt: (taskId) => progress.bodyFor(taskId),
+    onReceiptEdited: (taskId) => progress.touch(taskId),
+    logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
+  });
 
   // Failed authentications (webhook signatures, admin tokens): counted per source and window, expiring.
   const securityEventRetentionMs = (config.securityEventRetentionDays ?? DEFAULTS.securityEventRetentionDays) * DAY_MS;
@@ -296,6 +318,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     agentIsolation,
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    concurrency: () => ({ limit: config.maxConcurrentTasks, busy: scheduler.running().length }),
     limits,
     providerHold,
     logger: logger.child({ part: 'api' }),
@@ -335,6 +358,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     .catch((err: unknown) => logger.error({ err }, 'codex app-server failed to start'));
   await receipts.start();
   await notices.start();
+  await progress.start();
   scheduler.start();
   // Comments that wait for Gitea (a restart keeps them: they are in the store) are asked about again.
   intake.start();
@@ -358,6 +382,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     await retention.stop();
     receipts.stop();
     notices.stop();
+    progress.stop();
     await scheduler.stop();
     await providerHold.flush();
     await supervisor.stop();

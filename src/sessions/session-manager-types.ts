@@ -1,3 +1,4 @@
+import type { AgentStep } from '../domain/agent-step.js';
 import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
 import type { DynamicToolSpec } from '../codex/protocol/ts/v2/DynamicToolSpec.js';
 import type { TaskRecord } from '../domain/records.js';
@@ -55,6 +56,8 @@ export interface SessionManagerOptions {
   };
   /** Usage accounting and per-task budgets (src/usage/): none when absent. */
   usage?: TurnUsageHooks;
+  /** What the agent is doing, as a turn's notifications say (issue 30: the receipt shows it). */
+  onStep?: (taskId: string, step: AgentStep) => void;
 }
 
 export interface RunTurnOptions {

@@ -19,6 +19,7 @@
 // Turns. Serialised per thread (a second turn/start would steer the running one). Before turn/start
 // the `turns` record is inserted with our own `turnKey` and marker (src/domain/marker.ts); Codex's
 // turnId is stored when it arrives, with `eventSeq` per processed notification (repeats skipped).
+import { agentStepOf } from './agent-step.js';
 import { errorText, type CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
 import type { DynamicToolCallParams } from '../codex/protocol/ts/v2/DynamicToolCallParams.js';
 import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
@@ -234,6 +235,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         },
         onProcessed: (_n, eventSeq) => queue(() => updateTurn(turnKey, { eventSeq })),
         onNotification: (n) => {
+          const step = options.onStep ? agentStepOf(n) : null;
+          if (step) options.onStep!(task.taskId, step);
           const crossed = options.usage?.observe(task, turnKey, n) ?? null;
           if (crossed && a.stopReason === null) {
             logger.warn({ taskId: task.taskId, turnKey, errorCode: crossed }, 'task budget crossed: interrupting the turn');

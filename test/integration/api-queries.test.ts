@@ -175,6 +175,52 @@ describe('audit export', () => {
   });
 });
 
+describe('audit by every correlation id (issue 30)', () => {
+  it('filters by turn id, Gitea comment id and delivery key, alone or with the task; an unknown id finds nothing', async () => {
+    const task = await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-2' });
+    await h.store.transact((tx) => {
+      tx.appendAudit({ action: 'codex.turn_completed', actor: 'system', taskId: 't-1', turnId: 'turn-a' });
+      tx.appendAudit({ action: 'gate.call', actor: 'system', taskId: 't-1', metadata: { turnId: 'turn-a' } });
+      tx.appendAudit({ action: 'codex.turn_completed', actor: 'system', taskId: 't-2', turnId: 'turn-b' });
+      tx.appendAudit({ action: 'receipt.progress_edited', actor: 'system', taskId: 't-1', commentId: 77 });
+      tx.appendAudit({ action: 'webhook.accepted', actor: 'system', deliveryId: task.deliveryId });
+    });
+    const get = async (q: string) => {
+      const r = await h.call('GET', `/api/gitea-workflow/audit?${q}`);
+      expect(r.status, q).toBe(200);
+      return r.body.events as Array<{ action: string; taskId: string }>;
+    };
+    expect((await get('turnId=turn-a')).map((e) => e.action)).toEqual(['codex.turn_completed', 'gate.call']);
+    expect((await get('turnId=turn-a&taskId=t-2'))).toEqual([]);
+    expect((await get('commentId=77')).map((e) => e.action)).toEqual(['receipt.progress_edited']);
+    const byKey = await get(`deliveryKey=${encodeURIComponent(task.deliveryKey)}`);
+    expect(byKey.length).toBeGreaterThan(0);
+    expect(byKey).toEqual(await get(`deliveryId=${encodeURIComponent(task.deliveryId)}`));
+    expect(await get('turnId=nope')).toEqual([]);
+    const bad = await h.call('GET', '/api/gitea-workflow/audit?commentId=x');
+    expect(bad.status).toBe(400);
+  });
+});
+
+describe('overview: the concurrency limit (issue 30)', () => {
+  it('says the cap, the busy slots and how many queued tasks wait for a slot', async () => {
+    await h.close();
+    h = await startApiHarness(undefined, { concurrency: () => ({ limit: 1, busy: 1 }) });
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-2', repoKey: 'default:acme/gadget' });
+    await driveTask(h.runtime, 't-1', 'running');
+    const o = await h.call('GET', '/api/gitea-workflow/overview');
+    expect(o.body).toMatchObject({ running: 1, queued: 1, concurrency: { limit: 1, busy: 1, free: 0, waiting: 1 } });
+  });
+
+  it('without a scheduler to ask, the busy slots are the running tasks and the cap is unknown', async () => {
+    await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
+    const o = await h.call('GET', '/api/gitea-workflow/overview');
+    expect(o.body.concurrency).toEqual({ limit: null, busy: 0, free: null, waiting: 0 });
+  });
+});
+
 /** Reads SSE frames from a fetch response until `until` matches one. */
 async function readEvents(res: Response, until: (e: { event: string; data: any }) => boolean): Promise<{ event: string; data: any }[]> {
   const reader = res.body!.getReader();

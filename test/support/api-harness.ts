@@ -46,6 +46,7 @@ export async function startApiHarness(
     maxAuthFailures?: number;
     /** Also mount the real webhook intake (secret FIXTURE_SECRET) at /api/gitea/webhook, sharing one security-event sink as the service does. */
     webhook?: boolean;
+    concurrency?: OperatorDeps['concurrency'];
   } = {},
 ): Promise<ApiHarness> {
   const { dir, store, runtime, close } = await createTestRuntime(kinds);
@@ -63,6 +64,7 @@ export async function startApiHarness(
     ...(securityEvents ? { securityEvents } : {}),
     maxAuthFailures: options.maxAuthFailures ?? Number.MAX_SAFE_INTEGER,
     ...(options.agentIsolation ? { agentIsolation: options.agentIsolation } : {}),
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
     onControlChanged: () => {
       harness.controlChanges += 1;
     },

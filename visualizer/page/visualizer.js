@@ -84,6 +84,17 @@ function machineHash(machineId) {
   return `machine=${encodeURIComponent(machineId)}${kind ? `&kind=${encodeURIComponent(kind)}` : ''}`;
 }
 
+/**
+ * How a final state ended, for its colour: succeeded (green), failed or stopped (red), or neither —
+ * a mention that never became work (grey). By the state's name: the machines name their ends so.
+ */
+function outcomeOf(stateId) {
+  const name = String(stateId).split('.').at(-1);
+  if (/^(succeeded|done|confirmed|released|completed)/.test(name)) return 'outcome-good';
+  if (/^(failed|aborted|cancelled|error|expired|exhausted|timed_out)/.test(name)) return 'outcome-bad';
+  return 'outcome-neutral';
+}
+
 function draw() {
   const machine = machines.find((m) => m.id === selected.machineId) || machines[0];
   if (!machine) {
@@ -96,11 +107,10 @@ function draw() {
     el('option', { value: '' }, 'all kinds'),
     ...(selected.kinds || []).map((k) => el('option', { value: k, selected: k === selected.kind }, k)),
   );
-  const actors = selected.actors || [];
-  // A list, not a <select>: an actor id is long (`verifier:gitea-task-…`) and must wrap, not be cut.
-  const actorList = el('ul', { id: 'actor-list', className: 'actor-list', 'aria-label': 'live actors' },
-    actors.length
-      ? actors.map((a) => el('li', {},
+  // Live: the actor still runs (status active); one that reached a final state is listed apart.
+  const actors = (selected.actors || []).filter((a) => a.status === 'active');
+  const finished = (selected.actors || []).filter((a) => a.status !== 'active');
+  const actorItem = (a) => el('li', {},
         el('a', {
           href: `#actor=${encodeURIComponent(a.actorId)}`,
           className: a.actorId === selected.actorId ? 'actor selected' : 'actor',
@@ -108,15 +118,23 @@ function draw() {
           dataset: { actorId: a.actorId, state: a.state },
         },
         el('span', { className: 'actor-id mono' }, a.actorId),
-        el('span', { className: `state s-${a.state}` }, a.state))))
-      : el('li', { className: 'muted' }, 'No actors of this kind.'),
+        el('span', { className: `state s-${a.state}` }, a.state)));
+  // A list, not a <select>: an actor id is long (`verifier:gitea-task-…`) and must wrap, not be cut.
+  const actorList = el('ul', { id: 'actor-list', className: 'actor-list', 'aria-label': 'live actors' },
+    actors.length ? actors.map(actorItem) : el('li', { className: 'muted' }, 'No live actors of this kind.'),
   );
+  const finishedList = finished.length
+    ? el('details', { id: 'finished-actors' },
+      el('summary', { className: 'muted' }, `Finished actors (${finished.length})`),
+      el('ul', { id: 'finished-actor-list', className: 'actor-list', 'aria-label': 'finished actors' }, finished.map(actorItem)))
+    : null;
   const side = el('div', { className: 'side' },
     el('div', { className: 'machines' }, el('div', { className: 'muted' }, 'Machines'),
       ...machines.map((m) => el('button', { 'aria-pressed': String(m.id === machine.id), dataset: { machine: m.id }, onclick: () => { location.hash = machineHash(m.id); } }, m.id))),
     el('label', { for: 'actor-kind', className: 'muted' }, 'Live actors'),
     kindSelect,
     actorList,
+    finishedList,
     actorView ? actorPanel(actorView) : el('p', { className: 'muted' }, 'Select an actor to see its current state and its path.'),
   );
   const zoom = el('button', { id: 'zoom', onclick: () => { fit = !fit; draw(); } }, fit ? 'Zoom: fit width' : 'Zoom: 100 %');
@@ -190,7 +208,7 @@ function drawMachine(machine, view) {
     root.append(g);
   }
   for (const n of layout.nodes.filter((n) => n.type !== 'compound' && n.type !== 'parallel')) {
-    const cls = ['state', n.type === 'final' ? 'final' : '', n.id === current ? 'current' : visited.has(n.id) ? 'visited' : ''].filter(Boolean).join(' ');
+    const cls = ['state', n.type === 'final' ? `final ${outcomeOf(n.id)}` : '', n.id === current ? 'current' : visited.has(n.id) ? 'visited' : ''].filter(Boolean).join(' ');
     const g = svg('g', { class: cls, 'data-state': n.id });
     g.append(svg('rect', { x: n.x, y: n.y, width: n.w, height: n.h, rx: 8 }));
     g.append(svg('text', { class: 'name', x: n.x + n.w / 2, y: n.y + n.h / 2 + 4.5, 'text-anchor': 'middle' }, n.label));

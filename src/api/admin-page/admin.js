@@ -16,6 +16,9 @@ const TASK_CONTROLS = {
   unblock: ['blocked_workspace'],
 };
 
+/** States of a mention that never became work: no change section. */
+const NEVER_RAN = ['ignored', 'duplicate', 'rejected'];
+
 const main = document.getElementById('main');
 const header = document.getElementById('status');
 const filters = { repoKey: '', state: '', page: 1 };
@@ -64,6 +67,11 @@ async function renderOverview() {
   header.replaceChildren(
     el('span', { className: `pill ${paused ? 'bad' : 'good'}`, id: 'pause-state' }, paused ? `paused: ${o.control.pauseReason || ''}` : 'running'),
     el('span', {}, ` ${o.running} running · ${o.queued} queued `),
+    // The scheduler's cap (CCWEB_MAX_CONCURRENT_TASKS): queued tasks may wait for a slot, not for their repository.
+    o.concurrency
+      ? el('span', { className: `pill ${o.concurrency.waiting ? 'bad' : 'good'}`, id: 'slots', title: o.concurrency.waiting ? `${o.concurrency.waiting} queued task(s) wait for a free slot` : '' },
+        `${o.concurrency.busy}/${o.concurrency.limit ?? '?'} slots busy${o.concurrency.waiting ? ` · ${o.concurrency.waiting} waiting` : ''}`)
+      : '',
     // CCWEB_AGENT_ISOLATION=off: said on every page, as on every start.
     o.agentIsolation?.mode === 'off'
       ? el('span', { className: 'pill bad', id: 'isolation-state', title: o.agentIsolation.warning || '' }, 'agent isolation OFF')
@@ -104,19 +112,19 @@ async function renderTasks() {
       el('td', {}, el('a', { href: `#/tasks/${encodeURIComponent(t.taskId)}`, className: 'mono' }, t.taskId)),
       el('td', {}, el('span', { className: `state s-${t.state}` }, t.state)),
       el('td', {}, t.repoKey),
-      el('td', {}, `${t.resource.kind === 'pull_request' ? 'PR' : 'issue'} #${t.resource.number}`),
+      // The Gitea thread the mention came from.
+      el('td', {}, link(t.commentUrl, `${t.resource.kind === 'pull_request' ? 'PR' : 'issue'} #${t.resource.number}`)),
+      el('td', { className: 'pull-request' }, t.pullRequest ? link(t.pullRequest.url, `#${t.pullRequest.number}`) : ''),
       el('td', {}, t.author),
       el('td', { className: 'instruction' }, t.instruction),
-      el('td', { className: 'mono error-code' }, t.error || ''),
+      el('td', { className: 'error-code' }, t.error ? [el('span', { className: 'mono' }, t.error), t.errorMeaning ? el('div', { className: 'muted meaning' }, t.errorMeaning) : ''] : ''),
       el('td', { className: 'time' }, time(t.updatedAt)),
     ),
   );
   const pages = Math.max(1, Math.ceil(list.total / list.pageSize));
   main.replaceChildren(
+    // The task list first: it is what an operator comes for; repositories and usage below it.
     el('section', {},
-      el('h2', {}, 'Repositories'),
-      repoTable(o),
-      usageSection(),
       el('h2', {}, 'Tasks'),
       el('div', { className: 'filters' },
         repoSelect,
@@ -131,14 +139,17 @@ async function renderTasks() {
           if (id) location.hash = `#/tasks/${encodeURIComponent(id)}`;
         } }, el('input', { name: 'taskId', className: 'mono', placeholder: 'open a task by id', 'aria-label': 'open a task by id' }))),
       el('table', { id: 'tasks' },
-        el('thead', {}, el('tr', {}, ...['task', 'state', 'repository', 'resource', 'author', 'instruction', 'error', 'updated'].map((h) => el('th', {}, h)))),
-        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 8, className: 'muted' }, 'No tasks.'))),
+        el('thead', {}, el('tr', {}, ...['task', 'state', 'repository', 'thread', 'pull request', 'author', 'instruction', 'error', 'updated'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 9, className: 'muted' }, 'No tasks.'))),
       ),
       el('div', { className: 'pager' },
         el('button', { disabled: filters.page <= 1, onclick: () => { filters.page -= 1; render(); } }, '← newer'),
         el('span', {}, ` page ${list.page} of ${pages} `),
         el('button', { disabled: filters.page >= pages, onclick: () => { filters.page += 1; render(); } }, 'older →'),
       ),
+      el('h2', {}, 'Repositories'),
+      repoTable(o),
+      usageSection(),
     ),
   );
 }
@@ -205,13 +216,14 @@ async function renderTask(taskId, quiet) {
     el('div', { className: 'controls' }, controls, el('a', { href: `/visualizer#actor=${encodeURIComponent(`task:${t.taskId}`)}` }, 'show in visualizer'), el('button', { className: 'link', onclick: () => downloadAudit(t.taskId) }, 'download audit (NDJSON)')),
     el('dl', { className: 'facts' },
       ...fact('repository', t.repoKey), ...fact('resource', `${t.resource.kind} #${t.resource.number}`), ...fact('author', t.author),
-      ...fact('attempt', String(t.attempt)), ...fact('error', d.error || t.errorCode || '—'), ...fact('stopped by', t.stoppedBy || '—'),
+      ...fact('attempt', String(t.attempt)), ...fact('error', errorFact(d.error || t.errorCode, d.errorMeaning)), ...fact('stopped by', t.stoppedBy || '—'),
       ...fact('created', time(t.createdAt)), ...fact('updated', time(t.updatedAt)),
     ),
     el('h3', {}, 'Instruction'),
     el('pre', { className: 'instruction-full' }, t.instruction),
-    el('h3', {}, 'Change'),
-    changeSection(d.publish),
+    // A mention that never ran (rejected, ignored, a duplicate) has no change to speak of.
+    NEVER_RAN.includes(t.state) ? null : el('h3', {}, 'Change'),
+    NEVER_RAN.includes(t.state) ? null : changeSection(d.publish),
     el('h3', {}, 'Usage'),
     taskUsageSection(t, d.turns),
     el('h3', {}, 'Correlation'),
@@ -223,6 +235,12 @@ async function renderTask(taskId, quiet) {
   );
   if (focus) document.getElementById(focus)?.focus();
   if (!quiet) window.scrollTo(0, 0);
+}
+
+/** An error code with its one-line meaning when the service explains it. */
+function errorFact(code, meaning) {
+  if (!code) return '—';
+  return [el('span', { className: 'mono', id: 'task-error' }, code), meaning ? el('span', { className: 'muted' }, ` — ${meaning}`) : ''];
 }
 
 /** What the task delivered (issue 14): the pull request and branch to review, or where a refused change is kept. */

@@ -154,7 +154,8 @@ export function link(url, text) {
 export function time(iso) {
   if (!iso) return '';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString(undefined, { hour12: false });
+  // ISO 8601 in UTC, to the second: the same text as the API and the logs, whatever the browser's locale.
+  return Number.isNaN(d.getTime()) ? String(iso) : `${d.toISOString().slice(0, 19)}Z`;
 }
 
 /** The login form, shared by both pages; resolves once a token is stored. */

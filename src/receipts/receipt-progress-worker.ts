@@ -1,0 +1,265 @@
+/**
+ * Keeps a task's `已收到` receipt up to date as its tracking comment (issue 30): the receipt is
+ * EDITED in place at each stage — never a new comment — and at the end shows the outcome with the
+ * links (answer, branch, pull request), the duration and the tokens.
+ *
+ * - Rate-limited: at most one edit per receipt per interval (CCWEB_RECEIPT_EDIT_INTERVAL_SECONDS);
+ *   the elapsed time moves on each tick, a stage change waits for the interval like any edit.
+ * - Idempotent across restarts: the last edit Gitea took (stage, body hash, time) is stored on the
+ *   receipt's row (`progress`) in the transaction that writes its audit event
+ *   (`receipt.progress_edited`). A restart re-renders every receipt whose final edit is not stored;
+ *   a body equal to the stored one is not sent again, and an edit never adds a comment.
+ * - A failed edit never fails the task: it is audited, retried on later ticks a bounded number of
+ *   times, then given up (the receipt keeps its last text).
+ */
+import type { AgentStep } from '../domain/agent-step.js';
+import type { CommentRecord, TaskRecord } from '../domain/records.js';
+import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
+import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
+import type { Store } from '../store/types.js';
+import { TASK_KIND } from '../tasks/task-actor.js';
+import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
+import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
+import { createCommentWorker } from './comment-worker.js';
+import { errorMessageOf, isPermanentReceiptError } from './receipt-retry.js';
+import {
+  branchWebUrl,
+  commentWebUrl,
+  editDecision,
+  isFinalStage,
+  progressReceiptText,
+  progressStageOf,
+  type ProgressMemo,
+  type ProgressOutcome,
+} from './receipt-progress.js';
+
+export interface ReceiptProgressOptions {
+  store: Store;
+  runtime: ActorRuntime;
+  gitea: Pick<GiteaClient, 'editIssueComment'>;
+  locale?: Locale;
+  /** Least time between two edits of one receipt. */
+  intervalMs: number;
+  /** How often open receipts are looked at (elapsed time, waits). Default: a quarter of the interval, 0.5–5 s. */
+  tickMs?: number;
+  /** Failed edits of one receipt before it keeps its last text. */
+  maxFailures?: number;
+  now?: () => Date;
+  logger?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+export interface ReceiptProgress {
+  start(): Promise<void>;
+  stop(): void;
+  /** The agent's current step (from the turn's notifications); shown while the task is working. */
+  noteStep(taskId: string, step: AgentStep): void;
+  /** Looks at a task's receipt again soon (a notice edited it, the outbox posted it). */
+  touch(taskId: string): void;
+  /** The receipt's full body as it should read now, or null when the task has none. */
+  bodyFor(taskId: string): string | null;
+  /** Resolves when no open receipt has an edit due or waiting (tests, shutdown). */
+  drain(): Promise<void>;
+}
+
+/** The row field that holds the last edit Gitea took. */
+type ProgressRow = CommentRecord & { progress?: ProgressMemo & { final?: boolean } };
+
+/** Task states that still have a stage to show before their outcome. */
+const LIVE_STATES = ['received', 'queued', 'preparing', 'running', 'waiting_user', 'retry_wait', 'blocked_workspace', 'publishing', 'verifying_reply', 'aborting'];
+
+const REPLY_KINDS = new Set(['mcp_final', 'rest_fallback']);
+
+export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptProgress {
+  const { store, runtime, gitea } = options;
+  const locale = options.locale ?? DEFAULT_LOCALE;
+  const now = options.now ?? (() => new Date());
+  const log = options.logger ?? (() => undefined);
+  const intervalMs = options.intervalMs;
+  const tickMs = options.tickMs ?? Math.min(5_000, Math.max(500, Math.floor(intervalMs / 4)));
+  const maxFailures = options.maxFailures ?? 5;
+  /** Tasks whose receipt may need an edit. */
+  const open = new Set<string>();
+  const steps = new Map<string, AgentStep>();
+  const failures = new Map<string, number>();
+  let ticker: NodeJS.Timeout | null = null;
+
+  function notices(taskId: string): string[] {
+    const rows = store.byIndex<CommentRecord>('comments', 'taskId', taskId).filter((r) => r.kind === 'notice' && r.status !== 'failed');
+    const resumed = rows.some((r) => r['reason'] === 'resumed');
+    return rows
+      .filter((r) => !(resumed && r['reason'] === 'blocked_workspace'))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+      .map((r) => String(r['text'] ?? ''))
+      .filter((t) => t !== '');
+  }
+
+  function outcomeOf(task: TaskRecord): ProgressOutcome {
+    const replies = store
+      .byIndex<CommentRecord>('comments', 'taskId', task.taskId)
+      .filter((r) => REPLY_KINDS.has(r.kind) && r.status === 'confirmed' && typeof r.commentId === 'number')
+      .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt));
+    const reply = replies.at(-1);
+    const pub = task['publish'] as { status?: string; branch?: string | null; repository?: string | null; pullRequest?: { number: number; url: string } | null } | undefined;
+    const published = pub?.status === 'published' && typeof pub.branch === 'string';
+    // The final transition's time, not updatedAt: later writes (archiving) must not change the text.
+    const end = store.audit({ taskId: task.taskId }).filter((e) => e.toState === task.state).at(-1)?.timestamp ?? task.updatedAt;
+    return {
+      answerUrl: reply ? commentWebUrl(task, reply.commentId!) : null,
+      branch: published ? { name: pub.branch!, url: branchWebUrl(task, pub.branch!, pub.repository) } : null,
+      pullRequest: pub?.pullRequest && typeof pub.pullRequest.url === 'string' ? { number: pub.pullRequest.number, url: pub.pullRequest.url } : null,
+      durationMs: Math.max(0, Date.parse(end) - Date.parse(task.createdAt)),
+      tokens: task.usage?.totalTokens ?? null,
+    };
+  }
+
+  function render(task: TaskRecord, receipt: CommentRecord): { body: string; stage: NonNullable<ReturnType<typeof progressStageOf>> } | null {
+    const stage = progressStageOf(task.state);
+    if (!stage) return null;
+    const final = isFinalStage(stage);
+    const text = progressReceiptText(
+      {
+        task,
+        stage,
+        elapsedMs: final ? null : Math.max(0, now().getTime() - Date.parse(task.createdAt)),
+        step: stage === 'working' ? (steps.get(task.taskId) ?? null) : null,
+        outcome: final ? outcomeOf(task) : null,
+        notices: notices(task.taskId),
+      },
+      locale,
+    );
+    return { body: `${text}\n\n${receipt.marker}`, stage };
+  }
+
+  function receiptOf(taskId: string): ProgressRow | undefined {
+    return store.get<ProgressRow>('comments', receiptCommentKey(taskId, 'received'));
+  }
+
+  async function record(receipt: ProgressRow, memo: ProgressMemo & { final: boolean }, step: AgentStep | null, edited: boolean): Promise<void> {
+    await store.transact((tx) => {
+      const cur = tx.get<ProgressRow>('comments', receipt.commentKey);
+      if (!cur) return;
+      tx.put('comments', receipt.commentKey, { ...cur, progress: memo });
+      if (edited) {
+        tx.appendAudit({
+          action: 'receipt.progress_edited',
+          actor: 'system:receipt_progress',
+          taskId: receipt.taskId,
+          commentId: receipt.commentId,
+          metadata: { commentKey: receipt.commentKey, stage: memo.stage, step: step?.kind ?? null, bodyHash: memo.bodyHash, final: memo.final },
+        });
+      }
+    });
+  }
+
+  /** One receipt: true when it needs no more looking at. */
+  async function visit(taskId: string): Promise<boolean> {
+    const task = store.get<TaskRecord>('tasks', taskId);
+    const receipt = receiptOf(taskId);
+    if (!task || !receipt || receipt.status === 'failed') return true;
+    if (receipt.status !== 'sent' || receipt.commentId === null) return false; // the outbox has not posted it yet
+    if (receipt.progress?.final) return true;
+    const r = render(task, receipt);
+    if (!r) return true;
+    const final = isFinalStage(r.stage);
+    const bodyHash = bodyHashOf(r.body);
+    // Before the first edit, the post itself counts as the last edit (the interval holds from it).
+    const memo = receipt.progress ?? { stage: 'queued', bodyHash: receipt.bodyHash, at: receipt.updatedAt };
+    const decision = editDecision(memo, bodyHash, now().getTime(), intervalMs);
+    if (decision.kind === 'skip') {
+      if (final) await record(receipt, { ...memo, final: true }, null, false);
+      return final;
+    }
+    if (decision.kind === 'wait') return false;
+    const step = r.stage === 'working' ? (steps.get(taskId) ?? null) : null;
+    try {
+      await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, r.body);
+    } catch (error) {
+      const n = (failures.get(taskId) ?? 0) + 1;
+      failures.set(taskId, n);
+      const errorCode = isGiteaError(error) ? error.code : 'receipt_edit_error';
+      log('receipt progress edit failed', { taskId, stage: r.stage, errorCode, attempt: n });
+      await store
+        .transact((tx) =>
+          tx.appendAudit({ action: 'receipt.progress_failed', actor: 'system:receipt_progress', taskId, commentId: receipt.commentId, errorCode, metadata: { commentKey: receipt.commentKey, stage: r.stage, attempt: n, message: errorMessageOf(error) } }),
+        )
+        .catch(() => undefined);
+      // A permanent answer (the comment deleted, the issue locked) or too many tries: it keeps its
+      // last text until the next transition asks once more.
+      return isPermanentReceiptError(error) || n >= maxFailures;
+    }
+    failures.delete(taskId);
+    await record(receipt, { stage: r.stage, bodyHash, at: now().toISOString(), final }, step, true);
+    log('receipt progress edited', { taskId, stage: r.stage });
+    return final;
+  }
+
+  async function pass(): Promise<void> {
+    for (const taskId of [...open]) {
+      if (worker.stopped) return;
+      try {
+        if (await visit(taskId)) {
+          open.delete(taskId);
+          steps.delete(taskId);
+        }
+      } catch (error) {
+        // Store trouble: the receipt stays open; the next tick looks again. Never the task's failure.
+        log('receipt progress error', { taskId, error: errorMessageOf(error) });
+      }
+    }
+  }
+
+  function onTransition(n: TransitionNotice): void {
+    if (worker.stopped || n.kind !== TASK_KIND) return;
+    const taskId = n.taskId ?? (n.context as { taskId?: string } | null)?.taskId;
+    if (!taskId) return;
+    if (n.toState !== 'running') steps.delete(taskId);
+    open.add(taskId);
+    worker.kick();
+  }
+
+  const worker = createCommentWorker(runtime, pass, onTransition);
+
+  return {
+    async start() {
+      worker.listen();
+      // Receipts whose final edit is not stored (a restart in between) are looked at again: those of
+      // unfinished tasks, and those an edit began on. Not a receipt of a task that ended before this
+      // service showed progress: it is left as it was.
+      for (const state of LIVE_STATES) for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) open.add(t.taskId);
+      for (const row of store.list<ProgressRow>('comments', (r) => r.kind === 'status' && (r as ProgressRow).progress !== undefined && !(r as ProgressRow).progress?.final)) {
+        open.add(row.taskId);
+      }
+      ticker ??= setInterval(() => {
+        if (open.size > 0) worker.kick();
+      }, tickMs);
+      ticker.unref();
+      worker.kick();
+    },
+    stop() {
+      worker.stop();
+      if (ticker) clearInterval(ticker);
+      ticker = null;
+    },
+    noteStep(taskId, step) {
+      steps.set(taskId, step);
+    },
+    touch(taskId) {
+      open.add(taskId);
+      worker.kick();
+    },
+    bodyFor(taskId) {
+      const task = store.get<TaskRecord>('tasks', taskId);
+      const receipt = receiptOf(taskId);
+      if (!task || !receipt) return null;
+      return render(task, receipt)?.body ?? null;
+    },
+    async drain() {
+      for (;;) {
+        if (worker.running) await worker.running;
+        if (worker.stopped || open.size === 0) return;
+        await new Promise((r) => setTimeout(r, tickMs));
+        worker.kick();
+      }
+    },
+  };
+}
