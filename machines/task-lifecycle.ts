@@ -230,6 +230,7 @@ export const taskMachine = setup({
       },
     },
     queued: {
+      tags: ['claimable', 'cancelledByStop'],
       description: 'Waiting for the scheduler to take the repository lease.',
       on: {
         CLAIM: { target: 'preparing', actions: 'recordLease' },
@@ -238,6 +239,7 @@ export const taskMachine = setup({
       },
     },
     preparing: {
+      tags: ['holdsLease', 'abortedByStop'],
       description: 'Lease held: workspace clone/fetch, receipt, Codex thread start or resume.',
       on: {
         WORKSPACE_READY: { target: 'running', actions: 'clearError' },
@@ -250,6 +252,7 @@ export const taskMachine = setup({
       },
     },
     running: {
+      tags: ['holdsLease', 'abortedByStop'],
       description: 'A Codex turn is in flight on the resource thread.',
       on: {
         TURN_REPLIED: [{ guard: 'publishesFirst', target: 'publishing' }, { target: 'verifying_reply' }],
@@ -262,6 +265,7 @@ export const taskMachine = setup({
       },
     },
     waiting_user: {
+      tags: ['cancelledByStop'],
       description: 'The agent asked the commenter something; the thread is kept, the lease released.',
       on: {
         USER_REPLIED: 'queued',
@@ -271,6 +275,7 @@ export const taskMachine = setup({
       },
     },
     publishing: {
+      tags: ['holdsLease', 'abortedByStop', 'resumable'],
       description:
         'Change delivery: commit what the turn left, push the resource branch, open or reuse its pull request, read Gitea back. Idempotent (check-then-act on Gitea), so a restart resumes it under a new lease.',
       on: {
@@ -281,6 +286,7 @@ export const taskMachine = setup({
       },
     },
     verifying_reply: {
+      tags: ['holdsLease', 'abortedByStop', 'resumable'],
       description: 'The agent posted its answer through gitea-mcp; reading Gitea back to prove it landed.',
       on: {
         REPLY_CONFIRMED: 'succeeded',
@@ -292,6 +298,7 @@ export const taskMachine = setup({
       },
     },
     retry_wait: {
+      tags: ['claimable', 'cancelledByStop'],
       description: 'Waiting for nextRetryAt; resumes where the failure happened (retryTarget).',
       on: {
         RETRY_DUE: [
@@ -305,6 +312,7 @@ export const taskMachine = setup({
       },
     },
     blocked_workspace: {
+      tags: ['cancelledByStop'],
       description: 'Dirty or locked workspace: nothing is reset; an operator clears it or cancels.',
       on: {
         UNBLOCK: { target: 'queued', actions: 'clearError' },
@@ -313,6 +321,7 @@ export const taskMachine = setup({
       },
     },
     aborting: {
+      tags: ['holdsLease'],
       description:
         'Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn\'s processes are gone.',
       on: {
@@ -334,6 +343,22 @@ export const taskMachine = setup({
     rejected: { type: 'final' },
   },
 });
+
+/**
+ * What a state means to the parts around the machine, declared once, as tags on the states, and read
+ * from here everywhere (the executor, the scheduler, the queries, a stop):
+ * - `holdsLease`: the task holds its repository's lease and the executor drives it;
+ * - `claimable`: the scheduler takes the lease for it (CLAIM from `queued`, RETRY_DUE from `retry_wait`);
+ * - `resumable`: after a restart it is resumed under a new lease with no event (its steps are idempotent);
+ * - `cancelledByStop` / `abortedByStop`: what a stop does to it (nothing in flight → cancelled; work in
+ *   flight → aborting). A non-terminal state with neither (`received`, `aborting`) takes no stop.
+ */
+export type TaskStateRole = 'holdsLease' | 'claimable' | 'resumable' | 'cancelledByStop' | 'abortedByStop';
+
+export function taskStatesWith(role: TaskStateRole): TaskState[] {
+  const nodes = taskMachine.root.states as Record<string, { tags: readonly string[] }>;
+  return TASK_STATES.filter((s) => nodes[s]!.tags.includes(role));
+}
 
 export function isTerminalTaskState(state: string): boolean {
   return (TERMINAL_TASK_STATES as readonly string[]).includes(state);

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { EventObject } from 'xstate';
-import type { TaskState } from '../../machines/task-lifecycle.js';
+import { taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
 import {
   GLOBAL_CONTROL_KEY,
   type ControlRecord,
@@ -52,7 +52,7 @@ interface Outcome extends Answer {
  * task with nothing in flight is cancelled, one with work in flight goes to `aborting`. A task
  * already `aborting` answers 200 with `alreadyStopping` and is sent nothing.
  */
-const STOPPABLE: readonly TaskState[] = ['queued', 'preparing', 'running', 'waiting_user', 'publishing', 'verifying_reply', 'retry_wait', 'blocked_workspace'];
+const STOPPABLE: readonly TaskState[] = [...taskStatesWith('cancelledByStop'), ...taskStatesWith('abortedByStop')];
 const TASK_ACTIONS = {
   cancel: { event: 'CANCEL', from: STOPPABLE },
   unblock: { event: 'UNBLOCK', from: ['blocked_workspace'] },

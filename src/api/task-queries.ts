@@ -1,4 +1,4 @@
-import { TERMINAL_TASK_STATES, TASK_STATES, type TaskState } from '../../machines/task-lifecycle.js';
+import { TERMINAL_TASK_STATES, TASK_STATES, taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
 import { messages } from '../messages/catalogue.js';
 import {
   GLOBAL_CONTROL_KEY,
@@ -18,8 +18,8 @@ import { taskActorId } from '../tasks/task-actor.js';
 
 /** Reads for the operators' view. Pure functions of the store; nothing here writes. */
 
-/** States in which a task holds (or is about to use) its repository's lease. */
-const RUNNING_STATES: readonly TaskState[] = ['preparing', 'running', 'publishing', 'verifying_reply', 'aborting'];
+/** States in which a task holds its repository's lease (the machine's `holdsLease` tag). */
+const RUNNING_STATES: readonly TaskState[] = taskStatesWith('holdsLease');
 const ACTIVE_STATES = TASK_STATES.filter((s) => !TERMINAL_TASK_STATES.includes(s));
 
 export function controlOf(store: Store): ControlRecord {
@@ -276,7 +276,7 @@ export function actorSummary(a: ActorRecord): Record<string, unknown> {
 }
 
 /** States in which a task holds its repository's lease (and so is the only one using its session). */
-const LEASE_STATES: readonly string[] = ['preparing', 'running', 'verifying_reply', 'aborting'];
+const LEASE_STATES: readonly string[] = RUNNING_STATES;
 
 /** [from, to) audit sequence ranges during which the task was in a lease-holding state. */
 function workingWindows(own: AuditEvent[]): Array<[number, number]> {

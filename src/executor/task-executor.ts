@@ -4,7 +4,7 @@ import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records
 import { sameRepoKey } from '../domain/repository-identity.js';
 import type { HeldLease, TaskExecutor } from '../scheduler/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
-import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import { taskStatesWith, type TaskEvent } from '../../machines/task-lifecycle.js';
 
 /** What the executor needs from the workspace manager (src/workspace). */
 export interface WorkspacePort {
@@ -87,8 +87,8 @@ export interface ExecutorOptions {
 /** Errors whose `errorCode` means the task cannot succeed by retrying (§8 MCP rows: fail, one receipt). */
 const FATAL_PREPARE_CODES = new Set(['mcp_command_missing', 'mcp_start_failed', 'mcp_initialize_failed']);
 
-/** States in which the executor holds the repository lease and has work to do. */
-const ACTIVE = new Set(['preparing', 'running', 'publishing', 'verifying_reply', 'aborting']);
+/** States in which the executor holds the repository lease and has work to do (the machine's `holdsLease` tag). */
+const ACTIVE: ReadonlySet<string> = new Set(taskStatesWith('holdsLease'));
 
 /**
  * Runs one claimed task from whatever state it is in until it no longer needs the repository lease:

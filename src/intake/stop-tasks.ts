@@ -3,7 +3,7 @@
 // in flight (workspace, turn, publishing, verification) is aborted: the executor stops that work,
 // publishes nothing more, and releases the lease only once it has stopped. A task already
 // `aborting` is reached without an event (it is stopping); `received` never lasts past intake.
-import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import { taskStatesWith, type TaskEvent } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { ActorRuntime, SendResult } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
@@ -11,15 +11,10 @@ import { taskActorId } from '../tasks/task-actor.js';
 
 export type StopEvent = 'CANCEL' | 'ABORT';
 
+/** The event a stop sends a task in each state it reaches (the machine's stop tags); `aborting`: none. */
 const STOP_EVENT: Partial<Record<string, StopEvent | null>> = {
-  queued: 'CANCEL',
-  waiting_user: 'CANCEL',
-  blocked_workspace: 'CANCEL',
-  retry_wait: 'CANCEL',
-  preparing: 'ABORT',
-  running: 'ABORT',
-  publishing: 'ABORT',
-  verifying_reply: 'ABORT',
+  ...Object.fromEntries(taskStatesWith('cancelledByStop').map((s) => [s, 'CANCEL'])),
+  ...Object.fromEntries(taskStatesWith('abortedByStop').map((s) => [s, 'ABORT'])),
   aborting: null,
 };
 

@@ -12,6 +12,7 @@
  * - A failed edit never fails the task: it is audited, retried on later ticks a bounded number of
  *   times, then given up (the receipt keeps its last text).
  */
+import { isTerminalTaskState, TASK_STATES } from '../../machines/task-lifecycle.js';
 import type { AgentStep } from '../domain/agent-step.js';
 import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
@@ -65,7 +66,7 @@ export interface ReceiptProgress {
 type ProgressRow = CommentRecord & { progress?: ProgressMemo & { final?: boolean } };
 
 /** Task states that still have a stage to show before their outcome. */
-const LIVE_STATES = ['received', 'queued', 'preparing', 'running', 'waiting_user', 'retry_wait', 'blocked_workspace', 'publishing', 'verifying_reply', 'aborting'];
+const LIVE_STATES = TASK_STATES.filter((s) => !isTerminalTaskState(s));
 
 const REPLY_KINDS = new Set(['mcp_final', 'rest_fallback']);
 

@@ -1,9 +1,9 @@
-import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import { taskStatesWith, type TaskEvent, type TaskState } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { ClaimCandidate } from './pick-claims.js';
 
-/** Task states the scheduler's scan looks at (the claimable ones and the resumable ones). */
-export const SCANNED_STATES = ['queued', 'retry_wait', 'verifying_reply', 'publishing'] as const;
+/** Task states the scheduler's scan looks at (the machine's `claimable` and `resumable` tags). */
+export const SCANNED_STATES: readonly TaskState[] = [...taskStatesWith('claimable'), ...taskStatesWith('resumable')];
 
 /**
  * The tasks a scan may claim from. Under a provider hold (`heldUntil` not null) only verifications

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TASK_STATES, taskMachine } from '../../machines/task-lifecycle.js';
+import { TASK_STATES, taskMachine, taskStatesWith, TERMINAL_TASK_STATES, type TaskStateRole } from '../../machines/task-lifecycle.js';
 
 // Spec §5.6, written out from the table itself (not from the machine), plus the pairs beyond it:
 // verifying_reply → succeeded_with_rest_fallback (the REST fallback of §5.4.4), and change delivery
@@ -67,5 +67,39 @@ describe('task lifecycle vs spec §5.6', () => {
     const actual = machinePairs();
     expect([...actual].filter((p) => !expected.has(p)), 'pairs beyond the table').toEqual([]);
     expect([...expected].filter((p) => !actual.has(p)), 'pairs of the table the machine lacks').toEqual([]);
+  });
+});
+
+// What each state means to the parts around the machine, written out by hand: the executor drives and
+// the lease covers every state with work in flight, `aborting` included (the lease is released only once
+// the work stopped); the scheduler claims from queued and retry_wait and resumes publishing and
+// verifying_reply after a restart; a stop cancels what has nothing in flight and aborts the rest
+// (issue 29).
+const ROLES: Record<TaskStateRole, string[]> = {
+  holdsLease: ['preparing', 'running', 'publishing', 'verifying_reply', 'aborting'],
+  claimable: ['queued', 'retry_wait'],
+  resumable: ['publishing', 'verifying_reply'],
+  cancelledByStop: ['queued', 'waiting_user', 'retry_wait', 'blocked_workspace'],
+  abortedByStop: ['preparing', 'running', 'publishing', 'verifying_reply'],
+};
+
+describe('task state roles (declared once, as tags on the machine)', () => {
+  it.each(Object.entries(ROLES))('%s: exactly the states written out here', (role, states) => {
+    expect(taskStatesWith(role as TaskStateRole).sort()).toEqual([...states].sort());
+  });
+
+  it('a stop reaches every non-terminal state but received (transient) and aborting (already stopping), each one way', () => {
+    const reached = [...taskStatesWith('cancelledByStop'), ...taskStatesWith('abortedByStop')];
+    expect(new Set(reached).size).toBe(reached.length);
+    const open = TASK_STATES.filter((s) => !TERMINAL_TASK_STATES.includes(s) && s !== 'received' && s !== 'aborting');
+    expect(reached.sort()).toEqual([...open].sort());
+    // The machine agrees: each such state takes CANCEL and ABORT to where its tag says.
+    for (const s of reached) {
+      const to = taskStatesWith('cancelledByStop').includes(s as never) ? 'cancelled' : 'aborting';
+      for (const type of ['CANCEL', 'ABORT']) {
+        const targets = [...(taskMachine.root.states[s]!.transitions.get(type) ?? [])].flatMap((t) => (t.target ?? []).map((n) => n.key));
+        expect(targets, `${s} ${type}`).toEqual([to]);
+      }
+    }
   });
 });
