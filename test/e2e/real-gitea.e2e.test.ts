@@ -288,6 +288,9 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
     await env.gitea.setWebhookUrl(env.hookId, 'http://127.0.0.1:9/nowhere');
     // As the repository's owner: alice's answer is cached for 30 s since her real delivery (issue 15).
     const byOwner = [await env.gitea.comment('acme', n, '@ccweb-bot look this up'), await env.gitea.comment('acme', n, '@ccweb-bot look this up too')];
+    // Gitea reads the hook's URL when it delivers, so wait until it has tried (and failed) before the
+    // URL is restored: otherwise a late real delivery of these comments would reach the service.
+    for (const x of byOwner) expect((await env.gitea.waitForDelivery(env.hookId, (d) => payloadCommentId(d) === x.id)).succeeded).toBe(false);
     await env.gitea.setWebhookUrl(env.hookId, env.webhookUrl);
     const resend = async (x: (typeof byOwner)[number], deliveryId: string) => {
       const payload = JSON.parse(real.payload) as { repository: Record<string, unknown>; comment: Record<string, unknown>; sender: Record<string, unknown> };

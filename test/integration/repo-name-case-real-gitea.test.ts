@@ -47,9 +47,8 @@ const waitForTask = (taskId: string, states: string[]) =>
 const commentIdOf = (d: HookDelivery): number | null => (JSON.parse(d.payload) as { comment?: { id?: number } }).comment?.id ?? null;
 
 /** Gitea's own delivery of comment `c`, with the repository named `owner/name` (same id), re-signed, under a new delivery id. */
-async function resendAs(real: HookDelivery, owner: string, name: string, commentBody?: string): Promise<{ status: number; body: any }> {
+async function resendAs(real: HookDelivery, owner: string, name: string): Promise<{ status: number; body: any }> {
   const payload = JSON.parse(real.payload) as { repository: Record<string, any>; comment: Record<string, any> };
-  if (commentBody !== undefined) payload.comment['body'] = commentBody;
   const r = payload.repository;
   const from = `/${r['full_name']}`;
   r['owner'] = { ...r['owner'], login: owner };
@@ -75,10 +74,22 @@ describe('repository names compare case-insensitively against a real Gitea (issu
   it('a repository first seen through a payload naming ACME/Widget is registered under the name Gitea has for its id: acme/widget', async () => {
     const quiet = await env.gitea.comment('alice', env.gitea.issueNumber, 'no mention, so nothing is registered');
     const ignored = await env.gitea.waitForDelivery(env.hookId, (d) => commentIdOf(d) === quiet.id, 30_000);
-    expect(ignored.status).toBe(200);
+    expect(ignored.status, ignored.responseBody).toBe(200);
     expect((await api('GET', '/overview')).body.repos).toEqual([]);
 
-    const first = await resendAs(ignored, 'ACME', 'Widget', '@ccweb-bot please summarise this issue');
+    // The mention is a real comment (since issue 29 the service reads each comment back from Gitea, so
+    // a changed text is refused): its own delivery is sent nowhere (Gitea records it as failed), so
+    // only the resent one, naming ACME/Widget, reaches the service.
+    await env.gitea.setWebhookUrl(env.hookId, 'http://127.0.0.1:9/nowhere');
+    let unsent: HookDelivery;
+    try {
+      const mention = await env.gitea.comment('alice', env.gitea.issueNumber, '@ccweb-bot please summarise this issue');
+      unsent = await env.gitea.waitForDelivery(env.hookId, (d) => commentIdOf(d) === mention.id, 30_000);
+    } finally {
+      await env.gitea.setWebhookUrl(env.hookId, env.webhookUrl);
+    }
+    expect(unsent.succeeded).toBe(false);
+    const first = await resendAs(unsent, 'ACME', 'Widget');
     expect(first.status).toBe(202);
     const done = await waitForTask(first.body.taskId, TERMINAL);
     expect(done.task).toMatchObject({ state: 'succeeded', repoKey: CANONICAL, owner: 'acme', repo: 'widget' });

@@ -241,8 +241,15 @@ async function seed(gitea: RealGitea, options: SeedOptions): Promise<SeededGitea
       return r.body.id;
     },
     async setWebhookUrl(hookId, target) {
-      const cur = await api<{ config: Record<string, string> }>(users.owner.login, 'GET', `/repos/${owner}/${repo}/hooks/${hookId}`);
-      await api(users.owner.login, 'PATCH', `/repos/${owner}/${repo}/hooks/${hookId}`, { config: { ...cur.body.config, url: target } }, 200);
+      const cur = await api<{ config: Record<string, string>; events: string[]; branch_filter: string; active: boolean }>(
+        users.owner.login,
+        'GET',
+        `/repos/${owner}/${repo}/hooks/${hookId}`,
+      );
+      // Gitea's PATCH replaces the hook's events and branch filter with the form's (none when absent:
+      // the hook would then fire for nothing), so the current ones are sent back with the new URL.
+      const { events, branch_filter, active } = cur.body;
+      await api(users.owner.login, 'PATCH', `/repos/${owner}/${repo}/hooks/${hookId}`, { config: { ...cur.body.config, url: target }, events, branch_filter, active }, 200);
     },
     async deliveries(hookId) {
       return (await ownerWeb()).hookDeliveries(owner, repo, hookId);
