@@ -1,7 +1,9 @@
 // One git worktree per resource (issue / pull request) over the repository's shared clone (issue 14):
 // the agent of issue #3 works in its own directory, so whatever it leaves there can never block the
-// tasks of issue #4. The shared clone (prepareWorkspace, context issue) holds the objects and the
-// remote-tracking refs and stays on the default branch; nobody works in it.
+// tasks of issue #4. The shared clone (prepareWorkspace, context issue, objectsOnly) holds the objects
+// and the remote-tracking refs and has no working tree (issue 33: a 10⁵-file tree is written once per
+// resource, not once more for nobody); nobody works in it. One made before that (with a checkout) is
+// left as it is.
 //
 // Layout: <root>/<instance>/<owner>/<repo> (the shared clone, unchanged) and
 // <root>/<instance>/.worktrees/<owner>/<repo>/<issue-N|pr-N> (Gitea owner names never start with '.',
@@ -76,8 +78,10 @@ export async function prepareResourceWorktree(input: ResourceWorktreeInput): Pro
     if (error instanceof WorkspacePathError) return { ok: false, code: 'path_invalid', retryable: false, message: error.message };
     throw error;
   }
-  // The shared clone: clone or fetch, on the default branch. Its own failures are the repository's.
+  // The shared clone: clone or fetch; objects and refs only (nobody works in it, every resource has
+  // its worktree). Its own failures are the repository's.
   const shared = await prepareWorkspace({
+    objectsOnly: true,
     root: input.root,
     owner: input.owner,
     repo: input.repo,
