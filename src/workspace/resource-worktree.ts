@@ -160,6 +160,9 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
     const current = (await git(['symbolic-ref', '--quiet', '--short', 'HEAD'], wtPath)).stdout.trim();
     if (inspection) {
       // Its own unfinished work (continueDirty): left exactly as it is.
+    } else if (head === upstreamSha && current === branch) {
+      // Already there (the resource's last task pushed this very commit): a checkout would only
+      // re-read a 10⁵-file index to change nothing (issue 33).
     } else if (head && current === branch && !(await isAncestor(git, head, upstreamSha, wtPath))) {
       // Unpublished local commits: keep them; publishing brings them onto the remote branch.
       keptLocalCommits = await countAhead(git, upstreamSha, head, wtPath);

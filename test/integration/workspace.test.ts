@@ -406,6 +406,19 @@ describe('resource worktree over smart HTTP', () => {
     expect(await readFile(path.join(full.path, 'left-behind.txt'), 'utf8')).toBe('nobody works here\n');
   });
 
+  it("a resource's worktree already at its branch's commit is not checked out again; one behind is moved", async () => {
+    const wt = path.join(wtRoot(), 'default', '.worktrees', 'acme', 'widget', 'issue-5');
+    const from = logs.length;
+    const again = await worktree({ resource: { kind: 'issue', number: 5 }, issueBranch: 'ccweb/issue-5' });
+    expect(again).toMatchObject({ ok: true, path: wt });
+    const checkouts = () => logs.slice(from).filter((e) => e.args.includes('checkout') && e.cwd === wt);
+    expect(checkouts()).toEqual([]);
+    const newer = await server.pushCommit('acme', 'widget', 'main', { 'NEWS.md': 'more news\n' });
+    const moved = await worktree({ resource: { kind: 'issue', number: 5 }, issueBranch: 'ccweb/issue-5' });
+    expect(moved).toMatchObject({ ok: true, path: wt, head: newer });
+    expect(checkouts()).toHaveLength(1);
+  });
+
   it('a shared clone with a half-done git operation still blocks the repository', async () => {
     const repoPath = path.join(wtRoot(), 'default', 'acme', 'widget');
     await writeFile(path.join(repoPath, '.git', 'index.lock'), '');
