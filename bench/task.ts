@@ -70,6 +70,8 @@ interface GitFloor {
   push?: number;
   pullRequest?: number;
   comments?: number;
+  /** `git status` in the reused worktree (what a task must know before it works in a tree again). */
+  status?: number;
 }
 
 /** The bare operations of one task on `repo`, by hand. `dir`: where the floor's clone lives. */
@@ -79,6 +81,7 @@ async function gitFloors(env: TaskBenchEnv, repo: string, dir: string, label: st
   const f: GitFloor = {};
   if (cold) f.clone = await timedMs(() => git(env, ['clone', '--quiet', '--', url, clone], dir));
   else f.fetch = await timedMs(() => git(env, ['fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/remotes/origin/*'], clone));
+  if (!cold) f.status = await timedMs(() => git(env, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], join(dir, 'wt-a')));
   const wt = join(dir, `wt-${label}`);
   f.worktreeAdd = await timedMs(() => git(env, ['worktree', 'add', '--quiet', '--no-track', '-B', `floor-${label}`, wt, 'origin/main'], clone));
   appendFileSync(join(wt, 'CHANGES.md'), `floor ${label}\n`);
@@ -436,9 +439,11 @@ async function main(): Promise<void> {
     const floorOf = (g: GitFloor, workspace: number): FloorSet => ({ workspace, thread: threadFloorMs, commit: g.commit!, push: g.push!, pullRequest: g.pullRequest!, verification: g.comments! });
     out.push(`## bench:task — ${shape.files.toLocaleString('en')} files, ${shape.commits.toLocaleString('en')} commits, ${(big.packedBytes / 1e6).toFixed(0)} MB packed`, '');
     out.push(`Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end; Node ${process.version}; git ${(await execFileP('git', ['--version'])).stdout.trim()}.`, '');
-    out.push(...taskTable('first task: first clone', first, floorOf(cold, cold.clone! ), { ...names, workspace: 'git clone' }));
+    out.push(...taskTable('first task: first clone', first, floorOf(cold, cold.clone!), { ...names, workspace: 'git clone' }));
+    out.push(`First task without the turn / bare clone: ${ratio(first.wholeMs - first.turnMs, cold.clone)} (${fmt(first.wholeMs - first.turnMs)} / ${fmt(cold.clone)}).`, '');
     out.push(...taskTable('later task, another issue', second, floorOf(warm, warm.fetch! + warm.worktreeAdd!), { ...names, workspace: 'git fetch + git worktree add' }));
-    out.push(...taskTable('later task, the same issue again', third, floorOf(warmAgain, warmAgain.fetch!), { ...names, workspace: 'git fetch' }));
+    out.push(...taskTable('later task, the same issue again', third, floorOf(warmAgain, warmAgain.fetch! + warmAgain.status!), { ...names, workspace: 'git fetch + git status' }));
+    out.push(`(The same issue's worktree is reused: its floor is the fetch (${fmt(warmAgain.fetch)}) and the \`git status\` (${fmt(warmAgain.status)}) that must find it clean before a task works in it again.)`, '');
     out.push(`Floors for reference: gitea-mcp alone (spawn, initialize, tools/list) ${mcps.map(fmt).join(', ')}; thread/start with it ${threads.map(fmt).join(', ')} (the first on a fresh app-server).`, '');
     out.push(`Memory during these tasks (peak RSS): service ${memory.serviceMb.toFixed(0)} MB, app-server ${memory.appServerMb.toFixed(0)} MB, below the app-server (gate, gitea-mcp, agent commands) ${memory.agentTreeMb.toFixed(0)} MB.`, '');
 
