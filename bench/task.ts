@@ -165,9 +165,17 @@ interface AuditEvent {
 }
 
 async function adminApi<T>(env: TaskBenchEnv, path: string): Promise<T> {
-  const res = await fetch(`${env.service.url}/api/gitea-workflow${path}`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
-  if (!res.ok) throw new Error(`${path}: ${res.status}`);
-  return (await res.json()) as T;
+  // A poll may meet a keep-alive connection the service is closing ("other side closed"): ask again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(`${env.service.url}/api/gitea-workflow${path}`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
+      if (!res.ok) throw new Error(`${path}: ${res.status}`);
+      return (await res.json()) as T;
+    } catch (error) {
+      if (attempt >= 5 || !(error instanceof TypeError)) throw error;
+      await sleep(200 * attempt);
+    }
+  }
 }
 
 async function allAudit(env: TaskBenchEnv, afterSeq: number): Promise<AuditEvent[]> {
@@ -447,6 +455,9 @@ async function main(): Promise<void> {
     out.push(`Floors for reference: gitea-mcp alone (spawn, initialize, tools/list) ${mcps.map(fmt).join(', ')}; thread/start with it ${threads.map(fmt).join(', ')} (the first on a fresh app-server).`, '');
     out.push(`Memory during these tasks (peak RSS): service ${memory.serviceMb.toFixed(0)} MB, app-server ${memory.appServerMb.toFixed(0)} MB, below the app-server (gate, gitea-mcp, agent commands) ${memory.agentTreeMb.toFixed(0)} MB.`, '');
 
+    // Printed now: a failure in the part below must not lose it.
+    console.log(out.join('\n'));
+    out.length = 0;
     // 3. N at once: N bare clones at once, then N first tasks on N repositories at once.
     if (CONCURRENT > 0) {
       say(`floor: ${CONCURRENT} clones at once …`);
