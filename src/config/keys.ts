@@ -266,6 +266,12 @@ export const KEYS = {
     expect: 'an integer number of milliseconds from 1000 to 86400000',
     fix: 'Set it to the longest a Codex turn may run, e.g. 1800000 (30 min, default).',
   },
+  workspaceTimeoutMs: {
+    env: 'CCWEB_WORKSPACE_TIMEOUT_MS',
+    schema: integer(1000, 24 * 60 * 60 * 1000),
+    expect: 'an integer number of milliseconds from 1000 to 86400000',
+    fix: "Set it to the longest a task's workspace preparation (clone or fetch, and its worktree) may take, e.g. 120000 (2 min, default); a first clone of a repository with 10⁵ files on a loaded host can take several minutes.",
+  },
   deliveryRetentionDays: {
     env: 'CCWEB_DELIVERY_RETENTION_DAYS',
     schema: integer(1, 3650),
@@ -362,6 +368,8 @@ export const DEFAULTS = {
   leaseTtlMs: 60_000,
   // Codex turns on real repositories (clone, build, test, reply) can take many minutes.
   turnTimeoutMs: 30 * 60_000,
+  // A clone over the network is the slow step; two minutes fit most repositories.
+  workspaceTimeoutMs: 120_000,
   logLevel: 'info' as LogLevel,
   locale: DEFAULT_LOCALE as Locale,
   // The receipt shows a task's progress by edits (issue 30): one every 15 s at most keeps a

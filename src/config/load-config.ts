@@ -55,6 +55,7 @@ export interface Config extends LimitsConfig {
   denyUsers: string[];
   leaseTtlMs: number;
   turnTimeoutMs: number;
+  workspaceTimeoutMs: number;
   logLevel: LogLevel;
   /** The language of the bot's own comments (receipts, failure results). Unset → `zh`. */
   locale?: Locale;
@@ -344,6 +345,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     denyUsers: (v['denyUsers'] as string[] | undefined) ?? [...DEFAULTS.denyUsers],
     leaseTtlMs: (v['leaseTtlMs'] as number | undefined) ?? DEFAULTS.leaseTtlMs,
     turnTimeoutMs: (v['turnTimeoutMs'] as number | undefined) ?? DEFAULTS.turnTimeoutMs,
+    workspaceTimeoutMs: (v['workspaceTimeoutMs'] as number | undefined) ?? DEFAULTS.workspaceTimeoutMs,
     logLevel: (v['logLevel'] as LogLevel | undefined) ?? DEFAULTS.logLevel,
     configFile,
     ...limitsConfigFrom(v),

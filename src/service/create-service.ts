@@ -225,6 +225,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       root: config.workspaceRoot,
       token: config.giteaToken,
       giteaUrl: config.giteaUrl,
+      timeoutMs: config.workspaceTimeoutMs,
       worktrees: { branchPrefix: config.branchPrefix ?? DEFAULTS.branchPrefix },
     }),
     publisher,

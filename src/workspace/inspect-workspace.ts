@@ -23,7 +23,7 @@ export type WorkspaceInspection =
 
 export async function inspectWorkspace(
   workspace: string,
-  options: { timeoutMs: number; logger?: GitLogger },
+  options: { timeoutMs: number; logger?: GitLogger; markersOnly?: boolean },
 ): Promise<WorkspaceInspection> {
   const gitDir = path.join(workspace, '.git');
   for (const marker of IN_PROGRESS_MARKERS) {
@@ -31,6 +31,8 @@ export async function inspectWorkspace(
       return { state: 'dirty', reason: `.git/${marker} exists (an interrupted or running git operation)` };
     }
   }
+  // A clone without a working tree (objects and refs only) has nothing for status to look at.
+  if (options.markersOnly) return { state: 'clean' };
   // --no-optional-locks: status must not take index.lock or rewrite the index.
   const args = ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=normal', '--ignore-submodules=none'];
   const result = await runGit(args, { cwd: workspace, timeoutMs: options.timeoutMs, logger: options.logger });

@@ -1,7 +1,9 @@
 // One git worktree per resource (issue / pull request) over the repository's shared clone (issue 14):
 // the agent of issue #3 works in its own directory, so whatever it leaves there can never block the
-// tasks of issue #4. The shared clone (prepareWorkspace, context issue) holds the objects and the
-// remote-tracking refs and stays on the default branch; nobody works in it.
+// tasks of issue #4. The shared clone (prepareWorkspace, context issue, objectsOnly) holds the objects
+// and the remote-tracking refs and has no working tree (issue 33: a 10⁵-file tree is written once per
+// resource, not once more for nobody); nobody works in it. One made before that (with a checkout) is
+// left as it is.
 //
 // Layout: <root>/<instance>/<owner>/<repo> (the shared clone, unchanged) and
 // <root>/<instance>/.worktrees/<owner>/<repo>/<issue-N|pr-N> (Gitea owner names never start with '.',
@@ -76,8 +78,10 @@ export async function prepareResourceWorktree(input: ResourceWorktreeInput): Pro
     if (error instanceof WorkspacePathError) return { ok: false, code: 'path_invalid', retryable: false, message: error.message };
     throw error;
   }
-  // The shared clone: clone or fetch, on the default branch. Its own failures are the repository's.
+  // The shared clone: clone or fetch; objects and refs only (nobody works in it, every resource has
+  // its worktree). Its own failures are the repository's.
   const shared = await prepareWorkspace({
+    objectsOnly: true,
     root: input.root,
     owner: input.owner,
     repo: input.repo,
@@ -156,6 +160,9 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
     const current = (await git(['symbolic-ref', '--quiet', '--short', 'HEAD'], wtPath)).stdout.trim();
     if (inspection) {
       // Its own unfinished work (continueDirty): left exactly as it is.
+    } else if (head === upstreamSha && current === branch) {
+      // Already there (the resource's last task pushed this very commit): a checkout would only
+      // re-read a 10⁵-file index to change nothing (issue 33).
     } else if (head && current === branch && !(await isAncestor(git, head, upstreamSha, wtPath))) {
       // Unpublished local commits: keep them; publishing brings them onto the remote branch.
       keptLocalCommits = await countAhead(git, upstreamSha, head, wtPath);

@@ -25,6 +25,13 @@ export interface PrepareWorkspaceInput {
   cloneUrl: string;
   token: string;
   context: WorkspaceContext;
+  /**
+   * Objects and refs only (the shared clone under per-resource worktrees, resource-worktree.ts):
+   * cloned without a checkout and never checked out, so a first task writes the tree once (in its
+   * worktree) instead of twice, and a later one does not `git status` a tree nobody works in. An
+   * in-progress marker still blocks it. Issue context only.
+   */
+  objectsOnly?: boolean;
   /** `repository.default_branch`; when absent, origin's HEAD is used. */
   defaultBranch?: string;
   /** Budget for the whole preparation; each git command gets what is left. Default 120 s. */
@@ -140,6 +147,8 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
   if (input.defaultBranch !== undefined && !isSafeBranchName(input.defaultBranch)) {
     throw new WorkspaceFailure('git_failed', false, 'default branch name is not acceptable');
   }
+  const objectsOnly = input.objectsOnly === true;
+  if (objectsOnly && input.context.kind !== 'issue') throw new WorkspaceFailure('git_failed', false, 'an objects-only clone has no pull request checkout');
   const deadline = Date.now() + (input.timeoutMs ?? DEFAULT_WORKSPACE_TIMEOUT_MS);
   const now = input.now ?? (() => new Date());
 
@@ -180,7 +189,7 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
     if (!gitStat.isDirectory()) {
       throw new WorkspaceFailure('workspace_dirty', false, '.git is not a directory (a worktree or gitdir link); left untouched');
     }
-    const inspection = await inspectWorkspace(workspace, { timeoutMs: remaining(), logger: input.logger });
+    const inspection = await inspectWorkspace(workspace, { timeoutMs: remaining(), logger: input.logger, markersOnly: objectsOnly });
     if (inspection.state === 'dirty') throw new WorkspaceFailure('workspace_dirty', false, inspection.reason);
     if (inspection.state === 'error') throw gitFailure(inspection.args, inspection.result);
     // The remote URL is ours to keep right (token-free); an agent may have changed it.
@@ -200,7 +209,7 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
         throw new WorkspaceFailure('workspace_dirty', false, 'workspace directory is not empty and not a git repository; left untouched');
       }
     }
-    await cloneInto(input, workspace, remaining, must);
+    await cloneInto(input, workspace, remaining, must, objectsOnly);
     action = 'cloned';
   }
   const lastFetchAt = now().toISOString();
@@ -221,6 +230,8 @@ async function prepare(input: PrepareWorkspaceInput, workspace: string): Promise
     startPoint = `refs/remotes/origin/${defaultBranch}`;
     const exists = await local(['rev-parse', '--verify', '--quiet', `${startPoint}^{commit}`]);
     if (!exists.ok) throw new WorkspaceFailure('git_failed', false, `default branch '${defaultBranch}' does not exist on origin`);
+    // Nothing to check out: the worktrees start from the remote-tracking ref.
+    if (objectsOnly) return { ok: true, path: workspace, head: exists.stdout.trim(), branch, defaultBranch, action, lastFetchAt };
   }
 
   // The tree was checked clean above (or is a fresh clone), so a plain checkout overwrites nothing
@@ -242,6 +253,7 @@ async function cloneInto(
   workspace: string,
   remaining: () => number,
   must: (args: string[], r: Promise<GitResult>) => Promise<GitResult>,
+  objectsOnly: boolean,
 ): Promise<void> {
   const parent = path.dirname(workspace);
   await mkdir(parent, { recursive: true });
@@ -249,8 +261,9 @@ async function cloneInto(
   // repository at the workspace path. The temporary directory is ours to remove.
   const temp = path.join(parent, `.ccweb-clone-${path.basename(workspace)}-${randomBytes(6).toString('hex')}`);
   // A full clone (with checkout), so an interrupted later step never leaves an unborn index that
-  // would look like every file was deleted.
-  const args = ['clone', '--quiet', '--origin', 'origin', '--', input.cloneUrl, temp];
+  // would look like every file was deleted — unless nobody ever looks at its tree (objectsOnly: its
+  // status is never asked, and the checkout would only double the first task's writing of the tree).
+  const args = ['clone', '--quiet', ...(objectsOnly ? ['--no-checkout'] : []), '--origin', 'origin', '--', input.cloneUrl, temp];
   try {
     await must(
       args,

@@ -104,9 +104,17 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
 
   it('an issue → exactly one open pull request from ccweb/issue-N holding the change, referencing the issue; main untouched', async () => {
     const n = env.gitea.issueNumber;
+    const gitLines = () => (existsSync(env.gitArgsLog) ? readFileSync(env.gitArgsLog, 'utf8').split('\n') : []);
+    const gitBefore = Math.max(0, gitLines().length - 1);
     const taskId = await mention(n, 'please fix the flaky login test (change-file)');
     const d = await waitForTask(taskId);
     expect(d.task.state, JSON.stringify(d.task)).toBe('succeeded');
+    // What it cost in git (issue 33: on a 10⁵-file tree every status is as dear as the commit): one
+    // status of the worktree (the fast path's, reused for the commit), the branch read from Gitea
+    // once before the push and once after it (the read-back).
+    const gitRun = gitLines().slice(gitBefore);
+    expect(gitRun.filter((l) => l.startsWith('--no-optional-locks status --porcelain=v1 -z --untracked-files=all'))).toHaveLength(1);
+    expect(gitRun.filter((l) => / ls-remote --heads -- /.test(` ${l}`) && l.endsWith(`refs/heads/ccweb/issue-${n}`))).toHaveLength(2);
     const pulls = (await openPulls()).filter((p) => p.head.ref === `ccweb/issue-${n}`);
     expect(pulls).toHaveLength(1);
     firstPr = pulls[0]!;

@@ -382,6 +382,54 @@ describe('resource worktree over smart HTTP', () => {
     expect(await git(r.path, 'symbolic-ref', '--short', 'HEAD')).toBe('ccweb/issue-4');
   });
 
+  it('the shared clone has no working tree: the files are written once, in the worktree (issue 33)', async () => {
+    const repoPath = path.join(wtRoot(), 'default', 'acme', 'widget');
+    expect((await readdir(repoPath)).sort()).toEqual(['.git']);
+    expect(existsSync(path.join(wtRoot(), 'default', '.worktrees', 'acme', 'widget', 'issue-4', 'src', 'index.js'))).toBe(true);
+    // A later task fetches into it without asking `git status` about a tree nobody checked out
+    // (which would list every file as deleted) and without checking anything out there.
+    const newHead = await server.pushCommit('acme', 'widget', 'main', { 'NEWS.md': 'news\n' });
+    const r = await worktree({ resource: { kind: 'issue', number: 5 }, issueBranch: 'ccweb/issue-5' });
+    if (!r.ok) throw new Error(`expected success, got ${r.code}: ${r.message}`);
+    expect(r.head).toBe(newHead);
+    expect(await readFile(path.join(r.path, 'NEWS.md'), 'utf8')).toBe('news\n');
+    expect((await readdir(repoPath)).sort()).toEqual(['.git']);
+  });
+
+  it('a shared clone made with a checkout (before issue 33) keeps working, and its tree is no longer inspected', async () => {
+    const oldRoot = path.join(tmp, 'ws-worktrees-old');
+    const full = ok(await prepare({ root: oldRoot }));
+    await writeFile(path.join(full.path, 'left-behind.txt'), 'nobody works here\n');
+    const r = await worktree({ root: oldRoot });
+    if (!r.ok) throw new Error(`expected success, got ${r.code}: ${r.message}`);
+    expect(r.repoPath).toBe(full.path);
+    expect(await readFile(path.join(full.path, 'left-behind.txt'), 'utf8')).toBe('nobody works here\n');
+  });
+
+  it("a resource's worktree already at its branch's commit is not checked out again; one behind is moved", async () => {
+    const wt = path.join(wtRoot(), 'default', '.worktrees', 'acme', 'widget', 'issue-5');
+    const from = logs.length;
+    const again = await worktree({ resource: { kind: 'issue', number: 5 }, issueBranch: 'ccweb/issue-5' });
+    expect(again).toMatchObject({ ok: true, path: wt });
+    const checkouts = () => logs.slice(from).filter((e) => e.args.includes('checkout') && e.cwd === wt);
+    expect(checkouts()).toEqual([]);
+    const newer = await server.pushCommit('acme', 'widget', 'main', { 'NEWS.md': 'more news\n' });
+    const moved = await worktree({ resource: { kind: 'issue', number: 5 }, issueBranch: 'ccweb/issue-5' });
+    expect(moved).toMatchObject({ ok: true, path: wt, head: newer });
+    expect(checkouts()).toHaveLength(1);
+  });
+
+  it('a shared clone with a half-done git operation still blocks the repository', async () => {
+    const repoPath = path.join(wtRoot(), 'default', 'acme', 'widget');
+    await writeFile(path.join(repoPath, '.git', 'index.lock'), '');
+    try {
+      const r = await worktree({ resource: { kind: 'issue', number: 6 }, issueBranch: 'ccweb/issue-6' });
+      expect(r).toMatchObject({ ok: false, code: 'workspace_dirty' });
+    } finally {
+      await unlink(path.join(repoPath, '.git', 'index.lock'));
+    }
+  });
+
   it('a pull request without refs/pull/N/head: git_failed, not retryable, said so', async () => {
     const r = await worktree({ resource: { kind: 'pull_request', number: 998 } });
     expect(r).toEqual({

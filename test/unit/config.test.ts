@@ -64,6 +64,7 @@ describe('loadConfig', () => {
       denyUsers: [],
       leaseTtlMs: 60_000,
       turnTimeoutMs: 1_800_000,
+      workspaceTimeoutMs: 120_000,
       logLevel: 'info',
       configFile: null,
       agentIsolation: 'on',
@@ -94,6 +95,7 @@ describe('loadConfig', () => {
       CCWEB_DENY_USERS: 'mallory',
       CCWEB_LEASE_TTL_MS: '30000',
       CCWEB_TURN_TIMEOUT_MS: '600000',
+      CCWEB_WORKSPACE_TIMEOUT_MS: '900000',
       CCWEB_LOG_LEVEL: 'DEBUG',
     });
     expect(config).toMatchObject({
@@ -113,8 +115,13 @@ describe('loadConfig', () => {
       denyUsers: ['mallory'],
       leaseTtlMs: 30000,
       turnTimeoutMs: 600000,
+      workspaceTimeoutMs: 900000,
       logLevel: 'debug',
     });
+  });
+
+  it('CCWEB_WORKSPACE_TIMEOUT_MS out of range names the key and the fix', () => {
+    expect(() => load({ ...REQUIRED, CCWEB_WORKSPACE_TIMEOUT_MS: '10' })).toThrow(/CCWEB_WORKSPACE_TIMEOUT_MS[\s\S]*120000/);
   });
 
   it('workspace root follows a configured data dir', () => {

@@ -47,6 +47,11 @@ export interface RealGiteaOptions {
   rootUrl?: string;
   /** Start-up timeout. Default 60 s. */
   timeoutMs?: number;
+  /**
+   * `[security] IMPORT_LOCAL_PATHS`: admins may migrate a repository from a folder on this machine
+   * (bench/task.ts imports its generated big repository that way: a local clone hardlinks the packs).
+   */
+  importLocalPaths?: boolean;
 }
 
 const live = new Set<ChildProcess>();
@@ -91,7 +96,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string; rootUrl?: string | undefined }): string {
+function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string; rootUrl?: string | undefined; importLocalPaths?: boolean | undefined }): string {
   const secret = () => randomBytes(32).toString('hex');
   // Root may run it only with these two lines at the very top (tests run as root on CI machines).
   const asRoot = process.getuid?.() === 0 ? `I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true\nRUN_USER = root\n` : '';
@@ -127,7 +132,7 @@ INTERNAL_TOKEN = ${secret()}
 PASSWORD_HASH_ALGO = pbkdf2_hi
 MIN_PASSWORD_LENGTH = 8
 PASSWORD_COMPLEXITY = off
-
+${o.importLocalPaths ? 'IMPORT_LOCAL_PATHS = true\n' : ''}
 [service]
 DISABLE_REGISTRATION = true
 REQUIRE_SIGNIN_VIEW = false
@@ -201,7 +206,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = options.port ?? (await freePort());
-    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn', rootUrl: options.rootUrl }));
+    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn', rootUrl: options.rootUrl, importLocalPaths: options.importLocalPaths }));
     if (attempt === 0) await cli(['migrate']);
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(install.binary, ['--config', iniPath, 'web', '--port', String(port)], {
