@@ -93,7 +93,10 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
 
     const variant = comment('ALICE', 'Widgets', 920002);
     expect(await h.post(variant.body, variant.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
-    expect(h.store.count('tasks')).toBe(1);
+    // The thread's one disabled notice of the day (issue 29, finding 5) is a task that never runs, under the stored keys.
+    expect(h.store.count('tasks')).toBe(2);
+    const notice = h.store.list<TaskRecord>('tasks').find((t) => t.state === 'rejected')!;
+    expect(notice.repoKey).toBe(CANONICAL);
     const refused = h.store.audit().filter((e) => e.action === 'webhook.repository_disabled');
     expect(refused.map((e) => e.metadata?.['repoKey'])).toEqual([CANONICAL]);
 

@@ -19,6 +19,10 @@ export const machine = createMachine({
       }
     },
     "queued": {
+      "tags": [
+        "claimable",
+        "cancelledByStop"
+      ],
       "description": "Waiting for the scheduler to take the repository lease.",
       "on": {
         "CLAIM": {
@@ -36,6 +40,10 @@ export const machine = createMachine({
       }
     },
     "preparing": {
+      "tags": [
+        "holdsLease",
+        "abortedByStop"
+      ],
       "description": "Lease held: workspace clone/fetch, receipt, Codex thread start or resume.",
       "on": {
         "WORKSPACE_READY": {
@@ -86,6 +94,10 @@ export const machine = createMachine({
       }
     },
     "running": {
+      "tags": [
+        "holdsLease",
+        "abortedByStop"
+      ],
       "description": "A Codex turn is in flight on the resource thread.",
       "on": {
         "TURN_REPLIED": [
@@ -138,6 +150,9 @@ export const machine = createMachine({
       }
     },
     "waiting_user": {
+      "tags": [
+        "cancelledByStop"
+      ],
       "description": "The agent asked the commenter something; the thread is kept, the lease released.",
       "on": {
         "USER_REPLIED": "queued",
@@ -156,6 +171,11 @@ export const machine = createMachine({
       }
     },
     "publishing": {
+      "tags": [
+        "holdsLease",
+        "abortedByStop",
+        "resumable"
+      ],
       "description": "Change delivery: commit what the turn left, push the resource branch, open or reuse its pull request, read Gitea back. Idempotent (check-then-act on Gitea), so a restart resumes it under a new lease.",
       "on": {
         "PUBLISHED": "verifying_reply",
@@ -174,6 +194,11 @@ export const machine = createMachine({
       }
     },
     "verifying_reply": {
+      "tags": [
+        "holdsLease",
+        "abortedByStop",
+        "resumable"
+      ],
       "description": "The agent posted its answer through gitea-mcp; reading Gitea back to prove it landed.",
       "on": {
         "REPLY_CONFIRMED": "succeeded",
@@ -201,6 +226,10 @@ export const machine = createMachine({
       }
     },
     "retry_wait": {
+      "tags": [
+        "claimable",
+        "cancelledByStop"
+      ],
       "description": "Waiting for nextRetryAt; resumes where the failure happened (retryTarget).",
       "on": {
         "RETRY_DUE": [
@@ -235,6 +264,9 @@ export const machine = createMachine({
       }
     },
     "blocked_workspace": {
+      "tags": [
+        "cancelledByStop"
+      ],
       "description": "Dirty or locked workspace: nothing is reset; an operator clears it or cancels.",
       "on": {
         "UNBLOCK": {
@@ -252,6 +284,9 @@ export const machine = createMachine({
       }
     },
     "aborting": {
+      "tags": [
+        "holdsLease"
+      ],
       "description": "Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn's processes are gone.",
       "on": {
         "ABORT_CONFIRMED": "aborted",
