@@ -15,6 +15,7 @@ import { startSandboxEnvironment, type SandboxEnvironment } from '../../test/sup
 import { GITEA_MCP_PIN, installGiteaMcp, isGiteaMcpInstalled } from '../../scripts/install-gitea-mcp.mjs';
 import { PORTS, parseDemoArgs, type DemoOptions } from './demo-args.js';
 import { UsageError } from './usage-error.js';
+import { nodeVersionWarning } from '../service/node-version.js';
 
 interface TaskView {
   taskId: string;
@@ -180,6 +181,8 @@ function isEntryPoint(): boolean {
   }
 }
 if (isEntryPoint()) {
+  const oldNode = nodeVersionWarning(process.version);
+  if (oldNode) process.stderr.write(`${oldNode}\n`);
   try {
     await runDemo(parseDemoArgs(process.argv.slice(2), process.env));
   } catch (err) {
