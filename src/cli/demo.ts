@@ -50,7 +50,14 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     cleaned = true;
     await service?.close().catch(() => undefined);
     await env?.close().catch(() => undefined);
-    rmSync(root, { recursive: true, force: true });
+    // Ctrl-C reaches the whole process group: the app-server's and git's children die on their own and may
+    // still be writing their files while this runs, which makes one pass fail with ENOTEMPTY and left the
+    // folder behind (issue 32). Retry, and say so if it still fails.
+    try {
+      rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    } catch (err) {
+      console.error(`demo: could not remove ${root}: ${err instanceof Error ? err.message : String(err)}`);
+    }
   };
   const stop = (code: number) => {
     void cleanup().finally(() => process.exit(code));

@@ -78,6 +78,7 @@ describe("docs/OPERATIONS.md's install steps on a fresh Debian 12 [real gitea-mc
       let text = '';
       child.stdout.on('data', (d: Buffer) => (text += d.toString()));
       child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+      child.on('error', (err) => resolve({ code: -1, text: `${text}\nbwrap did not start: ${err.message} (apt-get install bubblewrap)` }));
       child.on('close', (code) => resolve({ code, text }));
     });
     writeFileSync(join(tmpdir(), 'ccweb-install-steps.log'), out.text);
