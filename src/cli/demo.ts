@@ -44,21 +44,16 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-demo-'));
   let env: SandboxEnvironment | null = null;
   let service: Awaited<ReturnType<typeof startService>> | null = null;
-  let cleaned = false;
-  const cleanup = async () => {
-    if (cleaned) return;
-    cleaned = true;
-    await service?.close().catch(() => undefined);
-    await env?.close().catch(() => undefined);
-    // Ctrl-C reaches the whole process group: the app-server's and git's children die on their own and may
-    // still be writing their files while this runs, which makes one pass fail with ENOTEMPTY and left the
-    // folder behind (issue 32). Retry, and say so if it still fails.
-    try {
-      rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
-    } catch (err) {
-      console.error(`demo: could not remove ${root}: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  };
+  // One cleanup, however many signals arrive: Ctrl-C under `npm run demo` delivers SIGINT twice (the terminal's
+  // to the whole group, and npm forwards its own), and a second call that exited at once cut the first short
+  // before the folder was removed (issue 32). Every caller waits for the same promise.
+  let cleaning: Promise<void> | null = null;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      await service?.close().catch(() => undefined);
+      await env?.close().catch(() => undefined);
+      rmSync(root, { recursive: true, force: true });
+    })());
   const stop = (code: number) => {
     void cleanup().finally(() => process.exit(code));
   };
