@@ -69,6 +69,8 @@ describe("docs/OPERATIONS.md's install steps on a fresh Debian 12 [real gitea-mc
       '--unshare-pid', '--die-with-parent', '--cap-add', 'ALL',
       '/usr/bin/env', '-i', 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'HOME=/root', 'LANG=C.UTF-8',
       'DEBIAN_FRONTEND=noninteractive',
+      // This machine's trust again (see above): node's own CA list does not hold an intercepting proxy's CA.
+      'NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt',
       `GITEA_URL=${gitea.url}`, `BOT_TOKEN=${gitea.users.bot.token}`, 'CCWEB_SOURCE=/host/src.git',
       ...(archive ? ['CCWEB_GITEA_MCP_SOURCE=/host/gitea-mcp-src.tar.gz'] : []),
       '/bin/bash', '/host/steps.sh',
