@@ -27,6 +27,7 @@ debian_rootfs() {
     local dir; dir=$(mktemp -d "$cache/.rootfs-XXXXXX")
     debootstrap --variant=minbase --include=ca-certificates bookworm "$dir" http://deb.debian.org/debian >&2
     rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+    chmod 0755 "$dir"   # mktemp made it 0700; it becomes the root filesystem's /
     tar -C "$dir" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
     rm -rf "$dir"
   fi

@@ -10,7 +10,7 @@
 // `install-step=systemd` (no systemd runs in the root filesystem; the unit is checked by
 // test/unit/deploy-systemd.test.ts). The repository is cloned from this checkout's HEAD (CCWEB_SOURCE): commit before running it.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +29,8 @@ beforeAll(async () => {
   if (!existsSync(base)) throw new Error(`no Debian root filesystem at ${base}: run \`bash scripts/test-image/bases.sh\` (npm run test:install does)`);
   mkdirSync(rootfs);
   execFileSync('tar', ['-C', rootfs, '-xf', base]);
+  // `/` as on any Debian (tar restores the tarball's own top folder, made by mktemp with mode 0700).
+  chmodSync(rootfs, 0o755);
   // This machine's trust and name resolution (an intercepting proxy's CA where there is one): environment, not steps.
   if (existsSync('/usr/local/share/ca-certificates')) cpSync('/usr/local/share/ca-certificates', join(rootfs, 'usr/local/share/ca-certificates'), { recursive: true });
   cpSync('/etc/ssl/certs/ca-certificates.crt', join(rootfs, 'etc/ssl/certs/ca-certificates.crt'));
