@@ -8,7 +8,7 @@
 // this machine's /usr/local/go is copied in instead), `install-step=login` (a Codex login needs a person and
 // an account: CODEX_HOME gets the scripted model's config.toml instead, as every e2e test does),
 // `install-step=systemd` (no systemd runs in the root filesystem; the unit is checked by
-// test/unit/deploy-systemd.test.ts). The repository is cloned from this checkout's HEAD (CCWEB_SOURCE): commit before running it.
+// test/unit/deploy-systemd.test.ts). The repository is cloned from this checkout's HEAD (REPO_URL): commit before running it.
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
@@ -73,7 +73,7 @@ describe("docs/OPERATIONS.md's install steps on a fresh Debian 12 [real gitea-mc
       'DEBIAN_FRONTEND=noninteractive',
       // This machine's trust again (see above): node's own CA list does not hold an intercepting proxy's CA.
       'NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt',
-      `GITEA_URL=${gitea.url}`, `BOT_TOKEN=${gitea.users.bot.token}`, 'CCWEB_SOURCE=/host/src.git',
+      `GITEA_URL=${gitea.url}`, `BOT_TOKEN=${gitea.users.bot.token}`, 'REPO_URL=/host/src.git',
       ...(archive ? ['CCWEB_GITEA_MCP_SOURCE=/host/gitea-mcp-src.tar.gz'] : []),
       '/bin/bash', '/host/steps.sh',
     ];
