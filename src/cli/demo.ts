@@ -15,6 +15,7 @@ import { startSandboxEnvironment, type SandboxEnvironment } from '../../test/sup
 import { GITEA_MCP_PIN, installGiteaMcp, isGiteaMcpInstalled } from '../../scripts/install-gitea-mcp.mjs';
 import { PORTS, parseDemoArgs, type DemoOptions } from './demo-args.js';
 import { UsageError } from './usage-error.js';
+import { nodeVersionWarning } from '../service/node-version.js';
 
 interface TaskView {
   taskId: string;
@@ -43,14 +44,16 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-demo-'));
   let env: SandboxEnvironment | null = null;
   let service: Awaited<ReturnType<typeof startService>> | null = null;
-  let cleaned = false;
-  const cleanup = async () => {
-    if (cleaned) return;
-    cleaned = true;
-    await service?.close().catch(() => undefined);
-    await env?.close().catch(() => undefined);
-    rmSync(root, { recursive: true, force: true });
-  };
+  // One cleanup, however many signals arrive: Ctrl-C under `npm run demo` delivers SIGINT twice (the terminal's
+  // to the whole group, and npm forwards its own), and a second call that exited at once cut the first short
+  // before the folder was removed (issue 32). Every caller waits for the same promise.
+  let cleaning: Promise<void> | null = null;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      await service?.close().catch(() => undefined);
+      await env?.close().catch(() => undefined);
+      rmSync(root, { recursive: true, force: true });
+    })());
   const stop = (code: number) => {
     void cleanup().finally(() => process.exit(code));
   };
@@ -180,6 +183,8 @@ function isEntryPoint(): boolean {
   }
 }
 if (isEntryPoint()) {
+  const oldNode = nodeVersionWarning(process.version);
+  if (oldNode) process.stderr.write(`${oldNode}\n`);
   try {
     await runDemo(parseDemoArgs(process.argv.slice(2), process.env));
   } catch (err) {

@@ -109,6 +109,17 @@ function generatedProtocolVersion(): string | null {
 }
 
 async function checkCodex(command: string, env: DoctorOptions['env'], timeoutMs: number): Promise<CheckResult> {
+  // Codex exits 1 at start when its home is missing, which reads like a broken binary (issue 32): name the
+  // folder instead. A fresh install has none until `codex login` (or systemd's StateDirectory=) makes it.
+  const codexHome = codexHomeOf({ env: { ...env } });
+  if (!existsSync(codexHome)) {
+    return {
+      status: 'fail',
+      check: 'codex',
+      detail: `CODEX_HOME ${codexHome} does not exist`,
+      fix: `create it as the service user (\`mkdir -m 700 ${codexHome}\`) and log in there: \`CODEX_HOME=${codexHome} npx codex login\` from the service's folder (docs/OPERATIONS.md, Codex)`,
+    };
+  }
   const conn = new CodexAppServerConnection({
     command,
     env: { ...env },
@@ -323,15 +334,17 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   }
 
   await run('git', checkGit);
-  const codexCommand = config?.codexCommand ?? options.env['CCWEB_CODEX_COMMAND'] ?? bundledCodexCommand();
-  await run('codex', () => checkCodex(codexCommand, options.env, timeoutMs));
-  await run('codex-account', () => checkCodexAccount(codexCommand, options.env, timeoutMs));
   if (config === null) {
-    for (const name of NEED_CONFIG) {
-      if (!skip.has(name)) report({ status: 'skip', check: name, detail: 'needs a valid configuration', fix: 'fix the config lines above' });
+    // Without a configuration the codex checks would fail for reasons that are not Codex's (issue 32):
+    // say what to configure first, and check the rest once it loads.
+    for (const name of ['codex', 'codex-account', ...NEED_CONFIG] as const) {
+      if (!skip.has(name)) report({ status: 'skip', check: name, detail: 'needs a valid configuration', fix: 'configure first: fix the config lines above, then run doctor again' });
     }
     return results;
   }
+  const codexCommand = config.codexCommand ?? bundledCodexCommand();
+  await run('codex', () => checkCodex(codexCommand, options.env, timeoutMs));
+  await run('codex-account', () => checkCodexAccount(codexCommand, options.env, timeoutMs));
   const c = config;
   await run('agent-isolation', () => checkAgentIsolation(c, options.env, timeoutMs));
   await run('gitea-mcp', () => checkMcp(c, timeoutMs, options.env['PATH']));

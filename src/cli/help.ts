@@ -46,7 +46,7 @@ Examples:
   CCWEB_ADMIN_TOKEN=… ccweb-gitea serve
   ccweb-gitea serve --config /etc/ccweb-gitea/config.json
 `,
-  doctor: `Usage: ccweb-gitea doctor [--config PATH] [--repo OWNER/NAME] [--skip CHECKS] [--json]
+  doctor: `Usage: ccweb-gitea doctor [--config PATH] [--repo OWNER/NAME] [--skip CHECKS] [--only CHECKS] [--json]
 
 Checks the setup with the same configuration as serve and prints one line per check:
   ok|warn|fail|skip  <check>  <detail>  → <fix>
@@ -60,6 +60,7 @@ Options:
   --config PATH        as for serve
   --repo OWNER/NAME    also check the token can read this repository's collaborators
   --skip CHECKS        comma-separated checks to leave out, e.g. codex,gitea-mcp
+  --only CHECKS        run only these, e.g. config,data-dir (the systemd unit's ExecStartPre)
   --json               one JSON object per check instead of text
   -h, --help           show this help
 

@@ -4,7 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { resolve } from 'node:path';
 import { configReferenceTable } from './config-reference.js';
 import { DEMO_ARG_OPTIONS, parseDemoArgs } from './demo-args.js';
-import { formatCheck, runDoctor } from './doctor.js';
+import { DOCTOR_CHECKS, formatCheck, runDoctor } from './doctor.js';
 import { exportAudit } from './export-audit.js';
 import { COMMAND_HELP, COMMANDS, MAIN_HELP } from './help.js';
 import { serve } from './serve.js';
@@ -54,16 +54,23 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       return null;
     }
     case 'doctor': {
-      const p = parse(command, args, { config: { type: 'string' }, repo: { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean' } });
+      const p = parse(command, args, { config: { type: 'string' }, repo: { type: 'string' }, skip: { type: 'string' }, only: { type: 'string' }, json: { type: 'boolean' } });
       if (p.values['help']) return out(COMMAND_HELP['doctor']!), 0;
       const json = p.values['json'] === true;
       const repo = str(p.values['repo']);
+      const list = (key: 'skip' | 'only') => (str(p.values[key]) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+      // --only: the checks a unit's ExecStartPre may stop a start for (configuration, data directory),
+      // written as what to keep, so a check added later is left out rather than suddenly blocking starts.
+      const only = list('only');
+      const unknown = only.filter((c) => !(DOCTOR_CHECKS as readonly string[]).includes(c));
+      if (unknown.length > 0) throw new UsageError(`doctor: --only ${unknown.join(',')}: no such check (checks: ${DOCTOR_CHECKS.join(', ')})`);
+      const skip = new Set([...list('skip'), ...(only.length > 0 ? DOCTOR_CHECKS.filter((c) => !only.includes(c)) : [])]);
       const results = await runDoctor({
         env: io.env,
         argv: args,
         cwd: io.cwd,
         ...(repo ? { repo } : {}),
-        skip: new Set((str(p.values['skip']) ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+        skip,
         onResult: (r) => out(json ? JSON.stringify(r) : formatCheck(r)),
       });
       const failed = results.filter((r) => r.status === 'fail').length;

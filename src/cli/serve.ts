@@ -5,6 +5,7 @@
 import { ConfigError, loadConfig } from '../config/index.js';
 import { weakSecretProblems } from '../config/secret-strength.js';
 import { StartAborted, startService } from '../service/create-service.js';
+import { nodeVersionWarning } from '../service/node-version.js';
 import { EXIT_CODES, OperatorError, formatOperatorError } from '../service/operator-error.js';
 
 /** How long a graceful stop may take before the process exits anyway (systemd's default stop timeout is 90 s). */
@@ -19,6 +20,8 @@ function fail(lines: string, code: number): never {
 import { IsolationUnavailableError } from '../isolation/service-isolation.js';
 
 export async function serve(argv: readonly string[]): Promise<void> {
+  const oldNode = nodeVersionWarning(process.version);
+  if (oldNode) process.stderr.write(`${oldNode}\n`);
   let config;
   try {
     config = loadConfig({ env: process.env, argv: argv.filter((a) => a !== ALLOW_WEAK_SECRETS_FLAG) });
@@ -60,7 +63,7 @@ export async function serve(argv: readonly string[]): Promise<void> {
     if (err instanceof StartAborted) process.exit(0);
     if (err instanceof OperatorError) fail(formatOperatorError(err), err.exitCode);
     // Agent isolation (issue 16) keeps its own documented answer: the reason, both ways out, exit 2.
-    if (err instanceof IsolationUnavailableError) fail(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.`, 2);
+    if (err instanceof IsolationUnavailableError) fail(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.`, EXIT_CODES.isolation);
     throw err;
   }
   const running = service;

@@ -13,7 +13,16 @@ export const EXIT_CODES = {
   tempFail: 75, // EX_TEMPFAIL
   /** Stopping took longer than the shutdown deadline; the process exited anyway. */
   shutdownTimeout: 75,
+  /** Agent isolation does not hold on this host (src/isolation/service-isolation.ts); also a usage error of the CLI. */
+  isolation: 2,
 } as const;
+
+/**
+ * The exit codes a restart cannot cure: the unit's `RestartPreventExitStatus=` lists exactly these
+ * (deploy/systemd/ccweb-gitea.service; test/unit/deploy-systemd.test.ts checks it). Not 75: another
+ * process holding the data directory, or a slow stop, may be gone at the next try. Not 1: a crash.
+ */
+export const RESTART_CANNOT_CURE: readonly number[] = [EXIT_CODES.isolation, EXIT_CODES.unavailable, EXIT_CODES.cantCreate, EXIT_CODES.config];
 
 export class OperatorError extends Error {
   override readonly name = 'OperatorError';

@@ -50,10 +50,14 @@ describe('npm run demo [real gitea-mcp]', () => {
   }, 180_000);
 
   it('keeps running: the printed curl command comments as alice and the bot answers; Ctrl-C removes the folder', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/demo.ts'], {
+    // `npm run demo` as the README says, in its own process group, so that "Ctrl-C" below is what a terminal
+    // does: SIGINT to every process of the group at once, npm included, which forwards it to the demo a
+    // second time (issue 32: the second signal ended the demo before its folder was removed).
+    const child = spawn('npm', ['run', '--silent', 'demo'], {
       cwd: root,
       env: { ...process.env, CCWEB_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
     });
     let stdout = '';
     let stderr = '';
@@ -84,7 +88,7 @@ describe('npm run demo [real gitea-mcp]', () => {
       }
       expect(answer?.body, `no answer to the curl comment:\n${stdout}\n${stderr}`).toMatch(/Done\. I looked at the request/);
     } finally {
-      child.kill('SIGINT');
+      process.kill(-child.pid!, 'SIGINT');
     }
     expect(await exited).toBe(0);
     const folder = folderOf(stdout);
