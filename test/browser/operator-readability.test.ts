@@ -173,9 +173,12 @@ describe.each(VIEWPORTS)('admin page at $width×$height', (viewport) => {
       await page.waitForSelector(`tr[data-task-id="${REJECTED}"]`);
       expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
       expect(await clipped(page, '#tasks')).toEqual([]);
-      const errorCell = (id: string) => page.$eval(`tr[data-task-id="${id}"] td.error-code`, (td) => td.textContent);
+      // The code, and under it its one-line meaning (issue 30).
+      const errorCell = (id: string) => page.$eval(`tr[data-task-id="${id}"] td.error-code`, (td) => td.querySelector('.mono')?.textContent ?? td.textContent);
+      const meaningOf = (id: string) => page.$eval(`tr[data-task-id="${id}"] td.error-code`, (td) => td.querySelector('.meaning')?.textContent ?? '');
       expect(await errorCell(REJECTED)).toBe('actor_not_authorized');
       expect(await errorCell(FAILED)).toBe('mcp_command_missing');
+      expect(await meaningOf(FAILED)).toMatch(/could not be started/);
       expect(await errorCell(WORKED)).toBe('');
       // Each state label lies wholly inside its cell and inside the window.
       const labels = await page.$$eval('#tasks td .state', (spans) =>
@@ -327,10 +330,14 @@ describe.each(VIEWPORTS)('visualizer at $width×$height', (viewport) => {
   it('actor list: ids and states uncut; the kind filter follows the machine', async () => {
     const { page, errors } = await signedIn(viewport, '/visualizer');
     try {
-      await page.waitForSelector(`#actor-list a[data-actor-id="${taskActorId(REJECTED)}"]`);
+      // Live actors first; finished ones (the rejected task) in their own list (issue 30).
+      await page.waitForSelector(`#finished-actor-list a[data-actor-id="${taskActorId(REJECTED)}"]`, { state: 'attached' });
       expect(await clipped(page, '#actor-list')).toEqual([]);
-      const shown = await page.$$eval('#actor-list .actor-id', (ss) => ss.map((s) => s.textContent));
-      expect(shown).toEqual(expect.arrayContaining([taskActorId(WORKED), taskActorId(REJECTED), sessionActorId(RESOURCE)]));
+      const live = await page.$$eval('#actor-list .actor-id', (ss) => ss.map((s) => s.textContent));
+      const finished = await page.$$eval('#finished-actor-list .actor-id', (ss) => ss.map((s) => s.textContent));
+      expect(live).toContain(sessionActorId(RESOURCE));
+      expect(live).not.toContain(taskActorId(REJECTED));
+      expect([...live, ...finished]).toEqual(expect.arrayContaining([taskActorId(WORKED), taskActorId(REJECTED), sessionActorId(RESOURCE)]));
 
       await page.selectOption('#actor-kind', 'task');
       await page.waitForFunction(() => [...document.querySelectorAll('#actor-list a')].every((a) => a.getAttribute('data-actor-id')!.startsWith('task:')));

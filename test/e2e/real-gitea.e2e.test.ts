@@ -170,9 +170,12 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
     const all = await env.gitea.deliveries(env.hookId);
     const own = all.filter((d) => (JSON.parse(d.payload) as { sender: { login: string } }).sender.login === 'ccweb-bot');
     expect(own.length).toBeGreaterThanOrEqual(8);
+    // A new comment of the bot's is ignored as its own; an edit (the receipt's progress, issue 30) as an edit.
+    const action = (d: { payload: string }) => (JSON.parse(d.payload) as { action: string }).action;
+    expect(own.filter((d) => action(d) === 'created').length).toBeGreaterThanOrEqual(8);
     for (const d of own) {
       expect(d.status, d.uuid).toBe(200);
-      expect(JSON.parse(d.responseBody), d.uuid).toEqual({ status: 'ignored', reason: 'bot_self_comment' });
+      expect(JSON.parse(d.responseBody), d.uuid).toEqual({ status: 'ignored', reason: action(d) === 'edited' ? 'edited_comment' : 'bot_self_comment' });
     }
     const before = await api<{ total: number }>('/tasks?pageSize=1');
     const n = await env.gitea.createIssue('alice', 'The bot talks to itself');
