@@ -25,6 +25,9 @@ import { getHeader, type WebhookHeaders } from '../webhook/headers.js';
 import { INSTANCE_ID, commentTriggerKey, isSafeName, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { normalizeReview, reviewEventType, type NormalizedReview } from '../webhook/review-event.js';
+import type { RepositoryRecord } from '../domain/records.js';
+import { decideReview, matchReview, type GiteaReviewCommentFacts, type GiteaReviewFacts } from './review-tasks.js';
 import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
 import { compareWithGitea, describeLookupError, isClearNo, sha256Hex, type GiteaCommentFacts, type MismatchField } from './confirm-comment.js';
 import {
@@ -42,6 +45,7 @@ import { deliveryRecord } from './intake-records.js';
 import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
+  GITEA_UNAVAILABLE,
   INVALID_PAYLOAD,
   PENDING_BACKLOG_FULL,
   STORE_UNAVAILABLE,
@@ -83,6 +87,16 @@ export interface IntakeOptions {
    * (confirm-comment.ts); the text the agent receives is Gitea's.
    */
   commentOnGitea: (owner: string, repo: string, id: number) => Promise<GiteaCommentFacts>;
+  /**
+   * Gitea's review API (src/gitea/review-on-gitea.ts): a review delivery names neither the review nor
+   * its line comments, so both are read here (issue 30). Unset: review deliveries are ignored as
+   * `unsupported_event`, as before.
+   */
+  reviewOnGitea?: {
+    reviews(owner: string, repo: string, index: number): Promise<GiteaReviewFacts[]>;
+    comments(owner: string, repo: string, index: number, reviewId: number): Promise<GiteaReviewCommentFacts[]>;
+    pullRequestAuthor(owner: string, repo: string, index: number): Promise<string>;
+  };
   /** Bounds of the retries of a comment Gitea has not decided on (pending-intake.ts). */
   pendingRetry?: Partial<RetryPolicy>;
   /** Comments waiting for Gitea at most; one more → 503. Default 1000. */
@@ -159,6 +173,25 @@ type Verdict =
 /** The reason (delivery, answer, security event) of a payload Gitea contradicts. */
 export const COMMENT_NOT_CONFIRMED = 'comment_not_confirmed';
 
+/** The review in the shape repository resolution and the origin check take (no comment of its own yet). */
+function reviewAsComment(r: NormalizedReview): NormalizedComment {
+  return {
+    instanceId: INSTANCE_ID,
+    deliveryId: r.deliveryId,
+    deliveryKey: r.deliveryKey,
+    eventType: 'pull_request_comment',
+    action: r.action,
+    repo: r.repo,
+    repoKey: r.repoKey,
+    resource: r.resource,
+    resourceKey: r.resourceKey,
+    comment: { id: 0, body: r.content, createdAt: '', updatedAt: '', htmlUrl: '' },
+    actor: r.actor,
+    ...(r.permissions ? { permissions: r.permissions } : {}),
+    refs: r.refs,
+  };
+}
+
 interface Reader {
   get: Store['get'];
   list: Store['list'];
@@ -230,6 +263,7 @@ export function createIntake(options: IntakeOptions): Intake {
       const repeat = await commit(subject, { kind: 'probe' });
       if (repeat !== null) return repeat;
     }
+    if (reviewEventType(headers) !== null && options.reviewOnGitea) return processReview(request, subject, json);
     if (!event.ok) return (await commit(subject, { kind: 'ignored', reason: event.reason }))!;
 
     const normalized = normalizeComment(headers, json, { botLogin });
@@ -266,6 +300,67 @@ export function createIntake(options: IntakeOptions): Intake {
     };
     const verdict = await lookUp(c, waiting.bodySha256, repoMismatch);
     return settle(subject, c, waiting, verdict);
+  }
+
+  /**
+   * A review delivery (issue 30): the review and its line comments read back from Gitea, then each task
+   * they make (review-tasks.ts) written like an accepted comment, under its own delivery key part (one
+   * delivery may make several tasks) and its own trigger (a Replay is a duplicate). A lookup Gitea
+   * cannot answer now stores nothing and answers 503: Gitea's Replay is the retry.
+   */
+  async function processReview(request: IntakeRequest, s: Subject, json: Buffer): Promise<IntakeResponse> {
+    const review = options.reviewOnGitea!;
+    const normalized = normalizeReview(request.headers, json, { botLogin });
+    if (!normalized.ok) return invalidPayload(request.headers, normalized.issues);
+    const r0 = normalized.value;
+    s.eventType = r0.eventType;
+    const base = reviewAsComment(r0);
+    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(r0.repo, options.repositoryHosts) : null;
+    if (foreign !== null) return refuseForeignOrigin(s.deliveryId, base, foreign);
+    if (r0.actor.isBot) return (await commit(s, { kind: 'ignored', reason: 'bot_self_comment' }))!;
+    const { comment: c, repoMismatch } = await registeredName(resolveRepository(store, base));
+    const r: NormalizedReview = { ...r0, repo: c.repo, repoKey: c.repoKey, resourceKey: c.resourceKey };
+    const waiting: Waiting = { bodySha256: sha256Hex(r0.content), command: 'task', source: request.remoteAddress ?? null };
+    if (repoMismatch) return refuseUnconfirmed(s, c, waiting, ['repository'], () => undefined);
+    const { owner, name } = c.repo;
+    const n = c.resource.number;
+    const bounded = <T>(p: Promise<T>, what: string) => withTimeout(p, permissionTimeoutMs, what);
+    const [reviews, auth] = await Promise.all([
+      bounded(review.reviews(owner, name, n), 'review lookup').then((v) => ({ ok: true as const, v }), (error: unknown) => ({ ok: false as const, error })),
+      authorize(c),
+    ]);
+    if (!reviews.ok) {
+      if (isClearNo(reviews.error)) return refuseUnconfirmed(s, c, waiting, ['not_found'], () => undefined);
+      return giteaUndecided(s, `review lookup: ${describeLookupError(reviews.error)}`);
+    }
+    if (!auth.allowed && auth.reason === 'permission_check_failed') return giteaUndecided(s, `permission lookup: ${describeLookupError(auth.error)}`);
+    const match = matchReview(r, reviews.v);
+    const repo = resolveRepository(store, c).records[0] as RepositoryRecord | undefined;
+    const requestChanges = repo?.reviewTriggers?.requestChanges === true;
+    let comments: GiteaReviewCommentFacts[] = [];
+    let author: string | undefined;
+    try {
+      if (match !== null) comments = await bounded(review.comments(owner, name, n, match.id), 'review comments lookup');
+      if (match !== null && requestChanges && match.state === 'REQUEST_CHANGES') author = await bounded(review.pullRequestAuthor(owner, name, n), 'pull request lookup');
+    } catch (error) {
+      return giteaUndecided(s, `review lookup: ${describeLookupError(error)}`);
+    }
+    const decision = decideReview(r, match, comments, { botLogin, requestChangesStartsTask: requestChanges, pullRequestAuthor: author });
+    if (decision.kind === 'refused') return refuseUnconfirmed(s, c, waiting, [decision.reason], () => undefined);
+    if (decision.kind === 'ignored') return (await commit({ ...s, comment: c }, { kind: 'ignored', reason: decision.reason }))!;
+    const plan: Plan = auth.allowed ? { kind: 'accept' } : { kind: 'reject', reason: auth.reason };
+    const answers: IntakeResponse[] = [];
+    for (const item of decision.items) {
+      const part: Subject = { ...s, deliveryKey: `${s.deliveryKey}:${item.part}`, comment: { ...item.comment, deliveryKey: `${s.deliveryKey}:${item.part}` }, triggerKey: item.triggerKey };
+      answers.push((await commit(part, plan))!);
+    }
+    const first = answers[0]!;
+    return answers.length === 1 ? first : { status: first.status, body: { ...first.body, taskIds: answers.map((a) => a.body['taskId'] ?? null) } };
+  }
+
+  async function giteaUndecided(s: Subject, error: string): Promise<IntakeResponse> {
+    options.logger?.warn({ deliveryId: s.deliveryId, error }, 'Gitea did not answer about a review: nothing stored, a Replay tries again');
+    return GITEA_UNAVAILABLE;
   }
 
   interface Waiting {
