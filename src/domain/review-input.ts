@@ -63,9 +63,19 @@ function lineBlock(l: ReviewLine): string[] {
   ];
 }
 
-/** One line comment: where it is, the hunk it is on, and its text. */
+/** One line comment: its text first (what previews show), then where it is and the hunk it is on. */
 export function renderLineComment(l: ReviewLine): string {
-  return ['A line comment on the pull request\'s diff.', ...lineBlock(l)].join('\n');
+  const f = fenceFor(l.diffHunk);
+  return [
+    `Line comment by ${l.author} on ${where(l)}:`,
+    l.body,
+    '',
+    `Link: ${l.htmlUrl}${l.commitId ? ` (commit ${l.commitId})` : ''}`,
+    'Diff hunk (its last line is the commented line):',
+    `${f}diff`,
+    l.diffHunk,
+    f,
+  ].join('\n');
 }
 
 /** A review as a whole: its body and every line comment with its place and hunk. */

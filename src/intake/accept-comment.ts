@@ -187,7 +187,6 @@ function reviewAsComment(r: NormalizedReview): NormalizedComment {
     resourceKey: r.resourceKey,
     comment: { id: 0, body: r.content, createdAt: '', updatedAt: '', htmlUrl: '' },
     actor: r.actor,
-    ...(r.permissions ? { permissions: r.permissions } : {}),
     refs: r.refs,
   };
 }

@@ -153,6 +153,5 @@ export function asComment(
     refs: { ...r.refs },
     review: context,
   };
-  if (r.permissions) value.permissions = { ...r.permissions };
   return value;
 }

@@ -52,7 +52,6 @@ export interface NormalizedReview {
   /** Who opened the pull request, as the payload says (the option "request changes on the bot's PR" asks Gitea again). */
   pullRequestAuthor: string;
   actor: { login: string; isBot: boolean; id?: number };
-  permissions?: { admin: boolean; push: boolean; pull: boolean };
   refs: { base: string; head: string; headSha: string };
 }
 
@@ -122,6 +121,8 @@ export function normalizeReview(headers: WebhookHeaders, json: Buffer | string |
     refs: { base: p.pull_request.base.ref, head: p.pull_request.head.ref, headSha: p.pull_request.head.sha },
   };
   if (typeof p.sender.id === 'number' && p.sender.id > 0) value.actor.id = p.sender.id;
-  if (p.repository.permissions != null) value.permissions = { ...p.repository.permissions };
+  // `repository.permissions` is not the sender's here: Gitea 1.26.3 builds a review delivery's repository
+  // with no access at all (`{admin:false, push:false, pull:false}` even for the owner, recorded), so it is
+  // no hint and is dropped; the write check asks Gitea's permission API (authorize-actor.ts).
   return { ok: true, value };
 }
