@@ -108,6 +108,9 @@ describe('tasks a review makes', () => {
     expect(item.comment.review!.lines.map((l) => [l.path, l.line])).toEqual([['src/login.js', 1], ['src/login.js', 2], ['src/login.js', 3]]);
     const text = item.comment.comment.body;
     for (const s of ['@ccweb-bot please address this review', 'validate both arguments', 'drop the trailing comment', 'add a newline at the end', 'line 1', 'line 2', 'line 3', 'Line comments (3):']) expect(text).toContain(s);
+    // Each line comment with its own hunk (Gitea cuts it at the commented line): three hunks, the last one to line 3.
+    expect(text.match(/@@ -1,3 \+1,3 @@/g)).toHaveLength(3);
+    expect(text).toContain('// retried by the caller\n }\n```');
   });
 
   it("request changes without a mention: a task only with the repository's option on and on the bot's own pull request", async () => {
@@ -116,6 +119,8 @@ describe('tasks a review makes', () => {
     const match = matchReview(r, g.reviews);
     expect(match?.state).toBe('REQUEST_CHANGES');
     expect(decideReview(r, match, g.comments, off)).toEqual({ kind: 'ignored', reason: 'no_mention' });
+    // Off, on the bot's own pull request: still nothing.
+    expect(decideReview(r, match, g.comments, { ...off, pullRequestAuthor: 'ccweb-bot' })).toEqual({ kind: 'ignored', reason: 'no_mention' });
     expect(decideReview(r, match, g.comments, { ...off, requestChangesStartsTask: true, pullRequestAuthor: 'alice' })).toEqual({ kind: 'ignored', reason: 'no_mention' });
     const on = decideReview(r, match, g.comments, { ...off, requestChangesStartsTask: true, pullRequestAuthor: 'ccweb-bot' });
     if (on.kind !== 'items') throw new Error(on.kind);
