@@ -4,6 +4,7 @@
 // test/unit/gitea-client.test.ts against the stand-in.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGiteaClient, GiteaError, type GiteaClient } from '../../src/gitea/gitea-client.js';
+import { reviewOnGitea } from '../../src/gitea/review-on-gitea.js';
 import { startSeededGitea, type SeededGitea } from '../support/real-gitea/index.js';
 
 let g: SeededGitea;
@@ -48,6 +49,24 @@ describe('the Gitea client against a real Gitea', () => {
     expect(later.map((x) => x.id)).not.toContain(c.id);
     const onPr = await bot.createIssueComment('acme', 'widget', g.prNumber, 'on the PR');
     expect(onPr.html_url).toContain(`/pulls/${g.prNumber}#issuecomment-`);
+  });
+
+  it('listPullReviews (paged, oldest first), listPullReviewComments, getPullRequestAuthor with the documented bot scopes (issue 30)', async () => {
+    const review = (body: string, comments: Array<{ path: string; new_position: number; body: string }>) =>
+      g.api<{ id: number }>('alice', 'POST', `/repos/acme/widget/pulls/${g.prNumber}/reviews`, { event: 'COMMENT', body, comments }, 200).then((r) => r.body.id);
+    const first = await review('first review', []);
+    const second = await review('', [{ path: 'src/login.js', new_position: 2, body: 'a line comment' }]);
+    expect((await bot.listPullReviews('acme', 'widget', g.prNumber, 1, 1)).map((r) => r.id)).toEqual([first]);
+    expect((await bot.listPullReviews('acme', 'widget', g.prNumber, 2, 1)).map((r) => r.id)).toEqual([second]);
+    const adapter = reviewOnGitea(bot);
+    expect((await adapter.reviews('acme', 'widget', g.prNumber)).map((r) => [r.id, r.state, r.user.login, r.body])).toEqual([
+      [first, 'COMMENT', 'alice', 'first review'],
+      [second, 'COMMENT', 'alice', ''],
+    ]);
+    const [line] = await adapter.comments('acme', 'widget', g.prNumber, second);
+    expect(line).toMatchObject({ body: 'a line comment', path: 'src/login.js', position: 2, originalPosition: 0, reviewId: second, user: { login: 'alice' } });
+    expect(line!.diffHunk).toContain('// retried by the caller');
+    expect(await adapter.pullRequestAuthor('acme', 'widget', g.prNumber)).toBe('alice');
   });
 
   it('getCollaboratorPermission: own answer; another user refused to a write bot (gitea_forbidden), answered to the owner', async () => {
