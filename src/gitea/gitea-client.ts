@@ -89,6 +89,7 @@ const pullReviewSchema = z.looseObject({
   html_url: z.string(),
   commit_id: z.string().nullish(),
   dismissed: z.boolean().nullish(),
+  comments_count: z.number().int().nullish(),
 });
 const pullReviewCommentSchema = z.looseObject({
   id: z.number().int().positive(),

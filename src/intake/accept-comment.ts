@@ -27,7 +27,7 @@ import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/reposito
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
 import { normalizeReview, reviewEventType, type NormalizedReview } from '../webhook/review-event.js';
 import type { RepositoryRecord } from '../domain/records.js';
-import { decideReview, matchReview, type GiteaReviewCommentFacts, type GiteaReviewFacts } from './review-tasks.js';
+import { asLineReply, decideReview, matchReview, type GiteaReviewCommentFacts, type GiteaReviewFacts } from './review-tasks.js';
 import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
 import { compareWithGitea, describeLookupError, isClearNo, sha256Hex, type GiteaCommentFacts, type MismatchField } from './confirm-comment.js';
 import {
@@ -96,6 +96,8 @@ export interface IntakeOptions {
     reviews(owner: string, repo: string, index: number): Promise<GiteaReviewFacts[]>;
     comments(owner: string, repo: string, index: number, reviewId: number): Promise<GiteaReviewCommentFacts[]>;
     pullRequestAuthor(owner: string, repo: string, index: number): Promise<string>;
+    /** A PR comment's line when it is a reply in a line thread, else null (its line context for the agent). */
+    lineOf?(owner: string, repo: string, index: number, commentId: number): Promise<GiteaReviewCommentFacts | null>;
   };
   /** Bounds of the retries of a comment Gitea has not decided on (pending-intake.ts). */
   pendingRetry?: Partial<RetryPolicy>;
@@ -168,7 +170,7 @@ export interface Intake {
 type Verdict =
   | { kind: 'refused'; reasons: Array<MismatchField | 'not_found' | 'repository'> }
   | { kind: 'undecided'; error: string }
-  | { kind: 'decided'; auth: AuthorizeResult; body: string };
+  | { kind: 'decided'; auth: AuthorizeResult; body: string; line?: GiteaReviewCommentFacts };
 
 /** The reason (delivery, answer, security event) of a payload Gitea contradicts. */
 export const COMMENT_NOT_CONFIRMED = 'comment_not_confirmed';
@@ -377,17 +379,30 @@ export function createIntake(options: IntakeOptions): Intake {
       ),
       authorize(c),
     ]);
-    if (!found.ok) {
-      return isClearNo(found.error) ? { kind: 'refused', reasons: ['not_found'] } : { kind: 'undecided', error: `comment lookup: ${describeLookupError(found.error)}` };
+    // Gitea 1.26.3 answers `GET …/issues/comments/{id}` of a reply in a line thread (a code comment) with
+    // 204 and no body: such a comment is read from its thread's review instead (review-on-gitea.ts).
+    const line = !found.ok && !isClearNo(found.error) ? await lineOfReply(c) : null;
+    const facts: GiteaCommentFacts | null = found.ok ? found.facts : line === null ? null : { id: line.id, body: line.body, user: line.user, issueUrl: '', pullRequestUrl: line.htmlUrl, createdAt: line.createdAt, updatedAt: line.updatedAt };
+    if (facts === null) {
+      const error = (found as { error: unknown }).error;
+      return isClearNo(error) ? { kind: 'refused', reasons: ['not_found'] } : { kind: 'undecided', error: `comment lookup: ${describeLookupError(error)}` };
     }
-    const compared = compareWithGitea({ comment: c, bodySha256 }, found.facts);
+    const compared = compareWithGitea({ comment: c, bodySha256 }, facts);
     const reasons: Array<MismatchField | 'repository'> = compared.confirmed ? [] : [...compared.mismatch];
     if (repoMismatch) reasons.push('repository');
     if (reasons.length > 0) return { kind: 'refused', reasons };
     if (!auth.allowed && auth.reason === 'permission_check_failed') {
       return { kind: 'undecided', error: `permission lookup: ${describeLookupError(auth.error)}` };
     }
-    return { kind: 'decided', auth, body: found.facts.body };
+    return { kind: 'decided', auth, body: facts.body, ...(line !== null ? { line } : {}) };
+  }
+
+  /** A PR comment as a line-thread reply (its thread's review comment), or null: not one, or not readable now. */
+  async function lineOfReply(c: NormalizedComment): Promise<GiteaReviewCommentFacts | null> {
+    const lineOf = options.reviewOnGitea?.lineOf;
+    if (lineOf === undefined || c.resource.kind !== 'pull_request') return null;
+    const line = await withTimeout(lineOf(c.repo.owner, c.repo.name, c.resource.number, c.comment.id), permissionTimeoutMs, 'line thread lookup').catch(() => null);
+    return line !== null && line.id === c.comment.id ? line : null;
   }
 
   /** Writes what the verdict means for this delivery: refused, still waiting, or the decided outcome. */
@@ -423,12 +438,14 @@ export function createIntake(options: IntakeOptions): Intake {
       if (answer !== PENDING_BACKLOG_FULL) options.logger?.warn({ deliveryId: s.deliveryId, commentId: c.comment.id, error: verdict.error }, 'Gitea did not decide on a comment: it waits and is asked again');
       return answer;
     }
-    const decided: NormalizedComment = { ...c, comment: { ...c.comment, body: verdict.body } };
     const plan: Plan = !verdict.auth.allowed
       ? { kind: 'reject', reason: verdict.auth.reason }
       : w.command === 'stop'
         ? { kind: 'stop' }
         : { kind: 'accept' };
+    const confirmed: NormalizedComment = { ...c, comment: { ...c.comment, body: verdict.body } };
+    // A reply in a line thread, confirmed through its thread: the agent gets the line's context too.
+    const decided = verdict.line !== undefined ? asLineReply(confirmed, verdict.line) : confirmed;
     return (await commit({ ...s, comment: decided }, plan, dropPending))!;
   }
 

@@ -124,6 +124,18 @@ export function decideReview(r: NormalizedReview, review: GiteaReviewFacts | nul
   return items.length === 0 ? { kind: 'ignored', reason: 'no_mention' } : { kind: 'items', items };
 }
 
+/**
+ * A reply in a line thread (an ordinary PR comment to Gitea's webhooks) with its line read back: the same
+ * comment and trigger, its text Gitea's reply rendered with the file, line, side and hunk. The reply is
+ * the thread's; its author and text must be the confirmed comment's, or it stays a plain comment.
+ */
+export function asLineReply(c: NormalizedComment, line: GiteaReviewCommentFacts): NormalizedComment {
+  if (line.id !== c.comment.id || line.body !== c.comment.body || line.user.login.toLowerCase() !== c.actor.login.toLowerCase()) return c;
+  const l = reviewLine(line);
+  const context: ReviewContext = { kind: 'line_comment', reviewId: line.reviewId, reviewState: 'COMMENT', reviewUrl: line.htmlUrl, trigger: 'mention', lines: [lineRef(l)] };
+  return { ...c, comment: { ...c.comment, body: renderLineComment(l) }, review: context };
+}
+
 function iso(value: string): string {
   const t = new Date(value);
   if (Number.isNaN(t.getTime())) return value;

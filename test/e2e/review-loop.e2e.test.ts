@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { REVIEW_HOOK_EVENTS } from '../support/real-gitea/review-scenario.js';
+import { GiteaWebSession } from '../support/real-gitea/web-session.js';
 import { waitForTaskState } from '../support/wait-for-task.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ccweb-review-'));
@@ -112,6 +113,25 @@ describe('line comments and reviews on a real Gitea 1.26.3 [real gitea-mcp]', ()
     const again = await env.gitea.waitForDelivery(env.hookId, (x) => x.uuid !== first.uuid && x.payload === first.payload && x.taskId > first.taskId);
     expect(JSON.parse(again.responseBody)).toMatchObject({ status: 'duplicate', taskId });
     expect(await tasksWith(n)).toEqual([taskId]);
+  }, 240_000);
+
+  it("a reply in that line's thread (web UI; Gitea sends an ordinary PR comment) → a task whose input has the line's file, line and hunk", async () => {
+    const pr = env.gitea.prNumber;
+    const reviews = (await env.gitea.api<Array<{ id: number; user: { login: string }; comments_count: number }>>('acme', 'GET', `${repoPath()}/pulls/${pr}/reviews`)).body;
+    const thread = reviews.find((r) => r.user.login === 'alice' && r.comments_count > 0)!;
+    const head = (await env.gitea.api<{ head: { sha: string } }>('acme', 'GET', `${repoPath()}/pulls/${pr}`)).body.head.sha;
+    const web = await GiteaWebSession.login(env.gitea.url, 'alice', env.gitea.users.writer.password);
+    const n = nonce();
+    const res = await web.request('POST', `/${env.gitea.owner}/${env.gitea.repo}/pulls/${pr}/files/reviews/comments`, new URLSearchParams({ origin: 'diff', content: `@ccweb-bot [${n}] and add a test for it`, side: 'proposed', line: '2', path: 'src/login.js', single_review: 'true', reply: String(thread.id), latest_commit_id: head }));
+    expect(res.status).toBeLessThan(400);
+    const taskId = await taskWith(n);
+    const d = await waitForTask(taskId);
+    expect(d.task.state, JSON.stringify(d.task)).toBe('succeeded');
+    expect(d.task.review).toMatchObject({ kind: 'line_comment', lines: [{ path: 'src/login.js', line: 2 }] });
+    const input = inputFor(taskId);
+    expect(input).toContain('wrote a line comment mentioning the bot on `src/login.js` line 2 of pull request #2');
+    expect(input).toContain('@@ -1,3 +1,3 @@');
+    expect(input).toContain(`@ccweb-bot [${n}] and add a test for it`);
   }, 240_000);
 
   it('a review with three line comments and a mentioning body → ONE task whose input has all three', async () => {
