@@ -17,7 +17,7 @@ import type { AuditEvent, AuditEventInput, Store, Tx } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { requireAdminToken } from './admin-auth.js';
 import { publishPathSettings, type PublishPathSettings } from '../publish/protected-paths.js';
-import { AgentToolsBody, AuditQuery, ControlBody, PublishPathsBody, TaskListQuery } from './control-schemas.js';
+import { AgentToolsBody, AuditQuery, ControlBody, PublishPathsBody, ReviewTriggersBody, TaskListQuery } from './control-schemas.js';
 import { ApiError, handled, parseOr400, queryOf, readJsonBody, type ApiLogger } from './http-helpers.js';
 import { controlOf, listTasks, overview, taskDetail } from './task-queries.js';
 
@@ -259,6 +259,24 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       };
     });
   control('/repos/:repoKey/publish-paths', 'control.repo_publish_paths', repoKeyOf, setPublishPaths, PublishPathsBody);
+
+  // Whether a "request changes" review on the bot's own pull request starts a task without a mention
+  // (src/intake/review-tasks.ts); intake reads the record at each review delivery. Off unless set here.
+  const setReviewTriggers = async (_ctx: Context, req: ReviewTriggersBody, repoKey: string | null): Promise<Answer> =>
+    commit(req, 'control.repo_review_triggers', repoKey, (tx) => {
+      const repo = findRepository(repoKey!, store.list<RepositoryRecord>('repositories'));
+      if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
+      const before = repo.reviewTriggers?.requestChanges === true;
+      const changed = before !== req.requestChanges;
+      const next = { requestChanges: req.requestChanges };
+      const stored = changed ? tx.put('repositories', repo.repoKey, { ...repo, reviewTriggers: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      return {
+        status: 200,
+        body: { ok: true, changed, repoKey: repo.repoKey, reviewTriggers: next, version: stored.version },
+        audit: { fromState: `requestChanges=${before}`, toState: `requestChanges=${req.requestChanges}`, metadata: { repoKey: repo.repoKey, ...next } },
+      };
+    });
+  control('/repos/:repoKey/review-triggers', 'control.repo_review_triggers', repoKeyOf, setReviewTriggers, ReviewTriggersBody);
 
   const taskAction = (name: TaskAction) => async (_ctx: Context, req: ControlBody, taskId: string | null): Promise<Answer> => {
     const spec = TASK_ACTIONS[name];

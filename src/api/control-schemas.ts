@@ -31,6 +31,10 @@ export const AgentToolsBody = ControlBody.extend({
 });
 export type AgentToolsBody = z.infer<typeof AgentToolsBody>;
 
+/** POST /repos/:repoKey/review-triggers: whether a "request changes" review on the bot's own pull request starts a task without a mention. */
+export const ReviewTriggersBody = ControlBody.extend({ requestChanges: z.boolean() });
+export type ReviewTriggersBody = z.infer<typeof ReviewTriggersBody>;
+
 /**
  * POST /repos/:repoKey/publish-paths: whether the publisher may commit CI definitions there
  * (`.gitea/workflows/`, `.github/workflows/`, `.forgejo/workflows/`), and more paths it never commits

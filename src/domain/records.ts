@@ -3,6 +3,7 @@
 import type { TaskState } from '../../machines/task-lifecycle.js';
 import type { CollectionName } from '../store/types.js';
 import type { TaskUsage, TurnUsage } from '../usage/usage-records.js';
+import type { ReviewContext } from './review-input.js';
 
 /** `webhook_deliveries`, key = deliveryKey (`default:<X-Gitea-Delivery>`). §4.1 */
 export interface DeliveryRecord {
@@ -50,6 +51,11 @@ export interface RepositoryRecord {
    * CI definitions only with allowCiChanges, the operator's protectedPaths never. Absent: the defaults.
    */
   publishPaths?: { allowCiChanges: boolean; protectedPaths: string[] };
+  /**
+   * Whether a writer's "request changes" review on a pull request the bot opened starts a task without
+   * a mention (issue 30; POST /repos/:repoKey/review-triggers). Absent: off.
+   */
+  reviewTriggers?: { requestChanges: boolean };
   registeredAt: string;
   lastFetchAt: string | null;
   version: number;
@@ -94,6 +100,8 @@ export interface TaskRecord {
   /** Replies after the task asked the user something (`waiting_user`); the last one is the next turn's input. Untrusted. */
   followUps?: Array<{ commentId: number; author: string; body: string; commentUrl: string; deliveryKey: string; at: string }>;
   refs: { base: string; head: string; headSha: string } | null;
+  /** A line comment or a review (issue 30): what it is and where its lines are; the text is in `instruction`. */
+  review?: ReviewContext;
   state: TaskState;
   attempt: number;
   replyAttempt: number;

@@ -72,7 +72,41 @@ export interface GiteaClient {
   getRepositoryById(id: number): Promise<GiteaRepositoryRef>;
   /** `GET /version`: cheap reachability probe (readiness, doctor). */
   getVersion(): Promise<{ version: string }>;
+  /** One page of a pull request's reviews, oldest first (issue 30: a review delivery names no review id). */
+  listPullReviews(owner: string, repo: string, index: number, page: number, limit: number): Promise<GiteaPullReview[]>;
+  /** A review's line comments with path, position and diff hunk. */
+  listPullReviewComments(owner: string, repo: string, index: number, id: number): Promise<GiteaPullReviewComment[]>;
+  /** `GET /repos/{o}/{r}/pulls/{index}`: who opened it (the "request changes on the bot's PR" option). */
+  getPullRequestAuthor(owner: string, repo: string, index: number): Promise<{ login: string }>;
 }
+
+const pullReviewSchema = z.looseObject({
+  id: z.number().int().positive(),
+  body: z.string(),
+  state: z.string(),
+  user: userSchema,
+  submitted_at: z.string(),
+  html_url: z.string(),
+  commit_id: z.string().nullish(),
+  dismissed: z.boolean().nullish(),
+  comments_count: z.number().int().nullish(),
+});
+const pullReviewCommentSchema = z.looseObject({
+  id: z.number().int().positive(),
+  body: z.string(),
+  user: userSchema,
+  path: z.string(),
+  position: z.number().int(),
+  original_position: z.number().int(),
+  diff_hunk: z.string(),
+  html_url: z.string(),
+  commit_id: z.string().nullish(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  pull_request_review_id: z.number().int(),
+});
+export type GiteaPullReview = z.infer<typeof pullReviewSchema>;
+export type GiteaPullReviewComment = z.infer<typeof pullReviewCommentSchema>;
 
 export interface GiteaRepositoryRef {
   id: number;
@@ -191,6 +225,37 @@ export function createGiteaClient(options: GiteaClientOptions): GiteaClient {
 
     getCurrentUser() {
       return call<GiteaUser>('GET', '/user', (signal) => client.GET('/user', { signal }), 200, userSchema);
+    },
+
+    listPullReviews(owner, repo, index, page, limit) {
+      return call<GiteaPullReview[]>(
+        'GET',
+        '/repos/{owner}/{repo}/pulls/{index}/reviews',
+        (signal) => client.GET('/repos/{owner}/{repo}/pulls/{index}/reviews', { params: { path: { owner, repo, index }, query: { page, limit } }, signal }),
+        200,
+        z.array(pullReviewSchema),
+      );
+    },
+
+    listPullReviewComments(owner, repo, index, id) {
+      return call<GiteaPullReviewComment[]>(
+        'GET',
+        '/repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments',
+        (signal) => client.GET('/repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments', { params: { path: { owner, repo, index, id } }, signal }),
+        200,
+        z.array(pullReviewCommentSchema),
+      );
+    },
+
+    async getPullRequestAuthor(owner, repo, index) {
+      const pr = await call<{ user: GiteaUser }>(
+        'GET',
+        '/repos/{owner}/{repo}/pulls/{index}',
+        (signal) => client.GET('/repos/{owner}/{repo}/pulls/{index}', { params: { path: { owner, repo, index } }, signal }),
+        200,
+        z.looseObject({ user: userSchema }),
+      );
+      return { login: pr.user.login };
     },
   };
 }

@@ -25,6 +25,9 @@ import { getHeader, type WebhookHeaders } from '../webhook/headers.js';
 import { INSTANCE_ID, commentTriggerKey, isSafeName, isValidDeliveryId, normalizeComment, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { normalizeReview, reviewEventType, type NormalizedReview } from '../webhook/review-event.js';
+import type { RepositoryRecord } from '../domain/records.js';
+import { asLineReply, decideReview, matchReview, type GiteaReviewCommentFacts, type GiteaReviewFacts } from './review-tasks.js';
 import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
 import { compareWithGitea, describeLookupError, isClearNo, sha256Hex, type GiteaCommentFacts, type MismatchField } from './confirm-comment.js';
 import {
@@ -42,6 +45,7 @@ import { deliveryRecord } from './intake-records.js';
 import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
+  GITEA_UNAVAILABLE,
   INVALID_PAYLOAD,
   PENDING_BACKLOG_FULL,
   STORE_UNAVAILABLE,
@@ -83,6 +87,18 @@ export interface IntakeOptions {
    * (confirm-comment.ts); the text the agent receives is Gitea's.
    */
   commentOnGitea: (owner: string, repo: string, id: number) => Promise<GiteaCommentFacts>;
+  /**
+   * Gitea's review API (src/gitea/review-on-gitea.ts): a review delivery names neither the review nor
+   * its line comments, so both are read here (issue 30). Unset: review deliveries are ignored as
+   * `unsupported_event`, as before.
+   */
+  reviewOnGitea?: {
+    reviews(owner: string, repo: string, index: number): Promise<GiteaReviewFacts[]>;
+    comments(owner: string, repo: string, index: number, reviewId: number): Promise<GiteaReviewCommentFacts[]>;
+    pullRequestAuthor(owner: string, repo: string, index: number): Promise<string>;
+    /** A PR comment's line when it is a reply in a line thread, else null (its line context for the agent). */
+    lineOf?(owner: string, repo: string, index: number, commentId: number): Promise<GiteaReviewCommentFacts | null>;
+  };
   /** Bounds of the retries of a comment Gitea has not decided on (pending-intake.ts). */
   pendingRetry?: Partial<RetryPolicy>;
   /** Comments waiting for Gitea at most; one more → 503. Default 1000. */
@@ -154,10 +170,28 @@ export interface Intake {
 type Verdict =
   | { kind: 'refused'; reasons: Array<MismatchField | 'not_found' | 'repository'> }
   | { kind: 'undecided'; error: string }
-  | { kind: 'decided'; auth: AuthorizeResult; body: string };
+  | { kind: 'decided'; auth: AuthorizeResult; body: string; line?: GiteaReviewCommentFacts };
 
 /** The reason (delivery, answer, security event) of a payload Gitea contradicts. */
 export const COMMENT_NOT_CONFIRMED = 'comment_not_confirmed';
+
+/** The review in the shape repository resolution and the origin check take (no comment of its own yet). */
+function reviewAsComment(r: NormalizedReview): NormalizedComment {
+  return {
+    instanceId: INSTANCE_ID,
+    deliveryId: r.deliveryId,
+    deliveryKey: r.deliveryKey,
+    eventType: 'pull_request_comment',
+    action: r.action,
+    repo: r.repo,
+    repoKey: r.repoKey,
+    resource: r.resource,
+    resourceKey: r.resourceKey,
+    comment: { id: 0, body: r.content, createdAt: '', updatedAt: '', htmlUrl: '' },
+    actor: r.actor,
+    refs: r.refs,
+  };
+}
 
 interface Reader {
   get: Store['get'];
@@ -230,6 +264,7 @@ export function createIntake(options: IntakeOptions): Intake {
       const repeat = await commit(subject, { kind: 'probe' });
       if (repeat !== null) return repeat;
     }
+    if (reviewEventType(headers) !== null && options.reviewOnGitea) return processReview(request, subject, json);
     if (!event.ok) return (await commit(subject, { kind: 'ignored', reason: event.reason }))!;
 
     const normalized = normalizeComment(headers, json, { botLogin });
@@ -268,6 +303,67 @@ export function createIntake(options: IntakeOptions): Intake {
     return settle(subject, c, waiting, verdict);
   }
 
+  /**
+   * A review delivery (issue 30): the review and its line comments read back from Gitea, then each task
+   * they make (review-tasks.ts) written like an accepted comment, under its own delivery key part (one
+   * delivery may make several tasks) and its own trigger (a Replay is a duplicate). A lookup Gitea
+   * cannot answer now stores nothing and answers 503: Gitea's Replay is the retry.
+   */
+  async function processReview(request: IntakeRequest, s: Subject, json: Buffer): Promise<IntakeResponse> {
+    const review = options.reviewOnGitea!;
+    const normalized = normalizeReview(request.headers, json, { botLogin });
+    if (!normalized.ok) return invalidPayload(request.headers, normalized.issues);
+    const r0 = normalized.value;
+    s.eventType = r0.eventType;
+    const base = reviewAsComment(r0);
+    const foreign = options.repositoryHosts ? foreignRepositoryOrigin(r0.repo, options.repositoryHosts) : null;
+    if (foreign !== null) return refuseForeignOrigin(s.deliveryId, base, foreign);
+    if (r0.actor.isBot) return (await commit(s, { kind: 'ignored', reason: 'bot_self_comment' }))!;
+    const { comment: c, repoMismatch } = await registeredName(resolveRepository(store, base));
+    const r: NormalizedReview = { ...r0, repo: c.repo, repoKey: c.repoKey, resourceKey: c.resourceKey };
+    const waiting: Waiting = { bodySha256: sha256Hex(r0.content), command: 'task', source: request.remoteAddress ?? null };
+    if (repoMismatch) return refuseUnconfirmed(s, c, waiting, ['repository'], () => undefined);
+    const { owner, name } = c.repo;
+    const n = c.resource.number;
+    const bounded = <T>(p: Promise<T>, what: string) => withTimeout(p, permissionTimeoutMs, what);
+    const [reviews, auth] = await Promise.all([
+      bounded(review.reviews(owner, name, n), 'review lookup').then((v) => ({ ok: true as const, v }), (error: unknown) => ({ ok: false as const, error })),
+      authorize(c),
+    ]);
+    if (!reviews.ok) {
+      if (isClearNo(reviews.error)) return refuseUnconfirmed(s, c, waiting, ['not_found'], () => undefined);
+      return giteaUndecided(s, `review lookup: ${describeLookupError(reviews.error)}`);
+    }
+    if (!auth.allowed && auth.reason === 'permission_check_failed') return giteaUndecided(s, `permission lookup: ${describeLookupError(auth.error)}`);
+    const match = matchReview(r, reviews.v);
+    const repo = resolveRepository(store, c).records[0] as RepositoryRecord | undefined;
+    const requestChanges = repo?.reviewTriggers?.requestChanges === true;
+    let comments: GiteaReviewCommentFacts[] = [];
+    let author: string | undefined;
+    try {
+      if (match !== null) comments = await bounded(review.comments(owner, name, n, match.id), 'review comments lookup');
+      if (match !== null && requestChanges && match.state === 'REQUEST_CHANGES') author = await bounded(review.pullRequestAuthor(owner, name, n), 'pull request lookup');
+    } catch (error) {
+      return giteaUndecided(s, `review lookup: ${describeLookupError(error)}`);
+    }
+    const decision = decideReview(r, match, comments, { botLogin, requestChangesStartsTask: requestChanges, pullRequestAuthor: author });
+    if (decision.kind === 'refused') return refuseUnconfirmed(s, c, waiting, [decision.reason], () => undefined);
+    if (decision.kind === 'ignored') return (await commit({ ...s, comment: c }, { kind: 'ignored', reason: decision.reason }))!;
+    const plan: Plan = auth.allowed ? { kind: 'accept' } : { kind: 'reject', reason: auth.reason };
+    const answers: IntakeResponse[] = [];
+    for (const item of decision.items) {
+      const part: Subject = { ...s, deliveryKey: `${s.deliveryKey}:${item.part}`, comment: { ...item.comment, deliveryKey: `${s.deliveryKey}:${item.part}` }, triggerKey: item.triggerKey };
+      answers.push((await commit(part, plan))!);
+    }
+    const first = answers[0]!;
+    return answers.length === 1 ? first : { status: first.status, body: { ...first.body, taskIds: answers.map((a) => a.body['taskId'] ?? null) } };
+  }
+
+  async function giteaUndecided(s: Subject, error: string): Promise<IntakeResponse> {
+    options.logger?.warn({ deliveryId: s.deliveryId, error }, 'Gitea did not answer about a review: nothing stored, a Replay tries again');
+    return GITEA_UNAVAILABLE;
+  }
+
   interface Waiting {
     bodySha256: string;
     command: 'task' | 'stop';
@@ -283,17 +379,30 @@ export function createIntake(options: IntakeOptions): Intake {
       ),
       authorize(c),
     ]);
-    if (!found.ok) {
-      return isClearNo(found.error) ? { kind: 'refused', reasons: ['not_found'] } : { kind: 'undecided', error: `comment lookup: ${describeLookupError(found.error)}` };
+    // Gitea 1.26.3 answers `GET …/issues/comments/{id}` of a reply in a line thread (a code comment) with
+    // 204 and no body: such a comment is read from its thread's review instead (review-on-gitea.ts).
+    const line = !found.ok && !isClearNo(found.error) ? await lineOfReply(c) : null;
+    const facts: GiteaCommentFacts | null = found.ok ? found.facts : line === null ? null : { id: line.id, body: line.body, user: line.user, issueUrl: '', pullRequestUrl: line.htmlUrl, createdAt: line.createdAt, updatedAt: line.updatedAt };
+    if (facts === null) {
+      const error = (found as { error: unknown }).error;
+      return isClearNo(error) ? { kind: 'refused', reasons: ['not_found'] } : { kind: 'undecided', error: `comment lookup: ${describeLookupError(error)}` };
     }
-    const compared = compareWithGitea({ comment: c, bodySha256 }, found.facts);
+    const compared = compareWithGitea({ comment: c, bodySha256 }, facts);
     const reasons: Array<MismatchField | 'repository'> = compared.confirmed ? [] : [...compared.mismatch];
     if (repoMismatch) reasons.push('repository');
     if (reasons.length > 0) return { kind: 'refused', reasons };
     if (!auth.allowed && auth.reason === 'permission_check_failed') {
       return { kind: 'undecided', error: `permission lookup: ${describeLookupError(auth.error)}` };
     }
-    return { kind: 'decided', auth, body: found.facts.body };
+    return { kind: 'decided', auth, body: facts.body, ...(line !== null ? { line } : {}) };
+  }
+
+  /** A PR comment as a line-thread reply (its thread's review comment), or null: not one, or not readable now. */
+  async function lineOfReply(c: NormalizedComment): Promise<GiteaReviewCommentFacts | null> {
+    const lineOf = options.reviewOnGitea?.lineOf;
+    if (lineOf === undefined || c.resource.kind !== 'pull_request') return null;
+    const line = await withTimeout(lineOf(c.repo.owner, c.repo.name, c.resource.number, c.comment.id), permissionTimeoutMs, 'line thread lookup').catch(() => null);
+    return line !== null && line.id === c.comment.id ? line : null;
   }
 
   /** Writes what the verdict means for this delivery: refused, still waiting, or the decided outcome. */
@@ -329,12 +438,14 @@ export function createIntake(options: IntakeOptions): Intake {
       if (answer !== PENDING_BACKLOG_FULL) options.logger?.warn({ deliveryId: s.deliveryId, commentId: c.comment.id, error: verdict.error }, 'Gitea did not decide on a comment: it waits and is asked again');
       return answer;
     }
-    const decided: NormalizedComment = { ...c, comment: { ...c.comment, body: verdict.body } };
     const plan: Plan = !verdict.auth.allowed
       ? { kind: 'reject', reason: verdict.auth.reason }
       : w.command === 'stop'
         ? { kind: 'stop' }
         : { kind: 'accept' };
+    const confirmed: NormalizedComment = { ...c, comment: { ...c.comment, body: verdict.body } };
+    // A reply in a line thread, confirmed through its thread: the agent gets the line's context too.
+    const decided = verdict.line !== undefined ? asLineReply(confirmed, verdict.line) : confirmed;
     return (await commit({ ...s, comment: decided }, plan, dropPending))!;
   }
 

@@ -62,10 +62,11 @@ export function acceptedCommentRecord(i: AcceptedCommentInput): Omit<AcceptedCom
 
 /**
  * Whether a comment can be accepted as a compact record: its text fits the task record (a longer one
- * is stored once in `task_texts`, which the generic path does).
+ * is stored once in `task_texts`, which the generic path does) and it carries no review context.
  */
 export function fitsAcceptedComment(c: NormalizedComment): boolean {
-  return c.comment.body.length <= INLINE_TEXT_LIMIT;
+  // A line comment's or a review's context (issue 30) is not in the format: the generic path keeps it.
+  return c.comment.body.length <= INLINE_TEXT_LIMIT && c.review === undefined;
 }
 
 /** What the format encodes of the task machine, to compare with the machine the runtime hosts. */

@@ -112,6 +112,7 @@ export function taskRecord(c: NormalizedComment, taskId: string, queueSeq: numbe
     author: c.actor.login,
     instruction: c.comment.body,
     refs: c.refs ? { ...c.refs } : null,
+    ...(c.review ? { review: c.review } : {}),
     ...initialTaskMirror(),
     queueSeq,
     createdAt: now.toISOString(),

@@ -13,6 +13,7 @@ import { currentRepositoryOnGitea, repositoryNameOnGitea } from '../gitea/curren
 import { createApp } from '../http/create-app.js';
 import { createIntake } from '../intake/accept-comment.js';
 import { commentOnGitea } from '../gitea/comment-on-gitea.js';
+import { reviewOnGitea } from '../gitea/review-on-gitea.js';
 import { leaseOwnerId } from '../leases/lease-owner.js';
 import { repoLockKind } from '../leases/repo-lock-actor.js';
 import { createLogger, type LogCorrelation, type Logger } from '../observability/logger.js';
@@ -299,6 +300,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     repositoryName: repositoryNameOnGitea(gitea),
     // Every acting comment is read back from Gitea first (issue 29, finding 1).
     commentOnGitea: commentOnGitea(gitea),
+    // Review deliveries carry neither the review nor its line comments: read back from Gitea (issue 30).
+    reviewOnGitea: reviewOnGitea(gitea),
     pendingRetry: { maxAttempts: config.intakeConfirmAttempts ?? DEFAULTS.intakeConfirmAttempts },
     maxPending: config.intakeMaxPending ?? DEFAULTS.intakeMaxPending,
     workspaceRoot: config.workspaceRoot,

@@ -28,7 +28,8 @@ export type CommentDecision =
   | { outcome: 'ignored'; reason: Exclude<IgnoreReason, 'unsupported_event'> };
 
 /**
- * Only issue and PR *conversation* comments: `X-Gitea-Event: issue_comment` with
+ * Only issue and PR *conversation* comments (review deliveries are src/webhook/review-event.ts's, taken before this by
+ * intake when it can read Gitea's review API; without it they stay `unsupported_event`): `X-Gitea-Event: issue_comment` with
  * `X-Gitea-Event-Type` `issue_comment` or `pull_request_comment`. Everything else Gitea sends
  * (push, `pull_request_comment`/`pull_request_review_comment` review events, …) → ignored
  * `unsupported_event`. A missing `X-Gitea-Event` or `X-Gitea-Event-Type` header → `invalid_payload`

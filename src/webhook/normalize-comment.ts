@@ -4,6 +4,7 @@
 // signed `is_pull`, and the unsigned `X-Gitea-Event-Type` header must agree with it.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type { ReviewContext } from '../domain/review-input.js';
 import { getHeader, type WebhookHeaders } from './headers.js';
 
 export const INSTANCE_ID = 'default';
@@ -33,6 +34,8 @@ export interface NormalizedComment {
   permissions?: { admin: boolean; push: boolean; pull: boolean };
   /** Only when the payload has a `pull_request` object (Gitea >= 1.23); otherwise fetch refs from the API. */
   refs?: { base: string; head: string; headSha: string };
+  /** Set when this "comment" is a line comment or a review read back from Gitea's review API (src/intake/review-tasks.ts). */
+  review?: ReviewContext;
 }
 
 export type NormalizeResult =
@@ -80,11 +83,11 @@ export function isValidDeliveryId(value: string): boolean {
 const timestamp = z.iso.datetime({ offset: true });
 const positiveInt = z.number().int().positive();
 
-const UserSchema = z.object({ id: z.number().int().nullish(), login: z.string().refine(isPlausibleLogin, 'invalid login') });
+export const UserSchema = z.object({ id: z.number().int().nullish(), login: z.string().refine(isPlausibleLogin, 'invalid login') });
 
 const PermissionsSchema = z.object({ admin: z.boolean(), push: z.boolean(), pull: z.boolean() });
 
-const RepositorySchema = z.object({
+export const RepositorySchema = z.object({
   id: z.number().int(),
   owner: z.object({ login: z.string().refine(isSafeName, 'unsafe owner name') }),
   name: z.string().refine(isSafeName, 'unsafe repository name'),
@@ -113,7 +116,7 @@ const CommentSchema = z.object({
 
 const GIT_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/i;
 
-const PullRequestSchema = z.object({
+export const PullRequestSchema = z.object({
   number: positiveInt,
   head: z.object({ ref: z.string().min(1), sha: z.string().regex(GIT_SHA, 'not a git object id') }),
   base: z.object({ ref: z.string().min(1) }),
@@ -155,7 +158,7 @@ function invalid(issues: string): NormalizeResult {
   return { ok: false, code: 'invalid_payload', issues };
 }
 
-function formatIssues(error: z.ZodError): string {
+export function formatIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 10)
     .map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`)

@@ -389,4 +389,23 @@ describe('task controls', () => {
     expect((await h.call('POST', path, body({ allowCiChanges: false }))).body).toMatchObject({ changed: true, publishPaths: { allowCiChanges: false, protectedPaths: [] }, version: 3 });
     expect((await h.call('POST', `/api/gitea-workflow/repos/${encodeURIComponent('default:no/such')}/publish-paths`, body({ allowCiChanges: true }))).status).toBe(404);
   });
+
+  it('switches "request changes on the bot\'s PR starts a task" per repository (issue 30): off by default, audited, idempotent, any letter case', async () => {
+    await insertRepository(h.store, 'default:acme/widget');
+    const path = (key: string) => `/api/gitea-workflow/repos/${encodeURIComponent(key)}/review-triggers`;
+    const stored = () => h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')?.reviewTriggers;
+    expect(stored()).toBeUndefined();
+    const req = body({ reason: 'the bot answers reviews of its PRs', requestChanges: true });
+    const on = await h.call('POST', path('default:ACME/Widget'), req);
+    expect(on.status).toBe(200);
+    expect(on.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', reviewTriggers: { requestChanges: true }, version: 2 });
+    expect((await h.call('POST', path('default:ACME/Widget'), req)).body).toEqual(on.body);
+    expect(stored()).toEqual({ requestChanges: true });
+    const audit = h.store.audit().filter((e) => e.action === 'control.repo_review_triggers');
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor: 'admin:alice', fromState: 'requestChanges=false', toState: 'requestChanges=true' });
+    expect((await h.call('POST', path('default:acme/widget'), body({ requestChanges: 'yes' }))).status).toBe(400);
+    expect((await h.call('POST', path('default:acme/widget'), body({ requestChanges: false }))).body).toMatchObject({ changed: true, reviewTriggers: { requestChanges: false }, version: 3 });
+    expect((await h.call('POST', path('default:no/such'), body({ requestChanges: true }))).status).toBe(404);
+  });
 });

@@ -4,6 +4,8 @@
 // test/unit/gitea-client.test.ts against the stand-in.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGiteaClient, GiteaError, type GiteaClient } from '../../src/gitea/gitea-client.js';
+import { reviewOnGitea } from '../../src/gitea/review-on-gitea.js';
+import { GiteaWebSession } from '../support/real-gitea/web-session.js';
 import { startSeededGitea, type SeededGitea } from '../support/real-gitea/index.js';
 
 let g: SeededGitea;
@@ -48,6 +50,33 @@ describe('the Gitea client against a real Gitea', () => {
     expect(later.map((x) => x.id)).not.toContain(c.id);
     const onPr = await bot.createIssueComment('acme', 'widget', g.prNumber, 'on the PR');
     expect(onPr.html_url).toContain(`/pulls/${g.prNumber}#issuecomment-`);
+  });
+
+  it('listPullReviews (paged, oldest first), listPullReviewComments, getPullRequestAuthor with the documented bot scopes (issue 30)', async () => {
+    const review = (body: string, comments: Array<{ path: string; new_position: number; body: string }>) =>
+      g.api<{ id: number }>('alice', 'POST', `/repos/acme/widget/pulls/${g.prNumber}/reviews`, { event: 'COMMENT', body, comments }, 200).then((r) => r.body.id);
+    const first = await review('first review', []);
+    const second = await review('', [{ path: 'src/login.js', new_position: 2, body: 'a line comment' }]);
+    expect((await bot.listPullReviews('acme', 'widget', g.prNumber, 1, 1)).map((r) => r.id)).toEqual([first]);
+    expect((await bot.listPullReviews('acme', 'widget', g.prNumber, 2, 1)).map((r) => r.id)).toEqual([second]);
+    const adapter = reviewOnGitea(bot);
+    expect((await adapter.reviews('acme', 'widget', g.prNumber)).map((r) => [r.id, r.state, r.user.login, r.body])).toEqual([
+      [first, 'COMMENT', 'alice', 'first review'],
+      [second, 'COMMENT', 'alice', ''],
+    ]);
+    const [line] = await adapter.comments('acme', 'widget', g.prNumber, second);
+    expect(line).toMatchObject({ body: 'a line comment', path: 'src/login.js', position: 2, originalPosition: 0, reviewId: second, user: { login: 'alice' } });
+    expect(line!.diffHunk).toContain('// retried by the caller');
+    expect(await adapter.pullRequestAuthor('acme', 'widget', g.prNumber)).toBe('alice');
+
+    // A reply in that line's thread (web UI only): Gitea answers getComment with 204, no body; lineOf finds it in its thread.
+    const web = await GiteaWebSession.login(g.url, 'alice', g.users.writer.password);
+    const res = await web.request('POST', `/acme/widget/pulls/${g.prNumber}/files/reviews/comments`, new URLSearchParams({ origin: 'diff', content: 'a reply', side: 'proposed', line: '2', path: 'src/login.js', single_review: 'true', reply: String(second), latest_commit_id: g.prHeadSha }));
+    expect(res.status).toBe(200);
+    const reply = (await adapter.comments('acme', 'widget', g.prNumber, second)).find((c) => c.body === 'a reply')!;
+    expect(await failure(bot.getComment('acme', 'widget', reply.id))).toMatchObject({ code: 'gitea_bad_response', status: 204 });
+    expect(await adapter.lineOf('acme', 'widget', g.prNumber, reply.id)).toMatchObject({ id: reply.id, body: 'a reply', path: 'src/login.js', position: 2, reviewId: second });
+    expect(await adapter.lineOf('acme', 'widget', g.prNumber, line!.id + 1000)).toBeNull();
   });
 
   it('getCollaboratorPermission: own answer; another user refused to a write bot (gitea_forbidden), answered to the owner', async () => {

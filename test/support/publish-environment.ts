@@ -34,6 +34,8 @@ export interface PublishEnvironment {
   workspaceRoot: string;
   /** One line per git command the service (or the agent) ran: its arguments. */
   gitArgsLog: string;
+  /** The repository webhook pointing at the service (Gitea's delivery history, Replay). */
+  hookId: number;
   service: ServiceProcess | null;
   startService(): Promise<ServiceProcess>;
   /** Holds the next pushes (after Gitea updated the ref) until the returned release(); resolves `held` when one is held. */
@@ -48,7 +50,12 @@ export interface PublishEnvironment {
   close(): Promise<void>;
 }
 
-export async function startPublishEnvironment(root: string): Promise<PublishEnvironment> {
+export interface PublishEnvironmentOptions {
+  /** The hook's events (Gitea API names). Default: Issue Comment and Pull Request Comment, as docs/OPERATIONS.md. */
+  hookEvents?: string[];
+}
+
+export async function startPublishEnvironment(root: string, options: PublishEnvironmentOptions = {}): Promise<PublishEnvironment> {
   mkdirSync(root, { recursive: true });
   // Before Gitea starts: a missing binary is a set-up error, said with the command to run.
   const mcpCommand = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
@@ -133,7 +140,7 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
     CODEX_HOME: codexHome,
     PATH: `${bin}:${process.env.PATH ?? ''}`,
   };
-  await gitea.addWebhook(`http://127.0.0.1:${port}/api/gitea/webhook`, webhookSecret);
+  const hookId = await gitea.addWebhook(`http://127.0.0.1:${port}/api/gitea/webhook`, webhookSecret, options.hookEvents ? { events: options.hookEvents } : {});
 
   const hooksDir = join(gitea.gitea.root, 'repos', gitea.owner, `${gitea.repo}.git`, 'hooks', 'post-receive.d');
   const holdFile = join(root, 'push-hold');
@@ -149,6 +156,7 @@ export async function startPublishEnvironment(root: string): Promise<PublishEnvi
     dataDir,
     workspaceRoot,
     gitArgsLog,
+    hookId,
     service: null,
     async startService() {
       envObj.service = await startServiceProcess(env, { timeoutMs: 90_000 });
