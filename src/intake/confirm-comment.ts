@@ -15,20 +15,11 @@
 //   Gitea's text: edits never trigger (classify.ts), so a comment edited before the service read it
 //   back is treated like any other disagreement (post a new comment to ask again).
 import { createHash } from 'node:crypto';
+import type { CommentOnGitea } from '../gitea/comment-on-gitea.js';
 import type { NormalizedComment } from '../webhook/normalize-comment.js';
 
-/** What Gitea answered for the comment, reduced to what is compared. */
-export interface GiteaCommentFacts {
-  id: number;
-  body: string;
-  user: { id: number; login: string };
-  /** HTML URL of the issue (`''` on a pull request's comment). */
-  issueUrl: string;
-  /** HTML URL of the pull request (`''` on an issue's comment). */
-  pullRequestUrl: string;
-  createdAt: string;
-  updatedAt: string;
-}
+/** What Gitea answered for the comment, reduced to what is compared (`issueUrl` is `''` on a pull request's comment, `pullRequestUrl` on an issue's). */
+export type GiteaCommentFacts = CommentOnGitea;
 
 /** The payload's side: the normalised comment, its text possibly replaced by its hash (pending-intake.ts). */
 export interface PayloadComment {

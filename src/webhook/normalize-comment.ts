@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { ReviewContext } from '../domain/review-input.js';
 import { getHeader, type WebhookHeaders } from './headers.js';
+import { payloadJson } from './payload-json.js';
 
 export const INSTANCE_ID = 'default';
 
@@ -165,7 +166,6 @@ export function formatIssues(error: z.ZodError): string {
     .join('; ');
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Parse and validate one comment webhook. `json` is the signed JSON as bytes (or a string, or an
@@ -188,16 +188,10 @@ export function normalizeComment(
     return invalid('X-Gitea-Event-Type is not a comment event');
   }
 
-  let data: unknown = json;
-  if (Buffer.isBuffer(json) || typeof json === 'string') {
-    try {
-      data = JSON.parse(typeof json === 'string' ? json : utf8.decode(json));
-    } catch {
-      return invalid('body is not valid UTF-8 JSON');
-    }
-  }
+  const body = payloadJson(json);
+  if (!body.ok) return invalid('body is not valid UTF-8 JSON');
 
-  const parsed = IssueCommentPayloadSchema.safeParse(data);
+  const parsed = IssueCommentPayloadSchema.safeParse(body.data);
   if (!parsed.success) return invalid(formatIssues(parsed.error));
   const p = parsed.data;
 

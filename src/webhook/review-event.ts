@@ -12,6 +12,7 @@
 // agree with the header; and nothing here is acted on before Gitea confirmed it.
 import { z } from 'zod';
 import { getHeader, type WebhookHeaders } from './headers.js';
+import { payloadJson } from './payload-json.js';
 import {
   INSTANCE_ID,
   PullRequestSchema,
@@ -68,7 +69,6 @@ const ReviewPayloadSchema = z.object({
   review: z.object({ type: z.string(), content: z.string() }),
 });
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export type NormalizeReviewResult = { ok: true; value: NormalizedReview } | { ok: false; code: 'invalid_payload'; issues: string };
 
@@ -78,15 +78,9 @@ export function normalizeReview(headers: WebhookHeaders, json: Buffer | string |
   if (deliveryId === undefined || !isValidDeliveryId(deliveryId)) return bad('missing or malformed X-Gitea-Delivery header');
   const eventType = reviewEventType(headers);
   if (eventType === null) return bad('X-Gitea-Event-Type is not a review event');
-  let data: unknown = json;
-  if (Buffer.isBuffer(json) || typeof json === 'string') {
-    try {
-      data = JSON.parse(typeof json === 'string' ? json : utf8.decode(json));
-    } catch {
-      return bad('body is not valid UTF-8 JSON');
-    }
-  }
-  const parsed = ReviewPayloadSchema.safeParse(data);
+  const body = payloadJson(json);
+  if (!body.ok) return bad('body is not valid UTF-8 JSON');
+  const parsed = ReviewPayloadSchema.safeParse(body.data);
   if (!parsed.success) return bad(formatIssues(parsed.error));
   const p = parsed.data;
   if (p.review.type !== eventType) return bad('X-Gitea-Event-Type does not match review.type');
