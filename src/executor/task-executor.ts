@@ -269,10 +269,14 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     }
     // A stop during verification does not wait for the verifier's deadlines: the task is stopped
     // now. The verifier may go on reading Gitea, but it posts nothing for a stopped task
-    // (post-fallback.ts), and its verdict then finds the task moved on.
+    // (post-fallback.ts), and its verdict then finds the task moved on. A lost lease or a stopping
+    // scheduler (the task still verifying) waits for the verdict, as before.
     const stopped = new Promise<null>((resolve) => {
-      if (signal.aborted) resolve(null);
-      else signal.addEventListener('abort', () => resolve(null), { once: true });
+      const onStop = () => {
+        if (task(t.taskId).state !== 'verifying_reply') resolve(null);
+      };
+      if (signal.aborted) onStop();
+      else signal.addEventListener('abort', onStop, { once: true });
     });
     const verdict = verification.verify({
       task: t,
