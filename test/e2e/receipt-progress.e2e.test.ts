@@ -133,7 +133,8 @@ describe('the receipt shows the task\'s progress, edited in place, on a real Git
 
     // What the test saw on Gitea: the plain receipt (queued), the agent working with its step, done.
     const stageOf = (b: string) => /\*\*阶段：\*\* ([^·\n]+)/.exec(b)?.[1]?.trim() ?? 'queued';
-    const stages = watch.seen.map(stageOf).filter((s, i, a) => a[i - 1] !== s);
+    // The final body was read by waitFor above; the watcher's last poll may come before it.
+    const stages = [...watch.seen, final.body].map(stageOf).filter((s, i, a) => a[i - 1] !== s);
     expect(stages[0]).toBe('queued');
     expect(stages).toContain('智能体工作中');
     expect(stages.at(-1)).toBe('已完成');
