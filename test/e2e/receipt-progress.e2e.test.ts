@@ -2,8 +2,7 @@
 // process, the real Codex app-server with the scripted model (which edits CHANGES.md through Codex's
 // shell tool, so change delivery opens a pull request), the real gitea-mcp.
 //
-// Gitea 1.26's API offers no edit history of a comment to rely on (../shared/gitea/FACTS.md says
-// nothing of one), so the stages are proven twice over: the test reads the receipt on Gitea while the
+// Gitea 1.26's API offers no edit history of a comment to rely on (none is documented for it), so the stages are proven twice over: the test reads the receipt on Gitea while the
 // task runs and keeps every distinct body it saw, and the service's own audit events
 // (`receipt.progress_edited`, one per edit Gitea took, with the stage and the body's hash) are checked
 // against the bodies: the last one's hash is the receipt's body on Gitea now.
