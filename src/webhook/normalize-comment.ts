@@ -101,6 +101,20 @@ export const RepositorySchema = z.object({
   permissions: PermissionsSchema.nullish(),
 });
 
+/** The normalised repository of a comment or review delivery. */
+export function repositoryOf(r: z.infer<typeof RepositorySchema>): NormalizedComment['repo'] {
+  return {
+    id: r.id,
+    owner: r.owner.login,
+    name: r.name,
+    fullName: r.full_name,
+    cloneUrl: r.clone_url,
+    htmlUrl: r.html_url ?? '',
+    sshUrl: r.ssh_url ?? '',
+    defaultBranch: r.default_branch,
+  };
+}
+
 const IssueSchema = z.object({
   number: positiveInt,
   title: z.string().optional(),
@@ -219,16 +233,7 @@ export function normalizeComment(
     deliveryKey,
     eventType,
     action: p.action,
-    repo: {
-      id: p.repository.id,
-      owner,
-      name,
-      fullName: p.repository.full_name,
-      cloneUrl: p.repository.clone_url,
-      htmlUrl: p.repository.html_url ?? '',
-      sshUrl: p.repository.ssh_url ?? '',
-      defaultBranch: p.repository.default_branch,
-    },
+    repo: repositoryOf(p.repository),
     repoKey,
     resource: { kind, number: p.issue.number, title: p.issue.title ?? '', htmlUrl: p.issue.html_url ?? '' },
     resourceKey: `${repoKey}:${kind}:${p.issue.number}`,
