@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
+import { until } from '../support/until.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ccweb-lifetime-'));
 let env: RealServiceEnvironment;
@@ -55,16 +56,6 @@ function processesNaming(dir: string): Proc[] {
 
 /** The agent's command: `sleep 313` started inside the sandbox (its HOME is the workspace's own, under the data dir). */
 const agentSleeps = (dataDir: string) => processesNaming(join(dataDir, 'agent-sandbox')).filter((p) => p.cmdline.startsWith(SLEEP));
-
-async function until<T>(what: string, f: () => T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** The agent runs `sleep 313` for the issue that says "sleep-in-sandbox", then waits for ever; other issues: the usual agent. */
 function sleepingAgent(): (body: any) => ReturnType<ReturnType<typeof scriptedAgent>> {

@@ -19,6 +19,7 @@ import type { ActorRecord } from '../../src/runtime/actor-runtime.js';
 import { CONTAINMENT_FIX } from '../../src/isolation/agent-containment.js';
 import { containmentLauncherForTests } from '../support/codex-harness.js';
 import { sessionFixture, type SessionFixture } from '../support/codex-session-fixture.js';
+import { until, timedCase } from '../support/until.js';
 
 let fx: SessionFixture | null = null;
 /** Processes this case froze: thawed (then killed with the rest) whatever happens. */
@@ -64,25 +65,6 @@ function childrenOf(pid: number): number[] {
       const stat = read(p, 'stat');
       return stat !== '' && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
     });
-}
-
-async function timedCase<T>(label: string, fn: () => Promise<T>): Promise<T> {
-  const t0 = performance.now();
-  try {
-    return await fn();
-  } finally {
-    console.log(`[session timing] ${label}: ${(performance.now() - t0).toFixed(0)} ms`);
-  }
-}
-
-async function until<T>(what: string, f: () => T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 afterEach(async () => {

@@ -16,21 +16,13 @@ import { sessionActorId } from '../../src/sessions/session-actor.js';
 import { WAITING_USER_SENTINEL } from '../../src/sessions/developer-instructions.js';
 import { filesContaining, nodeScript, readJsonLines, repoRoot } from '../support/codex-harness.js';
 import { OWNER, REPO, SESSION_TOKEN, sessionFixture, type SessionFixture } from '../support/codex-session-fixture.js';
+import { timedCase } from '../support/until.js';
 
 let fx: SessionFixture | null = null;
 afterEach(async () => {
   await fx?.cleanup();
   fx = null;
 });
-
-async function timedCase<T>(label: string, fn: () => Promise<T>): Promise<T> {
-  const t0 = performance.now();
-  try {
-    return await fn();
-  } finally {
-    console.log(`[session timing] ${label}: ${(performance.now() - t0).toFixed(0)} ms`);
-  }
-}
 
 const markerFor = (task: TaskRecord, n = 1) =>
   formatMarker({ taskId: task.taskId, turnKey: turnKeyFor(task.taskId, n), resourceKey: task.resourceKey });
