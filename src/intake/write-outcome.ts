@@ -160,7 +160,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       delivery('accepted', 'stop', taskId, response);
       trigger(taskId);
       const event = audit('webhook.stop', { taskId, metadata: { taskIds, events: [] } });
-      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, 'nothing_to_stop', { nothingToStop: true }, 'IGNORE');
+      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, 'nothing_to_stop', { nothingToStop: true }, { verdict: 'IGNORE' });
       return { response, start: created.start, taskId };
     }
     case 'reject': {
@@ -220,10 +220,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       const response = rejected(INPUT_TOO_LARGE, taskId);
       delivery('rejected', INPUT_TOO_LARGE, taskId, response);
       trigger(taskId);
-      const task = tx.insert('tasks', taskId, taskWithTextDropped(taskRecord(comment, taskId, event.seq, at)));
-      const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(INPUT_TOO_LARGE)], by, taskId });
-      const receipt = pendingReceiptRecord(task, 'refused', at);
-      tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: INPUT_TOO_LARGE, inputTooLarge: { chars, limit } });
+      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, INPUT_TOO_LARGE, { inputTooLarge: { chars, limit } }, { text: taskWithTextDropped });
       return { response, start: created.start, taskId };
     }
     case 'quota_refused': {
@@ -235,10 +232,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       delivery('rejected', refusal.code, taskId, response);
       trigger(taskId);
       // It never runs: an excerpt of the text is enough to explain it.
-      const task = tx.insert('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
-      const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(refusal.code)], by, taskId });
-      const receipt = pendingReceiptRecord(task, 'refused', at);
-      tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: refusal.code, quota: refusal });
+      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, refusal.code, { quota: refusal });
       ctx.quota!.countRefused(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
       return { response, start: created.start, taskId };
     }
@@ -324,8 +318,8 @@ export function compactFormatMatches(runtime: ActorRuntime): boolean {
 }
 
 /**
- * A task that never runs, kept with an excerpt of its text, and the one comment that tells the thread
- * why (`fields` pick the receipt's words, receipt-decisions.ts).
+ * A task that never runs, kept with an excerpt of its text (or none: `text`), and the one comment that
+ * tells the thread why (`fields` pick the receipt's words, receipt-decisions.ts).
  */
 function refusedTask(
   ctx: WriteContext,
@@ -336,9 +330,10 @@ function refusedTask(
   at: Date,
   reason: string,
   fields: Record<string, unknown>,
-  verdict: 'REJECT' | 'IGNORE' = 'REJECT',
+  how: { verdict?: 'REJECT' | 'IGNORE'; text?: (task: TaskRecord) => TaskRecord } = {},
 ): { start: () => void } {
-  const task = tx.insert('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, seq, at)));
+  const verdict = how.verdict ?? 'REJECT';
+  const task = tx.insert('tasks', taskId, (how.text ?? taskWithExcerptOnly)(taskRecord(comment, taskId, seq, at)));
   const event: TaskEvent = verdict === 'REJECT' ? reject(reason) : { type: 'IGNORE', reason };
   const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [event], by: `gitea:user:${comment.actor.login}`, taskId });
   const receipt = pendingReceiptRecord(task, 'refused', at);
