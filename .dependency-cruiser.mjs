@@ -22,11 +22,11 @@ export default {
     {
       name: 'store-only-itself-node-lowdb',
       comment:
-        'src/store/ is the platform under everything: it imports itself, node builtins and lowdb only, ' +
-        'never the domain or the parts that use it.',
+        'src/store/ is the platform under everything: it imports itself, node builtins, lowdb and (its ' +
+        'PostgreSQL engine, src/store/postgres/) pg only, never the domain or the parts that use it.',
       severity: 'error',
       from: { path: '^src/store/' },
-      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', pkg('lowdb')] },
+      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', pkg('lowdb'), pkg('pg'), pkg('pg-[a-z-]+')] },
     },
     {
       name: 'visualizer-graph-only-xstate-elkjs-machines',

@@ -1,8 +1,21 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The store tests that run on both engines (issue 31): the contract, its cold tier, derived records,
+ * fresh inserts and compaction. The `store-on-postgres` project runs them once more against a
+ * throwaway PostgreSQL (CCWEB_TEST_STORE_ENGINE=postgres; test/support/store-helpers.ts); tests that
+ * are about the embedded store's own files say so and run on it only.
+ */
+const STORE_CONFORMANCE = [
+  'test/unit/store.test.ts',
+  'test/unit/store-cold.test.ts',
+  'test/unit/store-derived.test.ts',
+  'test/unit/store-fresh-insert.test.ts',
+  'test/unit/store-compaction-handover.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Marks every process the run starts and fails the run if one outlives it.
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
@@ -10,5 +23,17 @@ export default defineConfig({
     // Several suites start real processes (git, codex app-server); two cores are all CI has.
     maxWorkers: 2,
     reporters: ['default'],
+    projects: [
+      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'store-on-postgres',
+          include: STORE_CONFORMANCE,
+          env: { CCWEB_TEST_STORE_ENGINE: 'postgres' },
+          globalSetup: ['test/support/postgres-global-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -1,6 +1,7 @@
 export {
   ConfigError,
   DEFAULT_CONFIG_FILE,
+  defaultNodeId,
   REDACTED,
   SECRET_KEYS,
   bundledCodexCommand,

@@ -153,6 +153,32 @@ export const KEYS = {
     expect: 'a command or path',
     fix: `Set it to the gitea-mcp executable at revision ${GITEA_MCP_PIN.revision} (\`node scripts/install-gitea-mcp.mjs --to /usr/local/bin\` builds and installs it), default gitea-mcp.`,
   },
+  // The store's engine (issue 31, src/store/postgres/): unset, the embedded store in <dataDir>/store.
+  databaseUrl: {
+    env: 'CCWEB_DATABASE_URL',
+    secret: true,
+    schema: nonEmpty.regex(/^postgres(ql)?:\/\/\S+$/i),
+    expect: 'a postgres:// URL',
+    fix: 'Set it to the PostgreSQL database the store lives in, e.g. postgres://ccweb:PASSWORD@db.example.com:5432/ccweb (the database must exist; the service creates its tables), or unset it for the embedded store in <dataDir>/store.',
+  },
+  databaseUrlFile: {
+    env: 'CCWEB_DATABASE_URL_FILE',
+    schema: nonEmpty,
+    expect: 'the path of a file holding the database URL',
+    fix: 'Set it to a file readable only by the service user (e.g. /run/secrets/database_url), or unset it and use CCWEB_DATABASE_URL.',
+  },
+  nodeId: {
+    env: 'CCWEB_NODE_ID',
+    schema: nonEmpty.regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/),
+    expect: 'a name of up to 100 letters, digits, _, ., : or -',
+    fix: "Set it to a name unique to this node (e.g. its host name), or leave it unset for the host name plus a hash of the data directory.",
+  },
+  databaseOutageSeconds: {
+    env: 'CCWEB_DATABASE_OUTAGE_SECONDS',
+    schema: integer(1, 3600),
+    expect: 'an integer from 1 to 3600',
+    fix: 'Set how long a PostgreSQL that went away is waited for before the service stops (commits wait meanwhile, nothing is acknowledged), e.g. 120 (default).',
+  },
   // Secrets from files (issue 16; the `_FILE` convention of container secrets): the value is the
   // file's content without its trailing newline. Set either the variable or its _FILE, not both.
   giteaMcpTokenFile: {

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
 // Configuration loader: environment (`CCWEB_*`) over an optional JSON file (`--config PATH`, else
 // `ccweb.config.json` in the working directory) over defaults; validated per key with zod.
 //
@@ -18,7 +20,18 @@ import { CONFIG_KEYS, DEFAULTS, KEYS, type ConfigKey, type KeySpec, type LogLeve
 import type { Locale } from '../messages/catalogue.js';
 import { limitsConfigFrom, type LimitsConfig } from './limit-keys.js';
 
+/** The host name plus a hash of the data directory: two nodes on one host with two data directories differ. */
+export function defaultNodeId(dataDir: string): string {
+  const host = hostname().replace(/[^A-Za-z0-9_.:-]/g, '-').slice(0, 60) || 'node';
+  return `${host}-${createHash('sha256').update(dataDir).digest('hex').slice(0, 8)}`;
+}
+
 export interface Config extends LimitsConfig {
+  /** The PostgreSQL store's URL (a secret: it may hold a password); unset → the embedded store. */
+  databaseUrl?: string;
+  /** This node's name in a shared database (heartbeats, log lines, leases). */
+  nodeId?: string;
+  databaseOutageSeconds?: number;
   host: string;
   port: number;
   /** Absolute. */
@@ -94,6 +107,7 @@ export const SECRET_FILE_KEYS = {
   giteaMcpToken: 'giteaMcpTokenFile',
   webhookSecret: 'webhookSecretFile',
   adminToken: 'adminTokenFile',
+  databaseUrl: 'databaseUrlFile',
 } as const satisfies Partial<Record<ConfigKey, ConfigKey>>;
 
 /** Reads a `*_FILE` secret: its content without trailing newlines (how `echo x > file` writes it). */
@@ -372,6 +386,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['securityEventRetentionDays'] !== undefined) config.securityEventRetentionDays = v['securityEventRetentionDays'] as number;
   if (v['intakeConfirmAttempts'] !== undefined) config.intakeConfirmAttempts = v['intakeConfirmAttempts'] as number;
   if (v['intakeMaxPending'] !== undefined) config.intakeMaxPending = v['intakeMaxPending'] as number;
+  if (v['databaseUrl'] !== undefined) config.databaseUrl = v['databaseUrl'] as string;
+  config.nodeId = (v['nodeId'] as string | undefined) ?? defaultNodeId(dataDir);
+  if (v['databaseOutageSeconds'] !== undefined) config.databaseOutageSeconds = v['databaseOutageSeconds'] as number;
   return config;
 }
 
@@ -385,6 +402,7 @@ export function redactConfig(config: Config): Config {
     giteaToken: REDACTED,
     ...(config.giteaMcpToken !== undefined ? { giteaMcpToken: REDACTED } : {}),
     adminToken: REDACTED,
+    ...(config.databaseUrl !== undefined ? { databaseUrl: REDACTED } : {}),
     allowUsers: [...config.allowUsers],
     denyUsers: [...config.denyUsers],
   };

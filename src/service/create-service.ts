@@ -1,7 +1,8 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Config } from '../config/index.js';
+import { defaultNodeId, type Config } from '../config/index.js';
+import { VERSION } from '../cli/version.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { createTaskExecutor } from '../executor/task-executor.js';
 import { createWorkspaceAdapter } from '../executor/workspace-adapter.js';
@@ -117,7 +118,18 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea, logger, options.signal);
 
-  const store = createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
+  // The embedded store by default; with CCWEB_DATABASE_URL, PostgreSQL with a replica in the data
+  // directory (src/store/postgres/). Nothing past this line knows which.
+  const store = config.databaseUrl
+    ? createStore({
+        dir: join(config.dataDir, 'store-replica'),
+        indexes: STORE_INDEXES,
+        url: config.databaseUrl,
+        nodeId: config.nodeId ?? defaultNodeId(config.dataDir),
+        version: VERSION,
+        outageMs: (config.databaseOutageSeconds ?? 120) * 1000,
+      })
+    : createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
   metrics.timeStoreCommits(store);
   try {
     await store.open();

@@ -118,6 +118,15 @@ export function storeOpenError(error: unknown, dataDir: string): unknown {
   if (error instanceof StoreError && error.code === 'store_locked') {
     return new OperatorError(`${error.message}`, 'CCWEB_DATA_DIR', 'another ccweb-gitea uses this data directory: stop it, or give this one its own directory', EXIT_CODES.tempFail);
   }
+  if (error instanceof StoreError && error.code === 'database_writer_taken') {
+    return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'stop the other node, or give this one its own database', EXIT_CODES.tempFail);
+  }
+  if (error instanceof StoreError && error.code === 'database_schema_too_new') {
+    return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'upgrade this node', EXIT_CODES.config);
+  }
+  if (error instanceof StoreError && error.code === 'database_unreachable') {
+    return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'check the URL, that PostgreSQL listens there and that the database exists (createdb)', EXIT_CODES.unavailable);
+  }
   const code = errnoOf(error);
   if (code !== undefined && /^E[A-Z]+$/.test(code)) return dataDirError(dataDir, error);
   return error;

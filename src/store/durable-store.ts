@@ -9,8 +9,8 @@ import { CHECKPOINT_FILE } from './journal-files.mjs';
 import { Journal } from './journal.js';
 import { ColdTier } from './cold-tier.js';
 import { loadStore } from './load-store.js';
-import { MemoryState } from './memory-state.js';
-import { Transaction } from './transaction.js';
+import { MemoryState, type Op } from './memory-state.js';
+import { Transaction, type CasExpectation } from './transaction.js';
 import {
   StoreUnavailableError,
   type AuditEvent,
@@ -39,6 +39,20 @@ export interface StoreOptions {
   onCompactionError?: (error: unknown) => void;
   /** Test hook: runs before each journal batch write; throwing simulates an I/O failure. */
   beforeJournalWrite?: (bytes: number) => void | Promise<void>;
+  /**
+   * A shared database every commit must reach before it is acknowledged (src/store/postgres/): this
+   * store is then that database's local replica. A commit goes to the replicator first and to the
+   * journal only once the database has it, so the replica is never ahead of the database.
+   */
+  replicator?: CommitReplicator;
+}
+
+/** Where a replica sends its commits (the PostgreSQL log writer). */
+export interface CommitReplicator {
+  /** Called synchronously, in seq order, once per committed transaction; resolves once the database has it. */
+  append(seq: number, ops: readonly Op[], line: string, expectations: readonly CasExpectation[]): Promise<void>;
+  /** Set once the database refused or is gone for good: the store stops (fail-stop). */
+  readonly failure: StoreUnavailableError | undefined;
 }
 
 export interface DurableStoreStats extends StoreStats {
@@ -136,6 +150,8 @@ export class DurableStore implements Store {
   async close(): Promise<void> {
     if (this.#phase === 'closed') return;
     this.#phase = 'closed';
+    // Commits on their way to the shared database still reach the journal after it acknowledged them.
+    await this.#replicatedTail;
     await this.#journal?.close();
     await this.#compacting;
     this.#cold.close();
@@ -216,17 +232,55 @@ export class DurableStore implements Store {
       return Promise.reject(error);
     }
     // A read-only transaction writes nothing but may have read not-yet-durable state.
-    if (tx.ops.length === 0) return journal.sync().then(() => result);
+    if (tx.ops.length === 0) return this.sync().then(() => result);
     const seq = ++this.#seq;
     this.#state.apply(tx.ops, seq);
     this.#commits += 1;
-    return journal.append(tx.line(seq), seq).then(() => result);
+    const line = tx.line(seq);
+    const replicator = this.#options.replicator;
+    if (!replicator) return journal.append(line, seq).then(() => result);
+    const shared = replicator.append(seq, tx.ops, line, tx.expectations);
+    // Replicated commits resolve in seq order, so the journal still receives its lines in order.
+    const written = shared.then(() => journal.append(line, seq));
+    this.#replicatedTail = written.catch(() => undefined);
+    return written.then(() => result);
   }
+
+  /** The last replicated commit's journal write (settled either way); what `sync` waits for first. */
+  #replicatedTail: Promise<unknown> = Promise.resolve();
 
   sync(): Promise<void> {
     const unavailable = this.#unavailable();
     if (unavailable) return Promise.reject(unavailable);
-    return this.#journal!.sync();
+    if (!this.#options.replicator) return this.#journal!.sync();
+    return this.#replicatedTail.then(() => {
+      const failed = this.#unavailable();
+      return failed ? Promise.reject(failed) : this.#journal!.sync();
+    });
+  }
+
+  /** The seq of the last transaction applied (its own or one replayed from the shared database). */
+  get lastSeq(): number {
+    return this.#seq;
+  }
+
+  /**
+   * Applies a transaction another writer committed to the shared database (its journal line, as
+   * `Transaction.line` writes it, with the database's seq): to memory at once, to the journal as
+   * any other line. Seqs must follow on without a gap.
+   */
+  applyReplicated(seq: number, line: string): Promise<void> {
+    const unavailable = this.#unavailable();
+    if (unavailable) return Promise.reject(unavailable);
+    if (seq !== this.#seq + 1) return Promise.reject(new StoreUnavailableError(`replica: seq ${seq} does not follow ${this.#seq}`));
+    const entry = JSON.parse(line) as { seq?: unknown; ops?: unknown };
+    if (entry.seq !== seq || !Array.isArray(entry.ops)) return Promise.reject(new StoreUnavailableError(`replica: log entry ${seq} is malformed`));
+    this.#state.applyFromDisk(entry.ops, seq);
+    this.#seq = seq;
+    this.#commits += 1;
+    const written = this.#journal!.append(line, seq);
+    this.#replicatedTail = written.catch(() => undefined);
+    return written;
   }
 
   stats(): DurableStoreStats {
@@ -320,7 +374,7 @@ export class DurableStore implements Store {
   #unavailable(): StoreUnavailableError | undefined {
     if (this.#phase === 'closed') return new StoreUnavailableError('store closed');
     if (this.#phase !== 'open') return new StoreUnavailableError('store not open');
-    return this.#fatal ?? this.#journal?.failure;
+    return this.#fatal ?? this.#options.replicator?.failure ?? this.#journal?.failure;
   }
 
   #assertReadable(): void {

@@ -1,9 +1,17 @@
 import { DurableStore, type StoreOptions } from './durable-store.js';
+import { PostgresStore, type PostgresStoreOptions } from './postgres/postgres-store.js';
+import type { Store } from './types.js';
 
 export * from './types.js';
 export { DurableStore, type StoreOptions, type DurableStoreStats } from './durable-store.js';
+export { PostgresStore, type PostgresStoreOptions, type PostgresStoreStats } from './postgres/postgres-store.js';
 export { JournalCorruptionError } from './journal-files.mjs';
+export { describeDatabase, isPostgresUrl } from './postgres/database-url.js';
 
-export function createStore(options: StoreOptions): DurableStore {
-  return new DurableStore(options);
+export function createStore(options: StoreOptions): DurableStore;
+export function createStore(options: PostgresStoreOptions): PostgresStore;
+export function createStore(options: StoreOptions | PostgresStoreOptions): Store;
+/** The embedded store (the default), or PostgreSQL when a database URL is given. */
+export function createStore(options: StoreOptions | PostgresStoreOptions): Store {
+  return 'url' in options ? new PostgresStore(options) : new DurableStore(options);
 }

@@ -22,6 +22,14 @@ import {
 
 const DELETED = null;
 
+/** A compare-and-swap this transaction made on a record it had not written before: what it expected stored. */
+export interface CasExpectation {
+  collection: CollectionName;
+  key: string;
+  field: 'version' | 'stateVersion';
+  expected: number;
+}
+
 function serializeRecord(collection: string, record: unknown): string {
   if (record === null || typeof record !== 'object' || Array.isArray(record)) {
     throw new TypeError(`${collection}: a record must be a plain object`);
@@ -31,6 +39,8 @@ function serializeRecord(collection: string, record: unknown): string {
 
 export class Transaction implements Tx {
   readonly ops: Op[] = [];
+  /** Checked against the stored version once more by a shared database (src/store/postgres/). */
+  readonly expectations: CasExpectation[] = [];
   readonly #opTexts: string[] = [];
   readonly #overlay = new Map<CollectionName, Map<string, StoredRecord | typeof DELETED>>();
   /** Keys written, in first-write order; their final values become ops in `seal()`. */
@@ -106,6 +116,7 @@ export class Transaction implements Tx {
         typeof actual === 'number' ? actual : undefined,
       );
     }
+    if (!this.#pending.has(`${collection}\u0000${key}`)) this.expectations.push({ collection, key, field, expected: options.expectVersion });
     return this.#write(collection, key, { ...record, [field]: options.expectVersion + 1 });
   }
 

@@ -1,0 +1,250 @@
+// The one connection a node writes PostgreSQL through. Commits are group-committed like the
+// embedded journal's: every transaction submitted while a batch is in flight goes into the next
+// batch, one PostgreSQL transaction that moves the head from exactly where the batch starts (so a
+// second writer, or a replica that missed a commit, is refused rather than merged), appends the log
+// lines and writes each record's final value and the audit events.
+//
+// A database that goes away (restart, network) is waited for: the batch is retried on a new
+// connection until `outageMs` has passed; a retry first asks whether the lost attempt committed
+// after all (its last line is in the log), so nothing is written twice. Anything else — a refused
+// check, the writer lock taken by another node, an outage longer than allowed — stops the store
+// (fail-stop): every commit after it is refused, and a restart reloads from the database.
+import pg from 'pg';
+import { batchRows, type BatchRows, type CommittedEntry } from './batch-rows.js';
+import { describeDatabase } from './database-url.js';
+import { StoreError, StoreUnavailableError } from '../types.js';
+import { WRITER_LOCK } from './schema.js';
+
+export interface LogWriterOptions {
+  url: string;
+  nodeId: string;
+  version: string;
+  /** How long a database that went away is waited for before the store stops. */
+  outageMs: number;
+  heartbeatMs?: number;
+  /** Test hook: runs before each batch's SQL (throwing simulates a database failure). */
+  beforeBatch?: (rows: BatchRows) => void | Promise<void>;
+}
+
+interface Pending {
+  entry: CommittedEntry;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** Errors after which the same batch may be tried again on a new connection. */
+export function isConnectionFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') {
+    const message = String((error as Error | null)?.message ?? '');
+    return /Connection terminated|connection not open|Client has encountered a connection error|timeout/i.test(message);
+  }
+  return (
+    code.startsWith('08') || // connection exceptions
+    code === '57P01' || code === '57P02' || code === '57P03' || // admin/crash shutdown, cannot connect now
+    code === '53300' || // too many connections
+    ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)
+  );
+}
+
+export class WriterTakenError extends StoreError {
+  constructor(where: string, holder: string) {
+    super(
+      'database_writer_taken',
+      `another node writes ${where} (${holder}); this version runs one node per database at a time: ` +
+        'stop that node, or give this one its own CCWEB_DATABASE_URL',
+    );
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+export class LogWriter {
+  readonly #options: LogWriterOptions;
+  readonly #where: string;
+  #client: pg.Client | undefined;
+  #queue: Pending[] = [];
+  #flushing = false;
+  #failure: StoreUnavailableError | undefined;
+  #closed = false;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #idle: Promise<void> = Promise.resolve();
+  batches = 0;
+  reconnects = 0;
+
+  constructor(options: LogWriterOptions) {
+    this.#options = options;
+    this.#where = describeDatabase(options.url);
+  }
+
+  get failure(): StoreUnavailableError | undefined {
+    return this.#failure;
+  }
+
+  /** Connects, takes the writer lock and registers this node. */
+  async open(): Promise<void> {
+    this.#client = await this.#connect();
+    const every = this.#options.heartbeatMs ?? 10_000;
+    this.#heartbeat = setInterval(() => void this.#beat(), every);
+    this.#heartbeat.unref();
+  }
+
+  append(entry: CommittedEntry): Promise<void> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('store closed'));
+    const done = new Promise<void>((resolve, reject) => this.#queue.push({ entry, resolve, reject }));
+    if (!this.#flushing) {
+      this.#flushing = true;
+      this.#idle = new Promise<void>((resolve) => setImmediate(() => void this.#flushLoop().finally(resolve)));
+    }
+    return done;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#heartbeat);
+    await this.#idle;
+    const client = this.#client;
+    this.#client = undefined;
+    // Ending the session releases the writer lock.
+    await client?.end().catch(() => undefined);
+  }
+
+  async #flushLoop(): Promise<void> {
+    try {
+      while (this.#queue.length > 0 && !this.#failure) {
+        const batch = this.#queue;
+        this.#queue = [];
+        try {
+          await this.#commitWithRetry(batch.map((p) => p.entry));
+          this.batches += 1;
+          for (const p of batch) p.resolve();
+        } catch (error) {
+          this.#failure ??= error instanceof StoreUnavailableError ? error : new StoreUnavailableError(`store unavailable: ${this.#where}: ${(error as Error).message}`);
+          for (const p of [...batch, ...this.#queue]) p.reject(this.#failure);
+          this.#queue = [];
+        }
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+
+  async #commitWithRetry(entries: CommittedEntry[]): Promise<void> {
+    const rows = batchRows(entries);
+    const deadline = Date.now() + this.#options.outageMs;
+    let attempt = 0;
+    for (;;) {
+      try {
+        const client = this.#client ?? (this.#client = await this.#connect());
+        if (attempt > 0 && (await this.#alreadyCommitted(client, rows))) return;
+        await this.#options.beforeBatch?.(rows);
+        await commitBatch(client, rows, this.#options.nodeId);
+        return;
+      } catch (error) {
+        if (!isConnectionFailure(error) || Date.now() >= deadline) {
+          if (isConnectionFailure(error)) throw new StoreUnavailableError(`store unavailable: ${this.#where} did not come back within ${Math.round(this.#options.outageMs / 1000)} s`);
+          throw error;
+        }
+        const lost = this.#client;
+        this.#client = undefined;
+        await lost?.end().catch(() => undefined);
+        attempt += 1;
+        this.reconnects += 1;
+        await sleep(Math.min(2000, 100 * 2 ** Math.min(attempt, 5)));
+      }
+    }
+  }
+
+  /** After a lost connection: did the batch commit before the answer was lost? */
+  async #alreadyCommitted(client: pg.Client, rows: BatchRows): Promise<boolean> {
+    const { rows: found } = await client.query<{ line: string }>('SELECT line FROM ccweb_log WHERE seq = $1', [rows.lastSeq]);
+    return found.length === 1 && found[0]!.line === rows.log.line.at(-1);
+  }
+
+  async #connect(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.#options.url, application_name: `ccweb-gitea ${this.#options.nodeId}` });
+    // An idle connection's error (the server restarted) must not crash the process; the next batch reconnects.
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [WRITER_LOCK.toString()]);
+      if (!rows[0]?.ok) {
+        const holder = await client
+          .query<{ node_id: string; heartbeat_at: Date }>('SELECT node_id, heartbeat_at FROM ccweb_nodes WHERE node_id <> $1 ORDER BY heartbeat_at DESC LIMIT 1', [this.#options.nodeId])
+          .then((r) => (r.rows[0] ? `node ${r.rows[0].node_id}, last heartbeat ${r.rows[0].heartbeat_at.toISOString()}` : 'a node that has not registered'));
+        throw new WriterTakenError(this.#where, holder);
+      }
+      await client.query(
+        `INSERT INTO ccweb_nodes (node_id, version, started_at, heartbeat_at) VALUES ($1, $2, now(), now())
+         ON CONFLICT (node_id) DO UPDATE SET version = EXCLUDED.version, started_at = EXCLUDED.started_at, heartbeat_at = now()`,
+        [this.#options.nodeId, this.#options.version],
+      );
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    return client;
+  }
+
+  async #beat(): Promise<void> {
+    // Only between batches: the one connection must not put the heartbeat inside a batch's transaction.
+    if (this.#flushing || !this.#client || this.#failure || this.#closed) return;
+    await this.#client.query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId]).catch(() => undefined);
+  }
+}
+
+/** One batch, one PostgreSQL transaction; throws (and rolls back) when a check fails. */
+export async function commitBatch(client: pg.ClientBase, rows: BatchRows, nodeId: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    const head = await client.query('UPDATE ccweb_head SET seq = $2, node_id = $3, at = now() WHERE id = 1 AND seq = $1', [rows.firstSeq - 1, rows.lastSeq, nodeId]);
+    if (head.rowCount !== 1) {
+      const { rows: h } = await client.query<{ seq: string; node_id: string | null }>('SELECT seq, node_id FROM ccweb_head WHERE id = 1');
+      throw new StoreUnavailableError(
+        `store unavailable: the database's log is at seq ${h[0]?.seq ?? '?'} (written by ${h[0]?.node_id ?? '?'}), not ${rows.firstSeq - 1} as this node's replica: another writer committed; restart this node to reload`,
+      );
+    }
+    await client.query('INSERT INTO ccweb_log (seq, node_id, line) SELECT s, $3, l FROM unnest($1::bigint[], $2::text[]) AS t(s, l)', [rows.log.seq, rows.log.line, nodeId]);
+    if (rows.absent.key.length > 0) {
+      const { rows: present } = await client.query<{ collection: string; key: string }>(
+        'SELECT r.collection, r.key FROM ccweb_records r JOIN unnest($1::text[], $2::text[]) AS a(c, k) ON r.collection = a.c AND r.key = a.k LIMIT 1',
+        [rows.absent.collection, rows.absent.key],
+      );
+      if (present[0]) throw new StoreUnavailableError(`store unavailable: ${present[0].collection}: a key this node inserted already exists in the database (another writer)`);
+    }
+    if (rows.cas.key.length > 0) {
+      const { rows: stale } = await client.query<{ c: string }>(
+        `SELECT e.c FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS e(c, k, f, v)
+         LEFT JOIN ccweb_records r ON r.collection = e.c AND r.key = e.k
+         WHERE r.key IS NULL OR (r.body->>e.f)::bigint IS DISTINCT FROM e.v LIMIT 1`,
+        [rows.cas.collection, rows.cas.key, rows.cas.field, rows.cas.expected],
+      );
+      if (stale[0]) throw new StoreUnavailableError(`store unavailable: ${stale[0].c}: a version this node compared against is not the database's (another writer)`);
+    }
+    if (rows.upserts.key.length > 0) {
+      await client.query(
+        `INSERT INTO ccweb_records (collection, key, body, version, archived, seq)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[]::jsonb[], $4::bigint[], $5::boolean[], $6::bigint[])
+         ON CONFLICT (collection, key) DO UPDATE SET body = EXCLUDED.body, version = EXCLUDED.version, archived = EXCLUDED.archived, seq = EXCLUDED.seq`,
+        [rows.upserts.collection, rows.upserts.key, rows.upserts.body, rows.upserts.version, rows.upserts.archived, rows.upserts.seq],
+      );
+    }
+    if (rows.deletes.key.length > 0) {
+      await client.query('DELETE FROM ccweb_records r USING unnest($1::text[], $2::text[]) AS d(c, k) WHERE r.collection = d.c AND r.key = d.k', [rows.deletes.collection, rows.deletes.key]);
+    }
+    if (rows.audit.seq.length > 0) {
+      const a = rows.audit;
+      await client.query(
+        `INSERT INTO ccweb_audit (seq, at, action, level, task_id, delivery_id, actor_id, event)
+         SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]::jsonb[])`,
+        [a.seq, a.at, a.action, a.level, a.taskId, a.deliveryId, a.actorId, a.event],
+      );
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

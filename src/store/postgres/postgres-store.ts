@@ -1,0 +1,199 @@
+// The store on PostgreSQL. The contract is the embedded store's, unchanged (src/store/types.ts):
+// reads are synchronous and a transaction's body runs synchronously against memory, so nothing in
+// the service knows which engine it runs on. Memory here is a replica of the database: a
+// DurableStore in the node's data directory (its journal unsynced: the database, not the disk, is
+// what makes a commit durable) whose every commit goes to PostgreSQL first (log-writer.ts) and is
+// acknowledged only once PostgreSQL has committed it.
+//
+// Opening: the schema is migrated (or refused as too new), the writer lock taken, and the replica
+// brought to the database's head by replaying the log lines it has not seen; a replica of another
+// database's history, or one ahead of the database (it cannot be: commits reach the replica's
+// journal only after the database), is discarded and rebuilt from the log.
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import pg from 'pg';
+import { DurableStore, type CommitReplicator, type DurableStoreStats, type StoreOptions } from '../durable-store.js';
+import { StoreError, type AuditEvent, type AuditQuery, type CollectionName, type Store, type StoredRecord, type Tx } from '../types.js';
+import { describeDatabase } from './database-url.js';
+import { JournalCorruptionError } from '../journal-files.mjs';
+import { LogWriter } from './log-writer.js';
+import { migrate } from './schema.js';
+
+export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexes' | 'segmentBytes' | 'compactRatio' | 'onCompactionError' | 'beforeJournalWrite'> {
+  /** `postgres://…`; never logged (describeDatabase). */
+  url: string;
+  nodeId: string;
+  /** This node's version, shown with its heartbeat. */
+  version: string;
+  /** How long a database that went away is waited for before the store stops. Default 120 s. */
+  outageMs?: number;
+  /** Test hook (log-writer.ts). */
+  beforeBatch?: ConstructorParameters<typeof LogWriter>[0]['beforeBatch'];
+}
+
+export interface PostgresStoreStats extends DurableStoreStats {
+  engine: 'postgres';
+  databaseBatches: number;
+  databaseReconnects: number;
+  /** Log lines replayed into the replica at open. */
+  replayedAtOpen: number;
+}
+
+const MARKER = 'replica-of.json';
+const REPLAY_PAGE = 2000;
+
+export class PostgresStore implements Store {
+  readonly dir: string;
+  readonly #options: PostgresStoreOptions;
+  readonly #writer: LogWriter;
+  #replica: DurableStore;
+  #replayed = 0;
+  /** Why the replica was rebuilt from the database at open, if it was. */
+  rebuiltBecause: string | undefined;
+
+  constructor(options: PostgresStoreOptions) {
+    this.dir = options.dir;
+    this.#options = options;
+    this.#writer = new LogWriter({ url: options.url, nodeId: options.nodeId, version: options.version, outageMs: options.outageMs ?? 120_000, beforeBatch: options.beforeBatch });
+    this.#replica = this.#newReplica();
+  }
+
+  #newReplica(): DurableStore {
+    const writer = this.#writer;
+    const replicator: CommitReplicator = {
+      append: (seq, ops, line, expectations) => writer.append({ seq, ops, line, expectations }),
+      get failure() {
+        return writer.failure;
+      },
+    };
+    const { dir, indexes, segmentBytes, compactRatio, onCompactionError, beforeJournalWrite } = this.#options;
+    return new DurableStore({ dir, indexes, segmentBytes, compactRatio, onCompactionError, beforeJournalWrite, fsync: false, replicator });
+  }
+
+  async open(): Promise<void> {
+    const where = describeDatabase(this.#options.url);
+    const setup = new pg.Client({ connectionString: this.#options.url });
+    setup.on('error', () => undefined);
+    let head: { historyId: string; seq: number };
+    try {
+      await setup.connect().catch((error: Error) => {
+        throw new StoreError('database_unreachable', `cannot reach ${where}: ${error.message}`);
+      });
+      await migrate(setup);
+      await this.#writer.open();
+      const { rows } = await setup.query<{ history_id: string; seq: string }>('SELECT history_id, seq FROM ccweb_head WHERE id = 1');
+      head = { historyId: rows[0]!.history_id, seq: Number(rows[0]!.seq) };
+      const marker = await readFile(join(this.dir, MARKER), 'utf8').then((t) => (JSON.parse(t) as { historyId?: string }).historyId, () => undefined);
+      if (marker !== head.historyId) await this.#discardReplica(marker);
+      // The replica is a cache of the database: one that cannot be read (a torn or corrupt file) or
+      // that is ahead of the database is rebuilt from the log, never trusted.
+      const opened = await this.#replica.open().then(
+        () => (this.#replica.lastSeq > head.seq ? `the replica is at seq ${this.#replica.lastSeq}, ahead of the database (${head.seq})` : undefined),
+        (error: unknown) => {
+          if (error instanceof JournalCorruptionError || /unknown format/.test(String((error as Error)?.message))) return `the replica could not be read (${(error as Error).message})`;
+          throw error;
+        },
+      );
+      if (opened !== undefined) {
+        this.rebuiltBecause = opened;
+        await this.#replica.close();
+        await this.#discardReplica(marker ?? head.historyId);
+        this.#replica = this.#newReplica();
+        await this.#replica.open();
+      }
+      await writeFile(join(this.dir, MARKER), JSON.stringify({ historyId: head.historyId, database: where }) + '\n');
+      await this.#catchUp(setup, head.seq);
+    } catch (error) {
+      await this.#replica.close().catch(() => undefined);
+      await this.#writer.close();
+      throw error;
+    } finally {
+      await setup.end().catch(() => undefined);
+    }
+  }
+
+  /** Only a replica (it has our marker) or an empty directory is ever removed: never an embedded store's. */
+  async #discardReplica(marker: string | undefined): Promise<void> {
+    const entries = await readdir(this.dir).catch(() => [] as string[]);
+    if (marker === undefined && entries.length > 0) {
+      throw new Error(`${this.dir} is not empty and is no replica of a database (no ${MARKER}): move it away, or give the store another directory`);
+    }
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  async #catchUp(client: pg.Client, headSeq: number): Promise<void> {
+    let pending: Promise<void> = Promise.resolve();
+    while (this.#replica.lastSeq < headSeq) {
+      const { rows } = await client.query<{ seq: string; line: string }>('SELECT seq, line FROM ccweb_log WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3', [
+        this.#replica.lastSeq,
+        headSeq,
+        REPLAY_PAGE,
+      ]);
+      if (rows.length === 0) throw new Error(`the database's log has no line after seq ${this.#replica.lastSeq} although its head is ${headSeq}`);
+      for (const row of rows) {
+        pending = this.#replica.applyReplicated(Number(row.seq), row.line);
+        this.#replayed += 1;
+      }
+    }
+    await pending;
+  }
+
+  async close(): Promise<void> {
+    // The replica first: it waits for the commits in flight, which need the writer.
+    await this.#replica.close();
+    await this.#writer.close();
+  }
+
+  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined {
+    return this.#replica.get<T>(collection, key);
+  }
+
+  list<T extends StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
+    return this.#replica.list<T>(collection, filter);
+  }
+
+  byIndex<T extends StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
+    return this.#replica.byIndex<T>(collection, field, value);
+  }
+
+  count(collection: CollectionName): number {
+    return this.#replica.count(collection);
+  }
+
+  archivedCount(collection: CollectionName): number {
+    return this.#replica.archivedCount(collection);
+  }
+
+  scanArchived<T extends StoredRecord>(collection: CollectionName): Iterable<T> {
+    return this.#replica.scanArchived<T>(collection);
+  }
+
+  audit(query?: AuditQuery): AuditEvent[] {
+    return this.#replica.audit(query);
+  }
+
+  transact<R>(fn: (tx: Tx) => R): Promise<R> {
+    return this.#replica.transact(fn);
+  }
+
+  sync(): Promise<void> {
+    return this.#replica.sync();
+  }
+
+  stats(): PostgresStoreStats {
+    return { ...this.#replica.stats(), engine: 'postgres', databaseBatches: this.#writer.batches, databaseReconnects: this.#writer.reconnects, replayedAtOpen: this.#replayed };
+  }
+
+  /** The replica's compaction (its journal and cold tier are local files like the embedded store's). */
+  compact(): Promise<void> {
+    return this.#replica.compact();
+  }
+
+  compactionIdle(): Promise<void> {
+    return this.#replica.compactionIdle();
+  }
+
+  get lastCompactionError(): unknown {
+    return this.#replica.lastCompactionError;
+  }
+}

@@ -1,0 +1,133 @@
+// The PostgreSQL store's schema and its migrations. The version a database holds is in
+// `ccweb_schema`; a node applies the migrations it knows in order, under an advisory lock so two
+// nodes starting at once do not both migrate, and refuses a database whose schema is newer than it
+// knows (an older node must not write what a newer one has reshaped).
+import type { ClientBase } from 'pg';
+import { StoreError } from '../types.js';
+
+/** Advisory-lock keys (one 64-bit space per database; two constants of our own). */
+export const MIGRATION_LOCK = 0x63637765_0001n;
+export const WRITER_LOCK = 0x63637765_0002n;
+
+export interface Migration {
+  version: number;
+  /** Why the schema changed, for the operator reading `ccweb_schema_history`. */
+  summary: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    summary: 'log, records, append-only audit, head, nodes',
+    sql: `
+      -- Every committed transaction, in seq order: the same line the embedded store's journal
+      -- holds. A node's replica replays it; nothing rewrites it.
+      CREATE TABLE ccweb_log (
+        seq bigint PRIMARY KEY,
+        node_id text NOT NULL,
+        committed_at timestamptz NOT NULL DEFAULT now(),
+        line text NOT NULL
+      );
+      -- The last seq committed; a batch moves it from exactly the seq it started from (the fence
+      -- against a second writer or a replica that fell behind).
+      CREATE TABLE ccweb_head (
+        id smallint PRIMARY KEY CHECK (id = 1),
+        -- Names this database's history: a replica made from another database is rebuilt, not merged.
+        history_id text NOT NULL DEFAULT gen_random_uuid()::text,
+        seq bigint NOT NULL,
+        node_id text,
+        at timestamptz
+      );
+      INSERT INTO ccweb_head (id, seq) VALUES (1, 0);
+      -- Every record as of the head: what an operator queries, and the database's own check of
+      -- intake's dedupe (a key inserted twice is refused by the primary key) and of every
+      -- compare-and-swap on a version.
+      CREATE TABLE ccweb_records (
+        collection text NOT NULL,
+        key text NOT NULL,
+        body jsonb NOT NULL,
+        version bigint,
+        archived boolean NOT NULL DEFAULT false,
+        seq bigint NOT NULL,
+        PRIMARY KEY (collection, key)
+      );
+      CREATE INDEX ccweb_records_task ON ccweb_records ((body->>'taskId')) WHERE collection = 'tasks';
+      -- The audit log: append-only, enforced by the database.
+      CREATE TABLE ccweb_audit (
+        seq bigint PRIMARY KEY,
+        at timestamptz NOT NULL,
+        action text NOT NULL,
+        level text NOT NULL,
+        task_id text,
+        delivery_id text,
+        actor_id text,
+        event jsonb NOT NULL
+      );
+      CREATE INDEX ccweb_audit_task ON ccweb_audit (task_id, seq);
+      CREATE FUNCTION ccweb_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'ccweb_audit is append-only (% refused)', TG_OP;
+      END $$;
+      CREATE TRIGGER ccweb_audit_no_update_delete BEFORE UPDATE OR DELETE ON ccweb_audit
+        FOR EACH ROW EXECUTE FUNCTION ccweb_audit_append_only();
+      CREATE TRIGGER ccweb_audit_no_truncate BEFORE TRUNCATE ON ccweb_audit
+        FOR EACH STATEMENT EXECUTE FUNCTION ccweb_audit_append_only();
+      -- The nodes that have written here, with their heartbeat.
+      CREATE TABLE ccweb_nodes (
+        node_id text PRIMARY KEY,
+        version text NOT NULL,
+        started_at timestamptz NOT NULL,
+        heartbeat_at timestamptz NOT NULL
+      );
+    `,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+export class SchemaTooNewError extends StoreError {
+  constructor(readonly found: number, readonly known: number) {
+    super(
+      'database_schema_too_new',
+      `the database's schema is version ${found}, newer than this ccweb-gitea knows (${known}): ` +
+        'upgrade this node to the version the other nodes run (or point CCWEB_DATABASE_URL at another database)',
+    );
+  }
+}
+
+/** Which migrations a database at `current` still needs; throws when it is ahead of `known`. */
+export function pendingMigrations(current: number, migrations: readonly Migration[] = MIGRATIONS): Migration[] {
+  const known = migrations.at(-1)?.version ?? 0;
+  if (current > known) throw new SchemaTooNewError(current, known);
+  return migrations.filter((m) => m.version > current);
+}
+
+/** Brings the database to this node's schema; returns the versions applied (none when current). */
+export async function migrate(client: ClientBase, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK.toString()]);
+  try {
+    await client.query(`CREATE TABLE IF NOT EXISTS ccweb_schema (
+      version integer PRIMARY KEY,
+      summary text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+    const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM ccweb_schema');
+    const applied: number[] = [];
+    for (const migration of pendingMigrations(rows[0]?.v ?? 0, migrations)) {
+      await client.query('BEGIN');
+      try {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO ccweb_schema (version, summary) VALUES ($1, $2)', [migration.version, migration.summary]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+      applied.push(migration.version);
+    }
+    return applied;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK.toString()]).catch(() => undefined);
+  }
+}
