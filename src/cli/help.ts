@@ -11,6 +11,7 @@ Commands:
   demo               run the service against a local sandbox Gitea and show what happens
   visualize          write every state machine as Stately code, Mermaid and SVG
   export-audit       print the audit history as NDJSON, read offline from the data directory
+  migrate-store      copy the embedded store into the (empty) PostgreSQL database of CCWEB_DATABASE_URL
   config-reference   print the configuration reference table (Markdown)
   help [command]     show help for a command
 
@@ -118,6 +119,23 @@ Examples:
   ccweb-gitea export-audit --data-dir /var/lib/ccweb-gitea > audit.ndjson
   ccweb-gitea export-audit --task gitea-task-0123456789abcdef01234567
   ccweb-gitea export-audit --from 2026-05-01 --to 2026-05-31T23:59:59Z --out may.ndjson
+`,
+  'migrate-store': `Usage: ccweb-gitea migrate-store [--config PATH]
+
+Copies the embedded store of the data directory (<dataDir>/store: every record, archived ones
+included, and the whole audit history with its sequence numbers) into the PostgreSQL database of
+CCWEB_DATABASE_URL (or CCWEB_DATABASE_URL_FILE), which must be empty (its tables are created).
+The copy is read back and compared with the source before it is reported done; the embedded store
+is left as it was. Stop the service first (the data directory's lock is taken). Run it with the
+service's configuration; afterwards start the service with CCWEB_DATABASE_URL set.
+
+Options:
+  --config PATH    JSON file of camelCase keys, as for serve
+  -h, --help       show this help
+
+Example:
+  systemctl stop ccweb-gitea
+  CCWEB_DATABASE_URL_FILE=/run/secrets/database_url ccweb-gitea migrate-store
 `,
   'config-reference': `Usage: ccweb-gitea config-reference
 

@@ -109,6 +109,12 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       io.stderr.write(`${n} audit event(s)\n`);
       return 0;
     }
+    case 'migrate-store': {
+      const p = parse(command, args, { config: { type: 'string' } });
+      if (p.values['help']) return out(COMMAND_HELP['migrate-store']!), 0;
+      const { migrateStore } = await import('./migrate-store.js');
+      return migrateStore({ env: io.env, argv: args, cwd: io.cwd, out, err: (s) => io.stderr.write(`${s}\n`) });
+    }
     case 'config-reference': {
       const p = parse(command, args, {});
       if (p.values['help']) return out(COMMAND_HELP['config-reference']!), 0;

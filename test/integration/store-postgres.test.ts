@@ -1,0 +1,307 @@
+// What the PostgreSQL engine promises beyond the contract both engines share (the store tests run
+// on both: vitest project store-on-postgres): the database is the store, the replica a cache; the
+// database itself refuses a second writer's stale view; a database that goes away is waited for
+// and nothing is lost or written twice; the schema's version is checked; the audit table is
+// append-only; a store with history moves over by `migrate-store`. A real PostgreSQL throughout
+// (test/support/postgres-server.ts), crashed with kill -9 where a crash is the point.
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { copyEmbeddedStore, createStore, storeDigest, StoreError, StoreUnavailableError, type DurableStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/index.js';
+import { migrateStore } from '../../src/cli/migrate-store.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
+
+let server: ThrowawayPostgres;
+let n = 0;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  server = await startThrowawayPostgres();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccweb-pg-store-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function database(): Promise<string> {
+  return server.createDatabase(`s${process.pid}_${++n}`);
+}
+
+async function openStore(url: string, dir: string, extra: Partial<PostgresStoreOptions> = {}): Promise<PostgresStore> {
+  const store = createStore({ dir, url, nodeId: extra.nodeId ?? 'node-a', version: 'test', indexes: { tasks: ['state'] }, ...extra });
+  cleanups.push(() => store.close());
+  await store.open();
+  return store;
+}
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('PostgreSQL store: the database is the store', () => {
+  it('an acknowledged commit survives losing the replica: a new data directory is rebuilt from the database alone', async () => {
+    const url = await database();
+    const first = await openStore(url, join(await tempDir(), 'replica'));
+    for (let i = 0; i < 50; i++) {
+      await first.transact((tx) => {
+        tx.insert('tasks', `t${i}`, { state: i % 2 ? 'queued' : 'succeeded', stateVersion: 1 });
+        tx.appendAudit({ action: 'task.created', actor: 'test', taskId: `t${i}` });
+      });
+    }
+    await first.transact((tx) => tx.archive('tasks', 't0'));
+    await first.compact(); // the replica's own cold tier now holds t0
+    const before = storeDigest(first);
+    await first.close();
+
+    const elsewhere = await openStore(url, join(await tempDir(), 'replica'));
+    expect(storeDigest(elsewhere)).toBe(before);
+    expect(elsewhere.get('tasks', 't0')).toEqual({ state: 'succeeded', stateVersion: 1 });
+    expect(elsewhere.count('tasks')).toBe(49);
+    expect(elsewhere.archivedCount('tasks')).toBe(1);
+    expect(elsewhere.audit({ taskId: 't7' }).map((e) => e.action)).toEqual(['task.created']);
+    expect(elsewhere.stats().replayedAtOpen).toBe(51);
+    // The tables hold the same: what an operator's query sees.
+    const [row] = await sql<{ body: { state: string }; archived: boolean }>(url, "SELECT body, archived FROM ccweb_records WHERE collection = 'tasks' AND key = 't0'");
+    expect(row).toEqual({ body: { state: 'succeeded', stateVersion: 1 }, archived: true });
+    expect((await sql<{ n: string }>(url, 'SELECT count(*) AS n FROM ccweb_audit'))[0]!.n).toBe('50');
+  });
+
+  it('a replica that fell behind (its node crashed before writing its journal) catches up from the log', async () => {
+    const url = await database();
+    const dir = join(await tempDir(), 'replica');
+    const store = await openStore(url, dir);
+    await store.transact((tx) => tx.insert('tasks', 'a', { v: 1 }));
+    await store.transact((tx) => tx.insert('tasks', 'b', { v: 2 }));
+    await store.close();
+    // The replica's journal is unsynced: after a power cut it may have lost its tail.
+    for (const name of (await readdir(dir)).filter((f) => f.startsWith('journal-'))) await writeFile(join(dir, name), '');
+    const again = await openStore(url, dir);
+    expect(again.list('tasks')).toEqual([{ v: 1 }, { v: 2 }]);
+    expect(again.stats().replayedAtOpen).toBe(2);
+  });
+
+  it('never removes a directory that is not its replica (an embedded store) and says what to do', async () => {
+    const url = await database();
+    const dir = join(await tempDir(), 'store');
+    const embedded = createStore({ dir });
+    await embedded.open();
+    await embedded.transact((tx) => tx.insert('tasks', 'kept', {}));
+    await embedded.close();
+    await expect(openStore(url, dir)).rejects.toThrow(/is not empty and is no replica of a database.*move it away/);
+    const reopened = createStore({ dir });
+    await reopened.open();
+    expect(reopened.get('tasks', 'kept')).toEqual({});
+    await reopened.close();
+  });
+});
+
+describe('PostgreSQL store: one writer, checked by the database', () => {
+  it('a second node on the same database is refused, naming the node that writes, and starts once it stopped', async () => {
+    const url = await database();
+    const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a' });
+    await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
+    const error = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).code).toBe('database_writer_taken');
+    expect((error as Error).message).toMatch(/another node writes postgres:\/\/127\.0\.0\.1:\d+\/\w+ \(node node-a, last heartbeat /);
+    await a.close();
+    const b = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b' });
+    expect(b.get('tasks', 'x')).toEqual({ by: 'a' });
+  });
+
+  it('a key inserted behind the replica’s back is refused by the database (intake’s dedupe holds even if memory is wrong)', async () => {
+    const url = await database();
+    const store = await openStore(url, join(await tempDir(), 'replica'));
+    await sql(url, `INSERT INTO ccweb_records (collection, key, body, seq) VALUES ('webhook_deliveries', 'default:d-1', '{}', 0)`);
+    const error = await store.transact((tx) => tx.insert('webhook_deliveries', 'default:d-1', { taskId: 't' })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).toMatch(/webhook_deliveries: a key this node inserted already exists in the database/);
+    // Fail-stop: nothing more is acknowledged; the log holds nothing of the refused batch.
+    await expect(store.transact((tx) => tx.insert('tasks', 'after', {}))).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await sql(url, 'SELECT seq FROM ccweb_log')).toEqual([]);
+  });
+
+  it('a compare-and-swap against a version the database no longer has is refused', async () => {
+    const url = await database();
+    const store = await openStore(url, join(await tempDir(), 'replica'));
+    await store.transact((tx) => tx.insert('tasks', 't', { state: 'queued', stateVersion: 1 }));
+    await sql(url, `UPDATE ccweb_records SET body = '{"state":"running","stateVersion":2}' WHERE key = 't'`);
+    const error = await store.transact((tx) => tx.put('tasks', 't', { state: 'cancelled', stateVersion: 1 }, { expectVersion: 1, versionField: 'stateVersion' })).catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(/tasks: a version this node compared against is not the database's/);
+    expect((await sql<{ body: unknown }>(url, "SELECT body FROM ccweb_records WHERE key = 't'"))[0]!.body).toEqual({ state: 'running', stateVersion: 2 });
+  });
+
+  it('a log that moved on without this node (another writer) stops it rather than merging', async () => {
+    const url = await database();
+    const store = await openStore(url, join(await tempDir(), 'replica'));
+    await store.transact((tx) => tx.insert('tasks', 'a', {}));
+    await sql(url, "UPDATE ccweb_head SET seq = seq + 1, node_id = 'intruder'");
+    await expect(store.transact((tx) => tx.insert('tasks', 'b', {}))).rejects.toThrow(/log is at seq 2 \(written by intruder\), not 1/);
+  });
+
+  it('the audit table is append-only: the database refuses UPDATE, DELETE and TRUNCATE', async () => {
+    const url = await database();
+    const store = await openStore(url, join(await tempDir(), 'replica'));
+    await store.transact((tx) => tx.appendAudit({ action: 'x', actor: 'test' }));
+    for (const statement of ["UPDATE ccweb_audit SET action = 'y'", 'DELETE FROM ccweb_audit', 'TRUNCATE ccweb_audit']) {
+      await expect(sql(url, statement), statement).rejects.toThrow(/ccweb_audit is append-only/);
+    }
+  });
+
+  it('refuses a schema newer than it knows, in one line that says what to do', async () => {
+    const url = await database();
+    const store = await openStore(url, join(await tempDir(), 'replica'));
+    await store.close();
+    await sql(url, "INSERT INTO ccweb_schema (version, summary) VALUES (99, 'from the future')");
+    const error = await openStore(url, join(await tempDir(), 'replica')).catch((e: unknown) => e);
+    expect((error as StoreError).code).toBe('database_schema_too_new');
+    expect((error as Error).message).toMatch(/schema is version 99, newer than this ccweb-gitea knows \(1\): upgrade this node/);
+  });
+
+  it('never puts the password of the URL in an error', async () => {
+    const url = new URL(await database());
+    url.username = 'nobody';
+    url.password = 's3cret-pass';
+    const error = await openStore(url.toString(), join(await tempDir(), 'replica')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(String((error as Error).message)).not.toContain('s3cret-pass');
+    expect((error as StoreError).code).toBe('database_unreachable');
+  });
+});
+
+describe('PostgreSQL store: the database goes away', () => {
+  it('a kill -9 of PostgreSQL during a stream of commits: they wait, then every acknowledged one is there once', async () => {
+    const url = await database();
+    const store = await openStore(url, join(await tempDir(), 'replica'), { outageMs: 60_000 });
+    const acknowledged: string[] = [];
+    const commits: Promise<void>[] = [];
+    for (let i = 0; i < 40; i++) {
+      const key = `k${i}`;
+      commits.push(store.transact((tx) => tx.insert('tasks', key, { i })).then(() => void acknowledged.push(key)));
+      if (i === 20) {
+        await server.crash();
+        setTimeout(() => void server.restart(), 1500);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await Promise.all(commits);
+    expect(acknowledged).toHaveLength(40);
+    expect(store.stats().databaseReconnects).toBeGreaterThan(0);
+    const log = await sql<{ seq: string }>(url, 'SELECT seq FROM ccweb_log ORDER BY seq');
+    expect(log.map((r) => Number(r.seq))).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    const keys = await sql<{ key: string }>(url, "SELECT key FROM ccweb_records WHERE collection = 'tasks' ORDER BY (body->>'i')::int");
+    expect(keys.map((r) => r.key)).toEqual(acknowledged.sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))));
+  });
+
+  it('an outage longer than allowed stops the store with a clear error; a restart reloads what was acknowledged', async () => {
+    const url = await database();
+    const dir = join(await tempDir(), 'replica');
+    const store = await openStore(url, dir, { outageMs: 1500 });
+    await store.transact((tx) => tx.insert('tasks', 'before', {}));
+    await server.crash();
+    try {
+      await expect(store.transact((tx) => tx.insert('tasks', 'during', {}))).rejects.toThrow(/did not come back within 2 s/);
+      await expect(store.sync()).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await server.restart();
+    }
+    await store.close();
+    const again = await openStore(url, dir);
+    expect(again.get('tasks', 'before')).toEqual({});
+    expect(again.get('tasks', 'during')).toBeUndefined();
+  });
+});
+
+describe('migrate-store', () => {
+  async function embeddedWithHistory(dir: string): Promise<DurableStore> {
+    const store = createStore({ dir, indexes: { tasks: ['state'] }, fsync: false });
+    await store.open();
+    for (let i = 0; i < 300; i++) {
+      await store.transact((tx) => {
+        tx.insert('tasks', `t${i}`, { state: i % 3 ? 'succeeded' : 'queued', stateVersion: 1, n: i });
+        tx.insert('webhook_deliveries', `default:d-${i}`, { taskId: `t${i}` });
+        tx.appendAudit({ action: 'task.created', actor: 'test', taskId: `t${i}`, deliveryId: `d-${i}` });
+      });
+    }
+    for (let i = 0; i < 300; i += 2) await store.transact((tx) => tx.archive('tasks', `t${i}`));
+    await store.compact(); // archived records and audit events move to the cold tier's files
+    await store.transact((tx) => tx.put('tasks', 't1', { state: 'failed', stateVersion: 2, n: 1 }, { expectVersion: 1, versionField: 'stateVersion' }));
+    return store;
+  }
+
+  it('copies every record (archived ones too) and the audit history into an empty database, which then reads the same', async () => {
+    const source = await embeddedWithHistory(join(await tempDir(), 'store'));
+    cleanups.push(() => source.close());
+    expect(source.stats().auditArchives).toBeGreaterThan(0);
+    const url = await database();
+    const summary = await copyEmbeddedStore(source, { url, nodeId: 'migrate', version: 'test' });
+    expect(summary.records['tasks']).toEqual({ hot: 150, archived: 150 });
+    expect(summary.auditEvents).toBe(300);
+
+    const store = await openStore(url, join(await tempDir(), 'replica'));
+    expect(storeDigest(store)).toBe(storeDigest(source));
+    expect(store.get('tasks', 't0')).toEqual({ state: 'queued', stateVersion: 1, n: 0 });
+    expect(store.audit({ deliveryId: 'd-42' }).map((e) => e.seq)).toEqual(source.audit({ deliveryId: 'd-42' }).map((e) => e.seq));
+    // It goes on from there: the next audit seq follows the copied ones, dedupe keys are there.
+    await expect(store.transact((tx) => tx.insert('webhook_deliveries', 'default:d-7', {}))).rejects.toMatchObject({ code: 'unique_violation' });
+    const next = await store.transact((tx) => tx.appendAudit({ action: 'after', actor: 'test' }));
+    expect(next.seq).toBe(301);
+  });
+
+  it('the command: refuses a running service’s data directory and a database that is not empty; copies otherwise', async () => {
+    const dataDir = await tempDir();
+    const source = await embeddedWithHistory(join(dataDir, 'store'));
+    const url = await database();
+    const lines: string[] = [];
+    const io = (extra: Record<string, string> = {}) => ({
+      env: {
+        CCWEB_DATA_DIR: dataDir,
+        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+        CCWEB_GITEA_TOKEN: 'token',
+        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+        CCWEB_DATABASE_URL: url,
+        ...extra,
+      },
+      argv: [],
+      cwd: dataDir,
+      out: (s: string) => void lines.push(s),
+      err: (s: string) => void lines.push(`ERR ${s}`),
+    });
+    await source.close();
+    // The service is running: another live process holds the data directory's lock.
+    const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    await writeFile(join(dataDir, 'store', 'LOCK'), String(service.pid));
+    expect(await migrateStore(io())).toBe(1);
+    expect(lines.at(-1)).toMatch(/the service is running on this data directory; stop it first/);
+    service.kill('SIGKILL');
+    await new Promise((resolve) => service.once('exit', resolve));
+
+    expect(await migrateStore(io())).toBe(0);
+    expect(lines.at(-2)).toMatch(/done: \d+ log line\(s\); read back and compared/);
+    expect(await migrateStore(io())).toBe(1);
+    expect(lines.at(-1)).toMatch(/already holds a store \(its log is at seq \d+\): migrate into an empty database/);
+    expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/); // the URL is only ever described
+
+    lines.length = 0;
+    expect(await migrateStore({ ...io(), env: { ...io().env, CCWEB_DATABASE_URL: '' } })).toBe(78);
+    expect(lines.at(-1)).toMatch(/CCWEB_DATABASE_URL is not set/);
+  });
+});
