@@ -40,7 +40,8 @@ import { createOperatorRouters } from '../api/operator-routers.js';
 import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
 import { createSecurityEvents } from '../intake/security-events.js';
 import { checkCommand, checkDataDir, listenError, storeOpenError } from './startup-checks.js';
-import { resolveBotLogin } from './resolve-bot-login.js';
+import { resolveBotLogin, StartAborted } from './resolve-bot-login.js';
+import { EXIT_CODES } from './operator-error.js';
 import { DEFAULT_HTTP_LIMITS, listen, type HttpLimits } from './listen.js';
 import { startServiceProbes } from './dependency-probes.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
@@ -72,6 +73,13 @@ export interface ServiceOptions {
   logDestination?: NodeJS.WritableStream;
   /** Aborts a start-up that waits for Gitea (SIGTERM during start). */
   signal?: AbortSignal;
+  /** When the PostgreSQL store stops for good (default: log it and exit 75, so the supervisor restarts the node). */
+  onStoreLost?: (error: Error, logger: Logger) => void;
+}
+
+function exitOnStoreLost(error: Error, logger: Logger): void {
+  logger.fatal({ part: 'store', err: { message: error.message } }, `the store stopped: ${error.message}; exiting (${EXIT_CODES.tempFail}) so a restart reloads from the database`);
+  setImmediate(() => process.exit(EXIT_CODES.tempFail));
 }
 
 export interface Service {
@@ -128,12 +136,21 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         nodeId: config.nodeId ?? defaultNodeId(config.dataDir),
         version: VERSION,
         outageMs: (config.databaseOutageSeconds ?? 120) * 1000,
+        // A second node waits for the one that writes to stop (or die) and then takes over.
+        standby: {
+          onWaiting: (message: string) => logger.warn({ part: 'store' }, `standby: ${message}; this node takes over when it stops`),
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+        // The database refused this node or stayed away too long: nothing it does from here on
+        // would be kept, so it stops, and its restart reloads from the database (or waits as a standby).
+        onUnavailable: (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger),
       })
     : createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
   metrics.timeStoreCommits(store);
   try {
     await store.open();
   } catch (error) {
+    if (options.signal?.aborted) throw new StartAborted();
     throw storeOpenError(error, config.dataDir);
   }
   // With the data directory's lock held and no app-server of ours started yet, whatever carries this

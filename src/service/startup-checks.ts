@@ -125,7 +125,7 @@ export function storeOpenError(error: unknown, dataDir: string): unknown {
     return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'upgrade this node', EXIT_CODES.config);
   }
   if (error instanceof StoreError && error.code === 'database_unreachable') {
-    return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'check the URL, that PostgreSQL listens there and that the database exists (createdb)', EXIT_CODES.unavailable);
+    return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'check the URL, that PostgreSQL listens there and that the database exists (createdb); a supervisor restarts the node meanwhile', EXIT_CODES.tempFail);
   }
   const code = errnoOf(error);
   if (code !== undefined && /^E[A-Z]+$/.test(code)) return dataDirError(dataDir, error);

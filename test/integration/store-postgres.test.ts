@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { copyEmbeddedStore, createStore, storeDigest, StoreError, StoreUnavailableError, type DurableStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/index.js';
+import { copyEmbeddedStore, createStore, PostgresStore, storeDigest, StoreError, StoreUnavailableError, type DurableStore, type PostgresStoreOptions } from '../../src/store/index.js';
 import { migrateStore } from '../../src/cli/migrate-store.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
+import { until } from '../support/until.js';
 
 let server: ThrowawayPostgres;
 let n = 0;
@@ -39,7 +40,7 @@ async function database(): Promise<string> {
 }
 
 async function openStore(url: string, dir: string, extra: Partial<PostgresStoreOptions> = {}): Promise<PostgresStore> {
-  const store = createStore({ dir, url, nodeId: extra.nodeId ?? 'node-a', version: 'test', indexes: { tasks: ['state'] }, ...extra });
+  const store = new PostgresStore({ dir, url, nodeId: 'node-a', version: 'test', indexes: { tasks: ['state'] }, ...extra });
   cleanups.push(() => store.close());
   await store.open();
   return store;
@@ -124,6 +125,35 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     await a.close();
     const b = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b' });
     expect(b.get('tasks', 'x')).toEqual({ by: 'a' });
+  });
+
+  it('a standby waits while another node writes, says who, and takes over (with everything written) once that node is gone', async () => {
+    const url = await database();
+    const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a' });
+    await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
+    const waiting: string[] = [];
+    let opened = false;
+    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } }).then((b) => {
+      opened = true;
+      return b;
+    });
+    await until('the standby to say it waits', () => waiting.length > 0, 20_000);
+    expect(waiting[0]).toMatch(/another node writes .* \(node node-a, last heartbeat /);
+    await a.transact((tx) => tx.insert('tasks', 'y', { by: 'a' }));
+    expect(opened).toBe(false);
+    await a.close();
+    const b = await standby;
+    expect(b.list('tasks')).toEqual([{ by: 'a' }, { by: 'a' }]);
+    await b.transact((tx) => tx.insert('tasks', 'z', { by: 'b' }));
+    expect((await sql<{ node_id: string }>(url, 'SELECT node_id FROM ccweb_log ORDER BY seq')).map((r) => r.node_id)).toEqual(['node-a', 'node-a', 'node-b']);
+  });
+
+  it('a standby stops waiting when its start is aborted (SIGTERM during start-up)', async () => {
+    const url = await database();
+    await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a' });
+    const stop = new AbortController();
+    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', standby: { onWaiting: () => stop.abort(), signal: stop.signal, pollMs: 100 } });
+    await expect(standby).rejects.toMatchObject({ code: 'store_open_aborted' });
   });
 
   it('a key inserted behind the replica’s back is refused by the database (intake’s dedupe holds even if memory is wrong)', async () => {

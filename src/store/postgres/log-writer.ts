@@ -24,6 +24,13 @@ export interface LogWriterOptions {
   heartbeatMs?: number;
   /** Test hook: runs before each batch's SQL (throwing simulates a database failure). */
   beforeBatch?: (rows: BatchRows) => void | Promise<void>;
+  /**
+   * Standby: while another node holds the writer lock, `open` waits for it (polling every
+   * `pollMs`) instead of refusing, telling `onWaiting` who writes; `signal` ends the wait.
+   */
+  standby?: { onWaiting: (message: string) => void; signal?: AbortSignal; pollMs?: number };
+  /** Called once, when the writer stops for good (the store is then unavailable). */
+  onFailure?: (error: StoreUnavailableError) => void;
 }
 
 interface Pending {
@@ -81,9 +88,26 @@ export class LogWriter {
     return this.#failure;
   }
 
-  /** Connects, takes the writer lock and registers this node. */
+  /** Connects, takes the writer lock (waiting for it on a standby) and registers this node. */
   async open(): Promise<void> {
-    this.#client = await this.#connect();
+    const standby = this.#options.standby;
+    let told = 0;
+    for (;;) {
+      try {
+        this.#client = await this.#connect();
+        break;
+      } catch (error) {
+        if (!standby || !(error instanceof WriterTakenError)) throw error;
+        if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
+        // Said when the wait starts and then every minute, not every poll.
+        if (Date.now() - told >= 60_000) {
+          standby.onWaiting(error.message);
+          told = Date.now();
+        }
+        await sleep(standby.pollMs ?? 2000);
+        if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
+      }
+    }
     const every = this.#options.heartbeatMs ?? 10_000;
     this.#heartbeat = setInterval(() => void this.#beat(), every);
     this.#heartbeat.unref();
@@ -121,7 +145,10 @@ export class LogWriter {
           this.batches += 1;
           for (const p of batch) p.resolve();
         } catch (error) {
-          this.#failure ??= error instanceof StoreUnavailableError ? error : new StoreUnavailableError(`store unavailable: ${this.#where}: ${(error as Error).message}`);
+          if (!this.#failure) {
+            this.#failure = error instanceof StoreUnavailableError ? error : new StoreUnavailableError(`store unavailable: ${this.#where}: ${(error as Error).message}`);
+            this.#options.onFailure?.(this.#failure);
+          }
           for (const p of [...batch, ...this.#queue]) p.reject(this.#failure);
           this.#queue = [];
         }
@@ -164,11 +191,15 @@ export class LogWriter {
   }
 
   async #connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.#options.url, application_name: `ccweb-gitea ${this.#options.nodeId}` });
+    const client = new pg.Client({ connectionString: this.#options.url, application_name: `ccweb-gitea ${this.#options.nodeId}`, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     // An idle connection's error (the server restarted) must not crash the process; the next batch reconnects.
     client.on('error', () => undefined);
     await client.connect();
     try {
+      // The writer lock is this session's: a node that loses power must not keep it for the
+      // operating system's default two hours of TCP silence. PostgreSQL probes the connection
+      // after 10 s idle and drops it (freeing the lock for a standby) after about 25 s.
+      await client.query('SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3');
       const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [WRITER_LOCK.toString()]);
       if (!rows[0]?.ok) {
         const holder = await client

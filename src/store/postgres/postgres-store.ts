@@ -16,7 +16,7 @@ import { DurableStore, type CommitReplicator, type DurableStoreStats, type Store
 import { StoreError, type AuditEvent, type AuditQuery, type CollectionName, type Store, type StoredRecord, type Tx } from '../types.js';
 import { describeDatabase } from './database-url.js';
 import { JournalCorruptionError } from '../journal-files.mjs';
-import { LogWriter } from './log-writer.js';
+import { isConnectionFailure, LogWriter, type LogWriterOptions } from './log-writer.js';
 import { migrate } from './schema.js';
 
 export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexes' | 'segmentBytes' | 'compactRatio' | 'onCompactionError' | 'beforeJournalWrite'> {
@@ -28,7 +28,11 @@ export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexe
   /** How long a database that went away is waited for before the store stops. Default 120 s. */
   outageMs?: number;
   /** Test hook (log-writer.ts). */
-  beforeBatch?: ConstructorParameters<typeof LogWriter>[0]['beforeBatch'];
+  beforeBatch?: LogWriterOptions['beforeBatch'];
+  /** Wait as a standby while another node writes, instead of refusing (log-writer.ts). */
+  standby?: LogWriterOptions['standby'];
+  /** Called once when the store stops for good (the database refused, or stayed away too long). */
+  onUnavailable?: LogWriterOptions['onFailure'];
 }
 
 export interface PostgresStoreStats extends DurableStoreStats {
@@ -54,7 +58,15 @@ export class PostgresStore implements Store {
   constructor(options: PostgresStoreOptions) {
     this.dir = options.dir;
     this.#options = options;
-    this.#writer = new LogWriter({ url: options.url, nodeId: options.nodeId, version: options.version, outageMs: options.outageMs ?? 120_000, beforeBatch: options.beforeBatch });
+    this.#writer = new LogWriter({
+      url: options.url,
+      nodeId: options.nodeId,
+      version: options.version,
+      outageMs: options.outageMs ?? 120_000,
+      beforeBatch: options.beforeBatch,
+      standby: options.standby,
+      onFailure: options.onUnavailable,
+    });
     this.#replica = this.#newReplica();
   }
 
@@ -72,13 +84,9 @@ export class PostgresStore implements Store {
 
   async open(): Promise<void> {
     const where = describeDatabase(this.#options.url);
-    const setup = new pg.Client({ connectionString: this.#options.url });
-    setup.on('error', () => undefined);
+    const setup = await this.#reach(where);
     let head: { historyId: string; seq: number };
     try {
-      await setup.connect().catch((error: Error) => {
-        throw new StoreError('database_unreachable', `cannot reach ${where}: ${error.message}`);
-      });
       await migrate(setup);
       await this.#writer.open();
       const { rows } = await setup.query<{ history_id: string; seq: string }>('SELECT history_id, seq FROM ccweb_head WHERE id = 1');
@@ -109,6 +117,30 @@ export class PostgresStore implements Store {
       throw error;
     } finally {
       await setup.end().catch(() => undefined);
+    }
+  }
+
+  /**
+   * A database that is not reachable yet (it starts with the node, or is restarting) is waited for
+   * as long as an outage would be; a refusal that waiting cannot mend (bad password, no such
+   * database) ends the wait at once.
+   */
+  async #reach(where: string): Promise<pg.Client> {
+    const deadline = Date.now() + (this.#options.outageMs ?? 120_000);
+    for (let attempt = 0; ; attempt++) {
+      const client = new pg.Client({ connectionString: this.#options.url });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        return client;
+      } catch (error) {
+        await client.end().catch(() => undefined);
+        const aborted = this.#options.standby?.signal?.aborted === true;
+        if (!isConnectionFailure(error) || Date.now() >= deadline || aborted) {
+          throw new StoreError('database_unreachable', `cannot reach ${where}: ${(error as Error).message}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** Math.min(attempt, 5))));
+      }
     }
   }
 
