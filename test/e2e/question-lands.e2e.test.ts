@@ -74,6 +74,24 @@ describe('a question lands on Gitea before the task waits [real gitea-mcp]', () 
     expect(task.map((a) => a.toState)).not.toContain('verifying_reply');
   });
 
+  it('kill -9 while the question is being verified (its retry turn in flight): after the restart the question is verified again, not asked again, and lands once', async () => {
+    const { issue, taskId } = await ask('Stabilise logout', '@ccweb-bot I have a question (forget, retry-stall-once): can you make the logout test stable?');
+    const deadline = Date.now() + 60_000; // the retry turn is in flight once Codex asked the model with its prompt
+    const retryAsked = () => env.model.responsesBodies().some((b) => JSON.stringify(b).includes('Your question to the user did not appear') && JSON.stringify(b).includes(`taskId=${taskId}`));
+    while (!retryAsked() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(retryAsked()).toBe(true);
+    await service.kill9();
+    service = await startServiceProcess(env.env);
+    const d = await waitForTask(taskId, ['waiting_user', ...TERMINAL]);
+    expect(d.task.state).toBe('waiting_user');
+    const asked = await botCommentsOf(issue, taskId);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.body).toContain('Which browser does the flaky login test fail in?');
+    // One normal turn (the question is never asked again); the retry turn ran again after the restart.
+    expect(d.turns.filter((t) => t.kind === 'normal')).toHaveLength(1);
+    expect(JSON.stringify(d.audit)).toContain('interrupted_by_restart');
+  });
+
   it('the agent never posts it: the REST fallback posts the question text, then the task waits; the user\'s answer resumes it', async () => {
     const { issue, taskId } = await ask('Stabilise signup', '@ccweb-bot I have a question (forget-always): can you make the signup test stable?');
     const d = await waitForTask(taskId, ['waiting_user', ...TERMINAL]);
