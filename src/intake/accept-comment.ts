@@ -27,7 +27,8 @@ import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/reposito
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
 import { normalizeReview, reviewEventType, type NormalizedReview } from '../webhook/review-event.js';
 import type { RepositoryRecord } from '../domain/records.js';
-import { asLineReply, decideReview, matchReview, type GiteaReviewCommentFacts, type GiteaReviewFacts, type ReviewItem } from './review-tasks.js';
+import { asLineReply, type GiteaReviewCommentFacts } from './review-tasks.js';
+import { lookUpReview, type ReviewLookupDeps, type ReviewReader, type ReviewVerdict } from './review-lookup.js';
 import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
 import { compareWithGitea, describeLookupError, isClearNo, sha256Hex, type GiteaCommentFacts, type MismatchField } from './confirm-comment.js';
 import {
@@ -92,13 +93,7 @@ export interface IntakeOptions {
    * its line comments, so both are read here (issue 30). Unset: review deliveries are ignored as
    * `unsupported_event`, as before.
    */
-  reviewOnGitea?: {
-    reviews(owner: string, repo: string, index: number): Promise<GiteaReviewFacts[]>;
-    comments(owner: string, repo: string, index: number, reviewId: number): Promise<GiteaReviewCommentFacts[]>;
-    pullRequestAuthor(owner: string, repo: string, index: number): Promise<string>;
-    /** A PR comment's line when it is a reply in a line thread, else null (its line context for the agent). */
-    lineOf?(owner: string, repo: string, index: number, commentId: number): Promise<GiteaReviewCommentFacts | null>;
-  };
+  reviewOnGitea?: ReviewReader;
   /** Bounds of the retries of a comment Gitea has not decided on (pending-intake.ts). */
   pendingRetry?: Partial<RetryPolicy>;
   /** Comments waiting for Gitea at most; one more → 503. Default 1000. */
@@ -172,13 +167,6 @@ type Verdict =
   | { kind: 'undecided'; error: string }
   | { kind: 'decided'; auth: AuthorizeResult; body: string; line?: GiteaReviewCommentFacts };
 
-/** What Gitea's review API said about a review delivery (issue 30). */
-type ReviewVerdict =
-  | { kind: 'refused'; reasons: string[] }
-  | { kind: 'undecided'; error: string }
-  | { kind: 'ignored'; reason: string }
-  | { kind: 'items'; items: ReviewItem[]; plan: Plan };
-
 /** The reason (delivery, answer, security event) of a payload Gitea contradicts. */
 export const COMMENT_NOT_CONFIRMED = 'comment_not_confirmed';
 
@@ -223,6 +211,14 @@ export function createIntake(options: IntakeOptions): Intake {
     hostRef: options.mcpHostRef ?? 'gitea-main',
     quota: options.quota,
     compact: options.writeModel !== 'records',
+  };
+
+  const reviewDeps: ReviewLookupDeps = {
+    reader: () => options.reviewOnGitea!,
+    botLogin,
+    timeoutMs: permissionTimeoutMs,
+    authorize: (c) => authorize(c),
+    requestChangesStartsTask: (c) => (resolveRepository(store, c).records[0] as RepositoryRecord | undefined)?.reviewTriggers?.requestChanges === true,
   };
 
   async function handle(request: IntakeRequest): Promise<IntakeResponse> {
@@ -331,40 +327,8 @@ export function createIntake(options: IntakeOptions): Intake {
     const r: NormalizedReview = { ...r0, repo: c.repo, repoKey: c.repoKey, resourceKey: c.resourceKey };
     const waiting: Waiting = { bodySha256: sha256Hex(r0.content), command: 'task', source: request.remoteAddress ?? null };
     const key = reviewPendingKey(c.repoKey, s.hash);
-    const verdict: ReviewVerdict = repoMismatch ? { kind: 'refused', reasons: ['repository'] } : await lookUpReview(r, c, waiting.bodySha256);
+    const verdict: ReviewVerdict = repoMismatch ? { kind: 'refused', reasons: ['repository'] } : await lookUpReview(reviewDeps, r, c, waiting.bodySha256);
     return settleReview(s, key, c, r, waiting, verdict, false);
-  }
-
-  /** What Gitea's review API says about a review delivery; `bodySha256`: the hash of the review body the payload names. */
-  async function lookUpReview(r: NormalizedReview, c: NormalizedComment, bodySha256: string): Promise<ReviewVerdict> {
-    const review = options.reviewOnGitea!;
-    const { owner, name } = c.repo;
-    const n = c.resource.number;
-    const bounded = <T>(p: Promise<T>, what: string) => withTimeout(p, permissionTimeoutMs, what);
-    const undecidedOr = (error: unknown): ReviewVerdict =>
-      isClearNo(error) ? { kind: 'refused', reasons: ['not_found'] } : { kind: 'undecided', error: `review lookup: ${describeLookupError(error)}` };
-    const [reviews, auth] = await Promise.all([
-      bounded(review.reviews(owner, name, n), 'review lookup').then((v) => ({ ok: true as const, v }), (error: unknown) => ({ ok: false as const, error })),
-      authorize(c),
-    ]);
-    if (!reviews.ok) return undecidedOr(reviews.error);
-    if (!auth.allowed && auth.reason === 'permission_check_failed') return { kind: 'undecided', error: `permission lookup: ${describeLookupError(auth.error)}` };
-    // By hash: a waiting review keeps no text (pending-intake.ts).
-    const match = matchReview(r, reviews.v, (body) => sha256Hex(body) === bodySha256);
-    const repo = resolveRepository(store, c).records[0] as RepositoryRecord | undefined;
-    const requestChanges = repo?.reviewTriggers?.requestChanges === true;
-    let comments: GiteaReviewCommentFacts[] = [];
-    let author: string | undefined;
-    try {
-      if (match !== null) comments = await bounded(review.comments(owner, name, n, match.id), 'review comments lookup');
-      if (match !== null && requestChanges && match.state === 'REQUEST_CHANGES') author = await bounded(review.pullRequestAuthor(owner, name, n), 'pull request lookup');
-    } catch (error) {
-      return undecidedOr(error);
-    }
-    const decision = decideReview(r, match, comments, { botLogin, requestChangesStartsTask: requestChanges, pullRequestAuthor: author });
-    if (decision.kind === 'refused') return { kind: 'refused', reasons: [decision.reason] };
-    if (decision.kind === 'ignored') return decision;
-    return { kind: 'items', items: decision.items, plan: auth.allowed ? { kind: 'accept' } : { kind: 'reject', reason: auth.reason } };
   }
 
   /** Writes what a review verdict means for this delivery: refused, ignored, still waiting (under `key`), or its tasks. */
@@ -532,7 +496,7 @@ export function createIntake(options: IntakeOptions): Intake {
     const w: Waiting = { bodySha256: r.bodySha256, command: r.command, source: r.source };
     if (r.review !== undefined) {
       // A review delivery: its review looked up again; its tasks carry their own triggers.
-      await settleReview({ ...subject, triggerKey: null }, r.key, r.comment, r.review, w, await lookUpReview(r.review, r.comment, r.bodySha256), true);
+      await settleReview({ ...subject, triggerKey: null }, r.key, r.comment, r.review, w, await lookUpReview(reviewDeps, r.review, r.comment, r.bodySha256), true);
       return;
     }
     const verdict = await lookUp(r.comment, r.bodySha256, false);
