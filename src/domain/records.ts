@@ -135,6 +135,11 @@ export interface TurnRecord {
   /** The correlation marker the reply must carry (§6.4). */
   marker: string;
   finalMessage: string | null;
+  /**
+   * The question the turn ended asking the user (`waiting_user`), without the waiting line; absent
+   * otherwise. Verified on Gitea like an answer; the REST fallback posts this text, not the final message.
+   */
+  question?: string | null;
   commentCall: { tool: string; index: number | null; accepted: boolean; error: string | null } | null;
   startedAt: string;
   completedAt: string | null;

@@ -52,6 +52,8 @@ export interface VerificationPort {
     runReplyRetryTurn: () => Promise<{ ok: boolean }>;
   }): Promise<VerificationResult>;
   replyRetryPrompt(previousFinalMessage: string | null, marker: string): string;
+  /** The retry turn's prompt after a question that did not land; without it, `replyRetryPrompt` of the question. */
+  questionRetryPrompt?(question: string, marker: string): string;
 }
 
 export interface ExecutorOptions {
@@ -209,15 +211,6 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   }
 
   async function runNormalTurn(t: TaskRecord, signal: AbortSignal): Promise<void> {
-    // Interrupted during verification (e.g. a restart mid reply-retry turn): the agent already
-    // answered once; go back to verification instead of running the whole instruction again.
-    const liveVerifier = store
-      .byIndex<{ kind: string; status: string }>('actors', 'taskId', t.taskId)
-      .some((a) => a.kind === 'verifier' && a.status === 'active');
-    if (liveVerifier) {
-      await send(t.taskId, { type: 'TURN_REPLIED', publish: false });
-      return;
-    }
     const prior = store
       .byIndex<TurnRecord>('turns', 'taskId', t.taskId)
       .filter((turn) => turn.kind === 'normal')
@@ -227,6 +220,18 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     // end and the task's TURN_REPLIED, so "completed" alone does not mean the task moved on.
     const followUp = t.followUps?.at(-1);
     const priorIsForThisInput = prior !== undefined && (!followUp || Date.parse(followUp.at) < Date.parse(prior.startedAt));
+    // The prior turn asked the user something and the task never got to wait (a restart during the
+    // question's verification): verify that question again (idempotent by marker), never re-ask it.
+    if (prior && priorIsForThisInput && isQuestion(prior)) return askUser(t, prior, signal);
+    // Interrupted during verification (e.g. a restart mid reply-retry turn): the agent already
+    // answered once; go back to verification instead of running the whole instruction again.
+    const liveVerifier = store
+      .byIndex<{ kind: string; status: string }>('actors', 'taskId', t.taskId)
+      .some((a) => a.kind === 'verifier' && a.status === 'active');
+    if (liveVerifier) {
+      await send(t.taskId, { type: 'TURN_REPLIED', publish: false });
+      return;
+    }
     if (prior && priorIsForThisInput && options.replyExists) {
       // Unknown (Gitea did not answer) counts as "maybe answered": verification decides, and it
       // never writes on an unknown result — a second answer is the outcome users hate most.
@@ -249,9 +254,15 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         // A turn without a comment call is a missing reply: verification decides (retry, then REST).
         await send(t.taskId, replied);
         return;
-      case 'waiting_user':
-        await send(t.taskId, { type: 'TURN_WAITING_USER' });
-        return;
+      case 'waiting_user': {
+        // The question must be on Gitea before the task waits on it, like an answer (issue 30).
+        const asked = store.get<TurnRecord>('turns', outcome.turnKey);
+        if (!asked) {
+          await send(t.taskId, { type: 'FAIL', errorCode: 'turn_record_missing' });
+          return;
+        }
+        return askUser(t, asked, signal);
+      }
       case 'failed':
         await failStep(t.taskId, 'TURN_FAILED', outcome.errorCode, outcome.retryable);
         return;
@@ -259,6 +270,67 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         await failStep(t.taskId, 'TURN_FAILED', 'turn_interrupted', true);
         return;
     }
+  }
+
+  /** A turn that ended asking the user something (session-manager.ts records its question). */
+  function isQuestion(turn: TurnRecord): boolean {
+    return typeof turn.question === 'string';
+  }
+
+  /**
+   * Resolves with null as soon as a stop moves the task out of `state` (the verifier may go on
+   * reading Gitea, but it posts nothing for a stopped task: post-fallback.ts). A lost lease or a
+   * stopping scheduler (the task still in `state`) waits for the verdict.
+   */
+  function stoppedOutOf(taskId: string, state: string, signal: AbortSignal): Promise<null> {
+    return new Promise<null>((resolve) => {
+      const onStop = () => {
+        if (task(taskId).state !== state) resolve(null);
+      };
+      if (signal.aborted) onStop();
+      else signal.addEventListener('abort', onStop, { once: true });
+    });
+  }
+
+  /**
+   * The agent asked the user something: the question goes through the answer's verification (read
+   * back with this turn's marker; one retry turn that re-posts it; then the REST fallback posts the
+   * question's text) and only once it is on Gitea does the task wait for the user. The task machine
+   * has no path from `verifying_reply` to `waiting_user`, so the task stays `running` (it holds its
+   * lease) while its turn's verifier works, and the retry turn runs on that lease without the
+   * reply-retry events of an answer; the verifier bounds it to one as for an answer. A question that
+   * cannot be confirmed fails the task with the verifier's error code (never a wait on nothing).
+   */
+  async function askUser(t: TaskRecord, asked: TurnRecord, signal: AbortSignal): Promise<void> {
+    const question = typeof asked.question === 'string' && asked.question.trim() !== '' ? asked.question : (asked.finalMessage ?? '');
+    const prompt = verification.questionRetryPrompt
+      ? verification.questionRetryPrompt(question, asked.marker)
+      : verification.replyRetryPrompt(question, asked.marker);
+    const verdict = verification.verify({
+      task: t,
+      turn: asked,
+      runReplyRetryTurn: async () => {
+        if (task(t.taskId).state !== 'running') return { ok: false };
+        const cwd = workspacePathOf(t);
+        try {
+          await sessions.ensureThread(task(t.taskId), cwd);
+          const outcome = await sessions.runTurn(task(t.taskId), { kind: 'reply_retry', cwd, signal, replyRetryPrompt: prompt });
+          return { ok: outcome.kind === 'replied' || outcome.kind === 'waiting_user' };
+        } catch (err) {
+          log('question retry turn failed', { taskId: t.taskId, error: (err as Error).message });
+          return { ok: false };
+        }
+      },
+    });
+    verdict.catch(() => undefined);
+    const result = await Promise.race([verdict, stoppedOutOf(t.taskId, 'running', signal)]);
+    if (result === null) return;
+    if (result.result === 'failed') {
+      log('question not confirmed on Gitea', { taskId: t.taskId, turnKey: asked.turnKey, errorCode: result.errorCode ?? 'reply_unconfirmed' });
+      await send(t.taskId, { type: 'FAIL', errorCode: result.errorCode ?? 'reply_unconfirmed' });
+      return;
+    }
+    await send(t.taskId, { type: 'TURN_WAITING_USER' });
   }
 
   async function verify(t: TaskRecord, lease: HeldLease, signal: AbortSignal): Promise<void> {
@@ -271,13 +343,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     // now. The verifier may go on reading Gitea, but it posts nothing for a stopped task
     // (post-fallback.ts), and its verdict then finds the task moved on. A lost lease or a stopping
     // scheduler (the task still verifying) waits for the verdict, as before.
-    const stopped = new Promise<null>((resolve) => {
-      const onStop = () => {
-        if (task(t.taskId).state !== 'verifying_reply') resolve(null);
-      };
-      if (signal.aborted) onStop();
-      else signal.addEventListener('abort', onStop, { once: true });
-    });
+    const stopped = stoppedOutOf(t.taskId, 'verifying_reply', signal);
     const verdict = verification.verify({
       task: t,
       turn,

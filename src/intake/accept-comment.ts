@@ -27,7 +27,8 @@ import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/reposito
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
 import { normalizeReview, reviewEventType, type NormalizedReview } from '../webhook/review-event.js';
 import type { RepositoryRecord } from '../domain/records.js';
-import { asLineReply, decideReview, matchReview, type GiteaReviewCommentFacts, type GiteaReviewFacts } from './review-tasks.js';
+import { asLineReply, type GiteaReviewCommentFacts } from './review-tasks.js';
+import { lookUpReview, type ReviewLookupDeps, type ReviewReader, type ReviewVerdict } from './review-lookup.js';
 import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
 import { compareWithGitea, describeLookupError, isClearNo, sha256Hex, type GiteaCommentFacts, type MismatchField } from './confirm-comment.js';
 import {
@@ -38,6 +39,7 @@ import {
   afterFailure,
   dueRecords,
   pendingRecord,
+  reviewPendingKey,
   type PendingIntakeRecord,
   type RetryPolicy,
 } from './pending-intake.js';
@@ -45,7 +47,6 @@ import { deliveryRecord } from './intake-records.js';
 import { DEFAULT_DELIVERY_RETENTION_MS, payloadHash } from './intake-records.js';
 import {
   FOREIGN_REPOSITORY_ORIGIN,
-  GITEA_UNAVAILABLE,
   INVALID_PAYLOAD,
   PENDING_BACKLOG_FULL,
   STORE_UNAVAILABLE,
@@ -92,13 +93,7 @@ export interface IntakeOptions {
    * its line comments, so both are read here (issue 30). Unset: review deliveries are ignored as
    * `unsupported_event`, as before.
    */
-  reviewOnGitea?: {
-    reviews(owner: string, repo: string, index: number): Promise<GiteaReviewFacts[]>;
-    comments(owner: string, repo: string, index: number, reviewId: number): Promise<GiteaReviewCommentFacts[]>;
-    pullRequestAuthor(owner: string, repo: string, index: number): Promise<string>;
-    /** A PR comment's line when it is a reply in a line thread, else null (its line context for the agent). */
-    lineOf?(owner: string, repo: string, index: number, commentId: number): Promise<GiteaReviewCommentFacts | null>;
-  };
+  reviewOnGitea?: ReviewReader;
   /** Bounds of the retries of a comment Gitea has not decided on (pending-intake.ts). */
   pendingRetry?: Partial<RetryPolicy>;
   /** Comments waiting for Gitea at most; one more → 503. Default 1000. */
@@ -218,6 +213,14 @@ export function createIntake(options: IntakeOptions): Intake {
     compact: options.writeModel !== 'records',
   };
 
+  const reviewDeps: ReviewLookupDeps = {
+    reader: () => options.reviewOnGitea!,
+    botLogin,
+    timeoutMs: permissionTimeoutMs,
+    authorize: (c) => authorize(c),
+    requestChangesStartsTask: (c) => (resolveRepository(store, c).records[0] as RepositoryRecord | undefined)?.reviewTriggers?.requestChanges === true,
+  };
+
   async function handle(request: IntakeRequest): Promise<IntakeResponse> {
     try {
       return await process(request);
@@ -307,10 +310,11 @@ export function createIntake(options: IntakeOptions): Intake {
    * A review delivery (issue 30): the review and its line comments read back from Gitea, then each task
    * they make (review-tasks.ts) written like an accepted comment, under its own delivery key part (one
    * delivery may make several tasks) and its own trigger (a Replay is a duplicate). A lookup Gitea
-   * cannot answer now stores nothing and answers 503: Gitea's Replay is the retry.
+   * cannot answer now (5xx, a timeout, Gitea down, the bot's token refused) leaves the delivery waiting
+   * in `pending_intake` as a comment does (202 `pending_confirmation`), asked again by the retry loop; a
+   * clear "no" (404, a review that does not match) refuses it.
    */
   async function processReview(request: IntakeRequest, s: Subject, json: Buffer): Promise<IntakeResponse> {
-    const review = options.reviewOnGitea!;
     const normalized = normalizeReview(request.headers, json, { botLogin });
     if (!normalized.ok) return invalidPayload(request.headers, normalized.issues);
     const r0 = normalized.value;
@@ -322,46 +326,75 @@ export function createIntake(options: IntakeOptions): Intake {
     const { comment: c, repoMismatch } = await registeredName(resolveRepository(store, base));
     const r: NormalizedReview = { ...r0, repo: c.repo, repoKey: c.repoKey, resourceKey: c.resourceKey };
     const waiting: Waiting = { bodySha256: sha256Hex(r0.content), command: 'task', source: request.remoteAddress ?? null };
-    if (repoMismatch) return refuseUnconfirmed(s, c, waiting, ['repository'], () => undefined);
-    const { owner, name } = c.repo;
-    const n = c.resource.number;
-    const bounded = <T>(p: Promise<T>, what: string) => withTimeout(p, permissionTimeoutMs, what);
-    const [reviews, auth] = await Promise.all([
-      bounded(review.reviews(owner, name, n), 'review lookup').then((v) => ({ ok: true as const, v }), (error: unknown) => ({ ok: false as const, error })),
-      authorize(c),
-    ]);
-    if (!reviews.ok) {
-      if (isClearNo(reviews.error)) return refuseUnconfirmed(s, c, waiting, ['not_found'], () => undefined);
-      return giteaUndecided(s, `review lookup: ${describeLookupError(reviews.error)}`);
-    }
-    if (!auth.allowed && auth.reason === 'permission_check_failed') return giteaUndecided(s, `permission lookup: ${describeLookupError(auth.error)}`);
-    const match = matchReview(r, reviews.v);
-    const repo = resolveRepository(store, c).records[0] as RepositoryRecord | undefined;
-    const requestChanges = repo?.reviewTriggers?.requestChanges === true;
-    let comments: GiteaReviewCommentFacts[] = [];
-    let author: string | undefined;
-    try {
-      if (match !== null) comments = await bounded(review.comments(owner, name, n, match.id), 'review comments lookup');
-      if (match !== null && requestChanges && match.state === 'REQUEST_CHANGES') author = await bounded(review.pullRequestAuthor(owner, name, n), 'pull request lookup');
-    } catch (error) {
-      return giteaUndecided(s, `review lookup: ${describeLookupError(error)}`);
-    }
-    const decision = decideReview(r, match, comments, { botLogin, requestChangesStartsTask: requestChanges, pullRequestAuthor: author });
-    if (decision.kind === 'refused') return refuseUnconfirmed(s, c, waiting, [decision.reason], () => undefined);
-    if (decision.kind === 'ignored') return (await commit({ ...s, comment: c }, { kind: 'ignored', reason: decision.reason }))!;
-    const plan: Plan = auth.allowed ? { kind: 'accept' } : { kind: 'reject', reason: auth.reason };
+    const key = reviewPendingKey(c.repoKey, s.hash);
+    const verdict: ReviewVerdict = repoMismatch ? { kind: 'refused', reasons: ['repository'] } : await lookUpReview(reviewDeps, r, c, waiting.bodySha256);
+    return settleReview(s, key, c, r, waiting, verdict, false);
+  }
+
+  /** Writes what a review verdict means for this delivery: refused, ignored, still waiting (under `key`), or its tasks. */
+  async function settleReview(s: Subject, key: string, c: NormalizedComment, r: NormalizedReview, w: Waiting, verdict: ReviewVerdict, retrying: boolean): Promise<IntakeResponse> {
+    const dropPending = (tx: Tx) => {
+      if (tx.get(PENDING_INTAKE, key) !== undefined) tx.delete(PENDING_INTAKE, key);
+    };
+    if (verdict.kind === 'refused') return refuseUnconfirmed(s, c, w, verdict.reasons, dropPending);
+    if (verdict.kind === 'undecided') return waitForGitea(s, key, c, w, verdict.error, { review: r, retrying });
+    if (verdict.kind === 'ignored') return (await commit({ ...s, comment: c }, { kind: 'ignored', reason: verdict.reason }, dropPending))!;
     const answers: IntakeResponse[] = [];
-    for (const item of decision.items) {
+    for (const item of verdict.items) {
       const part: Subject = { ...s, deliveryKey: `${s.deliveryKey}:${item.part}`, comment: { ...item.comment, deliveryKey: `${s.deliveryKey}:${item.part}` }, triggerKey: item.triggerKey };
-      answers.push((await commit(part, plan))!);
+      answers.push((await commit(part, verdict.plan, dropPending))!);
     }
     const first = answers[0]!;
     return answers.length === 1 ? first : { status: first.status, body: { ...first.body, taskIds: answers.map((a) => a.body['taskId'] ?? null) } };
   }
 
-  async function giteaUndecided(s: Subject, error: string): Promise<IntakeResponse> {
-    options.logger?.warn({ deliveryId: s.deliveryId, error }, 'Gitea did not answer about a review: nothing stored, a Replay tries again');
-    return GITEA_UNAVAILABLE;
+  /**
+   * Gitea did not decide (a passing failure): the delivery waits under `key` and is asked about again
+   * (pending-intake.ts); 202 `pending_confirmation`. A retry (`retrying`) whose record is gone was
+   * decided meanwhile (a Replay): nothing waits again.
+   */
+  async function waitForGitea(s: Subject, key: string, c: NormalizedComment, w: Waiting, error: string, extra: { review?: NormalizedReview; retrying?: boolean } = {}): Promise<IntakeResponse> {
+    const at = now();
+    const answer = await store.transact((tx): IntakeResponse | null => {
+      // Decided meanwhile (a Replay, or the loop): that outcome answers.
+      if (tx.get('comment_triggers', key) !== undefined) return null;
+      const prior = tx.get<PendingIntakeRecord>(PENDING_INTAKE, key);
+      if (prior !== undefined) {
+        const next = prior.state === 'gave_up' ? afterFailure({ ...prior, attempts: Math.max(0, retryPolicy.maxAttempts - 2) }, at, error, retryPolicy) : afterFailure(prior, at, error, retryPolicy);
+        tx.put(PENDING_INTAKE, key, next);
+        return pendingConfirmation(s.deliveryId, next);
+      }
+      if (extra.retrying === true) return null;
+      const room = admit(store.list<PendingIntakeRecord>(PENDING_INTAKE), maxPending);
+      if (!room.ok) return PENDING_BACKLOG_FULL;
+      if (room.evict !== null) tx.delete(PENDING_INTAKE, room.evict);
+      const record = pendingRecord(
+        {
+          key,
+          deliveryKey: s.deliveryKey,
+          deliveryId: s.deliveryId,
+          eventType: s.eventType,
+          payloadHash: s.hash,
+          receivedAt: s.receivedAt,
+          comment: c,
+          ...(extra.review !== undefined ? { review: extra.review } : {}),
+          bodySha256: w.bodySha256,
+          command: w.command,
+          source: w.source,
+          error,
+        },
+        at,
+        retryPolicy,
+      );
+      tx.put(PENDING_INTAKE, key, record);
+      return pendingConfirmation(s.deliveryId, record);
+    });
+    if (answer === null) return (await commit(s, { kind: 'probe' })) ?? PENDING_BACKLOG_FULL;
+    if (answer !== PENDING_BACKLOG_FULL) {
+      const what = extra.review !== undefined ? 'a review' : 'a comment';
+      options.logger?.warn({ deliveryId: s.deliveryId, commentId: c.comment.id, error }, `Gitea did not decide on ${what}: it waits and is asked again`);
+    }
+    return answer;
   }
 
   interface Waiting {
@@ -406,38 +439,13 @@ export function createIntake(options: IntakeOptions): Intake {
   }
 
   /** Writes what the verdict means for this delivery: refused, still waiting, or the decided outcome. */
-  async function settle(s: Subject, c: NormalizedComment, w: Waiting, verdict: Verdict): Promise<IntakeResponse> {
+  async function settle(s: Subject, c: NormalizedComment, w: Waiting, verdict: Verdict, retrying = false): Promise<IntakeResponse> {
     const key = s.triggerKey!;
     const dropPending = (tx: Tx) => {
       if (tx.get(PENDING_INTAKE, key) !== undefined) tx.delete(PENDING_INTAKE, key);
     };
     if (verdict.kind === 'refused') return refuseUnconfirmed(s, c, w, verdict.reasons, dropPending);
-    if (verdict.kind === 'undecided') {
-      const at = now();
-      const answer = await store.transact((tx): IntakeResponse | null => {
-        // Decided meanwhile (a Replay, or the loop): that outcome answers.
-        if (tx.get('comment_triggers', key) !== undefined) return null;
-        const prior = tx.get<PendingIntakeRecord>(PENDING_INTAKE, key);
-        if (prior !== undefined) {
-          const next = prior.state === 'gave_up' ? afterFailure({ ...prior, attempts: Math.max(0, retryPolicy.maxAttempts - 2) }, at, verdict.error, retryPolicy) : afterFailure(prior, at, verdict.error, retryPolicy);
-          tx.put(PENDING_INTAKE, key, next);
-          return pendingConfirmation(s.deliveryId, next);
-        }
-        const room = admit(store.list<PendingIntakeRecord>(PENDING_INTAKE), maxPending);
-        if (!room.ok) return PENDING_BACKLOG_FULL;
-        if (room.evict !== null) tx.delete(PENDING_INTAKE, room.evict);
-        const record = pendingRecord(
-          { key, deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, payloadHash: s.hash, receivedAt: s.receivedAt, comment: c, bodySha256: w.bodySha256, command: w.command, source: w.source, error: verdict.error },
-          at,
-          retryPolicy,
-        );
-        tx.put(PENDING_INTAKE, key, record);
-        return pendingConfirmation(s.deliveryId, record);
-      });
-      if (answer === null) return (await commit(s, { kind: 'probe' })) ?? PENDING_BACKLOG_FULL;
-      if (answer !== PENDING_BACKLOG_FULL) options.logger?.warn({ deliveryId: s.deliveryId, commentId: c.comment.id, error: verdict.error }, 'Gitea did not decide on a comment: it waits and is asked again');
-      return answer;
-    }
+    if (verdict.kind === 'undecided') return waitForGitea(s, key, c, w, verdict.error, { retrying });
     const plan: Plan = !verdict.auth.allowed
       ? { kind: 'reject', reason: verdict.auth.reason }
       : w.command === 'stop'
@@ -485,8 +493,14 @@ export function createIntake(options: IntakeOptions): Intake {
       comment: r.comment,
       triggerKey: r.key,
     };
+    const w: Waiting = { bodySha256: r.bodySha256, command: r.command, source: r.source };
+    if (r.review !== undefined) {
+      // A review delivery: its review looked up again; its tasks carry their own triggers.
+      await settleReview({ ...subject, triggerKey: null }, r.key, r.comment, r.review, w, await lookUpReview(reviewDeps, r.review, r.comment, r.bodySha256), true);
+      return;
+    }
     const verdict = await lookUp(r.comment, r.bodySha256, false);
-    await settle(subject, r.comment, { bodySha256: r.bodySha256, command: r.command, source: r.source }, verdict);
+    await settle(subject, r.comment, w, verdict, true);
   }
 
   let timer: NodeJS.Timeout | undefined;

@@ -18,8 +18,6 @@ export const REPOSITORY_DISABLED: IntakeResponse = { status: 409, body: { error:
 export const STORE_UNAVAILABLE: IntakeResponse = { status: 503, body: { error: 'store_unavailable' } };
 /** More comments wait for Gitea than CCWEB_INTAKE_MAX_PENDING: nothing stored; Gitea's Replay tries again. */
 export const PENDING_BACKLOG_FULL: IntakeResponse = { status: 503, body: { error: 'intake_backlog_full' } };
-/** A review delivery Gitea could not confirm now (a passing failure, issue 30): nothing stored; Gitea's Replay retries. */
-export const GITEA_UNAVAILABLE: IntakeResponse = { status: 503, body: { error: 'gitea_unavailable' } };
 export const INTERNAL_ERROR: IntakeResponse = { status: 500, body: { error: 'internal_error' } };
 
 export function accepted(deliveryId: string, taskId: string): IntakeResponse {

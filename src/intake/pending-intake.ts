@@ -9,7 +9,13 @@
 // read back from Gitea when it decides (confirm-comment.ts), so a waiting comment costs ≈ 1–2 KB
 // whatever its size, and at most `maxPending` wait (then 503: nothing is stored, Gitea shows the
 // delivery as failed, and its Replay is decided then).
+//
+// A review delivery (issue 30) waits the same way when Gitea's review API cannot answer now: its record
+// is keyed by the review delivery's payload (which names no review id; a Replay has the same bytes)
+// and holds the normalised review (its body removed, as a comment's) so that the retry can look the
+// review up again and make the tasks it stands for.
 import type { NormalizedComment } from '../webhook/normalize-comment.js';
+import type { NormalizedReview } from '../webhook/review-event.js';
 
 export const PENDING_INTAKE = 'pending_intake' as const;
 
@@ -25,8 +31,10 @@ export interface PendingIntakeRecord {
   eventType: string;
   payloadHash: string;
   receivedAt: string;
-  /** The normalised comment with its text removed (`comment.body` is `''`). */
+  /** The normalised comment with its text removed (`comment.body` is `''`); for a review, the review as one. */
   comment: NormalizedComment;
+  /** A review delivery's normalised review with its body removed (`content` is `''`); absent for a comment. */
+  review?: NormalizedReview;
   bodySha256: string;
   bodyChars: number;
   /** What the mention asks: a task, or `stop`. */
@@ -68,10 +76,17 @@ export interface FirstFailure {
   payloadHash: string;
   receivedAt: Date;
   comment: NormalizedComment;
+  /** A review delivery's review (its body is removed here, as the comment's). */
+  review?: NormalizedReview;
   bodySha256: string;
   command: 'task' | 'stop';
   source: string | null;
   error: string;
+}
+
+/** The waiting record of a review delivery: its repository and the hash of its signed payload. */
+export function reviewPendingKey(repoKey: string, payloadHash: string): string {
+  return `${repoKey}:review_delivery:${payloadHash}`;
 }
 
 /** The record after a first undecided attempt (a Replay of a waiting comment uses `afterFailure`). */
@@ -85,8 +100,9 @@ export function pendingRecord(f: FirstFailure, at: Date, policy: RetryPolicy): P
     payloadHash: f.payloadHash,
     receivedAt: f.receivedAt.toISOString(),
     comment: { ...f.comment, comment: { ...f.comment.comment, body: '' } },
+    ...(f.review !== undefined ? { review: { ...f.review, content: '' } } : {}),
     bodySha256: f.bodySha256,
-    bodyChars: f.comment.comment.body.length,
+    bodyChars: f.review !== undefined ? f.review.content.length : f.comment.comment.body.length,
     command: f.command,
     source: f.source,
     attempts: 0,

@@ -57,11 +57,14 @@ export type ReviewDecision =
   | { kind: 'ignored'; reason: 'no_mention' | 'bot_self_comment' }
   | { kind: 'items'; items: ReviewItem[] };
 
-/** The latest review by the sender in the delivery's state with the delivery's body, or null. */
-export function matchReview(r: NormalizedReview, reviews: readonly GiteaReviewFacts[]): GiteaReviewFacts | null {
+/**
+ * The latest review by the sender in the delivery's state with the delivery's body, or null. `sameBody`:
+ * how the body is compared (a waiting review keeps only its hash: pending-intake.ts); default, equal text.
+ */
+export function matchReview(r: NormalizedReview, reviews: readonly GiteaReviewFacts[], sameBody: (body: string) => boolean = (b) => b === r.content): GiteaReviewFacts | null {
   const state = REVIEW_STATE[r.eventType];
   const login = r.actor.login.toLowerCase();
-  const found = reviews.filter((x) => x.state === state && !x.dismissed && x.user.login.toLowerCase() === login && x.body === r.content && (r.actor.id === undefined || x.user.id === r.actor.id));
+  const found = reviews.filter((x) => x.state === state && !x.dismissed && x.user.login.toLowerCase() === login && sameBody(x.body) && (r.actor.id === undefined || x.user.id === r.actor.id));
   return found.reduce<GiteaReviewFacts | null>((best, x) => (best === null || x.id > best.id ? x : best), null);
 }
 

@@ -291,6 +291,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           // The agent can read its own environment (yolo): never store — or later post through the
           // REST fallback — a token it echoed.
           finalMessage: out?.finalMessage == null ? null : redact(out.finalMessage),
+          ...(outcome.kind === 'waiting_user' ? { question: redact(outcome.question) } : {}),
           commentCall: outcome.kind === 'replied' || outcome.kind === 'waiting_user' ? outcome.commentCall : null,
         },
         (tx) => {

@@ -95,7 +95,10 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   }
 
   const turn = store.get<TurnRecord>('turns', input.turnKey);
-  if (!turn?.finalMessage?.trim()) {
+  // A turn that asked the user something: its question is what must land, not the final message
+  // (which ends with the waiting line meant for the service).
+  const text = typeof turn?.question === 'string' && turn.question.trim() !== '' ? turn.question : turn?.finalMessage;
+  if (!turn || !text?.trim()) {
     await store.transact((tx) =>
       tx.appendAudit({
         level: 'alert',
@@ -109,7 +112,7 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
     );
     throw new VerificationStepError('final_message_missing', 'the turn has no final message to post');
   }
-  const body = replyBodyWithMarker(turn.finalMessage, input.marker);
+  const body = replyBodyWithMarker(text, input.marker);
   const bodyHash = bodyHashOf(body);
   await store.transact((tx) => {
     tx.put<CommentRecord>('comments', key, fallbackIntentRecord(input, turn, bodyHash, tx.get<CommentRecord>('comments', key), new Date().toISOString()));

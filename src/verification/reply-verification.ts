@@ -31,7 +31,7 @@ import { BOT_COMMENT_SINCE_MARGIN_MS } from '../gitea/bot-comments.js';
 import type { ActorKind, ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { postFallbackReply } from './post-fallback.js';
-import { replyRetryPrompt } from './reply-body.js';
+import { questionRetryPrompt, replyRetryPrompt } from './reply-body.js';
 import { lookUpReply } from './reply-lookup.js';
 import { VerificationStepError } from './verification-errors.js';
 import { verifiedTurnOf } from './verified-turn.js';
@@ -70,6 +70,8 @@ export interface ReplyVerification {
   /** Attaches to a verifier restored by `runtime.restoreAll()` (or already finished). */
   resume(turnKey: string, runReplyRetryTurn: RunReplyRetryTurn): Promise<VerificationOutcome>;
   replyRetryPrompt(previousFinalMessage: string | null, marker: string): string;
+  /** The retry turn's prompt after a question that did not land (the task waits only once it is on Gitea). */
+  questionRetryPrompt(question: string, marker: string): string;
 }
 
 /** What the verifier of `turn` starts from. */
@@ -137,6 +139,7 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
   return {
     kind,
     replyRetryPrompt,
+    questionRetryPrompt,
     verify({ task, turn: given, runReplyRetryTurn }) {
       const turn = verifiedTurnOf(given, store.byIndex<TurnRecord>('turns', 'taskId', given.taskId));
       return follower.follow(turn.turnKey, async () => {

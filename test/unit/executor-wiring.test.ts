@@ -329,11 +329,47 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_FAILED']);
   });
 
-  it('waiting_user → TURN_WAITING_USER → waiting_user (lease released, no verification)', async () => {
+  it('waiting_user → the question is verified on Gitea first → TURN_WAITING_USER → waiting_user (lease released)', async () => {
     const w = await world({ outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' } });
     await w.run();
+    expect(w.calls.verify).toBe(1);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER']);
     expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null });
+  });
+
+  it('a question not on Gitea: one retry turn re-posts it while the task stays running (no reply-retry events), then the task waits', async () => {
+    const states: string[] = [];
+    const w = await world({
+      outcome: (kind) => ({ kind: kind === 'normal' ? 'waiting_user' : 'replied', ...turn, question: 'which branch?', finalMessage: 'posted', commentCall: null }) as TurnOutcome,
+      verification: async (retry) => {
+        states.push(w.record().state);
+        expect(await retry()).toEqual({ ok: true });
+        states.push(w.record().state);
+        return { result: 'confirmed_via_fallback', commentId: 9, mcpFailureReason: 'mcp_reply_missing' };
+      },
+    });
+    await w.run();
+    expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal', 'reply_retry']);
+    expect(w.calls.runTurn[1]!.replyRetryPrompt).toContain('final 1');
+    expect(states).toEqual(['running', 'running']);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER']);
+    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null });
+  });
+
+  it('a question that cannot be confirmed on Gitea → FAIL with the verifier\'s code: the task never waits on a question nobody sees', async () => {
+    const w = await world({ outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' }, verification: { result: 'failed', errorCode: 'reply_query_failed' } });
+    await w.run();
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'FAIL']);
+    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'reply_query_failed' });
+  });
+
+  it('a restart after a question was asked but before the task waited: the question is verified again, not asked again', async () => {
+    const asked = { turnKey: 'task-1:0', turnId: 'codex-turn-0', taskId: 'task-1', threadId: 'thread-1', kind: 'normal', status: 'completed', eventSeq: 1, marker: '<!-- m0 -->', finalMessage: 'which branch?\nCCWEB_WAITING_USER', question: 'which branch?', commentCall: null, startedAt: new Date(NOW - 1000).toISOString(), completedAt: new Date(NOW - 500).toISOString() };
+    const w = await world({ seed: [{ collection: 'turns', key: 'task-1:0', value: asked }], replyExists: async () => true });
+    await w.run();
+    expect(w.calls.runTurn).toEqual([]);
+    expect(w.calls.verify).toBe(1);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER']);
   });
 
   it.each([

@@ -11,6 +11,15 @@ import { decideReview, matchReview, type GiteaReviewCommentFacts, type GiteaRevi
 import { turnInputText } from '../../src/sessions/developer-instructions.js';
 import { normalizeComment } from '../../src/webhook/normalize-comment.js';
 import { normalizeReview, reviewEventType, type NormalizedReview } from '../../src/webhook/review-event.js';
+import { sha256Hex } from '../../src/intake/confirm-comment.js';
+import { DEFAULT_RETRY_POLICY, pendingRecord, reviewPendingKey } from '../../src/intake/pending-intake.js';
+import type { NormalizedComment } from '../../src/webhook/normalize-comment.js';
+
+/** The review as the pending record's comment (what the admin page lists; no comment of its own). */
+const normalizeAsComment = (r: NormalizedReview): NormalizedComment => ({
+  instanceId: 'default', deliveryId: r.deliveryId, deliveryKey: r.deliveryKey, eventType: 'pull_request_comment', action: r.action, repo: r.repo, repoKey: r.repoKey,
+  resource: r.resource, resourceKey: r.resourceKey, comment: { id: 0, body: r.content, createdAt: '', updatedAt: '', htmlUrl: '' }, actor: r.actor, refs: r.refs,
+});
 
 const dir = fileURLToPath(new URL('../fixtures/gitea/webhooks/', import.meta.url));
 type Name = 'review_comment_single_web' | 'review_reply_web' | 'review_comment_api' | 'review_submitted_comment' | 'review_submitted_rejected';
@@ -67,6 +76,17 @@ describe('review deliveries of Gitea 1.26.3', () => {
     expect(matchReview({ ...r, content: 'something else' }, g.reviews)).toBeNull();
     expect(matchReview({ ...r, actor: { login: 'alice', isBot: false } }, g.reviews)).toBeNull();
     expect(decideReview(r, null, [], off)).toEqual({ kind: 'refused', reason: 'not_found' });
+  });
+
+  it('a review waiting for Gitea keeps no body: its record holds the review without it, and the match compares hashes', async () => {
+    const g = await gitea('review_submitted_comment');
+    const r = review('review_submitted_comment');
+    const at = new Date('2026-08-01T10:00:00Z');
+    const key = reviewPendingKey(r.repoKey, 'sha256:x');
+    const rec = pendingRecord({ key, deliveryKey: r.deliveryKey, deliveryId: r.deliveryId, eventType: r.eventType, payloadHash: 'sha256:x', receivedAt: at, comment: normalizeAsComment(r), review: r, bodySha256: sha256Hex(r.content), command: 'task', source: null, error: 'review lookup: gitea_server_error 502' }, at, DEFAULT_RETRY_POLICY);
+    expect(rec).toMatchObject({ key: 'default:acme/widget:review_delivery:sha256:x', state: 'waiting', attempts: 1, bodyChars: r.content.length, review: { content: '', deliveryId: r.deliveryId } });
+    expect(matchReview(rec.review!, g.reviews, (body) => sha256Hex(body) === rec.bodySha256)?.id).toBe(3);
+    expect(matchReview(rec.review!, g.reviews, (body) => sha256Hex(body) === sha256Hex('another body'))).toBeNull();
   });
 });
 

@@ -172,6 +172,12 @@ describe('the fallback (postFallbackReply): check, then act', () => {
     expect(eventsOf(turn, 'reply.fallback_result').map((e) => [e.commentId, e.metadata])).toEqual([[posted!.id, { turnKey: turn.turnKey, ok: true }]]);
   });
 
+  it("a turn that asked the user something: the fallback posts its question, not the final message's waiting line", async () => {
+    const { task, turn } = await seedTaskAndTurn(world, ISSUE, { finalMessage: 'Which branch?\nCCWEB_WAITING_USER', question: 'Which branch?' });
+    await postFallbackReply(fallbackDeps(), fallbackInput(task, turn));
+    expect(gitea.comments(ISSUE).map((c) => c.body)).toEqual([`Which branch?\n\n${turn.marker}`]);
+  });
+
   it('a POST Gitea refuses (locked issue): the row says failed with the code, and the error is thrown', async () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     gitea.double.setLocked(OWNER, REPO, ISSUE, true);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { formatMarker } from '../../src/domain/marker.js';
 import type { GiteaComment } from '../../src/gitea/gitea-client.js';
 import { findReplyComments } from '../../src/verification/find-reply.js';
-import { replyBodyWithMarker, replyRetryPrompt } from '../../src/verification/reply-body.js';
+import { questionRetryPrompt, replyBodyWithMarker, replyRetryPrompt } from '../../src/verification/reply-body.js';
 
 const fields = { taskId: 't1', turnKey: 't1:1', resourceKey: 'default:acme/w:issue:7' };
 const marker = formatMarker(fields);
@@ -55,5 +55,12 @@ describe('reply bodies', () => {
     const none = replyRetryPrompt(null, marker);
     expect(none).toContain(marker);
     expect(none).toContain('previous final answer');
+  });
+
+  it("a question's retry prompt quotes the question with the marker and asks to wait for the user again", () => {
+    const p = questionRetryPrompt('Which branch?', marker);
+    expect(p).toContain('did not appear as a comment');
+    expect(p).toContain(`-----\nWhich branch?\n\n${marker}\n-----`);
+    expect(p).toContain('CCWEB_WAITING_USER');
   });
 });

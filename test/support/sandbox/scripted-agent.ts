@@ -11,6 +11,10 @@
  *   tool and links the pull request URL it returns; with `add-workflow` it also writes `.gitea/workflows/x.yml`;
  * - `forget`    → answers without calling the gitea tool (the reply goes missing: the reply-retry turn posts it);
  * - `forget-always` → never posts, not even in the reply-retry turn (→ REST fallback);
+ * - `question` with `forget` (or `forget-always`) → ends its turn asking (CCWEB_WAITING_USER) without
+ *   posting the question: the question's retry turn re-posts it (with `forget-always` it does not, and
+ *   the REST fallback posts the question); with `retry-stall-once` that retry turn stalls the first time
+ *   (a restart test: the service dies while the question is being verified);
  * - `slow`      → stalls (the turn runs until interrupted);
  * - `slow-once` → stalls in the first attempt of a task only (a restart test's second attempt answers);
  * - `post-then-stall` → posts its answer, then stalls before finishing the turn (a restart test: the
@@ -80,6 +84,18 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
       if (lower.includes('question') && !isRetry) return { type: 'message', text: 'I asked a question.\nCCWEB_WAITING_USER' };
       // The final message is what change delivery turns into the commit and pull request title.
       return { type: 'message', text: wantsChange ? 'Append a line to CHANGES.md\n\nPosted my answer on the issue.' : 'Posted my answer on the issue.' };
+    }
+    if (lower.includes('question') && lower.includes('forget') && !isRetry) {
+      return { type: 'message', text: 'Which browser does the flaky login test fail in?\nCCWEB_WAITING_USER' };
+    }
+    // The question's retry turn: it re-posts the comment its prompt quotes, as a real agent does.
+    const quotedRetry = /Your question to the user did not appear[\s\S]*?\n-----\n([\s\S]*?)\n-----/.exec(turnText);
+    if (quotedRetry && !history.includes('forget-always')) {
+      if (history.includes('retry-stall-once') && !stalledTasks.has(`${taskId}:retry`)) {
+        stalledTasks.add(`${taskId}:retry`);
+        return { type: 'stall' };
+      }
+      return { type: 'tool_call', name: 'issue_write', namespace: 'mcp__gitea', arguments: { method: 'add_comment', owner, repo, index: Number(num), body: quotedRetry[1]! } };
     }
     if ((lower.includes('forget') && !isRetry) || history.includes('forget-always')) {
       return { type: 'message', text: 'Here is my answer (but I forgot to post it).' };
