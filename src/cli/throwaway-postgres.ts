@@ -158,6 +158,8 @@ function running(pid: number): boolean {
 }
 
 function killHard(pid: number): void {
+  // kill(0) and kill(-1) would signal our own process group or every process we may signal.
+  if (!Number.isInteger(pid) || pid <= 1) return;
   try {
     process.kill(pid, 'SIGKILL');
   } catch {
@@ -167,6 +169,7 @@ function killHard(pid: number): void {
 
 /** SIGKILL of the postmaster, its process group (pg_ctl makes it a session leader) and its children. */
 function killServer(pid: number): number[] {
+  if (!Number.isInteger(pid) || pid <= 1) return [];
   const victims = [pid, ...childrenOf(pid)];
   try {
     process.kill(-pid, 'SIGKILL');
@@ -205,8 +208,10 @@ function startWatchdog(parent: number, folder: string): number {
     'rm -rf -- "$folder"',
   ].join('\n');
   const child = spawn('sh', ['-c', script, 'ccweb-postgres-watchdog', String(parent), folder], { detached: true, stdio: 'ignore' });
+  child.on('error', () => {}); // reported below, synchronously
+  if (child.pid === undefined) throw new Error('could not start sh for the throwaway PostgreSQL\'s watchdog: is /bin/sh on PATH?');
   child.unref();
-  return child.pid ?? 0;
+  return child.pid;
 }
 
 function installExitHook(): void {
