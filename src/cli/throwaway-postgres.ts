@@ -188,6 +188,21 @@ async function untilGone(pids: number[], what: string): Promise<void> {
   }
 }
 
+/** A postmaster running on `dataDir`, found by its command line (`postgres -D <dataDir>`), or 0. */
+function postmasterByCommandLine(dataDir: string): number {
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (argv[0]?.endsWith('/postgres') && argv[1] === '-D' && argv[2] === dataDir && running(pid)) return pid;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return 0;
+}
+
 /** The postmaster's pid, from the first line of postmaster.pid. */
 function postmasterPid(dataDir: string): number {
   const pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -238,7 +253,11 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
   const logFile = join(folder, 'server.log');
   let pid = 0;
   let stopped = false;
-  const entry = { folder, pid: () => pid, watchdog: 0 };
+  // What is running now: our pid, else a postmaster on our data directory all the same (a start
+  // that timed out in pg_ctl may still have brought one up), so that stop() and the 'exit' hook
+  // never miss one.
+  const runningPid = (): number => (pid > 0 && running(pid) ? pid : postmasterByCommandLine(dataDir));
+  const entry = { folder, pid: runningPid, watchdog: 0 };
   try {
     chmodSync(folder, 0o755);
     makeTraversableForPostgres(folder, log);
@@ -326,13 +345,14 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
       stopped = true;
       live.delete(entry);
       killHard(entry.watchdog);
-      const victims = pid > 0 && running(pid) ? [pid, ...childrenOf(pid)] : [];
+      const current = runningPid();
+      const victims = current > 0 ? [current, ...childrenOf(current)] : [];
       if (victims.length > 0) {
         try {
           await pgCtl(['-m', 'fast', '-w', '-t', '60', 'stop']);
         } catch (err) {
           log(`postgres: pg_ctl stop failed (${(err as Error).message}), killing it`);
-          killServer(pid);
+          killServer(current);
         }
         await untilGone(victims, 'stopping the throwaway PostgreSQL');
       }
