@@ -167,15 +167,19 @@ function killHard(pid: number): void {
   }
 }
 
-/** SIGKILL of the postmaster, its process group (pg_ctl makes it a session leader) and its children. */
+/**
+ * SIGKILL of the postmaster and all its children. Each child is a session of its own (PostgreSQL
+ * calls setsid in every child), so a process-group kill would reach the postmaster only: they are
+ * found by parent pid, with the postmaster stopped first (SIGSTOP) so that it forks none meanwhile.
+ */
 function killServer(pid: number): number[] {
   if (!Number.isInteger(pid) || pid <= 1) return [];
-  const victims = [pid, ...childrenOf(pid)];
   try {
-    process.kill(-pid, 'SIGKILL');
+    process.kill(pid, 'SIGSTOP');
   } catch {
-    /* no such group */
+    /* gone: its children, if any, are found all the same while it is a zombie */
   }
+  const victims = [pid, ...childrenOf(pid)];
   for (const p of victims) killHard(p);
   return victims;
 }
@@ -219,7 +223,8 @@ function startWatchdog(parent: number, folder: string): number {
     'parent=$1; folder=$2',
     'while kill -0 "$parent" 2>/dev/null; do sleep 1; done',
     'pid=$(head -n 1 "$folder/data/postmaster.pid" 2>/dev/null)',
-    'if [ -n "$pid" ]; then kill -9 -- "-$pid" 2>/dev/null; kill -9 "$pid" 2>/dev/null; fi',
+    // As killServer(): stop it, then kill it and its children (each a session of its own).
+    'if [ -n "$pid" ]; then kill -STOP "$pid" 2>/dev/null; kill -9 "$pid" $(ps -o pid= --ppid "$pid" 2>/dev/null) 2>/dev/null; fi',
     'rm -rf -- "$folder"',
   ].join('\n');
   const child = spawn('sh', ['-c', script, 'ccweb-postgres-watchdog', String(parent), folder], { detached: true, stdio: 'ignore' });

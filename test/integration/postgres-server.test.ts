@@ -2,7 +2,7 @@
 // committed transaction survives a kill -9 of the server and its crash recovery, and stop() leaves
 // no process and no folder behind. Real PostgreSQL (Debian's package, scripts/ensure-postgres.mjs).
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -20,6 +20,19 @@ const alive = (pid: number): boolean => {
     return false;
   }
 };
+
+/** The postmaster's children (checkpointer, walwriter, backends…), from /proc. */
+const childrenOf = (ppid: number): number[] =>
+  readdirSync('/proc')
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid;
+      } catch {
+        return false;
+      }
+    });
 
 async function withClient<T>(url: string, f: (c: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
@@ -60,8 +73,10 @@ describe('throwaway PostgreSQL', () => {
     });
 
     const before = server.pid;
+    const children = childrenOf(before);
+    expect(children.length).toBeGreaterThan(0);
     await server.crash();
-    expect(alive(before)).toBe(false);
+    expect([before, ...children].filter(alive)).toEqual([]);
     await server.restart();
     expect(server.pid).not.toBe(before);
     const rows = await withClient(url, async (c) => (await c.query<{ body: string }>('SELECT body FROM t WHERE id = 1')).rows);
@@ -89,11 +104,12 @@ describe('throwaway PostgreSQL', () => {
       const [, pid, dataDir] = await until('the child started its server', () => /ready (\d+) (\S+)\n/.exec(out), 60_000);
       const folder = dirname(dataDir!);
       // (In 'exit' mode the child may already be gone, its hook run: `ready` said it was up.)
-      if (mode === 'wait') expect(alive(Number(pid))).toBe(true);
+      const children = mode === 'wait' ? childrenOf(Number(pid)) : [];
+      if (mode === 'wait') expect(children.length).toBeGreaterThan(0);
       const exited = new Promise((r) => proc.once('exit', r));
       if (mode === 'wait') proc.kill('SIGKILL');
       await exited;
-      await until('the server to be gone', () => !alive(Number(pid)), 30_000);
+      await until('the server and its children to be gone', () => ![Number(pid), ...children].some(alive), 30_000);
       await until('its folder to be removed', () => !existsSync(folder), 30_000);
     });
   }
