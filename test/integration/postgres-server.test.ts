@@ -99,6 +99,7 @@ describe('throwaway PostgreSQL', () => {
   for (const mode of ['exit', 'wait'] as const) {
     it(`leaves no server and no folder when its process ${mode === 'exit' ? 'exits without stop()' : 'is SIGKILLed'}`, async () => {
       const proc = spawn(process.execPath, ['--import', 'tsx', child, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const exited = new Promise((r) => proc.once('exit', r)); // before `ready`: in 'exit' mode it follows at once
       let out = '';
       proc.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
       const [, pid, dataDir] = await until('the child started its server', () => /ready (\d+) (\S+)\n/.exec(out), 60_000);
@@ -106,9 +107,11 @@ describe('throwaway PostgreSQL', () => {
       // (In 'exit' mode the child may already be gone, its hook run: `ready` said it was up.)
       const children = mode === 'wait' ? childrenOf(Number(pid)) : [];
       if (mode === 'wait') expect(children.length).toBeGreaterThan(0);
-      const exited = new Promise((r) => proc.once('exit', r));
       if (mode === 'wait') proc.kill('SIGKILL');
       await exited;
+      // The 'exit' hook removes the folder before the process is gone (the watchdog, the SIGKILL
+      // case's guard, would only notice within a second or so).
+      if (mode === 'exit') expect(existsSync(folder)).toBe(false);
       await until('the server and its children to be gone', () => ![Number(pid), ...children].some(alive), 30_000);
       await until('its folder to be removed', () => !existsSync(folder), 30_000);
     });
