@@ -273,7 +273,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     store,
     runtime,
     executor,
-    owner: leaseOwnerId('default'),
+    // On a shared database each node owns its leases under its own name, so a node that starts
+    // releases only what its own earlier process held (that process is gone: it held this data
+    // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
+    // The embedded store has one node by construction and keeps the name it always had.
+    owner: leaseOwnerId(config.databaseUrl ? (config.nodeId ?? defaultNodeId(config.dataDir)) : 'default'),
     maxConcurrentTasks: config.maxConcurrentTasks,
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),

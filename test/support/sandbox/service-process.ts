@@ -29,6 +29,8 @@ export interface ServiceProcessOptions {
   buildDir?: string;
   /** Its own session and process group (as under systemd or a login shell), so a test can signal the group. Default false. */
   ownProcessGroup?: boolean;
+  /** Every output line as it comes, also before the service listens (e.g. a standby's). */
+  onLine?: (line: string) => void;
 }
 
 export function startServiceProcess(env: Record<string, string>, options: ServiceProcessOptions = {}): Promise<ServiceProcess> {
@@ -53,6 +55,7 @@ export function startServiceProcess(env: Record<string, string>, options: Servic
     }, options.timeoutMs ?? 60_000);
     const onLine = (line: string) => {
       lines.push(line);
+      options.onLine?.(line);
       if (!line.includes('ccweb-gitea listening')) return;
       try {
         const url = (JSON.parse(line) as { url: string }).url;

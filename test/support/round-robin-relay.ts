@@ -1,0 +1,56 @@
+// The load balancer in front of several nodes, as an operator runs one: every request goes to the
+// next node in turn; a node that refuses the connection (down, or a standby that does not listen)
+// is skipped for the next one. Bodies pass through byte for byte (webhook signatures cover them).
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RoundRobinRelay {
+  url: string;
+  /** Which target answered each request, in order (index into `targets`). */
+  served: number[];
+  close(): Promise<void>;
+}
+
+export async function startRoundRobinRelay(port: number, targets: () => string[]): Promise<RoundRobinRelay> {
+  let next = 0;
+  const served: number[] = [];
+  const forward = (target: string, req: IncomingMessage, body: Buffer) =>
+    new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
+      const url = new URL(req.url ?? '/', target);
+      const out = request(url, { method: req.method, headers: { ...req.headers, host: url.host } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      });
+      out.on('error', reject);
+      out.end(body);
+    });
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks);
+      const list = targets();
+      for (let tried = 0; tried < list.length; tried++) {
+        const index = next++ % list.length;
+        try {
+          const answer = await forward(list[index]!, req, body);
+          served.push(index);
+          res.writeHead(answer.status, answer.headers);
+          res.end(answer.body);
+          return;
+        } catch {
+          // Refused or reset: the next node.
+        }
+      }
+      res.writeHead(502).end('no node answered');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    served,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
