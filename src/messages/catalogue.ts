@@ -205,7 +205,7 @@ export interface Messages {
   notPublished(p: { taskId: string }): string;
   /**
    * One notice that some paths (CI definitions) were left out of the published change. Paths arrive
-   * already reduced to a plain alphabet (protected-paths.ts pathForText). Must start with `giteabot: `.
+   * already reduced to a plain alphabet (receipts/path-text.ts pathForText). Must start with `giteabot: `.
    */
   withheldPaths(p: { taskId: string; paths: string[]; more: number; branch: string; patch: string }): string;
   /** Who stopped a task, when it was not a plain Gitea login (that one is written `@login`). */
