@@ -34,7 +34,7 @@ import { createStore } from '../store/index.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
 import { replyExistsOnGitea } from '../verification/reply-exists.js';
-import { createWebhookRouter } from '../webhook/route.js';
+import { createWebhookRouter } from '../intake/webhook-route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
 import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
 import { createSecurityEvents } from '../intake/security-events.js';
