@@ -3,7 +3,7 @@
 // `import type` ties two folders together as much as a value import), and the arrows src/README.md
 // states in its "Arrows" section hold. Used by `npm run lint:walls` (run as a script, after
 // depcruise's own rules) and by test/unit/architecture-walls.test.ts (imported), so both fail alike.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -143,7 +143,8 @@ export function folderWallViolations(result, readme) {
 }
 
 // As a script (`npm run lint:walls`): cruise as the wall test does, print each breach, fail on any.
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+// (argv[1] as typed; the module's URL is the real path: compared as real paths, a symlinked checkout runs too.)
+if (process.argv[1] && realpathSync(fileURLToPath(import.meta.url)) === realpathSync(process.argv[1])) {
   const { cruise } = await import('dependency-cruiser');
   const { default: extractDepcruiseOptions } = await import('dependency-cruiser/config-utl/extract-depcruise-options');
   const { default: extractTSConfig } = await import('dependency-cruiser/config-utl/extract-ts-config');
