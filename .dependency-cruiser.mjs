@@ -2,10 +2,15 @@
 // `npm run lint:walls` (its CLI) and by test/unit/architecture-walls.test.ts (its API), so
 // `npm test` fails on a breach. Paths are relative to the repository root; every rule looks at
 // direct imports, type-only ones included (`tsPreCompilationDeps`: an `import type` ties two
-// parts together as much as a value import does).
+// parts together as much as a value import does). What these rules cannot state — no cycle between
+// folders, the arrows src/README.md states — scripts/folder-walls.mjs computes from the same cruise
+// (`npm run lint:walls` runs it after depcruise; the wall test calls it).
 
 /** An npm package, wherever node_modules sits (a worktree may link to another checkout's). */
 const pkg = (name) => `(^|/)node_modules/${name}/`;
+
+/** The platform's folders (src/README.md, "Platform"), as a path group. */
+const PLATFORM = '(store|runtime|domain|config|gitea|http)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
@@ -45,6 +50,27 @@ export default {
       severity: 'error',
       from: { path: '^(machines|src/store)/' },
       to: { path: '^visualizer/' },
+    },
+    {
+      name: 'platform-imports-no-part',
+      comment:
+        'The platform (src/store/, runtime/, domain/, config/, gitea/, http/) is what every part stands on: it imports ' +
+        'itself (its folders may import each other; no folder cycle: scripts/folder-walls.mjs), node and packages, ' +
+        'never a part (another src/ folder, src/main.ts, the visualizer). A piece a part and the platform both need ' +
+        'belongs to the platform (domain/ for pure record types and helpers).',
+      severity: 'error',
+      from: { path: `^src/${PLATFORM}/` },
+      to: { path: ['^src/', '^visualizer/'], pathNot: `^src/${PLATFORM}/` },
+    },
+    {
+      name: 'platform-machines-types-only',
+      comment:
+        'machines/ is below the platform (pure statecharts that import only xstate), and the one owner of each ' +
+        "machine's states: the platform may name them (domain/records.ts types a task's state by the task machine's " +
+        'TaskState) but never run machine code: `import type` only.',
+      severity: 'error',
+      from: { path: `^src/${PLATFORM}/` },
+      to: { path: '^machines/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'intake-not-execution',

@@ -31,7 +31,7 @@ import { ActorRuntime, type ActorRecord } from '../src/runtime/actor-runtime.js'
 import { createStore, type DurableStore } from '../src/store/index.js';
 import { TASK_KIND, taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { commentTriggerKey, normalizeComment, taskIdFor } from '../src/webhook/normalize-comment.js';
-import { createWebhookRouter } from '../src/webhook/route.js';
+import { createWebhookRouter } from '../src/intake/webhook-route.js';
 import { verifySignature } from '../src/webhook/verify-signature.js';
 import { floorAccept } from './floor-receiver.js';
 

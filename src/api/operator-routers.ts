@@ -11,7 +11,7 @@ import { createStaticPagesRouter } from './static-pages.js';
 import { controlOf } from './task-queries.js';
 import { createUsageRouter } from './usage-router.js';
 import type { ProviderHold } from '../usage/provider-hold.js';
-import type { UsageLimits } from '../usage/usage-records.js';
+import type { UsageLimits } from '../domain/usage-records.js';
 
 export interface OperatorDeps extends ControlRouterDeps {
   machines?: AnyStateMachine[];

@@ -11,7 +11,7 @@ import { findRepository } from '../domain/repository-identity.js';
 import type { Store } from '../store/types.js';
 import { repoOverride } from '../usage/limits.js';
 import type { ProviderHold } from '../usage/provider-hold.js';
-import { LIMIT_NAMES, limitsKey, type RepoLimitsRecord, type UsageLimits } from '../usage/usage-records.js';
+import { LIMIT_NAMES, limitsKey, type RepoLimitsRecord, type UsageLimits } from '../domain/usage-records.js';
 import { limitsView, usageReport } from '../usage/usage-report.js';
 import { requireAdminToken } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';

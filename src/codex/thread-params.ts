@@ -8,7 +8,6 @@ import type { ThreadResumeParams } from './protocol/ts/v2/ThreadResumeParams.js'
 import type { TurnStartParams } from './protocol/ts/v2/TurnStartParams.js';
 import type { TurnInterruptParams } from './protocol/ts/v2/TurnInterruptParams.js';
 import type { UserInput } from './protocol/ts/v2/UserInput.js';
-import type { ThreadSandbox } from '../isolation/agent-sandbox.js';
 
 /** The MCP server name Codex sees; the model sees its tools under the namespace `mcp__gitea`. */
 export const GITEA_MCP_SERVER_NAME = 'gitea';
@@ -26,6 +25,20 @@ export interface GiteaMcpConfig {
   args?: string[];
   /** Extra env for the MCP server (e.g. correlation ids); cannot override the token/host. */
   extraEnv?: Record<string, string>;
+}
+
+/**
+ * Where a thread's commands run, as thread/start|resume carry it. isolation/agent-sandbox.ts builds
+ * it; declared here, with the params it goes into, so codex/ does not import isolation/ (which
+ * imports codex/: issue 34, no folder cycle).
+ */
+export interface ThreadSandbox {
+  /** Named profile (isolation on) … */
+  permissions?: string;
+  /** … or the legacy full-access mode (isolation off). */
+  sandbox?: 'danger-full-access';
+  /** Merged into thread/start|resume `config`. */
+  config: { [key: string]: JsonValue };
 }
 
 export interface ThreadParamsInput {

@@ -2,7 +2,7 @@
 // (camelCase without the prefix), how it is validated, its default and how to fix a bad value.
 // Later issues add keys here, with the same `CCWEB_` prefix.
 import { z } from 'zod';
-import { DEFAULT_LOCALE, LOCALES, type Locale } from '../messages/catalogue.js';
+import { DEFAULT_LOCALE, LOCALES, type Locale } from '../domain/locale.js';
 import { LIMIT_KEYS, LIMIT_DEFAULTS } from './limit-keys.js';
 import GITEA_MCP_PIN from './gitea-mcp-pin.json' with { type: 'json' };
 

@@ -17,7 +17,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CONFIG_KEYS, DEFAULTS, KEYS, type ConfigKey, type KeySpec, type LogLevel } from './keys.js';
-import type { Locale } from '../messages/catalogue.js';
+import type { Locale } from '../domain/locale.js';
 import { limitsConfigFrom, type LimitsConfig } from './limit-keys.js';
 
 /** The host name plus a hash of the data directory: two nodes on one host with two data directories differ. */

@@ -2,7 +2,7 @@
 // strings; enums are lower snake_case. Store keys are given with each collection.
 import type { TaskState } from '../../machines/task-lifecycle.js';
 import type { CollectionName } from '../store/types.js';
-import type { TaskUsage, TurnUsage } from '../usage/usage-records.js';
+import type { TaskUsage, TurnUsage } from './usage-records.js';
 import type { ReviewContext } from './review-input.js';
 
 /** `webhook_deliveries`, key = deliveryKey (`default:<X-Gitea-Delivery>`). §4.1 */

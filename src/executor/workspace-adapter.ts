@@ -1,7 +1,7 @@
 import { prepareWorkspace } from '../workspace/index.js';
 import { prepareResourceWorktree, resourceWorktreePath } from '../workspace/resource-worktree.js';
 import { issueBranchName } from '../publish/branch-names.js';
-import { cloneUrlFor } from '../webhook/repository-origin.js';
+import { cloneUrlFor } from '../gitea/clone-url.js';
 import type { WorkspacePort } from './task-executor.js';
 
 /**

@@ -12,7 +12,7 @@
 // window) and the count. One audit event (`webhook.rejected_counted`) marks the first counted one.
 //
 // Pure: the caller reads the previous record and writes the result.
-import { utcDay } from '../usage/usage-records.js';
+import { utcDay } from '../domain/usage-records.js';
 import { safeValue, type SecurityEventRecord } from './security-events.js';
 
 export const MENTION_REJECTED = 'mention_rejected' as const;

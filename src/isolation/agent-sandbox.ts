@@ -30,6 +30,7 @@ import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { JsonValue } from '../codex/protocol/ts/serde_json/JsonValue.js';
+import type { ThreadSandbox } from '../codex/thread-params.js';
 
 /** The permission profile's name in Codex's config (`permissions.<name>`). */
 export const AGENT_PROFILE = 'ccweb-agent';
@@ -50,15 +51,6 @@ export interface AgentSandboxOptions {
   codexCommand: string;
   /** The service user's home (default `os.homedir()`); hidden unless it holds the Codex binary. */
   serviceHome?: string;
-}
-
-export interface ThreadSandbox {
-  /** Named profile (isolation on) … */
-  permissions?: string;
-  /** … or the legacy full-access mode (isolation off). */
-  sandbox?: 'danger-full-access';
-  /** Merged into thread/start|resume `config`. */
-  config: { [key: string]: JsonValue };
 }
 
 export interface AgentSandbox {

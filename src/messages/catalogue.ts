@@ -4,11 +4,11 @@
 // checked logins, fixed sentences): nothing from a comment's text is ever echoed back.
 //
 // To add a text: add it to `Messages`, then to every catalogue below; the compiler refuses a
-// catalogue that lacks it. To add a language: add its code to LOCALES and write its catalogue.
+// catalogue that lacks it. To add a language: add its code to LOCALES (src/domain/locale.ts, where
+// config/ reads it too) and write its catalogue.
+import { DEFAULT_LOCALE, type Locale } from '../domain/locale.js';
 
-export const LOCALES = ['zh', 'en'] as const;
-export type Locale = (typeof LOCALES)[number];
-export const DEFAULT_LOCALE: Locale = 'zh';
+export { DEFAULT_LOCALE, LOCALES, isLocale, type Locale } from '../domain/locale.js';
 
 /** Error codes with a sentence of their own; any other code gets `unexpectedError`. */
 export const EXPLAINED_ERROR_CODES = [
@@ -205,7 +205,7 @@ export interface Messages {
   notPublished(p: { taskId: string }): string;
   /**
    * One notice that some paths (CI definitions) were left out of the published change. Paths arrive
-   * already reduced to a plain alphabet (protected-paths.ts pathForText). Must start with `giteabot: `.
+   * already reduced to a plain alphabet (receipts/path-text.ts pathForText). Must start with `giteabot: `.
    */
   withheldPaths(p: { taskId: string; paths: string[]; more: number; branch: string; patch: string }): string;
   /** Who stopped a task, when it was not a plain Gitea login (that one is written `@login`). */
@@ -390,8 +390,4 @@ const CATALOGUES: Record<Locale, Messages> = { zh, en };
 
 export function messages(locale: Locale = DEFAULT_LOCALE): Messages {
   return CATALOGUES[locale];
-}
-
-export function isLocale(value: string): value is Locale {
-  return (LOCALES as readonly string[]).includes(value);
 }

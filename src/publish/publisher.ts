@@ -28,7 +28,7 @@ import path from 'node:path';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import { NOT_PUBLISHED_NOTICE_STATE, WITHHELD_PATHS_NOTICE_STATE } from '../receipts/receipt-text.js';
-import { cloneUrlFor } from '../webhook/repository-origin.js';
+import { cloneUrlFor } from '../gitea/clone-url.js';
 import { classifyGitFailure } from '../workspace/classify-git-failure.js';
 import { redactSecrets } from '../workspace/git-credentials.js';
 import { resourceWorktreePath } from '../workspace/resource-worktree.js';

@@ -19,7 +19,7 @@ import { TASK_KIND } from '../tasks/task-actor.js';
 import { isBudgetCode, type BudgetCode } from '../usage/usage-accounting.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { effectiveLimits } from '../usage/limits.js';
-import type { UsageLimits } from '../usage/usage-records.js';
+import type { UsageLimits } from '../domain/usage-records.js';
 import { blockedNoticeText, budgetNoticeText, resumedNoticeText, standaloneNoticeText, type BudgetNotice } from './limit-texts.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
 import { receivedReceiptText } from './receipt-text.js';

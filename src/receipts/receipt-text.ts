@@ -4,7 +4,7 @@
 // comment text is ever echoed back.
 import type { TaskRecord } from '../domain/records.js';
 import { DEFAULT_LOCALE, messages, type Locale } from '../messages/catalogue.js';
-import { pathsForText } from '../publish/protected-paths.js';
+import { pathsForText } from './path-text.js';
 
 /** Task states that get one failure receipt; running/waiting/success states get none (§5.2.5). */
 export const FAILURE_RECEIPT_STATES = ['failed', 'failed_reply', 'aborted', 'cancelled'] as const;

@@ -114,7 +114,7 @@ export class ActorRuntime {
     if (tx.get('actors', actorId)) throw new Error(`actor ${actorId} already exists`);
     const by = options.by ?? 'system';
     const taskId = options.taskId ?? null;
-    const steps = this.templates.steps(kind, this.facts.inertScope(kind), input, options.events ?? [], actorId);
+    const steps = this.templates.steps(kind, input, options.events ?? [], actorId);
     const createdAt = this.now().toISOString();
     let fromState: string | null = null;
     let stateVersion = 0;
@@ -145,7 +145,7 @@ export class ActorRuntime {
    */
   creationOf(kindName: string, actorId: string, input: unknown, events: EventObject[]): { machineVersion: number; steps: { toState: string; persisted: unknown }[] } {
     const kind = this.kindOf(kindName);
-    const steps = this.templates.steps(kind, this.facts.inertScope(kind), input, events, actorId);
+    const steps = this.templates.steps(kind, input, events, actorId);
     return { machineVersion: kind.machineVersion, steps: steps.map((s) => ({ toState: s.toState, persisted: s.persisted })) };
   }
 

@@ -3,7 +3,12 @@
 // `templateInput`, once per event list with stand-ins for those input fields and then reused
 // with the real values put in. Intake creates every task this way (received → queued), so this
 // takes xstate's machine walk off the per-comment path.
-import type { AnyActorScope, AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+//
+// xstate's public pure functions compute the snapshots (`initialTransition`, `transition`: they
+// return the next snapshot and the actions it would run, and run none). They build a throwaway
+// inert actor per call; with the templates that happens a few times per kind and event list, not
+// per comment (measured: docs/PROFILE-webhook.md, "machine-facts on xstate's public API").
+import { initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject } from 'xstate';
 import { stateValueToString } from './state-value.js';
 
 export interface CreationStep {
@@ -30,17 +35,16 @@ export interface CreationKind {
 /** The creation computed by xstate: initial snapshot, then each event (an illegal one throws). */
 export function computeCreationSteps(
   kind: CreationKind,
-  scope: AnyActorScope,
   input: unknown,
   events: readonly EventObject[],
   actorId: string,
 ): CreationStep[] {
-  let snapshot = kind.machine.getInitialSnapshot(scope, input) as AnyMachineSnapshot;
+  let snapshot = initialTransition(kind.machine, input)[0] as AnyMachineSnapshot;
   let state = stateValueToString(snapshot.value);
   const steps: CreationStep[] = [{ toState: state, snapshot, persisted: kind.machine.getPersistedSnapshot(snapshot), event: null }];
   for (const event of events) {
     if (!snapshot.can(event)) throw new Error(`event ${event.type} is not legal in ${state} for ${actorId}`);
-    snapshot = kind.machine.transition(snapshot, event, scope) as AnyMachineSnapshot;
+    snapshot = transition(kind.machine, snapshot, event)[0] as AnyMachineSnapshot;
     state = stateValueToString(snapshot.value);
     steps.push({ toState: state, snapshot, persisted: kind.machine.getPersistedSnapshot(snapshot), event });
   }
@@ -63,29 +67,29 @@ export class CreationTemplates {
   readonly #templates = new Map<string, Template | null>();
   #nonce = 0;
 
-  steps(kind: CreationKind, scope: AnyActorScope, input: unknown, events: readonly EventObject[], actorId: string): CreationStep[] {
+  steps(kind: CreationKind, input: unknown, events: readonly EventObject[], actorId: string): CreationStep[] {
     const fields = kind.templateInput;
-    if (!fields || fields.length === 0 || !isPlainObject(input)) return computeCreationSteps(kind, scope, input, events, actorId);
+    if (!fields || fields.length === 0 || !isPlainObject(input)) return computeCreationSteps(kind, input, events, actorId);
     const values: Record<string, unknown> = {};
     const rest: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(input)) {
       if (fields.includes(key)) values[key] = value;
       else rest[key] = value;
     }
-    if (fields.some((f) => typeof values[f] !== 'string')) return computeCreationSteps(kind, scope, input, events, actorId);
+    if (fields.some((f) => typeof values[f] !== 'string')) return computeCreationSteps(kind, input, events, actorId);
     const key = `${kind.kind}\u0000${JSON.stringify(events)}\u0000${JSON.stringify(rest)}`;
     let template = this.#templates.get(key);
-    if (template === null) return computeCreationSteps(kind, scope, input, events, actorId);
+    if (template === null) return computeCreationSteps(kind, input, events, actorId);
     if (template === undefined) {
       // Bounded: a kind with ever-new event lists or other input gains nothing from caching them.
-      if (this.#templates.size >= MAX_TEMPLATES) return computeCreationSteps(kind, scope, input, events, actorId);
-      template = this.#build(kind, scope, rest, fields, events, actorId);
+      if (this.#templates.size >= MAX_TEMPLATES) return computeCreationSteps(kind, input, events, actorId);
+      template = this.#build(kind, rest, fields, events, actorId);
       this.#templates.set(key, template);
-      if (template === null) return computeCreationSteps(kind, scope, input, events, actorId);
+      if (template === null) return computeCreationSteps(kind, input, events, actorId);
     }
     const steps = instantiate(template, values);
     if (!template.verified) {
-      const real = computeCreationSteps(kind, scope, input, events, actorId);
+      const real = computeCreationSteps(kind, input, events, actorId);
       const same =
         steps !== undefined &&
         JSON.stringify(real.map((s) => [s.toState, s.persisted])) === JSON.stringify(steps.map((s) => [s.toState, s.persisted]));
@@ -96,12 +100,11 @@ export class CreationTemplates {
       template.verified = true;
       return real;
     }
-    return steps ?? computeCreationSteps(kind, scope, input, events, actorId);
+    return steps ?? computeCreationSteps(kind, input, events, actorId);
   }
 
   #build(
     kind: CreationKind,
-    scope: AnyActorScope,
     rest: Record<string, unknown>,
     fields: readonly string[],
     events: readonly EventObject[],
@@ -109,7 +112,7 @@ export class CreationTemplates {
   ): Template | null {
     const stand: Record<string, string> = {};
     for (const field of fields) stand[field] = `@@ccweb-template-${field}-${++this.#nonce}-${Math.random().toString(36).slice(2)}@@`;
-    const steps = computeCreationSteps(kind, scope, { ...rest, ...stand }, events, actorId);
+    const steps = computeCreationSteps(kind, { ...rest, ...stand }, events, actorId);
     const json = JSON.stringify(steps.map((s) => [s.toState, s.persisted]));
     // A stand-in must appear only as whole string values, or substituting it could not be exact.
     for (const s of Object.values(stand)) {

@@ -1,38 +1,11 @@
-// What the runtime asks of a kind's machine without running an actor: a scope that executes nothing
-// (for computing snapshots purely), whether a stored state still exists, and from which snapshot a
-// stored actor can be restored.
-import { createActor, type AnyActorScope } from 'xstate';
+// What the runtime asks of a kind's machine without running an actor: whether a stored state still
+// exists, and from which snapshot a stored actor can be restored. (Snapshots computed purely, for a
+// creation, come from xstate's public `initialTransition`/`transition`: creation-steps.ts.)
 import type { ActorKind, ActorRecord } from './actor-types.js';
 
-/**
- * A scope that executes nothing, made once per kind, for computing snapshots purely (what xstate's
- * `initialTransition`/`transition` do, minus building a throwaway actor per call — that actor also
- * evaluates the machine's context factory without input, which throws for ours: both were most of
- * the cost of creating a task at intake).
- */
+/** Facts about each kind's machine, remembered per kind (a machine's states never change). */
 export class MachineFacts {
-  readonly #scopes = new Map<string, AnyActorScope>();
   readonly #knownStates = new Map<string, Map<string, boolean>>();
-
-  inertScope(kind: ActorKind): AnyActorScope {
-    let scope = this.#scopes.get(kind.kind);
-    if (!scope) {
-      const self = createActor(kind.machine, { input: {} as never });
-      scope = {
-        self,
-        defer: () => undefined,
-        id: '',
-        logger: () => undefined,
-        sessionId: '',
-        stopChild: () => undefined,
-        system: self.system,
-        emit: () => undefined,
-        actionExecutor: () => undefined,
-      } as unknown as AnyActorScope;
-      this.#scopes.set(kind.kind, scope);
-    }
-    return scope;
-  }
 
   stateExists(kind: ActorKind, state: string): boolean {
     // Asked for every unhosted queued task on every scheduler scan (has()): remembered per kind,

@@ -8,7 +8,7 @@ export interface HttpLimits {
   headersTimeoutMs: number;
   /**
    * The body must arrive within this after the head. Routes that read a body enforce it themselves
-   * with a 408 of their own (src/webhook/route.ts); the server cuts any request still incomplete at
+   * with a 408 of their own (src/intake/webhook-route.ts); the server cuts any request still incomplete at
    * head + body + a margin, as the backstop for every other route.
    */
   bodyTimeoutMs: number;

@@ -3,7 +3,7 @@
 // there lifts the configured limit for that repository).
 import type { LimitsConfig } from '../config/limit-keys.js';
 import type { Store, Tx } from '../store/types.js';
-import { LIMIT_NAMES, limitsKey, type LimitName, type RepoLimitsRecord, type UsageLimits } from './usage-records.js';
+import { LIMIT_NAMES, limitsKey, type LimitName, type RepoLimitsRecord, type UsageLimits } from '../domain/usage-records.js';
 
 export function configuredLimits(config: LimitsConfig): UsageLimits {
   const out: UsageLimits = {};

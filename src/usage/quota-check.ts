@@ -4,7 +4,7 @@
 // comment saying when it can run again (the receipt outbox posts it); it never runs.
 import type { Tx } from '../store/types.js';
 import { effectiveLimits } from './limits.js';
-import { dayKey, emptyDay, nextUtcDay, utcDay, type UsageDayRecord, type UsageLimits, type UsageScope } from './usage-records.js';
+import { dayKey, emptyDay, nextUtcDay, utcDay, type UsageDayRecord, type UsageLimits, type UsageScope } from '../domain/usage-records.js';
 
 export const QUOTA_CODES = ['quota_user_tasks_per_day', 'quota_repo_tokens_per_day'] as const;
 export type QuotaCode = (typeof QUOTA_CODES)[number];

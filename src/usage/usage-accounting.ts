@@ -32,7 +32,7 @@ import {
   type UsageDayRecord,
   type UsageLimits,
   type UsageScope,
-} from './usage-records.js';
+} from '../domain/usage-records.js';
 
 /** Error codes of a task stopped by one of its own limits: the receipt names the limit. */
 export const BUDGET_CODES = ['budget_task_tokens', 'budget_task_turns', 'budget_task_wall_time'] as const;

@@ -3,7 +3,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Store } from '../store/types.js';
 import type { ProviderHold } from './provider-hold.js';
-import { utcDay, type TurnUsage, type UsageDayRecord } from './usage-records.js';
+import { utcDay, type TurnUsage, type UsageDayRecord } from '../domain/usage-records.js';
 
 export interface UsageMetrics {
   onTurnRecorded(usage: TurnUsage, stoppedBy: string | null): void;

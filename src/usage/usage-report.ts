@@ -1,7 +1,7 @@
 // Usage sums for operators: per repository and per user over the last N UTC days (the admin page's
 // tables, `GET /api/gitea-workflow/usage`), from the `usage` day records through their `day` index.
 import type { Store } from '../store/types.js';
-import { ZERO_COUNTS, addCounts, utcDay, type RepoLimitsRecord, type UsageCounts, type UsageDayRecord, type UsageLimits } from './usage-records.js';
+import { ZERO_COUNTS, addCounts, utcDay, type RepoLimitsRecord, type UsageCounts, type UsageDayRecord, type UsageLimits } from '../domain/usage-records.js';
 
 export interface UsageRow extends UsageCounts {
   subject: string;

@@ -1,14 +1,10 @@
 // The Gitea host is configuration, never payload (issue 15). Anyone who knows a webhook secret — every
 // repository admin who added the webhook — can sign a payload, so nothing in it may decide where the
 // bot's token goes: clone, fetch and push URLs are built from CCWEB_GITEA_URL and the repository's
-// owner/name, and a payload whose repository URLs name another host is refused (400, security audit).
+// owner/name (src/gitea/clone-url.ts), and a payload whose repository URLs name another host is
+// refused (400, security audit).
 // A mismatch is not a misconfiguration we can fix up silently: either the payload is forged, or
 // Gitea's ROOT_URL differs from CCWEB_GITEA_URL, which CCWEB_GITEA_PUBLIC_URL declares.
-
-/** `<giteaUrl>/<owner>/<name>.git`: the only clone URL the service uses. */
-export function cloneUrlFor(giteaUrl: string, owner: string, name: string): string {
-  return `${giteaUrl.replace(/\/+$/, '')}/${encodeURIComponent(owner)}/${encodeURIComponent(name)}.git`;
-}
 
 /** Host names (lower case) a payload's repository URLs may name: those of the configured URLs. */
 export function allowedRepositoryHosts(...urls: Array<string | undefined>): string[] {

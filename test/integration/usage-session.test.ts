@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { createProviderHold } from '../../src/usage/provider-hold.js';
 import { createUsageAccounting } from '../../src/usage/usage-accounting.js';
-import { dayKey, utcDay, type UsageDayRecord, type UsageLimits } from '../../src/usage/usage-records.js';
+import { dayKey, utcDay, type UsageDayRecord, type UsageLimits } from '../../src/domain/usage-records.js';
 import { sessionFixture, type SessionFixture } from '../support/codex-session-fixture.js';
 
 let fx: SessionFixture | null = null;

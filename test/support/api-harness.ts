@@ -14,7 +14,7 @@ import { deliveryRecord } from '../../src/intake/intake-records.js';
 import { createIntake } from '../../src/intake/accept-comment.js';
 import { createCommentRegistry, learningIntake } from './comment-registry.js';
 import { createSecurityEvents, type SecurityEvents } from '../../src/intake/security-events.js';
-import { createWebhookRouter } from '../../src/webhook/route.js';
+import { createWebhookRouter } from '../../src/intake/webhook-route.js';
 import { createTestRuntime } from './test-runtime.js';
 import { FIXTURE_SECRET } from './webhook-fixtures.js';
 

@@ -1,8 +1,10 @@
 // The walls between the parts (.dependency-cruiser.mjs), enforced by the suite: dependency-cruiser's
-// API cruises src/, machines/ and visualizer/ with those rules and the test lists every crossing. Small throwaway
+// API cruises src/, machines/ and visualizer/ with those rules and the test lists every crossing; the
+// folder walls it cannot state (no folder cycle, the arrows of src/README.md) are computed from the
+// same cruise by scripts/folder-walls.mjs, as `npm run lint:walls` does. Small throwaway
 // trees that cross each wall on purpose show that every rule still fires — a renamed folder or a
 // resolver that stopped following imports would otherwise turn the wall test green for nothing.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +12,7 @@ import { cruise, type ICruiseResult, type IViolation } from 'dependency-cruiser'
 import extractDepcruiseOptions from 'dependency-cruiser/config-utl/extract-depcruise-options';
 import extractTSConfig from 'dependency-cruiser/config-utl/extract-ts-config';
 import { afterEach, describe, expect, it } from 'vitest';
+import { folderWallViolations } from '../../scripts/folder-walls.mjs';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CONFIG = join(repoRoot, '.dependency-cruiser.mjs');
@@ -45,6 +48,8 @@ describe('the walls of the repository', () => {
     expect(sources).toContain('visualizer/page/visualizer.js');
     expect(result.summary.totalCruised).toBeGreaterThan(500);
     expect(violations, `walls crossed (each rule says why in .dependency-cruiser.mjs):\n${violations.join('\n')}`).toEqual([]);
+    const folders = folderWallViolations(result, readFileSync(join(repoRoot, 'src', 'README.md'), 'utf8'));
+    expect(folders, `folder walls crossed (scripts/folder-walls.mjs; the arrows are in src/README.md):\n${folders.join('\n')}`).toEqual([]);
   });
 });
 
@@ -75,6 +80,14 @@ describe('each wall fires on a deliberate breach', () => {
     // package is named by its folder (which file of it types resolve to is the package's business).
     const npm = /→ \S*node_modules\/((?:@[^/\s]+\/)?[^/\s]+)\/\S*/;
     return (await cruiseWalls(dir, targets)).violations.map((v) => v.replace(npm, '→ node_modules/$1')).sort();
+  }
+
+  /** The folder walls' breaches in a throwaway tree (its file rules must pass), against `readme` as src/README.md. */
+  async function folderViolationsIn(files: Record<string, string>, readme: string | null): Promise<string[]> {
+    const dir = tree(files);
+    const { result, violations } = await cruiseWalls(dir, ['src']);
+    expect(violations).toEqual([]);
+    return folderWallViolations(result, readme);
   }
 
   it('machines/ may import xstate and itself, nothing else (no node, no src/, no other package)', async () => {
@@ -141,9 +154,99 @@ describe('each wall fires on a deliberate breach', () => {
       'nothing-below-imports-visualizer: machines/bad.ts → visualizer/graph/g.ts',
       'nothing-below-imports-visualizer: src/store/bad.ts → visualizer/graph/g.ts',
       'nothing-below-imports-visualizer: src/store/bad.ts → visualizer/v.ts',
+      'platform-imports-no-part: src/store/bad.ts → visualizer/graph/g.ts',
+      'platform-imports-no-part: src/store/bad.ts → visualizer/v.ts',
       'store-only-itself-node-lowdb: src/store/bad.ts → visualizer/graph/g.ts',
       'store-only-itself-node-lowdb: src/store/bad.ts → visualizer/v.ts',
     ]);
+  });
+
+  it('the platform (store, runtime, domain, config, gitea, http) imports no part, type-only imports included; its folders import each other', async () => {
+    const violations = await violationsIn({
+      'src/usage/u.ts': 'export type U = number;\n',
+      'src/messages/m.ts': 'export const m = 1;\n',
+      'src/main.ts': 'export const main = 1;\n',
+      'visualizer/v.ts': 'export const v = 1;\n',
+      'src/store/s.ts': 'export const s = 1;\n',
+      'src/domain/bad.ts': "import type { U } from '../usage/u.js';\nexport type Bad = U;\n",
+      'src/config/bad.ts': "import { m } from '../messages/m.js';\nexport const bad = m;\n",
+      'src/gitea/bad.ts': "import { main } from '../main.js';\nexport const bad = main;\n",
+      'src/http/bad.ts': "import { v } from '../../visualizer/v.js';\nexport const bad = v;\n",
+      'src/runtime/ok.ts': "import { s } from '../store/s.js';\nimport { d } from '../domain/ok.js';\nexport const ok = [s, d];\n",
+      'src/domain/ok.ts': "import type { M } from '../../machines/m.js';\nexport const d: M = 1;\n",
+      'machines/m.ts': 'export type M = number;\nexport const run = 1;\n',
+      'src/runtime/bad.ts': "import { run } from '../../machines/m.js';\nexport const bad = run;\n",
+      'src/runtime/both.ts': "import type { M } from '../../machines/m.js';\nimport { run } from '../../machines/m.js';\nexport const both: M = run;\n",
+      'src/usage/ok.ts': "import { d } from '../domain/ok.js';\nexport const ok = d;\n",
+    });
+    expect(violations).toEqual([
+      'platform-imports-no-part: src/config/bad.ts → src/messages/m.ts',
+      'platform-imports-no-part: src/domain/bad.ts → src/usage/u.ts',
+      'platform-imports-no-part: src/gitea/bad.ts → src/main.ts',
+      'platform-imports-no-part: src/http/bad.ts → visualizer/v.ts',
+      'platform-machines-types-only: src/runtime/bad.ts → machines/m.ts',
+      'platform-machines-types-only: src/runtime/both.ts → machines/m.ts',
+    ]);
+  });
+
+  it('no two folders import each other, directly or through others, from subfolders and by `import type` too; one folder\'s own subfolders may', async () => {
+    const violations = await folderViolationsIn(
+      {
+        'src/a/x.ts': "import type { Y } from '../b/sub/y.js';\nexport type X = Y;\n",
+        'src/a/v.ts': 'export const v = 1;\n',
+        'src/b/sub/y.ts': 'export type Y = number;\n',
+        'src/b/z.ts': "import { w } from '../c/w.js';\nexport const z = w;\n",
+        'src/c/w.ts': "import { v } from '../a/v.js';\nexport const w = v;\n",
+        'src/d/ok.ts': "import { v } from '../a/v.js';\nexport const ok = v;\n",
+        'src/e/p.ts': "import type { Q } from './sub/q.js';\nexport type P = Q;\nexport const p = 1;\n",
+        'src/e/sub/q.ts': "import type { p } from '../p.js';\nexport type Q = typeof p;\n",
+        'src/f/one.ts': "import type { T } from '../g/two.js';\nexport type One = T;\nexport const one = 1;\n",
+        'src/g/two.ts': "import type { one } from '../f/one.js';\nexport type T = typeof one;\n",
+      },
+      null,
+    );
+    expect(violations).toEqual([
+      'folder-cycle: a/, b/, c/ import each other: a/ → b/ (src/a/x.ts → src/b/sub/y.ts); b/ → c/ (src/b/z.ts → src/c/w.ts); c/ → a/ (src/c/w.ts → src/a/v.ts)',
+      'folder-cycle: f/, g/ import each other: f/ → g/ (src/f/one.ts → src/g/two.ts); g/ → f/ (src/g/two.ts → src/f/one.ts)',
+    ]);
+  });
+
+  it("the arrows src/README.md states hold: 'never imports' and 'imports only' (itself, node and packages aside)", async () => {
+    // Made-up folders, so that no rule of .dependency-cruiser.mjs applies: only the map's arrows.
+    const readme = [
+      '# map',
+      '',
+      '## Arrows (checked)',
+      '',
+      'Prose between the lines is not read.',
+      '- `ingest/` `hook/` never import `engine/`',
+      '- `panel/` imports only `core/`',
+      '',
+      '## Next',
+      '- `engine/` never imports `panel/` (outside the section: not an arrow)',
+    ].join('\n');
+    const violations = await folderViolationsIn(
+      {
+        'src/engine/c.ts': "import { d } from '../core/d.js';\nexport const c = d;\n",
+        'src/core/d.ts': "import { z } from 'zod';\nexport const d = z;\n",
+        'src/disk/s.ts': 'export const s = 1;\n',
+        'src/ingest/ok.ts': "import { d } from '../core/d.js';\nexport const ok = d;\n",
+        'src/hook/bad.ts': "import type { c } from '../engine/c.js';\nexport type Bad = typeof c;\n",
+        'src/panel/ok.ts': "import { d } from '../core/d.js';\nimport { createHash } from 'node:crypto';\nimport { other } from './other.js';\nexport const ok = [d, createHash, other];\n",
+        'src/panel/other.ts': 'export const other = 1;\n',
+        'src/panel/bad.ts': "import { s } from '../disk/s.js';\nexport const bad = s;\n",
+        'src/panel/worse.ts': "import { c } from '../engine/c.js';\nexport const worse = c;\n",
+      },
+      readme,
+    );
+    expect(violations).toEqual([
+      'readme-arrow: src/README.md:6 (`ingest/` `hook/` never import `engine/`): src/hook/bad.ts → src/engine/c.ts',
+      'readme-arrow: src/README.md:7 (`panel/` imports only `core/`): src/panel/bad.ts → src/disk/s.ts',
+      'readme-arrow: src/README.md:7 (`panel/` imports only `core/`): src/panel/worse.ts → src/engine/c.ts',
+    ]);
+    // A line of the section the check cannot read is an error, not an arrow silently skipped; so is a map without the section.
+    await expect(folderViolationsIn({ 'src/a/a.ts': 'export const a = 1;\n' }, '## Arrows\n- `a/` should not import `b/`\n')).rejects.toThrow(/cannot read/);
+    await expect(folderViolationsIn({ 'src/a/a.ts': 'export const a = 1;\n' }, '# map\n')).rejects.toThrow(/no "## Arrows" section/);
   });
 
   it('intake (src/intake/, src/webhook/) imports neither Codex/sessions, workspace, scheduler nor executor — type-only imports included', async () => {

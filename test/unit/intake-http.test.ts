@@ -7,7 +7,7 @@ import { createApp } from '../../src/http/create-app.js';
 import type { IntakeRequest } from '../../src/intake/accept-comment.js';
 import type { IntakeResponse } from '../../src/intake/intake-response.js';
 import { StoreUnavailableError } from '../../src/store/types.js';
-import { createWebhookRouter } from '../../src/webhook/route.js';
+import { createWebhookRouter } from '../../src/intake/webhook-route.js';
 
 let server: Server | undefined;
 afterEach(async () => {

@@ -1,16 +1,15 @@
 // What the publisher never commits (src/publish/protected-paths.ts, issue 29): CI definitions unless the
-// operator allows them, the operator's own paths always; the texts that name refused paths on Gitea.
+// operator allows them, the operator's own paths always; the texts that name refused paths on Gitea (src/receipts/path-text.ts).
 // The git side (withhold-paths.ts) is covered by test/e2e/publish.e2e.test.ts against a real Gitea.
 import { describe, expect, it } from 'vitest';
 import { PublishPathsBody } from '../../src/api/control-schemas.js';
 import {
   DEFAULT_PUBLISH_PATHS,
   normaliseProtectedPath,
-  pathForText,
-  pathsForText,
   publishPathSettings,
   refusedPaths,
 } from '../../src/publish/protected-paths.js';
+import { pathForText, pathsForText } from '../../src/receipts/path-text.js';
 import { withheldPathsReceiptText } from '../../src/receipts/receipt-text.js';
 
 describe('refused paths', () => {

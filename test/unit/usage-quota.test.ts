@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { blockedNoticeText, budgetNoticeText, refusalReceiptText, resumedNoticeText } from '../../src/receipts/limit-texts.js';
 import { configuredLimits, effectiveLimits } from '../../src/usage/limits.js';
 import { createQuotaCheck } from '../../src/usage/quota-check.js';
-import { dayKey, diffSize, emptyDay, limitsKey, nextUtcDay, utcDay, type RepoLimitsRecord } from '../../src/usage/usage-records.js';
+import { dayKey, diffSize, emptyDay, limitsKey, nextUtcDay, utcDay, type RepoLimitsRecord } from '../../src/domain/usage-records.js';
 import { usageReport } from '../../src/usage/usage-report.js';
 import { storeForTest } from '../support/test-runtime.js';
 

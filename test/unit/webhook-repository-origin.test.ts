@@ -2,7 +2,8 @@
 // CCWEB_GITEA_URL, and a payload whose repository URLs name another host is refused. Pure functions
 // of src/webhook/repository-origin.ts; the HTTP path is test/integration/hardening-origin.test.ts.
 import { describe, expect, it } from 'vitest';
-import { allowedRepositoryHosts, cloneUrlFor, foreignRepositoryOrigin, urlHost } from '../../src/webhook/repository-origin.js';
+import { cloneUrlFor } from '../../src/gitea/clone-url.js';
+import { allowedRepositoryHosts, foreignRepositoryOrigin, urlHost } from '../../src/webhook/repository-origin.js';
 
 describe('cloneUrlFor', () => {
   it('joins the configured URL (trailing slashes dropped) with the encoded owner and name', () => {

@@ -1,11 +1,13 @@
 // The only Koa-aware file of intake: reads the raw body (no body parser — the signature is over the
 // exact bytes), enforces the size limit and the body deadline while reading, and hands the bytes to
 // intake. Nothing reaches intake before the whole body is here, so a cut body loses nothing accepted.
+// In intake/, next to what it calls (issue 34): webhook/ reads a delivery as Gitea sends it and
+// imports nothing of intake, so intake/ → webhook/ is the one arrow between them.
 import Router, { type RouterContext } from '@koa/router';
 import type { IncomingMessage } from 'node:http';
-import type { Intake } from '../intake/accept-comment.js';
-import { PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, type IntakeResponse } from '../intake/intake-response.js';
-import { mediaType } from './verify-signature.js';
+import type { Intake } from './accept-comment.js';
+import { PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, type IntakeResponse } from './intake-response.js';
+import { mediaType } from '../webhook/verify-signature.js';
 
 export const DEFAULT_WEBHOOK_PATH = '/api/gitea/webhook';
 export const DEFAULT_WEBHOOK_MAX_BYTES = 2 * 1024 * 1024;
