@@ -20,6 +20,7 @@ import { publishPathSettings, type PublishPathSettings } from '../publish/protec
 import { AgentToolsBody, AuditQuery, ControlBody, PublishPathsBody, ReviewTriggersBody, TaskListQuery } from './control-schemas.js';
 import { ApiError, handled, parseOr400, queryOf, readJsonBody, type ApiLogger } from './http-helpers.js';
 import { controlOf, listTasks, overview, taskDetail } from './task-queries.js';
+import { nodesView, type NodeStatus } from './nodes-view.js';
 
 export const API_PREFIX = '/api/gitea-workflow';
 
@@ -37,6 +38,8 @@ export interface ControlRouterDeps {
   agentIsolation?: { mode: 'on' | 'off'; network: 'on' | 'off'; warning: string | null };
   /** The scheduler's cap on tasks running at once and how many slots are taken now (`/overview`). */
   concurrency?: () => { limit: number; busy: number };
+  /** The nodes sharing this store, this one included (`/overview`). */
+  nodes?: () => { self: string; nodes: NodeStatus[] };
 }
 
 type Answer = { status: number; body: Record<string, unknown> };
@@ -79,6 +82,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   router.get('/overview', auth, h(async (ctx) => {
     await store.sync();
     const o = overview(store, now(), deps.concurrency?.());
+    const cluster = deps.nodes?.();
+    if (cluster) o['nodes'] = nodesView(cluster.nodes, cluster.self, now());
     const iso = deps.agentIsolation;
     ctx.body = iso ? { ...o, agentIsolation: { mode: iso.mode, network: iso.network, warning: iso.warning } } : o;
   }));

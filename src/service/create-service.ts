@@ -31,7 +31,7 @@ import { createScheduler } from '../scheduler/index.js';
 import { appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
 import { sessionKind } from '../sessions/session-actor.js';
 import { createSessionManager } from '../sessions/session-manager.js';
-import { createStore } from '../store/index.js';
+import { createStore, PostgresStore } from '../store/index.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
 import { replyExistsOnGitea } from '../verification/reply-exists.js';
@@ -128,12 +128,14 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   // The embedded store by default; with CCWEB_DATABASE_URL, PostgreSQL with a replica in the data
   // directory (src/store/postgres/). Nothing past this line knows which.
+  const nodeId = config.nodeId ?? defaultNodeId(config.dataDir);
+  const startedAt = new Date().toISOString();
   const store = config.databaseUrl
     ? createStore({
         dir: join(config.dataDir, 'store-replica'),
         indexes: STORE_INDEXES,
         url: config.databaseUrl,
-        nodeId: config.nodeId ?? defaultNodeId(config.dataDir),
+        nodeId,
         version: VERSION,
         outageMs: (config.databaseOutageSeconds ?? 120) * 1000,
         // A second node waits for the one that writes to stop (or die) and then takes over.
@@ -277,7 +279,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // releases only what its own earlier process held (that process is gone: it held this data
     // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
     // The embedded store has one node by construction and keeps the name it always had.
-    owner: leaseOwnerId(config.databaseUrl ? (config.nodeId ?? defaultNodeId(config.dataDir)) : 'default'),
+    owner: leaseOwnerId(config.databaseUrl ? nodeId : 'default'),
     maxConcurrentTasks: config.maxConcurrentTasks,
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
@@ -356,6 +358,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     concurrency: () => ({ limit: config.maxConcurrentTasks, busy: scheduler.running().length }),
+    nodes: () => ({ self: nodeId, nodes: store instanceof PostgresStore ? store.nodes() : [{ nodeId, role: 'writer', version: VERSION, startedAt, heartbeatAt: new Date().toISOString() }] }),
     limits,
     providerHold,
     logger: logger.child({ part: 'api' }),

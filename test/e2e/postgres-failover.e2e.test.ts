@@ -136,6 +136,12 @@ describe('two nodes on one PostgreSQL: a standby takes over [real gitea-mcp]', (
       return list.length >= 2 ? list : undefined;
     }, 30_000);
     expect(bodies).toHaveLength(2);
+    // Node B's overview lists both nodes: itself as the writer, A with its last heartbeat before B took over.
+    const { nodes } = await api<{ nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string; startedAt: string }> }>(urls.b, '/overview');
+    const byId = Object.fromEntries(nodes.map((x) => [x.nodeId, x]));
+    expect(byId['node-b']).toMatchObject({ role: 'writer', self: true });
+    expect(byId['node-a']).toMatchObject({ role: 'writer', self: false });
+    expect(Date.parse(byId['node-a']!.heartbeatAt)).toBeLessThan(Date.parse(byId['node-b']!.startedAt));
     const pulls = await env.gitea.api<Array<{ head: { ref: string } }>>(env.gitea.owner, 'GET', `/repos/${env.gitea.owner}/${env.gitea.repo}/pulls?state=all&limit=50`);
     expect(pulls.body.filter((p) => p.head.ref === `ccweb/issue-${firstIssue}`)).toHaveLength(1);
   });

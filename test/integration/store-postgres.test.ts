@@ -148,6 +148,22 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     expect((await sql<{ node_id: string }>(url, 'SELECT node_id FROM ccweb_log ORDER BY seq')).map((r) => r.node_id)).toEqual(['node-a', 'node-a', 'node-b']);
   });
 
+  it('every node is listed with its role: the writer, a waiting standby, and a node that stopped cleanly', async () => {
+    const url = await database();
+    const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a', heartbeatMs: 100 });
+    const stop = new AbortController();
+    const waiting: string[] = [];
+    const b = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', standby: { onWaiting: (m) => void waiting.push(m), signal: stop.signal, pollMs: 100 } });
+    const roles = () => Object.fromEntries(a.nodes().map((n) => [n.nodeId, n.role]));
+    await until('the writer to see the standby', () => roles()['node-b'] === 'standby', 20_000);
+    expect(roles()).toEqual({ 'node-a': 'writer', 'node-b': 'standby' });
+    stop.abort();
+    await expect(b).rejects.toMatchObject({ code: 'store_open_aborted' });
+    await a.close();
+    const c = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-c' });
+    expect(Object.fromEntries(c.nodes().map((n) => [n.nodeId, n.role]))).toEqual({ 'node-a': 'stopped', 'node-b': 'standby', 'node-c': 'writer' });
+  });
+
   it('a standby stops waiting when its start is aborted (SIGTERM during start-up)', async () => {
     const url = await database();
     await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a' });

@@ -72,6 +72,14 @@ async function renderOverview() {
       ? el('span', { className: `pill ${o.concurrency.waiting ? 'bad' : 'good'}`, id: 'slots', title: o.concurrency.waiting ? `${o.concurrency.waiting} queued task(s) wait for a free slot` : '' },
         `${o.concurrency.busy}/${o.concurrency.limit ?? '?'} slots busy${o.concurrency.waiting ? ` · ${o.concurrency.waiting} waiting` : ''}`)
       : '',
+    // Several nodes on one database (CCWEB_DATABASE_URL): which writes, which wait, which went quiet.
+    o.nodes && o.nodes.length > 1
+      ? el('span', {
+          className: `pill ${o.nodes.some((n) => n.stale) ? 'bad' : 'good'}`,
+          id: 'nodes',
+          title: o.nodes.map((n) => `${n.nodeId}${n.self ? ' (this node)' : ''}: ${n.role}${n.stale ? ', no heartbeat since' : ', heartbeat'} ${n.heartbeatAt} · ${n.version}`).join('\n'),
+        }, `${o.nodes.filter((n) => n.role !== 'stopped').length} nodes${o.nodes.some((n) => n.stale) ? ` · ${o.nodes.filter((n) => n.stale).length} silent` : ''}`)
+      : '',
     // CCWEB_AGENT_ISOLATION=off: said on every page, as on every start.
     o.agentIsolation?.mode === 'off'
       ? el('span', { className: 'pill bad', id: 'isolation-state', title: o.agentIsolation.warning || '' }, 'agent isolation OFF')

@@ -64,6 +64,15 @@ export class WriterTakenError extends StoreError {
   }
 }
 
+/** A node as the database knows it (`ccweb_nodes`), for the operators' overview. */
+export interface NodeStatus {
+  nodeId: string;
+  role: 'writer' | 'standby' | 'stopped';
+  version: string;
+  startedAt: string;
+  heartbeatAt: string;
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 export class LogWriter {
@@ -78,6 +87,8 @@ export class LogWriter {
   #idle: Promise<void> = Promise.resolve();
   batches = 0;
   reconnects = 0;
+  /** Every node the database knows, as of the last heartbeat (or the wait as a standby). */
+  nodes: NodeStatus[] = [];
 
   constructor(options: LogWriterOptions) {
     this.#options = options;
@@ -131,6 +142,7 @@ export class LogWriter {
     await this.#idle;
     const client = this.#client;
     this.#client = undefined;
+    if (client && !this.#failure) await client.query("UPDATE ccweb_nodes SET role = 'stopped', heartbeat_at = now() WHERE node_id = $1", [this.#options.nodeId]).catch(() => undefined);
     // Ending the session releases the writer lock.
     await client?.end().catch(() => undefined);
   }
@@ -205,13 +217,11 @@ export class LogWriter {
         const holder = await client
           .query<{ node_id: string; heartbeat_at: Date }>('SELECT node_id, heartbeat_at FROM ccweb_nodes WHERE node_id <> $1 ORDER BY heartbeat_at DESC LIMIT 1', [this.#options.nodeId])
           .then((r) => (r.rows[0] ? `node ${r.rows[0].node_id}, last heartbeat ${r.rows[0].heartbeat_at.toISOString()}` : 'a node that has not registered'));
+        // A standby says it is there, so every node's overview lists it.
+        if (this.#options.standby) await this.#register(client, 'standby');
         throw new WriterTakenError(this.#where, holder);
       }
-      await client.query(
-        `INSERT INTO ccweb_nodes (node_id, version, started_at, heartbeat_at) VALUES ($1, $2, now(), now())
-         ON CONFLICT (node_id) DO UPDATE SET version = EXCLUDED.version, started_at = EXCLUDED.started_at, heartbeat_at = now()`,
-        [this.#options.nodeId, this.#options.version],
-      );
+      await this.#register(client, 'writer');
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -219,10 +229,32 @@ export class LogWriter {
     return client;
   }
 
+  async #register(client: pg.Client, role: 'writer' | 'standby'): Promise<void> {
+    await client.query(
+      `INSERT INTO ccweb_nodes (node_id, role, version, started_at, heartbeat_at) VALUES ($1, $2, $3, now(), now())
+       ON CONFLICT (node_id) DO UPDATE SET role = EXCLUDED.role, version = EXCLUDED.version,
+         started_at = CASE WHEN ccweb_nodes.role = EXCLUDED.role THEN ccweb_nodes.started_at ELSE now() END, heartbeat_at = now()`,
+      [this.#options.nodeId, role, this.#options.version],
+    );
+    await this.#readNodes(client);
+  }
+
+  async #readNodes(client: pg.Client): Promise<void> {
+    // Nodes gone for more than a day are history, not members.
+    const { rows } = await client.query<{ node_id: string; role: NodeStatus['role']; version: string; started_at: Date; heartbeat_at: Date }>(
+      "SELECT node_id, role, version, started_at, heartbeat_at FROM ccweb_nodes WHERE heartbeat_at > now() - interval '1 day' ORDER BY node_id",
+    );
+    this.nodes = rows.map((r) => ({ nodeId: r.node_id, role: r.role, version: r.version, startedAt: r.started_at.toISOString(), heartbeatAt: r.heartbeat_at.toISOString() }));
+  }
+
   async #beat(): Promise<void> {
     // Only between batches: the one connection must not put the heartbeat inside a batch's transaction.
     if (this.#flushing || !this.#client || this.#failure || this.#closed) return;
-    await this.#client.query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId]).catch(() => undefined);
+    const client = this.#client;
+    await client
+      .query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId])
+      .then(() => this.#readNodes(client))
+      .catch(() => undefined);
   }
 }
 

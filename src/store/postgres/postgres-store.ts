@@ -16,7 +16,7 @@ import { DurableStore, type CommitReplicator, type DurableStoreStats, type Store
 import { StoreError, type AuditEvent, type AuditQuery, type CollectionName, type Store, type StoredRecord, type Tx } from '../types.js';
 import { describeDatabase } from './database-url.js';
 import { JournalCorruptionError } from '../journal-files.mjs';
-import { isConnectionFailure, LogWriter, type LogWriterOptions } from './log-writer.js';
+import { isConnectionFailure, LogWriter, type LogWriterOptions, type NodeStatus } from './log-writer.js';
 import { migrate } from './schema.js';
 
 export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexes' | 'segmentBytes' | 'compactRatio' | 'onCompactionError' | 'beforeJournalWrite'> {
@@ -33,6 +33,8 @@ export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexe
   standby?: LogWriterOptions['standby'];
   /** Called once when the store stops for good (the database refused, or stayed away too long). */
   onUnavailable?: LogWriterOptions['onFailure'];
+  /** How often the node's heartbeat is written (and the list of nodes read). Default 10 s. */
+  heartbeatMs?: number;
 }
 
 export interface PostgresStoreStats extends DurableStoreStats {
@@ -66,6 +68,7 @@ export class PostgresStore implements Store {
       beforeBatch: options.beforeBatch,
       standby: options.standby,
       onFailure: options.onUnavailable,
+      ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {}),
     });
     this.#replica = this.#newReplica();
   }
@@ -214,6 +217,11 @@ export class PostgresStore implements Store {
 
   stats(): PostgresStoreStats {
     return { ...this.#replica.stats(), engine: 'postgres', databaseBatches: this.#writer.batches, databaseReconnects: this.#writer.reconnects, replayedAtOpen: this.#replayed };
+  }
+
+  /** Every node on this database (writer, standbys, recently stopped), as of the last heartbeat. */
+  nodes(): NodeStatus[] {
+    return this.#writer.nodes;
   }
 
   /** The replica's compaction (its journal and cold tier are local files like the embedded store's). */

@@ -76,6 +76,8 @@ export const MIGRATIONS: readonly Migration[] = [
       -- The nodes that have written here, with their heartbeat.
       CREATE TABLE ccweb_nodes (
         node_id text PRIMARY KEY,
+        -- writer (holds the writer lock), standby (waits for it) or stopped (closed cleanly).
+        role text NOT NULL DEFAULT 'writer',
         version text NOT NULL,
         started_at timestamptz NOT NULL,
         heartbeat_at timestamptz NOT NULL

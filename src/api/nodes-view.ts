@@ -1,0 +1,16 @@
+// The nodes of `/overview`: which node writes, which wait as standbys, and which stopped
+// heartbeating (a node that died without closing: its leases end at their expiry).
+import type { NodeStatus } from '../store/index.js';
+
+export type { NodeStatus };
+
+/** A node is stale when it has not heartbeat for three of its 10 s intervals. */
+export const STALE_AFTER_MS = 30_000;
+
+export function nodesView(nodes: readonly NodeStatus[], self: string, now: Date): Array<NodeStatus & { self: boolean; stale: boolean }> {
+  return nodes.map((n) => ({
+    ...n,
+    self: n.nodeId === self,
+    stale: n.role !== 'stopped' && now.getTime() - Date.parse(n.heartbeatAt) > STALE_AFTER_MS,
+  }));
+}
