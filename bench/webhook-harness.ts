@@ -62,10 +62,21 @@ function cpuMicros(): number {
   return user + system;
 }
 
+/**
+ * The store the real server runs on: the embedded one, or (kind `real-postgres`, BENCH_DATABASE_URL
+ * naming an empty database) PostgreSQL with its replica in `dir` — the same code either way.
+ */
+function benchStore(dir: string): DurableStore {
+  const url = process.argv[3] === 'real-postgres' ? process.env['BENCH_DATABASE_URL'] : undefined;
+  if (process.argv[3] === 'real-postgres' && !url) throw new Error('real-postgres: set BENCH_DATABASE_URL');
+  // Typed as the embedded store: the PostgreSQL one has the same contract and the compaction controls used here.
+  return url ? (createStore({ dir: join(dir, 'replica'), indexes: STORE_INDEXES, url, nodeId: 'bench', version: 'bench' }) as unknown as DurableStore) : createStore({ dir, indexes: STORE_INDEXES });
+}
+
 export async function serveReal(): Promise<void> {
   const diag = stallDiagnostics();
   const dir = await mkdtemp(join(tmpdir(), 'ccweb-bench-webhook-'));
-  let store: DurableStore = createStore({ dir, indexes: STORE_INDEXES });
+  let store: DurableStore = benchStore(dir);
   await store.open();
   const runtime = new ActorRuntime({ store, kinds: [taskKind()] });
   const benchComments = createCommentRegistry();
@@ -105,7 +116,7 @@ export async function serveReal(): Promise<void> {
         await runtime.settled();
         runtime.stopAll();
         await store.close();
-        store = createStore({ dir, indexes: STORE_INDEXES });
+        store = benchStore(dir);
         await store.open();
         process.send!({ ok: true, tasks: store.count('tasks') });
       } else {
@@ -282,7 +293,7 @@ async function prefill(store: DurableStore, runtime: ActorRuntime, total: number
 // ---------------------------------------------------------------------------------------------
 // Driver (this process)
 
-export type ServerKind = 'real' | 'baseline' | 'octokit' | 'floor';
+export type ServerKind = 'real' | 'real-postgres' | 'baseline' | 'octokit' | 'floor';
 
 export interface Child {
   proc: ChildProcess;
@@ -291,8 +302,9 @@ export interface Child {
 }
 
 /** A server in a child process of its own; `execArgv` adds Node flags (e.g. `--cpu-prof`). */
-export async function spawnServer(kind: ServerKind, execArgv: readonly string[] = []): Promise<Child> {
+export async function spawnServer(kind: ServerKind, execArgv: readonly string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<Child> {
   const proc = fork(fileURLToPath(import.meta.url), ['--serve', kind], {
+    env,
     execArgv: [...process.execArgv, '--max-old-space-size=6144', ...execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
