@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, bundledCodexCommand, loadConfig, redactConfig } from '../../src/config/index.js';
+import { ConfigError, bundledCodexCommand, defaultNodeId, loadConfig, redactConfig } from '../../src/config/index.js';
 
 const SECRET = 'wh-secret-DO-NOT-PRINT';
 const TOKEN = 'gitea-token-DO-NOT-PRINT';
@@ -43,6 +43,20 @@ function writeFile(name: string, data: unknown): string {
   return file;
 }
 
+describe('loadConfig: the store on PostgreSQL (issue 31)', () => {
+  it('takes a postgres:// URL from the environment or a file, keeps it out of the redacted copy, and names the key for anything else', () => {
+    const url = 'postgres://ccweb:pw-123@db.example.com:5432/ccweb';
+    const config = load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_NODE_ID: 'node-1', CCWEB_DATABASE_OUTAGE_SECONDS: '30' });
+    expect(config).toMatchObject({ databaseUrl: url, nodeId: 'node-1', databaseOutageSeconds: 30 });
+    expect(JSON.stringify(redactConfig(config))).not.toContain('pw-123');
+    const file = writeFile('database_url', `${url}\n`);
+    expect(load({ ...REQUIRED, CCWEB_DATABASE_URL_FILE: file }).databaseUrl).toBe(url);
+    expect(configError(() => load({ ...REQUIRED, CCWEB_DATABASE_URL: 'mysql://x' })).message).toMatch(/CCWEB_DATABASE_URL .* is invalid .*expected a postgres:\/\/ URL/);
+    expect(configError(() => load({ ...REQUIRED, CCWEB_NODE_ID: 'a/b' })).message).toMatch(/CCWEB_NODE_ID .* is invalid/);
+    expect(configError(() => load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_DATABASE_URL_FILE: file })).message).toMatch(/CCWEB_DATABASE_URL .*and CCWEB_DATABASE_URL_FILE .*are both set/);
+  });
+});
+
 describe('loadConfig', () => {
   it('defaults', () => {
     const config = load(REQUIRED);
@@ -71,7 +85,12 @@ describe('loadConfig', () => {
       agentNetwork: 'off',
       agentHidePaths: [],
       secretFiles: [],
+      // The host name and a hash of the data directory: two data directories on one host differ.
+      nodeId: defaultNodeId(path.join(cwd, 'data')),
     });
+    expect(config.nodeId).toMatch(/^[A-Za-z0-9_.:-]+-[0-9a-f]{8}$/);
+    expect(defaultNodeId('/srv/a')).not.toBe(defaultNodeId('/srv/b'));
+    expect(config.databaseUrl).toBeUndefined();
     expect(config.botLogin).toBeUndefined();
     expect(config.codexModel).toBeUndefined();
   });
