@@ -258,56 +258,29 @@ export class LogWriter {
   }
 }
 
-/** One batch, one PostgreSQL transaction; throws (and rolls back) when a check fails. */
+/** One batch, one statement (`ccweb_commit_batch`, schema.ts): atomic; throws when a check fails. */
 export async function commitBatch(client: pg.ClientBase, rows: BatchRows, nodeId: string): Promise<void> {
-  await client.query('BEGIN');
+  const { log, absent, cas, upserts, deletes, audit: a } = rows;
   try {
-    const head = await client.query('UPDATE ccweb_head SET seq = $2, node_id = $3, at = now() WHERE id = 1 AND seq = $1', [rows.firstSeq - 1, rows.lastSeq, nodeId]);
-    if (head.rowCount !== 1) {
-      const { rows: h } = await client.query<{ seq: string; node_id: string | null }>('SELECT seq, node_id FROM ccweb_head WHERE id = 1');
-      throw new StoreUnavailableError(
-        `store unavailable: the database's log is at seq ${h[0]?.seq ?? '?'} (written by ${h[0]?.node_id ?? '?'}), not ${rows.firstSeq - 1} as this node's replica: another writer committed; restart this node to reload`,
-      );
-    }
-    await client.query('INSERT INTO ccweb_log (seq, node_id, line) SELECT s, $3, l FROM unnest($1::bigint[], $2::text[]) AS t(s, l)', [rows.log.seq, rows.log.line, nodeId]);
-    if (rows.absent.key.length > 0) {
-      const { rows: present } = await client.query<{ collection: string; key: string }>(
-        'SELECT r.collection, r.key FROM ccweb_records r JOIN unnest($1::text[], $2::text[]) AS a(c, k) ON r.collection = a.c AND r.key = a.k LIMIT 1',
-        [rows.absent.collection, rows.absent.key],
-      );
-      if (present[0]) throw new StoreUnavailableError(`store unavailable: ${present[0].collection}: a key this node inserted already exists in the database (another writer)`);
-    }
-    if (rows.cas.key.length > 0) {
-      const { rows: stale } = await client.query<{ c: string }>(
-        `SELECT e.c FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS e(c, k, f, v)
-         LEFT JOIN ccweb_records r ON r.collection = e.c AND r.key = e.k
-         WHERE r.key IS NULL OR (r.body->>e.f)::bigint IS DISTINCT FROM e.v LIMIT 1`,
-        [rows.cas.collection, rows.cas.key, rows.cas.field, rows.cas.expected],
-      );
-      if (stale[0]) throw new StoreUnavailableError(`store unavailable: ${stale[0].c}: a version this node compared against is not the database's (another writer)`);
-    }
-    if (rows.upserts.key.length > 0) {
-      await client.query(
-        `INSERT INTO ccweb_records (collection, key, body, version, archived, seq)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[]::jsonb[], $4::bigint[], $5::boolean[], $6::bigint[])
-         ON CONFLICT (collection, key) DO UPDATE SET body = EXCLUDED.body, version = EXCLUDED.version, archived = EXCLUDED.archived, seq = EXCLUDED.seq`,
-        [rows.upserts.collection, rows.upserts.key, rows.upserts.body, rows.upserts.version, rows.upserts.archived, rows.upserts.seq],
-      );
-    }
-    if (rows.deletes.key.length > 0) {
-      await client.query('DELETE FROM ccweb_records r USING unnest($1::text[], $2::text[]) AS d(c, k) WHERE r.collection = d.c AND r.key = d.k', [rows.deletes.collection, rows.deletes.key]);
-    }
-    if (rows.audit.seq.length > 0) {
-      const a = rows.audit;
-      await client.query(
-        `INSERT INTO ccweb_audit (seq, at, action, level, task_id, delivery_id, actor_id, event)
-         SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]::jsonb[])`,
-        [a.seq, a.at, a.action, a.level, a.taskId, a.deliveryId, a.actorId, a.event],
-      );
-    }
-    await client.query('COMMIT');
+    await client.query('SELECT ccweb_commit_batch($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27)', [
+      rows.firstSeq, rows.lastSeq, nodeId,
+      log.seq, log.line,
+      absent.collection, absent.key,
+      cas.collection, cas.key, cas.field, cas.expected,
+      upserts.collection, upserts.key, upserts.body, upserts.version, upserts.archived, upserts.seq,
+      deletes.collection, deletes.key,
+      a.seq, a.at, a.action, a.level, a.taskId, a.deliveryId, a.actorId, a.event,
+    ]);
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    const { code, message } = error as { code?: string; message?: string };
+    if (code === 'CC001') {
+      const [seq, node] = String(message).split('|');
+      throw new StoreUnavailableError(
+        `store unavailable: the database's log is at seq ${seq} (written by ${node}), not ${rows.firstSeq - 1} as this node's replica: another writer committed; restart this node to reload`,
+      );
+    }
+    if (code === 'CC002') throw new StoreUnavailableError(`store unavailable: ${message}: a key this node inserted already exists in the database (another writer)`);
+    if (code === 'CC003') throw new StoreUnavailableError(`store unavailable: ${message}: a version this node compared against is not the database's (another writer)`);
     throw error;
   }
 }
