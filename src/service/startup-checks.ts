@@ -124,6 +124,9 @@ export function storeOpenError(error: unknown, dataDir: string): unknown {
   if (error instanceof StoreError && error.code === 'database_schema_too_new') {
     return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'upgrade this node', EXIT_CODES.config);
   }
+  if (error instanceof StoreError && error.code === 'database_migration_blocked') {
+    return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'stop the other nodes first (this upgrade cannot run beside them)', EXIT_CODES.tempFail);
+  }
   if (error instanceof StoreError && error.code === 'database_unreachable') {
     return new OperatorError(error.message, 'CCWEB_DATABASE_URL', 'check the URL, that PostgreSQL listens there and that the database exists (createdb); a supervisor restarts the node meanwhile', EXIT_CODES.tempFail);
   }

@@ -17,7 +17,7 @@ import { StoreError, type AuditEvent, type AuditQuery, type CollectionName, type
 import { describeDatabase } from './database-url.js';
 import { JournalCorruptionError } from '../journal-files.mjs';
 import { isConnectionFailure, LogWriter, type LogWriterOptions, type NodeStatus } from './log-writer.js';
-import { migrate } from './schema.js';
+import { migrate, MIGRATIONS } from './schema.js';
 
 export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexes' | 'segmentBytes' | 'compactRatio' | 'onCompactionError' | 'beforeJournalWrite'> {
   /** `postgres://…`; never logged (describeDatabase). */
@@ -90,7 +90,7 @@ export class PostgresStore implements Store {
     const setup = await this.#reach(where);
     let head: { historyId: string; seq: number };
     try {
-      await migrate(setup);
+      await migrate(setup, MIGRATIONS, this.#options.nodeId);
       await this.#writer.open();
       const { rows } = await setup.query<{ history_id: string; seq: string }>('SELECT history_id, seq FROM ccweb_head WHERE id = 1');
       head = { historyId: rows[0]!.history_id, seq: Number(rows[0]!.seq) };

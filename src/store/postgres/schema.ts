@@ -11,9 +11,15 @@ export const WRITER_LOCK = 0x63637765_0002n;
 
 export interface Migration {
   version: number;
-  /** Why the schema changed, for the operator reading `ccweb_schema_history`. */
+  /** Why the schema changed, for the operator reading `ccweb_schema`. */
   summary: string;
   sql: string;
+  /**
+   * True for a change older nodes cannot work beside (they would write what it reshapes): it runs
+   * only while no other node heartbeats. Every other migration is additive, so a rolling upgrade
+   * (new nodes joining old ones) works.
+   */
+  needsAllNodesStopped?: boolean;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -124,6 +130,19 @@ export const MIGRATIONS: readonly Migration[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
 
+/** How recent a heartbeat counts as a node that is still running (three of its 10 s intervals). */
+const LIVE_HEARTBEAT = '30 seconds';
+
+export class MigrationNeedsNodesStoppedError extends StoreError {
+  constructor(readonly migration: Migration, readonly running: string[]) {
+    super(
+      'database_migration_blocked',
+      `the database's schema moves to version ${migration.version} (${migration.summary}), which needs every other node stopped; ` +
+        `still running: ${running.join(', ')}: stop them, start this node, then start them again upgraded`,
+    );
+  }
+}
+
 export class SchemaTooNewError extends StoreError {
   constructor(readonly found: number, readonly known: number) {
     super(
@@ -141,8 +160,11 @@ export function pendingMigrations(current: number, migrations: readonly Migratio
   return migrations.filter((m) => m.version > current);
 }
 
-/** Brings the database to this node's schema; returns the versions applied (none when current). */
-export async function migrate(client: ClientBase, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+/**
+ * Brings the database to this node's schema; returns the versions applied (none when current).
+ * `nodeId`: this node, so a migration that needs every other node stopped can tell who else runs.
+ */
+export async function migrate(client: ClientBase, migrations: readonly Migration[] = MIGRATIONS, nodeId?: string): Promise<number[]> {
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK.toString()]);
   try {
     await client.query(`CREATE TABLE IF NOT EXISTS ccweb_schema (
@@ -153,6 +175,13 @@ export async function migrate(client: ClientBase, migrations: readonly Migration
     const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM ccweb_schema');
     const applied: number[] = [];
     for (const migration of pendingMigrations(rows[0]?.v ?? 0, migrations)) {
+      if (migration.needsAllNodesStopped && nodeId !== undefined) {
+        const exists = await client.query<{ t: string | null }>("SELECT to_regclass('ccweb_nodes')::text AS t");
+        const running = exists.rows[0]?.t
+          ? (await client.query<{ node_id: string }>(`SELECT node_id FROM ccweb_nodes WHERE node_id <> $1 AND role <> 'stopped' AND heartbeat_at > now() - interval '${LIVE_HEARTBEAT}' ORDER BY node_id`, [nodeId])).rows.map((r) => r.node_id)
+          : [];
+        if (running.length > 0) throw new MigrationNeedsNodesStoppedError(migration, running);
+      }
       await client.query('BEGIN');
       try {
         await client.query(migration.sql);
