@@ -9,6 +9,8 @@ export interface DemoOptions {
   port: number;
   giteaPort: number;
   modelPort: number;
+  /** Nodes sharing one throwaway PostgreSQL (1: the embedded store, as usual). */
+  nodes: number;
 }
 
 /** Where each port comes from: the flag, else its environment variable, else a free port. */
@@ -24,6 +26,7 @@ export const DEMO_ARG_OPTIONS = {
   port: { type: 'string' },
   'gitea-port': { type: 'string' },
   'model-port': { type: 'string' },
+  nodes: { type: 'string' },
 } as const;
 
 export function parseDemoArgs(args: readonly string[], env: Readonly<Record<string, string | undefined>>): DemoOptions {
@@ -33,7 +36,12 @@ export function parseDemoArgs(args: readonly string[], env: Readonly<Record<stri
   } catch (err) {
     throw new UsageError(`demo: ${(err as Error).message}`);
   }
-  const options: DemoOptions = { once: values['once'] === true, port: 0, giteaPort: 0, modelPort: 0 };
+  const options: DemoOptions = { once: values['once'] === true, port: 0, giteaPort: 0, modelPort: 0, nodes: 1 };
+  const nodes = values['nodes'];
+  if (typeof nodes === 'string') {
+    if (!/^[1-3]$/.test(nodes.trim())) throw new UsageError(`demo: --nodes must be 1, 2 or 3, got "${nodes}"`);
+    options.nodes = Number(nodes);
+  }
   for (const p of PORTS) {
     const fromFlag = values[p.flag.slice(2)];
     const raw = typeof fromFlag === 'string' ? fromFlag : env[p.env];

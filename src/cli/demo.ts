@@ -16,6 +16,7 @@ import { GITEA_MCP_PIN, installGiteaMcp, isGiteaMcpInstalled } from '../../scrip
 import { PORTS, parseDemoArgs, type DemoOptions } from './demo-args.js';
 import { UsageError } from './usage-error.js';
 import { nodeVersionWarning } from '../service/node-version.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from './throwaway-postgres.js';
 
 interface TaskView {
   taskId: string;
@@ -44,6 +45,10 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-demo-'));
   let env: SandboxEnvironment | null = null;
   let service: Awaited<ReturnType<typeof startService>> | null = null;
+  // --nodes 2|3: a throwaway PostgreSQL, the first node writing, the others waiting as standbys.
+  let postgres: ThrowawayPostgres | null = null;
+  const standbys: Array<Promise<Awaited<ReturnType<typeof startService>>>> = [];
+  const stopStandbys = new AbortController();
   // One cleanup, however many signals arrive: Ctrl-C under `npm run demo` delivers SIGINT twice (the terminal's
   // to the whole group, and npm forwards its own), and a second call that exited at once cut the first short
   // before the folder was removed (issue 32). Every caller waits for the same promise.
@@ -51,6 +56,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const cleanup = (): Promise<void> =>
     (cleaning ??= (async () => {
       await service?.close().catch(() => undefined);
+      stopStandbys.abort();
+      for (const standby of standbys) await standby.then((s) => s.close(), () => undefined).catch(() => undefined);
+      await postgres?.stop().catch(() => undefined);
       await env?.close().catch(() => undefined);
       rmSync(root, { recursive: true, force: true });
     })());
@@ -76,18 +84,41 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       throw portProblem(err, which, which.key === 'modelPort' ? options.modelPort : options.giteaPort);
     }
     const locale = process.env['CCWEB_LOCALE'];
-    const config = loadConfig({
-      env: {
-        ...env.env,
-        CCWEB_PORT: String(options.port),
-        CCWEB_LOG_LEVEL: process.env['CCWEB_LOG_LEVEL'] ?? 'warn',
-        ...(locale ? { CCWEB_LOCALE: locale } : {}),
-      },
-    });
+    let nodeEnv = (_n: number): Record<string, string> => ({});
+    if (options.nodes > 1) {
+      postgres = await startThrowawayPostgres({ parentDir: root });
+      const databaseUrl = await postgres.createDatabase('ccweb_demo');
+      nodeEnv = (n) => ({ CCWEB_DATABASE_URL: databaseUrl, CCWEB_NODE_ID: `demo-node-${n}`, CCWEB_DATA_DIR: join(root, `node-${n}`) });
+      console.log(`PostgreSQL        ${postgres.url.replace(/\/postgres$/, '/ccweb_demo')}  (throwaway, shared by ${options.nodes} nodes)`);
+    }
+    const configOf = (n: number, port: number) =>
+      loadConfig({
+        env: {
+          ...env!.env,
+          CCWEB_PORT: String(port),
+          CCWEB_LOG_LEVEL: process.env['CCWEB_LOG_LEVEL'] ?? 'warn',
+          ...(locale ? { CCWEB_LOCALE: locale } : {}),
+          ...nodeEnv(n),
+        },
+      });
+    const config = configOf(1, options.port);
+    const codexEnv = { CODEX_HOME: env.codexHome };
     try {
-      service = await startService({ config, codexEnv: { CODEX_HOME: env.codexHome }, retryDelayMs: 1_000 });
+      service = await startService({ config, codexEnv, retryDelayMs: 1_000 });
     } catch (err) {
       throw portProblem(err, PORTS[0], options.port);
+    }
+    // The other nodes start now and wait: they take over when node 1 stops.
+    for (let n = 2; n <= options.nodes; n++) {
+      const standby = startService({
+        config: configOf(n, 0),
+        codexEnv,
+        retryDelayMs: 1_000,
+        signal: stopStandbys.signal,
+        onStoreLost: (error) => console.error(`node ${n}: the store stopped: ${error.message}`),
+      });
+      standby.catch(() => undefined);
+      standbys.push(standby);
     }
     const gitea = env.gitea;
     gitea.connectWebhook(`${service.url}${config.webhookPath}`, env.webhookSecret);
@@ -148,7 +179,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       console.log(`  #${p.number} ${p.head.ref} → ${p.base.ref} by ${p.user.login} (head ${p.head.sha.slice(0, 10)}): ${p.title}\n      ${p.html_url}`);
     }
 
-    const allDone = tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state));
+    let allDone = tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state));
+    if (options.nodes > 1) allDone = (await showFailover(gitea, env, service, standbys, config.webhookPath, (s) => (service = s))) && allDone;
     if (options.once) {
       await cleanup();
       if (!allDone) {
@@ -172,6 +204,59 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
     stop(1);
   }
+}
+
+type RunningService = Awaited<ReturnType<typeof startService>>;
+
+function printNodes(nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string }>): void {
+  for (const n of nodes) console.log(`  ${n.nodeId.padEnd(12)} ${n.role.padEnd(8)} last heartbeat ${n.heartbeatAt}${n.self ? '   (the node asked)' : ''}`);
+}
+
+/**
+ * --nodes 2|3: the nodes as the writer sees them, then node 1 stops and node 2 takes over; one more
+ * comment is answered by node 2. True when that answer arrived.
+ */
+async function showFailover(
+  gitea: SandboxEnvironment['gitea'],
+  env: SandboxEnvironment,
+  first: RunningService,
+  standbys: Array<Promise<RunningService>>,
+  webhookPath: string,
+  replace: (s: RunningService) => void,
+): Promise<boolean> {
+  // A standby registers while it waits; the writer reads the list with its heartbeat (every 10 s).
+  type Nodes = { nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string }> };
+  let nodes: Nodes['nodes'] = [];
+  for (const until = Date.now() + 15_000; Date.now() < until; await new Promise((r) => setTimeout(r, 500))) {
+    nodes = (await api<Nodes>(first.url, env.adminToken, '/overview')).nodes;
+    if (nodes.filter((n) => n.role === 'standby').length >= standbys.length) break;
+  }
+  console.log('\n== nodes (one PostgreSQL) ==');
+  printNodes(nodes);
+  console.log('\nstopping node 1: node 2 takes over …');
+  const t0 = Date.now();
+  await first.close();
+  const second = await standbys.shift()!;
+  replace(second);
+  console.log(`node 2 listens at ${second.url} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  gitea.connectWebhook(`${second.url}${webhookPath}`, env.webhookSecret);
+  const body = '@ccweb-bot one more line in CHANGES.md, please';
+  const { delivery } = await gitea.comment('alice', 1, body);
+  console.log(`alice on #1: "${body}"\n    → webhook ${delivery.deliveryId.slice(0, 8)}… answered ${delivery.status} by node 2`);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const items = (await api<{ items: TaskView[] }>(second.url, env.adminToken, '/tasks?pageSize=50')).items;
+    const last = items[0];
+    if (last && isTerminalTaskState(last.state)) {
+      console.log(`    → ${last.taskId} ${last.state}`);
+      break;
+    }
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  console.log('\n== nodes after the take-over ==');
+  printNodes((await api<{ nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string }> }>(second.url, env.adminToken, '/overview')).nodes);
+  return true;
 }
 
 // Run directly (`npm run demo`, `node --import tsx src/cli/demo.ts`); the CLI calls runDemo itself.

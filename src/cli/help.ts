@@ -72,7 +72,7 @@ Examples:
   ccweb-gitea doctor --repo acme/widget
   ccweb-gitea doctor --skip codex --json
 `,
-  demo: `Usage: ccweb-gitea demo [--once] [--port N] [--gitea-port N] [--model-port N]
+  demo: `Usage: ccweb-gitea demo [--once] [--port N] [--gitea-port N] [--model-port N] [--nodes 1|2|3]
 
 Starts a sandbox on 127.0.0.1 — a Gitea test double, the real Codex app-server driven by a
 scripted model, the official gitea-mcp — and the service, posts a few comments as users would and
@@ -85,10 +85,14 @@ Options:
   --port N           the service's port (else CCWEB_PORT, else a free one)
   --gitea-port N     the sandbox Gitea's port (else DEMO_GITEA_PORT, else a free one)
   --model-port N     the scripted model's port (else DEMO_MODEL_PORT, else a free one)
+  --nodes N          N nodes on one throwaway PostgreSQL (Debian's postgresql package): node 1
+                     writes, the others wait as standbys; after the comments node 1 stops, node 2
+                     takes over and answers one more (default 1: the embedded store)
   -h, --help         show this help
 
 Examples:
   ccweb-gitea demo --once
+  npm run demo -- --once --nodes 2
   npm run demo -- --once
   npm run demo -- --port 8080 --gitea-port 3000
 `,
