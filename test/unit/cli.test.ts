@@ -37,7 +37,7 @@ describe('help', () => {
     for (const argv of [['--help'], ['-h'], ['help']]) {
       const r = await cli(argv);
       expect(r.code).toBe(0);
-      for (const c of ['serve', 'doctor', 'demo', 'visualize', 'export-audit', 'config-reference']) expect(r.stdout).toContain(`  ${c} `);
+      for (const c of ['serve', 'doctor', 'demo', 'visualize', 'export-audit', 'migrate-store', 'config-reference']) expect(r.stdout).toContain(`  ${c} `);
     }
   });
 
@@ -65,12 +65,15 @@ describe('--version', () => {
 describe('demo options', () => {
   it('ports from flags, else CCWEB_PORT / DEMO_GITEA_PORT / DEMO_MODEL_PORT, else free ones; bad values are usage errors', async () => {
     const { parseDemoArgs } = await import('../../src/cli/demo-args.js');
-    expect(parseDemoArgs([], {})).toEqual({ once: false, port: 0, giteaPort: 0, modelPort: 0 });
+    expect(parseDemoArgs([], {})).toEqual({ once: false, port: 0, giteaPort: 0, modelPort: 0, nodes: 1 });
+    expect(parseDemoArgs(['--nodes', '2'], {}).nodes).toBe(2);
+    expect(() => parseDemoArgs(['--nodes', '4'], {})).toThrow(/--nodes must be 1, 2 or 3, got "4"/);
     expect(parseDemoArgs(['--once', '--gitea-port', '3000'], { CCWEB_PORT: '8080', DEMO_GITEA_PORT: '4000', DEMO_MODEL_PORT: '5000' })).toEqual({
       once: true,
       port: 8080,
       giteaPort: 3000,
       modelPort: 5000,
+      nodes: 1,
     });
     expect(() => parseDemoArgs(['--port', '70000'], {})).toThrow(/--port must be a port number/);
     expect(() => parseDemoArgs([], { DEMO_MODEL_PORT: 'abc' })).toThrow(/DEMO_MODEL_PORT must be a port number/);
