@@ -162,7 +162,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     if (current === null) return null;
     const fullName = `${current.owner}/${current.name}`;
     // Gitea's names compare case-insensitively: another letter case is the same place, not a move.
-    if (!sameRepoKey(String(repo['currentFullName'] ?? `${repo.owner}/${repo.name}`), fullName)) {
+    if (!sameRepoKey(repo.currentFullName ?? `${repo.owner}/${repo.name}`, fullName)) {
       log('repository moved on Gitea', { repoKey: repo.repoKey, to: fullName });
       await store
         .transact((tx) => {

@@ -16,7 +16,7 @@ import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { AuditEventInput, CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
+import type { AuditEventInput, CollectionName, Store, RecordType, Tx } from '../store/types.js';
 import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
 import { followUpWithTextStoredOnce, taskWithExcerptOnly, taskWithTextDropped, taskWithTextStoredOnce } from '../tasks/task-texts.js';
 import { inputTooLarge } from '../domain/agent-input.js';
@@ -356,7 +356,7 @@ function reject(reason: string): TaskEvent {
   return { type: 'REJECT', reason };
 }
 
-function insertArchived<T extends StoredRecord>(tx: Tx, collection: CollectionName, key: string, record: T): T {
+function insertArchived<T extends RecordType>(tx: Tx, collection: CollectionName, key: string, record: T): T {
   const stored = tx.insert(collection, key, record);
   tx.archive(collection, key);
   return stored;

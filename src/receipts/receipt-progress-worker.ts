@@ -86,11 +86,11 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
 
   function notices(taskId: string): string[] {
     const rows = store.byIndex<CommentRecord>('comments', 'taskId', taskId).filter((r) => r.kind === 'notice' && r.status !== 'failed');
-    const resumed = rows.some((r) => r['reason'] === 'resumed');
+    const resumed = rows.some((r) => r.reason === 'resumed');
     return rows
-      .filter((r) => !(resumed && r['reason'] === 'blocked_workspace'))
+      .filter((r) => !(resumed && r.reason === 'blocked_workspace'))
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
-      .map((r) => String(r['text'] ?? ''))
+      .map((r) => r.text ?? '')
       .filter((t) => t !== '');
   }
 
@@ -100,7 +100,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       .filter((r) => REPLY_KINDS.has(r.kind) && r.status === 'confirmed' && typeof r.commentId === 'number')
       .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt));
     const reply = replies.at(-1);
-    const pub = task['publish'] as { status?: string; branch?: string | null; repository?: string | null; pullRequest?: { number: number; url: string } | null } | undefined;
+    const pub = task.publish;
     const published = pub?.status === 'published' && typeof pub.branch === 'string';
     // The final transition's time, not updatedAt: later writes (archiving) must not change the text.
     const end = store.audit({ taskId: task.taskId }).filter((e) => e.toState === task.state).at(-1)?.timestamp ?? task.updatedAt;

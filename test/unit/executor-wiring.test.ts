@@ -43,7 +43,7 @@ interface Script {
   /** Events the task actor is created with after ACCEPT (default: CLAIM → preparing). */
   startEvents?: TaskEvent[];
   /** Records to insert with the task (prior turns, actor records). */
-  seed?: Array<{ collection: 'turns' | 'actors'; key: string; value: Record<string, unknown> }>;
+  seed?: Array<{ collection: 'turns' | 'actors'; key: string; value: object }>;
   replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
   interruptThrows?: boolean;
   workspaceThrows?: boolean;
