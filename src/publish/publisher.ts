@@ -25,7 +25,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { CommentRecord, RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import { NOT_PUBLISHED_NOTICE_STATE, WITHHELD_PATHS_NOTICE_STATE } from '../receipts/receipt-text.js';
 import { cloneUrlFor } from '../gitea/clone-url.js';
@@ -98,7 +98,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       tx.put<TaskRecord>('tasks', taskId, { ...t, publish: next });
       if (audit) tx.appendAudit({ action: audit.action, actor: 'system:publisher', taskId, ...(audit.level ? { level: audit.level } : {}), metadata: audit.metadata });
       // A status comment for the receipt outbox (exactly once by its key), in the same transaction.
-      if (notice && !tx.get('comments', receiptCommentKey(taskId, notice))) tx.insert('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
+      if (notice && !tx.get('comments', receiptCommentKey(taskId, notice))) tx.insert<CommentRecord>('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
       return next;
     });
   }

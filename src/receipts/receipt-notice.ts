@@ -111,7 +111,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       const key = noticeKey(taskId, reason);
       if (tx.get('comments', key)) return;
       const text = isBudgetCode(reason) ? budgetNoticeText(budgetFigures(task, reason), locale) : blockedNoticeText(task, locale);
-      tx.insert('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
+      tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
     });
   }
 
@@ -127,7 +127,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       if (!tx.get('comments', noticeKey(taskId, 'blocked_workspace'))) return;
       const key = noticeKey(taskId, RESUMED);
       if (tx.get('comments', key)) return;
-      tx.insert('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
+      tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
     });
   }
 
@@ -141,7 +141,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     await store.transact((tx) => {
       const cur = tx.get<CommentRecord>('comments', rec.commentKey);
       if (!cur || cur.status !== 'pending') return;
-      tx.put('comments', rec.commentKey, { ...cur, ...patch, updatedAt: now().toISOString() });
+      tx.put<CommentRecord>('comments', rec.commentKey, { ...cur, ...patch, updatedAt: now().toISOString() });
       tx.appendAudit({ action, actor: 'system:receipt_notice', taskId: rec.taskId, ...(level ? { level } : {}), commentId: patch.commentId ?? null, errorCode: patch.errorCode ?? null, metadata: { commentKey: rec.commentKey, ...metadata } });
     });
   }

@@ -109,7 +109,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       if (!rec) return;
       // eventSeq only moves forward: a late write of an older count must not undo a newer one.
       const eventSeq = Math.max(rec.eventSeq, patch.eventSeq ?? 0);
-      tx.put('turns', turnKey, { ...rec, ...patch, eventSeq });
+      tx.put<TurnRecord>('turns', turnKey, { ...rec, ...patch, eventSeq });
       extra?.(tx);
     });
   }
@@ -175,9 +175,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         startedAt,
         completedAt: null,
       };
-      tx.insert('turns', turnKey, rec);
+      tx.insert<TurnRecord>('turns', turnKey, rec);
       const t = tx.get<TaskRecord>('tasks', task.taskId);
-      if (t) tx.put('tasks', task.taskId, { ...t, threadId, turnId: null });
+      if (t) tx.put<TaskRecord>('tasks', task.taskId, { ...t, threadId, turnId: null });
       tx.appendAudit({ action: 'codex.turn_start', actor: 'system:session_manager', taskId: task.taskId, metadata: { turnKey, threadId, kind: opts.kind } });
     });
 
@@ -226,7 +226,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           queue(() =>
             updateTurn(turnKey, { turnId }, (tx) => {
               const t = tx.get<TaskRecord>('tasks', task.taskId);
-              if (t) tx.put('tasks', task.taskId, { ...t, turnId });
+              if (t) tx.put<TaskRecord>('tasks', task.taskId, { ...t, turnId });
             }),
           );
           queue(async () => {

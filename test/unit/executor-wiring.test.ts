@@ -795,7 +795,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme-org', name: 'gadget' }]);
     const repo = w.store.get<RepositoryRecord>('repositories', REPO_KEY)!;
-    expect(repo['currentFullName']).toBe('acme-org/gadget');
+    expect(repo.currentFullName).toBe('acme-org/gadget');
     // The record keeps its key and name: only where it lives on Gitea moves.
     expect(repo).toMatchObject({ repoKey: REPO_KEY, owner: 'acme', name: 'widget' });
     const moved = w.store.audit({}).filter((e) => e.action === 'repository.moved');
@@ -808,7 +808,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     const w = await world({ currentRepository: async () => ({ owner: 'acme', name: 'widget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme', name: 'widget' }]);
-    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
     expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
@@ -816,7 +816,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     const w = await world({ currentRepository: async () => ({ owner: 'Acme', name: 'Widget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'Acme', name: 'Widget' }]);
-    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
     expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
@@ -825,7 +825,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
       const w = await world({ currentRepository });
       await w.run();
       expect(w.calls.prepareCurrent).toEqual([undefined]);
-      expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+      expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
       expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
       expect(w.record().state).toBe('succeeded');
       await cleanups.pop()!();
