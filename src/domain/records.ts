@@ -140,6 +140,14 @@ export interface TaskRecord {
   stateVersion: number;
 }
 
+/** The agent's call of the comment tool in a turn, as found in its items (src/sessions/turn-outcome.ts). */
+export interface CommentCall {
+  tool: string;
+  index: number | null;
+  accepted: boolean;
+  error: string | null;
+}
+
 /** `turns`, key = turnKey (`<taskId>:<attemptKey>`). §4.5 */
 export interface TurnRecord {
   turnKey: string;
@@ -158,7 +166,7 @@ export interface TurnRecord {
    * otherwise. Verified on Gitea like an answer; the REST fallback posts this text, not the final message.
    */
   question?: string | null;
-  commentCall: { tool: string; index: number | null; accepted: boolean; error: string | null } | null;
+  commentCall: CommentCall | null;
   startedAt: string;
   completedAt: string | null;
   /** What the turn used (src/usage/); absent on turns recorded before usage accounting. */

@@ -24,7 +24,7 @@ import { errorText, type CodexAppServerConnection } from '../codex/jsonrpc-conne
 import type { DynamicToolCallParams } from '../codex/protocol/ts/v2/DynamicToolCallParams.js';
 import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
 import type { TurnStartParams } from '../codex/protocol/ts/v2/TurnStartParams.js';
-import { runTurn as runCodexTurn, type TurnOutcome as CodexTurnOutcome } from '../codex/run-turn.js';
+import { runTurn as runCodexTurn, type CodexTurnOutcome } from '../codex/run-turn.js';
 import { plainTurnStartParams, turnStartParams } from '../codex/thread-params.js';
 import { formatMarker, turnKeyFor } from '../domain/marker.js';
 import type { TaskRecord, TurnRecord } from '../domain/records.js';

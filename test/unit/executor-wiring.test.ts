@@ -27,6 +27,8 @@ const REPO_KEY = 'default:acme/widget';
 const LEASE = { repoKey: REPO_KEY, leaseId: 'lease-1', owner: 'worker-1', expiresAt: NOW + 60_000 };
 
 type WsResult = Awaited<ReturnType<WorkspacePort['prepare']>>;
+/** The executor reads an outcome's kind and its step's fields, never the comment call: the fakes leave it out. */
+type FakeOutcome = { [K in TurnOutcome['kind']]: Omit<Extract<TurnOutcome, { kind: K }>, 'commentCall'> }[TurnOutcome['kind']];
 
 interface Script {
   workspace?: WsResult;
@@ -34,7 +36,7 @@ interface Script {
   threadError?: string | null;
   /** ensureThread fails only from this call on (1-based); earlier calls succeed. */
   threadErrorFromCall?: number;
-  outcome?: TurnOutcome | ((kind: 'normal' | 'reply_retry') => TurnOutcome);
+  outcome?: FakeOutcome | ((kind: 'normal' | 'reply_retry') => FakeOutcome);
   verification?: VerificationResult | ((runReplyRetryTurn: () => Promise<{ ok: boolean }>) => Promise<VerificationResult>);
   interruptConfirmed?: boolean;
   /** Runs during the normal turn (e.g. an operator's ABORT). */
@@ -177,8 +179,8 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
       };
       await store.transact((tx) => tx.insert('turns', turnKey, turn));
       if (options.kind === 'normal') await script.duringTurn?.();
-      const o = script.outcome ?? { kind: 'replied', turnKey, turnId: turn.turnId, finalMessage: 'done' };
-      return typeof o === 'function' ? o(options.kind) : o;
+      const o = script.outcome ?? { kind: 'replied', turnKey, turnId: turn.turnId!, finalMessage: 'done' };
+      return (typeof o === 'function' ? o(options.kind) : o) as TurnOutcome;
     },
     async interrupt() {
       calls.interrupt += 1;
