@@ -1,9 +1,8 @@
+import type { DeliveryMode, PublishRecord } from '../domain/record-fields.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { Store } from '../store/types.js';
 import type { GitLogger } from '../workspace/run-git.js';
 import type { GiteaPullsClient } from './gitea-pulls.js';
-
-import type { DeliveryMode, PublishRecord } from '../domain/record-fields.js';
 
 // Declared with the task record (issue 34): `task.publish` is a field of it.
 export type { DeliveryMode, PublishRecord };
