@@ -213,7 +213,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       let stored = repo;
       for (const r of all) {
         if (r.status === status) continue;
-        const put = tx.put('repositories', r.repoKey, { ...r, status, version: r.version + 1 }, { expectVersion: r.version });
+        const put = tx.put<RepositoryRecord>('repositories', r.repoKey, { ...r, status, version: r.version + 1 }, { expectVersion: r.version });
         if (r.repoKey === repo.repoKey) stored = put;
       }
       return {
@@ -238,7 +238,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       const before = Array.isArray(repo.agentToolGroups) ? repo.agentToolGroups : [];
       const groups = [...req.groups].sort();
       const changed = before.join(',') !== groups.join(',');
-      const stored = changed ? tx.put('repositories', repo.repoKey, { ...repo, agentToolGroups: groups, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      const stored = changed ? tx.put<RepositoryRecord>('repositories', repo.repoKey, { ...repo, agentToolGroups: groups, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
       return {
         status: 200,
         body: { ok: true, changed, repoKey: repo.repoKey, agentToolGroups: groups, version: stored.version },
@@ -256,7 +256,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       const next: PublishPathSettings = { allowCiChanges: req.allowCiChanges, protectedPaths: [...new Set(req.protectedPaths)].sort() };
       const text = (p: PublishPathSettings) => `allowCiChanges=${p.allowCiChanges};protectedPaths=${p.protectedPaths.join(',')}`;
       const changed = text(before) !== text(next);
-      const stored = changed ? tx.put('repositories', repoKey!, { ...repo, publishPaths: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      const stored = changed ? tx.put<RepositoryRecord>('repositories', repoKey!, { ...repo, publishPaths: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
       return {
         status: 200,
         body: { ok: true, changed, repoKey, publishPaths: next, version: stored.version },
@@ -274,7 +274,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       const before = repo.reviewTriggers?.requestChanges === true;
       const changed = before !== req.requestChanges;
       const next = { requestChanges: req.requestChanges };
-      const stored = changed ? tx.put('repositories', repo.repoKey, { ...repo, reviewTriggers: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      const stored = changed ? tx.put<RepositoryRecord>('repositories', repo.repoKey, { ...repo, reviewTriggers: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
       return {
         status: 200,
         body: { ok: true, changed, repoKey: repo.repoKey, reviewTriggers: next, version: stored.version },

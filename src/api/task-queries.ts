@@ -12,8 +12,7 @@ import {
   type TurnRecord,
 } from '../domain/records.js';
 import type { ActorRecord } from '../runtime/actor-runtime.js';
-import type { ArchivedTask } from '../retention/task-archiver.js';
-import type { AuditEvent, Store, StoredRecord } from '../store/types.js';
+import type { AuditEvent, RecordType, Store } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 
 /** Reads for the operators' view. Pure functions of the store; nothing here writes. */
@@ -147,7 +146,7 @@ export function errorMeaningOf(code: string | null): string | null {
 
 /** The pull request the task opened or updated (change delivery), with a link safe for the page. */
 function pullRequestOf(t: TaskRecord): { number: number; url: string | null } | null {
-  const pr = (t['publish'] as { pullRequest?: { number?: unknown; url?: unknown } | null } | undefined)?.pullRequest;
+  const pr = t.publish?.pullRequest;
   if (!pr || typeof pr.number !== 'number') return null;
   return { number: pr.number, url: typeof pr.url === 'string' ? safeUrl(pr.url) : null };
 }
@@ -182,8 +181,8 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
   const delivery = store.get<DeliveryRecord>('webhook_deliveries', task.deliveryKey) ?? null;
   const session = store.get<SessionRecord>('sessions', task.sessionKey) ?? null;
   // An archived task's records left the indexes; the task lists their keys (task-archiver.ts).
-  const related = <T extends StoredRecord>(collection: 'turns' | 'comments' | 'actors'): T[] => {
-    const keys = (task as ArchivedTask).archive?.records[collection];
+  const related = <T extends RecordType>(collection: 'turns' | 'comments' | 'actors'): T[] => {
+    const keys = task.archive?.records[collection];
     if (!keys) return store.byIndex<T>(collection, 'taskId', taskId);
     return keys.map((key) => store.get<T>(collection, key)).filter((r): r is T => r !== undefined);
   };

@@ -8,7 +8,8 @@ import type { ThreadItem } from './protocol/ts/v2/ThreadItem.js';
 
 export type TurnStatus = 'completed' | 'interrupted' | 'failed';
 
-export interface TurnOutcome {
+/** How Codex reported a turn's end (not the task's outcome: that is domain/turn-outcome.ts, decided in sessions/). */
+export interface CodexTurnOutcome {
   turnId: string;
   status: TurnStatus;
   /** All `item/completed` items of the turn, in order. */
@@ -67,14 +68,14 @@ export function isCollaborationModeRejection(err: unknown): boolean {
 }
 
 /** Start a turn and wait for `turn/completed`. Rejects with `app_server_exited` if the process dies. */
-export async function runTurn(conn: CodexAppServerConnection, opts: RunTurnOptions): Promise<TurnOutcome> {
+export async function runTurn(conn: CodexAppServerConnection, opts: RunTurnOptions): Promise<CodexTurnOutcome> {
   const started = Date.now();
   const items: ThreadItem[] = [];
-  const userInputRequested: TurnOutcome['userInputRequested'] = [];
+  const userInputRequested: CodexTurnOutcome['userInputRequested'] = [];
   let finalMessage: string | null = null;
   let turnId: string | null = null;
-  let settle!: { resolve: (o: TurnOutcome) => void; reject: (e: Error) => void };
-  const done = new Promise<TurnOutcome>((resolve, reject) => (settle = { resolve, reject }));
+  let settle!: { resolve: (o: CodexTurnOutcome) => void; reject: (e: Error) => void };
+  const done = new Promise<CodexTurnOutcome>((resolve, reject) => (settle = { resolve, reject }));
   done.catch(() => undefined); // if turn/start itself fails, `done` is never awaited
   let usedPlainFallback = false;
 

@@ -1,13 +1,15 @@
 // The stored records of spec §4: field names are the cross-module contract. Times are ISO-8601 UTC
-// strings; enums are lower snake_case. Store keys are given with each collection.
+// strings; enums are lower snake_case. Store keys are given with each collection. Each type names
+// every field any writer stores, and nothing else (issue 34: no index signature, so a field written
+// or read under another name is a type error, not a silent `unknown`).
 import type { TaskState } from '../../machines/task-lifecycle.js';
 import type { CollectionName } from '../store/types.js';
 import type { TaskUsage, TurnUsage } from './usage-records.js';
 import type { ReviewContext } from './review-input.js';
+import type { GitErrorNote, InputTooLargeNotice, ProgressMemo, PublishRecord, QuotaNotice, TaskArchiveInfo } from './record-fields.js';
 
 /** `webhook_deliveries`, key = deliveryKey (`default:<X-Gitea-Delivery>`). §4.1 */
 export interface DeliveryRecord {
-  [k: string]: unknown;
   deliveryKey: string;
   deliveryId: string;
   eventType: string;
@@ -26,7 +28,6 @@ export interface DeliveryRecord {
 
 /** `comment_triggers`, key = `<repoKey>:comment:<id>:<action>:<updatedAt>`: Replay (new UUID, same body) dedup. */
 export interface CommentTriggerRecord {
-  [k: string]: unknown;
   triggerKey: string;
   deliveryKey: string;
   taskId: string | null;
@@ -35,7 +36,6 @@ export interface CommentTriggerRecord {
 
 /** `repositories`, key = repoKey. §4.2 (`version` is the CAS field). */
 export interface RepositoryRecord {
-  [k: string]: unknown;
   repoKey: string;
   instanceId: string;
   owner: string;
@@ -43,6 +43,10 @@ export interface RepositoryRecord {
   cloneUrl: string;
   workspacePath: string;
   defaultBranch: string;
+  /** Gitea's repository id: renames and transfers are followed by it. Absent on records from before issue 15. */
+  repoId?: number;
+  /** `owner/name` on Gitea now, once the executor saw the repository moved (src/executor/); absent until then. */
+  currentFullName?: string;
   status: 'active' | 'disabled' | 'blocked';
   /** Tool groups the agent may use here beyond reading and answering (src/mcp-gate/gate-policy.ts EXTRA_GROUPS). */
   agentToolGroups?: string[];
@@ -63,7 +67,6 @@ export interface RepositoryRecord {
 
 /** `sessions`, key = sessionKey (= resourceKey). §4.3 */
 export interface SessionRecord {
-  [k: string]: unknown;
   sessionKey: string;
   resourceKey: string;
   repoKey: string;
@@ -82,7 +85,6 @@ export interface SessionRecord {
 
 /** `tasks`, key = taskId. §4.4 — the mirror fields are rewritten by the task actor's projection. */
 export interface TaskRecord {
-  [k: string]: unknown;
   taskId: string;
   deliveryKey: string;
   deliveryId: string;
@@ -95,10 +97,21 @@ export interface TaskRecord {
   commentId: number;
   commentUrl: string;
   author: string;
-  /** The comment body, untouched. Untrusted data. */
+  /** The comment body, untouched (or its first INLINE_TEXT_LIMIT characters, see the fields below). Untrusted data. */
   instruction: string;
-  /** Replies after the task asked the user something (`waiting_user`); the last one is the next turn's input. Untrusted. */
-  followUps?: Array<{ commentId: number; author: string; body: string; commentUrl: string; deliveryKey: string; at: string }>;
+  /** A long instruction is stored once in `task_texts` under this key (src/tasks/task-texts.ts). */
+  instructionRef?: string;
+  /** The whole instruction's length, when `instruction` holds only part of it. */
+  instructionLength?: number;
+  /** A mention that never runs keeps only an excerpt (`instruction`), its length and this hash. */
+  instructionExcerptOnly?: true;
+  /** `sha256:<hex>` of the whole instruction, with `instructionExcerptOnly`. */
+  instructionSha256?: string;
+  /**
+   * Replies after the task asked the user something (`waiting_user`); the last one is the next turn's
+   * input. Untrusted. A long body is stored once in `task_texts` under `bodyRef`.
+   */
+  followUps?: Array<{ commentId: number; author: string; body: string; commentUrl: string; deliveryKey: string; at: string; bodyRef?: string }>;
   refs: { base: string; head: string; headSha: string } | null;
   /** A line comment or a review (issue 30): what it is and where its lines are; the text is in `instruction`. */
   review?: ReviewContext;
@@ -116,14 +129,27 @@ export interface TaskRecord {
   queueSeq: number;
   /** Tokens, turns, wall time and diff size so far (src/usage/); absent before the first turn ended. */
   usage?: TaskUsage;
+  /** What the publisher did with the change (src/publish/); absent before it ran. */
+  publish?: PublishRecord;
+  /** The last failed clone/fetch, redacted and bounded, for the task detail. */
+  lastGitError?: GitErrorNote;
+  /** Set when the task went to the cold tier with its records (src/retention/task-archiver.ts). */
+  archive?: TaskArchiveInfo;
   createdAt: string;
   updatedAt: string;
   stateVersion: number;
 }
 
+/** The agent's call of the comment tool in a turn, as found in its items (src/sessions/turn-outcome.ts). */
+export interface CommentCall {
+  tool: string;
+  index: number | null;
+  accepted: boolean;
+  error: string | null;
+}
+
 /** `turns`, key = turnKey (`<taskId>:<attemptKey>`). §4.5 */
 export interface TurnRecord {
-  [k: string]: unknown;
   turnKey: string;
   /** Codex's turn id, known once `turn/start` answered. */
   turnId: string | null;
@@ -140,7 +166,7 @@ export interface TurnRecord {
    * otherwise. Verified on Gitea like an answer; the REST fallback posts this text, not the final message.
    */
   question?: string | null;
-  commentCall: { tool: string; index: number | null; accepted: boolean; error: string | null } | null;
+  commentCall: CommentCall | null;
   startedAt: string;
   completedAt: string | null;
   /** What the turn used (src/usage/); absent on turns recorded before usage accounting. */
@@ -149,7 +175,6 @@ export interface TurnRecord {
 
 /** `comments`, key = commentKey (`<taskId>:status:<state>` for receipts, `<turnKey>:reply` for answers). §4.5 */
 export interface CommentRecord {
-  [k: string]: unknown;
   commentKey: string;
   taskId: string;
   /** `notice`: an edit of the task's `received` receipt (src/receipts/receipt-notice.ts), not a comment of its own. */
@@ -163,13 +188,22 @@ export interface CommentRecord {
   bodyHash: string;
   status: 'pending' | 'sent' | 'confirmed' | 'failed';
   errorCode: string | null;
+  /** A `notice` row: why it was written (`blocked_workspace`, `resumed`, a budget code) and its text. */
+  reason?: string;
+  text?: string;
+  /** A `refused` receipt says which refusal, by the one of these four it carries (receipt-decisions.ts). */
+  quota?: QuotaNotice;
+  inputTooLarge?: InputTooLargeNotice;
+  nothingToStop?: true;
+  repositoryDisabled?: true;
+  /** The `received` receipt as a tracking comment (issue 30): its last edit; `final` once the outcome is shown. */
+  progress?: ProgressMemo & { final?: boolean };
   createdAt: string;
   updatedAt: string;
 }
 
 /** `control`, key = `global`. §4.5 */
 export interface ControlRecord {
-  [k: string]: unknown;
   globalPaused: boolean;
   pauseReason: string | null;
   updatedBy: string | null;
@@ -179,7 +213,6 @@ export interface ControlRecord {
 
 /** `control_requests`, key = requestId: the first result of an operator request, returned on repeats. */
 export interface ControlRequestRecord {
-  [k: string]: unknown;
   requestId: string;
   operator: string;
   action: string;
@@ -191,7 +224,6 @@ export interface ControlRequestRecord {
 
 /** `leases`, key = repoKey: the repo-lock actor's projection, for queries. §7 */
 export interface LeaseRecord {
-  [k: string]: unknown;
   repoKey: string;
   leaseId: string | null;
   owner: string | null;

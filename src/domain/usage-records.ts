@@ -56,7 +56,6 @@ export interface UsageCounts extends TokenCounts {
 
 /** `usage`, key = `day:<YYYY-MM-DD>:<scope>:<subject>`: one UTC day of one repository or user. */
 export interface UsageDayRecord extends UsageCounts {
-  [k: string]: unknown;
   key: string;
   day: string;
   scope: UsageScope;
@@ -79,7 +78,6 @@ export type LimitName = (typeof LIMIT_NAMES)[number];
 
 /** `usage`, key = `limits:<repoKey>`: an operator's per-repository override (null = no limit there). */
 export interface RepoLimitsRecord {
-  [k: string]: unknown;
   key: string;
   repoKey: string;
   limits: Partial<Record<LimitName, number | null>>;

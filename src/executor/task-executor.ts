@@ -1,6 +1,7 @@
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { TurnOutcome } from '../domain/turn-outcome.js';
 import { sameRepoKey } from '../domain/repository-identity.js';
 import type { HeldLease, TaskExecutor } from '../scheduler/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
@@ -22,12 +23,7 @@ export interface PublishPort {
   publish(taskId: string, options?: { signal?: AbortSignal }): Promise<{ ok: true } | { ok: false; errorCode: string; message: string }>;
 }
 
-export type TurnOutcome =
-  | { kind: 'replied'; turnKey: string; turnId: string | null; finalMessage: string | null }
-  | { kind: 'no_comment'; turnKey: string; turnId: string | null; finalMessage: string | null }
-  | { kind: 'waiting_user'; turnKey: string; turnId: string | null; question?: string | null }
-  | { kind: 'failed'; turnKey: string; turnId: string | null; errorCode: string; retryable: boolean }
-  | { kind: 'interrupted'; turnKey: string; turnId: string | null };
+export type { TurnOutcome };
 
 /** What the executor needs from the Codex session manager (src/sessions). */
 export interface SessionPort {
@@ -162,7 +158,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     if (current === null) return null;
     const fullName = `${current.owner}/${current.name}`;
     // Gitea's names compare case-insensitively: another letter case is the same place, not a move.
-    if (!sameRepoKey(String(repo['currentFullName'] ?? `${repo.owner}/${repo.name}`), fullName)) {
+    if (!sameRepoKey(repo.currentFullName ?? `${repo.owner}/${repo.name}`, fullName)) {
       log('repository moved on Gitea', { repoKey: repo.repoKey, to: fullName });
       await store
         .transact((tx) => {

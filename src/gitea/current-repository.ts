@@ -6,8 +6,9 @@ import type { RepositoryRecord } from '../domain/records.js';
 import type { GiteaClient } from './gitea-client.js';
 
 /** The record's Gitea repository id, or null when it has none that Gitea could know. */
-export function giteaRepoIdOf(repo: Pick<RepositoryRecord, 'repoId'> | Record<string, unknown>): number | null {
-  const id = Number(repo['repoId']);
+export function giteaRepoIdOf(repo: { repoId?: unknown }): number | null {
+  // A record read from disk is whatever an older version wrote: checked, not trusted.
+  const id = Number(repo.repoId);
   return Number.isSafeInteger(id) && id > 0 ? id : null;
 }
 

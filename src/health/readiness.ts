@@ -7,6 +7,12 @@ import type { Store } from '../store/types.js';
 /** The probe's record: one key in `control`, rewritten in place (compaction keeps one copy). */
 export const READINESS_PROBE_KEY = 'readiness-probe';
 
+/** `control` record `readiness-probe`: the last write that proved the store takes writes. */
+export interface ReadinessProbeRecord {
+  key: typeof READINESS_PROBE_KEY;
+  probedAt: string;
+}
+
 export interface ReadinessPart {
   ok: boolean;
   detail: string;
@@ -48,7 +54,7 @@ export function createReadiness(options: ReadinessOptions): Readiness {
   const writeProbe = (): Promise<void> => {
     inFlight ??= options.store
       .transact((tx) => {
-        tx.put('control', READINESS_PROBE_KEY, { key: READINESS_PROBE_KEY, probedAt: new Date(now()).toISOString() });
+        tx.put<ReadinessProbeRecord>('control', READINESS_PROBE_KEY, { key: READINESS_PROBE_KEY, probedAt: new Date(now()).toISOString() });
       })
       .then(() => {
         lastWriteAt = now();

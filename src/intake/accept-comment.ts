@@ -26,7 +26,7 @@ import { INSTANCE_ID, commentTriggerKey, isSafeName, isValidDeliveryId, normaliz
 import { foreignRepositoryOrigin, type ForeignOrigin } from '../webhook/repository-origin.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
 import { normalizeReview, reviewEventType, type NormalizedReview } from '../webhook/review-event.js';
-import type { RepositoryRecord } from '../domain/records.js';
+import type { DeliveryRecord, RepositoryRecord } from '../domain/records.js';
 import { asLineReply, type GiteaReviewCommentFacts } from './review-tasks.js';
 import { lookUpReview, type ReviewLookupDeps, type ReviewReader, type ReviewVerdict } from './review-lookup.js';
 import { canonicalComment, resolveRepository, type ResolvedComment } from './canonical-repository.js';
@@ -467,7 +467,7 @@ export function createIntake(options: IntakeOptions): Intake {
     await store.transact((tx) => {
       dropPending(tx);
       if (tx.get('webhook_deliveries', s.deliveryKey) !== undefined) return;
-      tx.insert('webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs, normalized: true, taskId: null, status: 'rejected', reason: COMMENT_NOT_CONFIRMED, payloadHash: s.hash, response }));
+      tx.insert<DeliveryRecord>('webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs, normalized: true, taskId: null, status: 'rejected', reason: COMMENT_NOT_CONFIRMED, payloadHash: s.hash, response }));
       tx.archive('webhook_deliveries', s.deliveryKey);
     });
     await security.record(COMMENT_NOT_CONFIRMED, w.source ?? undefined, {

@@ -20,7 +20,6 @@ import type { NormalizedReview } from '../webhook/review-event.js';
 export const PENDING_INTAKE = 'pending_intake' as const;
 
 export interface PendingIntakeRecord {
-  [k: string]: unknown;
   /** The comment's trigger key (`<repoKey>:comment:<id>:<action>:<updatedAt>`). */
   key: string;
   /** `waiting`: retried at `nextAttemptAt`; `gave_up`: the bound was reached — only a Replay decides it now. */

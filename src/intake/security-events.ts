@@ -10,7 +10,6 @@ import type { Store } from '../store/types.js';
 export const SECURITY_EVENTS = 'security_events' as const;
 
 export interface SecurityEventRecord {
-  [k: string]: unknown;
   key: string;
   /** What failed, e.g. `invalid_signature`, `invalid_form`, `admin_unauthorized`. */
   kind: string;

@@ -16,7 +16,7 @@ import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { AuditEventInput, CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
+import type { AuditEventInput, CollectionName, Store, RecordType, Tx } from '../store/types.js';
 import { TASK_KIND, taskActorId } from '../tasks/task-actor.js';
 import { followUpWithTextStoredOnce, taskWithExcerptOnly, taskWithTextDropped, taskWithTextStoredOnce } from '../tasks/task-texts.js';
 import { inputTooLarge } from '../domain/agent-input.js';
@@ -196,7 +196,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       const response = rejected(d.reason, taskId);
       delivery('rejected', d.reason, taskId, response);
       trigger(taskId);
-      tx.insert('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
+      tx.insert<TaskRecord>('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
       const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(d.reason)], by, taskId });
       return { response, start: created.start, taskId };
     }
@@ -208,7 +208,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       delivery('accepted', 'follow_up', waiting.taskId, response);
       trigger(waiting.taskId);
       const entry = { commentId: comment.comment.id, author: comment.actor.login, body: comment.comment.body, commentUrl: comment.comment.htmlUrl, deliveryKey: s.deliveryKey, at: at.toISOString() };
-      tx.put('tasks', waiting.taskId, { ...waiting, followUps: [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, entry)] });
+      tx.put<TaskRecord>('tasks', waiting.taskId, { ...waiting, followUps: [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, entry)] });
       return { response, followUp: waiting.taskId, taskId: waiting.taskId };
     }
     case 'input_too_large': {
@@ -278,10 +278,10 @@ function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedCom
   insertArchived(tx, 'webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs: ctx.retentionMs, normalized: true, taskId, status: 'accepted', reason: null, payloadHash: s.hash, response }));
   insertArchived(tx, 'comment_triggers', s.triggerKey!, triggerRecord(s.triggerKey!, s.deliveryKey, taskId, at));
   if (!tx.has('repositories', c.repoKey)) {
-    tx.insert('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
+    tx.insert<RepositoryRecord>('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
     audit('repository.register', { metadata: { workspacePath } });
   }
-  const task = tx.insert('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
+  const task = tx.insert<TaskRecord>('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
   // Sessions too are read by key only; the session manager's first write brings one back to memory.
   if (!tx.has('sessions', c.resourceKey)) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at));
   const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
@@ -291,7 +291,7 @@ function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedCom
     deferHosting: true,
   });
   const receipt = pendingReceiptRecord(task, 'received', at);
-  tx.insert('comments', receipt.commentKey, receipt);
+  tx.insert<CommentRecord>('comments', receipt.commentKey, receipt);
   return created.start;
 }
 
@@ -329,15 +329,15 @@ function refusedTask(
   seq: number,
   at: Date,
   reason: string,
-  fields: Record<string, unknown>,
+  fields: Pick<CommentRecord, 'quota' | 'inputTooLarge' | 'nothingToStop' | 'repositoryDisabled'>,
   how: { verdict?: 'REJECT' | 'IGNORE'; text?: (task: TaskRecord) => TaskRecord } = {},
 ): { start: () => void } {
   const verdict = how.verdict ?? 'REJECT';
-  const task = tx.insert('tasks', taskId, (how.text ?? taskWithExcerptOnly)(taskRecord(comment, taskId, seq, at)));
+  const task = tx.insert<TaskRecord>('tasks', taskId, (how.text ?? taskWithExcerptOnly)(taskRecord(comment, taskId, seq, at)));
   const event: TaskEvent = verdict === 'REJECT' ? reject(reason) : { type: 'IGNORE', reason };
   const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [event], by: `gitea:user:${comment.actor.login}`, taskId });
   const receipt = pendingReceiptRecord(task, 'refused', at);
-  tx.insert('comments', receipt.commentKey, { ...receipt, errorCode: reason, ...fields });
+  tx.insert<CommentRecord>('comments', receipt.commentKey, { ...receipt, errorCode: reason, ...fields });
   return created;
 }
 
@@ -346,7 +346,7 @@ function disabledNoticeToday(store: Pick<Store, 'byIndex'>, tx: Tx, resourceKey:
   const day = at.toISOString().slice(0, 10);
   return store
     .byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey)
-    .some((t) => t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused'))?.['repositoryDisabled'] === true);
+    .some((t) => t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused'))?.repositoryDisabled === true);
 }
 
 /** The reason (delivery, audit, task error code) of a comment too long for the agent. */
@@ -356,7 +356,7 @@ function reject(reason: string): TaskEvent {
   return { type: 'REJECT', reason };
 }
 
-function insertArchived<T extends StoredRecord>(tx: Tx, collection: CollectionName, key: string, record: T): T {
+function insertArchived<T extends RecordType>(tx: Tx, collection: CollectionName, key: string, record: T): T {
   const stored = tx.insert(collection, key, record);
   tx.archive(collection, key);
   return stored;

@@ -36,7 +36,7 @@ function projectLease(tx: Tx, change: PersistedChange): void {
     expiresAt: ctx.expiresAt === null ? null : new Date(ctx.expiresAt).toISOString(),
     state: held ? 'held' : 'free',
   };
-  tx.put('leases', ctx.repoKey, record);
+  tx.put<LeaseRecord>('leases', ctx.repoKey, record);
 
   const ended = ctx.lastEnded;
   const type = change.event?.type;

@@ -7,6 +7,7 @@
 // catalogue that lacks it. To add a language: add its code to LOCALES (src/domain/locale.ts, where
 // config/ reads it too) and write its catalogue.
 import { DEFAULT_LOCALE, type Locale } from '../domain/locale.js';
+import type { ProgressStage } from '../domain/record-fields.js';
 
 export { DEFAULT_LOCALE, LOCALES, isLocale, type Locale } from '../domain/locale.js';
 
@@ -90,8 +91,8 @@ export interface LimitMessages {
   standalone(p: { taskId: string; text: string }): string;
 }
 
-/** A stage of a task as its receipt shows it (issue 30). */
-export type ProgressStage = 'queued' | 'preparing' | 'working' | 'waiting_user' | 'retry_wait' | 'blocked' | 'publishing' | 'verifying' | 'stopping' | 'done' | 'failed' | 'cancelled';
+// A stage of a task as its receipt shows it (issue 30); stored in the receipt row, so declared there.
+export type { ProgressStage };
 
 /**
  * The lines the receipt gains while its task runs and when it ends (issue 30). Durations arrive

@@ -1,31 +1,11 @@
+import type { DeliveryMode, PublishRecord } from '../domain/record-fields.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { Store } from '../store/types.js';
 import type { GitLogger } from '../workspace/run-git.js';
 import type { GiteaPullsClient } from './gitea-pulls.js';
 
-export type DeliveryMode = 'pull_request' | 'branch' | 'off';
-
-/** What the task record carries about its delivery (`task.publish`), shown in the task detail. */
-export interface PublishRecord {
-  status: 'pushing' | 'published' | 'nothing_to_publish' | 'not_published' | 'kept';
-  mode: DeliveryMode;
-  /** The remote branch the change goes to. */
-  branch: string | null;
-  /** The repository of that branch when it is not the task's own: a fork (`owner/name`). */
-  repository?: string | null;
-  /** The head this task pushed (or is about to push). */
-  headSha: string | null;
-  /** Commits this task brought onto the branch, oldest first. */
-  commits: string[];
-  pullRequest: { number: number; url: string } | null;
-  /** Where an unpublished change is kept. */
-  kept: { branch: string; patchFile: string } | null;
-  /** Paths the publisher refused to commit (CI definitions), kept apart; the rest was published. */
-  withheld?: { paths: string[]; branch: string; patchFile: string } | null;
-  errorCode: string | null;
-  message: string | null;
-  updatedAt: string;
-}
+// Declared with the task record (issue 34): `task.publish` is a field of it.
+export type { DeliveryMode, PublishRecord };
 
 export type PublishOutcome =
   | { ok: true; record: PublishRecord }

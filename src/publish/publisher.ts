@@ -25,7 +25,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { CommentRecord, RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import { NOT_PUBLISHED_NOTICE_STATE, WITHHELD_PATHS_NOTICE_STATE } from '../receipts/receipt-text.js';
 import { cloneUrlFor } from '../gitea/clone-url.js';
@@ -82,7 +82,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     return store.transact((tx) => {
       const t = tx.get<TaskRecord>('tasks', taskId);
       if (!t) return null;
-      const prev = (t.publish as PublishRecord | undefined) ?? {
+      const prev: PublishRecord = t.publish ?? {
         status: 'pushing',
         mode,
         branch: null,
@@ -95,10 +95,10 @@ export function createPublisher(options: PublisherOptions): Publisher {
         updatedAt: now().toISOString(),
       };
       const next: PublishRecord = { ...prev, ...patch, updatedAt: now().toISOString() };
-      tx.put('tasks', taskId, { ...t, publish: next });
+      tx.put<TaskRecord>('tasks', taskId, { ...t, publish: next });
       if (audit) tx.appendAudit({ action: audit.action, actor: 'system:publisher', taskId, ...(audit.level ? { level: audit.level } : {}), metadata: audit.metadata });
       // A status comment for the receipt outbox (exactly once by its key), in the same transaction.
-      if (notice && !tx.get('comments', receiptCommentKey(taskId, notice))) tx.insert('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
+      if (notice && !tx.get('comments', receiptCommentKey(taskId, notice))) tx.insert<CommentRecord>('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
       return next;
     });
   }
@@ -169,7 +169,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     // the remote was read keeps its change on top of.
     const startRef = task.resource.kind === 'pull_request' ? `refs/remotes/origin/pr/${task.resource.number}` : null;
     const pathSettings = publishPathSettings(repo);
-    const previous = task.publish as PublishRecord | undefined;
+    const previous = task.publish;
     const owedBefore = owedFromBefore(previous);
     // Fast path without the network: a clean tree whose HEAD some remote-tracking ref already contains
     // has nothing new (the common "answer only" turn).

@@ -1,6 +1,7 @@
 // The notices about limits and blocks (issue 18), in the language of CCWEB_LOCALE: the words are in
 // the message catalogue (src/messages/catalogue.ts); this module only shapes the service-made data
 // they take (numbers, codes, UTC times, a checked login) the same way for every language.
+import type { InputTooLargeNotice, QuotaNotice } from '../domain/record-fields.js';
 import type { TaskRecord } from '../domain/records.js';
 import { DEFAULT_LOCALE, messages, type Locale, type QuotaCode } from '../messages/catalogue.js';
 import type { BudgetCode } from '../usage/usage-accounting.js';
@@ -13,23 +14,14 @@ function utc(iso: string): string {
 
 const n = (v: number) => v.toLocaleString('en-US');
 
-export interface QuotaNotice {
-  code: string;
-  limit: number;
-  used: number;
-  retryAt: string;
-}
+// Stored on the refusal's receipt row (CommentRecord), so declared with it (issue 34).
+export type { InputTooLargeNotice, QuotaNotice };
 
 /** The one comment a mention over a daily quota gets. */
 export function refusalReceiptText(task: Pick<TaskRecord, 'taskId' | 'author'>, q: QuotaNotice, locale: Locale = DEFAULT_LOCALE): string {
   // Stored rows carry the code as a string; anything but the user quota is the repository's.
   const code: QuotaCode = q.code === 'quota_user_tasks_per_day' ? 'quota_user_tasks_per_day' : 'quota_repo_tokens_per_day';
   return messages(locale).limits.refused({ taskId: task.taskId, mention: mentionOf(task.author), code, used: n(q.used), limit: n(q.limit), retryAt: utc(q.retryAt) });
-}
-
-export interface InputTooLargeNotice {
-  chars: number;
-  limit: number;
 }
 
 /** The one comment a mention longer than the agent can take gets. */

@@ -22,8 +22,6 @@ import {
   refusalReceiptText,
   repositoryDisabledReceiptText,
   tooLongReceiptText,
-  type InputTooLargeNotice,
-  type QuotaNotice,
 } from './limit-texts.js';
 
 /** The `<state>` of a receipt row's key `<taskId>:status:<state>`. */
@@ -41,10 +39,10 @@ function receiptText(task: TaskRecord, rec: CommentRecord, locale: Locale): stri
   if (isFailureReceiptState(state)) return failureReceiptText(task, state, locale);
   if (state === 'refused') {
     // A task that never runs says why, once: which refusal is told by the row's own field.
-    if (rec['quota']) return refusalReceiptText(task, rec['quota'] as QuotaNotice, locale);
-    if (rec['inputTooLarge']) return tooLongReceiptText(task, rec['inputTooLarge'] as InputTooLargeNotice, locale);
-    if (rec['nothingToStop'] === true) return nothingToStopReceiptText(task, locale);
-    if (rec['repositoryDisabled'] === true) return repositoryDisabledReceiptText(task, locale);
+    if (rec.quota) return refusalReceiptText(task, rec.quota, locale);
+    if (rec.inputTooLarge) return tooLongReceiptText(task, rec.inputTooLarge, locale);
+    if (rec.nothingToStop === true) return nothingToStopReceiptText(task, locale);
+    if (rec.repositoryDisabled === true) return repositoryDisabledReceiptText(task, locale);
   }
   if (state === NOT_PUBLISHED_NOTICE_STATE) return notPublishedReceiptText(task, locale);
   if (state === WITHHELD_PATHS_NOTICE_STATE) return withheldPathsReceiptText(task, locale);

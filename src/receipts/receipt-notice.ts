@@ -111,7 +111,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       const key = noticeKey(taskId, reason);
       if (tx.get('comments', key)) return;
       const text = isBudgetCode(reason) ? budgetNoticeText(budgetFigures(task, reason), locale) : blockedNoticeText(task, locale);
-      tx.insert('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
+      tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
     });
   }
 
@@ -127,21 +127,21 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       if (!tx.get('comments', noticeKey(taskId, 'blocked_workspace'))) return;
       const key = noticeKey(taskId, RESUMED);
       if (tx.get('comments', key)) return;
-      tx.insert('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
+      tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
     });
   }
 
   /** Pending notices; a `resumed` one after the pause notice it replaces. */
   function pending(): CommentRecord[] {
     const rows = store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.status === 'pending');
-    return [...rows.filter((r) => r['reason'] !== RESUMED), ...rows.filter((r) => r['reason'] === RESUMED)];
+    return [...rows.filter((r) => r.reason !== RESUMED), ...rows.filter((r) => r.reason === RESUMED)];
   }
 
   async function mark(rec: CommentRecord, patch: Partial<CommentRecord>, action: string, metadata: Record<string, unknown>, level?: 'alert') {
     await store.transact((tx) => {
       const cur = tx.get<CommentRecord>('comments', rec.commentKey);
       if (!cur || cur.status !== 'pending') return;
-      tx.put('comments', rec.commentKey, { ...cur, ...patch, updatedAt: now().toISOString() });
+      tx.put<CommentRecord>('comments', rec.commentKey, { ...cur, ...patch, updatedAt: now().toISOString() });
       tx.appendAudit({ action, actor: 'system:receipt_notice', taskId: rec.taskId, ...(level ? { level } : {}), commentId: patch.commentId ?? null, errorCode: patch.errorCode ?? null, metadata: { commentKey: rec.commentKey, ...metadata } });
     });
   }
@@ -158,14 +158,14 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     const task = store.get<TaskRecord>('tasks', rec.taskId);
     if (!task) return mark(rec, { status: 'failed', errorCode: 'task_missing' }, 'receipt.notice_failed', {}, 'alert');
     const receipt = store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'));
-    const text = String(rec['text'] ?? '');
+    const text = rec.text ?? '';
     if (receipt?.status === 'pending') {
       // The outbox has not posted the receipt yet: edit it once it exists.
       if (!later(rec.commentKey)) await mark(rec, { status: 'failed', errorCode: 'receipt_not_posted' }, 'receipt.notice_failed', {}, 'alert');
       return;
     }
     // The resumed note replaces the pause notice: not before that one went out (or gave up).
-    const paused = rec['reason'] === RESUMED ? store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')) : undefined;
+    const paused = rec.reason === RESUMED ? store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')) : undefined;
     if (paused?.status === 'pending') return;
     try {
       if (paused && !(receipt?.status === 'sent' && receipt.commentId !== null)) {
@@ -181,16 +181,16 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       } else if (receipt?.status === 'sent' && receipt.commentId !== null) {
         const body = options.composeReceipt?.(task.taskId) ?? `${receivedReceiptText(task, locale)}\n\n${text}\n\n${receipt.marker}`;
         await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, body);
-        await mark(rec, { status: 'sent', commentId: receipt.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: rec['reason'] });
+        await mark(rec, { status: 'sent', commentId: receipt.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: rec.reason });
         options.onReceiptEdited?.(task.taskId);
       } else {
         // No receipt to edit (it failed to post): say it in a comment of its own rather than not at all.
         const body = `${standaloneNoticeText(task, text, locale)}\n\n${formatReceiptMarker(rec.commentKey)}`;
         const posted = await gitea.createIssueComment(task.owner, task.repo, task.resource.number, body);
-        await mark(rec, { status: 'sent', commentId: posted.id, bodyHash: bodyHashOf(body) }, 'receipt.notice_posted', { reason: rec['reason'] });
+        await mark(rec, { status: 'sent', commentId: posted.id, bodyHash: bodyHashOf(body) }, 'receipt.notice_posted', { reason: rec.reason });
       }
       failures.delete(rec.commentKey);
-      log('receipt notice sent', { taskId: task.taskId, reason: rec['reason'] });
+      log('receipt notice sent', { taskId: task.taskId, reason: rec.reason });
     } catch (error) {
       const code = isGiteaError(error) ? error.code : 'notice_send_error';
       const transient = !isGiteaError(error) || ['gitea_server_error', 'gitea_network', 'gitea_timeout'].includes(error.code);
@@ -243,7 +243,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
         for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t)) await ensureNotice(t.taskId);
       }
       // An unblock whose transition came while the service was down (or before the insert was durable).
-      for (const paused of store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r['reason'] === 'blocked_workspace')) {
+      for (const paused of store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.reason === 'blocked_workspace')) {
         if (store.get('comments', noticeKey(paused.taskId, RESUMED))) continue;
         const unblocked = store.audit({ taskId: paused.taskId }).some((e) => e.fromState === 'blocked_workspace' && e.toState === 'queued');
         if (unblocked) await ensureResumed(paused.taskId);

@@ -66,7 +66,7 @@ async function ensureFailureReceipt(store: Store, taskId: string, state: string,
     if (tx.get('comments', key)) return false;
     const task = tx.get<TaskRecord>('tasks', taskId);
     if (!task || !getsFailureReceipt(task, state)) return false;
-    tx.insert('comments', key, pendingReceiptRecord(task, state, at));
+    tx.insert<CommentRecord>('comments', key, pendingReceiptRecord(task, state, at));
     return true;
   });
 }

@@ -62,9 +62,6 @@ export interface ReceiptProgress {
   drain(): Promise<void>;
 }
 
-/** The row field that holds the last edit Gitea took. */
-type ProgressRow = CommentRecord & { progress?: ProgressMemo & { final?: boolean } };
-
 /** Task states that still have a stage to show before their outcome. */
 const LIVE_STATES = TASK_STATES.filter((s) => !isTerminalTaskState(s));
 
@@ -86,11 +83,11 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
 
   function notices(taskId: string): string[] {
     const rows = store.byIndex<CommentRecord>('comments', 'taskId', taskId).filter((r) => r.kind === 'notice' && r.status !== 'failed');
-    const resumed = rows.some((r) => r['reason'] === 'resumed');
+    const resumed = rows.some((r) => r.reason === 'resumed');
     return rows
-      .filter((r) => !(resumed && r['reason'] === 'blocked_workspace'))
+      .filter((r) => !(resumed && r.reason === 'blocked_workspace'))
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
-      .map((r) => String(r['text'] ?? ''))
+      .map((r) => r.text ?? '')
       .filter((t) => t !== '');
   }
 
@@ -100,7 +97,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       .filter((r) => REPLY_KINDS.has(r.kind) && r.status === 'confirmed' && typeof r.commentId === 'number')
       .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt));
     const reply = replies.at(-1);
-    const pub = task['publish'] as { status?: string; branch?: string | null; repository?: string | null; pullRequest?: { number: number; url: string } | null } | undefined;
+    const pub = task.publish;
     const published = pub?.status === 'published' && typeof pub.branch === 'string';
     // The final transition's time, not updatedAt: later writes (archiving) must not change the text.
     const end = store.audit({ taskId: task.taskId }).filter((e) => e.toState === task.state).at(-1)?.timestamp ?? task.updatedAt;
@@ -131,15 +128,15 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     return { body: `${text}\n\n${receipt.marker}`, stage };
   }
 
-  function receiptOf(taskId: string): ProgressRow | undefined {
-    return store.get<ProgressRow>('comments', receiptCommentKey(taskId, 'received'));
+  function receiptOf(taskId: string): CommentRecord | undefined {
+    return store.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received'));
   }
 
-  async function record(receipt: ProgressRow, memo: ProgressMemo & { final: boolean }, step: AgentStep | null, edited: boolean): Promise<void> {
+  async function record(receipt: CommentRecord, memo: ProgressMemo & { final: boolean }, step: AgentStep | null, edited: boolean): Promise<void> {
     await store.transact((tx) => {
-      const cur = tx.get<ProgressRow>('comments', receipt.commentKey);
+      const cur = tx.get<CommentRecord>('comments', receipt.commentKey);
       if (!cur) return;
-      tx.put('comments', receipt.commentKey, { ...cur, progress: memo });
+      tx.put<CommentRecord>('comments', receipt.commentKey, { ...cur, progress: memo });
       if (edited) {
         tx.appendAudit({
           action: 'receipt.progress_edited',
@@ -227,7 +224,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       // unfinished tasks, and those an edit began on. Not a receipt of a task that ended before this
       // service showed progress: it is left as it was.
       for (const state of LIVE_STATES) for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) open.add(t.taskId);
-      for (const row of store.list<ProgressRow>('comments', (r) => r.kind === 'status' && (r as ProgressRow).progress !== undefined && !(r as ProgressRow).progress?.final)) {
+      for (const row of store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.progress !== undefined && !r.progress.final)) {
         open.add(row.taskId);
       }
       ticker ??= setInterval(() => {

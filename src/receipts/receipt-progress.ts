@@ -9,8 +9,9 @@
  * a duration, a token count, an error code with its fixed sentence.
  */
 import type { AgentStep } from '../domain/agent-step.js';
+import type { ProgressMemo, ProgressStage } from '../domain/record-fields.js';
 import type { TaskRecord } from '../domain/records.js';
-import { DEFAULT_LOCALE, messages, type Locale, type ProgressStage } from '../messages/catalogue.js';
+import { DEFAULT_LOCALE, messages, type Locale } from '../messages/catalogue.js';
 import { describeErrorCode, receivedReceiptText } from './receipt-text.js';
 
 const STAGE_OF_STATE: Record<string, ProgressStage> = {
@@ -133,12 +134,8 @@ export function branchWebUrl(task: Pick<TaskRecord, 'commentUrl' | 'owner' | 're
   return `${base}/src/branch/${branch.split('/').map(encodeURIComponent).join('/')}`;
 }
 
-export interface ProgressMemo {
-  /** The stage and body hash of the last edit Gitea took, and when. */
-  stage: ProgressStage;
-  bodyHash: string;
-  at: string;
-}
+// Stored on the receipt row (`CommentRecord.progress`), so declared with it (issue 34).
+export type { ProgressMemo };
 
 export type EditDecision = { kind: 'skip' } | { kind: 'wait'; ms: number } | { kind: 'edit' };
 

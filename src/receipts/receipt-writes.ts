@@ -34,7 +34,7 @@ export async function markReceiptFailed(store: Store, rec: CommentRecord, errorC
   await store.transact((tx) => {
     const cur = tx.get<CommentRecord>('comments', rec.commentKey);
     if (!cur || cur.status !== 'pending') return;
-    tx.put('comments', rec.commentKey, { ...cur, status: 'failed', errorCode, updatedAt: at.toISOString() });
+    tx.put<CommentRecord>('comments', rec.commentKey, { ...cur, status: 'failed', errorCode, updatedAt: at.toISOString() });
     tx.appendAudit({
       level: 'alert',
       action: 'receipt.failed',
@@ -51,7 +51,7 @@ export async function markReceiptSent(store: Store, rec: CommentRecord, commentI
   await store.transact((tx) => {
     const cur = tx.get<CommentRecord>('comments', rec.commentKey);
     if (!cur) return;
-    tx.put('comments', rec.commentKey, {
+    tx.put<CommentRecord>('comments', rec.commentKey, {
       ...cur,
       status: 'sent',
       commentId,
@@ -75,7 +75,7 @@ export async function recordSendIntent(store: Store, rec: CommentRecord, intent:
   return store.transact((tx) => {
     const cur = tx.get<CommentRecord>('comments', key);
     if (!cur || cur.status !== 'pending') return false;
-    tx.put('comments', key, { ...cur, bodyHash: intent.bodyHash, updatedAt: at.toISOString() });
+    tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, updatedAt: at.toISOString() });
     tx.appendAudit({
       action: 'receipt.send_intent',
       actor: 'system',

@@ -26,9 +26,9 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRecord } from '../runtime/actor-runtime.js';
-import type { CollectionName, Store, StoredRecord, Tx } from '../store/types.js';
+import type { CollectionName, Store, RecordType, Tx } from '../store/types.js';
 import { SECURITY_EVENTS, type SecurityEventRecord } from '../intake/security-events.js';
-import { archiveFinishedTasks, type ArchivedTask, type ArchivedRecordKeys } from './task-archiver.js';
+import { archiveFinishedTasks, type ArchivedRecordKeys } from './task-archiver.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -64,7 +64,7 @@ export interface SweepOptions {
 }
 
 /** Keys of hot records matching `pick`, then of archived ones (scanned in chunks, yielding between). */
-async function candidates<T extends StoredRecord>(store: Store, collection: CollectionName, pick: (r: T) => boolean, key: (r: T) => string): Promise<string[]> {
+async function candidates<T extends RecordType>(store: Store, collection: CollectionName, pick: (r: T) => boolean, key: (r: T) => string): Promise<string[]> {
   const keys = store.list<T>(collection, pick).map(key);
   let n = 0;
   for (const record of store.scanArchived<T>(collection)) {
@@ -125,11 +125,11 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
       t !== undefined &&
       isTerminalTaskState(t.state) &&
       ((taskCutoff !== null && Date.parse(t.updatedAt) <= taskCutoff) ||
-        (excerptCutoff !== null && t.state === 'rejected' && t['instructionExcerptOnly'] === true && Date.parse(t.createdAt) <= excerptCutoff));
+        (excerptCutoff !== null && t.state === 'rejected' && t.instructionExcerptOnly === true && Date.parse(t.createdAt) <= excerptCutoff));
     const tasks = await candidates<TaskRecord>(store, 'tasks', taskExpired, (t) => t.taskId);
     add(
       await inBatches(store, tasks, Math.max(1, Math.floor(batchSize / 10)), (tx, taskId) => {
-        const task = tx.get<ArchivedTask>('tasks', taskId);
+        const task = tx.get<TaskRecord>('tasks', taskId);
         if (!taskExpired(task)) return false;
         for (const t of store.byIndex<{ turnKey: string }>('turns', 'taskId', taskId)) tx.delete('turns', t.turnKey);
         for (const c of store.byIndex<{ commentKey: string }>('comments', 'taskId', taskId)) tx.delete('comments', c.commentKey);

@@ -7,6 +7,7 @@
 // page and retention can still reach its turns, comments and actors without an index.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
+import type { ArchivedRecordKeys, TaskArchiveInfo } from '../domain/record-fields.js';
 import type { CommentRecord, LeaseRecord, SessionRecord, TaskRecord } from '../domain/records.js';
 import { receiptCommentKey } from '../receipts/receipt-record.js';
 import { FAILURE_RECEIPT_STATES } from '../receipts/receipt-text.js';
@@ -20,18 +21,10 @@ export const ARCHIVED_WITH_TASK = {
   actors: 'actorId',
   webhook_deliveries: 'deliveryKey',
   comment_triggers: 'triggerKey',
-} as const satisfies Partial<Record<CollectionName, string>>;
+} as const satisfies Record<keyof ArchivedRecordKeys, string> & Partial<Record<CollectionName, string>>;
 
-export type ArchivedRecordKeys = { [C in keyof typeof ARCHIVED_WITH_TASK]: string[] };
-
-export interface TaskArchiveInfo {
-  at: string;
-  records: ArchivedRecordKeys;
-}
-
-export interface ArchivedTask extends TaskRecord {
-  archive?: TaskArchiveInfo;
-}
+// Declared with the task record (`TaskRecord.archive`, issue 34).
+export type { ArchivedRecordKeys, TaskArchiveInfo };
 
 export interface ArchiveOptions {
   archiveAfterMs: number;
@@ -72,13 +65,13 @@ function recordsOf(store: Store, task: TaskRecord): ArchivedRecordKeys {
 
 /** Archives one task inside `tx`; returns false when it is not (or no longer) archivable. */
 export function archiveTask(tx: Tx, store: Store, taskId: string, cutoff: number, at: string): boolean {
-  const task = tx.get<ArchivedTask>('tasks', taskId);
+  const task = tx.get<TaskRecord>('tasks', taskId);
   if (!task || notArchivable(store, task, cutoff) !== null) return false;
   const records = recordsOf(store, task);
   for (const [collection, list] of Object.entries(records) as Array<[keyof ArchivedRecordKeys, string[]]>) {
     for (const key of list) tx.archive(collection, key);
   }
-  tx.put('tasks', taskId, { ...task, archive: { at, records } });
+  tx.put<TaskRecord>('tasks', taskId, { ...task, archive: { at, records } });
   tx.archive('tasks', taskId);
   // The session goes too once no live task of its resource is left; a later comment reads it back.
   const session = tx.get<SessionRecord>('sessions', task.sessionKey);

@@ -54,8 +54,8 @@ export function writeChange(
 ): void {
   const prev = at.isNew ? undefined : tx.get<ActorRecord>('actors', change.actorId);
   const record = actorRecord(kind, change, taskId, persisted ?? kind.machine.getPersistedSnapshot(change.snapshot), prev?.createdAt ?? at.createdAt ?? at.now, at.now);
-  if (at.isNew) tx.insert('actors', change.actorId, record);
-  else tx.put('actors', change.actorId, record, { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' });
+  if (at.isNew) tx.insert<ActorRecord>('actors', change.actorId, record);
+  else tx.put<ActorRecord>('actors', change.actorId, record, { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' });
   kind.project?.(tx, change);
   tx.appendAudit(transitionAudit(kind, change, taskId));
 }

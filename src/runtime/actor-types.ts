@@ -41,7 +41,6 @@ export interface PersistedChange {
 }
 
 export interface ActorRecord {
-  [key: string]: unknown;
   actorId: string;
   kind: string;
   machineId: string;

@@ -24,7 +24,7 @@ import { errorText, type CodexAppServerConnection } from '../codex/jsonrpc-conne
 import type { DynamicToolCallParams } from '../codex/protocol/ts/v2/DynamicToolCallParams.js';
 import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
 import type { TurnStartParams } from '../codex/protocol/ts/v2/TurnStartParams.js';
-import { runTurn as runCodexTurn, type TurnOutcome as CodexTurnOutcome } from '../codex/run-turn.js';
+import { runTurn as runCodexTurn, type CodexTurnOutcome } from '../codex/run-turn.js';
 import { plainTurnStartParams, turnStartParams } from '../codex/thread-params.js';
 import { formatMarker, turnKeyFor } from '../domain/marker.js';
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
@@ -109,7 +109,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       if (!rec) return;
       // eventSeq only moves forward: a late write of an older count must not undo a newer one.
       const eventSeq = Math.max(rec.eventSeq, patch.eventSeq ?? 0);
-      tx.put('turns', turnKey, { ...rec, ...patch, eventSeq });
+      tx.put<TurnRecord>('turns', turnKey, { ...rec, ...patch, eventSeq });
       extra?.(tx);
     });
   }
@@ -175,9 +175,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         startedAt,
         completedAt: null,
       };
-      tx.insert('turns', turnKey, rec);
+      tx.insert<TurnRecord>('turns', turnKey, rec);
       const t = tx.get<TaskRecord>('tasks', task.taskId);
-      if (t) tx.put('tasks', task.taskId, { ...t, threadId, turnId: null });
+      if (t) tx.put<TaskRecord>('tasks', task.taskId, { ...t, threadId, turnId: null });
       tx.appendAudit({ action: 'codex.turn_start', actor: 'system:session_manager', taskId: task.taskId, metadata: { turnKey, threadId, kind: opts.kind } });
     });
 
@@ -226,7 +226,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           queue(() =>
             updateTurn(turnKey, { turnId }, (tx) => {
               const t = tx.get<TaskRecord>('tasks', task.taskId);
-              if (t) tx.put('tasks', task.taskId, { ...t, turnId });
+              if (t) tx.put<TaskRecord>('tasks', task.taskId, { ...t, turnId });
             }),
           );
           queue(async () => {

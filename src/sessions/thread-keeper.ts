@@ -88,7 +88,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
     const created = await store.transact((tx) => {
       const at = now().toISOString();
       const existing = tx.get<SessionRecord>('sessions', task.sessionKey);
-      if (!existing) tx.insert('sessions', task.sessionKey, newSessionRecord(task, options.hostRef ?? 'gitea-main', at));
+      if (!existing) tx.insert<SessionRecord>('sessions', task.sessionKey, newSessionRecord(task, options.hostRef ?? 'gitea-main', at));
       return runtime.createInTx(tx, SESSION_KIND, actorId, { sessionKey: task.sessionKey }, { by: 'system:session_manager' });
     });
     created.start();

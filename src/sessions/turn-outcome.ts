@@ -2,16 +2,13 @@
 // the gitea tool, and did it ask the user something. Every gitea-mcp generation's comment tool is
 // recognised: `create_issue_comment {index}` (old) and `issue_write {method:"add_comment",
 // index|issue_number}` (new). The verifier, not this, decides whether the comment really landed.
+import type { CommentCall } from '../domain/records.js';
 import type { ThreadItem } from '../codex/protocol/ts/v2/ThreadItem.js';
 import { GITEA_MCP_SERVER_NAME } from '../codex/thread-params.js';
 import { WAITING_USER_SENTINEL } from './developer-instructions.js';
 
-export interface CommentCall {
-  tool: string;
-  index: number | null;
-  accepted: boolean;
-  error: string | null;
-}
+// The turn record's field (domain/records.ts), found here.
+export type { CommentCall };
 
 function asRecord(v: unknown): Record<string, unknown> | null {
   if (typeof v === 'string') {

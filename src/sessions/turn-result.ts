@@ -1,17 +1,13 @@
 // What a finished (or stopped, or failed) Codex turn means for the task, its turn record and its
 // session — decided from data alone; session-manager.ts does the writing.
 import type { SessionEvent } from '../../machines/session.js';
-import type { TurnOutcome as CodexTurnOutcome } from '../codex/run-turn.js';
+import type { CodexTurnOutcome } from '../codex/run-turn.js';
 import type { TurnRecord } from '../domain/records.js';
+import type { TurnOutcome } from '../domain/turn-outcome.js';
 import { FINAL_TURN_ERRORS } from './session-error.js';
-import { findCommentCall, requestedQuestionsText, waitingUserQuestion, type CommentCall } from './turn-outcome.js';
+import { findCommentCall, requestedQuestionsText, waitingUserQuestion } from './turn-outcome.js';
 
-export type TurnOutcome =
-  | { kind: 'replied'; turnKey: string; turnId: string; finalMessage: string | null; commentCall: CommentCall }
-  | { kind: 'no_comment'; turnKey: string; turnId: string; finalMessage: string | null }
-  | { kind: 'waiting_user'; turnKey: string; turnId: string; question: string; commentCall: CommentCall | null }
-  | { kind: 'failed'; turnKey: string; turnId: string | null; errorCode: string; retryable: boolean }
-  | { kind: 'interrupted'; turnKey: string; turnId: string };
+export type { TurnOutcome };
 
 /** Why a turn was stopped from our side; `limit:<code>`: a per-task budget (src/usage/) ran out. */
 export type StopReason = 'interrupt' | 'timeout' | `limit:${string}`;

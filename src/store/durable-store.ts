@@ -18,6 +18,7 @@ import {
   type CollectionName,
   type Store,
   type StoreStats,
+  type RecordType,
   type StoredRecord,
   type Tx,
 } from './types.js';
@@ -158,12 +159,12 @@ export class DurableStore implements Store {
     this.#releaseLock?.();
   }
 
-  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined {
+  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined {
     this.#assertReadable();
     return this.#state.get(collection, key) as T | undefined;
   }
 
-  list<T extends StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
+  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
     this.#assertReadable();
     const matching = this.#state.collection(collection).entries.valuesWhere(filter ? ({ record }) => filter(record as T) : () => true);
     const out: T[] = [];
@@ -171,16 +172,16 @@ export class DurableStore implements Store {
     return out;
   }
 
-  byIndex<T extends StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
+  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
     this.#assertReadable();
     const indexed = this.#state.collection(collection).byIndex(field, value);
     if (indexed) return indexed as T[];
     // No index configured for this field: a scan gives the same answer, only slower.
     const wanted = String(value);
-    return this.list<T>(collection, (r) => {
+    return this.list<StoredRecord>(collection, (r) => {
       const v = r[field];
       return (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') && String(v) === wanted;
-    });
+    }) as T[];
   }
 
   count(collection: CollectionName): number {
@@ -193,13 +194,13 @@ export class DurableStore implements Store {
     return this.#cold.count(collection);
   }
 
-  *scanArchived<T extends StoredRecord>(collection: CollectionName): Generator<T> {
+  *scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): Generator<T> {
     this.#assertReadable();
     for (const record of this.#cold.scan(collection)) yield record as T;
   }
 
   /** Every record of a collection with its key: the hot ones in insertion order, then the archived ones. */
-  *entries<T extends StoredRecord>(collection: CollectionName): Generator<[key: string, record: T, archived: boolean]> {
+  *entries<T extends RecordType = StoredRecord>(collection: CollectionName): Generator<[key: string, record: T, archived: boolean]> {
     this.#assertReadable();
     for (const [key, entry] of [...this.#state.collection(collection).entries.entries()].sort((a, b) => a[1].ord - b[1].ord)) yield [key, entry.record as T, false];
     for (const [key, record] of this.#cold.scanWithKeys(collection)) yield [key, record as T, true];

@@ -16,6 +16,7 @@ import {
   type AuditEventInput,
   type CollectionName,
   type PutOptions,
+  type RecordType,
   type StoredRecord,
   type Tx,
 } from './types.js';
@@ -65,7 +66,7 @@ export class Transaction implements Tx {
     this.#nextAuditSeq = state.audit.lastSeq + 1;
   }
 
-  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined {
+  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined {
     this.#assertOpen();
     assertCollection(collection);
     const overlay = this.#overlay.get(collection);
@@ -95,14 +96,14 @@ export class Transaction implements Tx {
     return false;
   }
 
-  insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
+  insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): T {
     if (this.get(collection, key) !== undefined) throw new UniqueViolationError(collection, key);
     // Absent from the overlay and from both tiers of the state: applying it supersedes nothing.
     if (!this.#overlay.get(collection)?.has(key)) this.#fresh.add(`${collection}\u0000${key}`);
     return this.#write(collection, key, record);
   }
 
-  put<T extends StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): T {
+  put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): T {
     const current = this.get(collection, key);
     if (options.expectVersion === undefined) return this.#write(collection, key, record);
     const field = options.versionField ?? 'version';
@@ -245,7 +246,7 @@ export class Transaction implements Tx {
     this.#finished = true;
   }
 
-  #write<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T {
+  #write<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): T {
     if (typeof key !== 'string' || key === '') throw new TypeError(`${collection}: key must be a non-empty string`);
     if (record === null || typeof record !== 'object' || Array.isArray(record)) {
       throw new TypeError(`${collection}: a record must be a plain object`);

@@ -34,6 +34,14 @@ export type CollectionName = (typeof COLLECTIONS)[number];
 /** Any stored record: a plain JSON object. */
 export type StoredRecord = Record<string, unknown>;
 
+/**
+ * What the typed accessors (`get<T>`, `put<T>` …) take and hand back: a record's own interface. Record
+ * interfaces declare every field they hold and nothing else (issue 34: an index signature let any field
+ * be written and read unchecked), and TypeScript does not let an interface without one stand where
+ * `Record<string, unknown>` is asked — so the bound is `object`, and the store sees a StoredRecord inside.
+ */
+export type RecordType = object;
+
 export interface AuditEventInput {
   taskId?: string | null;
   action: string;
@@ -79,13 +87,13 @@ export interface PutOptions {
 }
 
 export interface Tx {
-  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined;
+  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined;
   /** Whether `get` would find the key; for an archived record without reading it (only its key, on disk). */
   has(collection: CollectionName, key: string): boolean;
   /** Unique insert: throws `UniqueViolationError` when the key exists. */
-  insert<T extends StoredRecord>(collection: CollectionName, key: string, record: T): T;
+  insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): T;
   /** Upsert, optionally compare-and-swap (throws `VersionConflictError`). Returns the stored record. */
-  put<T extends StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): T;
+  put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): T;
   delete(collection: CollectionName, key: string): void;
   /**
    * Moves the record (as of this transaction) to the cold tier: it leaves memory and `list`,
@@ -119,17 +127,17 @@ export interface Store {
   /** Flush and close; after this every call rejects. */
   close(): Promise<void>;
   /** A hot or archived record (an archived one is read from disk). */
-  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined;
+  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined;
   /** All hot (not archived) records of a collection, optionally filtered. Order: insertion order. */
-  list<T extends StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[];
+  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[];
   /** Hot records whose `field` equals `value`, through a maintained secondary index (see `indexes` option). */
-  byIndex<T extends StoredRecord>(collection: CollectionName, field: string, value: string | number): T[];
+  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): T[];
   /** Hot records of a collection. */
   count(collection: CollectionName): number;
   /** Archived records of a collection. */
   archivedCount(collection: CollectionName): number;
   /** Every archived record of a collection, read from disk one at a time (no particular order). */
-  scanArchived<T extends StoredRecord>(collection: CollectionName): Iterable<T>;
+  scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): Iterable<T>;
   /** Archived events come from disk, recent ones from memory; the result is in seq order either way. */
   audit(query?: AuditQuery): AuditEvent[];
   /** Runs fn synchronously; applies atomically; resolves once durable. Rejects with the thrown error (nothing applied) or with `StoreUnavailableError`. */

@@ -1,6 +1,7 @@
+import type { TaskRecord } from '../domain/records.js';
 import type { Tx } from '../store/types.js';
 import type { ActorKind, PersistedChange } from '../runtime/actor-runtime.js';
-import { TASK_MACHINE_VERSION, taskMachine, type TaskContext } from '../../machines/task-lifecycle.js';
+import { TASK_MACHINE_VERSION, taskMachine, type TaskContext, type TaskState } from '../../machines/task-lifecycle.js';
 
 export const TASK_KIND = 'task';
 
@@ -28,14 +29,14 @@ export function taskKind(machine: typeof taskMachine = taskMachine): ActorKind<t
 
 function projectTask(tx: Tx, change: PersistedChange): void {
   const ctx = change.snapshot.context as TaskContext;
-  const task = tx.get<Record<string, unknown>>('tasks', ctx.taskId);
+  const task = tx.get<TaskRecord>('tasks', ctx.taskId);
   if (!task) throw new Error(`task record ${ctx.taskId} missing for ${change.actorId}`);
-  tx.put(
+  tx.put<TaskRecord>(
     'tasks',
     ctx.taskId,
     {
       ...task,
-      state: change.toState,
+      state: change.toState as TaskState,
       attempt: ctx.attempt,
       replyAttempt: ctx.replyAttempt,
       errorCode: ctx.errorCode,

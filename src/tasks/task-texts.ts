@@ -16,7 +16,6 @@ export const TASK_TEXTS = 'task_texts' as const;
 export const INLINE_TEXT_LIMIT = 4096;
 
 export interface TaskTextRecord {
-  [k: string]: unknown;
   key: string;
   taskId: string;
   text: string;
@@ -52,7 +51,7 @@ export function taskWithExcerptOnly(task: TaskRecord): TaskRecord {
   return { ...task, instruction: excerpt, instructionExcerptOnly: true, instructionLength: length, instructionSha256: sha256 };
 }
 
-type FollowUp = NonNullable<TaskRecord['followUps']>[number] & { bodyRef?: string };
+type FollowUp = NonNullable<TaskRecord['followUps']>[number];
 
 function storeOnce(tx: Tx, key: string, taskId: string, text: string, at: string): void {
   if (tx.get(TASK_TEXTS, key) === undefined) tx.insert<TaskTextRecord>(TASK_TEXTS, key, { key, taskId, text, createdAt: at });
@@ -86,15 +85,15 @@ export function followUpWithTextStoredOnce(tx: Tx, taskId: string, entry: Follow
 
 /** The task with its instruction and follow-up bodies whole (read back from `task_texts`). */
 export function withFullTexts(store: Pick<Store, 'get'>, task: TaskRecord): TaskRecord {
-  const full = (ref: unknown, inline: string): string => {
+  const full = (ref: string | undefined, inline: string): string => {
     if (typeof ref !== 'string') return inline;
     return store.get<TaskTextRecord>(TASK_TEXTS, ref)?.text ?? inline;
   };
-  const hasRefs = typeof task['instructionRef'] === 'string' || (task.followUps ?? []).some((f) => typeof (f as FollowUp).bodyRef === 'string');
+  const hasRefs = typeof task.instructionRef === 'string' || (task.followUps ?? []).some((f) => typeof f.bodyRef === 'string');
   if (!hasRefs) return task;
   return {
     ...task,
-    instruction: full(task['instructionRef'], task.instruction),
-    ...(task.followUps ? { followUps: task.followUps.map((f) => ({ ...f, body: full((f as FollowUp).bodyRef, f.body) })) } : {}),
+    instruction: full(task.instructionRef, task.instruction),
+    ...(task.followUps ? { followUps: task.followUps.map((f) => ({ ...f, body: full(f.bodyRef, f.body) })) } : {}),
   };
 }

@@ -27,7 +27,6 @@ export interface RateLimitView {
 
 /** `control` record `provider_hold`. */
 export interface ProviderHoldRecord {
-  [k: string]: unknown;
   key: typeof PROVIDER_HOLD_KEY;
   /** ISO time until which nothing new is claimed; null = no hold. */
   heldUntil: string | null;

@@ -38,7 +38,7 @@ function day(tx: Pick<Tx, 'get'>, scope: UsageScope, subject: string, at: Date):
 
 function bump(tx: Tx, scope: UsageScope, subject: string, at: Date, field: 'tasks' | 'refused'): void {
   const cur = day(tx, scope, subject, at);
-  tx.put('usage', cur.key, { ...cur, [field]: cur[field] + 1, updatedAt: at.toISOString() });
+  tx.put<UsageDayRecord>('usage', cur.key, { ...cur, [field]: cur[field] + 1, updatedAt: at.toISOString() });
 }
 
 export function createQuotaCheck(options: { limits: UsageLimits }): QuotaPort {

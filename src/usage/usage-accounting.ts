@@ -115,7 +115,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
     const day = utcDay(at);
     const key = dayKey(day, scope, subject);
     const cur = tx.get<UsageDayRecord>('usage', key) ?? emptyDay(day, scope, subject, at);
-    tx.put('usage', key, { ...fn(cur), updatedAt: at.toISOString() });
+    tx.put<UsageDayRecord>('usage', key, { ...fn(cur), updatedAt: at.toISOString() });
   }
 
   return {
@@ -164,7 +164,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
       const at = now();
       const usage: TurnUsage = { ...m.tokens, model: info.model, wallMs: info.wallMs, diff: m.diff };
       const turn = tx.get<TurnRecord>('turns', turnKey);
-      if (turn) tx.put('turns', turnKey, { ...turn, usage });
+      if (turn) tx.put<TurnRecord>('turns', turnKey, { ...turn, usage });
       const t = tx.get<TaskRecord>('tasks', task.taskId);
       if (t) {
         const prev = taskUsageOf(t);
@@ -175,7 +175,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
           diffBytes: prev.diffBytes + (m.diff?.bytes ?? 0),
           model: info.model ?? prev.model,
         };
-        tx.put('tasks', task.taskId, { ...t, usage: next });
+        tx.put<TaskRecord>('tasks', task.taskId, { ...t, usage: next });
       }
       const turnCounts: UsageCounts = {
         ...ZERO_COUNTS,

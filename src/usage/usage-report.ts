@@ -46,7 +46,7 @@ export function usageReport(store: Pick<Store, 'byIndex'>, now: Date, days = 7):
 
 /** Per-repository overrides, for the limits view. */
 export function repoOverrides(store: Pick<Store, 'list'>): RepoLimitsRecord[] {
-  return store.list<RepoLimitsRecord>('usage', (r) => typeof r['repoKey'] === 'string' && String(r['key']).startsWith('limits:'));
+  return store.list<RepoLimitsRecord>('usage', (r) => typeof r.repoKey === 'string' && String(r.key).startsWith('limits:'));
 }
 
 export function limitsView(global: UsageLimits, store: Pick<Store, 'list'>): Record<string, unknown> {

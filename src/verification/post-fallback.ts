@@ -88,7 +88,7 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
     const commentId = existing.first.id;
     await store.transact((tx) => {
       const cur = tx.get<CommentRecord>('comments', key);
-      if (cur) tx.put('comments', key, { ...cur, status: cur.status === 'confirmed' ? 'confirmed' : 'sent', commentId, updatedAt: new Date().toISOString() });
+      if (cur) tx.put<CommentRecord>('comments', key, { ...cur, status: cur.status === 'confirmed' ? 'confirmed' : 'sent', commentId, updatedAt: new Date().toISOString() });
       tx.appendAudit({ action: 'reply.fallback_adopted', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey } });
     });
     return { posted: true, commentId };
@@ -132,14 +132,14 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   } catch (error) {
     await store.transact((tx) => {
       const cur = tx.get<CommentRecord>('comments', key);
-      if (cur) tx.put('comments', key, { ...cur, status: 'failed', errorCode: verificationErrorCodeOf(error), updatedAt: new Date().toISOString() });
+      if (cur) tx.put<CommentRecord>('comments', key, { ...cur, status: 'failed', errorCode: verificationErrorCodeOf(error), updatedAt: new Date().toISOString() });
       tx.appendAudit(fallbackFailedAudit(input, error));
     });
     throw error;
   }
   await store.transact((tx) => {
     const cur = tx.get<CommentRecord>('comments', key);
-    if (cur) tx.put('comments', key, { ...cur, status: 'sent', commentId, updatedAt: new Date().toISOString() });
+    if (cur) tx.put<CommentRecord>('comments', key, { ...cur, status: 'sent', commentId, updatedAt: new Date().toISOString() });
     tx.appendAudit({ action: 'reply.fallback_result', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey, ok: true } });
   });
   return { posted: true, commentId };

@@ -170,13 +170,13 @@ describe('git goes to CCWEB_GITEA_URL only; repositories follow Gitea by id; git
   it('a renamed/transferred repository is found by its id: cloned from its new name, the record notes the move', async () => {
     const asked: number[] = [];
     const { threads, record, audit } = await runPrepare({ owner: 'oldowner', name: 'oldname', repoId: 42 } as never, async (r) => {
-      asked.push(Number(r['repoId']));
+      asked.push(Number(r.repoId));
       return { owner: 'newowner', name: 'renamed' };
     });
     expect(asked).toEqual([42]);
     // The workspace keeps its place (the record's key), its contents come from the new name.
     expect(existsSync(path.join(threads[0]!, 'README.md'))).toBe(true);
-    expect(record['currentFullName']).toBe('newowner/renamed');
+    expect(record.currentFullName).toBe('newowner/renamed');
     expect(audit.find((e) => e.action === 'repository.moved')?.metadata).toMatchObject({ from: 'oldowner/oldname', to: 'newowner/renamed' });
     expect(attacker.requests).toEqual([]);
   });
@@ -184,7 +184,7 @@ describe('git goes to CCWEB_GITEA_URL only; repositories follow Gitea by id; git
   it('a failing clone leaves its redacted git error on the task and in the audit', async () => {
     const { task, audit, threads } = await runPrepare({ owner: 'nobody', name: 'missing' });
     expect(threads).toEqual([]);
-    const lastGitError = task['lastGitError'] as { code: string; message: string; at: string } | undefined;
+    const lastGitError = task.lastGitError;
     expect(lastGitError?.code).toBe('git_failed');
     expect(lastGitError?.message).toMatch(/not found|repository|fatal/i);
     expect(lastGitError?.message.length).toBeLessThanOrEqual(500);

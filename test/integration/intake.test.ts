@@ -751,7 +751,7 @@ describe('409: a repository disabled by an operator gets no task', () => {
       });
     const first = mention(7601);
     expect(await harness.post(first.body, first.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
-    const notices = () => harness.store.list<CommentRecord>('comments').filter((r) => r['repositoryDisabled'] === true);
+    const notices = () => harness.store.list<CommentRecord>('comments').filter((r) => r.repositoryDisabled === true);
     expect(notices()).toHaveLength(1);
     const noticeTask = task(harness, notices()[0]!.taskId);
     expect(noticeTask).toMatchObject({ state: 'rejected', resourceKey: 'default:alice/widgets:issue:7' });

@@ -27,6 +27,8 @@ const REPO_KEY = 'default:acme/widget';
 const LEASE = { repoKey: REPO_KEY, leaseId: 'lease-1', owner: 'worker-1', expiresAt: NOW + 60_000 };
 
 type WsResult = Awaited<ReturnType<WorkspacePort['prepare']>>;
+/** The executor reads an outcome's kind and its step's fields, never the comment call: the fakes leave it out. */
+type FakeOutcome = { [K in TurnOutcome['kind']]: Omit<Extract<TurnOutcome, { kind: K }>, 'commentCall'> }[TurnOutcome['kind']];
 
 interface Script {
   workspace?: WsResult;
@@ -34,7 +36,7 @@ interface Script {
   threadError?: string | null;
   /** ensureThread fails only from this call on (1-based); earlier calls succeed. */
   threadErrorFromCall?: number;
-  outcome?: TurnOutcome | ((kind: 'normal' | 'reply_retry') => TurnOutcome);
+  outcome?: FakeOutcome | ((kind: 'normal' | 'reply_retry') => FakeOutcome);
   verification?: VerificationResult | ((runReplyRetryTurn: () => Promise<{ ok: boolean }>) => Promise<VerificationResult>);
   interruptConfirmed?: boolean;
   /** Runs during the normal turn (e.g. an operator's ABORT). */
@@ -43,7 +45,7 @@ interface Script {
   /** Events the task actor is created with after ACCEPT (default: CLAIM → preparing). */
   startEvents?: TaskEvent[];
   /** Records to insert with the task (prior turns, actor records). */
-  seed?: Array<{ collection: 'turns' | 'actors'; key: string; value: Record<string, unknown> }>;
+  seed?: Array<{ collection: 'turns' | 'actors'; key: string; value: object }>;
   replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
   interruptThrows?: boolean;
   workspaceThrows?: boolean;
@@ -177,8 +179,8 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
       };
       await store.transact((tx) => tx.insert('turns', turnKey, turn));
       if (options.kind === 'normal') await script.duringTurn?.();
-      const o = script.outcome ?? { kind: 'replied', turnKey, turnId: turn.turnId, finalMessage: 'done' };
-      return typeof o === 'function' ? o(options.kind) : o;
+      const o = script.outcome ?? { kind: 'replied', turnKey, turnId: turn.turnId!, finalMessage: 'done' };
+      return (typeof o === 'function' ? o(options.kind) : o) as TurnOutcome;
     },
     async interrupt() {
       calls.interrupt += 1;
@@ -795,7 +797,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme-org', name: 'gadget' }]);
     const repo = w.store.get<RepositoryRecord>('repositories', REPO_KEY)!;
-    expect(repo['currentFullName']).toBe('acme-org/gadget');
+    expect(repo.currentFullName).toBe('acme-org/gadget');
     // The record keeps its key and name: only where it lives on Gitea moves.
     expect(repo).toMatchObject({ repoKey: REPO_KEY, owner: 'acme', name: 'widget' });
     const moved = w.store.audit({}).filter((e) => e.action === 'repository.moved');
@@ -808,7 +810,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     const w = await world({ currentRepository: async () => ({ owner: 'acme', name: 'widget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme', name: 'widget' }]);
-    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
     expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
@@ -816,7 +818,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     const w = await world({ currentRepository: async () => ({ owner: 'Acme', name: 'Widget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'Acme', name: 'Widget' }]);
-    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
     expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
@@ -825,7 +827,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
       const w = await world({ currentRepository });
       await w.run();
       expect(w.calls.prepareCurrent).toEqual([undefined]);
-      expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!['currentFullName']).toBeUndefined();
+      expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
       expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
       expect(w.record().state).toBe('succeeded');
       await cleanups.pop()!();

@@ -4,7 +4,7 @@
 // covered by test/integration/session-manager.test.ts.
 import { describe, expect, it } from 'vitest';
 import { CodexRpcError } from '../../src/codex/jsonrpc-connection.js';
-import type { TurnOutcome as CodexTurnOutcome } from '../../src/codex/run-turn.js';
+import type { CodexTurnOutcome } from '../../src/codex/run-turn.js';
 import type { TurnRecord } from '../../src/domain/records.js';
 import { keyedLock } from '../../src/sessions/keyed-lock.js';
 import { SessionError, threadFailure, turnErrorCode } from '../../src/sessions/session-error.js';

@@ -13,7 +13,7 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DurableStore, type CommitReplicator, type DurableStoreStats, type StoreOptions } from '../durable-store.js';
-import { StoreError, type AuditEvent, type AuditQuery, type CollectionName, type Store, type StoredRecord, type Tx } from '../types.js';
+import { StoreError, type AuditEvent, type AuditQuery, type CollectionName, type RecordType, type Store, type StoredRecord, type Tx } from '../types.js';
 import { describeDatabase } from './database-url.js';
 import { JournalCorruptionError } from '../journal-files.mjs';
 import { isConnectionFailure, LogWriter, type LogWriterOptions, type NodeStatus } from './log-writer.js';
@@ -179,15 +179,15 @@ export class PostgresStore implements Store {
     await this.#writer.close();
   }
 
-  get<T extends StoredRecord>(collection: CollectionName, key: string): T | undefined {
+  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined {
     return this.#replica.get<T>(collection, key);
   }
 
-  list<T extends StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
+  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
     return this.#replica.list<T>(collection, filter);
   }
 
-  byIndex<T extends StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
+  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
     return this.#replica.byIndex<T>(collection, field, value);
   }
 
@@ -199,7 +199,7 @@ export class PostgresStore implements Store {
     return this.#replica.archivedCount(collection);
   }
 
-  scanArchived<T extends StoredRecord>(collection: CollectionName): Iterable<T> {
+  scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): Iterable<T> {
     return this.#replica.scanArchived<T>(collection);
   }
 
