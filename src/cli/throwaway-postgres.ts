@@ -308,7 +308,9 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
         '# throwaway PostgreSQL (src/cli/throwaway-postgres.ts)',
         `port = ${port}`,
         `listen_addresses = '127.0.0.1'`,
-        `unix_socket_directories = '${dataDir}'`,
+        // TCP only: a unix socket's path must fit 107 bytes, which a test run's nested temporary
+        // folders exceed (every client here connects to 127.0.0.1 anyway).
+        `unix_socket_directories = ''`,
         // Durability is what the store is tested for: never trade it for speed here.
         'fsync = on',
         'synchronous_commit = on',

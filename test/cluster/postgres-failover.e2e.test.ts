@@ -7,6 +7,8 @@
 // Replay answered by B is a duplicate; a follow-up on B's node is answered although the Codex
 // thread lives in A's home.
 //
+// In test/cluster/: CI runs it on Node 24 only, like test/chaos (no API here differs between versions).
+//
 // Fault injection (the only double): the git wrapper of the publish environment holds the first
 // clone (`holdGit`), so A dies with the task in `preparing`.
 import { randomUUID } from 'node:crypto';
