@@ -7,6 +7,8 @@
 // run) and from TypeScript through tsx (as `npm start` from a checkout runs it). Beside them, the same
 // run's floors: `node -e 0` (spawn to exit) and the real gitea-mcp alone (spawn, initialize,
 // tools/list), which every gate also starts. Rounds rotate the order, so load drifts alike on all.
+// Then BENCH_CONCURRENT (8) compiled gates started at once, before and after, as 8 threads starting
+// together do (0 skips it).
 // No assertions: medians, p90 and ratios in the same run (machines are noisy). BENCH_ROUNDS: rounds (12).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -19,6 +21,7 @@ import { REAL_GITEA_MCP_PATH } from '../test/support/real-gitea-mcp.js';
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const BASE = process.env['BENCH_GATE_BASE'] ?? '87de11f';
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 12);
+const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 8);
 const HOST = 'http://127.0.0.1:9'; // gitea-mcp asks Gitea nothing before a tool call
 
 const work = mkdtempSync(join(tmpdir(), 'ccweb-bench-gate-'));
@@ -164,6 +167,20 @@ async function main() {
       `${mode}: tools/list answered after ${a.list.toFixed(0)} ms against ${b.list.toFixed(0)} ms before (${(a.list / b.list).toFixed(2)}×); ` +
         `after is ${(a.list / (node.list + child.list)).toFixed(2)}× Node's start plus gitea-mcp's, before was ${(b.list / (node.list + child.list)).toFixed(2)}×`,
     );
+  }
+  if (CONCURRENT > 0) {
+    out.push('', `| ${CONCURRENT} compiled gates started at once (3 rounds) | tools/list answered, median (slowest) |`, '|---|---:|');
+    const compiledVariants = variants.filter(([l]) => l.startsWith('gate') && l.endsWith('compiled'));
+    const together = new Map<string, number[]>(compiledVariants.map(([l]) => [l, []]));
+    for (let round = 0; round < 3; round++) {
+      for (const [label, run] of round % 2 ? [...compiledVariants].reverse() : compiledVariants) {
+        const ts = await Promise.all(Array.from({ length: CONCURRENT }, () => run()));
+        together.get(label)!.push(...ts.map((t) => t.toolsList));
+      }
+    }
+    for (const [label, ts] of together) out.push(`| ${label} | ${median(ts).toFixed(0)} ms (${Math.max(...ts).toFixed(0)}) |`);
+    const [b, a] = [...together.values()];
+    out.push('', `${CONCURRENT} at once: after ${median(a!).toFixed(0)} ms against ${median(b!).toFixed(0)} ms before (${(median(a!) / median(b!)).toFixed(2)}×)`);
   }
   process.stdout.write(`${out.join('\n')}\nload average at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}\n`);
 }
