@@ -8,7 +8,9 @@
 // run's floors: `node -e 0` (spawn to exit) and the real gitea-mcp alone (spawn, initialize,
 // tools/list), which every gate also starts. Rounds rotate the order, so load drifts alike on all.
 // Then BENCH_CONCURRENT (8) compiled gates started at once, before and after, as 8 threads starting
-// together do (0 skips it).
+// together do (0 skips it). Last, what a thread start costs with each: Codex `thread/start` on a real
+// app-server of our own (gitea-mcp `required`, so it answers once the MCP server has listed its tools),
+// with gitea-mcp direct (the floor bench:task uses), the gate before, and the gate after (BENCH_THREADS, 8 each).
 // No assertions: medians, p90 and ratios in the same run (machines are noisy). BENCH_ROUNDS: rounds (12).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -16,12 +18,16 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transformSync } from 'esbuild';
+import { CodexAppServerConnection } from '../src/codex/jsonrpc-connection.js';
+import { threadStartParams } from '../src/codex/thread-params.js';
 import { REAL_GITEA_MCP_PATH } from '../test/support/real-gitea-mcp.js';
+import { writeCodexHome } from '../test/support/scripted-model/index.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const BASE = process.env['BENCH_GATE_BASE'] ?? '87de11f';
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 12);
 const CONCURRENT = Number(process.env['BENCH_CONCURRENT'] ?? 8);
+const THREADS = Number(process.env['BENCH_THREADS'] ?? 8);
 const HOST = 'http://127.0.0.1:9'; // gitea-mcp asks Gitea nothing before a tool call
 
 const work = mkdtempSync(join(tmpdir(), 'ccweb-bench-gate-'));
@@ -122,6 +128,7 @@ async function main() {
     CCWEB_GATE_STATE_DIR: stateDir,
     CCWEB_GATE_CHILD: JSON.stringify({ command: REAL_GITEA_MCP_PATH, args: ['-t', 'stdio', '-host', HOST] }),
   });
+  const gateScopeEnv = { CCWEB_GATE_SCOPE: gateEnv().CCWEB_GATE_SCOPE!, CCWEB_GATE_STATE_DIR: stateDir, CCWEB_GATE_CHILD: gateEnv().CCWEB_GATE_CHILD! };
   const before = gitFiles();
   const after = currentFiles();
   const variants: [string, () => Promise<Start>][] = [
@@ -181,6 +188,37 @@ async function main() {
     for (const [label, ts] of together) out.push(`| ${label} | ${median(ts).toFixed(0)} ms (${Math.max(...ts).toFixed(0)}) |`);
     const [b, a] = [...together.values()];
     out.push('', `${CONCURRENT} at once: after ${median(a!).toFixed(0)} ms against ${median(b!).toFixed(0)} ms before (${(median(a!) / median(b!)).toFixed(2)}×)`);
+  }
+  if (THREADS > 0) {
+    const cwd = join(work, 'thread-cwd');
+    mkdirSync(cwd);
+    const codexHome = join(work, 'codex-home');
+    writeCodexHome(codexHome, { port: 9, model: 'fake-model' }); // thread/start asks the model nothing
+    const conn = new CodexAppServerConnection({ cwd, requestTimeoutMs: 60_000, extraEnv: { CODEX_HOME: codexHome } });
+    await conn.start();
+    const entryOf = (label: string) => join(work, label.replace(/\W+/g, '-'), 'entry.mjs');
+    const starts: [string, { command: string; args?: string[]; extraEnv?: Record<string, string> }][] = [
+      ['thread/start, gitea-mcp direct (floor)', { command: REAL_GITEA_MCP_PATH }],
+      [`thread/start, gate before (${BASE}), compiled`, { command: process.execPath, args: [entryOf(`gate before (${BASE}, MCP SDK), compiled`)], extraEnv: gateScopeEnv }],
+      ['thread/start, gate after (relay), compiled', { command: process.execPath, args: [entryOf('gate after (relay), compiled')], extraEnv: gateScopeEnv }],
+    ];
+    const thread = new Map<string, number[]>(starts.map(([l]) => [l, []]));
+    try {
+      for (let round = -1; round < THREADS; round++) {
+        for (let i = 0; i < starts.length; i++) {
+          const [label, mcp] = starts[(i + Math.max(round, 0)) % starts.length]!;
+          const t0 = performance.now();
+          await conn.request('thread/start', threadStartParams({ cwd, giteaMcp: { ...mcp, giteaUrl: HOST, token: 'bench-token' } }), { timeoutMs: 60_000 });
+          if (round >= 0) thread.get(label)!.push(performance.now() - t0);
+        }
+      }
+    } finally {
+      await conn.close({ graceMs: 2_000, termMs: 2_000 }).catch(() => undefined);
+    }
+    out.push('', `| Codex thread/start on one app-server (${THREADS} each, +1 warm-up) | median (p90) |`, '|---|---:|');
+    for (const [label, ts] of thread) out.push(`| ${label} | ${median(ts).toFixed(0)} ms (${p90(ts).toFixed(0)}) |`);
+    const [floor, b, a] = [...thread.values()].map(median);
+    out.push('', `thread/start with the gate: after ${a!.toFixed(0)} ms (${(a! / floor!).toFixed(1)}× gitea-mcp direct) against ${b!.toFixed(0)} ms before (${(b! / floor!).toFixed(1)}×)`);
   }
   process.stdout.write(`${out.join('\n')}\nload average at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}\n`);
 }
