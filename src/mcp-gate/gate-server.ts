@@ -114,6 +114,8 @@ export async function runGate(cfg: GateEnv): Promise<void> {
     });
     process.stdin.on('end', resolve);
     process.stdin.on('close', resolve);
+    // Codex gone while an answer is written (EPIPE): end as on the end of its input, not by a crash.
+    process.stdout.on('error', () => resolve());
   });
   // The child gone (crashed, killed): the thread's tools are gone too; Codex sees the server end.
   await Promise.race([stdinEnded, child.closed]);
