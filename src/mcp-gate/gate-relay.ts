@@ -161,7 +161,8 @@ export function createRelay(deps: RelayDeps): Relay {
       case 'tools/list':
         return send(rpcResult(id, { tools: narrowTools(deps.childTools, scope, view()) }));
       case 'tools/call': {
-        if (typeof p.name !== 'string' || (p.arguments !== undefined && !isObject(p.arguments))) {
+        // `arguments` absent or null (a tool without parameters) is none; anything but an object is refused.
+        if (typeof p.name !== 'string' || (p.arguments !== undefined && p.arguments !== null && !isObject(p.arguments))) {
           return send(rpcError(id, RPC.invalidParams, 'Invalid params: tools/call takes {"name": string, "arguments": object}'));
         }
         const key = JSON.stringify(id);

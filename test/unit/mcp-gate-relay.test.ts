@@ -191,6 +191,21 @@ describe('the relay: what Codex may send', () => {
     ]);
   });
 
+  it('arguments null or absent are none: a tool without parameters is forwarded with none', async () => {
+    const { relay, sent, forwarded, line } = relayWith();
+    relay.receive(line(call(1, 'get_gitea_mcp_server_version', null)));
+    relay.receive(line(call(2, 'get_gitea_mcp_server_version')));
+    await relay.settled();
+    expect(forwarded).toEqual([
+      { name: 'get_gitea_mcp_server_version', args: {} },
+      { name: 'get_gitea_mcp_server_version', args: {} },
+    ]);
+    expect(sent.map((m) => [m.id, m.result?.isError ?? false])).toEqual([
+      [1, false],
+      [2, false],
+    ]);
+  });
+
   it('a child that fails or answers something that is not a tool result: a tool error, recorded as failed', async () => {
     const answers: (() => Promise<unknown>)[] = [async () => ({ content: 'not a list' }), async () => 'text', async () => Promise.reject(new Error('MCP error -32001: Request timed out'))];
     const { relay, sent, line, calls } = relayWith(() => answers.shift()!());
