@@ -4,18 +4,17 @@
 //
 // Start-up: the child is started and initialised first, so a gitea-mcp that fails or hangs at start
 // fails the gate's own `initialize` (Codex reports an MCP start failure for the thread, as before).
-// Every tools/call is decided, forwarded or refused, and written to the thread's calls file.
+// Every tools/call is decided, forwarded or refused, and written to the thread's calls file
+// (gate-relay.ts). Node builtins only (issue 33): the MCP SDK, zod and ajv took 1–17 s to load under
+// load before the gate could answer; the relay frames JSON-RPC lines itself (jsonrpc-lines.ts).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { appendGateCall, appendOwnComment, readGateTask, readOwnComments, type GateCallLine } from './gate-files.js';
-import { allowedSummary, createdCommentId, decideCall, forwardedArguments, narrowTools, type GateScope, type McpTool } from './gate-policy.js';
+import { ChildPeer } from './child-peer.js';
+import { CODEX_LINE_MAX_BYTES, createRelay, GATE_SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS } from './gate-relay.js';
+import type { GateScope, McpTool } from './gate-policy.js';
+import { LineSplitter } from './jsonrpc-lines.js';
 
-export const GATE_SERVER_NAME = 'ccweb-gitea-gate';
+export { GATE_SERVER_NAME };
 
 export interface GateEnv {
   scope: GateScope;
@@ -48,11 +47,31 @@ export function gateEnvFrom(env: NodeJS.ProcessEnv): GateEnv {
   };
 }
 
-function refusal(text: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text }] };
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The child's handshake, as the SDK's Client did it: initialize, its version checked, then every page of tools/list. */
+async function startChild(child: ChildPeer): Promise<{ tools: McpTool[]; version: string | undefined }> {
+  const init = await child.request('initialize', { protocolVersion: SUPPORTED_PROTOCOL_VERSIONS[0], capabilities: {}, clientInfo: { name: GATE_SERVER_NAME, version: '1' } });
+  if (!isObject(init) || typeof init.protocolVersion !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(init.protocolVersion)) {
+    throw new Error(`gitea-mcp's protocol version is not supported: ${isObject(init) ? String(init.protocolVersion) : 'no initialize result'}`);
+  }
+  child.notify('notifications/initialized');
+  const tools: McpTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await child.request('tools/list', cursor ? { cursor } : {});
+    if (!isObject(page) || !Array.isArray(page.tools)) throw new Error('gitea-mcp answered tools/list without a tools list');
+    for (const t of page.tools) {
+      if (!isObject(t) || typeof t.name !== 'string' || !isObject(t.inputSchema)) throw new Error('gitea-mcp listed a tool without a name or an inputSchema');
+      tools.push(t as McpTool);
+    }
+    cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
+  } while (cursor);
+  const info = init.serverInfo;
+  return { tools, version: isObject(info) && typeof info.version === 'string' ? info.version : undefined };
 }
 
-/** Runs the gate until Codex closes its stdin. */
+/** Runs the gate until Codex closes its stdin (or the child ends). */
 export async function runGate(cfg: GateEnv): Promise<void> {
   const { scope, stateDir } = cfg;
   // The child sees the Gitea host and token and the few variables a Go binary needs; nothing else
@@ -63,117 +82,42 @@ export async function runGate(cfg: GateEnv): Promise<void> {
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const childEnv: Record<string, string> = { GITEA_HOST: cfg.giteaHost, GITEA_ACCESS_TOKEN: cfg.token, HOME: home };
   for (const k of ['PATH', 'TMPDIR', 'SSL_CERT_FILE', 'SSL_CERT_DIR']) if (process.env[k]) childEnv[k] = process.env[k]!;
-  const transport = new StdioClientTransport({ command: cfg.child.command, args: cfg.child.args, env: childEnv, stderr: 'inherit' });
-  const child = new Client({ name: GATE_SERVER_NAME, version: '1' }, { capabilities: {} });
-  const started = (async () => {
-    await child.connect(transport);
-    const tools: McpTool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await child.listTools(cursor ? { cursor } : {});
-      tools.push(...(page.tools as McpTool[]));
-      cursor = page.nextCursor;
-    } while (cursor);
-    return tools;
-  })();
+  const child = new ChildPeer(cfg.child.command, cfg.child.args, childEnv);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`gitea-mcp (${cfg.child.command}) did not answer initialize and tools/list within ${cfg.childStartTimeoutMs} ms`)), cfg.childStartTimeoutMs);
   });
-  let childTools: McpTool[];
+  let started: Awaited<ReturnType<typeof startChild>>;
   try {
-    childTools = await Promise.race([started, timeout]);
+    // Codex's `initialize` is read only after this: a child that fails or hangs fails the gate's start.
+    started = await Promise.race([startChild(child), timeout]);
   } catch (err) {
     // Never leave the child behind (it would also hold the stderr Codex reads).
-    await transport.close().catch(() => undefined);
+    await child.close().catch(() => undefined);
     throw err;
   } finally {
     clearTimeout(timer);
   }
-  const childInfo = child.getServerVersion();
 
-  const server = new Server({ name: GATE_SERVER_NAME, version: childInfo?.version ?? 'unknown' }, { capabilities: { tools: {} } });
-  const memory = new Map<string, Set<number>>(); // taskId → comments created through this process
-  const view = () => {
-    const task = readGateTask(stateDir);
-    const own = new Set(readOwnComments(stateDir, task.taskId));
-    for (const id of (task.taskId && memory.get(task.taskId)) || []) own.add(id);
-    return { taskId: task.taskId, extra: task.extra, ownComments: own };
-  };
-  const record = (line: Omit<GateCallLine, 'at'>): boolean => {
-    try {
-      appendGateCall(stateDir, { at: new Date().toISOString(), ...line });
-      return true;
-    } catch (err) {
-      process.stderr.write(`ccweb-gitea gate: could not write the call log: ${String(err)}\n`);
-      return false;
-    }
-  };
-  let calls = 0;
-
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: narrowTools(childTools, scope, view()) as never }));
-  server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    const v = view();
-    const tool = req.params.name;
-    const decision = decideCall(tool, req.params.arguments, scope, v);
-    if (!decision.allow) {
-      record({ taskId: v.taskId, tool: tool.slice(0, 80), method: decision.method, place: decision.place, outcome: 'refused', reason: decision.reason });
-      return refusal(`ccweb-gitea refused ${tool}${decision.method ? ` ${decision.method}` : ''}: ${decision.reason}. ${allowedSummary(scope, v)}`);
-    }
-    // Nothing reaches Gitea unrecorded: the intent is written first, and a call whose intent cannot be
-    // written (a full disk) is refused.
-    const callId = `${process.pid}-${++calls}`;
-    if (!record({ taskId: v.taskId, tool, method: decision.method, place: decision.place, outcome: 'started', callId })) {
-      return refusal(`ccweb-gitea refused ${tool}: the service cannot record calls right now, so none is forwarded; try again later`);
-    }
-    const t0 = Date.now();
-    try {
-      const result = (await child.callTool({ name: tool, arguments: forwardedArguments(req.params.arguments, scope, decision.rule) })) as CallToolResult;
-      const failed = result.isError === true;
-      let createdCommentIdValue: number | null = null;
-      if (!failed && ((tool === 'issue_write' && decision.method === 'add_comment') || tool === 'create_issue_comment')) {
-        createdCommentIdValue = createdCommentId(result);
-        if (createdCommentIdValue !== null && v.taskId !== null) {
-          const set = memory.get(v.taskId) ?? new Set<number>();
-          set.add(createdCommentIdValue);
-          memory.set(v.taskId, set);
-          try {
-            appendOwnComment(stateDir, v.taskId, createdCommentIdValue);
-          } catch {
-            // kept in memory for this process
-          }
-        }
-      }
-      record({
-        taskId: v.taskId,
-        tool,
-        method: decision.method,
-        place: decision.place,
-        outcome: failed ? 'failed' : 'forwarded',
-        callId,
-        ...(failed ? { reason: resultText(result).slice(0, 300) } : {}),
-        ...(createdCommentIdValue !== null ? { createdCommentId: createdCommentIdValue } : {}),
-        durationMs: Date.now() - t0,
-      });
-      return result;
-    } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      record({ taskId: v.taskId, tool, method: decision.method, place: decision.place, outcome: 'failed', callId, reason: reason.slice(0, 300), durationMs: Date.now() - t0 });
-      return refusal(`gitea-mcp failed: ${reason.slice(0, 300)}`);
-    }
+  const relay = createRelay({
+    scope,
+    stateDir,
+    childTools: started.tools,
+    childVersion: started.version,
+    callChild: (name, args) => child.request('tools/call', { name, arguments: args }),
+    send: (line) => void process.stdout.write(`${line}\n`),
   });
-
-  const closed = new Promise<void>((resolve) => {
-    server.onclose = () => resolve();
-    // The child gone (crashed, killed): the thread's tools are gone too; Codex sees the server end.
-    child.onclose = () => resolve();
+  const lines = new LineSplitter(CODEX_LINE_MAX_BYTES);
+  const stdinEnded = new Promise<void>((resolve) => {
+    process.stdin.on('data', (chunk: Buffer) => {
+      for (const frame of lines.push(chunk)) relay.receive(frame);
+    });
+    process.stdin.on('end', resolve);
+    process.stdin.on('close', resolve);
+    // Codex gone while an answer is written (EPIPE): end as on the end of its input, not by a crash.
+    process.stdout.on('error', () => resolve());
   });
-  await server.connect(new StdioServerTransport());
-  process.stdin.on('end', () => void server.close());
-  await closed;
+  // The child gone (crashed, killed): the thread's tools are gone too; Codex sees the server end.
+  await Promise.race([stdinEnded, child.closed]);
   await child.close().catch(() => undefined);
-}
-
-function resultText(result: CallToolResult): string {
-  return (result.content ?? []).map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join(' ');
 }

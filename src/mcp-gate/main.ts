@@ -1,6 +1,6 @@
 // The gate process (src/mcp-gate/gate-server.ts), started through entry.mjs, which hands over the
 // environment it was started with (the token included) after taking the token out of process.env.
-// Imports only the gate and the MCP SDK, so it starts in well under a second.
+// Imports only the gate and node builtins, so it starts about as fast as Node itself.
 import { gateEnvFrom, runGate } from './gate-server.js';
 
 export async function main(env: NodeJS.ProcessEnv): Promise<never> {

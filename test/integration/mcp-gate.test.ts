@@ -2,6 +2,9 @@
 // spoken to over stdio as Codex speaks to it: what it offers, what it forwards, what it refuses, what
 // lands on Gitea, and the calls file the service audits. A child that never answers `initialize` is
 // `sleep` (the real binary answers at once, so it cannot produce that fault).
+// The last test speaks to the gate over its raw stdio (no MCP SDK client), to send what a client
+// library never would: unparsable lines, a batch, a line over the gate's 8 MB bound.
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -164,5 +167,53 @@ describe('the gate in front of the real gitea-mcp [real gitea-mcp]', () => {
     await expect(connectGate({ stateDir: stateDirFor('gate-4'), number: 1, timeoutMs: 1_500, child: { command: '/bin/sh', args: ['-c', 'exec sleep 30'] } })).rejects.toThrow();
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
     expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('over its real stdio, malformed lines are answered with errors, ids kept, a line over 8 MB skipped, and the gate goes on serving', async () => {
+    const stateDir = stateDirFor('gate-raw');
+    mkdirSync(stateDir, { recursive: true });
+    writeGateTask(stateDir, { taskId: 'gitea-task-gate-raw', extra: [] });
+    const launch = gateLaunch({ childCommand: REAL_GITEA_MCP_PATH, childArgs: ['-t', 'stdio', '-host', g.url], giteaUrl: g.url, token: g.users.bot.token, scope: { owner: g.owner, repo: g.repo, number: g.issueNumber }, stateDir });
+    const gate = spawn(launch.command, launch.args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...launch.env }, stdio: ['pipe', 'pipe', 'ignore'] });
+    const answers: any[] = [];
+    let buf = '';
+    const waiters: (() => void)[] = [];
+    gate.stdout.on('data', (d: Buffer) => {
+      buf += d.toString('utf8');
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) !== -1) {
+        answers.push(JSON.parse(buf.slice(0, nl)));
+        buf = buf.slice(nl + 1);
+        waiters.splice(0).forEach((w) => w());
+      }
+    });
+    const until = async (n: number) => {
+      while (answers.length < n) await new Promise<void>((r) => waiters.push(r));
+    };
+    try {
+      const w = (s: string) => gate.stdin.write(`${s}\n`);
+      w(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+      w('{"jsonrpc":"2.0","id":1,"method":');
+      w(JSON.stringify([{ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'issue_write', arguments: { method: 'add_comment', owner: g.owner, repo: g.repo, index: g.issueNumber, body: 'batched' } } }]));
+      w(JSON.stringify({ jsonrpc: '2.0', id: 'big', method: 'tools/call', params: { name: 'issue_write', arguments: { method: 'add_comment', owner: g.owner, repo: g.repo, index: g.issueNumber, body: 'x'.repeat(9 * 1024 * 1024) } } }));
+      w(JSON.stringify({ jsonrpc: '2.0', id: 'r', method: 'resources/list' }));
+      w(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }));
+      await until(6);
+      expect(answers.map((a) => [a.id, a.error?.code ?? 'result'])).toEqual([
+        [0, 'result'],
+        [null, -32700],
+        [null, -32600],
+        ['big', -32600],
+        ['r', -32601],
+        [3, 'result'],
+      ]);
+      expect(answers[5].result.tools.map((t: any) => t.name)).toContain('issue_write');
+      // Neither the batched nor the oversized answer reached Gitea, and nothing was recorded.
+      expect((await g.comments(g.issueNumber)).some((c: any) => /batched|xxxx/.test(c.body))).toBe(false);
+      expect(() => readFileSync(join(stateDir, 'calls.jsonl'), 'utf8')).toThrow();
+    } finally {
+      gate.stdin.end();
+      await new Promise((r) => gate.once('exit', r));
+    }
   });
 });
