@@ -3,11 +3,11 @@
 // `transition`), not by comparing the constants: a guard that counts differently in either machine
 // (`<=` for `<`, a literal instead of the constant) makes the two numbers below differ.
 import { describe, expect, it } from 'vitest';
-import { initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject } from 'xstate';
+import { initialTransition, transition, type AnyMachineSnapshot, type AnyEventObject, type AnyStateMachine } from 'xstate';
 import { MAX_REPLY_RETRIES, taskMachine } from '../../machines/task-lifecycle.js';
 import { REPLY_VERIFIER_INVOKE_IDS, REPLY_VERIFIER_MAX_RETRIES, replyVerifierMachine } from '../../machines/reply-verifier.js';
 
-const step = (machine: AnyStateMachine, s: AnyMachineSnapshot, e: EventObject) => transition(machine, s, e)[0] as AnyMachineSnapshot;
+const step = (machine: AnyStateMachine, s: AnyMachineSnapshot, e: AnyEventObject) => transition(machine, s, e)[0] as AnyMachineSnapshot;
 
 /** How many retry turns the verifier asks for while its query keeps finding nothing, before the fallback. */
 function verifierRetryTurns(): number {
@@ -15,7 +15,7 @@ function verifierRetryTurns(): number {
   let s = initialTransition(replyVerifierMachine, input)[0] as AnyMachineSnapshot;
   let turns = 0;
   for (let i = 0; i < 10 && s.value === 'querying'; i++) {
-    s = step(replyVerifierMachine, s, { type: `xstate.done.actor.${REPLY_VERIFIER_INVOKE_IDS.query}`, output: { found: false } } as EventObject);
+    s = step(replyVerifierMachine, s, { type: `xstate.done.actor.${REPLY_VERIFIER_INVOKE_IDS.query}`, output: { found: false } });
     if (s.value !== 'awaiting_retry_turn') break;
     turns += 1;
     s = step(replyVerifierMachine, s, { type: 'RETRY_TURN_DONE' });
@@ -51,14 +51,14 @@ describe('the reply-retry limit has one owner (issue 34)', () => {
 
   it('after a confirmed question the next verified turn has its own retry turn again (the verifier counts per turn)', () => {
     let s = initialTransition(taskMachine, { taskId: 't' })[0] as AnyMachineSnapshot;
-    const events: EventObject[] = [
+    const events: AnyEventObject[] = [
       { type: 'ACCEPT' }, { type: 'CLAIM', leaseId: 'l' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_WAITING_USER' },
-      { type: 'REPLY_MISSING', retryAt: 1 } as EventObject, { type: 'RETRY_DUE', leaseId: 'l' } as EventObject,
-      { type: 'TURN_REPLIED', publish: false } as EventObject, { type: 'REPLY_CONFIRMED' },
-      { type: 'USER_REPLIED' }, { type: 'CLAIM', leaseId: 'l2' } as EventObject, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' },
+      { type: 'REPLY_MISSING', retryAt: 1 }, { type: 'RETRY_DUE', leaseId: 'l' },
+      { type: 'TURN_REPLIED', publish: false }, { type: 'REPLY_CONFIRMED' },
+      { type: 'USER_REPLIED' }, { type: 'CLAIM', leaseId: 'l2' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' },
     ];
     for (const e of events) s = step(taskMachine, s, e);
     expect(s.value).toBe('verifying_reply');
-    expect(step(taskMachine, s, { type: 'REPLY_MISSING', retryAt: 1 } as EventObject).value).toBe('retry_wait');
+    expect(step(taskMachine, s, { type: 'REPLY_MISSING', retryAt: 1 }).value).toBe('retry_wait');
   });
 });
