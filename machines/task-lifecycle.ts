@@ -216,11 +216,13 @@ export const taskMachine = setup({
     releaseLeaseRef: assign({ leaseId: null }),
     recordAsking: assign({ asking: true }),
     /**
-     * The question is on Gitea: the task waits, without its lease, and its reply-retry count starts
-     * again — the answer after the user's reply is a new verified turn with its own one retry turn
-     * (as the reply verifier counts them: one verifier per turn).
+     * The question is on Gitea: the task waits, without its lease. Its reply-retry count is the task's
+     * (§8: one reply-retry turn per task), so a question that used it leaves none for the answer after
+     * the user's reply: that one goes straight to the REST fallback if it goes missing. (Starting the count
+     * again here would make every question a cycle back to an unused retry: the model tests' cycle-free
+     * paths of this machine grow from ~28 000 to ~760 000.)
      */
-    waitForUser: assign({ asking: false, leaseId: null, replyAttempt: 0 }),
+    waitForUser: assign({ asking: false, leaseId: null }),
     recordStop: assign({ stoppedBy: ({ event }) => (event as { by?: string }).by ?? null }),
     recordFallback: assign({
       mcpFailureReason: ({ context, event }) =>

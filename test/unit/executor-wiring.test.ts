@@ -364,8 +364,8 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     expect(w.calls.runTurn[1]!.replyRetryPrompt).toBe('ask again: final 1 <!-- ccweb taskId=task-1 turnKey=task-1:1 -->');
     expect(states).toEqual(['verifying_reply', 'verifying_reply']);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED_VIA_FALLBACK']);
-    // Waiting: no lease, the fallback's reason kept, the reply-retry count free again for the answer to come.
-    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, mcpFailureReason: 'mcp_reply_missing', replyAttempt: 0, attempt: 0 });
+    // Waiting: no lease, the fallback's reason kept, the task's one reply retry used, its execution retry not.
+    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, mcpFailureReason: 'mcp_reply_missing', replyAttempt: 1, attempt: 0 });
   });
 
   it('a question that cannot be confirmed on Gitea → REPLY_FAILED → failed_reply with the verifier\'s code: the task never waits on a question nobody sees', async () => {

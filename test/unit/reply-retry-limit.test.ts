@@ -49,7 +49,7 @@ describe('the reply-retry limit has one owner (issue 34)', () => {
     expect(REPLY_VERIFIER_MAX_RETRIES).toBe(MAX_REPLY_RETRIES);
   });
 
-  it('after a confirmed question the next verified turn has its own retry turn again (the verifier counts per turn)', () => {
+  it('the count is the task\'s (§8): a question that used its retry turn leaves none for the answer after the user\'s reply', () => {
     let s = initialTransition(taskMachine, { taskId: 't' })[0] as AnyMachineSnapshot;
     const events: AnyEventObject[] = [
       { type: 'ACCEPT' }, { type: 'CLAIM', leaseId: 'l' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_WAITING_USER' },
@@ -59,6 +59,6 @@ describe('the reply-retry limit has one owner (issue 34)', () => {
     ];
     for (const e of events) s = step(taskMachine, s, e);
     expect(s.value).toBe('verifying_reply');
-    expect(step(taskMachine, s, { type: 'REPLY_MISSING', retryAt: 1 }).value).toBe('retry_wait');
+    expect(step(taskMachine, s, { type: 'REPLY_MISSING', retryAt: 1 }).value).toBe('verifying_reply');
   });
 });

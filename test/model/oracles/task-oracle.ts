@@ -12,8 +12,8 @@
  * aborting takes neither (it is already stopping); and issue 30: a question to the user is verified on
  * Gitea like an answer — §5.6's `running → waiting_user` (Codex's waiting signal) goes through
  * `verifying_reply` first, with its one retry turn, and only a confirmed question (by the agent or the
- * REST fallback) makes the task wait, without its lease; the answer that follows the user's reply is a
- * new verified turn with its own one retry turn (§5.4.3 counts per turn). The §5.6 table has no
+ * REST fallback) makes the task wait, without its lease; the one reply_retry (§8: per task) a question
+ * used is used for the answer that follows the user's reply too. The §5.6 table has no
  * `verifying_reply → waiting_user`: issue 30 extends it (README "Decisions").
  *
  * To add a state: add it to STATES and give it a `case` in `next` (and redirect the rule that enters it).
@@ -102,7 +102,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
   const stops = (x: AnyEventObject) => x.type === 'CANCEL' || x.type === 'ABORT';
   const stopNow = (): TaskSpecState => to('cancelled', { stoppedBy: ev.by! });
   const stopInFlight = (): TaskSpecState => to('aborting', { stoppedBy: ev.by! });
-  const waitForUser = (): TaskSpecState => to('waiting_user', { asking: false, leaseId: null, replyAttempt: 0 });
+  const waitForUser = (): TaskSpecState => to('waiting_user', { asking: false, leaseId: null });
   switch (s.state) {
     case 'received': // §5.6: the webhook adapter's verdict
       if (e.type === 'ACCEPT') return to('queued');
@@ -143,7 +143,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       if (stops(e)) return stopInFlight();
       return null;
     case 'verifying_reply': // reply verifier result; one reply retry only (§5.4)
-      // Issue 30: a confirmed question makes the task wait (lease released, next turn's retry free again).
+      // Issue 30: a confirmed question makes the task wait (lease released).
       if (e.type === 'REPLY_CONFIRMED') return s.asking ? waitForUser() : to('succeeded');
       // §5.6: succeeded_with_rest_fallback keeps the original MCP reply failure (a question waiting too).
       if (e.type === 'REPLY_CONFIRMED_VIA_FALLBACK') {
