@@ -28,7 +28,7 @@ export const MAX_EXECUTION_RETRIES = 1;
 /**
  * … and at most one reply-retry turn per verified turn (§5.4.3, §8 "仅 1 次"). The one owner of that
  * rule (issue 34): the reply verifier counts its retry turns against this same constant
- * (machines/reply-verifier.ts), and test/unit/reply-retry-limit.test.ts walks both machines to check
+ * (machines/reply-verifier.ts), and test/unit/machines-reply-retry-limit.test.ts walks both machines to check
  * they allow the same number.
  */
 export const MAX_REPLY_RETRIES = 1;

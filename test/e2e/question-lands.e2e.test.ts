@@ -105,7 +105,7 @@ describe('a question lands on Gitea before the task waits [real gitea-mcp]', () 
     // the REST fallback posts the question.
     expect(d.turns.filter((t) => t.kind === 'normal')).toHaveLength(1);
     expect(JSON.stringify(d.audit)).toContain('interrupted_by_restart');
-  });
+  }, 240_000);
 
   it('kill -9 while the question is read back from Gitea (verifying_reply, not running): after the restart the verification resumes — no second execution attempt, the question lands once, the task waits', async () => {
     // The REAL Gitea is paused (SIGSTOP) the moment the agent's turn ends asking its question, so the
@@ -152,7 +152,7 @@ describe('a question lands on Gitea before the task waits [real gitea-mcp]', () 
     const asked = await botCommentsOf(issue, taskId);
     expect(asked).toHaveLength(1);
     expect(asked[0]!.body).toContain('Which browser does the flaky login test fail in?');
-  });
+  }, 240_000);
 
   it('the agent never posts it: the REST fallback posts the question text, then the task waits; the user\'s answer resumes it', async () => {
     const { issue, taskId } = await ask('Stabilise signup', '@ccweb-bot I have a question (forget-always): can you make the signup test stable?');
