@@ -13,12 +13,17 @@
  * their done/error events (`xstate.done.actor.<id>`, `xstate.error.actor.<id>`) are stable.
  */
 import { assign, fromPromise, setup } from 'xstate';
+import { MAX_REPLY_RETRIES } from './task-lifecycle.js';
 
 export const REPLY_VERIFIER_MACHINE_ID = 'replyVerifier';
 export const REPLY_VERIFIER_MACHINE_VERSION = 1;
 
-/** At most one reply_retry turn per task turn (§5.4 step 3). */
-export const REPLY_VERIFIER_MAX_RETRIES = 1;
+/**
+ * At most one reply_retry turn per task turn (§5.4 step 3): the task machine's `MAX_REPLY_RETRIES`, the
+ * one owner of that rule (issue 34) — the task machine accepts as many REPLY_MISSING for a turn as this
+ * machine asks for retry turns (test/unit/machines-reply-retry-limit.test.ts walks both).
+ */
+export const REPLY_VERIFIER_MAX_RETRIES: number = MAX_REPLY_RETRIES;
 
 /** Invoke ids: the suffix of the done/error events of each invoke. */
 export const REPLY_VERIFIER_INVOKE_IDS = {

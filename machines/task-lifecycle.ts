@@ -6,9 +6,12 @@ import { assign, setup } from 'xstate';
  * The states and the (from, to) pairs are exactly the table of spec §5.6, with additions the table
  * lacks: `verifying_reply → succeeded_with_rest_fallback`, the outcome of the REST fallback of
  * §5.4.4 (the reply verifier confirmed a comment the service posted itself), and change delivery
- * (issue 14): `running → publishing → verifying_reply | failed`, and stops in every non-terminal
+ * (issue 14): `running → publishing → verifying_reply | failed`, stops in every non-terminal
  * state (issue 29): `retry_wait → cancelled`, `preparing | publishing | verifying_reply → aborting`
- * (CANCEL and ABORT alike: work in flight is stopped; work not started is cancelled). No other pair exists;
+ * (CANCEL and ABORT alike: work in flight is stopped; work not started is cancelled), and a question
+ * verified like an answer (issue 30): `running → verifying_reply → waiting_user` — a turn that asks the
+ * user something is `asking`, and only once its question is confirmed on Gitea does the task wait
+ * (the table's direct `running → waiting_user` is gone: nobody may wait on a question nobody sees). No other pair exists;
  * `test/unit/task-lifecycle-table.test.ts` checks that against the table written out by hand.
  *
  * The machine is purely event-driven: the webhook adapter, scheduler, workspace and session managers
@@ -22,7 +25,12 @@ export const TASK_MACHINE_VERSION = 1;
 
 /** §8: at most one execution retry (auth failure, interruption, app-server failure) … */
 export const MAX_EXECUTION_RETRIES = 1;
-/** … and at most one reply-retry turn. */
+/**
+ * … and at most one reply-retry turn per verified turn (§5.4.3, §8 "仅 1 次"). The one owner of that
+ * rule (issue 34): the reply verifier counts its retry turns against this same constant
+ * (machines/reply-verifier.ts), and test/unit/machines-reply-retry-limit.test.ts walks both machines to check
+ * they allow the same number.
+ */
 export const MAX_REPLY_RETRIES = 1;
 
 export const TASK_STATES = [
@@ -74,6 +82,15 @@ export interface TaskContext {
   mcpFailureReason: string | null;
   leaseId: string | null;
   stoppedBy: string | null;
+  /**
+   * The turn being verified asked the user something (issue 30): once it is confirmed on Gitea the task
+   * waits for the user instead of succeeding. Set by TURN_WAITING_USER, kept through the question's
+   * retry turn (retry_wait → running → verifying_reply), cleared when the task waits. Absent (not
+   * asking) in the initial context, so a snapshot written before issue 30 means the same thing now and
+   * the queued snapshot the compact intake format encodes (src/store/derived/intake-accept-v1.mjs) is
+   * unchanged: no new machine version or migration is needed for it.
+   */
+  asking?: boolean;
 }
 
 export interface TaskInput {
@@ -157,6 +174,7 @@ export const taskMachine = setup({
     canRetryExecution: ({ context, event }) =>
       context.attempt < MAX_EXECUTION_RETRIES && (event as { retryable?: boolean }).retryable !== false,
     canRetryReply: ({ context }) => context.replyAttempt < MAX_REPLY_RETRIES,
+    isAsking: ({ context }) => context.asking === true,
     publishesFirst: ({ event }) => (event as { publish?: boolean }).publish === true,
     resumesAtPreparing: ({ context }) => context.retryTarget === 'preparing',
     resumesAtRunning: ({ context }) => context.retryTarget === 'running',
@@ -196,6 +214,15 @@ export const taskMachine = setup({
     }),
     recordLease: assign({ leaseId: ({ event }) => (event as { leaseId?: string }).leaseId ?? null }),
     releaseLeaseRef: assign({ leaseId: null }),
+    recordAsking: assign({ asking: true }),
+    /**
+     * The question is on Gitea: the task waits, without its lease. Its reply-retry count is the task's
+     * (§8: one reply-retry turn per task), so a question that used it leaves none for the answer after
+     * the user's reply: that one goes straight to the REST fallback if it goes missing. (Starting the count
+     * again here would make every question a cycle back to an unused retry: the model tests' cycle-free
+     * paths of this machine grow from ~28 000 to ~760 000.)
+     */
+    waitForUser: assign({ asking: false, leaseId: null }),
     recordStop: assign({ stoppedBy: ({ event }) => (event as { by?: string }).by ?? null }),
     recordFallback: assign({
       mcpFailureReason: ({ context, event }) =>
@@ -206,7 +233,7 @@ export const taskMachine = setup({
 }).createMachine({
   id: TASK_MACHINE_ID,
   description:
-    'One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST) and change delivery: running → publishing → verifying_reply | failed.',
+    'One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST), change delivery: running → publishing → verifying_reply | failed, and a question verified like an answer: running → verifying_reply → waiting_user (asking).',
   initial: 'received',
   context: ({ input }) => ({
     taskId: input.taskId,
@@ -256,7 +283,8 @@ export const taskMachine = setup({
       description: 'A Codex turn is in flight on the resource thread.',
       on: {
         TURN_REPLIED: [{ guard: 'publishesFirst', target: 'publishing' }, { target: 'verifying_reply' }],
-        TURN_WAITING_USER: { target: 'waiting_user', actions: 'releaseLeaseRef' },
+        // Beyond §5.6 (issue 30): a question is verified on Gitea before the task waits on it.
+        TURN_WAITING_USER: { target: 'verifying_reply', actions: 'recordAsking' },
         TURN_FAILED: retryOnceOrFail('recordRetry'),
         CANCEL: abort,
         ABORT: abort,
@@ -287,10 +315,14 @@ export const taskMachine = setup({
     },
     verifying_reply: {
       tags: ['holdsLease', 'abortedByStop', 'resumable'],
-      description: 'The agent posted its answer through gitea-mcp; reading Gitea back to prove it landed.',
+      description:
+        'The agent posted its answer (or, asking, its question to the user) through gitea-mcp; reading Gitea back to prove it landed. A confirmed question makes the task wait for the user.',
       on: {
-        REPLY_CONFIRMED: 'succeeded',
-        REPLY_CONFIRMED_VIA_FALLBACK: { target: 'succeeded_with_rest_fallback', actions: 'recordFallback' },
+        REPLY_CONFIRMED: [{ guard: 'isAsking', target: 'waiting_user', actions: 'waitForUser' }, { target: 'succeeded' }],
+        REPLY_CONFIRMED_VIA_FALLBACK: [
+          { guard: 'isAsking', target: 'waiting_user', actions: ['recordFallback', 'waitForUser'] },
+          { target: 'succeeded_with_rest_fallback', actions: 'recordFallback' },
+        ],
         REPLY_MISSING: { guard: 'canRetryReply', target: 'retry_wait', actions: 'recordReplyRetry' },
         REPLY_FAILED: { target: 'failed_reply', actions: 'recordError' },
         CANCEL: abort,
@@ -401,8 +433,8 @@ export function taskEventCases(): TaskEvent[] {
   ];
 }
 
-/** Exactly the context the guards read (bounded): the retry counters and the resume target. */
+/** Exactly the context the guards read (bounded): the retry counters, the resume target, whether asking. */
 export function serializeTaskForGraph(snapshot: { value: unknown; context: TaskContext }): string {
-  const { attempt, replyAttempt, retryTarget } = snapshot.context;
-  return JSON.stringify([snapshot.value, attempt, replyAttempt, retryTarget]);
+  const { attempt, replyAttempt, retryTarget, asking } = snapshot.context;
+  return JSON.stringify([snapshot.value, attempt, replyAttempt, retryTarget, asking === true]);
 }

@@ -5,7 +5,7 @@ import type { TurnOutcome } from '../domain/turn-outcome.js';
 import { sameRepoKey } from '../domain/repository-identity.js';
 import type { HeldLease, TaskExecutor } from '../scheduler/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
-import { taskStatesWith, type TaskEvent } from '../../machines/task-lifecycle.js';
+import { taskStatesWith, type TaskContext, type TaskEvent } from '../../machines/task-lifecycle.js';
 
 /** What the executor needs from the workspace manager (src/workspace). */
 export interface WorkspacePort {
@@ -217,8 +217,11 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     const followUp = t.followUps?.at(-1);
     const priorIsForThisInput = prior !== undefined && (!followUp || Date.parse(followUp.at) < Date.parse(prior.startedAt));
     // The prior turn asked the user something and the task never got to wait (a restart during the
-    // question's verification): verify that question again (idempotent by marker), never re-ask it.
-    if (prior && priorIsForThisInput && isQuestion(prior)) return askUser(t, prior, signal);
+    // question's retry turn): verify that question again (idempotent by marker), never re-ask it.
+    if (prior && priorIsForThisInput && isQuestion(prior)) {
+      await send(t.taskId, { type: 'TURN_WAITING_USER' });
+      return;
+    }
     // Interrupted during verification (e.g. a restart mid reply-retry turn): the agent already
     // answered once; go back to verification instead of running the whole instruction again.
     const liveVerifier = store
@@ -250,15 +253,11 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         // A turn without a comment call is a missing reply: verification decides (retry, then REST).
         await send(t.taskId, replied);
         return;
-      case 'waiting_user': {
-        // The question must be on Gitea before the task waits on it, like an answer (issue 30).
-        const asked = store.get<TurnRecord>('turns', outcome.turnKey);
-        if (!asked) {
-          await send(t.taskId, { type: 'FAIL', errorCode: 'turn_record_missing' });
-          return;
-        }
-        return askUser(t, asked, signal);
-      }
+      case 'waiting_user':
+        // The question must be on Gitea before the task waits on it, like an answer (issue 30): the
+        // machine verifies it first (verifying_reply, asking) and waits only once it is confirmed.
+        await send(t.taskId, { type: 'TURN_WAITING_USER' });
+        return;
       case 'failed':
         await failStep(t.taskId, 'TURN_FAILED', outcome.errorCode, outcome.retryable);
         return;
@@ -288,47 +287,6 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     });
   }
 
-  /**
-   * The agent asked the user something: the question goes through the answer's verification (read
-   * back with this turn's marker; one retry turn that re-posts it; then the REST fallback posts the
-   * question's text) and only once it is on Gitea does the task wait for the user. The task machine
-   * has no path from `verifying_reply` to `waiting_user`, so the task stays `running` (it holds its
-   * lease) while its turn's verifier works, and the retry turn runs on that lease without the
-   * reply-retry events of an answer; the verifier bounds it to one as for an answer. A question that
-   * cannot be confirmed fails the task with the verifier's error code (never a wait on nothing).
-   */
-  async function askUser(t: TaskRecord, asked: TurnRecord, signal: AbortSignal): Promise<void> {
-    const question = typeof asked.question === 'string' && asked.question.trim() !== '' ? asked.question : (asked.finalMessage ?? '');
-    const prompt = verification.questionRetryPrompt
-      ? verification.questionRetryPrompt(question, asked.marker)
-      : verification.replyRetryPrompt(question, asked.marker);
-    const verdict = verification.verify({
-      task: t,
-      turn: asked,
-      runReplyRetryTurn: async () => {
-        if (task(t.taskId).state !== 'running') return { ok: false };
-        const cwd = workspacePathOf(t);
-        try {
-          await sessions.ensureThread(task(t.taskId), cwd);
-          const outcome = await sessions.runTurn(task(t.taskId), { kind: 'reply_retry', cwd, signal, replyRetryPrompt: prompt });
-          return { ok: outcome.kind === 'replied' || outcome.kind === 'waiting_user' };
-        } catch (err) {
-          log('question retry turn failed', { taskId: t.taskId, error: (err as Error).message });
-          return { ok: false };
-        }
-      },
-    });
-    verdict.catch(() => undefined);
-    const result = await Promise.race([verdict, stoppedOutOf(t.taskId, 'running', signal)]);
-    if (result === null) return;
-    if (result.result === 'failed') {
-      log('question not confirmed on Gitea', { taskId: t.taskId, turnKey: asked.turnKey, errorCode: result.errorCode ?? 'reply_unconfirmed' });
-      await send(t.taskId, { type: 'FAIL', errorCode: result.errorCode ?? 'reply_unconfirmed' });
-      return;
-    }
-    await send(t.taskId, { type: 'TURN_WAITING_USER' });
-  }
-
   async function verify(t: TaskRecord, lease: HeldLease, signal: AbortSignal): Promise<void> {
     const turn = latestTurn(t.taskId);
     if (!turn) {
@@ -340,6 +298,12 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     // (post-fallback.ts), and its verdict then finds the task moved on. A lost lease or a stopping
     // scheduler (the task still verifying) waits for the verdict, as before.
     const stopped = stoppedOutOf(t.taskId, 'verifying_reply', signal);
+    // A question (the machine's `asking`, issue 30) is re-posted by its own retry prompt, and its retry
+    // turn ends asking again; an answer's by the answer's.
+    const question = askingTurnOf(t.taskId);
+    const retryPrompt = question
+      ? questionRetryPromptOf(question)
+      : verification.replyRetryPrompt(turn.finalMessage, turn.marker);
     const verdict = verification.verify({
       task: t,
       turn,
@@ -355,9 +319,9 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
             kind: 'reply_retry',
             cwd,
             signal,
-            replyRetryPrompt: verification.replyRetryPrompt(turn.finalMessage, turn.marker),
+            replyRetryPrompt: retryPrompt,
           });
-          ok = outcome.kind === 'replied';
+          ok = outcome.kind === 'replied' || (question !== null && outcome.kind === 'waiting_user');
         } catch (err) {
           log('reply retry turn failed', { taskId: t.taskId, error: (err as Error).message });
         }
@@ -383,6 +347,24 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     const result = await publisher.publish(t.taskId, { signal });
     if (result.ok) await send(t.taskId, { type: 'PUBLISHED' });
     else await send(t.taskId, { type: 'PUBLISH_FAILED', errorCode: result.errorCode });
+  }
+
+  /** The turn whose question is being verified when the task machine says it is asking, else null. */
+  function askingTurnOf(taskId: string): TurnRecord | null {
+    const context = runtime.stateOf(taskActorId(taskId))?.context as TaskContext | undefined;
+    if (context?.asking !== true) return null;
+    const asked = store
+      .byIndex<TurnRecord>('turns', 'taskId', taskId)
+      .filter((turn) => turn.kind === 'normal')
+      .at(-1);
+    return asked ?? null;
+  }
+
+  function questionRetryPromptOf(asked: TurnRecord): string {
+    const question = typeof asked.question === 'string' && asked.question.trim() !== '' ? asked.question : (asked.finalMessage ?? '');
+    return verification.questionRetryPrompt
+      ? verification.questionRetryPrompt(question, asked.marker)
+      : verification.replyRetryPrompt(question, asked.marker);
   }
 
   function latestTurn(taskId: string): TurnRecord | undefined {

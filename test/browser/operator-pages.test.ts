@@ -149,9 +149,11 @@ describe('visualizer', () => {
     expect(await page.$$('#chart g.state.current')).toHaveLength(1);
 
     // The executor reports a turn that needs the user: the chart follows over SSE, no reload.
+    // Issue 30: its question is verified on Gitea first (verifying_reply), then the task waits.
     await h.runtime.send(taskActorId('task-browser-2'), { type: 'TURN_WAITING_USER' });
+    await h.runtime.send(taskActorId('task-browser-2'), { type: 'REPLY_CONFIRMED' });
     await page.waitForSelector('#chart g.state.current[data-state="waiting_user"]');
-    await page.waitForSelector('#chart g.edge.taken[data-source="running"][data-target="waiting_user"]');
+    await page.waitForSelector('#chart g.edge.taken[data-source="verifying_reply"][data-target="waiting_user"]');
     expect(await page.textContent('#current-state')).toBe('waiting_user');
     await page.screenshot({ path: join(SHOTS, 'visualizer-task-actor.png'), fullPage: true });
 

@@ -65,7 +65,9 @@ async function seed(): Promise<void> {
   await send(sessionActorId(RESOURCE), { type: 'THREAD_STARTED', threadId: 'thread-1' });
   await send(sessionActorId(RESOURCE), { type: 'TURN_STARTED', turnId: 'turn-1', taskId: WORKED });
   await send(sessionActorId(RESOURCE), { type: 'TURN_WAITING_USER', turnId: 'turn-1' });
+  // Issue 30: the question is verified on Gitea (verifying_reply) before the task waits.
   await send(taskActorId(WORKED), { type: 'TURN_WAITING_USER' });
+  await send(taskActorId(WORKED), { type: 'REPLY_CONFIRMED' });
 
   // What usage accounting (src/usage/) records for the turn that ran: on the turn and summed on the task.
   const turnUsage = { inputTokens: 12_345, cachedInputTokens: 4_096, outputTokens: 1_234, reasoningOutputTokens: 0, totalTokens: 13_579, model: 'gpt-test-model', wallMs: 42_500, diff: { bytes: 2_048, files: 3, added: 40, removed: 7 } };

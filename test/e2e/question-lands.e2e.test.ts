@@ -3,12 +3,15 @@
 // asking the user something, the task waits only once the question is on Gitea, verified like an
 // answer (read back with the turn's marker): here the agent asks without posting its question, so the
 // one retry turn posts it, or — when the agent does not post it then either — the REST fallback posts
-// the question's text. The thread is read the moment the task is `waiting_user`.
+// the question's text. The thread is read the moment the task is `waiting_user`. While the question is
+// verified the task is `verifying_reply` (the task machine's `asking`), so a kill -9 then resumes the
+// verification after the restart instead of using up the task's one execution retry.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
+import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { waitForTaskState } from '../support/wait-for-task.js';
 
@@ -18,10 +21,10 @@ let service: ServiceProcess;
 const TERMINAL = ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'cancelled', 'aborted', 'rejected'];
 
 interface TaskDetail {
-  task: { taskId: string; state: string; errorCode: string | null };
+  task: { taskId: string; state: string; errorCode: string | null; attempt: number };
   turns: Array<{ turnKey: string; kind: string; status: string }>;
   comments: Array<{ commentKey: string; kind: string; commentId: number | null; status: string }>;
-  audit: Array<{ action: string; toState: string | null }>;
+  audit: Array<{ action: string; fromState: string | null; toState: string | null }>;
 }
 
 async function api<T>(path: string): Promise<T> {
@@ -50,7 +53,13 @@ beforeAll(async () => {
   service = await startServiceProcess(env.env);
 }, 600_000);
 
+/** Pauses (SIGSTOP) or resumes (SIGCONT) the real Gitea's process group: its answers stop, nothing else changes. */
+function pauseGitea(signal: 'SIGSTOP' | 'SIGCONT'): void {
+  process.kill(-env.gitea.gitea.pid, signal);
+}
+
 afterAll(async () => {
+  if (env) pauseGitea('SIGCONT');
   await service?.stop().catch(() => undefined);
   await env?.close();
   rmSync(root, { recursive: true, force: true });
@@ -68,10 +77,14 @@ describe('a question lands on Gitea before the task waits [real gitea-mcp]', () 
     expect(asked[0]!.body).not.toContain('CCWEB_WAITING_USER');
     expect(d.turns.map((t) => t.kind)).toEqual(['normal', 'reply_retry']);
     expect(d.comments.find((c) => c.kind === 'mcp_final' || c.kind === 'rest_fallback')).toMatchObject({ kind: 'mcp_final', status: 'confirmed', commentId: asked[0]!.id });
-    // The task went running → waiting_user once, never through a reply's verifying/succeeded states.
+    // The question went through verification like an answer (its retry turn through retry_wait → running),
+    // and the task waited once, from verifying_reply, never through a reply's succeeded states.
     const task = d.audit.filter((a) => a.action === 'task.transition');
-    expect(task.filter((a) => a.toState === 'waiting_user')).toHaveLength(1);
-    expect(task.map((a) => a.toState)).not.toContain('verifying_reply');
+    expect(task.filter((a) => a.toState === 'waiting_user').map((a) => a.fromState)).toEqual(['verifying_reply']);
+    expect(task.map((a) => `${a.fromState}>${a.toState}`).slice(-6)).toEqual([
+      'preparing>running', 'running>verifying_reply', 'verifying_reply>retry_wait', 'retry_wait>running', 'running>verifying_reply', 'verifying_reply>waiting_user',
+    ]);
+    expect(d.task.attempt).toBe(0);
   });
 
   it('kill -9 while the question is being verified (its retry turn in flight): after the restart the question is verified again, not asked again, and lands once', async () => {
@@ -87,10 +100,59 @@ describe('a question lands on Gitea before the task waits [real gitea-mcp]', () 
     const asked = await botCommentsOf(issue, taskId);
     expect(asked).toHaveLength(1);
     expect(asked[0]!.body).toContain('Which browser does the flaky login test fail in?');
-    // One normal turn (the question is never asked again); the retry turn ran again after the restart.
+    // One normal turn (the question is never asked again). The retry turn runs in `running`, so the
+    // restart interrupted the task there (as an answer's retry turn would be); its one reply retry used,
+    // the REST fallback posts the question.
     expect(d.turns.filter((t) => t.kind === 'normal')).toHaveLength(1);
     expect(JSON.stringify(d.audit)).toContain('interrupted_by_restart');
-  });
+  }, 240_000);
+
+  it('kill -9 while the question is read back from Gitea (verifying_reply, not running): after the restart the verification resumes — no second execution attempt, the question lands once, the task waits', async () => {
+    // The REAL Gitea is paused (SIGSTOP) the moment the agent's turn ends asking its question, so the
+    // verifier's read-back of the question cannot be answered: the task is held in verifying_reply with
+    // the read in flight, and the service is killed there. Gitea is resumed before the service restarts.
+    const agent = scriptedAgent();
+    let frozenTask: string | null = null;
+    env.model.setResponder((body) => {
+      const step = agent(body);
+      const text = JSON.stringify(body);
+      if (frozenTask === null && text.includes('verify-frozen') && !text.includes('did not appear as a comment') && step.type === 'message' && step.text.includes('CCWEB_WAITING_USER')) {
+        frozenTask = /taskId=([^\s"\\]+)/.exec(text)?.[1] ?? '';
+        pauseGitea('SIGSTOP');
+      }
+      return step;
+    });
+    // Not `ask()`: it reads the delivery back from Gitea, which may already be paused when it would.
+    const issue = await env.gitea.createIssue('alice', 'Stabilise checkout');
+    await env.gitea.comment('alice', issue, '@ccweb-bot I have a question (forget, verify-frozen): can you make the checkout test stable?');
+    const deadline = Date.now() + 120_000;
+    while (frozenTask === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(frozenTask).not.toBeNull();
+    const taskId: string = frozenTask!;
+    let during: TaskDetail;
+    try {
+      during = await waitForTask(taskId, ['verifying_reply', 'waiting_user', ...TERMINAL]);
+      // The task shows what it does: its question is being verified (it is not `running`).
+      expect(during.task.state).toBe('verifying_reply');
+      await service.kill9();
+    } finally {
+      pauseGitea('SIGCONT');
+    }
+    expect(during.turns.map((t) => t.kind)).toEqual(['normal']);
+    service = await startServiceProcess(env.env);
+    const d = await waitForTask(taskId, ['waiting_user', ...TERMINAL]);
+    expect(d.task.state).toBe('waiting_user');
+    // Resumed, not interrupted: the one execution retry is untouched and the instruction never ran again.
+    expect(d.task.attempt).toBe(0);
+    expect(JSON.stringify(d.audit)).not.toContain('interrupted_by_restart');
+    expect(d.turns.map((t) => t.kind)).toEqual(['normal', 'reply_retry']);
+    const task = d.audit.filter((a) => a.action === 'task.transition');
+    expect(task.filter((a) => a.toState === 'running' || a.toState === 'preparing').map((a) => a.toState)).toEqual(['preparing', 'running', 'running']);
+    expect(task.filter((a) => a.toState === 'waiting_user').map((a) => a.fromState)).toEqual(['verifying_reply']);
+    const asked = await botCommentsOf(issue, taskId);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.body).toContain('Which browser does the flaky login test fail in?');
+  }, 240_000);
 
   it('the agent never posts it: the REST fallback posts the question text, then the task waits; the user\'s answer resumes it', async () => {
     const { issue, taskId } = await ask('Stabilise signup', '@ccweb-bot I have a question (forget-always): can you make the signup test stable?');

@@ -253,7 +253,7 @@ describe('task controls', () => {
     ['publishing', (id) => [claim(id), ready, { type: 'TURN_REPLIED', publish: true }], 'aborting'],
     ['verifying_reply', (id) => [claim(id), ready, { type: 'TURN_REPLIED' }], 'aborting'],
     ['retry_wait', (id) => [claim(id), { type: 'PREPARE_FAILED', errorCode: 'git_failed', retryable: true, retryAt: 1 }], 'cancelled'],
-    ['waiting_user', (id) => [claim(id), ready, { type: 'TURN_WAITING_USER' }], 'cancelled'],
+    ['waiting_user', (id) => [claim(id), ready, { type: 'TURN_WAITING_USER' }, { type: 'REPLY_CONFIRMED' }], 'cancelled'],
     ['blocked_workspace', (id) => [claim(id), { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' }], 'cancelled'],
   ];
   async function taskIn(taskId: string, state: string): Promise<void> {

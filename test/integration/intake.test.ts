@@ -885,7 +885,7 @@ describe('@ccweb-bot stop', () => {
       ['publishing', [claim, ready, { type: 'TURN_REPLIED', publish: true }], 'aborting'],
       ['verifying_reply', [claim, ready, { type: 'TURN_REPLIED' }], 'aborting'],
       ['retry_wait', [claim, { type: 'PREPARE_FAILED', errorCode: 'git_failed', retryable: true, retryAt: 1 }], 'cancelled'],
-      ['waiting_user', [claim, ready, { type: 'TURN_WAITING_USER' }], 'cancelled'],
+      ['waiting_user', [claim, ready, { type: 'TURN_WAITING_USER' }, { type: 'REPLY_CONFIRMED' }], 'cancelled'],
       ['blocked_workspace', [claim, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' }], 'cancelled'],
     ];
     let id = 7400;

@@ -75,7 +75,8 @@ export const MACHINE_MODELS: MachineModel[] = [
     observeMachine: (s) => {
       const c = ctx<Record<string, unknown>>(s);
       const { attempt, replyAttempt, errorCode, nextRetryAt, leaseId, mcpFailureReason, stoppedBy } = c;
-      return { attempt, replyAttempt, errorCode, nextRetryAt, leaseId, mcpFailureReason, stoppedBy };
+      // `asking` is absent until a turn asks (the initial context leaves it out: task-lifecycle.ts).
+      return { attempt, replyAttempt, errorCode, nextRetryAt, leaseId, mcpFailureReason, stoppedBy, asking: c['asking'] === true };
     },
   },
   {

@@ -196,6 +196,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
       return typeof v === 'function' ? v(runReplyRetryTurn) : v;
     },
     replyRetryPrompt: (previous, marker) => `re-post only: ${previous} ${marker}`,
+    questionRetryPrompt: (question, marker) => `ask again: ${question} ${marker}`,
   };
   const logs: Array<{ msg: string; fields: Record<string, unknown> }> = [];
   const executor = createTaskExecutor({
@@ -331,18 +332,28 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_FAILED']);
   });
 
-  it('waiting_user → the question is verified on Gitea first → TURN_WAITING_USER → waiting_user (lease released)', async () => {
-    const w = await world({ outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' } });
-    await w.run();
-    expect(w.calls.verify).toBe(1);
-    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER']);
-    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null });
-  });
-
-  it('a question not on Gitea: one retry turn re-posts it while the task stays running (no reply-retry events), then the task waits', async () => {
+  it('waiting_user → TURN_WAITING_USER → verifying_reply (asking): the question is verified on Gitea first → REPLY_CONFIRMED → waiting_user (lease released)', async () => {
     const states: string[] = [];
     const w = await world({
-      outcome: (kind) => ({ kind: kind === 'normal' ? 'waiting_user' : 'replied', ...turn, question: 'which branch?', finalMessage: 'posted', commentCall: null }) as TurnOutcome,
+      outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' },
+      verification: async () => {
+        states.push(w.record().state);
+        return { result: 'confirmed', commentId: 5 };
+      },
+    });
+    await w.run();
+    expect(w.calls.verify).toBe(1);
+    // Issue 30: the task shows that it is verifying its question, not running.
+    expect(states).toEqual(['verifying_reply']);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_CONFIRMED']);
+    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, attempt: 0 });
+  });
+
+  it('a question not on Gitea: one retry turn (through retry_wait → running, as for an answer) re-posts it with the question\'s prompt, then the fallback lands and the task waits', async () => {
+    const states: string[] = [];
+    const w = await world({
+      // The retry turn ends asking again, as the question's prompt tells it to: that is a completed retry turn.
+      outcome: (kind) => ({ kind: 'waiting_user', ...turn, question: 'which branch?', finalMessage: 'posted', commentCall: null }) as TurnOutcome,
       verification: async (retry) => {
         states.push(w.record().state);
         expect(await retry()).toEqual({ ok: true });
@@ -352,26 +363,47 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     });
     await w.run();
     expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal', 'reply_retry']);
-    expect(w.calls.runTurn[1]!.replyRetryPrompt).toContain('final 1');
-    expect(states).toEqual(['running', 'running']);
-    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER']);
-    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null });
+    expect(w.calls.runTurn[1]!.replyRetryPrompt).toBe('ask again: final 1 <!-- ccweb taskId=task-1 turnKey=task-1:1 -->');
+    expect(states).toEqual(['verifying_reply', 'verifying_reply']);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED_VIA_FALLBACK']);
+    // Waiting: no lease, the fallback's reason kept, the task's one reply retry used, its execution retry not.
+    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, mcpFailureReason: 'mcp_reply_missing', replyAttempt: 1, attempt: 0 });
   });
 
-  it('a question that cannot be confirmed on Gitea → FAIL with the verifier\'s code: the task never waits on a question nobody sees', async () => {
+  it('a question that cannot be confirmed on Gitea → REPLY_FAILED → failed_reply with the verifier\'s code: the task never waits on a question nobody sees', async () => {
     const w = await world({ outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' }, verification: { result: 'failed', errorCode: 'reply_query_failed' } });
     await w.run();
-    expect(w.types()).toEqual(['WORKSPACE_READY', 'FAIL']);
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'reply_query_failed' });
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_FAILED']);
+    expect(w.record()).toMatchObject({ state: 'failed_reply', errorCode: 'reply_query_failed' });
   });
 
-  it('a restart after a question was asked but before the task waited: the question is verified again, not asked again', async () => {
-    const asked = { turnKey: 'task-1:0', turnId: 'codex-turn-0', taskId: 'task-1', threadId: 'thread-1', kind: 'normal', status: 'completed', eventSeq: 1, marker: '<!-- m0 -->', finalMessage: 'which branch?\nCCWEB_WAITING_USER', question: 'which branch?', commentCall: null, startedAt: new Date(NOW - 1000).toISOString(), completedAt: new Date(NOW - 500).toISOString() };
+  const asked = { turnKey: 'task-1:0', turnId: 'codex-turn-0', taskId: 'task-1', threadId: 'thread-1', kind: 'normal', status: 'completed', eventSeq: 1, marker: '<!-- m0 -->', finalMessage: 'which branch?\nCCWEB_WAITING_USER', question: 'which branch?', commentCall: null, startedAt: new Date(NOW - 1000).toISOString(), completedAt: new Date(NOW - 500).toISOString() };
+
+  it('a restart during the question\'s retry turn (the task re-prepared): the question is verified again, not asked again', async () => {
     const w = await world({ seed: [{ collection: 'turns', key: 'task-1:0', value: asked }], replyExists: async () => true });
     await w.run();
     expect(w.calls.runTurn).toEqual([]);
     expect(w.calls.verify).toBe(1);
-    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER']);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_CONFIRMED']);
+    expect(w.record().state).toBe('waiting_user');
+  });
+
+  it('a restart during the question\'s verification: verifying_reply (asking) is resumed as it is — no turn, no execution retry — and its retry turn still re-posts the question', async () => {
+    const w = await world({
+      seed: [{ collection: 'turns', key: 'task-1:0', value: asked }],
+      startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }, { type: 'TURN_WAITING_USER' }],
+      verification: async (retry) => {
+        expect(await retry()).toEqual({ ok: true });
+        return { result: 'confirmed', commentId: 5 };
+      },
+      outcome: () => ({ kind: 'waiting_user', turnKey: 'task-1:1', turnId: 'codex-turn-1', question: 'which branch?' }),
+    });
+    expect(w.record().state).toBe('verifying_reply');
+    await w.run();
+    expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['reply_retry']);
+    expect(w.calls.runTurn[0]!.replyRetryPrompt).toBe('ask again: which branch? <!-- m0 -->');
+    expect(w.types()).toEqual(['REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED']);
+    expect(w.record()).toMatchObject({ state: 'waiting_user', attempt: 0, leaseId: null });
   });
 
   it.each([

@@ -114,7 +114,7 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     await send(runtime, 'later', { type: 'CLAIM', leaseId: 'L-l' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now + 60_000 });
     await send(runtime, 'later2', { type: 'CLAIM', leaseId: 'L-l2' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now + 1 });
     await send(runtime, 'later3', { type: 'CLAIM', leaseId: 'L-l3' }, { type: 'PREPARE_FAILED', errorCode: 'auth_failed', retryable: true, retryAt: now + 2 });
-    await send(runtime, 'wait', { type: 'CLAIM', leaseId: 'L-w' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_WAITING_USER' });
+    await send(runtime, 'wait', { type: 'CLAIM', leaseId: 'L-w' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_WAITING_USER' }, { type: 'REPLY_CONFIRMED' });
     await send(runtime, 'verify', { type: 'CLAIM', leaseId: 'L-v' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' });
     await send(runtime, 'done', { type: 'CLAIM', leaseId: 'L-done' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' }, { type: 'REPLY_CONFIRMED' });
 

@@ -4,15 +4,17 @@ import { TASK_STATES, taskMachine, taskStatesWith, TERMINAL_TASK_STATES, type Ta
 // Spec §5.6, written out from the table itself (not from the machine), plus the pairs beyond it:
 // verifying_reply → succeeded_with_rest_fallback (the REST fallback of §5.4.4), and change delivery
 // (issue 14): running → publishing, publishing → verifying_reply | failed; and a stop reaches every
-// non-terminal state (issue 29): retry_wait → cancelled, preparing | publishing | verifying_reply → aborting.
+// non-terminal state (issue 29): retry_wait → cancelled, preparing | publishing | verifying_reply → aborting;
+// and a question verified like an answer (issue 30): the table's running → waiting_user becomes
+// running → verifying_reply → waiting_user (the task waits only once its question is on Gitea).
 const TABLE: Record<string, string[]> = {
   received: ['queued', 'ignored', 'duplicate', 'rejected'],
   queued: ['preparing', 'cancelled'],
   preparing: ['running', 'blocked_workspace', 'retry_wait', 'aborting', 'failed'],
-  running: ['waiting_user', 'verifying_reply', 'publishing', 'retry_wait', 'aborting', 'failed'],
+  running: ['verifying_reply', 'publishing', 'retry_wait', 'aborting', 'failed'],
   publishing: ['verifying_reply', 'aborting', 'failed'],
   waiting_user: ['queued', 'cancelled', 'failed'],
-  verifying_reply: ['succeeded', 'retry_wait', 'failed_reply', 'succeeded_with_rest_fallback', 'aborting'],
+  verifying_reply: ['succeeded', 'retry_wait', 'failed_reply', 'succeeded_with_rest_fallback', 'aborting', 'waiting_user'],
   retry_wait: ['preparing', 'running', 'verifying_reply', 'failed', 'cancelled'],
   blocked_workspace: ['queued', 'cancelled'],
   aborting: ['aborted', 'failed'],

@@ -1029,16 +1029,16 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
     }
   },
   "task": {
-    "graphHash": "cbc5f65ed5827dbd32b6bd6eb71ea7aeb2d9f561694d4d826029c6186f4d1d43",
+    "graphHash": "f767ee82ad091edcac448cb25337764be379ccf53bc4238037975523e7aeadda",
     "layout": {
-      "width": 910,
-      "height": 988,
+      "width": 1097,
+      "height": 978,
       "nodes": [
         {
           "id": "received",
           "label": "received",
           "type": "atomic",
-          "x": 259.3,
+          "x": 367.1,
           "y": 96,
           "w": 90,
           "h": 34
@@ -1047,7 +1047,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "queued",
           "label": "queued",
           "type": "atomic",
-          "x": 414.2,
+          "x": 967,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1056,7 +1056,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "preparing",
           "label": "preparing",
           "type": "atomic",
-          "x": 439.2,
+          "x": 513.6,
           "y": 324,
           "w": 94,
           "h": 34
@@ -1065,7 +1065,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "running",
           "label": "running",
           "type": "atomic",
-          "x": 447.9,
+          "x": 508.9,
           "y": 438,
           "w": 90,
           "h": 34
@@ -1074,8 +1074,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "waiting_user",
           "label": "waiting_user",
           "type": "atomic",
-          "x": 104.5,
-          "y": 666,
+          "x": 173,
+          "y": 790,
           "w": 113,
           "h": 34
         },
@@ -1083,7 +1083,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "publishing",
           "label": "publishing",
           "type": "atomic",
-          "x": 583.9,
+          "x": 250.5,
           "y": 552,
           "w": 95,
           "h": 34
@@ -1092,7 +1092,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "verifying_reply",
           "label": "verifying_reply",
           "type": "atomic",
-          "x": 352.7,
+          "x": 442.3,
           "y": 666,
           "w": 130,
           "h": 34
@@ -1101,8 +1101,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "retry_wait",
           "label": "retry_wait",
           "type": "atomic",
-          "x": 126.5,
-          "y": 800,
+          "x": 814,
+          "y": 790,
           "w": 97,
           "h": 34
         },
@@ -1110,7 +1110,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "blocked_workspace",
           "label": "blocked_workspace",
           "type": "atomic",
-          "x": 78.7,
+          "x": 858,
           "y": 438,
           "w": 158,
           "h": 34
@@ -1119,8 +1119,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "aborting",
           "label": "aborting",
           "type": "atomic",
-          "x": 761.5,
-          "y": 800,
+          "x": 59,
+          "y": 790,
           "w": 90,
           "h": 34
         },
@@ -1128,8 +1128,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "succeeded",
           "label": "succeeded",
           "type": "final",
-          "x": 378.5,
-          "y": 800,
+          "x": 692,
+          "y": 790,
           "w": 97,
           "h": 34
         },
@@ -1137,8 +1137,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "succeeded_with_rest_fallback",
           "label": "succeeded_with_rest_fallback",
           "type": "final",
-          "x": 499.5,
-          "y": 800,
+          "x": 442,
+          "y": 790,
           "w": 226,
           "h": 34
         },
@@ -1146,8 +1146,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "failed",
           "label": "failed",
           "type": "final",
-          "x": 537.2,
-          "y": 914,
+          "x": 246.6,
+          "y": 904,
           "w": 90,
           "h": 34
         },
@@ -1155,8 +1155,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "failed_reply",
           "label": "failed_reply",
           "type": "final",
-          "x": 247.5,
-          "y": 800,
+          "x": 311,
+          "y": 790,
           "w": 107,
           "h": 34
         },
@@ -1164,8 +1164,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "cancelled",
           "label": "cancelled",
           "type": "final",
-          "x": 86.9,
-          "y": 914,
+          "x": 842.7,
+          "y": 904,
           "w": 90,
           "h": 34
         },
@@ -1173,8 +1173,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "aborted",
           "label": "aborted",
           "type": "final",
-          "x": 776.5,
-          "y": 914,
+          "x": 44,
+          "y": 904,
           "w": 90,
           "h": 34
         },
@@ -1182,7 +1182,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "ignored",
           "label": "ignored",
           "type": "final",
-          "x": 154.3,
+          "x": 472.1,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1191,7 +1191,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "duplicate",
           "label": "duplicate",
           "type": "final",
-          "x": 40.3,
+          "x": 358.1,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1200,7 +1200,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "rejected",
           "label": "rejected",
           "type": "final",
-          "x": 268.3,
+          "x": 244.1,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1213,11 +1213,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "queued",
-          "path": "M 331.3 130 C 331.3 130 446.4 170 459.2 210",
+          "path": "M 439.1 130 C 439.1 130 954.7 170 1012 210",
           "labels": [
             "ACCEPT"
           ],
-          "labelX": 364.8,
+          "labelX": 678.4,
           "labelY": 148.5,
           "kind": "forward"
         },
@@ -1227,11 +1227,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "ignored",
-          "path": "M 295.3 130 C 295.3 130 208.9 170 199.3 210",
+          "path": "M 421.1 130 C 421.1 130 507.5 170 517.1 210",
           "labels": [
             "IGNORE"
           ],
-          "labelX": 225.2,
+          "labelX": 439.9,
           "labelY": 148.5,
           "kind": "forward"
         },
@@ -1241,12 +1241,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "duplicate",
-          "path": "M 277.3 130 C 277.3 130 104.5 170 85.3 210",
+          "path": "M 403.1 130 C 403.1 130 403.1 170 403.1 210",
           "labels": [
             "DUPLICATE"
           ],
-          "labelX": 109.4,
-          "labelY": 148.5,
+          "labelX": 366.1,
+          "labelY": 165,
           "kind": "forward"
         },
         {
@@ -1255,11 +1255,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "rejected",
-          "path": "M 313.3 130 C 313.3 130 313.3 170 313.3 210",
+          "path": "M 385.1 130 C 385.1 130 298.7 170 289.1 210",
           "labels": [
             "REJECT"
           ],
-          "labelX": 287.6,
+          "labelX": 315.1,
           "labelY": 148.5,
           "kind": "forward"
         },
@@ -1269,11 +1269,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "queued",
           "target": "preparing",
-          "path": "M 486.2 244 C 486.2 244 486.2 284 486.2 324",
+          "path": "M 1003 244 C 1003 244 604.9 284 560.6 324",
           "labels": [
             "CLAIM"
           ],
-          "labelX": 463.3,
+          "labelX": 775.6,
           "labelY": 262.5,
           "kind": "forward"
         },
@@ -1284,12 +1284,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "queued",
           "target": "cancelled",
-          "path": "M 432.2 244 C 65.7 284 65.7 304 65.7 320.2 C 65.7 336.3 65.7 348.7 65.7 361 C 65.7 373.3 65.7 385.7 65.7 410.8 C 65.7 436 65.7 474 65.7 502.5 C 65.7 531 65.7 550 65.7 569 C 65.7 588 65.7 607 65.7 637.2 C 65.7 667.3 65.7 708.7 65.7 736.3 C 65.7 764 65.7 778 65.7 792 C 65.7 806 65.7 820 65.7 837 C 65.7 854 65.7 874 104.9 914",
+          "path": "M 1021 244 C 1028 284 1028 304 1028 320.2 C 1028 336.3 1028 348.7 1028 361 C 1028 373.3 1028 385.7 1028 410.8 C 1028 436 1028 474 1028 502.5 C 1028 531 1028 550 1028 569 C 1028 588 1028 607 1028 636.3 C 1028 665.7 1028 705.3 1028 731.8 C 1028 758.2 1028 771.3 1028 784.5 C 1028 797.7 1028 810.8 1028 827.4 C 1028 844 1028 864 914.7 904",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 40,
+          "labelX": 1002.3,
           "labelY": 556,
           "kind": "forward"
         },
@@ -1299,11 +1299,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "running",
-          "path": "M 492.9 358 C 492.9 358 492.9 398 492.9 438",
+          "path": "M 553.9 358 C 553.9 358 553.9 398 553.9 438",
           "labels": [
             "WORKSPACE_READY"
           ],
-          "labelX": 433.3,
+          "labelX": 494.3,
           "labelY": 376.5,
           "kind": "forward"
         },
@@ -1313,12 +1313,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "blocked_workspace",
-          "path": "M 452.6 358 C 452.6 358 210.9 398 184 438",
+          "path": "M 594.2 358 C 594.2 358 879 398 910.7 438",
           "labels": [
             "WORKSPACE_BLOCKED"
           ],
-          "labelX": 249.6,
-          "labelY": 363.4,
+          "labelX": 745.6,
+          "labelY": 376.5,
           "kind": "forward"
         },
         {
@@ -1328,12 +1328,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "retry_wait",
-          "path": "M 466 358 C 270.7 398 270.7 418 270.7 434.2 C 270.7 450.3 270.7 462.7 270.7 475 C 270.7 487.3 270.7 499.7 270.7 524.8 C 270.7 550 270.7 588 270.7 613.2 C 270.7 638.3 270.7 650.7 270.7 663 C 270.7 675.3 270.7 687.7 270.7 706.3 C 270.7 725 270.7 750 140.4 800",
+          "path": "M 567.3 358 C 834 398 834 418 834 434.2 C 834 450.3 834 462.7 834 475 C 834 487.3 834 499.7 834 524.8 C 834 550 834 588 834 613.2 C 834 638.3 834 650.7 834 663 C 834 675.3 834 687.7 834 705.1 C 834 722.5 834 745 883.3 790",
           "labels": [
             "PREPARE_FAILED [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
-          "labelX": 140,
+          "labelX": 567.6,
           "labelY": 478.3,
           "kind": "forward"
         },
@@ -1345,14 +1345,14 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "failed",
-          "path": "M 519.8 358 C 869.2 398 869.2 418 869.2 434.2 C 869.2 450.3 869.2 462.7 869.2 475 C 869.2 487.3 869.2 499.7 869.2 524.8 C 869.2 550 869.2 588 869.2 617.3 C 869.2 646.7 869.2 667.3 869.2 688 C 869.2 708.7 869.2 729.3 869.2 753.7 C 869.2 778 869.2 806 869.2 830 C 869.2 854 869.2 874 614.3 914",
+          "path": "M 527 358 C 46 398 46 418 46 434.2 C 46 450.3 46 462.7 46 475 C 46 487.3 46 499.7 46 524.8 C 46 550 46 588 46 616.9 C 46 645.8 46 665.7 46 685.5 C 46 705.3 46 725.2 46 748.3 C 46 771.3 46 797.7 46 820.8 C 46 844 46 864 259.4 904",
           "labels": [
             "PREPARE_FAILED",
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
-          "labelX": 716.7,
-          "labelY": 458.6,
+          "labelX": 51,
+          "labelY": 488.7,
           "kind": "forward"
         },
         {
@@ -1362,13 +1362,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "aborting",
-          "path": "M 506.3 358 C 833.5 398 833.5 418 833.5 434.2 C 833.5 450.3 833.5 462.7 833.5 475 C 833.5 487.3 833.5 499.7 833.5 524.8 C 833.5 550 833.5 588 833.5 617.3 C 833.5 646.7 833.5 667.3 833.5 693.2 C 833.5 719 833.5 750 833.5 800",
+          "path": "M 540.5 358 C 57 398 57 418 57 434.2 C 57 450.3 57 462.7 57 475 C 57 487.3 57 499.7 57 524.8 C 57 550 57 588 57 613.2 C 57 638.3 57 650.7 57 663 C 57 675.3 57 687.7 57 705.1 C 57 722.5 57 745 77 790",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 807.8,
-          "labelY": 511.8,
+          "labelX": 62,
+          "labelY": 455.8,
           "kind": "forward"
         },
         {
@@ -1377,40 +1377,28 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "publishing",
-          "path": "M 504.1 472 C 504.1 472 618.7 512 631.4 552",
+          "path": "M 534.6 472 C 534.6 472 321.7 512 298 552",
           "labels": [
             "TURN_REPLIED [publishesFirst]"
           ],
-          "labelX": 499.9,
-          "labelY": 507,
+          "labelX": 332.3,
+          "labelY": 490.5,
           "kind": "forward"
         },
         {
           "edgeIds": [
-            "running|TURN_REPLIED|1|verifying_reply"
+            "running|TURN_REPLIED|1|verifying_reply",
+            "running|TURN_WAITING_USER|0|verifying_reply"
           ],
           "source": "running",
           "target": "verifying_reply",
-          "path": "M 492.9 472 C 492.9 512 492.9 530.5 492.9 545.9 C 492.9 561.3 492.9 573.7 492.9 589.8 C 492.9 606 492.9 626 396.1 666",
+          "path": "M 547.5 472 C 529 512 529 532 529 548.2 C 529 564.3 529 576.7 529 592.1 C 529 607.5 529 626 529 666",
           "labels": [
-            "TURN_REPLIED"
-          ],
-          "labelX": 445.6,
-          "labelY": 561.1,
-          "kind": "forward"
-        },
-        {
-          "edgeIds": [
-            "running|TURN_WAITING_USER|0|waiting_user"
-          ],
-          "source": "running",
-          "target": "waiting_user",
-          "path": "M 459.1 472 C 259.7 512 259.7 532 259.7 544.8 C 259.7 557.7 259.7 563.3 259.7 569 C 259.7 574.7 259.7 580.3 259.7 593.2 C 259.7 606 259.7 626 179.9 666",
-          "labels": [
+            "TURN_REPLIED",
             "TURN_WAITING_USER"
           ],
-          "labelX": 122.5,
-          "labelY": 568.4,
+          "labelX": 462.9,
+          "labelY": 557.4,
           "kind": "forward"
         },
         {
@@ -1420,12 +1408,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "retry_wait",
-          "path": "M 470.4 472 C 292.7 512 292.7 532 292.7 548.2 C 292.7 564.3 292.7 576.7 292.7 589 C 292.7 601.3 292.7 613.7 292.7 632.2 C 292.7 650.7 292.7 675.3 292.7 700.2 C 292.7 725 292.7 750 168.1 800",
+          "path": "M 573.2 472 C 812 512 812 532 812 548.2 C 812 564.3 812 576.7 812 589 C 812 601.3 812 613.7 812 632.2 C 812 650.7 812 675.3 812 698.9 C 812 722.5 812 745 855.6 790",
           "labels": [
             "TURN_FAILED [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
-          "labelX": 297.7,
+          "labelX": 545.6,
           "labelY": 614.7,
           "kind": "forward"
         },
@@ -1437,14 +1425,14 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "failed",
-          "path": "M 515.4 472 C 748.5 512 748.5 532 748.5 548.2 C 748.5 564.3 748.5 576.7 748.5 589 C 748.5 601.3 748.5 613.7 748.5 640.5 C 748.5 667.3 748.5 708.7 748.5 736.3 C 748.5 764 748.5 778 748.5 792 C 748.5 806 748.5 820 748.5 837 C 748.5 854 748.5 874 588.6 914",
+          "path": "M 560.3 472 C 801 512 801 532 801 548.2 C 801 564.3 801 576.7 801 589 C 801 601.3 801 613.7 801 639.7 C 801 665.7 801 705.3 801 731.8 C 801 758.2 801 771.3 801 784.5 C 801 797.7 801 810.8 801 827.4 C 801 844 801 864 310.9 904",
           "labels": [
             "TURN_FAILED",
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
-          "labelX": 596,
-          "labelY": 614.6,
+          "labelX": 648.5,
+          "labelY": 666.1,
           "kind": "forward"
         },
         {
@@ -1454,12 +1442,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "aborting",
-          "path": "M 526.6 472 C 776.2 512 776.2 532 776.2 548.2 C 776.2 564.3 776.2 576.7 776.2 589 C 776.2 601.3 776.2 613.7 776.2 632.2 C 776.2 650.7 776.2 675.3 776.2 700.2 C 776.2 725 776.2 750 815.5 800",
+          "path": "M 521.8 472 C 68 512 68 532 68 548.2 C 68 564.3 68 576.7 68 589 C 68 601.3 68 613.7 68 632.2 C 68 650.7 68 675.3 68 698.9 C 68 722.5 68 745 95 790",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 750.5,
+          "labelX": 73,
           "labelY": 595.3,
           "kind": "forward"
         },
@@ -1469,12 +1457,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "queued",
-          "path": "M 142.2 666 C 248.7 626 248.7 606 248.7 589.8 C 248.7 573.7 248.7 561.3 248.7 549 C 248.7 536.7 248.7 524.3 248.7 499.2 C 248.7 474 248.7 436 248.7 410.8 C 248.7 385.7 248.7 373.3 248.7 361 C 248.7 348.7 248.7 336.3 248.7 320.2 C 248.7 304 248.7 284 468.2 244",
+          "path": "M 210.7 790 C 35 745 35 722.5 35 698.9 C 35 675.3 35 650.7 35 628.8 C 35 607 35 588 35 569 C 35 550 35 531 35 502.5 C 35 474 35 436 35 410.8 C 35 385.7 35 373.3 35 361 C 35 348.7 35 336.3 35 320.2 C 35 304 35 284 985 244",
           "labels": [
             "USER_REPLIED"
           ],
-          "labelX": 149.1,
-          "labelY": 526.2,
+          "labelX": 40,
+          "labelY": 387.7,
           "kind": "back"
         },
         {
@@ -1484,13 +1472,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "cancelled",
-          "path": "M 142.2 700 C 102.5 750 102.5 775 102.5 790.3 C 102.5 805.7 102.5 811.3 102.5 817 C 102.5 822.7 102.5 828.3 102.5 841.2 C 102.5 854 102.5 874 140.9 914",
+          "path": "M 248.3 824 C 248.3 824 309.6 864 860.7 904",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 108.1,
-          "labelY": 763.8,
+          "labelX": 322.2,
+          "labelY": 836,
           "kind": "forward"
         },
         {
@@ -1499,12 +1487,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "failed",
-          "path": "M 179.9 700 C 113.5 750 113.5 775 113.5 790.3 C 113.5 805.7 113.5 811.3 113.5 817 C 113.5 822.7 113.5 828.3 113.5 841.2 C 113.5 854 113.5 874 550 914",
+          "path": "M 210.7 824 C 210.7 824 218.1 864 285.1 904",
           "labels": [
             "FAIL"
           ],
-          "labelX": 125.3,
-          "labelY": 845.8,
+          "labelX": 227.1,
+          "labelY": 868.1,
           "kind": "forward"
         },
         {
@@ -1513,12 +1501,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "verifying_reply",
-          "path": "M 607.7 586 C 607.7 586 456.2 626 439.4 666",
+          "path": "M 321.8 586 C 321.8 586 469.3 626 485.7 666",
           "labels": [
             "PUBLISHED"
           ],
-          "labelX": 512.5,
-          "labelY": 597.4,
+          "labelX": 360.5,
+          "labelY": 604.5,
           "kind": "forward"
         },
         {
@@ -1527,12 +1515,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "failed",
-          "path": "M 631.4 586 C 737.5 626 737.5 646 737.5 663 C 737.5 680 737.5 694 737.5 708 C 737.5 722 737.5 736 737.5 757 C 737.5 778 737.5 806 737.5 830 C 737.5 854 737.5 874 575.7 914",
+          "path": "M 298 586 C 298 626 298 655.8 298 680.5 C 298 705.3 298 725.2 298 764.8 C 298 804.5 298 864 298 904",
           "labels": [
             "PUBLISH_FAILED"
           ],
-          "labelX": 622.8,
-          "labelY": 705,
+          "labelX": 183.3,
+          "labelY": 710.6,
           "kind": "forward"
         },
         {
@@ -1542,41 +1530,57 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "aborting",
-          "path": "M 655.2 586 C 765.2 626 765.2 646 765.2 658.8 C 765.2 671.7 765.2 677.3 765.2 683 C 765.2 688.7 765.2 694.3 765.2 709.7 C 765.2 725 765.2 750 797.5 800",
+          "path": "M 274.3 586 C 113 626 113 646 113 662.6 C 113 679.2 113 692.3 113 708.8 C 113 725.2 113 745 113 790",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 770.2,
-          "labelY": 670,
+          "labelX": 87.3,
+          "labelY": 672.7,
           "kind": "forward"
         },
         {
           "edgeIds": [
-            "verifying_reply|REPLY_CONFIRMED|0|succeeded"
+            "verifying_reply|REPLY_CONFIRMED|0|waiting_user",
+            "verifying_reply|REPLY_CONFIRMED_VIA_FALLBACK|0|waiting_user"
+          ],
+          "source": "verifying_reply",
+          "target": "waiting_user",
+          "path": "M 474.8 700 C 474.8 700 271 745 248.3 790",
+          "labels": [
+            "REPLY_CONFIRMED [isAsking]",
+            "REPLY_CONFIRMED_VIA_FALLBACK [isAsking]"
+          ],
+          "labelX": 348.2,
+          "labelY": 724,
+          "kind": "forward"
+        },
+        {
+          "edgeIds": [
+            "verifying_reply|REPLY_CONFIRMED|1|succeeded"
           ],
           "source": "verifying_reply",
           "target": "succeeded",
-          "path": "M 427 700 C 427 700 427 750 427 800",
+          "path": "M 523.6 700 C 523.6 700 718.8 745 740.5 790",
           "labels": [
             "REPLY_CONFIRMED"
           ],
-          "labelX": 367.4,
-          "labelY": 724.8,
+          "labelX": 637.9,
+          "labelY": 750.5,
           "kind": "forward"
         },
         {
           "edgeIds": [
-            "verifying_reply|REPLY_CONFIRMED_VIA_FALLBACK|0|succeeded_with_rest_fallback"
+            "verifying_reply|REPLY_CONFIRMED_VIA_FALLBACK|1|succeeded_with_rest_fallback"
           ],
           "source": "verifying_reply",
           "target": "succeeded_with_rest_fallback",
-          "path": "M 445.6 700 C 445.6 700 595.8 750 612.5 800",
+          "path": "M 507.3 700 C 507.3 700 550.2 745 555 790",
           "labels": [
             "REPLY_CONFIRMED_VIA_FALLBACK"
           ],
-          "labelX": 455.2,
-          "labelY": 745.4,
+          "labelX": 327.3,
+          "labelY": 750.5,
           "kind": "forward"
         },
         {
@@ -1585,12 +1589,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "retry_wait",
-          "path": "M 389.9 700 C 389.9 700 299.8 750 209.7 800",
+          "path": "M 556.1 700 C 556.1 700 813.2 745 841.7 790",
           "labels": [
             "REPLY_MISSING [canRetryReply]"
           ],
-          "labelX": 259.3,
-          "labelY": 768.7,
+          "labelX": 526.2,
+          "labelY": 706.8,
           "kind": "forward"
         },
         {
@@ -1599,12 +1603,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "failed_reply",
-          "path": "M 408.5 700 C 408.5 700 311.8 750 301 800",
+          "path": "M 491.1 700 C 491.1 700 377.2 745 364.5 790",
           "labels": [
             "REPLY_FAILED"
           ],
-          "labelX": 286.3,
-          "labelY": 745.4,
+          "labelX": 413.8,
+          "labelY": 706.8,
           "kind": "forward"
         },
         {
@@ -1614,13 +1618,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "aborting",
-          "path": "M 464.2 700 C 464.2 700 748 750 779.5 800",
+          "path": "M 458.6 700 C 458.6 700 163.8 745 131 790",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 584.3,
-          "labelY": 718.3,
+          "labelX": 242.5,
+          "labelY": 724,
           "kind": "forward"
         },
         {
@@ -1629,12 +1633,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "preparing",
-          "path": "M 154.2 800 C 281.7 750 281.7 725 281.7 706.3 C 281.7 687.7 281.7 675.3 281.7 663 C 281.7 650.7 281.7 638.3 281.7 613.2 C 281.7 588 281.7 550 281.7 524.8 C 281.7 499.7 281.7 487.3 281.7 475 C 281.7 462.7 281.7 450.3 281.7 434.2 C 281.7 418 281.7 398 479.5 358",
+          "path": "M 897.1 790 C 845 745 845 722.5 845 705.1 C 845 687.7 845 675.3 845 663 C 845 650.7 845 638.3 845 613.2 C 845 588 845 550 845 524.8 C 845 499.7 845 487.3 845 475 C 845 462.7 845 450.3 845 434.2 C 845 418 845 398 580.8 358",
           "labels": [
             "RETRY_DUE [resumesAtPreparing]"
           ],
-          "labelX": 286.7,
-          "labelY": 512.3,
+          "labelX": 850,
+          "labelY": 662.7,
           "kind": "back"
         },
         {
@@ -1643,11 +1647,11 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "running",
-          "path": "M 182 800 C 303.7 750 303.7 725 303.7 700.2 C 303.7 675.3 303.7 650.7 303.7 632.2 C 303.7 613.7 303.7 601.3 303.7 589 C 303.7 576.7 303.7 564.3 303.7 548.2 C 303.7 532 303.7 512 481.6 472",
+          "path": "M 869.4 790 C 823 745 823 722.5 823 698.9 C 823 675.3 823 650.7 823 632.2 C 823 613.7 823 601.3 823 589 C 823 576.7 823 564.3 823 548.2 C 823 532 823 512 586 472",
           "labels": [
             "RETRY_DUE [resumesAtRunning]"
           ],
-          "labelX": 308.7,
+          "labelX": 828,
           "labelY": 585.6,
           "kind": "back"
         },
@@ -1657,12 +1661,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "verifying_reply",
-          "path": "M 195.8 800 C 283.6 750 371.3 700 371.3 700",
+          "path": "M 827.9 790 C 799.1 745 539.8 700 539.8 700",
           "labels": [
             "RETRY_DUE [resumesAtVerifying]"
           ],
-          "labelX": 119.3,
-          "labelY": 724.8,
+          "labelX": 801.5,
+          "labelY": 761.2,
           "kind": "back"
         },
         {
@@ -1671,12 +1675,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "failed",
-          "path": "M 191.2 834 C 191.2 834 228.4 874 562.9 914",
+          "path": "M 846.3 824 C 846.3 824 794.1 864 323.7 904",
           "labels": [
             "FAIL"
           ],
-          "labelX": 233.5,
-          "labelY": 852.5,
+          "labelX": 720.2,
+          "labelY": 842.5,
           "kind": "forward"
         },
         {
@@ -1686,13 +1690,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "cancelled",
-          "path": "M 158.9 834 C 158.9 834 158.9 874 158.9 914",
+          "path": "M 878.7 824 C 878.7 824 878.7 864 878.7 904",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 133.2,
-          "labelY": 871.6,
+          "labelX": 853,
+          "labelY": 836,
           "kind": "forward"
         },
         {
@@ -1701,12 +1705,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "blocked_workspace",
           "target": "queued",
-          "path": "M 131.3 438 C 131.3 398 131.3 379.5 131.3 364.1 C 131.3 348.7 131.3 336.3 131.3 320.2 C 131.3 304 131.3 284 450.2 244",
+          "path": "M 963.3 438 C 1039 398 1039 378 1039 361.8 C 1039 345.7 1039 333.3 1039 317.9 C 1039 302.5 1039 284 1039 244",
           "labels": [
             "UNBLOCK"
           ],
-          "labelX": 101.9,
-          "labelY": 335.9,
+          "labelX": 965.6,
+          "labelY": 384.5,
           "kind": "back"
         },
         {
@@ -1716,13 +1720,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "blocked_workspace",
           "target": "cancelled",
-          "path": "M 157.7 472 C 91.5 512 91.5 532 91.5 548.2 C 91.5 564.3 91.5 576.7 91.5 589 C 91.5 601.3 91.5 613.7 91.5 640.5 C 91.5 667.3 91.5 708.7 91.5 736.3 C 91.5 764 91.5 778 91.5 792 C 91.5 806 91.5 820 91.5 837 C 91.5 854 91.5 874 122.9 914",
+          "path": "M 937 472 C 937 512 937 540.5 937 564.3 C 937 588 937 607 937 636.3 C 937 665.7 937 705.3 937 731.8 C 937 758.2 937 771.3 937 784.5 C 937 797.7 937 810.8 937 827.4 C 937 844 937 864 896.7 904",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 65.8,
-          "labelY": 621.1,
+          "labelX": 911.3,
+          "labelY": 718.8,
           "kind": "forward"
         },
         {
@@ -1732,13 +1736,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "aborting",
           "target": "aborted",
-          "path": "M 821.5 834 C 821.5 834 821.5 874 821.5 914",
+          "path": "M 89 824 C 89 824 89 864 89 904",
           "labels": [
             "ABORT_CONFIRMED",
             "RECOVER_INTERRUPTED"
           ],
-          "labelX": 669,
-          "labelY": 881.2,
+          "labelX": 94,
+          "labelY": 836,
           "kind": "forward"
         },
         {
@@ -1747,19 +1751,19 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "aborting",
           "target": "failed",
-          "path": "M 791.5 834 C 791.5 834 772.5 874 601.4 914",
+          "path": "M 119 824 C 119 824 134.3 864 272.3 904",
           "labels": [
             "ABORT_TIMEOUT"
           ],
-          "labelX": 765.6,
-          "labelY": 852.5,
+          "labelX": 104,
+          "labelY": 877.7,
           "kind": "forward"
         }
       ],
       "initial": {
-        "x": 304.3,
+        "x": 412.1,
         "y": 72,
-        "path": "M 304.3 76 L 304.3 96"
+        "path": "M 412.1 76 L 412.1 96"
       }
     }
   }

@@ -6,7 +6,7 @@ import { createMachine } from 'xstate';
 
 export const machine = createMachine({
   "id": "task",
-  "description": "One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST) and change delivery: running → publishing → verifying_reply | failed.",
+  "description": "One task per triggering comment. Adds verifying_reply → succeeded_with_rest_fallback (after one reply-retry turn the service posted the answer itself through REST), change delivery: running → publishing → verifying_reply | failed, and a question verified like an answer: running → verifying_reply → waiting_user (asking).",
   "initial": "received",
   "states": {
     "received": {
@@ -110,8 +110,8 @@ export const machine = createMachine({
           }
         ],
         "TURN_WAITING_USER": {
-          "target": "waiting_user",
-          "actions": "releaseLeaseRef"
+          "target": "verifying_reply",
+          "actions": "recordAsking"
         },
         "TURN_FAILED": [
           {
@@ -199,13 +199,32 @@ export const machine = createMachine({
         "abortedByStop",
         "resumable"
       ],
-      "description": "The agent posted its answer through gitea-mcp; reading Gitea back to prove it landed.",
+      "description": "The agent posted its answer (or, asking, its question to the user) through gitea-mcp; reading Gitea back to prove it landed. A confirmed question makes the task wait for the user.",
       "on": {
-        "REPLY_CONFIRMED": "succeeded",
-        "REPLY_CONFIRMED_VIA_FALLBACK": {
-          "target": "succeeded_with_rest_fallback",
-          "actions": "recordFallback"
-        },
+        "REPLY_CONFIRMED": [
+          {
+            "guard": "isAsking",
+            "target": "waiting_user",
+            "actions": "waitForUser"
+          },
+          {
+            "target": "succeeded"
+          }
+        ],
+        "REPLY_CONFIRMED_VIA_FALLBACK": [
+          {
+            "guard": "isAsking",
+            "target": "waiting_user",
+            "actions": [
+              "recordFallback",
+              "waitForUser"
+            ]
+          },
+          {
+            "target": "succeeded_with_rest_fallback",
+            "actions": "recordFallback"
+          }
+        ],
         "REPLY_MISSING": {
           "guard": "canRetryReply",
           "target": "retry_wait",

@@ -9,7 +9,12 @@
  * issue 29: a user's `stop` or an operator's cancel/abort works in every non-terminal state — a task
  * with nothing in flight (queued, waiting_user, blocked_workspace, retry_wait) is cancelled by either,
  * one with work in flight (preparing, running, publishing, verifying_reply) goes to aborting by either;
- * aborting takes neither (it is already stopping).
+ * aborting takes neither (it is already stopping); and issue 30: a question to the user is verified on
+ * Gitea like an answer — §5.6's `running → waiting_user` (Codex's waiting signal) goes through
+ * `verifying_reply` first, with its one retry turn, and only a confirmed question (by the agent or the
+ * REST fallback) makes the task wait, without its lease; the one reply_retry (§8: per task) a question
+ * used is used for the answer that follows the user's reply too. The §5.6 table has no
+ * `verifying_reply → waiting_user`: issue 30 extends it (README "Decisions").
  *
  * To add a state: add it to STATES and give it a `case` in `next` (and redirect the rule that enters it).
  */
@@ -32,6 +37,8 @@ export interface TaskSpecState {
   leaseId: string | null;
   mcpFailureReason: string | null;
   stoppedBy: string | null;
+  /** Issue 30: the turn being verified asked the user something (its confirmation makes the task wait). */
+  asking: boolean;
 }
 
 const STATES = [
@@ -95,6 +102,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
   const stops = (x: AnyEventObject) => x.type === 'CANCEL' || x.type === 'ABORT';
   const stopNow = (): TaskSpecState => to('cancelled', { stoppedBy: ev.by! });
   const stopInFlight = (): TaskSpecState => to('aborting', { stoppedBy: ev.by! });
+  const waitForUser = (): TaskSpecState => to('waiting_user', { asking: false, leaseId: null });
   switch (s.state) {
     case 'received': // §5.6: the webhook adapter's verdict
       if (e.type === 'ACCEPT') return to('queued');
@@ -117,7 +125,8 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
     case 'running': // Codex stop reason, error, or an operator's abort
       // Issue 14: changes to deliver go through publishing first; an answer alone is verified at once.
       if (e.type === 'TURN_REPLIED') return to((e as { publish?: boolean }).publish === true ? 'publishing' : 'verifying_reply');
-      if (e.type === 'TURN_WAITING_USER') return to('waiting_user', { leaseId: null });
+      // Issue 30: the question is verified on Gitea before the task waits (the lease kept meanwhile).
+      if (e.type === 'TURN_WAITING_USER') return to('verifying_reply', { asking: true });
       if (e.type === 'TURN_FAILED') return executionRetry(ev.resumeAt ?? 'preparing');
       if (stops(e)) return stopInFlight();
       if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
@@ -134,9 +143,13 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       if (stops(e)) return stopInFlight();
       return null;
     case 'verifying_reply': // reply verifier result; one reply retry only (§5.4)
-      if (e.type === 'REPLY_CONFIRMED') return to('succeeded');
-      // §5.6: succeeded_with_rest_fallback keeps the original MCP reply failure.
-      if (e.type === 'REPLY_CONFIRMED_VIA_FALLBACK') return to('succeeded_with_rest_fallback', { mcpFailureReason: ev.mcpFailureReason ?? s.mcpFailureReason });
+      // Issue 30: a confirmed question makes the task wait (lease released).
+      if (e.type === 'REPLY_CONFIRMED') return s.asking ? waitForUser() : to('succeeded');
+      // §5.6: succeeded_with_rest_fallback keeps the original MCP reply failure (a question waiting too).
+      if (e.type === 'REPLY_CONFIRMED_VIA_FALLBACK') {
+        const mcpFailureReason = ev.mcpFailureReason ?? s.mcpFailureReason;
+        return s.asking ? { ...waitForUser(), mcpFailureReason } : to('succeeded_with_rest_fallback', { mcpFailureReason });
+      }
       if (e.type === 'REPLY_MISSING')
         return s.replyAttempt < MAX_REPLY_RETRIES
           ? to('retry_wait', { replyAttempt: s.replyAttempt + 1, resumeAt: 'running', errorCode: 'mcp_reply_missing', mcpFailureReason: 'mcp_reply_missing', nextRetryAt: ev.retryAt ?? null })
@@ -165,9 +178,9 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
 
 export const taskOracle: Oracle<TaskSpecState> = {
   name: 'task-lifecycle',
-  source: 'spec §5.6 table, §5.4.3, §5.5, §8; README decisions (REST fallback outcome, aborting on restart); issue 14 (publishing); issue 29 (stop in every state)',
+  source: 'spec §5.6 table, §5.4.3, §5.5, §8; README decisions (REST fallback outcome, aborting on restart); issue 14 (publishing); issue 29 (stop in every state); issue 30 (a question verified before the task waits)',
   states: STATES,
-  initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing', errorCode: null, nextRetryAt: null, leaseId: null, mcpFailureReason: null, stoppedBy: null }),
+  initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing', errorCode: null, nextRetryAt: null, leaseId: null, mcpFailureReason: null, stoppedBy: null, asking: false }),
   alphabet,
   next,
   value: (s) => s.state,
@@ -180,5 +193,6 @@ export const taskOracle: Oracle<TaskSpecState> = {
     leaseId: s.leaseId,
     mcpFailureReason: s.mcpFailureReason,
     stoppedBy: s.stoppedBy,
+    asking: s.asking,
   }),
 };
