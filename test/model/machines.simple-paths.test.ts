@@ -1,0 +1,35 @@
+// Every cycle-free path @xstate/graph finds through each machine, checked against the machine's
+// oracle (test/model/oracles/, from the spec): each step allowed, to the same state. Apart from
+// machines.model.test.ts because of its size: since issue 30's `asking` the task machine has ~20k such
+// paths (≈ 1–3.5 min on two shared cores), so CI runs this file once, on Node 24 (.ci/run), like
+// test/chaos: it is pure (no I/O), nothing in it differs between Node versions.
+import { describe, expect, it } from 'vitest';
+import { createGraphModel, stateValueKey } from '../support/graph-model.js';
+import { MACHINE_MODELS, type MachineModel } from './machine-models.js';
+
+const spec = (m: MachineModel) => ({ machine: m.machine, input: m.input('plan'), events: m.events, serialize: m.serialize });
+
+describe.each(MACHINE_MODELS)('simple paths: $name', (m) => {
+  it('every simple path @xstate/graph finds is a sequence of steps the oracle allows, to the same states', () => {
+    if (m.noSimplePaths) {
+      console.log(`simple paths (${m.name}): not enumerated — ${m.noSimplePaths}`);
+      return;
+    }
+    const paths = createGraphModel(spec(m)).getSimplePaths();
+    let steps = 0;
+    for (const path of paths) {
+      let o = m.oracle.initial();
+      for (const step of path.steps.slice(1)) {
+        const next = m.oracle.next(o, step.event);
+        expect(next, `${path.description}: oracle forbids ${step.event.type}`).not.toBeNull();
+        expect(m.oracle.value(next), path.description).toBe(stateValueKey(step.state.value));
+        o = next;
+        steps += 1;
+      }
+    }
+    console.log(`simple paths (${m.name}): ${paths.length} paths, ${steps} steps, all allowed by the oracle`);
+    expect(paths.length).toBeGreaterThan(0);
+    // The task machine's 20,486 cycle-free paths (since issue 30's `asking`: 1,377 before) take ≈ 3.5 min
+    // on two shared cores, beyond the default 60 s; a correctness bound, not a timing assertion.
+  }, 600_000);
+});
