@@ -83,7 +83,7 @@ export class LogWriter {
   #flushing = false;
   #failure: StoreUnavailableError | undefined;
   #closed = false;
-  #heartbeat: NodeJS.Timeout | undefined;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
   #idle: Promise<void> = Promise.resolve();
   batches = 0;
   reconnects = 0;
@@ -120,8 +120,8 @@ export class LogWriter {
       }
     }
     const every = this.#options.heartbeatMs ?? 10_000;
-    this.#heartbeat = setInterval(() => void this.#beat(), every);
-    this.#heartbeat.unref();
+    this.#heartbeatTimer = setInterval(() => void this.#beat(), every);
+    this.#heartbeatTimer.unref();
   }
 
   append(entry: CommittedEntry): Promise<void> {
@@ -138,7 +138,7 @@ export class LogWriter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#heartbeat);
+    clearInterval(this.#heartbeatTimer);
     await this.#idle;
     const client = this.#client;
     this.#client = undefined;
@@ -156,6 +156,8 @@ export class LogWriter {
           await this.#commitWithRetry(batch.map((p) => p.entry));
           this.batches += 1;
           for (const p of batch) p.resolve();
+          // A node that always has a batch in flight still heartbeats: between two batches.
+          if (this.#beatDue) await this.#heartbeat();
         } catch (error) {
           if (!this.#failure) {
             this.#failure = error instanceof StoreUnavailableError ? error : new StoreUnavailableError(`store unavailable: ${this.#where}: ${(error as Error).message}`);
@@ -247,9 +249,18 @@ export class LogWriter {
     this.nodes = rows.map((r) => ({ nodeId: r.node_id, role: r.role, version: r.version, startedAt: r.started_at.toISOString(), heartbeatAt: r.heartbeat_at.toISOString() }));
   }
 
+  #beatDue = false;
+
   async #beat(): Promise<void> {
-    // Only between batches: the one connection must not put the heartbeat inside a batch's transaction.
-    if (this.#flushing || !this.#client || this.#failure || this.#closed) return;
+    // Only between batches: a batch in flight takes it up when it is done (#flushLoop).
+    this.#beatDue = true;
+    if (this.#flushing) return;
+    await this.#heartbeat();
+  }
+
+  async #heartbeat(): Promise<void> {
+    this.#beatDue = false;
+    if (!this.#client || this.#failure || this.#closed) return;
     const client = this.#client;
     await client
       .query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId])

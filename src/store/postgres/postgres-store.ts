@@ -87,11 +87,14 @@ export class PostgresStore implements Store {
 
   async open(): Promise<void> {
     const where = describeDatabase(this.#options.url);
-    const setup = await this.#reach(where);
+    let setup = await this.#reach(where);
     let head: { historyId: string; seq: number };
     try {
       await migrate(setup, MIGRATIONS, this.#options.nodeId);
+      // A standby may wait here for hours: its first connection is not trusted to be alive after.
+      await setup.end().catch(() => undefined);
       await this.#writer.open();
+      setup = await this.#reach(where);
       const { rows } = await setup.query<{ history_id: string; seq: string }>('SELECT history_id, seq FROM ccweb_head WHERE id = 1');
       head = { historyId: rows[0]!.history_id, seq: Number(rows[0]!.seq) };
       const marker = await readFile(join(this.dir, MARKER), 'utf8').then((t) => (JSON.parse(t) as { historyId?: string }).historyId, () => undefined);
