@@ -115,7 +115,8 @@ export class LogWriter {
           standby.onWaiting(error.message);
           told = Date.now();
         }
-        await sleep(standby.pollMs ?? 2000);
+        // A timer that keeps the process alive: a standby has nothing else to (no server, no connection).
+        await new Promise<void>((resolve) => setTimeout(resolve, standby.pollMs ?? 2000));
         if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
       }
     }
