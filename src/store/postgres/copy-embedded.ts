@@ -6,10 +6,10 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import type { DurableStore } from '../durable-store.js';
 import type { Op } from '../memory-state.js';
 import { COLLECTIONS, StoreError, type AuditEvent, type Store, type StoredRecord } from '../types.js';
+import { databaseClient, unreachable } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { LogWriter } from './log-writer.js';
 import { PostgresStore } from './postgres-store.js';
@@ -56,10 +56,9 @@ export async function copyEmbeddedStore(
   options: { url: string; nodeId: string; version: string; onProgress?: (line: string) => void },
 ): Promise<CopySummary> {
   const where = describeDatabase(options.url);
-  const client = new pg.Client({ connectionString: options.url });
-  client.on('error', () => undefined);
-  await client.connect().catch((error: Error) => {
-    throw new StoreError('database_unreachable', `cannot reach ${where}: ${error.message}`);
+  const client = databaseClient(options.url);
+  await client.connect().catch((error: unknown) => {
+    throw unreachable(where, error);
   });
   try {
     await migrate(client);

@@ -11,6 +11,7 @@
 // (fail-stop): every commit after it is refused, and a restart reloads from the database.
 import pg from 'pg';
 import { batchRows, type BatchRows, type CommittedEntry } from './batch-rows.js';
+import { databaseClient, reconnectDelayMs } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { StoreError, StoreUnavailableError } from '../types.js';
 import { WRITER_LOCK } from './schema.js';
@@ -194,7 +195,7 @@ export class LogWriter {
         await lost?.end().catch(() => undefined);
         attempt += 1;
         this.reconnects += 1;
-        await sleep(Math.min(2000, 100 * 2 ** Math.min(attempt, 5)));
+        await sleep(reconnectDelayMs(attempt));
       }
     }
   }
@@ -206,9 +207,8 @@ export class LogWriter {
   }
 
   async #connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.#options.url, application_name: `ccweb-gitea ${this.#options.nodeId}`, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
-    // An idle connection's error (the server restarted) must not crash the process; the next batch reconnects.
-    client.on('error', () => undefined);
+    // An idle connection's error (the server restarted) is swallowed (client.ts); the next batch reconnects.
+    const client = databaseClient(this.#options.url, { application_name: `ccweb-gitea ${this.#options.nodeId}`, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     await client.connect();
     try {
       // The writer lock is this session's: a node that loses power must not keep it for the

@@ -13,7 +13,8 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DurableStore, type CommitReplicator, type DurableStoreStats, type StoreOptions } from '../durable-store.js';
-import { StoreError, type AuditEvent, type AuditQuery, type CollectionName, type RecordType, type Store, type StoredRecord, type Tx } from '../types.js';
+import { type AuditEvent, type AuditQuery, type CollectionName, type RecordType, type Store, type StoredRecord, type Tx } from '../types.js';
+import { databaseClient, reconnectDelayMs, unreachable } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { JournalCorruptionError } from '../journal-files.mjs';
 import { isConnectionFailure, LogWriter, type LogWriterOptions, type NodeStatus } from './log-writer.js';
@@ -134,8 +135,7 @@ export class PostgresStore implements Store {
   async #reach(where: string): Promise<pg.Client> {
     const deadline = Date.now() + (this.#options.outageMs ?? 120_000);
     for (let attempt = 0; ; attempt++) {
-      const client = new pg.Client({ connectionString: this.#options.url });
-      client.on('error', () => undefined);
+      const client = databaseClient(this.#options.url);
       try {
         await client.connect();
         return client;
@@ -143,9 +143,9 @@ export class PostgresStore implements Store {
         await client.end().catch(() => undefined);
         const aborted = this.#options.standby?.signal?.aborted === true;
         if (!isConnectionFailure(error) || Date.now() >= deadline || aborted) {
-          throw new StoreError('database_unreachable', `cannot reach ${where}: ${(error as Error).message}`);
+          throw unreachable(where, error);
         }
-        await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** Math.min(attempt, 5))));
+        await new Promise((resolve) => setTimeout(resolve, reconnectDelayMs(attempt)));
       }
     }
   }
