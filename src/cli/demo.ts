@@ -208,7 +208,10 @@ export async function runDemo(options: DemoOptions): Promise<void> {
 
 type RunningService = Awaited<ReturnType<typeof startService>>;
 
-function printNodes(nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string }>): void {
+/** The nodes of `/overview`, as far as the demo prints them. */
+type OverviewNodes = { nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string }> };
+
+function printNodes(nodes: OverviewNodes['nodes']): void {
   for (const n of nodes) console.log(`  ${n.nodeId.padEnd(12)} ${n.role.padEnd(8)} last heartbeat ${n.heartbeatAt}${n.self ? '   (the node asked)' : ''}`);
 }
 
@@ -225,10 +228,9 @@ async function showFailover(
   replace: (s: RunningService) => void,
 ): Promise<boolean> {
   // A standby registers while it waits; the writer reads the list with its heartbeat (every 10 s).
-  type Nodes = { nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string }> };
-  let nodes: Nodes['nodes'] = [];
+  let nodes: OverviewNodes['nodes'] = [];
   for (const until = Date.now() + 15_000; Date.now() < until; await new Promise((r) => setTimeout(r, 500))) {
-    nodes = (await api<Nodes>(first.url, env.adminToken, '/overview')).nodes;
+    nodes = (await api<OverviewNodes>(first.url, env.adminToken, '/overview')).nodes;
     if (nodes.filter((n) => n.role === 'standby').length >= standbys.length) break;
   }
   console.log('\n== nodes (one PostgreSQL) ==');
@@ -255,7 +257,7 @@ async function showFailover(
     await new Promise((r) => setTimeout(r, 250));
   }
   console.log('\n== nodes after the take-over ==');
-  printNodes((await api<{ nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string }> }>(second.url, env.adminToken, '/overview')).nodes);
+  printNodes((await api<OverviewNodes>(second.url, env.adminToken, '/overview')).nodes);
   return true;
 }
 

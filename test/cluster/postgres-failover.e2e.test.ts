@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
-import { freePort } from '../support/real-gitea/index.js';
+import { eventually, freePort } from '../support/real-gitea/index.js';
 import { startRoundRobinRelay, type RoundRobinRelay } from '../support/round-robin-relay.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { writeCodexHome } from '../support/scripted-model/index.js';
@@ -39,16 +39,12 @@ interface TaskDetail {
   audit: Array<{ action: string; toState: string | null; metadata?: Record<string, unknown> }>;
 }
 
-/** Polls an async `f` every 250 ms until it gives a value, or throws after `timeoutMs`. */
-async function eventually<T>(what: string, f: () => Promise<T | null | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v !== null && v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** A value `f` finds, or (null/undefined) "not yet" for real-gitea's `eventually`, which retries a throw. */
+const present = <T>(f: () => Promise<T | null | undefined>) => async (): Promise<T> => {
+  const v = await f();
+  if (v === null || v === undefined) throw new Error('not yet');
+  return v;
+};
 
 const FINAL = ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'cancelled', 'aborted', 'rejected', 'ignored'];
 
@@ -59,10 +55,10 @@ async function api<T>(base: string, path: string): Promise<T> {
 }
 
 async function taskFor(base: string, nonce: string): Promise<string> {
-  return eventually(`a task for [${nonce}]`, async () => {
+  return eventually(`a task for [${nonce}]`, present(async () => {
     const list = await api<{ items: Array<{ taskId: string; instruction: string }> }>(base, '/tasks?pageSize=100');
     return list.items.find((x) => x.instruction.includes(nonce))?.taskId ?? null;
-  }, 30_000);
+  }), 30_000);
 }
 
 const botComments = async (index: number) => (await env.gitea.comments(index)).filter((c) => c.user.login === 'ccweb-bot').map((c) => c.body);
@@ -109,7 +105,7 @@ describe('two nodes on one PostgreSQL: a standby takes over [real gitea-mcp]', (
 
   it('node A dies (SIGKILL) with a task in flight; node B takes over and finishes it: one receipt, one answer, one pull request', async () => {
     // B waits as a standby, saying who writes; it does not listen, so the relay reaches only A.
-    await eventually('node B to wait as a standby', async () => bEarly.find((l) => /standby: another node writes .*node node-a/.test(l)), 120_000);
+    await eventually('node B to wait as a standby', present(async () => bEarly.find((l) => /standby: another node writes .*node node-a/.test(l))), 120_000);
     expect(nodes.b).toBeUndefined();
     firstIssue = await env.gitea.createIssue('alice', 'Fail over while cloning');
     const hold = env.holdGit('clone');
@@ -133,10 +129,10 @@ describe('two nodes on one PostgreSQL: a standby takes over [real gitea-mcp]', (
     const actions = d.audit.map((e) => e.action);
     expect(actions).toContain('lease.expired');
     // One receipt (edited in place) and one answer, whoever wrote them.
-    const bodies = await eventually('the answer on the issue', async () => {
+    const bodies = await eventually('the answer on the issue', present(async () => {
       const list = await botComments(firstIssue);
       return list.length >= 2 ? list : undefined;
-    }, 30_000);
+    }), 30_000);
     expect(bodies).toHaveLength(2);
     // Node B's overview lists both nodes: itself as the writer, A with its last heartbeat before B took over.
     const { nodes: cluster } = await api<{ nodes: Array<{ nodeId: string; role: string; self: boolean; heartbeatAt: string; startedAt: string }> }>(urls.b, '/overview');
