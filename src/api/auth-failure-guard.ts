@@ -6,6 +6,7 @@
 // aggregated, expiring security events (security-events.ts); memory is bounded by `maxClients`.
 import type { Context, Next } from 'koa';
 import type { SecurityEvents } from '../intake/security-events.js';
+import { clientAddress } from '../http/forwarded-client.js';
 
 export interface AuthFailureGuardOptions {
   /** Path prefixes guarded, e.g. `/api/gitea-workflow`. */
@@ -29,7 +30,7 @@ export function authFailureGuard(options: AuthFailureGuardOptions): (ctx: Contex
 
   return async (ctx, next) => {
     if (!options.prefixes.some((p) => ctx.path === p || ctx.path.startsWith(`${p}/`))) return next();
-    const client = ctx.req.socket.remoteAddress ?? 'unknown';
+    const client = clientAddress(ctx.req) ?? 'unknown';
     const at = now();
     let entry = clients.get(client);
     if (entry !== undefined && at - entry.windowStart >= windowMs) {

@@ -173,6 +173,12 @@ export const KEYS = {
     expect: 'a name of up to 100 letters, digits, _, ., : or -',
     fix: "Set it to a name unique to this node (e.g. its host name), or leave it unset for the host name plus a hash of the data directory.",
   },
+  nodeUrl: {
+    env: 'CCWEB_NODE_URL',
+    schema: baseUrl,
+    expect: 'an http(s) URL without credentials, query or fragment',
+    fix: "Set it to the URL the other nodes reach this one at, e.g. http://node-a.internal:8080 (default: http://CCWEB_HOST:port, with the host name when CCWEB_HOST listens on every address). A standby forwards the requests it receives there.",
+  },
   databaseOutageSeconds: {
     env: 'CCWEB_DATABASE_OUTAGE_SECONDS',
     schema: integer(1, 3600),

@@ -31,6 +31,8 @@ export interface Config extends LimitsConfig {
   databaseUrl?: string;
   /** This node's name in a shared database (heartbeats, log lines, leases). */
   nodeId?: string;
+  /** Where the other nodes reach this one (a standby forwards requests to the writer's); unset → derived from host and port. */
+  nodeUrl?: string;
   databaseOutageSeconds?: number;
   host: string;
   port: number;
@@ -388,6 +390,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   if (v['intakeMaxPending'] !== undefined) config.intakeMaxPending = v['intakeMaxPending'] as number;
   if (v['databaseUrl'] !== undefined) config.databaseUrl = v['databaseUrl'] as string;
   config.nodeId = (v['nodeId'] as string | undefined) ?? defaultNodeId(dataDir);
+  if (v['nodeUrl'] !== undefined) config.nodeUrl = v['nodeUrl'] as string;
   if (v['databaseOutageSeconds'] !== undefined) config.databaseOutageSeconds = v['databaseOutageSeconds'] as number;
   return config;
 }

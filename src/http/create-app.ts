@@ -3,6 +3,7 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import { StoreUnavailableError } from '../store/types.js';
+import { acceptForwardedClient } from './forwarded-client.js';
 
 export interface AppLogger {
   error(obj: Record<string, unknown>, msg?: string): void;
@@ -13,6 +14,11 @@ export interface CreateAppOptions {
   /** Run after the error handler, before the routers (e.g. the admin authentication guard). */
   middleware?: readonly Koa.Middleware[];
   logger?: AppLogger;
+  /**
+   * The cluster's key for requests a standby forwarded (forwarded-client.ts); without one (the
+   * embedded store) their header is dropped and the TCP peer is the client.
+   */
+  forwardKey?: () => string | undefined;
 }
 
 /** A client error raised by Koa itself or a router (`ctx.throw(4xx)`): its status is safe to show. */
@@ -25,6 +31,10 @@ export function createApp(options: CreateAppOptions): Koa {
   const app = new Koa();
   // Never trust X-Forwarded-*: the audit records the TCP peer.
   app.proxy = false;
+  app.use((ctx, next) => {
+    acceptForwardedClient(ctx.req, options.forwardKey?.());
+    return next();
+  });
 
   app.use(async (ctx, next) => {
     try {

@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Intake } from './accept-comment.js';
 import { PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, type IntakeResponse } from './intake-response.js';
 import { mediaType } from '../webhook/verify-signature.js';
+import { clientAddress } from '../http/forwarded-client.js';
 
 export const DEFAULT_WEBHOOK_PATH = '/api/gitea/webhook';
 export const DEFAULT_WEBHOOK_MAX_BYTES = 2 * 1024 * 1024;
@@ -111,7 +112,7 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
         rawBody: read.body,
         headers: ctx.req.headers,
         contentType,
-        remoteAddress: ctx.req.socket.remoteAddress,
+        remoteAddress: clientAddress(ctx.req),
       }),
     );
   });

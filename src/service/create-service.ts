@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { defaultNodeId, type Config } from '../config/index.js';
@@ -12,6 +12,7 @@ import { createPublishToolHandler, PUBLISH_TOOL_INSTRUCTIONS, publishToolSpecs }
 import { createGiteaClient } from '../gitea/index.js';
 import { currentRepositoryOnGitea, repositoryNameOnGitea } from '../gitea/current-repository.js';
 import { createApp } from '../http/create-app.js';
+import { standbyProxy, type StandbyTarget } from '../http/standby-proxy.js';
 import { createIntake } from '../intake/accept-comment.js';
 import { commentOnGitea } from '../gitea/comment-on-gitea.js';
 import { reviewOnGitea } from '../gitea/review-on-gitea.js';
@@ -42,7 +43,7 @@ import { createSecurityEvents } from '../intake/security-events.js';
 import { checkCommand, checkDataDir, listenError, storeOpenError } from './startup-checks.js';
 import { resolveBotLogin, StartAborted } from './resolve-bot-login.js';
 import { EXIT_CODES } from './operator-error.js';
-import { DEFAULT_HTTP_LIMITS, listen, type HttpLimits } from './listen.js';
+import { DEFAULT_HTTP_LIMITS, defaultNodeUrl, listen, type HttpLimits } from './listen.js';
 import { startServiceProbes } from './dependency-probes.js';
 import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
@@ -130,6 +131,28 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   // directory (src/store/postgres/). Nothing past this line knows which.
   const nodeId = config.nodeId ?? defaultNodeId(config.dataDir);
   const startedAt = new Date().toISOString();
+  const httpLimits: HttpLimits = {
+    ...DEFAULT_HTTP_LIMITS,
+    headersTimeoutMs: (config.httpHeadersTimeoutSeconds ?? DEFAULTS.httpHeadersTimeoutSeconds) * 1000,
+    bodyTimeoutMs: (config.httpBodyTimeoutSeconds ?? DEFAULTS.httpBodyTimeoutSeconds) * 1000,
+    maxConnections: config.httpMaxConnections ?? DEFAULTS.httpMaxConnections,
+  };
+  // On a shared database the node listens before it opens the store: while it waits as a standby,
+  // every request it receives goes on to the writer (standby-proxy.ts), so a load balancer may send
+  // anything to any node. Once it writes, the same server serves the app.
+  let writerSeen: StandbyTarget | undefined;
+  let serving: RequestListener | undefined;
+  let early: Server | undefined;
+  let nodeUrl: string | undefined;
+  if (config.databaseUrl) {
+    const proxy = standbyProxy({ nodeId, writer: () => writerSeen, key: () => (store instanceof PostgresStore ? store.forwardKey : undefined), logger: logger.child({ part: 'standby' }) });
+    try {
+      early = await listen((req, res) => (serving ?? proxy)(req, res), config.host, config.port, httpLimits);
+    } catch (error) {
+      throw listenError(error, config);
+    }
+    nodeUrl = config.nodeUrl ?? defaultNodeUrl(config.host, (early.address() as AddressInfo).port);
+  }
   const store = config.databaseUrl
     ? createStore({
         dir: join(config.dataDir, 'store-replica'),
@@ -137,10 +160,15 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         url: config.databaseUrl,
         nodeId,
         version: VERSION,
+        ...(nodeUrl !== undefined ? { nodeUrl } : {}),
         outageMs: (config.databaseOutageSeconds ?? 120) * 1000,
         // A second node waits for the one that writes to stop (or die) and then takes over.
         standby: {
-          onWaiting: (message: string) => logger.warn({ part: 'store' }, `standby: ${message}; this node takes over when it stops`),
+          onWaiting: (message: string) => logger.warn({ part: 'store' }, `standby: ${message}; this node takes over when it stops, and forwards what it receives to it meanwhile`),
+          onWriter: (writer: StandbyTarget | undefined) => {
+            if (writer?.nodeId !== writerSeen?.nodeId || writer?.url !== writerSeen?.url) logger.info({ part: 'standby', writer: writer?.nodeId ?? null, writerUrl: writer?.url ?? null }, 'standby: forwarding requests to the writer');
+            writerSeen = writer;
+          },
           ...(options.signal ? { signal: options.signal } : {}),
         },
         // The database refused this node or stayed away too long: nothing it does from here on
@@ -149,12 +177,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       })
     : createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
   metrics.timeStoreCommits(store);
+  if (early) logger.info({ url: nodeUrl, node: nodeId }, 'ccweb-gitea standby listening (forwarding to the writer until this node writes)');
   try {
     await store.open();
   } catch (error) {
+    if (early) await closeServer(early);
     if (options.signal?.aborted) throw new StartAborted();
     throw storeOpenError(error, config.dataDir);
   }
+  // This node writes now: until the app serves, requests get "starting" rather than a dead writer's address.
+  writerSeen = undefined;
   // With the data directory's lock held and no app-server of ours started yet, whatever carries this
   // data directory's agent marks was left by an earlier instance (killed, crashed, or without
   // containment): end it before the workspaces are used again.
@@ -358,7 +390,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     concurrency: () => ({ limit: config.maxConcurrentTasks, busy: scheduler.running().length }),
-    nodes: () => ({ self: nodeId, nodes: store instanceof PostgresStore ? store.nodes() : [{ nodeId, role: 'writer', version: VERSION, startedAt, heartbeatAt: new Date().toISOString() }] }),
+    nodes: () => ({ self: nodeId, nodes: store instanceof PostgresStore ? store.nodes() : [{ nodeId, role: 'writer', version: VERSION, startedAt, heartbeatAt: new Date().toISOString(), url: null }] }),
     limits,
     providerHold,
     logger: logger.child({ part: 'api' }),
@@ -366,12 +398,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   // Outside dependencies, checked at start and periodically; /readyz reads the last results.
   const probes = startServiceProbes({ config, gitea, mcpArgs: options.mcpArgs ?? ['-t', 'stdio', '-host', config.giteaUrl], supervisor, logger });
 
-  const httpLimits: HttpLimits = {
-    ...DEFAULT_HTTP_LIMITS,
-    headersTimeoutMs: (config.httpHeadersTimeoutSeconds ?? DEFAULTS.httpHeadersTimeoutSeconds) * 1000,
-    bodyTimeoutMs: (config.httpBodyTimeoutSeconds ?? DEFAULTS.httpBodyTimeoutSeconds) * 1000,
-    maxConnections: config.httpMaxConnections ?? DEFAULTS.httpMaxConnections,
-  };
   const app = createApp({
     middleware: operators.middleware,
     routers: [
@@ -389,6 +415,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...operators.routers,
     ],
     logger: logger.child({ part: 'http' }),
+    forwardKey: () => (store instanceof PostgresStore ? store.forwardKey : undefined),
   });
 
   // The app-server starts in the background: intake and the API answer while Codex boots.
@@ -433,7 +460,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   let server: Server;
   try {
-    server = await listen(app.callback(), config.host, config.port, httpLimits);
+    if (early) {
+      serving = app.callback();
+      server = early;
+    } else server = await listen(app.callback(), config.host, config.port, httpLimits);
   } catch (error) {
     // Leave nothing running and the data directory unlocked, then say why in one line.
     await stopParts().catch(() => undefined);
@@ -458,4 +488,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       await stopParts();
     },
   };
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }

@@ -2,6 +2,7 @@
 // holding it (issue 29): Node's defaults let a client trickle headers for 60 s and a body for 300 s,
 // checked only every 30 s, and accept any number of connections.
 import { createServer, type RequestListener, type Server } from 'node:http';
+import { hostname } from 'node:os';
 
 export interface HttpLimits {
   /** The whole request head must arrive within this (slow headers → 408, connection closed). */
@@ -64,4 +65,14 @@ export function listen(handler: RequestListener, host: string, port: number, lim
       resolve(server);
     });
   });
+}
+
+/**
+ * Where the other nodes reach this one when CCWEB_NODE_URL is unset: the address it listens on, or
+ * the host name when it listens on every address (which no other machine can dial).
+ */
+export function defaultNodeUrl(host: string, port: number, machine: string = hostname()): string {
+  const any = host === '0.0.0.0' || host === '::' || host === '[::]';
+  const name = any ? machine : host;
+  return `http://${name.includes(':') && !name.startsWith('[') ? `[${name}]` : name}:${port}`;
 }

@@ -104,7 +104,8 @@ describe('two nodes on one PostgreSQL: a standby takes over [real gitea-mcp]', (
   let firstNonce = '';
 
   it('node A dies (SIGKILL) with a task in flight; node B takes over and finishes it: one receipt, one answer, one pull request', async () => {
-    // B waits as a standby, saying who writes; it does not listen, so the relay reaches only A.
+    // B waits as a standby, saying who writes, and forwards to A whatever the relay sends it (it
+    // never logs "listening" until it writes, so startServiceProcess has not resolved).
     await eventually('node B to wait as a standby', present(async () => bEarly.find((l) => /standby: another node writes .*node node-a/.test(l))), 120_000);
     expect(nodes.b).toBeUndefined();
     firstIssue = await env.gitea.createIssue('alice', 'Fail over while cloning');

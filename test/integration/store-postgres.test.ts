@@ -12,7 +12,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { copyEmbeddedStore, createStore, PostgresStore, storeDigest, StoreError, StoreUnavailableError, type DurableStore, type PostgresStoreOptions } from '../../src/store/index.js';
 import { migrateStore } from '../../src/cli/migrate-store.js';
-import { migrate, MIGRATIONS, MigrationNeedsNodesStoppedError, type Migration } from '../../src/store/postgres/schema.js';
+import { migrate, MIGRATIONS, MigrationNeedsNodesStoppedError, SCHEMA_VERSION, type Migration } from '../../src/store/postgres/schema.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { until } from '../support/until.js';
 
@@ -219,24 +219,25 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     await sql(url, "INSERT INTO ccweb_schema (version, summary) VALUES (99, 'from the future')");
     const error = await openStore(url, join(await tempDir(), 'replica')).catch((e: unknown) => e);
     expect((error as StoreError).code).toBe('database_schema_too_new');
-    expect((error as Error).message).toMatch(/schema is version 99, newer than this ccweb-gitea knows \(1\): upgrade this node/);
+    expect((error as Error).message).toMatch(new RegExp(`schema is version 99, newer than this ccweb-gitea knows \\(${SCHEMA_VERSION}\\): upgrade this node`));
   });
 
   it('rolling upgrade: an additive migration runs beside a running node; one that needs every node stopped refuses, naming them, until they stopped', async () => {
     const url = await database();
     const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a' });
-    const additive: Migration = { version: 2, summary: 'an index', sql: 'CREATE INDEX ccweb_test_v2 ON ccweb_log (node_id)' };
-    const reshaping: Migration = { version: 3, summary: 'a reshape', sql: 'CREATE TABLE ccweb_test_v3 (x int)', needsAllNodesStopped: true };
+    const [v1, v2] = [SCHEMA_VERSION + 1, SCHEMA_VERSION + 2];
+    const additive: Migration = { version: v1, summary: 'an index', sql: 'CREATE INDEX ccweb_test_v2 ON ccweb_log (node_id)' };
+    const reshaping: Migration = { version: v2, summary: 'a reshape', sql: 'CREATE TABLE ccweb_test_v3 (x int)', needsAllNodesStopped: true };
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     cleanups.push(() => client.end());
-    expect(await migrate(client, [...MIGRATIONS, additive], 'node-b')).toEqual([2]);
+    expect(await migrate(client, [...MIGRATIONS, additive], 'node-b')).toEqual([v1]);
     const blocked = await migrate(client, [...MIGRATIONS, additive, reshaping], 'node-b').catch((e: unknown) => e);
     expect(blocked).toBeInstanceOf(MigrationNeedsNodesStoppedError);
-    expect((blocked as Error).message).toMatch(/moves to version 3 \(a reshape\), which needs every other node stopped; still running: node-a: stop them/);
-    expect((await sql<{ v: number }>(url, 'SELECT max(version) AS v FROM ccweb_schema'))[0]!.v).toBe(2);
+    expect((blocked as Error).message).toMatch(new RegExp(`moves to version ${v2} \\(a reshape\\), which needs every other node stopped; still running: node-a: stop them`));
+    expect((await sql<{ v: number }>(url, 'SELECT max(version) AS v FROM ccweb_schema'))[0]!.v).toBe(v1);
     await a.close();
-    expect(await migrate(client, [...MIGRATIONS, additive, reshaping], 'node-b')).toEqual([3]);
+    expect(await migrate(client, [...MIGRATIONS, additive, reshaping], 'node-b')).toEqual([v2]);
   });
 
   it('never puts the password of the URL in an error', async () => {

@@ -8,12 +8,18 @@ export interface RoundRobinRelay {
   url: string;
   /** Which target answered each request, in order (index into `targets`). */
   served: number[];
+  /** Which target answered each Gitea delivery (its X-Gitea-Delivery), by delivery id. */
+  deliveries: Map<string, number>;
+  /** Sends the next request whose body contains `text` to this target (once): a test's choice of node. */
+  sendNextTo(index: number, text: string): void;
   close(): Promise<void>;
 }
 
 export async function startRoundRobinRelay(port: number, targets: () => string[]): Promise<RoundRobinRelay> {
   let next = 0;
   const served: number[] = [];
+  const deliveries = new Map<string, number>();
+  const pinned: Array<{ index: number; text: string }> = [];
   const forward = (target: string, req: IncomingMessage, body: Buffer) =>
     new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
       const url = new URL(req.url ?? '/', target);
@@ -32,11 +38,15 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
       const list = targets();
+      const pin = pinned.findIndex((p) => body.includes(p.text));
+      const first = pin >= 0 ? pinned.splice(pin, 1)[0]!.index : undefined;
       for (let tried = 0; tried < list.length; tried++) {
-        const index = next++ % list.length;
+        const index = tried === 0 && first !== undefined ? first : next++ % list.length;
         try {
           const answer = await forward(list[index]!, req, body);
           served.push(index);
+          const delivery = req.headers['x-gitea-delivery'];
+          if (typeof delivery === 'string') deliveries.set(delivery, index);
           res.writeHead(answer.status, answer.headers);
           res.end(answer.body);
           return;
@@ -51,6 +61,10 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     served,
+    deliveries,
+    sendNextTo(index, text) {
+      pinned.push({ index, text });
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

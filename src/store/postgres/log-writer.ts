@@ -20,6 +20,8 @@ export interface LogWriterOptions {
   url: string;
   nodeId: string;
   version: string;
+  /** Where the other nodes reach this one (a standby forwards requests to the writer's), if known. */
+  nodeUrl?: string;
   /** How long a database that went away is waited for before the store stops. */
   outageMs: number;
   heartbeatMs?: number;
@@ -29,7 +31,13 @@ export interface LogWriterOptions {
    * Standby: while another node holds the writer lock, `open` waits for it (polling every
    * `pollMs`) instead of refusing, telling `onWaiting` who writes; `signal` ends the wait.
    */
-  standby?: { onWaiting: (message: string) => void; signal?: AbortSignal; pollMs?: number };
+  standby?: {
+    onWaiting: (message: string) => void;
+    /** Told after every poll which node writes now (undefined: none has said so), to forward requests to it. */
+    onWriter?: (writer: WriterAddress | undefined) => void;
+    signal?: AbortSignal;
+    pollMs?: number;
+  };
   /** Called once, when the writer stops for good (the store is then unavailable). */
   onFailure?: (error: StoreUnavailableError) => void;
 }
@@ -71,6 +79,15 @@ export interface NodeStatus {
   role: 'writer' | 'standby' | 'stopped';
   version: string;
   startedAt: string;
+  heartbeatAt: string;
+  /** Where the other nodes reach it; null for a node that did not say (one older than schema 2). */
+  url: string | null;
+}
+
+/** The node that holds the writer lock, as a standby sees it. */
+export interface WriterAddress {
+  nodeId: string;
+  url: string | null;
   heartbeatAt: string;
 }
 
@@ -217,11 +234,19 @@ export class LogWriter {
       await client.query('SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3');
       const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [WRITER_LOCK.toString()]);
       if (!rows[0]?.ok) {
-        const holder = await client
-          .query<{ node_id: string; heartbeat_at: Date }>('SELECT node_id, heartbeat_at FROM ccweb_nodes WHERE node_id <> $1 ORDER BY heartbeat_at DESC LIMIT 1', [this.#options.nodeId])
-          .then((r) => (r.rows[0] ? `node ${r.rows[0].node_id}, last heartbeat ${r.rows[0].heartbeat_at.toISOString()}` : 'a node that has not registered'));
+        // The writer registers as such once it holds the lock: the latest such row is the holder.
+        const writer = await client
+          .query<{ node_id: string; heartbeat_at: Date; url: string | null }>(
+            "SELECT node_id, heartbeat_at, url FROM ccweb_nodes WHERE node_id <> $1 AND role = 'writer' ORDER BY heartbeat_at DESC LIMIT 1",
+            [this.#options.nodeId],
+          )
+          .then((r) => (r.rows[0] ? { nodeId: r.rows[0].node_id, url: r.rows[0].url, heartbeatAt: r.rows[0].heartbeat_at.toISOString() } : undefined));
+        const holder = writer ? `node ${writer.nodeId}, last heartbeat ${writer.heartbeatAt}` : 'a node that has not registered';
         // A standby says it is there, so every node's overview lists it.
-        if (this.#options.standby) await this.#register(client, 'standby');
+        if (this.#options.standby) {
+          await this.#register(client, 'standby');
+          this.#options.standby.onWriter?.(writer);
+        }
         throw new WriterTakenError(this.#where, holder);
       }
       await this.#register(client, 'writer');
@@ -234,20 +259,20 @@ export class LogWriter {
 
   async #register(client: pg.Client, role: 'writer' | 'standby'): Promise<void> {
     await client.query(
-      `INSERT INTO ccweb_nodes (node_id, role, version, started_at, heartbeat_at) VALUES ($1, $2, $3, now(), now())
-       ON CONFLICT (node_id) DO UPDATE SET role = EXCLUDED.role, version = EXCLUDED.version,
+      `INSERT INTO ccweb_nodes (node_id, role, version, started_at, heartbeat_at, url) VALUES ($1, $2, $3, now(), now(), $4)
+       ON CONFLICT (node_id) DO UPDATE SET role = EXCLUDED.role, version = EXCLUDED.version, url = EXCLUDED.url,
          started_at = CASE WHEN ccweb_nodes.role = EXCLUDED.role THEN ccweb_nodes.started_at ELSE now() END, heartbeat_at = now()`,
-      [this.#options.nodeId, role, this.#options.version],
+      [this.#options.nodeId, role, this.#options.version, this.#options.nodeUrl ?? null],
     );
     await this.#readNodes(client);
   }
 
   async #readNodes(client: pg.Client): Promise<void> {
     // Nodes gone for more than a day are history, not members.
-    const { rows } = await client.query<{ node_id: string; role: NodeStatus['role']; version: string; started_at: Date; heartbeat_at: Date }>(
-      "SELECT node_id, role, version, started_at, heartbeat_at FROM ccweb_nodes WHERE heartbeat_at > now() - interval '1 day' ORDER BY node_id",
+    const { rows } = await client.query<{ node_id: string; role: NodeStatus['role']; version: string; started_at: Date; heartbeat_at: Date; url: string | null }>(
+      "SELECT node_id, role, version, started_at, heartbeat_at, url FROM ccweb_nodes WHERE heartbeat_at > now() - interval '1 day' ORDER BY node_id",
     );
-    this.nodes = rows.map((r) => ({ nodeId: r.node_id, role: r.role, version: r.version, startedAt: r.started_at.toISOString(), heartbeatAt: r.heartbeat_at.toISOString() }));
+    this.nodes = rows.map((r) => ({ nodeId: r.node_id, role: r.role, version: r.version, startedAt: r.started_at.toISOString(), heartbeatAt: r.heartbeat_at.toISOString(), url: r.url }));
   }
 
   #beatDue = false;

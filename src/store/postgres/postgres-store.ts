@@ -26,6 +26,8 @@ export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexe
   nodeId: string;
   /** This node's version, shown with its heartbeat. */
   version: string;
+  /** Where the other nodes reach this one (listed with its heartbeat; standbys forward requests to the writer's). */
+  nodeUrl?: string;
   /** How long a database that went away is waited for before the store stops. Default 120 s. */
   outageMs?: number;
   /** Test hook (log-writer.ts). */
@@ -57,6 +59,7 @@ export class PostgresStore implements Store {
   #replayed = 0;
   /** Why the replica was rebuilt from the database at open, if it was. */
   rebuiltBecause: string | undefined;
+  #forwardKey: string | undefined;
 
   constructor(options: PostgresStoreOptions) {
     this.dir = options.dir;
@@ -65,6 +68,7 @@ export class PostgresStore implements Store {
       url: options.url,
       nodeId: options.nodeId,
       version: options.version,
+      ...(options.nodeUrl !== undefined ? { nodeUrl: options.nodeUrl } : {}),
       outageMs: options.outageMs ?? 120_000,
       beforeBatch: options.beforeBatch,
       standby: options.standby,
@@ -92,6 +96,7 @@ export class PostgresStore implements Store {
     let head: { historyId: string; seq: number };
     try {
       await migrate(setup, MIGRATIONS, this.#options.nodeId);
+      this.#forwardKey = (await setup.query<{ forward_key: string }>('SELECT forward_key FROM ccweb_cluster WHERE id = 1')).rows[0]?.forward_key;
       // A standby may wait here for hours: its first connection is not trusted to be alive after.
       await setup.end().catch(() => undefined);
       await this.#writer.open();
@@ -220,6 +225,14 @@ export class PostgresStore implements Store {
 
   stats(): PostgresStoreStats {
     return { ...this.#replica.stats(), engine: 'postgres', databaseBatches: this.#writer.batches, databaseReconnects: this.#writer.reconnects, replayedAtOpen: this.#replayed };
+  }
+
+  /**
+   * The cluster's key for forwarded requests (src/http/forwarded-client.ts): known once the schema is
+   * migrated, which is before a standby starts to wait.
+   */
+  get forwardKey(): string | undefined {
+    return this.#forwardKey;
   }
 
   /** Every node on this database (writer, standbys, recently stopped), as of the last heartbeat. */

@@ -126,6 +126,23 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    summary: "nodes' addresses and the key a standby signs forwarded requests with",
+    sql: `
+      -- Where the other nodes reach this one: a standby forwards the requests it receives to the
+      -- writer's address (src/service/standby-proxy.ts).
+      ALTER TABLE ccweb_nodes ADD COLUMN url text;
+      -- The key a standby signs the client's address with when it forwards a request, so the writer
+      -- can trust that address (src/http/forwarded-client.ts). Only nodes read this database.
+      -- gen_random_uuid() is PostgreSQL's strong random source (pg_strong_random): 244 random bits.
+      CREATE TABLE ccweb_cluster (
+        id smallint PRIMARY KEY CHECK (id = 1),
+        forward_key text NOT NULL
+      );
+      INSERT INTO ccweb_cluster (id, forward_key) VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;

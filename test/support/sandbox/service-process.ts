@@ -31,6 +31,8 @@ export interface ServiceProcessOptions {
   ownProcessGroup?: boolean;
   /** Every output line as it comes, also before the service listens (e.g. a standby's). */
   onLine?: (line: string) => void;
+  /** The child as soon as it is spawned (a standby never listens until it writes, but may be killed). */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 export function startServiceProcess(env: Record<string, string>, options: ServiceProcessOptions = {}): Promise<ServiceProcess> {
@@ -46,6 +48,7 @@ export function startServiceProcess(env: Record<string, string>, options: Servic
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.ownProcessGroup ?? false,
   });
+  options.onSpawn?.(child);
   const lines: string[] = [];
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {

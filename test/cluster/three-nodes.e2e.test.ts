@@ -1,0 +1,226 @@
+// Three nodes on one PostgreSQL behind one URL (issue 31), end to end: three real service processes
+// with their own data directories and Codex homes, a REAL Gitea 1.26 whose webhook goes through a
+// round-robin relay (the load balancer) to all three, the real Codex app-server with the scripted
+// agent, the real gitea-mcp, a real PostgreSQL. One node writes; the two standbys listen and forward
+// whatever they receive to it (src/http/standby-proxy.ts), so any node accepts any webhook and any
+// API call: issue and pull-request mentions, a Replay sent to another node than the original, a
+// `stop` and an operator's abort through a standby. Then the writer is killed, a standby takes
+// over, and the other standby forwards to the new writer.
+//
+// In test/cluster/: CI runs it on Node 24 only, like test/chaos.
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
+import { eventually, freePort } from '../support/real-gitea/index.js';
+import { startRoundRobinRelay, type RoundRobinRelay } from '../support/round-robin-relay.js';
+import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
+import { writeCodexHome } from '../support/scripted-model/index.js';
+import { waitForTaskState } from '../support/wait-for-task.js';
+
+const NAMES = ['a', 'b', 'c'] as const;
+type Name = (typeof NAMES)[number];
+const root = mkdtempSync(join(tmpdir(), 'ccweb-3nodes-'));
+let env: PublishEnvironment;
+let postgres: ThrowawayPostgres;
+let relay: RoundRobinRelay;
+const urls = {} as Record<Name, string>;
+/** Each node's process once it writes (startServiceProcess resolves on "ccweb-gitea listening"). */
+const starting = {} as Record<Name, Promise<ServiceProcess>>;
+const early = { a: [], b: [], c: [] } as Record<Name, string[]>;
+const pids = {} as Record<Name, number>;
+
+interface TaskDetail {
+  task: { taskId: string; state: string; errorCode: string | null };
+  audit: Array<{ action: string; toState: string | null; metadata?: Record<string, unknown> }>;
+}
+
+const present = <T>(f: () => Promise<T | null | undefined>) => async (): Promise<T> => {
+  const v = await f();
+  if (v === null || v === undefined) throw new Error('not yet');
+  return v;
+};
+
+const FINAL = ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'cancelled', 'aborted', 'rejected', 'ignored'];
+
+async function api<T>(base: string, path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+  const res = await fetch(`${base}/api/gitea-workflow${path}`, {
+    method: init.method ?? 'GET',
+    headers: { Authorization: `Bearer ${env.adminToken}`, ...(init.body ? { 'content-type': 'application/json' } : {}) },
+    ...(init.body ? { body: JSON.stringify(init.body) } : {}),
+  });
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+async function taskFor(base: string, nonce: string): Promise<string> {
+  return eventually(`a task for [${nonce}]`, present(async () => {
+    const list = await api<{ items: Array<{ taskId: string; instruction: string }> }>(base, '/tasks?pageSize=100');
+    return list.items.find((x) => x.instruction.includes(nonce))?.taskId ?? null;
+  }), 30_000);
+}
+
+const botComments = async (index: number) => (await env.gitea.comments(index)).filter((c) => c.user.login === 'ccweb-bot').map((c) => c.body);
+
+beforeAll(async () => {
+  env = await startPublishEnvironment(root);
+  postgres = await startThrowawayPostgres({ parentDir: root });
+  const databaseUrl = await postgres.createDatabase('ccweb');
+  for (const n of NAMES) urls[n] = `http://127.0.0.1:${await freePort()}`;
+  relay = await startRoundRobinRelay(Number(env.env['CCWEB_PORT']), () => NAMES.map((n) => urls[n]));
+  const start = (n: Name) => {
+    const codexHome = join(root, `codex-home-${n}`);
+    if (n !== 'a') writeCodexHome(codexHome, { port: env.model.port, model: 'fake-model' });
+    starting[n] = startServiceProcess(
+      {
+        ...env.env,
+        CCWEB_PORT: new URL(urls[n]).port,
+        CCWEB_DATA_DIR: join(root, `node-${n}`),
+        CCWEB_DATABASE_URL: databaseUrl,
+        CCWEB_NODE_ID: `node-${n}`,
+        CCWEB_LEASE_TTL_MS: '6000',
+        ...(n !== 'a' ? { CODEX_HOME: codexHome } : {}),
+      },
+      { ownProcessGroup: true, timeoutMs: 600_000, onLine: (l) => void early[n].push(l) },
+    );
+    starting[n].catch(() => undefined);
+  };
+  start('a');
+  const a = await starting.a;
+  pids.a = a.pid;
+  start('b');
+  start('c');
+  for (const n of ['b', 'c'] as const) {
+    await eventually(`node ${n} to forward to node-a`, present(async () => early[n].find((l) => /forwarding requests to the writer/.test(l) && /"writer":"node-a"/.test(l))), 120_000);
+  }
+}, 400_000);
+
+afterAll(async () => {
+  for (const n of NAMES) await starting[n]?.then((p) => p.stop(), () => undefined);
+  await relay?.close();
+  await postgres?.stop();
+  await env?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('three nodes on one PostgreSQL, one URL [real gitea-mcp]', () => {
+  let issue = 0;
+  let issueNonce = '';
+
+  it('the standbys answer their own /healthz and forward everything else to the writer: its overview through any node lists all three', async () => {
+    for (const n of ['b', 'c'] as const) {
+      const health = await fetch(`${urls[n]}/healthz`).then((r) => r.json());
+      expect(health).toEqual({ status: 'ok', role: 'standby', node: `node-${n}` });
+    }
+    for (const n of NAMES) {
+      const overview = await eventually(`the overview through node ${n} listing three nodes`, present(async () => {
+        const o = await api<{ nodes: Array<{ nodeId: string; role: string; self: boolean; url: string | null }> }>(urls[n], '/overview');
+        return o.nodes.length === 3 ? o : undefined;
+      }), 30_000);
+      const byId = Object.fromEntries(overview.nodes.map((x) => [x.nodeId, x]));
+      // Whoever is asked, the writer answers.
+      expect(byId['node-a']).toMatchObject({ role: 'writer', self: true, url: urls.a });
+      expect(byId['node-b']).toMatchObject({ role: 'standby', self: false, url: urls.b });
+      expect(byId['node-c']).toMatchObject({ role: 'standby', self: false, url: urls.c });
+    }
+  });
+
+  it('an issue mention and a pull-request mention, each delivered to a standby, are answered once each', async () => {
+    issue = await env.gitea.createIssue('alice', 'Three nodes');
+    issueNonce = randomUUID().slice(0, 8);
+    const prNonce = randomUUID().slice(0, 8);
+    relay.sendNextTo(1, issueNonce);
+    relay.sendNextTo(2, prNonce);
+    await env.gitea.comment('alice', issue, `@ccweb-bot please append a line to CHANGES.md (change-file) [${issueNonce}]`);
+    await env.gitea.comment('alice', env.gitea.prNumber, `@ccweb-bot what does this change do? [${prNonce}]`);
+    for (const [index, nonce] of [[issue, issueNonce], [env.gitea.prNumber, prNonce]] as const) {
+      const taskId = await taskFor(urls.c, nonce);
+      const d = await waitForTaskState((path) => api<TaskDetail>(urls.b, path), taskId, FINAL, 180_000);
+      expect(d.task.state, `the task for [${nonce}]`).toBe('succeeded');
+      const bodies = await eventually(`receipt and answer on #${index}`, present(async () => {
+        const list = (await botComments(index)).filter((b) => b.includes(taskId) || b.includes(nonce));
+        return list.length >= 1 ? await botComments(index) : undefined;
+      }), 30_000);
+      expect(bodies.length).toBeGreaterThanOrEqual(2);
+    }
+    // Every delivery of the two mentions went where it was sent and was accepted there.
+    const deliveries = await env.gitea.deliveries(env.hookId);
+    for (const [nonce, node] of [[issueNonce, 1], [prNonce, 2]] as const) {
+      const d = deliveries.filter((x) => x.payload.includes(nonce) && !x.payload.includes('"login":"ccweb-bot"'));
+      expect(d.length, `deliveries of [${nonce}]`).toBeGreaterThanOrEqual(1);
+      for (const x of d) {
+        expect(relay.deliveries.get(x.uuid), `the node that received [${nonce}]`).toBe(node);
+        expect(x.status).toBe(202);
+      }
+    }
+    // One answer per comment: exactly receipt + answer on the new issue.
+    expect(await botComments(issue)).toHaveLength(2);
+    const pulls = await env.gitea.api<Array<{ head: { ref: string } }>>(env.gitea.owner, 'GET', `/repos/${env.gitea.owner}/${env.gitea.repo}/pulls?state=all&limit=50`);
+    expect(pulls.body.filter((p) => p.head.ref === `ccweb/issue-${issue}`)).toHaveLength(1);
+  });
+
+  it("Gitea's Replay of the issue mention, sent to another node than the original, is a duplicate", async () => {
+    const deliveries = await env.gitea.deliveries(env.hookId);
+    const original = deliveries.find((x) => x.payload.includes(issueNonce) && relay.deliveries.has(x.uuid))!;
+    expect(original).toBeDefined();
+    const other = (relay.deliveries.get(original.uuid)! + 1) % 3;
+    const before = await api<{ total: number }>(urls.a, '/tasks?pageSize=1');
+    relay.sendNextTo(other, issueNonce);
+    await env.gitea.replay(env.hookId, original.uuid);
+    const replayed = await env.gitea.waitForDelivery(env.hookId, (x) => x.uuid !== original.uuid && x.payload === original.payload);
+    expect(relay.deliveries.get(replayed.uuid)).toBe(other);
+    expect(replayed.status).toBe(200);
+    expect(JSON.parse(replayed.responseBody)).toMatchObject({ status: 'duplicate' });
+    expect((await api<{ total: number }>(urls.a, '/tasks?pageSize=1')).total).toBe(before.total);
+  });
+
+  it('"@ccweb-bot stop" delivered to a standby aborts the turn running on the writer', async () => {
+    const n = await env.gitea.createIssue('alice', 'Stop through another node');
+    const nonce = randomUUID().slice(0, 8);
+    await env.gitea.comment('alice', n, `@ccweb-bot please take your time (slow) [${nonce}]`);
+    const taskId = await taskFor(urls.a, nonce);
+    await waitForTaskState((path) => api<TaskDetail>(urls.a, path), taskId, ['running'], 120_000);
+    const stopNonce = randomUUID().slice(0, 8);
+    relay.sendNextTo(2, stopNonce);
+    await env.gitea.comment('alice', n, `@ccweb-bot stop\n\n<!-- [${stopNonce}] -->`);
+    const d = await waitForTaskState((path) => api<TaskDetail>(urls.c, path), taskId, FINAL, 120_000);
+    expect(d.task.state).toBe('aborted');
+    const stop = (await env.gitea.deliveries(env.hookId)).find((x) => x.payload.includes(stopNonce));
+    expect(stop && relay.deliveries.get(stop.uuid)).toBe(2);
+  });
+
+  it("an operator's abort through a standby's API reaches the task on the writer", async () => {
+    const n = await env.gitea.createIssue('alice', 'Abort through another node');
+    const nonce = randomUUID().slice(0, 8);
+    await env.gitea.comment('alice', n, `@ccweb-bot please take your time (slow) [${nonce}]`);
+    const taskId = await taskFor(urls.b, nonce);
+    await waitForTaskState((path) => api<TaskDetail>(urls.b, path), taskId, ['running'], 120_000);
+    const answer = await api<{ ok?: boolean; state?: string }>(urls.b, `/tasks/${taskId}/abort`, {
+      method: 'POST',
+      body: { requestId: randomUUID(), operator: 'ops', reason: 'through node b' },
+    });
+    expect(answer).toBeDefined();
+    const d = await waitForTaskState((path) => api<TaskDetail>(urls.b, path), taskId, FINAL, 120_000);
+    expect(d.task.state).toBe('aborted');
+    const abortEvent = (await api<{ events: Array<{ action: string; metadata?: { reason?: string } }> }>(urls.a, `/audit?taskId=${taskId}&limit=500`)).events.find((e) => e.action === 'control.task_abort');
+    expect(abortEvent?.metadata?.reason ?? JSON.stringify(abortEvent)).toContain('through node b');
+  });
+
+  it('the writer dies: a standby takes over, the other forwards to it, and a follow-up is answered', async () => {
+    process.kill(-pids.a, 'SIGKILL');
+    const next = await Promise.race([starting.b.then(() => 'b' as const), starting.c.then(() => 'c' as const)]);
+    const other = next === 'b' ? 'c' : 'b';
+    await eventually(`node ${other} to forward to node-${next}`, present(async () => early[other].find((l) => new RegExp(`"writer":"node-${next}"`).test(l))), 60_000);
+    const before = (await botComments(issue)).length;
+    const nonce = randomUUID().slice(0, 8);
+    relay.sendNextTo(NAMES.indexOf(other), nonce);
+    await env.gitea.comment('alice', issue, `@ccweb-bot thanks, one more line please [${nonce}]`);
+    const taskId = await taskFor(urls[other], nonce);
+    const d = await waitForTaskState((path) => api<TaskDetail>(urls[other], path), taskId, FINAL, 180_000);
+    expect(d.task.state).toMatch(/^succeeded/);
+    expect((await botComments(issue)).length).toBe(before + 2);
+  });
+});
