@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
 import { createStore } from '../../src/store/index.js';
-import { checkComments, checkDeliveries, checkRuns, nonTerminal, type SentDelivery } from '../support/chaos-checks.js';
+import { judgeChaosRun, type SentDelivery } from '../support/chaos-checks.js';
 import { seededRandom, startChaosWorld, type ChaosWorld } from '../support/chaos-world.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { formatScan, scanForSecrets } from '../../scripts/secret-scan.js';
@@ -144,22 +144,14 @@ describe('chaos: SIGKILL under load [real gitea-mcp]', () => {
     const events = store.audit();
     await store.close();
 
-    const commentsByTask = new Map<string, Array<{ user: string; body: string }>>();
-    for (const t of tasks) {
-      if (!commentsByTask.has(t.resourceKey)) {
-        commentsByTask.set(
-          t.resourceKey,
-          w.env.gitea.double.comments(t.owner, t.repo, t.resource.number).map((c) => ({ user: (c['user'] as { login: string }).login, body: String(c['body']) })),
-        );
-      }
-    }
-    const resourceOf = new Map(tasks.map((t) => [t.taskId, t.resourceKey]));
-    const deliveries = checkDeliveries(sent, tasks);
-    const runs = checkRuns(events, tasks);
-    const comments = checkComments(tasks, (id) => commentsByTask.get(resourceOf.get(id)!) ?? [], w.env.gitea.botLogin);
-    const open = nonTerminal(tasks);
-    const byState: Record<string, number> = {};
-    for (const t of tasks) byState[t.state] = (byState[t.state] ?? 0) + 1;
+    const verdict = judgeChaosRun({
+      sent,
+      tasks,
+      events,
+      commentsOn: (t) => w.env.gitea.double.comments(t.owner, t.repo, t.resource.number).map((c) => ({ user: (c['user'] as { login: string }).login, body: String(c['body']) })),
+      botLogin: w.env.gitea.botLogin,
+    });
+    const { deliveries, runs, comments, open } = verdict;
     const scan = scanForSecrets([env.CCWEB_DATA_DIR!, w.env.codexHome, logDir], {
       giteaToken: env.CCWEB_GITEA_TOKEN!,
       webhookSecret: env.CCWEB_WEBHOOK_SECRET!,
@@ -170,18 +162,10 @@ describe('chaos: SIGKILL under load [real gitea-mcp]', () => {
       [
         `== chaos summary (seed ${SEED}) ==`,
         `service starts ${starts}, reached "listening" ${listened}, SIGKILLs ${KILLS}; chaos phase ${chaosSeconds.toFixed(0)} s, settle ${settleSeconds.toFixed(0)} s (${settled ? 'settled' : 'NOT settled'})`,
-        `deliveries sent ${deliveries.sent}: 202 ${deliveries.got202}, failed while down ${deliveries.failed}, other status ${deliveries.otherStatus}`,
-        `tasks ${tasks.length} over ${new Set(tasks.map((t) => t.repoKey)).size} repositories; 202 without task ${deliveries.missing.length}; deliveries with >1 task ${deliveries.doubled.length}; tasks whose 202 was lost to a kill ${deliveries.tasksWithoutAck}`,
-        `final states ${JSON.stringify(byState)}; non-terminal ${open.length}`,
-        `runs ${runs.runs}; overlapping runs in one repository ${runs.overlaps.length}; claims without the lease ${runs.claimsWithoutLease.length}; double acquires ${runs.doubleAcquires.length}; lease takeovers ${runs.leaseTakeovers}, expiries ${runs.leaseExpiries}`,
-        `receipts: exactly one 已收到 for ${comments.receiptsOk}/${comments.tasks} tasks; repeated failure receipts ${comments.repeatedFailureReceipts.length}`,
-        `answers on Gitea ${comments.answers}; tasks with >1 answer or a success without one ${comments.answerProblems.length}`,
+        ...verdict.lines,
         formatScan(scan),
       ].join('\n'),
     );
-    if (comments.answerProblems.length) console.log('answer problems:', JSON.stringify(comments.answerProblems.slice(0, 10)));
-    if (comments.receiptProblems.length) console.log('receipt problems:', JSON.stringify(comments.receiptProblems.slice(0, 10)));
-    if (runs.overlaps.length) console.log('overlaps:', JSON.stringify(runs.overlaps.slice(0, 10)));
 
     expect(startFailures).toEqual([]);
     expect(listened).toBe(KILLS + 1);

@@ -16,6 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterApi, FINAL_STATES, present, type TaskDetail } from '../support/cluster-api.js';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { eventually, freePort } from '../support/real-gitea/index.js';
@@ -34,34 +35,8 @@ const urls: { a: string; b: string } = { a: '', b: '' };
 /** Node B's output from its start, before it listens. */
 const bEarly: string[] = [];
 
-interface TaskDetail {
-  task: { taskId: string; state: string; errorCode: string | null };
-  audit: Array<{ action: string; toState: string | null; metadata?: Record<string, unknown> }>;
-}
-
-/** A value `f` finds, or (null/undefined) "not yet" for real-gitea's `eventually`, which retries a throw. */
-const present = <T>(f: () => Promise<T | null | undefined>) => async (): Promise<T> => {
-  const v = await f();
-  if (v === null || v === undefined) throw new Error('not yet');
-  return v;
-};
-
-const FINAL = ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'cancelled', 'aborted', 'rejected', 'ignored'];
-
-async function api<T>(base: string, path: string): Promise<T> {
-  const res = await fetch(`${base}/api/gitea-workflow${path}`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
-  if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
-
-async function taskFor(base: string, nonce: string): Promise<string> {
-  return eventually(`a task for [${nonce}]`, present(async () => {
-    const list = await api<{ items: Array<{ taskId: string; instruction: string }> }>(base, '/tasks?pageSize=100');
-    return list.items.find((x) => x.instruction.includes(nonce))?.taskId ?? null;
-  }), 30_000);
-}
-
-const botComments = async (index: number) => (await env.gitea.comments(index)).filter((c) => c.user.login === 'ccweb-bot').map((c) => c.body);
+const { api, taskFor, botComments } = clusterApi(() => env);
+const FINAL = FINAL_STATES;
 
 beforeAll(async () => {
   env = await startPublishEnvironment(root);

@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterApi, FINAL_STATES, present, type TaskDetail } from '../support/cluster-api.js';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { eventually, freePort } from '../support/real-gitea/index.js';
@@ -33,37 +34,8 @@ const starting = {} as Record<Name, Promise<ServiceProcess>>;
 const early = { a: [], b: [], c: [] } as Record<Name, string[]>;
 const pids = {} as Record<Name, number>;
 
-interface TaskDetail {
-  task: { taskId: string; state: string; errorCode: string | null };
-  audit: Array<{ action: string; toState: string | null; metadata?: Record<string, unknown> }>;
-}
-
-const present = <T>(f: () => Promise<T | null | undefined>) => async (): Promise<T> => {
-  const v = await f();
-  if (v === null || v === undefined) throw new Error('not yet');
-  return v;
-};
-
-const FINAL = ['succeeded', 'failed', 'failed_reply', 'succeeded_with_rest_fallback', 'cancelled', 'aborted', 'rejected', 'ignored'];
-
-async function api<T>(base: string, path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
-  const res = await fetch(`${base}/api/gitea-workflow${path}`, {
-    method: init.method ?? 'GET',
-    headers: { Authorization: `Bearer ${env.adminToken}`, ...(init.body ? { 'content-type': 'application/json' } : {}) },
-    ...(init.body ? { body: JSON.stringify(init.body) } : {}),
-  });
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
-
-async function taskFor(base: string, nonce: string): Promise<string> {
-  return eventually(`a task for [${nonce}]`, present(async () => {
-    const list = await api<{ items: Array<{ taskId: string; instruction: string }> }>(base, '/tasks?pageSize=100');
-    return list.items.find((x) => x.instruction.includes(nonce))?.taskId ?? null;
-  }), 30_000);
-}
-
-const botComments = async (index: number) => (await env.gitea.comments(index)).filter((c) => c.user.login === 'ccweb-bot').map((c) => c.body);
+const { api, taskFor, botComments } = clusterApi(() => env);
+const FINAL = FINAL_STATES;
 
 beforeAll(async () => {
   env = await startPublishEnvironment(root);

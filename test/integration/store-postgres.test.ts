@@ -149,6 +149,26 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     expect((await sql<{ node_id: string }>(url, 'SELECT node_id FROM ccweb_log ORDER BY seq')).map((r) => r.node_id)).toEqual(['node-a', 'node-a', 'node-b']);
   });
 
+  it('a standby keeps waiting through a PostgreSQL restart (a crash and crash recovery) and takes over afterwards', async () => {
+    const url = await database();
+    const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a', outageMs: 60_000 });
+    await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
+    const waiting: string[] = [];
+    let failed: unknown;
+    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', outageMs: 60_000, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } });
+    standby.catch((error: unknown) => (failed = error));
+    await until('the standby to say it waits', () => waiting.length > 0, 20_000);
+    await server.crash();
+    // Several of the standby's polls meet no server.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await server.restart();
+    await a.transact((tx) => tx.insert('tasks', 'y', { by: 'a' }));
+    expect(failed).toBeUndefined();
+    await a.close();
+    const b = await standby;
+    expect(b.list('tasks')).toEqual([{ by: 'a' }, { by: 'a' }]);
+  });
+
   it('every node is listed with its role: the writer, a waiting standby, and a node that stopped cleanly', async () => {
     const url = await database();
     const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a', heartbeatMs: 100 });

@@ -150,3 +150,47 @@ export function checkComments(
 export function nonTerminal(tasks: readonly Pick<TaskRecord, 'taskId' | 'state'>[]): Array<{ taskId: string; state: string }> {
   return tasks.filter((t) => !isTerminalTaskState(t.state)).map((t) => ({ taskId: t.taskId, state: t.state }));
 }
+
+export interface ChaosVerdict {
+  deliveries: DeliveryFindings;
+  runs: RunFindings;
+  comments: CommentFindings;
+  open: Array<{ taskId: string; state: string }>;
+  byState: Record<string, number>;
+  repositories: number;
+  /** The summary's lines every chaos run prints (what it sent, the tasks, runs, receipts, answers). */
+  lines: string[];
+}
+
+/** Every check over one run's leavings; `commentsOn` gives the comments on a task's issue or pull request. */
+export function judgeChaosRun(input: {
+  sent: readonly SentDelivery[];
+  tasks: readonly TaskRecord[];
+  events: readonly AuditEvent[];
+  commentsOn: (task: TaskRecord) => readonly BotComment[];
+  botLogin: string;
+}): ChaosVerdict {
+  const { sent, tasks, events, botLogin } = input;
+  const byResource = new Map<string, readonly BotComment[]>();
+  for (const t of tasks) if (!byResource.has(t.resourceKey)) byResource.set(t.resourceKey, input.commentsOn(t));
+  const resourceOf = new Map(tasks.map((t) => [t.taskId, t.resourceKey]));
+  const deliveries = checkDeliveries(sent, tasks);
+  const runs = checkRuns(events, tasks);
+  const comments = checkComments(tasks, (id) => byResource.get(resourceOf.get(id)!) ?? [], botLogin);
+  const open = nonTerminal(tasks);
+  const byState: Record<string, number> = {};
+  for (const t of tasks) byState[t.state] = (byState[t.state] ?? 0) + 1;
+  const repositories = new Set(tasks.map((t) => t.repoKey)).size;
+  const lines = [
+    `deliveries sent ${deliveries.sent}: 202 ${deliveries.got202}, failed ${deliveries.failed}, other status ${deliveries.otherStatus}`,
+    `tasks ${tasks.length} over ${repositories} repositories; 202 without task ${deliveries.missing.length}; deliveries with >1 task ${deliveries.doubled.length}; tasks whose 202 was lost to a kill ${deliveries.tasksWithoutAck}`,
+    `final states ${JSON.stringify(byState)}; non-terminal ${open.length}`,
+    `runs ${runs.runs}; overlapping runs in one repository ${runs.overlaps.length}; claims without the lease ${runs.claimsWithoutLease.length}; double acquires ${runs.doubleAcquires.length}; lease takeovers ${runs.leaseTakeovers}, expiries ${runs.leaseExpiries}`,
+    `receipts: exactly one 已收到 for ${comments.receiptsOk}/${comments.tasks} tasks; repeated failure receipts ${comments.repeatedFailureReceipts.length}`,
+    `answers on Gitea ${comments.answers}; tasks with >1 answer or a success without one ${comments.answerProblems.length}`,
+    ...(comments.answerProblems.length ? [`answer problems: ${JSON.stringify(comments.answerProblems.slice(0, 10))}`] : []),
+    ...(comments.receiptProblems.length ? [`receipt problems: ${JSON.stringify(comments.receiptProblems.slice(0, 10))}`] : []),
+    ...(runs.overlaps.length ? [`overlaps: ${JSON.stringify(runs.overlaps.slice(0, 10))}`] : []),
+  ];
+  return { deliveries, runs, comments, open, byState, repositories, lines };
+}

@@ -11,7 +11,7 @@
 // (fail-stop): every commit after it is refused, and a restart reloads from the database.
 import pg from 'pg';
 import { batchRows, type BatchRows, type CommittedEntry } from './batch-rows.js';
-import { databaseClient, reconnectDelayMs } from './client.js';
+import { databaseClient, reconnectDelayMs, unreachable } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { StoreError, StoreUnavailableError } from '../types.js';
 import { WRITER_LOCK } from './schema.js';
@@ -121,12 +121,25 @@ export class LogWriter {
   async open(): Promise<void> {
     const standby = this.#options.standby;
     let told = 0;
+    // A standby waits for hours: the database restarting meanwhile is an outage like a writer's,
+    // waited for as long, not a reason to exit (the three-node chaos run caught a standby dying here).
+    let downSince: number | undefined;
+    let attempt = 0;
     for (;;) {
       try {
         this.#client = await this.#connect();
         break;
       } catch (error) {
+        if (standby && isConnectionFailure(error)) {
+          downSince ??= Date.now();
+          if (Date.now() - downSince >= this.#options.outageMs) throw unreachable(this.#where, error);
+          if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
+          await new Promise<void>((resolve) => setTimeout(resolve, reconnectDelayMs(attempt++)));
+          continue;
+        }
         if (!standby || !(error instanceof WriterTakenError)) throw error;
+        downSince = undefined;
+        attempt = 0;
         if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
         // Said when the wait starts and then every minute, not every poll.
         if (Date.now() - told >= 60_000) {

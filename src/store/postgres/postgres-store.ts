@@ -126,7 +126,9 @@ export class PostgresStore implements Store {
     } catch (error) {
       await this.#replica.close().catch(() => undefined);
       await this.#writer.close();
-      throw error;
+      // The database went away while this node opened (after #reach found it): an outage, not a
+      // file-system error (an errno such as ECONNREFUSED would otherwise read like one).
+      throw isConnectionFailure(error) ? unreachable(where, error) : error;
     } finally {
       await setup.end().catch(() => undefined);
     }
