@@ -29,7 +29,8 @@ function clientStatus(error: unknown): number | undefined {
 
 export function createApp(options: CreateAppOptions): Koa {
   const app = new Koa();
-  // Never trust X-Forwarded-*: the audit records the TCP peer.
+  // Never trust X-Forwarded-*: the audit records the TCP peer, or the client a standby vouched for
+  // with the cluster's key (forwarded-client.ts), checked here before any route reads it.
   app.proxy = false;
   app.use((ctx, next) => {
     acceptForwardedClient(ctx.req, options.forwardKey?.());
