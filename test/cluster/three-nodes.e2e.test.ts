@@ -53,7 +53,8 @@ beforeAll(async () => {
         CCWEB_DATA_DIR: join(root, `node-${n}`),
         CCWEB_DATABASE_URL: databaseUrl,
         CCWEB_NODE_ID: `node-${n}`,
-        CCWEB_LEASE_TTL_MS: '6000',
+        // Long enough that a heartbeat late under load does not lose a lease mid-test (nothing here waits for one to expire).
+        CCWEB_LEASE_TTL_MS: '30000',
         ...(n !== 'a' ? { CODEX_HOME: codexHome } : {}),
       },
       { ownProcessGroup: true, timeoutMs: 600_000, onLine: (l) => void early[n].push(l) },
@@ -159,7 +160,7 @@ describe('three nodes on one PostgreSQL, one URL [real gitea-mcp]', () => {
     relay.sendNextTo(2, stopNonce);
     await env.gitea.comment('alice', n, `@ccweb-bot stop\n\n<!-- [${stopNonce}] -->`);
     const d = await waitForTaskState((path) => api<TaskDetail>(urls.c, path), taskId, FINAL, 120_000);
-    expect(d.task.state).toBe('aborted');
+    expect(d.task.state, `${d.task.errorCode}: ${d.audit.map((e) => e.toState ?? e.action).join(' > ')}`).toBe('aborted');
     const stop = (await env.gitea.deliveries(env.hookId)).find((x) => x.payload.includes(stopNonce));
     expect(stop && relay.deliveries.get(stop.uuid)).toBe(2);
   });
@@ -176,7 +177,7 @@ describe('three nodes on one PostgreSQL, one URL [real gitea-mcp]', () => {
     });
     expect(answer).toBeDefined();
     const d = await waitForTaskState((path) => api<TaskDetail>(urls.b, path), taskId, FINAL, 120_000);
-    expect(d.task.state).toBe('aborted');
+    expect(d.task.state, `${d.task.errorCode}: ${d.audit.map((e) => e.toState ?? e.action).join(' > ')}`).toBe('aborted');
     const abortEvent = (await api<{ events: Array<{ action: string; metadata?: { reason?: string } }> }>(urls.a, `/audit?taskId=${taskId}&limit=500`)).events.find((e) => e.action === 'control.task_abort');
     expect(abortEvent?.metadata?.reason ?? JSON.stringify(abortEvent)).toContain('through node b');
   });
