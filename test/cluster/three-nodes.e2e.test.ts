@@ -8,6 +8,7 @@
 // over, and the other standby forwards to the new writer.
 //
 // In test/cluster/: CI runs it on Node 24 only, like test/chaos.
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +34,8 @@ const urls = {} as Record<Name, string>;
 const starting = {} as Record<Name, Promise<ServiceProcess>>;
 const early = { a: [], b: [], c: [] } as Record<Name, string[]>;
 const pids = {} as Record<Name, number>;
+/** Every node's process from its spawn: a standby's start never resolves, but it must be stopped too. */
+const children: ChildProcess[] = [];
 
 const { api, taskFor, botComments } = clusterApi(() => env);
 const FINAL = FINAL_STATES;
@@ -57,7 +60,7 @@ beforeAll(async () => {
         CCWEB_LEASE_TTL_MS: '30000',
         ...(n !== 'a' ? { CODEX_HOME: codexHome } : {}),
       },
-      { ownProcessGroup: true, timeoutMs: 600_000, onLine: (l) => void early[n].push(l) },
+      { ownProcessGroup: true, timeoutMs: 600_000, onLine: (l) => void early[n].push(l), onSpawn: (c) => void children.push(c) },
     );
     starting[n].catch(() => undefined);
   };
@@ -72,7 +75,16 @@ beforeAll(async () => {
 }, 400_000);
 
 afterAll(async () => {
-  for (const n of NAMES) await starting[n]?.then((p) => p.stop(), () => undefined);
+  await Promise.all(
+    children.map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      const late = setTimeout(() => child.pid && process.kill(-child.pid, 'SIGKILL'), 25_000);
+      await exited;
+      clearTimeout(late);
+    }),
+  );
   await relay?.close();
   await postgres?.stop();
   await env?.close();
