@@ -144,8 +144,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   let serving: RequestListener | undefined;
   let early: Server | undefined;
   let nodeUrl: string | undefined;
+  // The cluster's key for forwarded requests: the standby signs with it, the app checks it.
+  const forwardKey = () => (store instanceof PostgresStore ? store.forwardKey : undefined);
   if (config.databaseUrl) {
-    const proxy = standbyProxy({ nodeId, writer: () => writerSeen, key: () => (store instanceof PostgresStore ? store.forwardKey : undefined), logger: logger.child({ part: 'standby' }) });
+    const proxy = standbyProxy({ nodeId, writer: () => writerSeen, key: forwardKey, logger: logger.child({ part: 'standby' }) });
     try {
       early = await listen((req, res) => (serving ?? proxy)(req, res), config.host, config.port, httpLimits);
     } catch (error) {
@@ -415,7 +417,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...operators.routers,
     ],
     logger: logger.child({ part: 'http' }),
-    forwardKey: () => (store instanceof PostgresStore ? store.forwardKey : undefined),
+    forwardKey,
   });
 
   // The app-server starts in the background: intake and the API answer while Codex boots.

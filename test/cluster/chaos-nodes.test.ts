@@ -197,34 +197,8 @@ describe('chaos: three nodes on one PostgreSQL, SIGKILL of any node and of the d
     const chaosSeconds = (Date.now() - t0) / 1000;
 
     // Settle through whichever node answers (the relay): every task terminal, every receipt on the sandbox.
-    const api = async <T>(path: string): Promise<T> => {
-      const res = await fetch(`${relay!.url}/api/gitea-workflow${path}`, { headers: { Authorization: `Bearer ${w.env.adminToken}` } });
-      if (!res.ok) throw new Error(`${path}: ${res.status}`);
-      return (await res.json()) as T;
-    };
-    const botComments = () =>
-      w.issues.flatMap((i) =>
-        w.env.gitea.double
-          .comments(i.owner, i.repo, i.index)
-          .map((c) => ({ user: (c['user'] as { login: string }).login, body: String(c['body']) }))
-          .filter((c) => c.user === w.env.gitea.botLogin),
-      );
     const settleStart = Date.now();
-    let settled = false;
-    while (Date.now() - settleStart < SETTLE_MS) {
-      try {
-        const overview = await api<{ activeByState: Record<string, number> }>('/overview');
-        const total = (await api<{ total: number }>('/tasks?pageSize=1')).total;
-        const receipts = botComments().filter((c) => /<!-- ccweb receipt=\S+:status:received -->/.test(c.body)).length;
-        if (Object.keys(overview.activeByState).length === 0 && receipts >= total) {
-          settled = true;
-          break;
-        }
-      } catch {
-        // A writer still taking over: ask again.
-      }
-      await sleep(1_000);
-    }
+    const settled = await w.settle(relay!.url, SETTLE_MS, { askAgainOnError: true });
     await sleep(1_500); // failure receipts of the last tasks
     for (const n of nodes) {
       n.ending = true;
@@ -244,7 +218,7 @@ describe('chaos: three nodes on one PostgreSQL, SIGKILL of any node and of the d
       sent,
       tasks,
       events,
-      commentsOn: (t) => w.env.gitea.double.comments(t.owner, t.repo, t.resource.number).map((c) => ({ user: (c['user'] as { login: string }).login, body: String(c['body']) })),
+      commentsOn: (t) => w.commentsOn(t.owner, t.repo, t.resource.number),
       botLogin: w.env.gitea.botLogin,
     });
     const { deliveries, runs, comments, open } = verdict;

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clusterApi, FINAL_STATES, present, type TaskDetail } from '../support/cluster-api.js';
+import { clusterApi, FINAL_STATES as FINAL, present, type TaskDetail } from '../support/cluster-api.js';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { eventually, freePort } from '../support/real-gitea/index.js';
@@ -38,7 +38,6 @@ const pids = {} as Record<Name, number>;
 const children: ChildProcess[] = [];
 
 const { api, taskFor, botComments } = clusterApi(() => env);
-const FINAL = FINAL_STATES;
 
 beforeAll(async () => {
   env = await startPublishEnvironment(root);

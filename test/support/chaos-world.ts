@@ -32,6 +32,14 @@ export interface ChaosWorld {
   connect(webhookUrl: string): void;
   /** `login` writes `body` on an issue; the webhook is sent to the connected URL. */
   comment(login: string, issue: ChaosIssue, body: string): Promise<SentComment>;
+  /** Every comment on one issue (or pull request) of the world, as the chaos checks read them. */
+  commentsOn(owner: string, repo: string, index: number): Array<{ user: string; body: string }>;
+  /**
+   * Waits until the service at `baseUrl` has no active task and every task's 已收到 receipt is on the
+   * sandbox; false when `ms` passed first. `askAgainOnError`: an API error (a node taking over) is
+   * asked again rather than thrown.
+   */
+  settle(baseUrl: string, ms: number, options?: { askAgainOnError?: boolean }): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -66,6 +74,8 @@ export async function startChaosWorld(
   }
 
   let sender: WebhookSender | null = null;
+  const commentsOn = (owner: string, repo: string, index: number) =>
+    gitea.double.comments(owner, repo, index).map((c) => ({ user: (c['user'] as { login: string }).login, body: String(c['body']) }));
   const api = async (path: string): Promise<Record<string, unknown>> => {
     const res = await fetch(`${gitea.url}/api/v1${path}`, { headers: { Authorization: `token ${gitea.botToken}` } });
     if (!res.ok) throw new Error(`GET ${path}: ${res.status}`);
@@ -99,6 +109,29 @@ export async function startChaosWorld(
         isPull: false,
       });
       return { ...issue, commentId: Number(comment['id']), delivery };
+    },
+    commentsOn,
+    async settle(baseUrl, ms, options = {}) {
+      const ask = async <T>(path: string): Promise<T> => {
+        const res = await fetch(`${baseUrl}/api/gitea-workflow${path}`, { headers: { Authorization: `Bearer ${env.adminToken}` } });
+        if (!res.ok) throw new Error(`${path}: ${res.status}`);
+        return (await res.json()) as T;
+      };
+      const start = Date.now();
+      while (Date.now() - start < ms) {
+        try {
+          const overview = await ask<{ activeByState: Record<string, number> }>('/overview');
+          const total = (await ask<{ total: number }>('/tasks?pageSize=1')).total;
+          const receipts = issues
+            .flatMap((i) => commentsOn(i.owner, i.repo, i.index))
+            .filter((c) => c.user === gitea.botLogin && /<!-- ccweb receipt=\S+:status:received -->/.test(c.body)).length;
+          if (Object.keys(overview.activeByState).length === 0 && receipts >= total) return true;
+        } catch (error) {
+          if (!options.askAgainOnError) throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+      return false;
     },
     close: () => env.close(),
   };
