@@ -12,7 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { API_PREFIX } from '../../src/api/control-router.js';
 import { appendGateCall } from '../../src/mcp-gate/gate-files.js';
 import { ingestGateCalls } from '../../src/sessions/gate-calls.js';
-import { ADMIN_TOKEN, createQueuedTask, startApiHarness, type ApiHarness } from '../support/api-harness.js';
+import { ADMIN_TOKEN, createQueuedTask, midWindowClock, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 import { loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -42,7 +42,7 @@ beforeAll(async () => {
     throw new Error(`Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set CHROMIUM_PATH. The browser tests do not skip.`);
   }
   mkdirSync(SHOTS, { recursive: true });
-  h = await startApiHarness(undefined, { webhook: true });
+  h = await startApiHarness(undefined, { webhook: true, now: midWindowClock() });
   for (let i = 0; i < 4; i++) expect(await send('GET', `${API_PREFIX}/overview`, '127.0.0.2', { authorization: `Bearer ${GUESS}`, 'user-agent': 'token-guesser/1.0' })).toBe(401);
   const fixture = loadFixture('issue_comment_created_on_issue');
   for (let i = 0; i < 3; i++) {

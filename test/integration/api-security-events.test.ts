@@ -12,7 +12,7 @@ import { API_PREFIX } from '../../src/api/control-router.js';
 import { SECURITY_EVENTS, type SecurityEventRecord } from '../../src/intake/security-events.js';
 import { appendGateCall } from '../../src/mcp-gate/gate-files.js';
 import { ingestGateCalls } from '../../src/sessions/gate-calls.js';
-import { ADMIN_TOKEN, createQueuedTask, startApiHarness, type ApiHarness } from '../support/api-harness.js';
+import { ADMIN_TOKEN, createQueuedTask, midWindowClock, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 import { FIXTURE_SECRET, loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
 
 const WRONG_SECRET = 'wrong-webhook-secret-5ec7e7';
@@ -53,7 +53,7 @@ function webhook(secret: string | null, deliveryId: string): { body: Buffer; hea
 }
 
 beforeAll(async () => {
-  h = await startApiHarness(undefined, { webhook: true });
+  h = await startApiHarness(undefined, { webhook: true, now: midWindowClock() });
   // 7 wrong tokens (4 paths) and 3 requests without any from 127.0.0.2; 3 more wrong ones from 127.0.0.3.
   for (const [i, guess] of GUESSES.entries()) {
     const path = ['/overview', '/tasks', '/audit', '/security-events'][i % 4]!;

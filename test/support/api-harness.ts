@@ -39,6 +39,17 @@ export interface ApiHarness {
  * `maxAuthFailures`: failed admin authentications per client before 429 (the service's default is
  * 10); unlimited unless given, because most tests here send many wrong tokens on purpose.
  */
+/**
+ * A clock that runs at the real pace from the middle of a security-event window (10 minutes), so a
+ * test's requests all fall in one window that is still open when it reads them, whenever it runs:
+ * on the real clock a run that crosses a window's end splits its counts and sees the window closed.
+ */
+export function midWindowClock(windowMs = 10 * 60_000): () => Date {
+  const start = Date.now();
+  const offset = Math.floor(start / windowMs) * windowMs + windowMs / 2 - start;
+  return () => new Date(Date.now() + offset);
+}
+
 export async function startApiHarness(
   kinds: ActorKind[] = [taskKind()],
   options: {
@@ -47,11 +58,14 @@ export async function startApiHarness(
     /** Also mount the real webhook intake (secret FIXTURE_SECRET) at /api/gitea/webhook, sharing one security-event sink as the service does. */
     webhook?: boolean;
     concurrency?: OperatorDeps['concurrency'];
+    /** The clock of the security-event sink and the operators' API (default the real one). */
+    now?: () => Date;
   } = {},
 ): Promise<ApiHarness> {
   const { dir, store, runtime, close } = await createTestRuntime(kinds);
   const harness = { controlChanges: 0, aborts: [] as string[] } as ApiHarness;
-  const securityEvents = options.webhook ? createSecurityEvents({ store }) : undefined;
+  const now = options.now;
+  const securityEvents = options.webhook ? createSecurityEvents({ store, ...(now ? { now: () => now().getTime() } : {}) }) : undefined;
   // Its Gitea holds every comment a test posts (comment-registry.ts).
   const comments = createCommentRegistry();
   const intake = securityEvents
@@ -65,6 +79,7 @@ export async function startApiHarness(
     maxAuthFailures: options.maxAuthFailures ?? Number.MAX_SAFE_INTEGER,
     ...(options.agentIsolation ? { agentIsolation: options.agentIsolation } : {}),
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    ...(now ? { now } : {}),
     onControlChanged: () => {
       harness.controlChanges += 1;
     },
