@@ -21,6 +21,7 @@
 // turnId is stored when it arrives, with `eventSeq` per processed notification (repeats skipped).
 import { agentStepOf } from './agent-step.js';
 import { errorText, type CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
+import { CodexRpcError } from '../codex/jsonrpc-types.js';
 import type { DynamicToolCallParams } from '../codex/protocol/ts/v2/DynamicToolCallParams.js';
 import type { DynamicToolCallResponse } from '../codex/protocol/ts/v2/DynamicToolCallResponse.js';
 import type { TurnStartParams } from '../codex/protocol/ts/v2/TurnStartParams.js';
@@ -53,6 +54,9 @@ import {
 } from './turn-result.js';
 
 export type { CommentCall } from './turn-outcome.js';
+
+/** How soon an interrupt Codex refused before its turn began is asked again. */
+const INTERRUPT_RETRY_MS = 200;
 
 export { SessionError } from './session-error.js';
 export type { TurnOutcome } from './turn-result.js';
@@ -330,11 +334,26 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     a.requestStop();
     const turnId = await a.turnIdKnown;
     if (!turnId) return;
-    try {
-      await a.conn.request('turn/interrupt', { threadId: a.threadId, turnId }, { timeoutMs: abortTimeoutMs });
-    } catch (err) {
-      // -32600 "no active turn": it finished meanwhile; anything else is reported by the outcome.
-      logger.warn({ taskId: a.taskId, turnId, error: errorText(err).slice(0, 200) }, 'turn/interrupt failed');
+    const deadline = Date.now() + abortTimeoutMs;
+    let ended = false;
+    void a.done.then(() => (ended = true));
+    for (;;) {
+      try {
+        await a.conn.request('turn/interrupt', { threadId: a.threadId, turnId }, { timeoutMs: abortTimeoutMs });
+        return;
+      } catch (err) {
+        // -32600 "no active turn": the turn finished meanwhile — or it has not begun: Codex answers
+        // turn/start before the turn is under way, and under load an interrupt in between was refused
+        // while the turn ran on until the stop was given up. So it is asked again while the turn has
+        // not ended. Anything else is reported by the outcome.
+        const notBegun = err instanceof CodexRpcError && err.code === -32600 && !ended && Date.now() + INTERRUPT_RETRY_MS < deadline;
+        if (!notBegun) {
+          logger.warn({ taskId: a.taskId, turnId, error: errorText(err).slice(0, 200) }, 'turn/interrupt failed');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, INTERRUPT_RETRY_MS));
+        if (ended) return;
+      }
     }
   }
 

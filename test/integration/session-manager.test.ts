@@ -16,7 +16,7 @@ import { sessionActorId } from '../../src/sessions/session-actor.js';
 import { WAITING_USER_SENTINEL } from '../../src/sessions/developer-instructions.js';
 import { filesContaining, nodeScript, readJsonLines, repoRoot } from '../support/codex-harness.js';
 import { OWNER, REPO, SESSION_TOKEN, sessionFixture, type SessionFixture } from '../support/codex-session-fixture.js';
-import { timedCase } from '../support/until.js';
+import { timedCase, until } from '../support/until.js';
 
 let fx: SessionFixture | null = null;
 afterEach(async () => {
@@ -428,6 +428,24 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     expect(events.filter((t) => t === 'RESTART_DUE')).toHaveLength(1);
     expect(f.store.audit({ actorId: f.supervisor.actorId }).filter((e) => e.level === 'alert')).toEqual([]);
     expect(f.logs.filter((l) => l.msg?.endsWith('event rejected'))).toEqual([]);
+  }, 30_000);
+
+  it('an interrupt Codex refuses because the turn has not begun yet ("no active turn") is asked again: interrupted, confirmed', async () => {
+    // The real app-server answered turn/start, then refused turn/interrupt with -32600 while the turn
+    // had not begun; the turn ran on until the stop was given up (CI, under load). The stand-in
+    // makes that window 1.5 s wide; the real one cannot be made to open on demand.
+    fx = await sessionFixture([], { connection: onStub({ STUB_TURN_BEGINS_AFTER_MS: '1500' }) });
+    const f = fx;
+    const mgr = f.manager();
+    await f.supervisor.start();
+    const t = await f.task('task-late');
+    await mgr.ensureThread(t, f.workspace);
+    const running = mgr.runTurn(t, { kind: 'normal', cwd: f.workspace });
+    await until('the turn id', () => f.store.get<TurnRecord>('turns', 'task-late:1')?.turnId, 10_000);
+    expect(await mgr.interrupt('task-late')).toEqual({ confirmed: true });
+    expect(await running).toMatchObject({ kind: 'interrupted', turnKey: 'task-late:1' });
+    const interrupts = readJsonLines(join(f.root, 'stub.jsonl')).filter((l) => l.method === 'turn/interrupt');
+    expect(interrupts.length).toBeGreaterThan(1);
   }, 30_000);
 
   it('collaborationMode rejected on turn/start → one downgrade, plain retry; repeated notifications are processed once', async () => {

@@ -5,6 +5,10 @@
 //   STUB_UNKNOWN_NOTIFICATION=1  emits an unknown notification after `initialized`
 //   STUB_SERVER_REQUEST=<method> after `initialized`, sends that server→client request (id "srv-1")
 //   STUB_DUPLICATE_NOTIFICATIONS=1  every turn's item/completed and turn/completed are sent twice
+//   STUB_TURN_BEGINS_AFTER_MS=<ms>  turn/start answers at once, but the turn begins (turn/started) only
+//                                after <ms>: a turn/interrupt before then gets -32600 "no active turn to
+//                                interrupt", as the real server answers under load (seen in CI); once
+//                                begun the turn runs until interrupted (turn/completed interrupted)
 // Every received message is appended to $STUB_APP_SERVER_LOG (JSON lines).
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -13,6 +17,8 @@ const logFile = process.env.STUB_APP_SERVER_LOG;
 const send = (m: unknown) => process.stdout.write(`${JSON.stringify(m)}\n`);
 let initialized = false;
 let turnSeq = 0;
+/** STUB_TURN_BEGINS_AFTER_MS: the turn that has begun and runs until interrupted. */
+let activeTurn: { threadId: string; turnId: string } | null = null;
 if (logFile) {
   const sensitive = Object.keys(process.env).filter((k) => /TOKEN|SECRET/i.test(k)).sort();
   appendFileSync(logFile, `${JSON.stringify({ stub: 'env', sensitiveEnvNames: sensitive, hasCodexHome: !!process.env.CODEX_HOME })}\n`);
@@ -44,12 +50,27 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       return send({ id, result: { config: { model: 'stub-model', model_provider: 'stub' }, origins: {}, layers: null } });
     case 'thread/start':
       return send({ id, result: { thread: { id: 'thr-stub' } } });
+    case 'turn/interrupt': {
+      if (!activeTurn || activeTurn.turnId !== params?.turnId) return send({ id, error: { code: -32600, message: 'no active turn to interrupt' } });
+      const { threadId, turnId } = activeTurn;
+      activeTurn = null;
+      send({ id, result: {} });
+      return send({ method: 'turn/completed', params: { threadId, turn: { id: turnId, status: 'interrupted', items: [], error: null } } });
+    }
     case 'turn/start': {
       if (params?.collaborationMode && process.env.STUB_REJECT_COLLAB_TURN) {
         return send({ id, error: { code: -32602, message: 'Invalid params: unknown field `collaborationMode`' } });
       }
       const turnId = `turn-${++turnSeq}`;
       const threadId = params.threadId;
+      if (process.env.STUB_TURN_BEGINS_AFTER_MS) {
+        send({ id, result: { turn: { id: turnId, status: 'inProgress', items: [] } } });
+        setTimeout(() => {
+          activeTurn = { threadId, turnId };
+          send({ method: 'turn/started', params: { threadId, turn: { id: turnId, status: 'inProgress', items: [] } } });
+        }, Number(process.env.STUB_TURN_BEGINS_AFTER_MS));
+        return;
+      }
       // Notifications BEFORE the response, as the real server may do.
       send({ method: 'turn/started', params: { threadId, turn: { id: turnId, status: 'inProgress', items: [] } } });
       const item = { type: 'agentMessage', id: `msg-${turnSeq}`, text: `stub reply (collab=${params?.collaborationMode ? 'yes' : 'no'}, model=${params?.model ?? params?.collaborationMode?.settings?.model})` };
