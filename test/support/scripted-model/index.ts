@@ -33,6 +33,8 @@ interface StepExtras {
   usage?: ScriptedUsage;
   /** Extra HTTP response headers (rate-limit headers, retry-after). */
   headers?: Record<string, string>;
+  /** Waits this long after `response.created` before the output: a model that takes its time (bench:cluster). */
+  delayMs?: number;
 }
 
 export type ScriptStep = (
@@ -185,6 +187,11 @@ export async function startScriptedModel(initial: ScriptStep[] = [], options: { 
       stalled.add(res);
       res.on('close', () => stalled.delete(res));
       return;
+    }
+    if (step.delayMs) {
+      await new Promise((r) => setTimeout(r, step.delayMs));
+      // Interrupted meanwhile: Codex has gone.
+      if (res.destroyed) return;
     }
     if (step.type === 'message') {
       const id = nextId('msg');
