@@ -149,6 +149,33 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     expect((await sql<{ node_id: string }>(url, 'SELECT node_id FROM ccweb_log ORDER BY seq')).map((r) => r.node_id)).toEqual(['node-a', 'node-a', 'node-b']);
   });
 
+  it('a standby keeps its replica at the writer’s head while it waits: its takeover replays only what it had not applied yet', async () => {
+    const url = await database();
+    const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a' });
+    await a.transact((tx) => tx.insert('tasks', 'first', { by: 'a' }));
+    const waiting: string[] = [];
+    const b = new PostgresStore({ dir: join(await tempDir(), 'replica'), url, nodeId: 'node-b', version: 'test', indexes: { tasks: ['state'] }, tailMs: 100, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } });
+    cleanups.push(() => b.close());
+    const opening = b.open();
+    await until('the standby to say it waits', () => waiting.length > 0, 20_000);
+    for (let i = 0; i < 300; i++) {
+      await a.transact((tx) => {
+        tx.insert('tasks', `t${i}`, { by: 'a', i });
+        tx.appendAudit({ action: 'task.created', actor: 'test', taskId: `t${i}` });
+      });
+    }
+    await until('the standby to have applied all 300', () => b.stats().tailedWhileWaiting === 300, 20_000);
+    expect(b.stats().replayedAtOpen).toBe(1);
+    await a.close();
+    await opening;
+    // Nothing was left to replay at the takeover.
+    expect(b.stats()).toMatchObject({ replayedAtOpen: 1, tailedWhileWaiting: 300 });
+    expect(b.count('tasks')).toBe(301);
+    expect(b.audit({ taskId: 't299' }).map((e) => e.action)).toEqual(['task.created']);
+    await b.transact((tx) => tx.insert('tasks', 'after', { by: 'b' }));
+    expect((await sql<{ seq: string }>(url, 'SELECT seq FROM ccweb_head'))[0]!.seq).toBe('302');
+  });
+
   it('a standby keeps waiting through a PostgreSQL restart (a crash and crash recovery) and takes over afterwards', async () => {
     const url = await database();
     const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a', outageMs: 60_000 });

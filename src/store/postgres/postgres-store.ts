@@ -5,10 +5,11 @@
 // what makes a commit durable) whose every commit goes to PostgreSQL first (log-writer.ts) and is
 // acknowledged only once PostgreSQL has committed it.
 //
-// Opening: the schema is migrated (or refused as too new), the writer lock taken, and the replica
-// brought to the database's head by replaying the log lines it has not seen; a replica of another
-// database's history, or one ahead of the database (it cannot be: commits reach the replica's
-// journal only after the database), is discarded and rebuilt from the log.
+// Opening: the schema is migrated (or refused as too new), the replica brought to the database's
+// head by replaying the log lines it has not seen, the writer lock taken (a standby applies the
+// writer's new lines while it waits for it), and the replica brought to the head once more; a
+// replica of another database's history, or one ahead of the database (it cannot be: commits reach
+// the replica's journal only after the database), is discarded and rebuilt from the log.
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -38,14 +39,25 @@ export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexe
   onUnavailable?: LogWriterOptions['onFailure'];
   /** How often the node's heartbeat is written (and the list of nodes read). Default 10 s. */
   heartbeatMs?: number;
+  /**
+   * How often a standby applies the writer's new log lines to its replica while it waits. Default
+   * 1 s; 0: never (it replays them all at its takeover, the benchmark's baseline).
+   */
+  tailMs?: number;
+}
+
+interface StandbyTail {
+  stop(): Promise<void>;
 }
 
 export interface PostgresStoreStats extends DurableStoreStats {
   engine: 'postgres';
   databaseBatches: number;
   databaseReconnects: number;
-  /** Log lines replayed into the replica at open. */
+  /** Log lines replayed into the replica at open (after a standby's wait: what it had not tailed). */
   replayedAtOpen: number;
+  /** Log lines a standby applied to its replica while it waited for the writer lock. */
+  tailedWhileWaiting: number;
 }
 
 const MARKER = 'replica-of.json';
@@ -57,6 +69,8 @@ export class PostgresStore implements Store {
   readonly #writer: LogWriter;
   #replica: DurableStore;
   #replayed = 0;
+  /** Log lines applied to the replica while this node waited as a standby. */
+  #tailed = 0;
   /** Why the replica was rebuilt from the database at open, if it was. */
   rebuiltBecause: string | undefined;
   #forwardKey: string | undefined;
@@ -93,37 +107,25 @@ export class PostgresStore implements Store {
   async open(): Promise<void> {
     const where = describeDatabase(this.#options.url);
     let setup = await this.#reach(where);
-    let head: { historyId: string; seq: number };
+    let tail: StandbyTail | undefined;
     try {
       await migrate(setup, MIGRATIONS, this.#options.nodeId);
       this.#forwardKey = (await setup.query<{ forward_key: string }>('SELECT forward_key FROM ccweb_cluster WHERE id = 1')).rows[0]?.forward_key;
+      // The replica is brought to the database's head before the writer lock is asked for, and a
+      // standby keeps it there while it waits (#tailWhileWaiting): its takeover then replays only
+      // what the writer committed since the last poll, not everything since this node started.
+      await this.#prepareReplica(setup, 'open it');
       // A standby may wait here for hours: its first connection is not trusted to be alive after.
       await setup.end().catch(() => undefined);
+      if (this.#options.standby && this.#options.tailMs !== 0) tail = this.#tailWhileWaiting();
       await this.#writer.open();
+      await tail?.stop();
+      tail = undefined;
       setup = await this.#reach(where);
-      const { rows } = await setup.query<{ history_id: string; seq: string }>('SELECT history_id, seq FROM ccweb_head WHERE id = 1');
-      head = { historyId: rows[0]!.history_id, seq: Number(rows[0]!.seq) };
-      const marker = await readFile(join(this.dir, MARKER), 'utf8').then((t) => (JSON.parse(t) as { historyId?: string }).historyId, () => undefined);
-      if (marker !== head.historyId) await this.#discardReplica(marker);
-      // The replica is a cache of the database: one that cannot be read (a torn or corrupt file) or
-      // that is ahead of the database is rebuilt from the log, never trusted.
-      const opened = await this.#replica.open().then(
-        () => (this.#replica.lastSeq > head.seq ? `the replica is at seq ${this.#replica.lastSeq}, ahead of the database (${head.seq})` : undefined),
-        (error: unknown) => {
-          if (error instanceof JournalCorruptionError || /unknown format/.test(String((error as Error)?.message))) return `the replica could not be read (${(error as Error).message})`;
-          throw error;
-        },
-      );
-      if (opened !== undefined) {
-        this.rebuiltBecause = opened;
-        await this.#replica.close();
-        await this.#discardReplica(marker ?? head.historyId);
-        this.#replica = this.#newReplica();
-        await this.#replica.open();
-      }
-      await writeFile(join(this.dir, MARKER), JSON.stringify({ historyId: head.historyId, database: where }) + '\n');
-      await this.#catchUp(setup, head.seq);
+      // Now that this node writes, nobody else does: the head read here is final.
+      await this.#prepareReplica(setup, 'it is open');
     } catch (error) {
+      await tail?.stop();
       await this.#replica.close().catch(() => undefined);
       await this.#writer.close();
       // The database went away while this node opened (after #reach found it): an outage, not a
@@ -132,6 +134,84 @@ export class PostgresStore implements Store {
     } finally {
       await setup.end().catch(() => undefined);
     }
+  }
+
+  /**
+   * Brings the replica to the database's head, opening it first (`open it`: before the writer lock)
+   * or checking it again (`it is open`: once this node writes). A replica of another database's
+   * history, one that cannot be read (a torn or corrupt file) or one ahead of the database is
+   * rebuilt from the log, never trusted: it is a cache of the database.
+   */
+  async #prepareReplica(client: pg.Client, replica: 'open it' | 'it is open'): Promise<void> {
+    const { rows } = await client.query<{ history_id: string; seq: string }>('SELECT history_id, seq FROM ccweb_head WHERE id = 1');
+    const head = { historyId: rows[0]!.history_id, seq: Number(rows[0]!.seq) };
+    const marker = await readFile(join(this.dir, MARKER), 'utf8').then((t) => (JSON.parse(t) as { historyId?: string }).historyId, () => undefined);
+    let rebuild: string | undefined;
+    if (replica === 'it is open') {
+      if (marker !== head.historyId) rebuild = `the database's history changed while this node waited (${marker} → ${head.historyId})`;
+      else if (this.#replica.lastSeq > head.seq) rebuild = `the replica is at seq ${this.#replica.lastSeq}, ahead of the database (${head.seq})`;
+    } else {
+      if (marker !== head.historyId) await this.#discardReplica(marker);
+      rebuild = await this.#replica.open().then(
+        () => (this.#replica.lastSeq > head.seq ? `the replica is at seq ${this.#replica.lastSeq}, ahead of the database (${head.seq})` : undefined),
+        (error: unknown) => {
+          if (error instanceof JournalCorruptionError || /unknown format/.test(String((error as Error)?.message))) return `the replica could not be read (${(error as Error).message})`;
+          throw error;
+        },
+      );
+    }
+    if (rebuild !== undefined) {
+      this.rebuiltBecause = rebuild;
+      await this.#replica.close();
+      await this.#discardReplica(marker ?? head.historyId);
+      this.#replica = this.#newReplica();
+      await this.#replica.open();
+    }
+    await writeFile(join(this.dir, MARKER), JSON.stringify({ historyId: head.historyId, database: describeDatabase(this.#options.url) }) + '\n');
+    this.#replayed += await this.#catchUp(client, head.seq);
+  }
+
+  /**
+   * While this node waits for the writer lock: every `tailMs` the log lines committed since the
+   * replica's last seq are applied to it. A database that went away is asked again at the next
+   * poll (the lock wait itself decides when an outage has lasted too long).
+   */
+  #tailWhileWaiting(): StandbyTail {
+    let stopped = false;
+    let client: pg.Client | undefined;
+    let wake: (() => void) | undefined;
+    const every = this.#options.tailMs ?? 1000;
+    const loop = (async () => {
+      while (!stopped) {
+        try {
+          if (!client) {
+            client = databaseClient(this.#options.url, { application_name: `ccweb-gitea ${this.#options.nodeId} (standby)` });
+            await client.connect();
+          }
+          const { rows } = await client.query<{ seq: string }>('SELECT seq FROM ccweb_head WHERE id = 1');
+          const headSeq = Number(rows[0]!.seq);
+          // A replica ahead of the head (the database was restored from a backup) is left for the
+          // takeover to rebuild; tailing stops making sense until then.
+          if (headSeq > this.#replica.lastSeq) this.#tailed += await this.#catchUp(client, headSeq, () => stopped);
+        } catch {
+          await client?.end().catch(() => undefined);
+          client = undefined;
+        }
+        if (stopped) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, every).unref();
+        });
+      }
+      await client?.end().catch(() => undefined);
+    })();
+    return {
+      stop: async () => {
+        stopped = true;
+        wake?.();
+        await loop;
+      },
+    };
   }
 
   /**
@@ -166,9 +246,11 @@ export class PostgresStore implements Store {
     await rm(this.dir, { recursive: true, force: true });
   }
 
-  async #catchUp(client: pg.Client, headSeq: number): Promise<void> {
+  /** Replays the log lines after the replica's seq up to `headSeq`; how many it applied. */
+  async #catchUp(client: pg.Client, headSeq: number, stop: () => boolean = () => false): Promise<number> {
     let pending: Promise<void> = Promise.resolve();
-    while (this.#replica.lastSeq < headSeq) {
+    let applied = 0;
+    while (this.#replica.lastSeq < headSeq && !stop()) {
       const { rows } = await client.query<{ seq: string; line: string }>('SELECT seq, line FROM ccweb_log WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3', [
         this.#replica.lastSeq,
         headSeq,
@@ -177,10 +259,11 @@ export class PostgresStore implements Store {
       if (rows.length === 0) throw new Error(`the database's log has no line after seq ${this.#replica.lastSeq} although its head is ${headSeq}`);
       for (const row of rows) {
         pending = this.#replica.applyReplicated(Number(row.seq), row.line);
-        this.#replayed += 1;
+        applied += 1;
       }
     }
     await pending;
+    return applied;
   }
 
   async close(): Promise<void> {
@@ -226,7 +309,7 @@ export class PostgresStore implements Store {
   }
 
   stats(): PostgresStoreStats {
-    return { ...this.#replica.stats(), engine: 'postgres', databaseBatches: this.#writer.batches, databaseReconnects: this.#writer.reconnects, replayedAtOpen: this.#replayed };
+    return { ...this.#replica.stats(), engine: 'postgres', databaseBatches: this.#writer.batches, databaseReconnects: this.#writer.reconnects, replayedAtOpen: this.#replayed, tailedWhileWaiting: this.#tailed };
   }
 
   /**
