@@ -182,7 +182,8 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
     const waiting: string[] = [];
     let failed: unknown;
-    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', outageMs: 60_000, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } });
+    // Its heartbeat sets how long it leaves the lock to the writer after the outage (two of them).
+    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', outageMs: 60_000, heartbeatMs: 1000, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } });
     standby.catch((error: unknown) => (failed = error));
     await until('the standby to say it waits', () => waiting.length > 0, 20_000);
     await server.crash();
@@ -194,6 +195,52 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     await a.close();
     const b = await standby;
     expect(b.list('tasks')).toEqual([{ by: 'a' }, { by: 'a' }]);
+  });
+
+  it('after a PostgreSQL restart the writer keeps writing: idle, it takes its lock back at its next heartbeat, before the standby asks', async () => {
+    const url = await database();
+    // A's heartbeat comes later after the restart than B's reconnect: without its grace B would win.
+    const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a', outageMs: 60_000, heartbeatMs: 1500 });
+    await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
+    const waiting: string[] = [];
+    let opened = false;
+    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', outageMs: 60_000, heartbeatMs: 1500, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } });
+    void standby.then(() => (opened = true), () => undefined);
+    await until('the standby to say it waits', () => waiting.length > 0, 20_000);
+    await server.crash();
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await server.restart();
+    // Nothing is committed meanwhile: only A's heartbeat can take the lock back, and it must, before
+    // B's grace (two heartbeats) has passed.
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    expect(opened).toBe(false);
+    await a.transact((tx) => tx.insert('tasks', 'y', { by: 'a' }));
+    expect((await sql<{ node_id: string; role: string }>(url, "SELECT node_id, role FROM ccweb_nodes ORDER BY node_id")).map((r) => [r.node_id, r.role])).toEqual([
+      ['node-a', 'writer'],
+      ['node-b', 'standby'],
+    ]);
+    await a.close();
+    const b = await standby;
+    expect(b.list('tasks')).toEqual([{ by: 'a' }, { by: 'a' }]);
+  });
+
+  it('after an outage a standby leaves the free lock to the writer for two of its heartbeats before it takes it', async () => {
+    const url = await database();
+    const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a', outageMs: 60_000 });
+    await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
+    const waiting: string[] = [];
+    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', outageMs: 60_000, heartbeatMs: 2500, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } });
+    await until('the standby to say it waits', () => waiting.length > 0, 20_000);
+    await server.crash();
+    // The writer is gone for good while the database is down: nobody will take the lock back.
+    await a.close();
+    await server.restart();
+    const back = Date.now();
+    const b = await standby;
+    // B reconnects within its backoff (≤ 2 s; possibly a moment before restart() has returned) and
+    // then leaves the lock alone for 2 × 2.5 s. Without that it takes the lock within its backoff.
+    expect(Date.now() - back).toBeGreaterThanOrEqual(3500);
+    expect(b.list('tasks')).toEqual([{ by: 'a' }]);
   });
 
   it('every node is listed with its role: the writer, a waiting standby, and a node that stopped cleanly', async () => {

@@ -125,13 +125,20 @@ export class LogWriter {
     // waited for as long, not a reason to exit (the three-node chaos run caught a standby dying here).
     let downSince: number | undefined;
     let attempt = 0;
+    // After such an outage the writer's session is gone and the lock free, though the writer is most
+    // likely alive and about to reconnect: the standby gives it two heartbeats to take the lock back
+    // before it asks for it, rather than win a race that fails every task the writer was running.
+    let recovering: { graceEnd?: number } | undefined;
+    const graceMs = 2 * (this.#options.heartbeatMs ?? 10_000);
     for (;;) {
+      const lock = !recovering || (recovering.graceEnd !== undefined && Date.now() >= recovering.graceEnd);
       try {
-        this.#client = await this.#connect();
+        this.#client = await this.#connect({ lock });
         break;
       } catch (error) {
         if (standby && isConnectionFailure(error)) {
           downSince ??= Date.now();
+          recovering = {};
           if (Date.now() - downSince >= this.#options.outageMs) throw unreachable(this.#where, error);
           if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
           await new Promise<void>((resolve) => setTimeout(resolve, reconnectDelayMs(attempt++)));
@@ -140,6 +147,10 @@ export class LogWriter {
         if (!standby || !(error instanceof WriterTakenError)) throw error;
         downSince = undefined;
         attempt = 0;
+        if (recovering) {
+          if (lock) recovering = undefined;
+          else recovering.graceEnd ??= Date.now() + graceMs;
+        }
         if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
         // Said when the wait starts and then every minute, not every poll.
         if (Date.now() - told >= 60_000) {
@@ -172,6 +183,7 @@ export class LogWriter {
     this.#closed = true;
     clearInterval(this.#heartbeatTimer);
     await this.#idle;
+    await this.#connecting?.catch(() => undefined);
     const client = this.#client;
     this.#client = undefined;
     if (client && !this.#failure) await client.query("UPDATE ccweb_nodes SET role = 'stopped', heartbeat_at = now() WHERE node_id = $1", [this.#options.nodeId]).catch(() => undefined);
@@ -191,17 +203,23 @@ export class LogWriter {
           // A node that always has a batch in flight still heartbeats: between two batches.
           if (this.#beatDue) await this.#heartbeat();
         } catch (error) {
-          if (!this.#failure) {
-            this.#failure = error instanceof StoreUnavailableError ? error : new StoreUnavailableError(`store unavailable: ${this.#where}: ${(error as Error).message}`);
-            this.#options.onFailure?.(this.#failure);
-          }
-          for (const p of [...batch, ...this.#queue]) p.reject(this.#failure);
-          this.#queue = [];
+          this.#fail(error instanceof StoreUnavailableError ? error : new StoreUnavailableError(`store unavailable: ${this.#where}: ${(error as Error).message}`));
+          for (const p of batch) p.reject(this.#failure);
         }
       }
     } finally {
       this.#flushing = false;
     }
+  }
+
+  /** Stops the writer for good (the first reason wins): every commit waiting or to come is refused. */
+  #fail(error: StoreUnavailableError): void {
+    if (!this.#failure) {
+      this.#failure = error;
+      this.#options.onFailure?.(error);
+    }
+    for (const p of this.#queue) p.reject(this.#failure);
+    this.#queue = [];
   }
 
   async #commitWithRetry(entries: CommittedEntry[]): Promise<void> {
@@ -210,7 +228,7 @@ export class LogWriter {
     let attempt = 0;
     for (;;) {
       try {
-        const client = this.#client ?? (this.#client = await this.#connect());
+        const client = await this.#ensureClient();
         if (attempt > 0 && (await this.#alreadyCommitted(client, rows))) return;
         await this.#options.beforeBatch?.(rows);
         await commitBatch(client, rows, this.#options.nodeId);
@@ -236,7 +254,34 @@ export class LogWriter {
     return found.length === 1 && found[0]!.line === rows.log.line.at(-1);
   }
 
-  async #connect(): Promise<pg.Client> {
+  /**
+   * The writer's connection, made again if it was lost. One at a time: a batch and a heartbeat that
+   * both found it gone must not open two sessions (the second could not take our own lock).
+   */
+  #ensureClient(): Promise<pg.Client> {
+    if (this.#client) return Promise.resolve(this.#client);
+    this.#connecting ??= this.#connect().then(
+      async (client) => {
+        this.#connecting = undefined;
+        // Closed meanwhile: this session must not keep the lock.
+        if (this.#closed) {
+          await client.end().catch(() => undefined);
+          throw new StoreUnavailableError('store closed');
+        }
+        return (this.#client = client);
+      },
+      (error: unknown) => {
+        this.#connecting = undefined;
+        throw error;
+      },
+    );
+    return this.#connecting;
+  }
+
+  #connecting: Promise<pg.Client> | undefined;
+
+  /** `lock: false`: a standby that only says it is there (and who writes), without asking for the lock. */
+  async #connect({ lock = true }: { lock?: boolean } = {}): Promise<pg.Client> {
     // An idle connection's error (the server restarted) is swallowed (client.ts); the next batch reconnects.
     const client = databaseClient(this.#options.url, { application_name: `ccweb-gitea ${this.#options.nodeId}`, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     await client.connect();
@@ -245,7 +290,7 @@ export class LogWriter {
       // operating system's default two hours of TCP silence. PostgreSQL probes the connection
       // after 10 s idle and drops it (freeing the lock for a standby) after about 25 s.
       await client.query('SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3');
-      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [WRITER_LOCK.toString()]);
+      const { rows } = lock ? await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [WRITER_LOCK.toString()]) : { rows: [{ ok: false }] };
       if (!rows[0]?.ok) {
         // The writer registers as such once it holds the lock: the latest such row is the holder.
         const writer = await client
@@ -299,12 +344,25 @@ export class LogWriter {
 
   async #heartbeat(): Promise<void> {
     this.#beatDue = false;
-    if (!this.#client || this.#failure || this.#closed) return;
-    const client = this.#client;
-    await client
-      .query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId])
-      .then(() => this.#readNodes(client))
-      .catch(() => undefined);
+    if (this.#failure || this.#closed) return;
+    try {
+      // A writer with nothing to commit still notices a lost session (the database restarted) and
+      // takes its lock back here, before a standby does.
+      const client = await this.#ensureClient();
+      await client.query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId]);
+      await this.#readNodes(client);
+    } catch (error) {
+      if (error instanceof WriterTakenError) {
+        // Another node took the lock while this one's session was gone: it writes now.
+        this.#fail(new StoreUnavailableError(`store unavailable: ${error.message}`));
+        return;
+      }
+      if (isConnectionFailure(error) && this.#client) {
+        const lost = this.#client;
+        this.#client = undefined;
+        await lost.end().catch(() => undefined);
+      }
+    }
   }
 }
 
