@@ -345,10 +345,11 @@ export class LogWriter {
   async #heartbeat(): Promise<void> {
     this.#beatDue = false;
     if (this.#failure || this.#closed) return;
+    let client: pg.Client | undefined;
     try {
       // A writer with nothing to commit still notices a lost session (the database restarted) and
       // takes its lock back here, before a standby does.
-      const client = await this.#ensureClient();
+      client = await this.#ensureClient();
       await client.query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId]);
       await this.#readNodes(client);
     } catch (error) {
@@ -357,10 +358,10 @@ export class LogWriter {
         this.#fail(new StoreUnavailableError(`store unavailable: ${error.message}`));
         return;
       }
-      if (isConnectionFailure(error) && this.#client) {
-        const lost = this.#client;
+      // Dropped only if no batch has replaced it meanwhile; the next beat or batch connects again.
+      if (isConnectionFailure(error) && client && this.#client === client) {
         this.#client = undefined;
-        await lost.end().catch(() => undefined);
+        await client.end().catch(() => undefined);
       }
     }
   }
