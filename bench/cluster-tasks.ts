@@ -76,22 +76,24 @@ async function roundTasks(api: ReturnType<typeof clusterApi>['api'], base: strin
 }
 
 /**
- * Which node ran each task: the owner its repository's lease was granted to (each round has its own
- * database, so its whole audit is the round's).
+ * Which node ran each task: the owner its repository's lease was last granted to for it (each round
+ * has its own database, so its whole audit is the round's; a task claimed again counts once).
  */
 async function whereTasksRan(api: ReturnType<typeof clusterApi>['api'], base: string, taskIds: Set<string>): Promise<Record<string, number>> {
-  const ranOn: Record<string, number> = {};
+  const nodeOf = new Map<string, string>();
   for (let afterSeq = 0; ; ) {
     const { events } = await api<{ events: AuditEvent[] }>(base, `/audit?afterSeq=${afterSeq}&limit=500`);
     for (const e of events) {
       const ev = (e.metadata?.['event'] ?? {}) as { type?: string; owner?: string; taskId?: string };
       if (e.action !== 'lock.transition' || ev.type !== 'ACQUIRE' || !taskIds.has(ev.taskId ?? '')) continue;
-      const node = instanceOfOwner(ev.owner ?? '') ?? 'unknown';
-      ranOn[node] = (ranOn[node] ?? 0) + 1;
+      nodeOf.set(ev.taskId!, instanceOfOwner(ev.owner ?? '') ?? 'unknown');
     }
-    if (events.length < 500) return ranOn;
+    if (events.length < 500) break;
     afterSeq = events.at(-1)!.seq;
   }
+  const ranOn: Record<string, number> = {};
+  for (const node of nodeOf.values()) ranOn[node] = (ranOn[node] ?? 0) + 1;
+  return ranOn;
 }
 
 async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos: string[], nodeCount: number, root: string): Promise<ClusterTasksRound> {

@@ -339,7 +339,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     void a.done.then(() => (ended = true));
     for (;;) {
       try {
-        await a.conn.request('turn/interrupt', { threadId: a.threadId, turnId }, { timeoutMs: abortTimeoutMs });
+        await a.conn.request('turn/interrupt', { threadId: a.threadId, turnId }, { timeoutMs: Math.max(1, deadline - Date.now()) });
         return;
       } catch (err) {
         // -32600 "no active turn": the turn finished meanwhile — or it has not begun: Codex answers

@@ -432,9 +432,9 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
 
   it('an interrupt Codex refuses because the turn has not begun yet ("no active turn") is asked again: interrupted, confirmed', async () => {
     // The real app-server answered turn/start, then refused turn/interrupt with -32600 while the turn
-    // had not begun; the turn ran on until the stop was given up (CI, under load). The stand-in
-    // makes that window 1.5 s wide; the real one cannot be made to open on demand.
-    fx = await sessionFixture([], { connection: onStub({ STUB_TURN_BEGINS_AFTER_MS: '1500' }) });
+    // had not begun; the turn ran on until the stop was given up (CI, under load). The stand-in's turn
+    // begins only after it refused two interrupts; the real one cannot be made to open that window.
+    fx = await sessionFixture([], { connection: onStub({ STUB_TURN_BEGINS_AFTER_REFUSALS: '2' }) });
     const f = fx;
     const mgr = f.manager();
     await f.supervisor.start();
@@ -444,8 +444,9 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     await until('the turn id', () => f.store.get<TurnRecord>('turns', 'task-late:1')?.turnId, 10_000);
     expect(await mgr.interrupt('task-late')).toEqual({ confirmed: true });
     expect(await running).toMatchObject({ kind: 'interrupted', turnKey: 'task-late:1' });
+    // Two refused, the third accepted.
     const interrupts = readJsonLines(join(f.root, 'stub.jsonl')).filter((l) => l.method === 'turn/interrupt');
-    expect(interrupts.length).toBeGreaterThan(1);
+    expect(interrupts).toHaveLength(3);
   }, 30_000);
 
   it('collaborationMode rejected on turn/start → one downgrade, plain retry; repeated notifications are processed once', async () => {

@@ -5,6 +5,7 @@
 // append-only; a store with history moves over by `migrate-store`. A real PostgreSQL throughout
 // (test/support/postgres-server.ts), crashed with kill -9 where a crash is the point.
 import { spawn } from 'node:child_process';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { copyEmbeddedStore, createStore, PostgresStore, storeDigest, StoreError, StoreUnavailableError, type DurableStore, type PostgresStoreOptions } from '../../src/store/index.js';
 import { migrateStore } from '../../src/cli/migrate-store.js';
-import { migrate, MIGRATIONS, MigrationNeedsNodesStoppedError, SCHEMA_VERSION, type Migration } from '../../src/store/postgres/schema.js';
+import { migrate, MIGRATIONS, MigrationNeedsNodesStoppedError, SCHEMA_VERSION, WRITER_LOCK, type Migration } from '../../src/store/postgres/schema.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { until } from '../support/until.js';
 
@@ -211,8 +212,16 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     await new Promise((resolve) => setTimeout(resolve, 1500));
     await server.restart();
     // Nothing is committed meanwhile: only A's heartbeat can take the lock back, and it must, before
-    // B's grace (two heartbeats) has passed.
-    await new Promise((resolve) => setTimeout(resolve, 4500));
+    // B's grace (two heartbeats from when it sees the restart) has passed. By 6 s B has reconnected
+    // (≤ 2 s) and its grace (3 s) is over: whoever holds the lock then keeps it.
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    const holder = await sql<{ name: string }>(
+      url,
+      `SELECT a.application_name AS name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = $1 AND l.objid::bigint = $2`,
+      [Number(WRITER_LOCK >> 32n), Number(WRITER_LOCK & 0xffffffffn)],
+    );
+    expect(holder.map((h) => h.name)).toEqual(['ccweb-gitea node-a']);
     expect(opened).toBe(false);
     await a.transact((tx) => tx.insert('tasks', 'y', { by: 'a' }));
     expect((await sql<{ node_id: string; role: string }>(url, "SELECT node_id, role FROM ccweb_nodes ORDER BY node_id")).map((r) => [r.node_id, r.role])).toEqual([
@@ -229,7 +238,9 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     const a = await openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-a', outageMs: 60_000 });
     await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
     const waiting: string[] = [];
-    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', outageMs: 60_000, heartbeatMs: 2500, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 100 } });
+    // It polls every 3 s: the restart may well fall between two polls, unseen but for the server's
+    // start time, which is what the grace goes by.
+    const standby = openStore(url, join(await tempDir(), 'replica'), { nodeId: 'node-b', outageMs: 60_000, heartbeatMs: 2500, standby: { onWaiting: (m) => void waiting.push(m), pollMs: 3000 } });
     await until('the standby to say it waits', () => waiting.length > 0, 20_000);
     await server.crash();
     // The writer is gone for good while the database is down: nobody will take the lock back.
@@ -237,10 +248,53 @@ describe('PostgreSQL store: one writer, checked by the database', () => {
     await server.restart();
     const back = Date.now();
     const b = await standby;
-    // B reconnects within its backoff (≤ 2 s; possibly a moment before restart() has returned) and
-    // then leaves the lock alone for 2 × 2.5 s. Without that it takes the lock within its backoff.
-    expect(Date.now() - back).toBeGreaterThanOrEqual(3500);
+    // B's first poll after the restart (≤ 3 s; possibly a moment before restart() has returned) sees
+    // the new start time and leaves the lock alone for 2 × 2.5 s. Without that it takes the lock then.
+    expect(Date.now() - back).toBeGreaterThanOrEqual(4000);
     expect(b.list('tasks')).toEqual([{ by: 'a' }]);
+  });
+
+  it('a writer whose connection was cut on its side only, its old session still holding the lock, waits for that session instead of stopping', async () => {
+    // Test double: a TCP relay in front of the real server that can drop the writer's side of every
+    // connection while keeping the server's side open (a NAT or firewall reset); loopback cannot.
+    const url = await database();
+    const target = new URL(url);
+    const upstreams = new Set<Socket>();
+    const downstreams = new Set<Socket>();
+    const relay = createNetServer((down) => {
+      const up = connect(Number(target.port), target.hostname);
+      upstreams.add(up);
+      downstreams.add(down);
+      down.pipe(up);
+      up.pipe(down);
+      down.on('error', () => undefined);
+      up.on('error', () => undefined);
+      // The server's side stays open when the writer's closes: only the test ends it.
+      down.on('close', () => up.unpipe(down));
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      for (const sock of [...upstreams, ...downstreams]) sock.destroy();
+      await new Promise((resolve) => relay.close(resolve));
+    });
+    const viaRelay = new URL(url);
+    viaRelay.port = String((relay.address() as AddressInfo).port);
+    let failed: unknown;
+    const a = await openStore(viaRelay.toString(), join(await tempDir(), 'replica'), { nodeId: 'node-a', heartbeatMs: 300, onUnavailable: (e) => (failed = e) });
+    await a.transact((tx) => tx.insert('tasks', 'x', { by: 'a' }));
+    const stale = [...upstreams];
+    for (const down of downstreams) down.destroy();
+    // Several heartbeats meet the lock held by A's own old session.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(failed).toBeUndefined();
+    // The server ends that session (as its keepalives would) in a moment: A takes its lock back.
+    setTimeout(() => {
+      for (const up of stale) up.destroy();
+    }, 1000);
+    // A commit now waits (its retries meet the same lock) until the old session is gone, then lands.
+    await a.transact((tx) => tx.insert('tasks', 'y', { by: 'a' }));
+    expect(failed).toBeUndefined();
+    expect(a.list('tasks')).toEqual([{ by: 'a' }, { by: 'a' }]);
   });
 
   it('every node is listed with its role: the writer, a waiting standby, and a node that stopped cleanly', async () => {

@@ -5,10 +5,10 @@
 //   STUB_UNKNOWN_NOTIFICATION=1  emits an unknown notification after `initialized`
 //   STUB_SERVER_REQUEST=<method> after `initialized`, sends that server→client request (id "srv-1")
 //   STUB_DUPLICATE_NOTIFICATIONS=1  every turn's item/completed and turn/completed are sent twice
-//   STUB_TURN_BEGINS_AFTER_MS=<ms>  turn/start answers at once, but the turn begins (turn/started) only
-//                                after <ms>: a turn/interrupt before then gets -32600 "no active turn to
-//                                interrupt", as the real server answers under load (seen in CI); once
-//                                begun the turn runs until interrupted (turn/completed interrupted)
+//   STUB_TURN_BEGINS_AFTER_REFUSALS=<n>  turn/start answers at once, but the turn begins (turn/started)
+//                                only once <n> turn/interrupt calls were refused with -32600 "no active
+//                                turn to interrupt", as the real server answers in that window under load
+//                                (seen in CI); once begun it runs until interrupted (turn/completed interrupted)
 // Every received message is appended to $STUB_APP_SERVER_LOG (JSON lines).
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -17,7 +17,8 @@ const logFile = process.env.STUB_APP_SERVER_LOG;
 const send = (m: unknown) => process.stdout.write(`${JSON.stringify(m)}\n`);
 let initialized = false;
 let turnSeq = 0;
-/** STUB_TURN_BEGINS_AFTER_MS: the turn that has begun and runs until interrupted. */
+/** STUB_TURN_BEGINS_AFTER_REFUSALS: the turn not begun yet, and the one that has begun and runs until interrupted. */
+let pendingTurn: { threadId: string; turnId: string; refusalsLeft: number } | null = null;
 let activeTurn: { threadId: string; turnId: string } | null = null;
 if (logFile) {
   const sensitive = Object.keys(process.env).filter((k) => /TOKEN|SECRET/i.test(k)).sort();
@@ -51,7 +52,15 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     case 'thread/start':
       return send({ id, result: { thread: { id: 'thr-stub' } } });
     case 'turn/interrupt': {
-      if (!activeTurn || activeTurn.turnId !== params?.turnId) return send({ id, error: { code: -32600, message: 'no active turn to interrupt' } });
+      if (!activeTurn || activeTurn.turnId !== params?.turnId) {
+        send({ id, error: { code: -32600, message: 'no active turn to interrupt' } });
+        if (pendingTurn && pendingTurn.turnId === params?.turnId && --pendingTurn.refusalsLeft <= 0) {
+          activeTurn = { threadId: pendingTurn.threadId, turnId: pendingTurn.turnId };
+          pendingTurn = null;
+          send({ method: 'turn/started', params: { threadId: activeTurn.threadId, turn: { id: activeTurn.turnId, status: 'inProgress', items: [] } } });
+        }
+        return;
+      }
       const { threadId, turnId } = activeTurn;
       activeTurn = null;
       send({ id, result: {} });
@@ -63,12 +72,9 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       }
       const turnId = `turn-${++turnSeq}`;
       const threadId = params.threadId;
-      if (process.env.STUB_TURN_BEGINS_AFTER_MS) {
+      if (process.env.STUB_TURN_BEGINS_AFTER_REFUSALS) {
         send({ id, result: { turn: { id: turnId, status: 'inProgress', items: [] } } });
-        setTimeout(() => {
-          activeTurn = { threadId, turnId };
-          send({ method: 'turn/started', params: { threadId, turn: { id: turnId, status: 'inProgress', items: [] } } });
-        }, Number(process.env.STUB_TURN_BEGINS_AFTER_MS));
+        pendingTurn = { threadId, turnId, refusalsLeft: Number(process.env.STUB_TURN_BEGINS_AFTER_REFUSALS) };
         return;
       }
       // Notifications BEFORE the response, as the real server may do.

@@ -64,6 +64,11 @@ export function isConnectionFailure(error: unknown): boolean {
 }
 
 export class WriterTakenError extends StoreError {
+  /**
+   * The lock is held by a session of this very node: its previous connection, which the server has
+   * not noticed is gone yet (a reset on the client's side; the keepalives end it within about 25 s).
+   */
+  heldByThisNode = false;
   constructor(where: string, holder: string) {
     super(
       'database_writer_taken',
@@ -125,20 +130,25 @@ export class LogWriter {
     // waited for as long, not a reason to exit (the three-node chaos run caught a standby dying here).
     let downSince: number | undefined;
     let attempt = 0;
-    // After such an outage the writer's session is gone and the lock free, though the writer is most
-    // likely alive and about to reconnect: the standby gives it two heartbeats to take the lock back
-    // before it asks for it, rather than win a race that fails every task the writer was running.
-    let recovering: { graceEnd?: number } | undefined;
+    // A database that restarted (an outage seen, or one shorter than a poll) ended the writer's
+    // session and freed the lock, though the writer is most likely alive and about to take it back
+    // at its next heartbeat: the standby leaves it alone for two heartbeats after it sees the server's
+    // start time change, rather than win a race that fails every task the writer was running.
+    let serverStartedAt: number | undefined;
+    let graceEnd: number | undefined;
     const graceMs = 2 * (this.#options.heartbeatMs ?? 10_000);
+    const mayLock = (startedAt: number): boolean => {
+      if (serverStartedAt !== undefined && startedAt !== serverStartedAt) graceEnd = Date.now() + graceMs;
+      serverStartedAt = startedAt;
+      return graceEnd === undefined || Date.now() >= graceEnd;
+    };
     for (;;) {
-      const lock = !recovering || (recovering.graceEnd !== undefined && Date.now() >= recovering.graceEnd);
       try {
-        this.#client = await this.#connect({ lock });
+        this.#client = await this.#connect(standby ? { standby: true, mayLock } : {});
         break;
       } catch (error) {
         if (standby && isConnectionFailure(error)) {
           downSince ??= Date.now();
-          recovering = {};
           if (Date.now() - downSince >= this.#options.outageMs) throw unreachable(this.#where, error);
           if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
           await new Promise<void>((resolve) => setTimeout(resolve, reconnectDelayMs(attempt++)));
@@ -147,10 +157,6 @@ export class LogWriter {
         if (!standby || !(error instanceof WriterTakenError)) throw error;
         downSince = undefined;
         attempt = 0;
-        if (recovering) {
-          if (lock) recovering = undefined;
-          else recovering.graceEnd ??= Date.now() + graceMs;
-        }
         if (standby.signal?.aborted) throw new StoreError('store_open_aborted', 'stopped while waiting as a standby');
         // Said when the wait starts and then every minute, not every poll.
         if (Date.now() - told >= 60_000) {
@@ -234,8 +240,9 @@ export class LogWriter {
         await commitBatch(client, rows, this.#options.nodeId);
         return;
       } catch (error) {
-        if (!isConnectionFailure(error) || Date.now() >= deadline) {
-          if (isConnectionFailure(error)) throw new StoreUnavailableError(`store unavailable: ${this.#where} did not come back within ${Math.round(this.#options.outageMs / 1000)} s`);
+        const passing = isConnectionFailure(error) || ownStaleSession(error);
+        if (!passing || Date.now() >= deadline) {
+          if (passing) throw new StoreUnavailableError(`store unavailable: ${this.#where} did not come back within ${Math.round(this.#options.outageMs / 1000)} s`);
           throw error;
         }
         const lost = this.#client;
@@ -280,16 +287,24 @@ export class LogWriter {
 
   #connecting: Promise<pg.Client> | undefined;
 
-  /** `lock: false`: a standby that only says it is there (and who writes), without asking for the lock. */
-  async #connect({ lock = true }: { lock?: boolean } = {}): Promise<pg.Client> {
+  /**
+   * `standby`: a node waiting in open(), which registers as such when the lock is taken; `mayLock`
+   * decides, from the server's start time, whether it asks for the lock at all.
+   */
+  async #connect(options: { standby?: boolean; mayLock?: (serverStartedAt: number) => boolean } = {}): Promise<pg.Client> {
     // An idle connection's error (the server restarted) is swallowed (client.ts); the next batch reconnects.
-    const client = databaseClient(this.#options.url, { application_name: `ccweb-gitea ${this.#options.nodeId}`, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    const client = databaseClient(this.#options.url, { application_name: this.#applicationName, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     await client.connect();
     try {
       // The writer lock is this session's: a node that loses power must not keep it for the
       // operating system's default two hours of TCP silence. PostgreSQL probes the connection
       // after 10 s idle and drops it (freeing the lock for a standby) after about 25 s.
       await client.query('SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3');
+      let lock = true;
+      if (options.mayLock) {
+        const started = await client.query<{ ms: string }>('SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint AS ms');
+        lock = options.mayLock(Number(started.rows[0]!.ms));
+      }
       const { rows } = lock ? await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [WRITER_LOCK.toString()]) : { rows: [{ ok: false }] };
       if (!rows[0]?.ok) {
         // The writer registers as such once it holds the lock: the latest such row is the holder.
@@ -301,11 +316,13 @@ export class LogWriter {
           .then((r) => (r.rows[0] ? { nodeId: r.rows[0].node_id, url: r.rows[0].url, heartbeatAt: r.rows[0].heartbeat_at.toISOString() } : undefined));
         const holder = writer ? `node ${writer.nodeId}, last heartbeat ${writer.heartbeatAt}` : 'a node that has not registered';
         // A standby says it is there, so every node's overview lists it.
-        if (this.#options.standby) {
+        if (options.standby && this.#options.standby) {
           await this.#register(client, 'standby');
           this.#options.standby.onWriter?.(writer);
         }
-        throw new WriterTakenError(this.#where, holder);
+        const taken = new WriterTakenError(this.#where, holder);
+        taken.heldByThisNode = lock && (await this.#lockHolderName(client)) === this.#applicationName;
+        throw taken;
       }
       await this.#register(client, 'writer');
     } catch (error) {
@@ -313,6 +330,22 @@ export class LogWriter {
       throw error;
     }
     return client;
+  }
+
+  get #applicationName(): string {
+    return `ccweb-gitea ${this.#options.nodeId}`;
+  }
+
+  /** The application name of the session that holds the writer lock, if the server shows it. */
+  async #lockHolderName(client: pg.Client): Promise<string | undefined> {
+    const { rows } = await client
+      .query<{ name: string }>(
+        `SELECT a.application_name AS name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+          WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = $1 AND l.objid::bigint = $2 AND l.objsubid = 1`,
+        [Number(WRITER_LOCK >> 32n), Number(WRITER_LOCK & 0xffffffffn)],
+      )
+      .catch(() => ({ rows: [] as { name: string }[] }));
+    return rows[0]?.name;
   }
 
   async #register(client: pg.Client, role: 'writer' | 'standby'): Promise<void> {
@@ -344,27 +377,37 @@ export class LogWriter {
 
   async #heartbeat(): Promise<void> {
     this.#beatDue = false;
-    if (this.#failure || this.#closed) return;
-    let client: pg.Client | undefined;
-    try {
-      // A writer with nothing to commit still notices a lost session (the database restarted) and
-      // takes its lock back here, before a standby does.
-      client = await this.#ensureClient();
-      await client.query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId]);
-      await this.#readNodes(client);
-    } catch (error) {
-      if (error instanceof WriterTakenError) {
-        // Another node took the lock while this one's session was gone: it writes now.
-        this.#fail(new StoreUnavailableError(`store unavailable: ${error.message}`));
+    // A writer with nothing to commit still notices a lost session (the database restarted) and
+    // takes its lock back here, before a standby does: at once, not at the next beat.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (this.#failure || this.#closed) return;
+      let client: pg.Client | undefined;
+      try {
+        client = await this.#ensureClient();
+        await client.query('UPDATE ccweb_nodes SET heartbeat_at = now() WHERE node_id = $1', [this.#options.nodeId]);
+        await this.#readNodes(client);
         return;
-      }
-      // Dropped only if no batch has replaced it meanwhile; the next beat or batch connects again.
-      if (isConnectionFailure(error) && client && this.#client === client) {
-        this.#client = undefined;
-        await client.end().catch(() => undefined);
+      } catch (error) {
+        if (error instanceof WriterTakenError && !error.heldByThisNode) {
+          // Another node took the lock while this one's session was gone: it writes now.
+          this.#fail(new StoreUnavailableError(`store unavailable: ${error.message}`));
+          return;
+        }
+        // Dropped only if no batch has replaced it meanwhile.
+        if (isConnectionFailure(error) && client && this.#client === client) {
+          this.#client = undefined;
+          await client.end().catch(() => undefined);
+        }
+        // Our own previous session still holds the lock, or the database is not back: the next beat asks again.
+        if (!isConnectionFailure(error) || client === undefined) return;
       }
     }
   }
+}
+
+/** The lock is held by this node's own previous session, which the server will end shortly. */
+function ownStaleSession(error: unknown): boolean {
+  return error instanceof WriterTakenError && error.heldByThisNode;
 }
 
 /** One batch, one statement (`ccweb_commit_batch`, schema.ts): atomic; throws when a check fails. */

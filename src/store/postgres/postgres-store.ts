@@ -185,7 +185,14 @@ export class PostgresStore implements Store {
       while (!stopped) {
         try {
           if (!client) {
-            client = databaseClient(this.#options.url, { application_name: `ccweb-gitea ${this.#options.nodeId} (standby)` });
+            // Never a query that hangs on a half-open connection: the takeover waits for this loop.
+            client = databaseClient(this.#options.url, {
+              application_name: `ccweb-gitea ${this.#options.nodeId} (standby)`,
+              keepAlive: true,
+              keepAliveInitialDelayMillis: 10_000,
+              connectionTimeoutMillis: 10_000,
+              query_timeout: 30_000,
+            });
             await client.connect();
           }
           const { rows } = await client.query<{ seq: string }>('SELECT seq FROM ccweb_head WHERE id = 1');
@@ -209,6 +216,8 @@ export class PostgresStore implements Store {
       stop: async () => {
         stopped = true;
         wake?.();
+        // Ends a query in flight, too: this node writes now and waits for nothing it would bring.
+        await client?.end().catch(() => undefined);
         await loop;
       },
     };
