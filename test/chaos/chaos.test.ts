@@ -15,9 +15,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
+import { STORE_INDEXES } from '../../src/domain/records.js';
 import { createStore } from '../../src/store/index.js';
-import { judgeChaosRun, type SentDelivery } from '../support/chaos-checks.js';
+import type { SentDelivery } from '../support/chaos-checks.js';
 import { seededRandom, startChaosWorld, type ChaosWorld } from '../support/chaos-world.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { formatScan, scanForSecrets } from '../../scripts/secret-scan.js';
@@ -116,19 +116,7 @@ describe('chaos: SIGKILL under load [real gitea-mcp]', () => {
     const settleSeconds = (Date.now() - settleStart) / 1000;
 
     // What the store holds, opened as the next start would.
-    const store = createStore({ dir: join(env.CCWEB_DATA_DIR!, 'store'), indexes: STORE_INDEXES });
-    await store.open();
-    const tasks = store.list<TaskRecord>('tasks').map((t) => ({ ...t }));
-    const events = store.audit();
-    await store.close();
-
-    const verdict = judgeChaosRun({
-      sent,
-      tasks,
-      events,
-      commentsOn: (t) => w.commentsOn(t.owner, t.repo, t.resource.number),
-      botLogin: w.env.gitea.botLogin,
-    });
+    const verdict = await w.judge(createStore({ dir: join(env.CCWEB_DATA_DIR!, 'store'), indexes: STORE_INDEXES }), sent);
     const { deliveries, runs, comments, open } = verdict;
     const scan = scanForSecrets([env.CCWEB_DATA_DIR!, w.env.codexHome, logDir], {
       giteaToken: env.CCWEB_GITEA_TOKEN!,

@@ -17,9 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
+import { STORE_INDEXES } from '../../src/domain/records.js';
 import { PostgresStore } from '../../src/store/index.js';
-import { judgeChaosRun, type SentDelivery } from '../support/chaos-checks.js';
+import type { SentDelivery } from '../support/chaos-checks.js';
 import { seededRandom, startChaosWorld, type ChaosWorld } from '../support/chaos-world.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { freePort } from '../support/real-gitea/index.js';
@@ -208,19 +208,7 @@ describe('chaos: three nodes on one PostgreSQL, SIGKILL of any node and of the d
     const settleSeconds = (Date.now() - settleStart) / 1000;
 
     // What the database holds, read through a fresh replica as a new node would.
-    const store = new PostgresStore({ dir: join(root, 'check-replica'), indexes: STORE_INDEXES, url: databaseUrl, nodeId: 'checker', version: 'test' });
-    await store.open();
-    const tasks = store.list<TaskRecord>('tasks').map((t) => ({ ...t }));
-    const events = store.audit();
-    await store.close();
-
-    const verdict = judgeChaosRun({
-      sent,
-      tasks,
-      events,
-      commentsOn: (t) => w.commentsOn(t.owner, t.repo, t.resource.number),
-      botLogin: w.env.gitea.botLogin,
-    });
+    const verdict = await w.judge(new PostgresStore({ dir: join(root, 'check-replica'), indexes: STORE_INDEXES, url: databaseUrl, nodeId: 'checker', version: 'test' }), sent);
     const { deliveries, runs, comments, open } = verdict;
     const served = [0, 1, 2].map((i) => relay!.served.filter((x) => x === i).length);
     const scan = scanForSecrets([...nodes.map((n) => n.env['CCWEB_DATA_DIR']!), ...nodes.map((n) => n.env['CODEX_HOME']!), logDir], {

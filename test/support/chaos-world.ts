@@ -8,6 +8,9 @@
  * the commenter's permissions signed into `repository.permissions` (Gitea does that), same headers,
  * HMAC over the exact bytes, no retry. The bot's own comments keep going through the sandbox's hook.
  */
+import type { TaskRecord } from '../../src/domain/records.js';
+import type { Store } from '../../src/store/types.js';
+import { judgeChaosRun, type ChaosVerdict, type SentDelivery } from './chaos-checks.js';
 import { createWebhookSender, type Delivery, type WebhookSender } from './gitea-double/webhook-sender.js';
 import type { PermissionLevel } from './gitea-double/rest-api.js';
 import { startSandboxEnvironment, type SandboxEnvironment } from './sandbox/sandbox-environment.js';
@@ -40,6 +43,11 @@ export interface ChaosWorld {
    * asked again rather than thrown.
    */
   settle(baseUrl: string, ms: number, options?: { askAgainOnError?: boolean }): Promise<boolean>;
+  /**
+   * Opens `store` (what the next start, or a new node, reads), takes its tasks and audit, closes it,
+   * and judges the run (judgeChaosRun) against them and the comments on this world's Gitea.
+   */
+  judge(store: Store, sent: readonly SentDelivery[]): Promise<ChaosVerdict>;
   close(): Promise<void>;
 }
 
@@ -132,6 +140,13 @@ export async function startChaosWorld(
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
       return false;
+    },
+    async judge(store, sent) {
+      await store.open();
+      const tasks = store.list<TaskRecord>('tasks').map((t) => ({ ...t }));
+      const events = store.audit();
+      await store.close();
+      return judgeChaosRun({ sent, tasks, events, commentsOn: (t) => commentsOn(t.owner, t.repo, t.resource.number), botLogin: gitea.botLogin });
     },
     close: () => env.close(),
   };
