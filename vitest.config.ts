@@ -37,6 +37,18 @@ export default defineConfig({
           globalSetup: ['test/support/postgres-global-setup.ts'],
         },
       },
+      {
+        // The same contract once more with the store sharing the writes with other nodes (`writers:
+        // 'many'`): every body runs under the cluster's commit lock, later than its call.
+        extends: true,
+        test: {
+          name: 'store-on-postgres-many-writers',
+          include: STORE_CONFORMANCE,
+          env: { CCWEB_TEST_STORE_ENGINE: 'postgres', CCWEB_TEST_STORE_WRITERS: 'many' },
+          testTimeout: 240_000,
+          globalSetup: ['test/support/postgres-global-setup.ts'],
+        },
+      },
     ],
   },
 });

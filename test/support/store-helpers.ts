@@ -11,6 +11,12 @@ import { createStore, type DurableStore, type StoreOptions } from '../../src/sto
  */
 export const STORE_ENGINE: 'embedded' | 'postgres' = process.env['CCWEB_TEST_STORE_ENGINE'] === 'postgres' ? 'postgres' : 'embedded';
 export const onPostgres = STORE_ENGINE === 'postgres';
+/**
+ * On PostgreSQL, whether the store under test shares the writes with other nodes (`writers: 'many'`:
+ * every body runs under the commit lock, later than its call): the `store-on-postgres-many-writers`
+ * project runs the contract's tests that way.
+ */
+const WRITERS: 'one' | 'many' = process.env['CCWEB_TEST_STORE_WRITERS'] === 'many' ? 'many' : 'one';
 
 let databases = 0;
 
@@ -49,7 +55,7 @@ export function storeDirs() {
         if (!url) databaseOf.set(options.dir, (url = freshDatabase()));
         // Typed as the embedded store the tests were written for: the PostgreSQL store has the same
         // contract plus the replica's compaction controls they use.
-        store = createStore({ ...options, url: await url, nodeId: 'test-node', version: 'test' }) as unknown as DurableStore;
+        store = createStore({ ...options, url: await url, nodeId: 'test-node', version: 'test', writers: WRITERS }) as unknown as DurableStore;
       } else {
         store = createStore(options);
       }

@@ -14,7 +14,7 @@ import { batchRows, type BatchRows, type CommittedEntry } from './batch-rows.js'
 import { databaseClient, reconnectDelayMs, unreachable } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { StoreError, StoreUnavailableError } from '../types.js';
-import { WRITER_LOCK } from './schema.js';
+import { COMMIT_LOCK, WRITER_LOCK } from './schema.js';
 
 export interface LogWriterOptions {
   url: string;
@@ -40,6 +40,13 @@ export interface LogWriterOptions {
   };
   /** Called once, when the writer stops for good (the store is then unavailable). */
   onFailure?: (error: StoreUnavailableError) => void;
+  /**
+   * `exclusive` (default): this node is the database's only writer for as long as it runs.
+   * `shared`: every node of the cluster writes, one batch at a time under the commit lock
+   * (`withCommitLock`); the writer lock is held shared, so a node that writes alone and nodes that
+   * share exclude each other.
+   */
+  lock?: 'exclusive' | 'shared';
 }
 
 interface Pending {
@@ -69,11 +76,13 @@ export class WriterTakenError extends StoreError {
    * not noticed is gone yet (a reset on the client's side; the keepalives end it within about 25 s).
    */
   heldByThisNode = false;
-  constructor(where: string, holder: string) {
+  /** `shared`: this node asked to share the writes, and a node that writes alone holds the database. */
+  constructor(where: string, holder: string, shared = false) {
     super(
       'database_writer_taken',
-      `another node writes ${where} (${holder}); this version runs one node per database at a time: ` +
-        'stop that node, or give this one its own CCWEB_DATABASE_URL',
+      shared
+        ? `another node writes ${where} alone (${holder}): nodes that share the writes cannot join it: stop that node, or give this one its own CCWEB_DATABASE_URL`
+        : `another node writes ${where} (${holder}); this version runs one node per database at a time: ` + 'stop that node, or give this one its own CCWEB_DATABASE_URL',
     );
   }
 }
@@ -305,7 +314,8 @@ export class LogWriter {
         const started = await client.query<{ ms: string }>('SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint AS ms');
         lock = options.mayLock(Number(started.rows[0]!.ms));
       }
-      const { rows } = lock ? await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [WRITER_LOCK.toString()]) : { rows: [{ ok: false }] };
+      const take = this.#shared ? 'SELECT pg_try_advisory_lock_shared($1) AS ok' : 'SELECT pg_try_advisory_lock($1) AS ok';
+      const { rows } = lock ? await client.query<{ ok: boolean }>(take, [WRITER_LOCK.toString()]) : { rows: [{ ok: false }] };
       if (!rows[0]?.ok) {
         // The writer registers as such once it holds the lock: the latest such row is the holder.
         const writer = await client
@@ -320,8 +330,9 @@ export class LogWriter {
           await this.#register(client, 'standby');
           this.#options.standby.onWriter?.(writer);
         }
-        const taken = new WriterTakenError(this.#where, holder);
-        taken.heldByThisNode = lock && (await this.#lockHolderName(client)) === this.#applicationName;
+        const taken = new WriterTakenError(this.#where, holder, this.#shared);
+        // Shared holds do not exclude each other: our own stale session cannot be what refused a shared one.
+        taken.heldByThisNode = lock && !this.#shared && (await this.#lockHolderName(client)) === this.#applicationName;
         throw taken;
       }
       await this.#register(client, 'writer');
@@ -331,6 +342,61 @@ export class LogWriter {
     }
     return client;
   }
+
+  get #shared(): boolean {
+    return this.#options.lock === 'shared';
+  }
+
+  /**
+   * Runs `body` while this node holds the cluster's commit lock (a shared writer only): nobody else
+   * commits meanwhile, so the database's head read inside `body` is final until it returns, and the
+   * batch `body` commits (through `append`) moves the head from exactly there. A database that went
+   * away is waited for as a batch would be. The lock is a session's: a node that dies holding it
+   * frees it when PostgreSQL ends its session (at once for a process that exits, after the
+   * keepalives' 25 s for one that lost power).
+   */
+  async withCommitLock<T>(body: (client: pg.Client) => Promise<T>): Promise<T> {
+    if (!this.#shared) throw new Error('withCommitLock: this writer writes alone (lock: exclusive)');
+    const deadline = Date.now() + this.#options.outageMs;
+    let client: pg.Client;
+    for (let attempt = 0; ; attempt++) {
+      if (this.#failure) throw this.#failure;
+      if (this.#closed) throw new StoreUnavailableError('store closed');
+      try {
+        client = await this.#ensureClient();
+        await client.query('SELECT pg_advisory_lock($1)', [COMMIT_LOCK.toString()]);
+        break;
+      } catch (error) {
+        if (this.#closed) throw new StoreUnavailableError('store closed');
+        // As a batch's failure does: the store stops, and a restart reloads from the database.
+        if (!isConnectionFailure(error) || Date.now() >= deadline) {
+          this.#fail(
+            isConnectionFailure(error)
+              ? new StoreUnavailableError(`store unavailable: ${this.#where} did not come back within ${Math.round(this.#options.outageMs / 1000)} s`)
+              : error instanceof StoreUnavailableError
+                ? error
+                : new StoreUnavailableError(`store unavailable: ${this.#where}: ${(error as Error).message}`),
+          );
+          throw this.#failure;
+        }
+        const lost = this.#client;
+        this.#client = undefined;
+        await lost?.end().catch(() => undefined);
+        this.reconnects += 1;
+        await sleep(reconnectDelayMs(attempt));
+      }
+    }
+    this.commitLocks += 1;
+    try {
+      return await body(client);
+    } finally {
+      // A session lost meanwhile took the lock with it; a new session never held it.
+      if (this.#client === client) await client.query('SELECT pg_advisory_unlock($1)', [COMMIT_LOCK.toString()]).catch(() => undefined);
+    }
+  }
+
+  /** How often this node took the commit lock (a shared writer). */
+  commitLocks = 0;
 
   get #applicationName(): string {
     return `ccweb-gitea ${this.#options.nodeId}`;

@@ -14,7 +14,7 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DurableStore, type CommitReplicator, type DurableStoreStats, type StoreOptions } from '../durable-store.js';
-import { type AuditEvent, type AuditQuery, type CollectionName, type RecordType, type Store, type StoredRecord, type Tx } from '../types.js';
+import { StoreUnavailableError, type AuditEvent, type AuditQuery, type CollectionName, type RecordType, type Store, type StoredRecord, type Tx } from '../types.js';
 import { databaseClient, reconnectDelayMs, unreachable } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { JournalCorruptionError } from '../journal-files.mjs';
@@ -44,6 +44,20 @@ export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexe
    * 1 s; 0: never (it replays them all at its takeover, the benchmark's baseline).
    */
   tailMs?: number;
+  /**
+   * `one` (default): the node that holds the writer lock writes; the others wait as standbys.
+   * `many`: every node writes. A transaction's body then runs once this node holds the cluster's
+   * commit lock and its replica is at the database's head (later than the call, in call order), so
+   * it sees every node's commits; between transactions a node reads its replica, which follows the
+   * other nodes' commits every `tailMs`. Nodes of the two kinds never write one database together.
+   */
+  writers?: 'one' | 'many';
+}
+
+interface Deferred {
+  fn: (tx: Tx) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
 }
 
 interface StandbyTail {
@@ -58,9 +72,17 @@ export interface PostgresStoreStats extends DurableStoreStats {
   replayedAtOpen: number;
   /** Log lines a standby applied to its replica while it waited for the writer lock. */
   tailedWhileWaiting: number;
+  /** `writers: 'many'`: the other nodes' log lines applied since open, and batches committed under the commit lock. */
+  appliedFromOtherNodes: number;
+  commitLocks: number;
 }
 
 const MARKER = 'replica-of.json';
+
+async function headSeqOf(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ seq: string }>('SELECT seq FROM ccweb_head WHERE id = 1');
+  return Number(rows[0]!.seq);
+}
 const REPLAY_PAGE = 2000;
 
 export class PostgresStore implements Store {
@@ -74,6 +96,17 @@ export class PostgresStore implements Store {
   /** Why the replica was rebuilt from the database at open, if it was. */
   rebuiltBecause: string | undefined;
   #forwardKey: string | undefined;
+  /** `writers: 'many'`: transactions waiting for the commit lock, and the loop that commits them. */
+  #deferred: Deferred[] = [];
+  #batching: Promise<void> | undefined;
+  #lastDeferred: Promise<unknown> = Promise.resolve();
+  #fromOthers = 0;
+  #follower: StandbyTail | undefined;
+  #closing = false;
+  /** Set when this node's replica can no longer be trusted (a catch-up under the lock failed). */
+  #broken: StoreUnavailableError | undefined;
+  /** One at a time: applying the log's lines to the replica, and running a batch's bodies on it. */
+  #replicaTurn: Promise<void> = Promise.resolve();
 
   constructor(options: PostgresStoreOptions) {
     this.dir = options.dir;
@@ -88,6 +121,7 @@ export class PostgresStore implements Store {
       standby: options.standby,
       onFailure: options.onUnavailable,
       ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {}),
+      lock: options.writers === 'many' ? 'shared' : 'exclusive',
     });
     this.#replica = this.#newReplica();
   }
@@ -112,18 +146,19 @@ export class PostgresStore implements Store {
       await migrate(setup, MIGRATIONS, this.#options.nodeId);
       this.#forwardKey = (await setup.query<{ forward_key: string }>('SELECT forward_key FROM ccweb_cluster WHERE id = 1')).rows[0]?.forward_key;
       // The replica is brought to the database's head before the writer lock is asked for, and a
-      // standby keeps it there while it waits (#tailWhileWaiting): its takeover then replays only
+      // standby keeps it there while it waits (#tail): its takeover then replays only
       // what the writer committed since the last poll, not everything since this node started.
       await this.#prepareReplica(setup, 'open it');
       // A standby may wait here for hours: its first connection is not trusted to be alive after.
       await setup.end().catch(() => undefined);
-      if (this.#options.standby && this.#options.tailMs !== 0) tail = this.#tailWhileWaiting();
+      if (this.#options.standby && this.#options.tailMs !== 0) tail = this.#tail((n) => (this.#tailed += n));
       await this.#writer.open();
       await tail?.stop();
       tail = undefined;
       setup = await this.#reach(where);
-      // Now that this node writes, nobody else does: the head read here is final.
+      // Now that this node writes, nobody else does (with many writers, the next batch catches up again).
       await this.#prepareReplica(setup, 'it is open');
+      if (this.#many && this.#options.tailMs !== 0) this.#follower = this.#tail((n) => (this.#fromOthers += n));
     } catch (error) {
       await tail?.stop();
       await this.#replica.close().catch(() => undefined);
@@ -171,12 +206,17 @@ export class PostgresStore implements Store {
     this.#replayed += await this.#catchUp(client, head.seq);
   }
 
+  get #many(): boolean {
+    return this.#options.writers === 'many';
+  }
+
   /**
-   * While this node waits for the writer lock: every `tailMs` the log lines committed since the
-   * replica's last seq are applied to it. A database that went away is asked again at the next
-   * poll (the lock wait itself decides when an outage has lasted too long).
+   * While this node waits for the writer lock, or (many writers) for as long as it runs: every
+   * `tailMs` the log lines committed since the replica's last seq are applied to it. A database
+   * that went away is asked again at the next poll (the lock wait, or the next commit, decides when
+   * an outage has lasted too long).
    */
-  #tailWhileWaiting(): StandbyTail {
+  #tail(count: (applied: number) => void): StandbyTail {
     let stopped = false;
     let client: pg.Client | undefined;
     let wake: (() => void) | undefined;
@@ -195,11 +235,15 @@ export class PostgresStore implements Store {
             });
             await client.connect();
           }
-          const { rows } = await client.query<{ seq: string }>('SELECT seq FROM ccweb_head WHERE id = 1');
-          const headSeq = Number(rows[0]!.seq);
+          const tailClient = client;
           // A replica ahead of the head (the database was restored from a backup) is left for the
           // takeover to rebuild; tailing stops making sense until then.
-          if (headSeq > this.#replica.lastSeq) this.#tailed += await this.#catchUp(client, headSeq, () => stopped);
+          count(
+            await this.#replicaExclusive(async () => {
+              const headSeq = await headSeqOf(tailClient);
+              return headSeq > this.#replica.lastSeq ? this.#catchUp(tailClient, headSeq, () => stopped) : 0;
+            }),
+          );
         } catch {
           await client?.end().catch(() => undefined);
           client = undefined;
@@ -276,6 +320,10 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    // Transactions already asked for are committed; new ones are refused.
+    this.#closing = true;
+    await this.#batching;
+    await this.#follower?.stop();
     // The replica first: it waits for the commits in flight, which need the writer.
     await this.#replica.close();
     await this.#writer.close();
@@ -310,15 +358,72 @@ export class PostgresStore implements Store {
   }
 
   transact<R>(fn: (tx: Tx) => R): Promise<R> {
-    return this.#replica.transact(fn);
+    if (!this.#many) return this.#replica.transact(fn);
+    const refused = this.#closing ? new StoreUnavailableError('store closed') : (this.#broken ?? this.#writer.failure);
+    if (refused) return Promise.reject(refused);
+    const done = new Promise<R>((resolve, reject) => this.#deferred.push({ fn, resolve: resolve as (value: unknown) => void, reject }));
+    this.#lastDeferred = done.catch(() => undefined);
+    this.#batching ??= this.#commitDeferred();
+    return done;
+  }
+
+  /**
+   * Many writers: the transactions asked for meanwhile are run and committed together, under the
+   * commit lock, until none is left. `#batching` is cleared in the same turn that finds the queue
+   * empty, so a transaction asked for after that starts the loop again.
+   */
+  async #commitDeferred(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    for (;;) {
+      const batch = this.#deferred.splice(0);
+      if (batch.length === 0) {
+        this.#batching = undefined;
+        return;
+      }
+      await this.#commitUnderLock(batch);
+    }
+  }
+
+  async #commitUnderLock(batch: Deferred[]): Promise<void> {
+    try {
+      await this.#replicaExclusive(() =>
+        this.#writer.withCommitLock(async (client) => {
+          try {
+            this.#fromOthers += await this.#catchUp(client, await headSeqOf(client));
+          } catch (error) {
+            // Part of the head may be applied: nothing this replica does from here can be trusted.
+            this.#broken ??= new StoreUnavailableError(`store unavailable: the replica could not follow the database (${(error as Error).message}); restart this node to reload`);
+            throw this.#broken;
+          }
+          // Every body runs now, in call order, against the database's head: it sees every node's
+          // commits and the bodies before it, and its seqs (log and audit) follow the head's.
+          const committed = await Promise.allSettled(batch.map((d) => this.#replica.transact(d.fn)));
+          committed.forEach((outcome, i) => (outcome.status === 'fulfilled' ? batch[i]!.resolve(outcome.value) : batch[i]!.reject(outcome.reason)));
+        }),
+      );
+    } catch (error) {
+      // The lock or the head could not be had: none of the bodies ran (a settled one ignores this).
+      for (const d of batch) d.reject(error);
+    }
+  }
+
+  /** Runs `body` when no other catch-up or batch uses the replica. */
+  #replicaExclusive<T>(body: () => Promise<T>): Promise<T> {
+    const run = this.#replicaTurn.then(body);
+    this.#replicaTurn = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
   }
 
   sync(): Promise<void> {
-    return this.#replica.sync();
+    // Many writers: the transactions asked for so far are committed first.
+    return this.#many ? this.#lastDeferred.then(() => this.#replica.sync()) : this.#replica.sync();
   }
 
   stats(): PostgresStoreStats {
-    return { ...this.#replica.stats(), engine: 'postgres', databaseBatches: this.#writer.batches, databaseReconnects: this.#writer.reconnects, replayedAtOpen: this.#replayed, tailedWhileWaiting: this.#tailed };
+    return { ...this.#replica.stats(), engine: 'postgres', databaseBatches: this.#writer.batches, databaseReconnects: this.#writer.reconnects, replayedAtOpen: this.#replayed, tailedWhileWaiting: this.#tailed, appliedFromOtherNodes: this.#fromOthers, commitLocks: this.#writer.commitLocks };
   }
 
   /**

@@ -8,6 +8,8 @@ import { StoreError } from '../types.js';
 /** Advisory-lock keys (one 64-bit space per database; two constants of our own). */
 export const MIGRATION_LOCK = 0x63637765_0001n;
 export const WRITER_LOCK = 0x63637765_0002n;
+/** Held for one batch by a node of a cluster whose nodes all write (PostgresStore `writers: 'many'`). */
+export const COMMIT_LOCK = 0x63637765_0003n;
 
 export interface Migration {
   version: number;
