@@ -32,13 +32,21 @@ function slowProfileHome(): string | null {
   return home;
 }
 
+/** The run's temporary folder, once the first project's setup has made it. */
+const RUN_TMP_VAR = 'CCWEB_TEST_RUN_TMP';
+
 export default function setup(): () => Promise<void> {
   const runId = randomUUID();
   // Set before the pool forks its workers, so every test process and everything it spawns inherits it.
   process.env[RUN_MARKER_VAR] = runId;
   // A temporary folder of this run's own, as every test's os.tmpdir(): what names it was started by
   // this run — not by a concurrent run on the same machine — even when its environment is scrubbed.
-  const runTmp = mkdtempSync(join(tmpdir(), 'ccweb-run-'));
+  // Every project of vitest.config.ts runs this setup in the same process: the later ones reuse the
+  // first one's folder instead of nesting theirs in it (four levels made Chromium's socket path too long).
+  // (Keyed by this process: a run started from inside a test makes its own.)
+  const [ownerPid, earlier] = (process.env[RUN_TMP_VAR] ?? '').split(':');
+  const runTmp = ownerPid === String(process.pid) && earlier ? earlier : mkdtempSync(join(tmpdir(), 'ccweb-run-'));
+  process.env[RUN_TMP_VAR] = `${process.pid}:${runTmp}`;
   process.env['TMPDIR'] = runTmp;
   const slowHome = slowProfileHome();
   const preexisting = process.platform === 'linux' ? allPids() : new Set<number>();
