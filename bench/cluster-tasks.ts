@@ -5,7 +5,9 @@
 // its time; the turn itself is what a node spends its task slots on). Each round starts its nodes on
 // a fresh database, posts TASKS mentions (one per issue, spread over the repositories) as fast as
 // Gitea takes them, and times the first post to the last task ending. The ratio to one node is what
-// a second and a third node add.
+// a second and a third node add: with one writer and standbys (CCWEB_CLUSTER_MODE=standby, the
+// default) and with every node at work on the repositories it owns (CCWEB_CLUSTER_MODE=active).
+// BENCH_CLUSTER_MODES=standby or =active runs one kind only.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
@@ -15,6 +17,7 @@ import type { ThrowawayPostgres } from '../src/cli/throwaway-postgres.js';
 import { instanceOfOwner } from '../src/leases/lease-owner.js';
 import type { AuditEvent } from '../src/store/types.js';
 import { clusterApi, FINAL_STATES } from '../test/support/cluster-api.js';
+import { addRepository, stopNodes } from '../test/support/cluster-nodes.js';
 import { startPublishEnvironment, type PublishEnvironment } from '../test/support/publish-environment.js';
 import { eventually, freePort } from '../test/support/real-gitea/index.js';
 import { startRoundRobinRelay } from '../test/support/round-robin-relay.js';
@@ -27,10 +30,13 @@ const TASKS = Number(process.env['BENCH_CLUSTER_TASKS'] ?? 24);
 const DELAY_MS = Number(process.env['BENCH_CLUSTER_DELAY_MS'] ?? 2000);
 /** Per node (CCWEB_MAX_CONCURRENT_TASKS): small, so that one node's slots are the limit. */
 const SLOTS = Number(process.env['BENCH_CLUSTER_SLOTS'] ?? 2);
-const NODE_COUNTS = [1, 2, 3];
+const MODES = (process.env['BENCH_CLUSTER_MODES'] ?? 'standby,active').split(',').map((m) => m.trim()) as Array<'standby' | 'active'>;
+/** One node (the baseline; the two modes are the same there), then 2 and 3 nodes in each mode. */
+const ROUNDS: Array<{ nodes: number; mode: 'standby' | 'active' }> = [{ nodes: 1, mode: 'standby' }, ...MODES.flatMap((mode) => [2, 3].map((nodes) => ({ nodes, mode })))];
 
 export interface ClusterTasksRound {
   nodes: number;
+  mode: 'standby' | 'active';
   tasks: number;
   succeeded: number;
   seconds: number;
@@ -46,20 +52,10 @@ interface TaskRow {
 }
 
 async function createRepositories(env: PublishEnvironment, relayUrl: string): Promise<string[]> {
-  const { gitea } = env;
   const names: string[] = [];
   for (let i = 1; i <= REPOS; i++) {
     const name = `bench-${i}`;
-    await gitea.api(gitea.owner, 'POST', '/user/repos', { name, private: true, auto_init: true, default_branch: 'main' }, 201);
-    await gitea.api(gitea.owner, 'PUT', `/repos/${gitea.owner}/${name}/collaborators/alice`, { permission: 'write' }, 204);
-    await gitea.api(gitea.owner, 'PUT', `/repos/${gitea.owner}/${name}/collaborators/ccweb-bot`, { permission: 'admin' }, 204);
-    await gitea.api(gitea.owner, 'POST', `/repos/${gitea.owner}/${name}/hooks`, {
-      type: 'gitea',
-      active: true,
-      branch_filter: '*',
-      events: ['issue_comment', 'pull_request_comment'],
-      config: { url: `${relayUrl}/api/gitea/webhook`, content_type: 'json', secret: env.env['CCWEB_WEBHOOK_SECRET'], http_method: 'post' },
-    }, 201);
+    await addRepository(env, name, relayUrl);
     names.push(name);
   }
   return names;
@@ -96,9 +92,10 @@ async function whereTasksRan(api: ReturnType<typeof clusterApi>['api'], base: st
   return ranOn;
 }
 
-async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos: string[], nodeCount: number, root: string): Promise<ClusterTasksRound> {
+async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos: string[], nodeCount: number, mode: 'standby' | 'active', root: string): Promise<ClusterTasksRound> {
   const { api } = clusterApi(() => env);
-  const databaseUrl = await postgres.createDatabase(`bench_nodes_${nodeCount}`);
+  const databaseUrl = await postgres.createDatabase(`bench_nodes_${mode}_${nodeCount}`);
+  const dir = join(root, `round-${mode}-${nodeCount}`);
   const urls: string[] = [];
   for (let i = 0; i < nodeCount; i++) urls.push(`http://127.0.0.1:${await freePort()}`);
   const relay = await startRoundRobinRelay(Number(env.env['CCWEB_PORT']), () => urls);
@@ -106,13 +103,14 @@ async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos
   const lines: string[][] = urls.map(() => []);
   try {
     const start = (i: number) => {
-      const codexHome = join(root, `round-${nodeCount}`, `codex-home-${i}`);
+      const codexHome = join(dir, `codex-home-${i}`);
       writeCodexHome(codexHome, { port: env.model.port, model: 'fake-model' });
       return startServiceProcess(
         {
           ...env.env,
           CCWEB_PORT: new URL(urls[i]!).port,
-          CCWEB_DATA_DIR: join(root, `round-${nodeCount}`, `node-${i}`),
+          CCWEB_DATA_DIR: join(dir, `node-${i}`),
+          CCWEB_CLUSTER_MODE: mode,
           CCWEB_DATABASE_URL: databaseUrl,
           CCWEB_NODE_ID: `node-${i}`,
           CCWEB_MAX_CONCURRENT_TASKS: String(SLOTS),
@@ -121,8 +119,17 @@ async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos
         { timeoutMs: 600_000, onLine: (l) => void lines[i]!.push(l), onSpawn: (c) => void children.push(c) },
       );
     };
-    await start(0);
-    for (let i = 1; i < nodeCount; i++) {
+    if (mode === 'active') {
+      // Every node at once; the mentions start once each sees all the others (repositories go to the live nodes).
+      await Promise.all(urls.map((_, i) => start(i)));
+      for (const url of urls) {
+        await eventually(`${url} to see ${nodeCount} nodes`, async () => {
+          const o = await api<{ nodes: Array<{ stale: boolean; role: string }> }>(url, '/overview');
+          if (o.nodes.filter((x) => !x.stale && x.role !== 'stopped').length !== nodeCount) throw new Error('not yet');
+        }, 120_000);
+      }
+    } else await start(0);
+    for (let i = 1; i < nodeCount && mode === 'standby'; i++) {
       start(i).catch(() => undefined);
       await eventually(`node-${i} to listen`, async () => {
         if (!lines[i]!.some((l) => /standby listening|ccweb-gitea listening/.test(l))) throw new Error('not yet');
@@ -149,18 +156,9 @@ async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos
     }
     const seconds = (Date.now() - started) / 1000;
     const ranOn = await whereTasksRan(api, urls[0]!, new Set(tasks.map((t) => t.taskId)));
-    return { nodes: nodeCount, tasks: TASKS, succeeded: tasks.filter((t) => t.state === 'succeeded').length, seconds, perMinute: (TASKS / seconds) * 60, ranOn };
+    return { nodes: nodeCount, mode, tasks: TASKS, succeeded: tasks.filter((t) => t.state === 'succeeded').length, seconds, perMinute: (TASKS / seconds) * 60, ranOn };
   } finally {
-    await Promise.all(
-      children.map(async (child) => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        const late = setTimeout(() => child.kill('SIGKILL'), 25_000);
-        await exited;
-        clearTimeout(late);
-      }),
-    );
+    await stopNodes(children);
     await relay.close();
   }
 }
@@ -175,15 +173,15 @@ export async function measureClusterTasks(postgres: ThrowawayPostgres): Promise<
     const repos = await createRepositories(env, `http://127.0.0.1:${env.env['CCWEB_PORT']}`);
     console.log(`\ncompleted tasks per minute — ${TASKS} mentions on ${REPOS} repositories, the model answering after ${DELAY_MS} ms, ${SLOTS} task slots per node`);
     const rounds: ClusterTasksRound[] = [];
-    for (const n of NODE_COUNTS) {
-      const r = await round(env, postgres, repos, n, root);
+    for (const { nodes: n, mode } of ROUNDS) {
+      const r = await round(env, postgres, repos, n, mode, root);
       rounds.push(r);
       const where = Object.entries(r.ranOn).map(([node, count]) => `${node} ${count}`).join(', ');
-      console.log(`${`${n} node${n > 1 ? 's' : ''}`.padEnd(10)}${r.perMinute.toFixed(1).padStart(7)} tasks/min   ${r.succeeded}/${r.tasks} succeeded in ${r.seconds.toFixed(1)} s   ran on: ${where}   load ${loadavg()[0]!.toFixed(1)}`);
+      console.log(`${`${n} node${n > 1 ? `s, ${mode}` : ''}`.padEnd(18)}${r.perMinute.toFixed(1).padStart(7)} tasks/min   ${r.succeeded}/${r.tasks} succeeded in ${r.seconds.toFixed(1)} s   ran on: ${where}   load ${loadavg()[0]!.toFixed(1)}`);
     }
     const base = rounds[0]!.perMinute;
     console.log('\nresults (tasks per minute / one node, same run)');
-    for (const r of rounds.slice(1)) console.log(`  ${r.nodes} nodes                        ${(r.perMinute / base).toFixed(2)}`);
+    for (const r of rounds.slice(1)) console.log(`  ${`${r.nodes} nodes, ${r.mode}`.padEnd(30)} ${(r.perMinute / base).toFixed(2)}`);
     return rounds;
   } finally {
     await env.close();

@@ -185,6 +185,18 @@ export const KEYS = {
     expect: 'an integer from 1 to 3600',
     fix: 'Set how long a PostgreSQL that went away is waited for before the service stops (commits wait meanwhile, nothing is acknowledged), e.g. 120 (default).',
   },
+  clusterMode: {
+    env: 'CCWEB_CLUSTER_MODE',
+    schema: z.string().trim().toLowerCase().pipe(z.enum(['standby', 'active'])),
+    expect: 'one of standby, active',
+    fix: 'Set it to standby (default: one node writes and runs every task, the others wait and forward to it) or active (every node writes and runs the tasks of the repositories it owns; every node of the cluster must say active), or unset it. It needs CCWEB_DATABASE_URL.',
+  },
+  nodeHeartbeatSeconds: {
+    env: 'CCWEB_NODE_HEARTBEAT_SECONDS',
+    schema: integer(1, 60),
+    expect: 'an integer from 1 to 60',
+    fix: 'Set how often a node writes its heartbeat to the database, e.g. 10 (default). With CCWEB_CLUSTER_MODE=active a node whose heartbeat is 3 intervals old has stopped, and the others take its repositories over.',
+  },
   // Secrets from files (issue 16; the `_FILE` convention of container secrets): the value is the
   // file's content without its trailing newline. Set either the variable or its _FILE, not both.
   giteaMcpTokenFile: {

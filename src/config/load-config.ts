@@ -34,6 +34,9 @@ export interface Config extends LimitsConfig {
   /** Where the other nodes reach this one (a standby forwards requests to the writer's); unset → derived from host and port. */
   nodeUrl?: string;
   databaseOutageSeconds?: number;
+  /** CCWEB_CLUSTER_MODE: unset → standby (one node writes, the others wait). */
+  clusterMode?: 'standby' | 'active';
+  nodeHeartbeatSeconds?: number;
   host: string;
   port: number;
   /** Absolute. */
@@ -392,6 +395,11 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   config.nodeId = (v['nodeId'] as string | undefined) ?? defaultNodeId(dataDir);
   if (v['nodeUrl'] !== undefined) config.nodeUrl = v['nodeUrl'] as string;
   if (v['databaseOutageSeconds'] !== undefined) config.databaseOutageSeconds = v['databaseOutageSeconds'] as number;
+  if (v['clusterMode'] !== undefined) config.clusterMode = v['clusterMode'] as Config['clusterMode'];
+  if (v['nodeHeartbeatSeconds'] !== undefined) config.nodeHeartbeatSeconds = v['nodeHeartbeatSeconds'] as number;
+  if (config.clusterMode === 'active' && config.databaseUrl === undefined) {
+    throw new ConfigError([`${keyLabel('clusterMode')} is active but CCWEB_DATABASE_URL is not set: nodes that share the work share one PostgreSQL database; set CCWEB_DATABASE_URL (or _FILE), or unset CCWEB_CLUSTER_MODE for one node on the embedded store`]);
+  }
   return config;
 }
 

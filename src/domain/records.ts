@@ -232,6 +232,19 @@ export interface LeaseRecord {
   state: 'free' | 'held';
 }
 
+/**
+ * `repository_owners`, key = the folded repoKey (issue 31, CCWEB_CLUSTER_MODE=active): the one node
+ * that hosts the repository's actors, claims its tasks and takes the requests about it.
+ */
+export interface RepositoryOwnerRecord {
+  repoKey: string;
+  nodeId: string;
+  /** When this node took it. */
+  since: string;
+  /** The node it was taken from (its heartbeat had stopped), or null for a repository nobody owned. */
+  previous: string | null;
+}
+
 export const GLOBAL_CONTROL_KEY = 'global';
 
 /** Secondary indexes the service keeps (passed to `createStore`). */

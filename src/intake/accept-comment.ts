@@ -58,6 +58,7 @@ import {
 } from './intake-response.js';
 import type { Outcome, Plan, Subject } from './intake-types.js';
 import type { Tx } from '../store/types.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
 import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
 import { sendStops } from './stop-tasks.js';
 import { withTimeout } from './with-timeout.js';
@@ -100,6 +101,12 @@ export interface IntakeOptions {
   maxPending?: number;
   /** How often the retry loop looks for due comments. Default 1000 ms. */
   pendingPollMs?: number;
+  /**
+   * The repositories whose waiting comments this node asks Gitea about again (issue 31): the retry
+   * loop skips a comment of a repository another node owns, asked per comment at each pass. Only the
+   * loop: which node handles a delivery is decided before intake. Default: every repository.
+   */
+  scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
   /**
    * Gitea's `GET /repositories/{id}`: the owner/name Gitea has for a repository id. Asked only when a
    * comment would register a repository nothing is stored for yet, so that it is registered under
@@ -202,6 +209,7 @@ export function createIntake(options: IntakeOptions): Intake {
   const permissionTimeoutMs = options.permissionTimeoutMs ?? 3000;
   const retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.pendingRetry };
   const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
+  const scope = options.scope ?? EVERY_REPOSITORY;
   const writeContext: WriteContext = {
     store,
     runtime,
@@ -524,6 +532,7 @@ export function createIntake(options: IntakeOptions): Intake {
     let tried = 0;
     for (const r of dueRecords(store.list<PendingIntakeRecord>(PENDING_INTAKE), now())) {
       if (closed) break;
+      if (!scope.owns(r.comment.repoKey)) continue;
       tried += 1;
       await retryOne(r).catch((error: unknown) => options.logger?.warn({ key: r.key, err: error instanceof Error ? error.message : String(error) }, 'waiting comment not retried'));
     }

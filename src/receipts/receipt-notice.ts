@@ -15,6 +15,7 @@ import { formatReceiptMarker } from '../domain/marker.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { isBudgetCode, type BudgetCode } from '../usage/usage-accounting.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
@@ -45,12 +46,24 @@ export interface ReceiptNoticesOptions {
   composeReceipt?: (taskId: string) => string | null;
   /** Told after a notice edited a task's receipt (the progress worker looks at it again). */
   onReceiptEdited?: (taskId: string) => void;
+  /**
+   * The repositories this node tells users about (issue 31): a notice is recorded and sent only
+   * while its task's repository is owned here (asked again for every notice of every pass); one whose
+   * task is gone, by the node that leads. Default: every repository (one node).
+   */
+  scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
 }
 
 export interface ReceiptNotices {
   start(): Promise<void>;
   stop(): void;
-  /** Resolves when no notice is pending (sent or failed). */
+  /**
+   * Does the catch-up of `start()` again for the repositories owned here (notices a task's state
+   * calls for, resumed notes of unblocked tasks), then a pass. For a node that has just taken
+   * repositories over.
+   */
+  catchUp(): Promise<void>;
+  /** Resolves when no notice of this node's repositories is pending (sent or failed). */
   drain(): Promise<void>;
 }
 
@@ -75,6 +88,13 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   const delays = options.retryDelaysMs ?? [1_000, 5_000, 30_000, 120_000];
   const failures = new Map<string, number>();
   const pendingInserts = new Set<Promise<unknown>>();
+  const scope = options.scope ?? EVERY_REPOSITORY;
+
+  /** Whether this node acts for the task's notices now: its repository is owned here (no task: the leader). */
+  function actsFor(taskId: string): boolean {
+    const task = store.get<TaskRecord>('tasks', taskId);
+    return task ? scope.owns(task.repoKey) : scope.leads();
+  }
 
   function budgetFigures(task: TaskRecord, code: BudgetCode): BudgetNotice {
     const limits = effectiveLimits(options.limits, store, task.repoKey);
@@ -133,7 +153,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
 
   /** Pending notices; a `resumed` one after the pause notice it replaces. */
   function pending(): CommentRecord[] {
-    const rows = store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.status === 'pending');
+    const rows = store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.status === 'pending' && actsFor(r.taskId));
     return [...rows.filter((r) => r.reason !== RESUMED), ...rows.filter((r) => r.reason === RESUMED)];
   }
 
@@ -204,6 +224,8 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       if (worker.stopped) return;
       const cur = store.get<CommentRecord>('comments', rec.commentKey);
       if (cur?.status !== 'pending') continue;
+      // Ownership moves while the pass runs (another node took the repository over): asked per notice.
+      if (!actsFor(cur.taskId)) continue;
       await sendOne(cur).catch((err: unknown) => log('receipt notice error', { error: String(err) }));
     }
   }
@@ -236,21 +258,28 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     void p.finally(() => pendingInserts.delete(p));
   }
 
+  /** Notices whose transition came while no worker of the task's repository listened (a restart, a takeover). */
+  async function catchUp(): Promise<void> {
+    for (const state of ['blocked_workspace', 'failed']) {
+      for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t) && scope.owns(t.repoKey)) await ensureNotice(t.taskId);
+    }
+    // An unblock whose transition came while the service was down (or before the insert was durable).
+    for (const paused of store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.reason === 'blocked_workspace')) {
+      if (store.get('comments', noticeKey(paused.taskId, RESUMED))) continue;
+      if (!actsFor(paused.taskId)) continue;
+      const unblocked = store.audit({ taskId: paused.taskId }).some((e) => e.fromState === 'blocked_workspace' && e.toState === 'queued');
+      if (unblocked) await ensureResumed(paused.taskId);
+    }
+    kick();
+  }
+
   return {
     async start() {
       worker.listen();
-      for (const state of ['blocked_workspace', 'failed']) {
-        for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t)) await ensureNotice(t.taskId);
-      }
-      // An unblock whose transition came while the service was down (or before the insert was durable).
-      for (const paused of store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.reason === 'blocked_workspace')) {
-        if (store.get('comments', noticeKey(paused.taskId, RESUMED))) continue;
-        const unblocked = store.audit({ taskId: paused.taskId }).some((e) => e.fromState === 'blocked_workspace' && e.toState === 'queued');
-        if (unblocked) await ensureResumed(paused.taskId);
-      }
-      kick();
+      await catchUp();
     },
     stop: () => worker.stop(),
+    catchUp,
     async drain() {
       for (;;) {
         if (pendingInserts.size > 0) await Promise.allSettled([...pendingInserts]);

@@ -18,6 +18,7 @@ import { BOT_COMMENT_SINCE_MARGIN_MS, listBotComments, threadOf } from '../gitea
 import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import { FAILURE_RECEIPT_STATES } from './receipt-text.js';
@@ -44,6 +45,12 @@ export interface ReceiptOutboxOptions {
   lookbackMs?: number;
   /** The language of the receipt texts (CCWEB_LOCALE); default zh. */
   locale?: Locale;
+  /**
+   * The repositories this node sends receipts for (issue 31): a row is sent only while its task's
+   * repository is owned here (asked again for every row of every pass); a row whose task is gone,
+   * by the node that leads. Default: every repository (one node).
+   */
+  scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
 }
 
 export interface ReceiptOutbox {
@@ -53,7 +60,12 @@ export interface ReceiptOutbox {
   stop(): void;
   /** Asks for a pass over pending rows (coalesced: any number of kicks → one worker). */
   kick(): void;
-  /** Resolves when no row is pending any more (sent or failed), waiting out backoffs. */
+  /**
+   * Does the catch-up of `start()` again: failure receipts of tasks of the repositories owned here
+   * that ended without one, then a pass. For a node that has just taken repositories over.
+   */
+  catchUp(): Promise<void>;
+  /** Resolves when no row of this node's repositories is pending any more (sent or failed), waiting out backoffs. */
   drain(): Promise<void>;
 }
 
@@ -91,13 +103,20 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const retryDelays = options.retryDelaysMs ?? DEFAULT_RECEIPT_RETRY_DELAYS_MS;
   const lookbackMs = options.lookbackMs ?? BOT_COMMENT_SINCE_MARGIN_MS;
   const locale = options.locale ?? DEFAULT_LOCALE;
+  const scope = options.scope ?? EVERY_REPOSITORY;
 
   /** Transient failures of this process's attempts, per commentKey. */
   const backoff = new Map<string, { failures: number; nextAt: number }>();
   const pendingEnsures = new Set<Promise<unknown>>();
 
+  /** Whether this node sends the row now: its task's repository is owned here (no task: the leader marks it failed). */
+  function sendsHere(rec: CommentRecord): boolean {
+    const task = store.get<TaskRecord>('tasks', rec.taskId);
+    return task ? scope.owns(task.repoKey) : scope.leads();
+  }
+
   function pendingRows(): CommentRecord[] {
-    return store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.status === 'pending');
+    return store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.status === 'pending' && sendsHere(r));
   }
 
   function track(p: Promise<unknown>): void {
@@ -189,6 +208,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       // Re-read: an earlier row of this pass may have changed what this one waits for.
       const rec = store.get<CommentRecord>('comments', candidate.commentKey);
       if (!rec || rec.status !== 'pending') continue;
+      // Ownership moves while the pass runs (another node took the repository over): asked per row.
+      if (!sendsHere(rec)) continue;
       const b = backoff.get(rec.commentKey);
       if (b && b.nextAt > Date.now()) continue;
       if (waitsForReceived(rec, store.get<CommentRecord>('comments', receiptCommentKey(rec.taskId, 'received')))) continue;
@@ -205,19 +226,25 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const worker = createCommentWorker(runtime, pass, onTransition);
   const kick = (): void => worker.kick();
 
+  /** Tasks that ended while no outbox of their repository listened (e.g. before a restart) still get their receipt. */
+  async function catchUp(): Promise<void> {
+    for (const state of FAILURE_RECEIPT_STATES) {
+      for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
+        if (!scope.owns(task.repoKey)) continue;
+        await ensureFailureReceipt(store, task.taskId, state, now());
+      }
+    }
+    kick();
+  }
+
   return {
     async start() {
       worker.listen();
-      // Tasks that ended while no outbox was listening (e.g. before a restart) still get their receipt.
-      for (const state of FAILURE_RECEIPT_STATES) {
-        for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
-          await ensureFailureReceipt(store, task.taskId, state, now());
-        }
-      }
-      kick();
+      await catchUp();
     },
     stop: () => worker.stop(),
     kick,
+    catchUp,
     async drain() {
       for (;;) {
         if (pendingEnsures.size > 0) {

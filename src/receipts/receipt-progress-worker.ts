@@ -18,6 +18,7 @@ import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
@@ -47,6 +48,13 @@ export interface ReceiptProgressOptions {
   maxFailures?: number;
   now?: () => Date;
   logger?: (msg: string, fields: Record<string, unknown>) => void;
+  /**
+   * The repositories whose receipts this node edits (issue 31): a receipt is edited only while its
+   * task's repository is owned here, asked again at each visit; one of another node's repository is
+   * let go (looked at again on its next transition here, `touch` or `catchUp`). Default: every
+   * repository (one node).
+   */
+  scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
 }
 
 export interface ReceiptProgress {
@@ -56,6 +64,11 @@ export interface ReceiptProgress {
   noteStep(taskId: string, step: AgentStep): void;
   /** Looks at a task's receipt again soon (a notice edited it, the outbox posted it). */
   touch(taskId: string): void;
+  /**
+   * Does the catch-up of `start()` again: the open receipts of the repositories owned here are
+   * looked at. For a node that has just taken repositories over.
+   */
+  catchUp(): void;
   /** The receipt's full body as it should read now, or null when the task has none. */
   bodyFor(taskId: string): string | null;
   /** Resolves when no open receipt has an edit due or waiting (tests, shutdown). */
@@ -79,6 +92,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
   const open = new Set<string>();
   const steps = new Map<string, AgentStep>();
   const failures = new Map<string, number>();
+  const scope = options.scope ?? EVERY_REPOSITORY;
   let ticker: NodeJS.Timeout | null = null;
 
   function notices(taskId: string): string[] {
@@ -154,6 +168,8 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     const task = store.get<TaskRecord>('tasks', taskId);
     const receipt = receiptOf(taskId);
     if (!task || !receipt || receipt.status === 'failed') return true;
+    // Another node's repository is that node's to edit (asked at each visit: ownership moves while running).
+    if (!scope.owns(task.repoKey)) return true;
     if (receipt.status !== 'sent' || receipt.commentId === null) return false; // the outbox has not posted it yet
     if (receipt.progress?.final) return true;
     const r = render(task, receipt);
@@ -217,21 +233,28 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
 
   const worker = createCommentWorker(runtime, pass, onTransition);
 
+  /**
+   * Receipts whose final edit is not stored (a restart in between) are looked at again: those of
+   * unfinished tasks, and those an edit began on, of the repositories owned here. Not a receipt of a
+   * task that ended before this service showed progress: it is left as it was.
+   */
+  function catchUp(): void {
+    for (const state of LIVE_STATES) for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (scope.owns(t.repoKey)) open.add(t.taskId);
+    for (const row of store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.progress !== undefined && !r.progress.final)) {
+      const task = store.get<TaskRecord>('tasks', row.taskId);
+      if (task && scope.owns(task.repoKey)) open.add(row.taskId);
+    }
+    worker.kick();
+  }
+
   return {
     async start() {
       worker.listen();
-      // Receipts whose final edit is not stored (a restart in between) are looked at again: those of
-      // unfinished tasks, and those an edit began on. Not a receipt of a task that ended before this
-      // service showed progress: it is left as it was.
-      for (const state of LIVE_STATES) for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) open.add(t.taskId);
-      for (const row of store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.progress !== undefined && !r.progress.final)) {
-        open.add(row.taskId);
-      }
+      catchUp();
       ticker ??= setInterval(() => {
         if (open.size > 0) worker.kick();
       }, tickMs);
       ticker.unref();
-      worker.kick();
     },
     stop() {
       worker.stop();
@@ -245,6 +268,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       open.add(taskId);
       worker.kick();
     },
+    catchUp,
     bodyFor(taskId) {
       const task = store.get<TaskRecord>('tasks', taskId);
       const receipt = receiptOf(taskId);

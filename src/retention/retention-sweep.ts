@@ -28,6 +28,7 @@ import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain
 import type { ActorRecord } from '../runtime/actor-runtime.js';
 import type { CollectionName, Store, RecordType, Tx } from '../store/types.js';
 import { SECURITY_EVENTS, type SecurityEventRecord } from '../intake/security-events.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
 import { archiveFinishedTasks, type ArchivedRecordKeys } from './task-archiver.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
@@ -186,16 +187,23 @@ export interface RetentionWorkerOptions extends SweepOptions {
   intervalMs?: number;
   firstDelayMs?: number;
   logger?: RetentionLogger;
+  /**
+   * Retention is a chore of the whole cluster (issue 31): a periodic sweep runs only while this node
+   * leads, asked at each sweep (leadership moves); otherwise it waits for the next interval.
+   * Default: this node leads (one node).
+   */
+  scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
 }
 
 export interface RetentionWorker {
-  /** Runs one sweep now (waits for a running one first). */
+  /** Runs one sweep now (waits for a running one first), whether or not this node leads. */
   sweepNow(): Promise<SweepResult>;
   stop(): Promise<void>;
 }
 
 export function startRetention(options: RetentionWorkerOptions): RetentionWorker {
   const intervalMs = options.intervalMs ?? 60 * 60 * 1000;
+  const scope = options.scope ?? EVERY_REPOSITORY;
   let running: Promise<SweepResult> | null = null;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
@@ -210,6 +218,10 @@ export function startRetention(options: RetentionWorkerOptions): RetentionWorker
   const arm = (delay: number) => {
     if (stopped) return;
     timer = setTimeout(() => {
+      if (!scope.leads()) {
+        arm(intervalMs);
+        return;
+      }
       sweepNow()
         .then((r) => {
           if (r.archived + r.deliveries + r.triggers + r.tasks > 0) options.logger?.info({ ...r }, 'retention sweep');

@@ -67,6 +67,9 @@ function recordsOf(store: Store, task: TaskRecord): ArchivedRecordKeys {
 export function archiveTask(tx: Tx, store: Store, taskId: string, cutoff: number, at: string): boolean {
   const task = tx.get<TaskRecord>('tasks', taskId);
   if (!task || notArchivable(store, task, cutoff) !== null) return false;
+  // Archived already (another node's sweep, issue 31: the candidates were picked before it was
+  // applied): archiving again would list none of its records, which left the indexes with it.
+  if (!store.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey).some((t) => t.taskId === taskId)) return false;
   const records = recordsOf(store, task);
   for (const [collection, list] of Object.entries(records) as Array<[keyof ArchivedRecordKeys, string[]]>) {
     for (const key of list) tx.archive(collection, key);

@@ -220,12 +220,13 @@ export class ActorRuntime {
    * Brings every stored, unfinished actor back to life. A snapshot from another machine version is
    * migrated when the kind knows how, otherwise left stopped with an alert. In-flight invokes start
    * again (effects are idempotent by key); timers are re-armed by their owners from context deadlines.
+   * `include` restores only some (a node that shares the cluster: the actors of its own repositories).
    */
-  async restoreAll(): Promise<{ restored: number; skipped: number; deferred: number }> {
+  async restoreAll(include?: (rec: ActorRecord) => boolean): Promise<{ restored: number; skipped: number; deferred: number }> {
     let restored = 0;
     let skipped = 0;
     let deferred = 0;
-    for (const rec of this.store.list<ActorRecord>('actors', (r) => r.status === 'active')) {
+    for (const rec of this.store.list<ActorRecord>('actors', (r) => r.status === 'active' && (include === undefined || include(r)))) {
       if (this.hosts.has(rec.actorId)) continue;
       const kind = this.kinds.get(rec.kind);
       const snapshot = this.restorable(rec);
@@ -286,6 +287,23 @@ export class ActorRuntime {
       host.actor.stop();
     }
     this.hosts.clear();
+  }
+
+  /**
+   * Stops the live actors `include` picks, without persisting anything (their stored snapshots stay
+   * as they are): another node took their repository, and hosts them from the store from here on.
+   * Returns how many were stopped.
+   */
+  release(include: (actor: { actorId: string; kind: string; taskId: string | null }) => boolean): number {
+    let released = 0;
+    for (const host of [...this.hosts.values()]) {
+      if (!include({ actorId: host.actorId, kind: host.kind.kind, taskId: host.taskId })) continue;
+      host.unsubscribe();
+      host.actor.stop();
+      this.hosts.delete(host.actorId);
+      released += 1;
+    }
+    return released;
   }
 
   /** Resolves when every transition so far is durable. */

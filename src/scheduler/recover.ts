@@ -17,6 +17,10 @@ export interface RecoverDeps {
   /** True when a worker of this process runs the task (then it is not "interrupted"). */
   hasLiveWorker: (taskId: string) => boolean;
   logger: SchedulerLogger;
+  /** Only these repositories' leases and tasks (a node that shares the cluster: the ones it owns). Default: all. */
+  repos?: (repoKey: string) => boolean;
+  /** Which actors to bring back to life first (default: every stored unfinished one). */
+  restore?: Parameters<ActorRuntime['restoreAll']>[0];
 }
 
 /**
@@ -45,7 +49,9 @@ export interface RecoverDeps {
 export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryResult> {
   const { store, runtime, now, by } = deps;
   // Idempotent: actors already hosted are skipped.
-  await runtime.restoreAll();
+  await runtime.restoreAll(deps.restore);
+  const mine = deps.repos ?? (() => true);
+  const tasksIn = (state: string) => store.byIndex<TaskRecord>('tasks', 'state', state).filter((t) => mine(t.repoKey));
 
   const result: RecoveryResult = {
     leasesExpired: 0,
@@ -64,7 +70,7 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
 
   // 1. Leases.
   const keptLeaseIds = new Set<string>();
-  for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held')) {
+  for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held' && mine(r.repoKey))) {
     const actorId = lockActorId(lease.repoKey);
     const expiresAt = lease.expiresAt === null ? 0 : Date.parse(lease.expiresAt);
     if (expiresAt <= now) {
@@ -91,20 +97,20 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
   await audit('recovery.leases', { expired: result.leasesExpired, released: result.leasesReleased, kept: result.leasesKept });
 
   // 2. Queued tasks: eligible as they are.
-  result.queued = store.byIndex<TaskRecord>('tasks', 'state', 'queued').length;
+  result.queued = tasksIn('queued').length;
   await audit('recovery.queued', { count: result.queued });
 
   // 3. retry_wait: the scheduler arms its timer from the earliest nextRetryAt.
-  const waiting = store.byIndex<TaskRecord>('tasks', 'state', 'retry_wait');
+  const waiting = tasksIn('retry_wait');
   result.retryWait = waiting.length;
   const due = waiting.filter((t) => t.nextRetryAt === null || Date.parse(t.nextRetryAt) <= now).length;
   await audit('recovery.retry_wait', { count: waiting.length, alreadyDue: due });
 
   // 4. Interrupted work.
   const interrupted = [
-    ...store.byIndex<TaskRecord>('tasks', 'state', 'preparing'),
-    ...store.byIndex<TaskRecord>('tasks', 'state', 'running'),
-    ...store.byIndex<TaskRecord>('tasks', 'state', 'aborting'),
+    ...tasksIn('preparing'),
+    ...tasksIn('running'),
+    ...tasksIn('aborting'),
   ].sort((a, b) => a.queueSeq - b.queueSeq);
   let skipped = 0;
   for (const task of interrupted) {
@@ -130,8 +136,8 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
   });
 
   // Untouched, listed for the caller.
-  result.verifyingReply = store.byIndex<TaskRecord>('tasks', 'state', 'verifying_reply').map((t) => t.taskId);
-  result.waitingUser = store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').map((t) => t.taskId);
+  result.verifyingReply = tasksIn('verifying_reply').map((t) => t.taskId);
+  result.waitingUser = tasksIn('waiting_user').map((t) => t.taskId);
   await audit('recovery.untouched', { verifyingReply: result.verifyingReply.length, waitingUser: result.waitingUser.length });
   return result;
 }

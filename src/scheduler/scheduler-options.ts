@@ -35,6 +35,14 @@ export interface SchedulerOptions {
    * limit (src/usage/provider-hold.ts). Verifications still resume: they need Gitea, not the model.
    */
   holdClaimsUntil?: (now: number) => number | null;
+  /**
+   * The repositories this node acts for (default: all). When every node writes, each claims, expires
+   * the leases of and recovers only the repositories it owns (src/cluster/ownership.ts); the check is
+   * made at every scan, since a node takes over the repositories of one that stopped.
+   */
+  owns?: (repoKey: string) => boolean;
+  /** Which stored actors this node hosts (restart recovery restores those; default: all). */
+  hosts?: Parameters<ActorRuntime['restoreAll']>[0];
 }
 
 /** The scheduler's numbers once defaults are applied and checked. */

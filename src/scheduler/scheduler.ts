@@ -23,8 +23,11 @@ export interface Scheduler {
   stop(): Promise<void>;
   /** Asks for a scan; resolves when that scan (not the work it starts) is done. */
   wake(): Promise<void>;
-  /** Restart recovery, spec §5.5 (see `recoverAfterRestart`). */
-  recover(): Promise<RecoveryResult>;
+  /**
+   * Restart recovery, spec §5.5 (see `recoverAfterRestart`); with `repos`, for those repositories
+   * only (a node that took them over from one that stopped).
+   */
+  recover(repos?: (repoKey: string) => boolean): Promise<RecoveryResult>;
   /** Tasks this process holds a lease for. */
   running(): RunningTask[];
   /** Resolves when no scan, claim, heartbeat or release is in flight (executors may still run). */
@@ -88,7 +91,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const isPaused = () => store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY)?.globalPaused === true;
   const isDisabled = (repoKey: string) => store.get<RepositoryRecord>('repositories', repoKey)?.status === 'disabled';
   const leaseHeld = (repoKey: string) => store.get<LeaseRecord>('leases', repoKey)?.state === 'held';
-  const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held');
+  const owns = options.owns ?? (() => true);
+  const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held' && owns(r.repoKey));
 
   async function tick(): Promise<void> {
     const now = clock.now();
@@ -97,8 +101,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     for (const lease of expiredLeases(heldLeases(), now)) await expireLease(lease, now);
 
     // Only tasks with a live actor can be claimed; one whose restore failed would be retried forever.
-    const tasks = SCANNED_STATES.flatMap((state) => store.byIndex<TaskRecord>('tasks', 'state', state)).filter((t) =>
-      runtime.has(taskActorId(t.taskId)),
+    const tasks = SCANNED_STATES.flatMap((state) => store.byIndex<TaskRecord>('tasks', 'state', state)).filter(
+      (t) => owns(t.repoKey) && runtime.has(taskActorId(t.taskId)),
     );
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
@@ -327,11 +331,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       await settled();
     },
     wake,
-    recover() {
+    recover(repos) {
+      const only = repos ?? options.owns;
       return recoverAfterRestart({
         store,
         runtime,
         owner,
+        ...(only ? { repos: only } : {}),
+        ...(options.hosts ? { restore: options.hosts } : {}),
         now: clock.now(),
         by,
         hasLiveWorker: (taskId) => [...workers.values()].some((w) => w.taskId === taskId),

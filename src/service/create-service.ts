@@ -29,7 +29,7 @@ import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
 import { DEFAULT_LOCALE } from '../messages/catalogue.js';
 import { ActorRuntime } from '../runtime/actor-runtime.js';
 import { createScheduler } from '../scheduler/index.js';
-import { appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
+import { APP_SERVER_KIND, appServerActorId, appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
 import { sessionKind } from '../sessions/session-actor.js';
 import { createSessionManager } from '../sessions/session-manager.js';
 import { createStore, PostgresStore } from '../store/index.js';
@@ -59,6 +59,14 @@ import { agentToolGroupsOf, ingestAllGateCalls } from '../sessions/gate-calls.js
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { sweepLeftovers } from '../isolation/agent-containment.js';
 import { serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
+import { createOwnership, type Ownership } from '../cluster/ownership.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
+import { repositoryOfActor } from '../cluster/actor-repository.js';
+import { ownerKey } from '../cluster/ownership-decisions.js';
+import { nodeLoads } from '../cluster/node-load.js';
+import { routeWebhookToOwner } from '../cluster/forward-to-owner.js';
+import { routeTaskCommands } from '../cluster/route-commands.js';
+import type { ActorRecord } from '../runtime/actor-runtime.js';
 
 export interface ServiceOptions {
   config: Config;
@@ -146,6 +154,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   let nodeUrl: string | undefined;
   // The cluster's key for forwarded requests: the standby signs with it, the app checks it.
   const forwardKey = () => (store instanceof PostgresStore ? store.forwardKey : undefined);
+  // CCWEB_CLUSTER_MODE=active: every node writes, and runs the repositories it owns (src/cluster/).
+  const active = config.databaseUrl !== undefined && config.clusterMode === 'active';
+  const heartbeatMs = (config.nodeHeartbeatSeconds ?? 10) * 1000;
   if (config.databaseUrl) {
     const proxy = standbyProxy({ nodeId, writer: () => writerSeen, key: forwardKey, logger: logger.child({ part: 'standby' }) });
     try {
@@ -164,15 +175,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         version: VERSION,
         ...(nodeUrl !== undefined ? { nodeUrl } : {}),
         outageMs: (config.databaseOutageSeconds ?? 120) * 1000,
+        heartbeatMs,
+        ...(active ? { writers: 'many' as const } : {}),
         // A second node waits for the one that writes to stop (or die) and then takes over.
-        standby: {
+        ...(active ? {} : { standby: {
           onWaiting: (message: string) => logger.warn({ part: 'store' }, `standby: ${message}; this node takes over when it stops, and forwards what it receives to it meanwhile`),
           onWriter: (writer: StandbyTarget | undefined) => {
             if (writer?.nodeId !== writerSeen?.nodeId || writer?.url !== writerSeen?.url) logger.info({ part: 'standby', writer: writer?.nodeId ?? null, writerUrl: writer?.url ?? null }, 'standby: forwarding requests to the writer');
             writerSeen = writer;
           },
           ...(options.signal ? { signal: options.signal } : {}),
-        },
+        } }),
         // The database refused this node or stayed away too long: nothing it does from here on
         // would be kept, so it stops, and its restart reloads from the database (or waits as a standby).
         onUnavailable: (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger),
@@ -196,6 +209,33 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   if (swept.length > 0) logger.warn({ count: swept.length, processes: swept.slice(0, 20) }, 'ended processes an earlier instance of this data directory left running (agent sandbox, agent commands, app-server)');
   if (containment.warning) logger.warn({ agentContainment: containment.mode }, containment.warning);
   correlation.deliveryIdOf = (taskId) => store.get<TaskRecord>('tasks', taskId)?.deliveryId;
+
+  // Which repositories this node acts for: all of them, unless every node writes (then the ones it
+  // owns; src/cluster/ownership.ts). Gains and losses reach the parts below once they exist.
+  const hooks: { gained?: (repoKeys: string[]) => Promise<void>; lost?: (repoKeys: string[]) => void } = {};
+  const ownership: Ownership | undefined =
+    active && store instanceof PostgresStore
+      ? createOwnership({
+          store,
+          nodeId,
+          nodes: () => store.nodes(),
+          // Three heartbeats: one late heartbeat (a busy database, a long batch) does not hand a repository over.
+          liveWindowMs: 3 * heartbeatMs,
+          onGained: (repoKeys) => hooks.gained?.(repoKeys) ?? Promise.resolve(),
+          onLost: (repoKeys) => hooks.lost?.(repoKeys),
+          logger: logger.child({ part: 'cluster' }),
+        })
+      : undefined;
+  const scope: RepositoryScope = ownership ?? EVERY_REPOSITORY;
+  const serviceId = active ? nodeId : undefined;
+  /** The stored actors this node hosts: its repositories' and its own app-server's. */
+  const hosts = ownership
+    ? (rec: ActorRecord) => {
+        const repoKey = repositoryOfActor(store, rec);
+        if (repoKey !== null) return scope.owns(repoKey);
+        return rec.kind === APP_SERVER_KIND ? rec.actorId === appServerActorId(nodeId) : scope.leads();
+      }
+    : undefined;
   metrics.watchQueue(() => queuedTasksByRepo(store));
 
   let runtime: ActorRuntime | null = null;
@@ -210,7 +250,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     onAlert: (event) => logger.warn({ audit: event }, 'alert'),
   });
   runtime.onTransition((change) => metrics.onTransition(change));
-  const restored = await runtime.restoreAll();
+  const restored = await runtime.restoreAll(hosts);
   logger.info(restored, 'actors restored');
 
   // Usage and budgets (src/usage/): limits from the configuration, per-repository overrides from the
@@ -233,6 +273,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   let progressRef: ReceiptProgress | null = null;
   const supervisor = createAppServerSupervisor({
     runtime,
+    // Every node runs its own app-server when all of them work at once: the actor names the node.
+    ...(serviceId ? { serviceId } : {}),
     connection: {
       ...codexConnection,
       ...(config.codexModel ? { model: config.codexModel } : {}),
@@ -318,16 +360,18 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
+    ...(ownership ? { owns: (repoKey: string) => scope.owns(repoKey), ...(hosts ? { hosts } : {}) } : {}),
   });
   providerHold.onChange(() => void scheduler.wake());
   // What agents did through Gitea before a crash, still in the gate's files: audited before anything runs.
   await ingestAllGateCalls(store, config.dataDir, { onCall: (line) => metrics.observeAgentGiteaCall(line.tool, line.outcome) });
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
-  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, scope, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
   // The receipt as the task's tracking comment (issue 30): edited at each stage, at most once per interval.
   const progress = createReceiptProgress({
     store,
+    scope,
     runtime,
     gitea,
     locale: config.locale ?? DEFAULT_LOCALE,
@@ -337,6 +381,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   progressRef = progress;
   const notices = createReceiptNotices({
     store,
+    scope,
     runtime,
     gitea,
     limits,
@@ -354,6 +399,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'security' }),
   });
   const intake = createIntake({
+    scope,
     securityEvents,
     securityEventRetentionMs,
     store,
@@ -377,13 +423,18 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
     onAccepted: () => {
+      // A comment forwarded here may be of a repository nobody owned yet: this node takes it.
+      void ownership?.refresh().catch(() => undefined);
       receipts.kick();
       void scheduler.wake();
     },
     onStop: (taskIds) => taskIds.forEach((id) => executorRef?.abort(id)),
     logger: logger.child({ part: 'intake' }),
   });
+  // Requests about a repository another node owns go to that node (src/cluster/forward-to-owner.ts).
+  const forwarding = { nodeId, key: forwardKey, logger: logger.child({ part: 'cluster' }) };
   const operators = createOperatorRouters({
+    ...(ownership ? { routeTaskCommand: routeTaskCommands({ ...forwarding, store, scope }) } : {}),
     store,
     runtime,
     adminToken: config.adminToken,
@@ -392,7 +443,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     concurrency: () => ({ limit: config.maxConcurrentTasks, busy: scheduler.running().length }),
-    nodes: () => ({ self: nodeId, nodes: store instanceof PostgresStore ? store.nodes() : [{ nodeId, role: 'writer', version: VERSION, startedAt, heartbeatAt: new Date().toISOString(), url: null }] }),
+    nodes: () => {
+      const load = nodeLoads(store, { owners: ownership !== undefined });
+      const listed = store instanceof PostgresStore ? store.nodes() : [{ nodeId, role: 'writer' as const, version: VERSION, startedAt, heartbeatAt: new Date().toISOString(), url: null }];
+      // The embedded store's leases are held under the name it always had ('default').
+      return { self: nodeId, nodes: listed.map((n) => ({ ...n, ...load(store instanceof PostgresStore ? n.nodeId : 'default') })) };
+    },
     limits,
     providerHold,
     logger: logger.child({ part: 'api' }),
@@ -413,7 +469,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         }),
         readyDetails: () => ({ providerHold: providerHold.status() }),
       }),
-      createWebhookRouter({ intake, path: config.webhookPath, maxBytes: config.webhookMaxBytes, bodyTimeoutMs: httpLimits.bodyTimeoutMs }),
+      createWebhookRouter({
+        intake,
+        path: config.webhookPath,
+        maxBytes: config.webhookMaxBytes,
+        bodyTimeoutMs: httpLimits.bodyTimeoutMs,
+        ...(ownership ? { route: routeWebhookToOwner({ ...forwarding, scope }), nodeId } : {}),
+      }),
       ...operators.routers,
     ],
     logger: logger.child({ part: 'http' }),
@@ -429,10 +491,36 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   await notices.start();
   await progress.start();
   scheduler.start();
+  if (ownership) {
+    const inRepos = (repoKeys: string[]) => {
+      const keys = new Set(repoKeys.map(ownerKey));
+      return (repoKey: string | null) => repoKey !== null && keys.has(ownerKey(repoKey));
+    };
+    // A repository taken over from a node that stopped: its actors come to life here and restart
+    // recovery runs for it alone; its old lease ends at its expiry (the scheduler's scan), never sooner.
+    hooks.gained = async (repoKeys) => {
+      const mine = inRepos(repoKeys);
+      await runtime?.restoreAll((rec) => mine(repositoryOfActor(store, rec)));
+      // (Owner records may spell a repository in other letter case than its tasks: compared folded.)
+      if (store.list<TaskRecord>('tasks', (t) => mine(t.repoKey)).length > 0) await scheduler.recover((repoKey) => mine(repoKey));
+      // Receipts, notices and progress edits the stopped node left unsent are this node's now.
+      await Promise.all([receipts.catchUp(), notices.catchUp(), progress.catchUp()]);
+      receipts.kick();
+      void scheduler.wake();
+    };
+    // Taken from this node (it was seen as stopped): the new owner hosts those actors from the store.
+    hooks.lost = (repoKeys) => {
+      const theirs = inRepos(repoKeys);
+      runtime?.release((actor) => theirs(repositoryOfActor(store, actor)));
+    };
+    ownership.start();
+    await ownership.refresh().catch((err: unknown) => logger.warn({ err: String(err) }, 'repository ownership pass failed'));
+  }
   // Comments that wait for Gitea (a restart keeps them: they are in the store) are asked about again.
   intake.start();
   const retention = startRetention({
     store,
+    scope,
     policy: {
       deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
       taskRetentionMs: config.taskRetentionDays === undefined ? null : config.taskRetentionDays * DAY_MS,
@@ -444,6 +532,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   async function stopParts(): Promise<void> {
+    await ownership?.stop();
     probes.stop();
     operators.close();
     await intake.close();

@@ -27,6 +27,8 @@ export const COLLECTIONS = [
   'task_texts',
   // Comments Gitea has not confirmed yet (src/intake/pending-intake.ts), bounded in count.
   'pending_intake',
+  // Which node acts for each repository when every node writes (src/cluster/ownership.ts).
+  'repository_owners',
 ] as const;
 
 export type CollectionName = (typeof COLLECTIONS)[number];

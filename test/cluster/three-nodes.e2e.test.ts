@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterApi, FINAL_STATES as FINAL, present, type TaskDetail } from '../support/cluster-api.js';
+import { stopNodes } from '../support/cluster-nodes.js';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { eventually, freePort } from '../support/real-gitea/index.js';
@@ -74,16 +75,7 @@ beforeAll(async () => {
 }, 400_000);
 
 afterAll(async () => {
-  await Promise.all(
-    children.map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const late = setTimeout(() => child.pid && process.kill(-child.pid, 'SIGKILL'), 25_000);
-      await exited;
-      clearTimeout(late);
-    }),
-  );
+  await stopNodes(children);
   await relay?.close();
   await postgres?.stop();
   await env?.close();

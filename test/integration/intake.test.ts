@@ -935,3 +935,37 @@ describe('@ccweb-bot stop', () => {
     expect(harness.store.count('comments')).toBe(1);
   });
 });
+
+describe('comments waiting for Gitea with several nodes (issue 31): only the repository owner asks again', () => {
+  it("the retry loop leaves another node's repository's waiting comment alone, and decides it once the repository is owned here", async () => {
+    let clock = Date.now();
+    let gitea: 'down' | 'up' = 'down';
+    const scope = { owned: false, owns: (_repoKey: string) => scope.owned, leads: () => true };
+    const harness = await start({
+      fetchPermission: async () => {
+        if (gitea === 'down') throw new Error('connection refused');
+        return 'write';
+      },
+      intake: { now: () => new Date(clock), scope },
+    });
+    const d = delivery('issue_comment_created_on_issue');
+    const res = await harness.post(d.body, d.headers);
+    expect(res.body).toMatchObject({ taskId: null, state: 'pending_confirmation', attempts: 1 });
+    const asked = harness.permissionCalls.length;
+    gitea = 'up';
+    clock += 60_000;
+
+    // Due, but another node owns the repository: not asked here, still waiting as it was.
+    expect(await harness.intake.retryDue()).toBe(0);
+    expect(harness.permissionCalls.length).toBe(asked);
+    expect(harness.store.list('pending_intake')).toEqual([expect.objectContaining({ deliveryId: d.deliveryId, state: 'waiting', attempts: 1 })]);
+    expect(harness.store.count('tasks')).toBe(0);
+
+    // This node took the repository over: the next pass decides it.
+    scope.owned = true;
+    expect(await harness.intake.retryDue()).toBe(1);
+    expect(harness.store.count('pending_intake')).toBe(0);
+    expect(harness.store.list<TaskRecord>('tasks')).toEqual([expect.objectContaining({ state: 'queued' })]);
+    expect(harness.accepted).toHaveLength(1);
+  });
+});

@@ -9,6 +9,7 @@ import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, TaskRecord } 
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
 import type { DurableStore, Store } from '../../src/store/index.js';
 import { DAY_MS, sweepRetention, startRetention } from '../../src/retention/retention-sweep.js';
+import { archiveTask } from '../../src/retention/task-archiver.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
 import { FIXTURE_SECRET, loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
@@ -89,6 +90,34 @@ describe('retention sweep', () => {
     expect(store.get('actors', taskActorId(recent.body.taskId))).toBeDefined();
     expect(allTriggers(store).map((t) => t.taskId)).toEqual([recent.body.taskId]);
     expect(store.audit({ taskId: old.body.taskId }).length).toBe(oldAudit);
+  });
+
+  it('the periodic worker sweeps only while its node leads the cluster, asked at each sweep (issue 31)', async () => {
+    const { harness, old } = await world();
+    let leading = false;
+    const asked: boolean[] = [];
+    const scope = {
+      owns: () => true,
+      leads: () => {
+        asked.push(leading);
+        return leading;
+      },
+    };
+    const worker = startRetention({ store: harness.store, policy: WINDOW, firstDelayMs: 0, intervalMs: 20, scope });
+    const gone = () => harness.store.get('webhook_deliveries', `default:${old.deliveryId}`) === undefined;
+    const until = async (done: () => boolean) => {
+      const deadline = Date.now() + 10_000;
+      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    };
+    // Several sweeps came round while another node led: nothing swept.
+    await until(() => asked.length >= 3);
+    expect(gone()).toBe(false);
+    // Leadership moved here: the next sweep runs.
+    leading = true;
+    await until(gone);
+    await worker.stop();
+    expect(gone()).toBe(true);
+    expect(harness.store.count('tasks')).toBe(2);
   });
 
   it('the periodic worker sweeps on its own and stops cleanly', async () => {
@@ -177,5 +206,29 @@ describe('archiving finished tasks', () => {
     for (const key of archived.archive!.records['comments']!) expect(store.get('comments', key)).toBeUndefined();
     expect(store.archivedCount('tasks')).toBe(0);
     expect(store.list<TaskRecord>('tasks').map((t) => t.taskId).sort()).toEqual([recent.body.taskId].sort());
+  });
+
+  it('a task another sweep archived meanwhile is left as it is (two nodes sweeping while the leader changes, issue 31)', async () => {
+    const { harness, old } = await world();
+    const { store, runtime } = harness;
+    const oldId = String(old.body.taskId);
+    // A task that succeeded: it has no failure receipt whose absence would hold it back.
+    for (const event of [{ type: 'CLAIM', leaseId: 'l1' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' }, { type: 'REPLY_CONFIRMED' }] as TaskEvent[]) {
+      expect((await runtime.send(taskActorId(oldId), event, { by: 'system' })).ok).toBe(true);
+    }
+    await runtime.settled();
+    await store.transact((tx) => {
+      const received = tx.get<CommentRecord>('comments', receiptCommentKey(oldId, 'received'))!;
+      tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
+    });
+    const now = Date.now() + 60_000;
+    expect((await sweepRetention(store, { ...WINDOW, archiveAfterMs: 0 }, { now: () => now })).archived).toBe(1);
+    const archived = store.get<TaskRecord>('tasks', oldId)!;
+    expect(archived.archive?.records.comments).toHaveLength(1);
+
+    // The other node picked its candidates before this archive was applied; its batch runs now.
+    expect(await store.transact((tx) => archiveTask(tx, store, oldId, now, new Date(now + 1).toISOString()))).toBe(false);
+    expect(store.get<TaskRecord>('tasks', oldId)).toEqual(archived);
+    expect(store.list<TaskRecord>('tasks').map((t) => t.taskId)).not.toContain(oldId);
   });
 });

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { EventObject } from 'xstate';
 import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
 import type { Locale } from '../../src/messages/catalogue.js';
+import type { RepositoryScope } from '../../src/cluster/repository-scope.js';
 import { createReceiptNotices, noticeKey, type ReceiptNotices } from '../../src/receipts/receipt-notice.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
 import { TASK_KIND, taskActorId } from '../../src/tasks/task-actor.js';
@@ -23,11 +24,11 @@ afterEach(async () => {
   notices = world = gitea = null;
 });
 
-async function setup(locale?: Locale, receipt: 'pending' | 'failed' = 'pending') {
+async function setup(locale?: Locale, receipt: 'pending' | 'failed' = 'pending', scope?: Pick<RepositoryScope, 'owns' | 'leads'>) {
   gitea = await startGitea([21]);
   world = await openWorld(gitea, locale ? { locale } : {});
   const w = world;
-  notices = createReceiptNotices({ store: w.store, runtime: w.runtime, gitea: w.gitea, limits: {}, retryDelaysMs: [10, 20, 40], ...(locale ? { locale } : {}) });
+  notices = createReceiptNotices({ store: w.store, runtime: w.runtime, gitea: w.gitea, limits: {}, retryDelaysMs: [10, 20, 40], ...(locale ? { locale } : {}), ...(scope ? { scope } : {}) });
   await w.outbox.start();
   await notices.start();
   const task = taskRecord(21, { state: 'received' });
@@ -140,5 +141,89 @@ describe('receipt notices', () => {
     await settle(w, n);
     expect(w.store.get('comments', noticeKey(task.taskId, 'resumed'))).toBeUndefined();
     expect(edits(g)).toBe(1);
+  });
+});
+
+describe('receipt notices with several nodes (issue 31): only the repository owner edits', () => {
+  /** A scope the test moves: whether this node owns the repository now. */
+  function movableScope(owned: boolean) {
+    const scope = { owned, owns: (_repoKey: string) => scope.owned, leads: () => true };
+    return scope;
+  }
+
+  it("a blocked task of another node's repository: no edit here; once the repository is owned here, one", async () => {
+    const scope = movableScope(false);
+    const { w, g, n, task } = await setup('en', 'pending', scope);
+    await settle(w, n);
+    await send(w, task, { type: 'CLAIM', leaseId: 'l1' });
+    await send(w, task, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' });
+    // drain() waits only for this node's notices: it returns with the notice still pending.
+    await settle(w, n);
+    expect(edits(g)).toBe(0);
+    expect(w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace'))?.status).toBe('pending');
+
+    scope.owned = true;
+    await n.catchUp();
+    await settle(w, n);
+    expect(edits(g)).toBe(1);
+    expect(g.comments(21)[0]!.body).toContain('**Paused:**');
+    expect(w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace'))?.status).toBe('sent');
+  });
+
+  it("start's catch-up records no notice for another node's repository; the owner's catch-up does", async () => {
+    const scope = movableScope(true);
+    const { w, g, n, task } = await setup('en', 'pending', scope);
+    await settle(w, n);
+    n.stop();
+    await send(w, task, { type: 'CLAIM', leaseId: 'l1' });
+    await send(w, task, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' });
+    await w.runtime.settled();
+    scope.owned = false;
+    await n.start();
+    await settle(w, n);
+    expect(w.store.get('comments', noticeKey(task.taskId, 'blocked_workspace'))).toBeUndefined();
+    expect(edits(g)).toBe(0);
+
+    scope.owned = true;
+    await n.catchUp();
+    await settle(w, n);
+    expect(w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace'))?.status).toBe('sent');
+    expect(edits(g)).toBe(1);
+  });
+
+  it('asks at every notice: ownership lost during a pass stops the edits that follow', async () => {
+    const scope = movableScope(true);
+    gitea = await startGitea([21, 22]);
+    world = await openWorld(gitea, { locale: 'en' });
+    const w = world;
+    // Another node takes the repository over while the first edit is on its way.
+    const client = {
+      ...w.gitea,
+      editIssueComment: (...args: Parameters<typeof w.gitea.editIssueComment>) => {
+        scope.owned = false;
+        return w.gitea.editIssueComment(...args);
+      },
+    };
+    notices = createReceiptNotices({ store: w.store, runtime: w.runtime, gitea: client, limits: {}, retryDelaysMs: [10, 20, 40], locale: 'en', scope });
+    const n = notices;
+    const tasks = [taskRecord(21, { taskId: 'task-21', state: 'received' }), taskRecord(22, { taskId: 'task-22', state: 'received' })];
+    for (const task of tasks) {
+      const created = await w.store.transact((tx) => {
+        tx.insert('tasks', task.taskId, task);
+        const c = w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }, { type: 'CLAIM', leaseId: `l-${task.taskId}` }, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' }] as EventObject[], taskId: task.taskId });
+        tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
+        return c;
+      });
+      created.start();
+    }
+    await w.outbox.start();
+    await w.runtime.settled();
+    await w.outbox.drain();
+    // Both receipts posted; both tasks blocked before the notices started: one pass for both.
+    await n.start();
+    await settle(w, n);
+    const sent = tasks.filter((t) => w.store.get<CommentRecord>('comments', noticeKey(t.taskId, 'blocked_workspace'))?.status === 'sent');
+    expect(sent).toHaveLength(1);
+    expect(edits(gitea)).toBe(1);
   });
 });

@@ -272,3 +272,75 @@ describe('receipt outbox', () => {
     expect(row(cancelled.taskId, 'cancelled')?.status).toBe('sent');
   });
 });
+
+describe('receipt outbox with several nodes (issue 31): only the repository owner sends', () => {
+  /** A scope the test moves: which repositories this node owns now, and whether it leads. */
+  function movableScope(owned: boolean, leading = false) {
+    const scope = { owned, leading, owns: (_repoKey: string) => scope.owned, leads: () => scope.leading };
+    return scope;
+  }
+
+  it("leaves another node's repository's receipts alone, and sends them once the repository is owned here", async () => {
+    const scope = movableScope(false, true);
+    await world.close();
+    world = await openWorld(gitea, { scope });
+    dirs.push(world.dir);
+    const task = await queueTask(11, [{ type: 'CANCEL', by: 'admin:carol' }]);
+    await world.runtime.settled();
+    world.outbox.stop();
+
+    await world.outbox.start();
+    for (let i = 0; i < 5; i++) world.outbox.kick();
+    // drain() waits only for this node's rows: it returns although the row is still pending.
+    await world.outbox.drain();
+    expect(gitea.posts()).toBe(0);
+    expect(row(task.taskId, 'received')?.status).toBe('pending');
+    // Not even the failure receipt row is made here at start: that is the owner's catch-up.
+    expect(row(task.taskId, 'cancelled')).toBeUndefined();
+
+    // This node takes the repository over: its catch-up makes the failure receipt, its pass sends both.
+    scope.owned = true;
+    await world.outbox.catchUp();
+    await world.outbox.drain();
+    expect(bodies(11)).toHaveLength(2);
+    expect(row(task.taskId, 'received')?.status).toBe('sent');
+    expect(row(task.taskId, 'cancelled')?.status).toBe('sent');
+  });
+
+  it('asks at every row: ownership lost during a pass stops the sends that follow', async () => {
+    const scope = movableScope(true);
+    // Another node takes the repository over while the first receipt's POST is on its way.
+    const takenOver: typeof globalThis.fetch = (input, init) => {
+      const req = input instanceof Request ? input : new Request(input, init);
+      if (req.method === 'POST') scope.owned = false;
+      return globalThis.fetch(req);
+    };
+    await world.close();
+    world = await openWorld(gitea, { scope, fetch: takenOver });
+    dirs.push(world.dir);
+    const first = await queueTask(11);
+    const second = await queueTask(12);
+    await world.outbox.start();
+    await world.outbox.drain();
+    expect(row(first.taskId, 'received')?.status).toBe('sent');
+    expect(row(second.taskId, 'received')?.status).toBe('pending');
+    expect(gitea.posts()).toBe(1);
+  });
+
+  it('a row whose task is gone is marked failed by the leading node only', async () => {
+    const scope = movableScope(false, false);
+    await world.close();
+    world = await openWorld(gitea, { scope });
+    dirs.push(world.dir);
+    const orphan = pendingReceiptRecord({ taskId: 'task-gone', resourceKey: `default:${OWNER}/${REPO}:issue:11` }, 'received');
+    await world.store.transact((tx) => tx.insert('comments', orphan.commentKey, orphan));
+    await world.outbox.start();
+    await world.outbox.drain();
+    expect(world.store.get<CommentRecord>('comments', orphan.commentKey)?.status).toBe('pending');
+    scope.leading = true;
+    world.outbox.kick();
+    await world.outbox.drain();
+    expect(world.store.get<CommentRecord>('comments', orphan.commentKey)).toMatchObject({ status: 'failed', errorCode: 'task_missing' });
+    expect(gitea.posts()).toBe(0);
+  });
+});

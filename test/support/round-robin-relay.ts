@@ -10,6 +10,12 @@ export interface RoundRobinRelay {
   served: number[];
   /** Which target answered each Gitea delivery (its X-Gitea-Delivery), by delivery id. */
   deliveries: Map<string, number>;
+  /** The node each delivery's answer says handled it (its X-Ccweb-Node header), by delivery id. */
+  handledBy: Map<string, string>;
+  /** The answer's status of each delivery, by delivery id. */
+  statuses: Map<string, number>;
+  /** The delivery id a `sendNextTo` pin went with, by the pin's text. */
+  pinnedDeliveries: Map<string, string>;
   /** Sends the next request whose body contains `text` to this target (once): a test's choice of node. */
   sendNextTo(index: number, text: string): void;
   close(): Promise<void>;
@@ -19,6 +25,9 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
   let next = 0;
   const served: number[] = [];
   const deliveries = new Map<string, number>();
+  const handledBy = new Map<string, string>();
+  const statuses = new Map<string, number>();
+  const pinnedDeliveries = new Map<string, string>();
   const pinned: Array<{ index: number; text: string }> = [];
   const forward = (target: string, req: IncomingMessage, body: Buffer) =>
     new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
@@ -39,7 +48,10 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
       const body = Buffer.concat(chunks);
       const list = targets();
       const pin = pinned.findIndex((p) => body.includes(p.text));
-      const first = pin >= 0 ? pinned.splice(pin, 1)[0]!.index : undefined;
+      const pinnedTo = pin >= 0 ? pinned.splice(pin, 1)[0]! : undefined;
+      const first = pinnedTo?.index;
+      const uuid = req.headers['x-gitea-delivery'];
+      if (pinnedTo && typeof uuid === 'string') pinnedDeliveries.set(pinnedTo.text, uuid);
       for (let tried = 0; tried < list.length; tried++) {
         const index = tried === 0 && first !== undefined ? first : next++ % list.length;
         try {
@@ -47,6 +59,9 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
           served.push(index);
           const delivery = req.headers['x-gitea-delivery'];
           if (typeof delivery === 'string') deliveries.set(delivery, index);
+          if (typeof delivery === 'string') statuses.set(delivery, answer.status);
+          const node = answer.headers['x-ccweb-node'];
+          if (typeof delivery === 'string' && typeof node === 'string') handledBy.set(delivery, node);
           res.writeHead(answer.status, answer.headers);
           res.end(answer.body);
           return;
@@ -62,6 +77,9 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     served,
     deliveries,
+    handledBy,
+    statuses,
+    pinnedDeliveries,
     sendNextTo(index, text) {
       pinned.push({ index, text });
     },

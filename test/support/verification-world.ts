@@ -10,6 +10,7 @@ import { formatMarker } from '../../src/domain/marker.js';
 import { createGiteaClient, type GiteaClient } from '../../src/gitea/gitea-client.js';
 import { createReceiptOutbox, type ReceiptOutbox } from '../../src/receipts/receipt-outbox.js';
 import type { Locale } from '../../src/messages/catalogue.js';
+import type { RepositoryScope } from '../../src/cluster/repository-scope.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
@@ -100,7 +101,7 @@ export interface World {
 
 export async function openWorld(
   gitea: GiteaFixture,
-  opts: { dir?: string; fetch?: typeof globalThis.fetch; retryDelaysMs?: number[]; locale?: Locale } = {},
+  opts: { dir?: string; fetch?: typeof globalThis.fetch; retryDelaysMs?: number[]; locale?: Locale; scope?: Pick<RepositoryScope, 'owns' | 'leads'> } = {},
 ): Promise<World> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'ccweb-verification-'));
   const store = createStore({ dir, indexes: STORE_INDEXES });
@@ -116,7 +117,7 @@ export async function openWorld(
   let runtime: ActorRuntime | undefined;
   const verification = createReplyVerification({ store, runtime: () => runtime!, gitea: client, botLogin: BOT });
   runtime = new ActorRuntime({ store, kinds: [taskKind(), verification.kind] });
-  const outbox = createReceiptOutbox({ store, runtime, gitea: client, botLogin: BOT, retryDelaysMs: opts.retryDelaysMs ?? [10, 20, 40], ...(opts.locale ? { locale: opts.locale } : {}) });
+  const outbox = createReceiptOutbox({ store, runtime, gitea: client, botLogin: BOT, retryDelaysMs: opts.retryDelaysMs ?? [10, 20, 40], ...(opts.locale ? { locale: opts.locale } : {}), ...(opts.scope ? { scope: opts.scope } : {}) });
   return {
     dir,
     store,

@@ -55,6 +55,15 @@ describe('loadConfig: the store on PostgreSQL (issue 31)', () => {
     expect(configError(() => load({ ...REQUIRED, CCWEB_NODE_ID: 'a/b' })).message).toMatch(/CCWEB_NODE_ID .* is invalid/);
     expect(configError(() => load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_DATABASE_URL_FILE: file })).message).toMatch(/CCWEB_DATABASE_URL .*and CCWEB_DATABASE_URL_FILE .*are both set/);
   });
+
+  it('CCWEB_CLUSTER_MODE: standby by default, active only with a database, and a clear line for anything else', () => {
+    const url = 'postgres://ccweb:pw-123@db.example.com:5432/ccweb';
+    expect(load({ ...REQUIRED, CCWEB_DATABASE_URL: url }).clusterMode).toBeUndefined();
+    expect(load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_CLUSTER_MODE: 'Active', CCWEB_NODE_HEARTBEAT_SECONDS: '2' })).toMatchObject({ clusterMode: 'active', nodeHeartbeatSeconds: 2 });
+    expect(configError(() => load({ ...REQUIRED, CCWEB_CLUSTER_MODE: 'active' })).message).toMatch(/CCWEB_CLUSTER_MODE .*is active but CCWEB_DATABASE_URL is not set/);
+    expect(configError(() => load({ ...REQUIRED, CCWEB_CLUSTER_MODE: 'all' })).message).toMatch(/CCWEB_CLUSTER_MODE .* is invalid .*expected one of standby, active/);
+    expect(configError(() => load({ ...REQUIRED, CCWEB_NODE_HEARTBEAT_SECONDS: '0' })).message).toMatch(/CCWEB_NODE_HEARTBEAT_SECONDS .* is invalid/);
+  });
 });
 
 describe('loadConfig', () => {

@@ -1,0 +1,231 @@
+// Three nodes that all work at once (issue 31, CCWEB_CLUSTER_MODE=active), end to end: three real
+// service processes with their own data directories and Codex homes on one real PostgreSQL, a REAL
+// Gitea 1.26 with four repositories whose webhooks go through a round-robin relay (the load
+// balancer), the real Codex app-server with the scripted agent, the real gitea-mcp. Each repository
+// is owned by one node (src/cluster/ownership.ts); every webhook here is sent on purpose to a node
+// that does not own its repository, which forwards it to the owner (src/cluster/forward-to-owner.ts).
+// Mentions on every repository, a Replay sent to a third node, a `stop` and an operator's abort
+// through a non-owner; then an owner is killed with SIGKILL, another node takes its repositories
+// over, and a follow-up there is answered once.
+//
+// In test/cluster/: CI runs it on Node 24 only, like test/chaos.
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ownerKey, rendezvousOwner } from '../../src/cluster/ownership-decisions.js';
+import { instanceOfOwner } from '../../src/leases/lease-owner.js';
+import { clusterApi, FINAL_STATES as FINAL, present, type TaskDetail } from '../support/cluster-api.js';
+import { addRepository, stopNodes } from '../support/cluster-nodes.js';
+import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
+import { eventually, freePort } from '../support/real-gitea/index.js';
+import { startRoundRobinRelay, type RoundRobinRelay } from '../support/round-robin-relay.js';
+import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
+import { writeCodexHome } from '../support/scripted-model/index.js';
+import { waitForTaskState } from '../support/wait-for-task.js';
+
+const NAMES = ['a', 'b', 'c'] as const;
+type Name = (typeof NAMES)[number];
+const NODE_IDS = NAMES.map((n) => `node-${n}`);
+const root = mkdtempSync(join(tmpdir(), 'ccweb-active-'));
+let env: PublishEnvironment;
+let postgres: ThrowawayPostgres;
+let relay: RoundRobinRelay;
+const urls = {} as Record<Name, string>;
+const procs = {} as Partial<Record<Name, ServiceProcess>>;
+const children: ChildProcess[] = [];
+/** The repositories (the seeded one first) and the node each hashes to among the three. */
+const repos: Array<{ name: string; owner: Name }> = [];
+
+const { api, taskFor } = clusterApi(() => env);
+const repoKeyOf = (name: string) => `default:${env.gitea.owner}/${name}`;
+const ownerOf = (name: string) => NAMES[NODE_IDS.indexOf(rendezvousOwner(ownerKey(repoKeyOf(name)), NODE_IDS)!)]!;
+const notOwner = (owner: Name, skip: Name[] = []) => NAMES.find((n) => n !== owner && !skip.includes(n))!;
+
+async function comment(repo: string, index: number, body: string): Promise<void> {
+  await env.gitea.api('alice', 'POST', `/repos/${env.gitea.owner}/${repo}/issues/${index}/comments`, { body }, 201);
+}
+async function createIssue(repo: string, title: string): Promise<number> {
+  return (await env.gitea.api<{ number: number }>('alice', 'POST', `/repos/${env.gitea.owner}/${repo}/issues`, { title, body: '' }, 201)).body.number;
+}
+async function botComments(repo: string, index: number): Promise<string[]> {
+  const r = await env.gitea.api<Array<{ user: { login: string }; body: string }>>(env.gitea.owner, 'GET', `/repos/${env.gitea.owner}/${repo}/issues/${index}/comments`);
+  return r.body.filter((c) => c.user.login === 'ccweb-bot').map((c) => c.body);
+}
+/** The node whose lease ran the task: the lease owner its repository's lock last granted for it. */
+async function ranOn(repo: string, taskId: string, base: string): Promise<string | null> {
+  const actorId = encodeURIComponent(`lock:${repoKeyOf(repo)}`);
+  const { events } = await api<{ events: Array<{ action: string; metadata?: { event?: { type?: string; owner?: string; taskId?: string } } }> }>(base, `/audit?actorId=${actorId}&limit=500`);
+  const acquire = events.filter((e) => e.action === 'lock.transition' && e.metadata?.event?.type === 'ACQUIRE' && e.metadata.event.taskId === taskId).at(-1);
+  return instanceOfOwner(acquire?.metadata?.event?.owner ?? '');
+}
+
+function startNode(n: Name, databaseUrl: string): Promise<ServiceProcess> {
+  const codexHome = join(root, `codex-home-${n}`);
+  writeCodexHome(codexHome, { port: env.model.port, model: 'fake-model' });
+  const p = startServiceProcess(
+    {
+      ...env.env,
+      CCWEB_PORT: new URL(urls[n]).port,
+      CCWEB_DATA_DIR: join(root, `node-${n}`),
+      CCWEB_DATABASE_URL: databaseUrl,
+      CCWEB_NODE_ID: `node-${n}`,
+      CCWEB_CLUSTER_MODE: 'active',
+      // A killed node counts as stopped after 3 heartbeats (3 s), its leases end after their TTL.
+      CCWEB_NODE_HEARTBEAT_SECONDS: '1',
+      CCWEB_LEASE_TTL_MS: '15000',
+      CODEX_HOME: codexHome,
+    },
+    { ownProcessGroup: true, timeoutMs: 300_000, onSpawn: (c) => void children.push(c) },
+  );
+  p.then((s) => (procs[n] = s)).catch(() => undefined);
+  return p;
+}
+
+beforeAll(async () => {
+  env = await startPublishEnvironment(root);
+  postgres = await startThrowawayPostgres({ parentDir: root });
+  const databaseUrl = await postgres.createDatabase('ccweb');
+  for (const n of NAMES) urls[n] = `http://127.0.0.1:${await freePort()}`;
+  relay = await startRoundRobinRelay(Number(env.env['CCWEB_PORT']), () => NAMES.map((n) => urls[n]));
+  // Three more repositories, named so that each node owns at least one of the four.
+  repos.push({ name: env.gitea.repo, owner: ownerOf(env.gitea.repo) });
+  const missing = new Set(NAMES.filter((n) => n !== repos[0]!.owner));
+  for (let i = 0; repos.length < 4; i++) {
+    const name = `spread-${i}`;
+    const owner = ownerOf(name);
+    if (missing.delete(owner) || (missing.size === 0 && repos.length < 4)) repos.push({ name, owner });
+  }
+  for (const { name } of repos.slice(1)) await addRepository(env, name, relay.url);
+  // All three at once: nobody waits for anybody.
+  await Promise.all(NAMES.map((n) => startNode(n, databaseUrl)));
+  for (const n of NAMES) {
+    await eventually(`node ${n} to see the three nodes`, present(async () => {
+      const o = await api<{ nodes: Array<{ nodeId: string; stale: boolean }> }>(urls[n], '/overview');
+      return o.nodes.filter((x) => !x.stale).length === 3 ? o : undefined;
+    }), 60_000);
+  }
+}, 400_000);
+
+afterAll(async () => {
+  await stopNodes(children);
+  await relay?.close();
+  await postgres?.stop();
+  await env?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('three nodes at work at once on one PostgreSQL, one URL [real gitea-mcp]', () => {
+  /** The first repository's mention: its issue and nonce, for the Replay and the follow-up. */
+  const first = { repo: '', issue: 0, nonce: '' };
+
+  it('every node serves its own overview, all three writing', async () => {
+    for (const n of NAMES) {
+      const o = await api<{ nodes: Array<{ nodeId: string; role: string; self: boolean }> }>(urls[n], '/overview');
+      expect(o.nodes.find((x) => x.self)?.nodeId).toBe(`node-${n}`);
+      expect(o.nodes.map((x) => x.role)).toEqual(['writer', 'writer', 'writer']);
+    }
+  });
+
+  it('a mention on each repository, each delivered to a node that does not own it, is run by the owner and answered once', async () => {
+    const sent: Array<{ repo: string; owner: Name; issue: number; nonce: string; to: Name }> = [];
+    for (const { name, owner } of repos) {
+      const issue = await createIssue(name, `Active nodes: ${name}`);
+      const nonce = randomUUID().slice(0, 8);
+      const to = notOwner(owner);
+      relay.sendNextTo(NAMES.indexOf(to), nonce);
+      await comment(name, issue, `@ccweb-bot please summarise the README [${nonce}]`);
+      sent.push({ repo: name, owner, issue, nonce, to });
+    }
+    Object.assign(first, { repo: sent[0]!.repo, issue: sent[0]!.issue, nonce: sent[0]!.nonce });
+    const ran = new Set<string>();
+    for (const s of sent) {
+      const taskId = await taskFor(urls[s.to], s.nonce);
+      const d = await waitForTaskState((path) => api<TaskDetail>(urls[s.to], path), taskId, FINAL, 180_000);
+      expect(d.task.state, `the task for [${s.nonce}] on ${s.repo}`).toBe('succeeded');
+      expect(await ranOn(s.repo, taskId, urls[s.to]), `where ${s.repo}'s task ran`).toBe(`node-${s.owner}`);
+      ran.add(s.owner);
+      await eventually(`receipt and answer on ${s.repo}#${s.issue}`, present(async () => ((await botComments(s.repo, s.issue)).length >= 2 ? true : undefined)), 30_000);
+      expect(await botComments(s.repo, s.issue)).toHaveLength(2);
+    }
+    // The work was spread: every node ran the tasks of the repositories it owns.
+    expect(ran.size).toBe(3);
+    // Each mention's delivery went to the node it was sent to, which forwarded it: the owner handled it.
+    for (const s of sent) {
+      const uuid = relay.pinnedDeliveries.get(s.nonce)!;
+      expect(uuid, `the delivery of [${s.nonce}]`).toBeDefined();
+      expect(relay.statuses.get(uuid)).toBe(202);
+      expect(relay.deliveries.get(uuid), `the node [${s.nonce}] was sent to`).toBe(NAMES.indexOf(s.to));
+      expect(relay.handledBy.get(uuid), `the node that handled [${s.nonce}]`).toBe(`node-${s.owner}`);
+    }
+  });
+
+  it("Gitea's Replay of a mention, sent to yet another node, is a duplicate", async () => {
+    const deliveries = await env.gitea.deliveries(env.hookId);
+    const original = deliveries.find((x) => x.payload.includes(first.nonce) && relay.deliveries.has(x.uuid))!;
+    const owner = repos[0]!.owner;
+    const other = NAMES.indexOf(notOwner(owner, [NAMES[relay.deliveries.get(original.uuid)!]!]));
+    relay.sendNextTo(other, first.nonce);
+    await env.gitea.replay(env.hookId, original.uuid);
+    const replayed = await env.gitea.waitForDelivery(env.hookId, (x) => x.uuid !== original.uuid && x.payload === original.payload);
+    expect(relay.deliveries.get(replayed.uuid)).toBe(other);
+    expect(replayed.status).toBe(200);
+    expect(JSON.parse(replayed.responseBody)).toMatchObject({ status: 'duplicate' });
+    expect(relay.handledBy.get(replayed.uuid)).toBe(`node-${owner}`);
+  });
+
+  it('"@ccweb-bot stop" delivered to a node that does not own the repository aborts the turn on its owner', async () => {
+    const { name, owner } = repos[1]!;
+    const issue = await createIssue(name, 'Stop through another node');
+    const nonce = randomUUID().slice(0, 8);
+    await comment(name, issue, `@ccweb-bot please take your time (slow) [${nonce}]`);
+    const taskId = await taskFor(urls[owner], nonce);
+    await waitForTaskState((path) => api<TaskDetail>(urls[owner], path), taskId, ['running'], 120_000);
+    const stopNonce = randomUUID().slice(0, 8);
+    const to = notOwner(owner);
+    relay.sendNextTo(NAMES.indexOf(to), stopNonce);
+    await comment(name, issue, `@ccweb-bot stop\n\n<!-- [${stopNonce}] -->`);
+    const d = await waitForTaskState((path) => api<TaskDetail>(urls[to], path), taskId, FINAL, 120_000);
+    expect(d.task.state, `${d.task.errorCode}: ${d.audit.map((e) => e.toState ?? e.action).join(' > ')}`).toBe('aborted');
+    expect(relay.handledBy.get(relay.pinnedDeliveries.get(stopNonce)!), 'the node that handled the stop').toBe(`node-${owner}`);
+  });
+
+  it("an operator's abort through another node's API reaches the task on its owner", async () => {
+    const { name, owner } = repos[2]!;
+    const issue = await createIssue(name, 'Abort through another node');
+    const nonce = randomUUID().slice(0, 8);
+    await comment(name, issue, `@ccweb-bot please take your time (slow) [${nonce}]`);
+    const to = notOwner(owner);
+    const taskId = await taskFor(urls[to], nonce);
+    await waitForTaskState((path) => api<TaskDetail>(urls[to], path), taskId, ['running'], 120_000);
+    await api(urls[to], `/tasks/${taskId}/abort`, { method: 'POST', body: { requestId: randomUUID(), operator: 'ops', reason: `through node ${to}` } });
+    const d = await waitForTaskState((path) => api<TaskDetail>(urls[to], path), taskId, FINAL, 120_000);
+    expect(d.task.state, `${d.task.errorCode}: ${d.audit.map((e) => e.toState ?? e.action).join(' > ')}`).toBe('aborted');
+    expect(await ranOn(name, taskId, urls[to])).toBe(`node-${owner}`);
+  });
+
+  it("an owner is killed: another node takes its repositories over (an alert names it) and answers a follow-up there once", async () => {
+    const { owner } = repos[0]!;
+    process.kill(-procs[owner]!.pid, 'SIGKILL');
+    const survivors = NAMES.filter((n) => n !== owner);
+    const before = (await botComments(first.repo, first.issue)).length;
+    const nonce = randomUUID().slice(0, 8);
+    // Sent while the dead node still counts as alive: the receiving node cannot forward, answers 503,
+    // and Gitea's delivery is retried later by the relay's next node (or stays failed and is replayed).
+    await eventually(`the takeover of ${first.repo}`, present(async () => {
+      const { events } = await api<{ events: Array<{ action: string; metadata?: { repoKey?: string; previous?: string; node?: string } }> }>(urls[survivors[0]!], '/audit?level=alert&limit=500');
+      return events.find((e) => e.action === 'cluster.repository_taken_over' && e.metadata?.repoKey === repoKeyOf(first.repo) && e.metadata.previous === `node-${owner}`);
+    }), 90_000);
+    relay.sendNextTo(NAMES.indexOf(survivors[0]!), nonce);
+    await comment(first.repo, first.issue, `@ccweb-bot thanks, one more summary please [${nonce}]`);
+    const taskId = await taskFor(urls[survivors[1]!], nonce);
+    const d = await waitForTaskState((path) => api<TaskDetail>(urls[survivors[1]!], path), taskId, FINAL, 180_000);
+    expect(d.task.state).toMatch(/^succeeded/);
+    expect(survivors.map((n) => `node-${n}`)).toContain(await ranOn(first.repo, taskId, urls[survivors[1]!]));
+    await eventually('receipt and answer of the follow-up', present(async () => ((await botComments(first.repo, first.issue)).length >= before + 2 ? true : undefined)), 30_000);
+    expect(await botComments(first.repo, first.issue)).toHaveLength(before + 2);
+  });
+});

@@ -1,0 +1,94 @@
+// The receipt as the task's tracking comment (issue 30), its worker with several nodes (issue 31):
+// against the Gitea REST double over 127.0.0.1, with the real store, runtime, task actors and
+// receipt outbox, a node edits a receipt only while it owns the task's repository, asked at each visit.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EventObject } from 'xstate';
+import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
+import { createReceiptProgress, type ReceiptProgress } from '../../src/receipts/receipt-progress-worker.js';
+import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
+import { TASK_KIND, taskActorId } from '../../src/tasks/task-actor.js';
+import { openWorld, removeDir, startGitea, taskRecord, type GiteaFixture, type World } from '../support/verification-world.js';
+
+let gitea: GiteaFixture | null = null;
+let world: World | null = null;
+let progress: ReceiptProgress | null = null;
+afterEach(async () => {
+  progress?.stop();
+  await world?.close();
+  await gitea?.close();
+  if (world) removeDir(world.dir);
+  progress = world = gitea = null;
+});
+
+/** A scope the test moves: whether this node owns the repository now. */
+function movableScope(owned: boolean) {
+  const scope = { owned, owns: (_repoKey: string) => scope.owned, leads: () => true };
+  return scope;
+}
+
+/** A queued task whose receipt the outbox has posted, and a progress worker under `scope`. */
+async function setup(scope: ReturnType<typeof movableScope>) {
+  gitea = await startGitea([31]);
+  world = await openWorld(gitea, { locale: 'en' });
+  const w = world;
+  const task = taskRecord(31, { state: 'received' });
+  const created = await w.store.transact((tx) => {
+    tx.insert('tasks', task.taskId, task);
+    const c = w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }] as EventObject[], taskId: task.taskId });
+    tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
+    return c;
+  });
+  created.start();
+  await w.outbox.start();
+  await w.runtime.settled();
+  await w.outbox.drain();
+  expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.status).toBe('sent');
+  progress = createReceiptProgress({ store: w.store, runtime: w.runtime, gitea: w.gitea, locale: 'en', intervalMs: 0, tickMs: 10, scope });
+  return { w, g: gitea, p: progress, task };
+}
+
+const edits = (g: GiteaFixture) => g.double.requests.filter((r) => r.method === 'PATCH').length;
+const ticks = (n: number) => new Promise((r) => setTimeout(r, n * 10));
+
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe('receipt progress with several nodes (issue 31): only the repository owner edits', () => {
+  it("a transition of another node's repository's task edits nothing here; once owned, the receipt is edited", async () => {
+    const scope = movableScope(false);
+    const { w, g, p, task } = await setup(scope);
+    await p.start();
+    const cancel: TaskEvent = { type: 'CANCEL', by: 'admin:carol' };
+    expect((await w.runtime.send(taskActorId(task.taskId), cancel, { by: 'admin:carol' })).ok).toBe(true);
+    await w.runtime.settled();
+    await p.drain();
+    await ticks(5);
+    expect(edits(g)).toBe(0);
+
+    scope.owned = true;
+    p.touch(task.taskId);
+    await p.drain();
+    expect(edits(g)).toBe(1);
+    expect(g.comments(31)[0]!.body).toContain('**Stage:** stopped');
+    expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.progress).toMatchObject({ final: true });
+  });
+
+  it("start looks at no receipt of another node's repository; catchUp after a takeover does", async () => {
+    const scope = movableScope(false);
+    const { w, g, p, task } = await setup(scope);
+    expect(w.store.get<TaskRecord>('tasks', task.taskId)?.state).toBe('queued');
+    await p.start();
+    await p.drain();
+    await ticks(5);
+    expect(edits(g)).toBe(0);
+
+    scope.owned = true;
+    p.catchUp();
+    await until(() => edits(g) > 0);
+    expect(edits(g)).toBeGreaterThan(0);
+    expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.progress).toMatchObject({ stage: 'queued' });
+  });
+});

@@ -1,0 +1,174 @@
+// Repository ownership across nodes that all write (src/cluster/ownership.ts, issue 31): two
+// PostgresStore nodes in `writers: 'many'` mode on a real PostgreSQL (test/support/postgres-server.ts).
+// The nodes' liveness is what the store's heartbeats say; a node's death is its heartbeat row aged
+// past the window (what the database shows of a node killed with -9) or marked stopped.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createOwnership, type Ownership, type OwnershipOptions } from '../../src/cluster/ownership.js';
+import { rendezvousOwner } from '../../src/cluster/ownership-decisions.js';
+import type { RepositoryOwnerRecord } from '../../src/domain/records.js';
+import { PostgresStore } from '../../src/store/index.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
+import { until } from '../support/until.js';
+
+let server: ThrowawayPostgres;
+let n = 0;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  server = await startThrowawayPostgres();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+async function openNode(url: string, nodeId: string): Promise<PostgresStore> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccweb-owners-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const store = new PostgresStore({ dir: join(dir, 'replica'), url, nodeId, version: 'test', nodeUrl: `http://127.0.0.1:1/${nodeId}`, indexes: { tasks: ['state', 'repoKey'] }, writers: 'many', tailMs: 50, heartbeatMs: 200 });
+  cleanups.push(() => store.close());
+  await store.open();
+  return store;
+}
+
+function ownershipOf(store: PostgresStore, nodeId: string, extra: Partial<OwnershipOptions> = {}): Ownership {
+  const o = createOwnership({ store, nodeId, nodes: () => store.nodes(), liveWindowMs: 1_000, intervalMs: 100, ...extra });
+  cleanups.push(() => o.stop());
+  return o;
+}
+
+async function sql(url: string, text: string, values: unknown[] = []): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(text, values);
+  } finally {
+    await client.end();
+  }
+}
+
+const bothLive = (a: PostgresStore, b: PostgresStore) => until('both nodes see each other', () => a.nodes().length === 2 && b.nodes().length === 2, 10_000);
+
+describe('repository ownership', () => {
+  it('a repository goes to the node it hashes to, whichever node is asked, and is recorded once', async () => {
+    const url = await server.createDatabase(`own${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    const b = await openNode(url, 'node-b');
+    await bothLive(a, b);
+    const oa = ownershipOf(a, 'node-a');
+    const ob = ownershipOf(b, 'node-b');
+    const repos = Array.from({ length: 12 }, (_, i) => `org/r${i}`);
+    // Both nodes are asked about every repository at once (a load balancer spreads the webhooks).
+    const routes = await Promise.all(repos.flatMap((r) => [oa.routeOf(r), ob.routeOf(r.toUpperCase())]));
+    for (const [i, r] of repos.entries()) {
+      const expected = rendezvousOwner(r, ['node-a', 'node-b']);
+      expect(routes[2 * i]!.nodeId).toBe(expected);
+      expect(routes[2 * i + 1]!.nodeId).toBe(expected);
+      expect(routes[2 * i]!.self).toBe(expected === 'node-a');
+      expect(routes[2 * i + 1]!.self).toBe(expected === 'node-b');
+      // The other node's address, for the forward.
+      if (expected === 'node-b') expect(routes[2 * i]!.url).toBe('http://127.0.0.1:1/node-b');
+    }
+    await a.sync();
+    await b.sync();
+    await until('both replicas hold every owner', () => b.list('repository_owners').length === repos.length && a.list('repository_owners').length === repos.length, 5_000);
+    for (const r of repos) {
+      const owner = rendezvousOwner(r, ['node-a', 'node-b']);
+      expect(oa.owns(r)).toBe(owner === 'node-a');
+      expect(ob.owns(r.toUpperCase())).toBe(owner === 'node-b');
+    }
+    expect(oa.owned().length + ob.owned().length).toBe(repos.length);
+    // Each repository was taken exactly once.
+    const taken = a.audit().filter((e) => e.action === 'cluster.repository_taken');
+    expect(taken).toHaveLength(repos.length);
+    expect(new Set(taken.map((e) => String(e.metadata?.['repoKey']).toLowerCase())).size).toBe(repos.length);
+  });
+
+  it('two nodes that disagree on who is alive still record one owner: the first to take a repository keeps it while it heartbeats', async () => {
+    const url = await server.createDatabase(`own${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    const b = await openNode(url, 'node-b');
+    await bothLive(a, b);
+    // b has not seen a's heartbeat yet (it just started): every repository hashes to b in its view.
+    const ob = ownershipOf(b, 'node-b', { nodes: () => b.nodes().filter((x) => x.nodeId === 'node-b') });
+    const oa = ownershipOf(a, 'node-a');
+    const repos = Array.from({ length: 12 }, (_, i) => `org/d${i}`).filter((r) => rendezvousOwner(r, ['node-a', 'node-b']) === 'node-a');
+    expect(repos.length).toBeGreaterThan(0);
+    for (const r of repos) expect((await ob.routeOf(r)).self).toBe(true);
+    // a's view says these are a's; the records say b's, and b is alive: a forwards, it does not take.
+    for (const r of repos) {
+      const route = await oa.routeOf(r);
+      expect(route).toMatchObject({ self: false, nodeId: 'node-b' });
+    }
+    await a.sync();
+    expect(a.audit().filter((e) => e.action.startsWith('cluster.repository_taken'))).toHaveLength(repos.length);
+  });
+
+  it("a node that stopped heartbeating loses its repositories to the live one, with an alert naming it; the live one's own stay", async () => {
+    const url = await server.createDatabase(`own${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    const b = await openNode(url, 'node-b');
+    await bothLive(a, b);
+    const gainedByA: string[][] = [];
+    const lostByB: string[][] = [];
+    const oa = ownershipOf(a, 'node-a', { onGained: async (r) => void gainedByA.push(r) });
+    const ob = ownershipOf(b, 'node-b', { onLost: (r) => void lostByB.push(r) });
+    ob.start();
+    const repos = Array.from({ length: 10 }, (_, i) => `org/s${i}`);
+    for (const r of repos) await (rendezvousOwner(r, ['node-a', 'node-b']) === 'node-a' ? oa : ob).routeOf(r);
+    const ofB = repos.filter((r) => rendezvousOwner(r, ['node-a', 'node-b']) === 'node-b');
+    expect(ofB.length).toBeGreaterThan(0);
+    await b.sync();
+    await until("a's replica holds every owner", () => a.list('repository_owners').length === repos.length, 5_000);
+    gainedByA.length = 0;
+    // While b heartbeats, a's passes take nothing.
+    await oa.refresh();
+    await oa.refresh();
+    expect(gainedByA).toEqual([]);
+    // b's heartbeat stops (its process is frozen: kill -STOP, a long pause) and ages past the window.
+    await b.close();
+    await sql(url, "UPDATE ccweb_nodes SET role = 'writer', heartbeat_at = now() - interval '1 hour' WHERE node_id = 'node-b'");
+    await until("a sees b's old heartbeat", () => {
+      const seen = a.nodes().find((x) => x.nodeId === 'node-b');
+      return seen !== undefined && Date.parse(seen.heartbeatAt) < Date.now() - 60_000;
+    }, 5_000);
+    await oa.refresh();
+    expect(gainedByA.flat().sort()).toEqual([...ofB].sort());
+    for (const r of repos) expect(oa.owns(r)).toBe(true);
+    const alerts = a.audit({ level: 'alert' }).filter((e) => e.action === 'cluster.repository_taken_over');
+    expect(alerts.map((e) => e.metadata?.['repoKey']).sort()).toEqual([...ofB].sort());
+    expect(alerts.every((e) => e.metadata?.['previous'] === 'node-b')).toBe(true);
+    // Once gained, a later pass takes nothing more.
+    await oa.refresh();
+    expect(gainedByA.flat().length).toBe(ofB.length);
+  });
+
+  it('takes unowned unfinished work that hashes to it; leads() names exactly one live node', async () => {
+    const url = await server.createDatabase(`own${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    const b = await openNode(url, 'node-b');
+    await bothLive(a, b);
+    const oa = ownershipOf(a, 'node-a');
+    const ob = ownershipOf(b, 'node-b');
+    expect([oa.leads(), ob.leads()].filter(Boolean)).toHaveLength(1);
+    // Tasks written before any node owned their repositories (a store moved from standby mode).
+    await a.transact((tx) => {
+      for (let i = 0; i < 8; i++) tx.insert('tasks', `t${i}`, { taskId: `t${i}`, repoKey: `org/u${i}`, state: i === 7 ? 'succeeded' : 'queued' });
+    });
+    await b.sync();
+    await until('b sees the tasks', () => b.list('tasks').length === 8, 5_000);
+    await Promise.all([oa.refresh(), ob.refresh()]);
+    await a.sync();
+    await until('both replicas hold the owners', () => a.list('repository_owners').length === 7 && b.list('repository_owners').length === 7, 5_000);
+    const owners = a.list<RepositoryOwnerRecord>('repository_owners');
+    // A finished task's repository needs no owner.
+    expect(owners.map((o) => o.repoKey).sort()).toEqual(Array.from({ length: 7 }, (_, i) => `org/u${i}`));
+    for (const o of owners) expect(o.nodeId).toBe(rendezvousOwner(o.repoKey, ['node-a', 'node-b']));
+  });
+});
