@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
+import type { AuditEvent } from '../store/types.js';
 import { bearerToken, requireAdminToken, tokenMatches, unauthorized } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';
 import { handled, type ApiLogger } from './http-helpers.js';
@@ -22,6 +23,12 @@ export interface LiveEventsDeps {
   logger?: ApiLogger;
   ticketTtlMs?: number;
   heartbeatMs?: number;
+  /**
+   * Several nodes at work (CCWEB_CLUSTER_MODE=active): the audit events of the other nodes' commits,
+   * as this node applies them. Their transitions join the stream, so each node's live view shows the
+   * whole cluster's.
+   */
+  auditFromOtherNodes?: (listener: (events: AuditEvent[]) => void) => () => void;
 }
 
 export interface LiveTransition {
@@ -68,7 +75,17 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     for (const s of streams) s.write(frame);
   };
 
-  const unsubscribe = deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now())));
+  const fromHere = deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now())));
+  const fromOthers = deps.auditFromOtherNodes?.((events) => {
+    for (const e of events) {
+      const t = liveFromAudit(e);
+      if (t) write('transition', t);
+    }
+  });
+  const unsubscribe = () => {
+    fromHere();
+    fromOthers?.();
+  };
   const heartbeat = setInterval(() => {
     for (const s of streams) s.write(': ping\n\n');
   }, heartbeatMs);
@@ -137,6 +154,23 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
       for (const s of streams) s.end();
       streams.clear();
     },
+  };
+}
+
+/** A transition another node committed, from its `<kind>.transition` audit event; null for any other event. */
+export function liveFromAudit(e: AuditEvent): LiveTransition | null {
+  if (!e.action.endsWith('.transition') || typeof e.actorId !== 'string' || typeof e.toState !== 'string' || typeof e.stateVersion !== 'number') return null;
+  const event = (e.metadata?.['event'] as { type?: unknown } | undefined)?.type;
+  return {
+    actorId: e.actorId,
+    kind: e.action.slice(0, -'.transition'.length),
+    taskId: e.taskId ?? null,
+    from: e.fromState ?? null,
+    to: e.toState,
+    stateVersion: e.stateVersion,
+    by: e.actor,
+    event: typeof event === 'string' ? event : null,
+    time: e.timestamp,
   };
 }
 

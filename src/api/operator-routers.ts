@@ -4,7 +4,7 @@ import type Koa from 'koa';
 import type { SecurityEvents } from '../intake/security-events.js';
 import { authFailureGuard } from './auth-failure-guard.js';
 import { API_PREFIX, createControlRouter, type ControlRouterDeps } from './control-router.js';
-import { createLiveEvents, type LiveEvents } from './live-events.js';
+import { createLiveEvents, type LiveEvents, type LiveEventsDeps } from './live-events.js';
 import { createMachinesRouter } from './machines-router.js';
 import { createSecurityRouter } from './security-router.js';
 import { createStaticPagesRouter } from './static-pages.js';
@@ -13,7 +13,7 @@ import { createUsageRouter } from './usage-router.js';
 import type { ProviderHold } from '../usage/provider-hold.js';
 import type { UsageLimits } from '../domain/usage-records.js';
 
-export interface OperatorDeps extends ControlRouterDeps {
+export interface OperatorDeps extends ControlRouterDeps, Pick<LiveEventsDeps, 'auditFromOtherNodes'> {
   machines?: AnyStateMachine[];
   /** Where failed admin authentications are counted (aggregated, expiring); `current` shows the open window on GET /security-events. */
   securityEvents?: Pick<SecurityEvents, 'record'> & Partial<Pick<SecurityEvents, 'current'>>;

@@ -128,9 +128,15 @@ export async function forwardToOwner(options: ForwardOptions, req: ForwardReques
         : `node ${options.nodeId} does not handle this repository and cannot forward to its owner (node ${owner.nodeId}) yet; try again shortly`,
     );
   }
+  // Only a path goes on, and only to the owner's own origin: a request line in absolute form
+  // (`POST http://elsewhere/…`) or `//host/…` would otherwise name the host the request is sent to.
+  if (!req.path.startsWith('/') || req.path.startsWith('//')) {
+    return { status: 400, body: { error: 'bad_request', message: 'the request target must be a path' } };
+  }
   let target: URL;
   try {
     target = new URL(req.path, owner.url);
+    if (target.origin !== new URL(owner.url).origin) throw new Error('another origin');
   } catch {
     return ownerUnreachable(`node ${options.nodeId} does not handle this repository and its owner's address (node ${owner.nodeId}) is not a URL`);
   }

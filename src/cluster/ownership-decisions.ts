@@ -17,12 +17,13 @@ export function ownerKey(repoKey: string): string {
 }
 
 /**
- * The nodes that count as alive: registered, not stopped, and heartbeating within `windowMs` of the
+ * The nodes that count as alive: registered as writers, and heartbeating within `windowMs` of the
  * freshest heartbeat seen. Heartbeats carry the database's clock, so the nodes' own clocks may
  * disagree without moving anything; this node's own heartbeat is among the freshest while it runs.
  */
 export function liveNodeIds(nodes: readonly NodeView[], windowMs: number, self: string): string[] {
-  const running = nodes.filter((n) => n.role !== 'stopped');
+  // Writers only: a node waiting as a standby (started without CCWEB_CLUSTER_MODE=active) cannot act.
+  const running = nodes.filter((n) => n.role === 'writer');
   const freshest = Math.max(...running.map((n) => Date.parse(n.heartbeatAt)).filter(Number.isFinite), Number.NEGATIVE_INFINITY);
   const live = new Set(running.filter((n) => Date.parse(n.heartbeatAt) >= freshest - windowMs).map((n) => n.nodeId));
   live.add(self);

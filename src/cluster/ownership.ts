@@ -22,6 +22,10 @@ export interface OwnershipOptions {
   nodes: () => readonly NodeView[];
   /** A node whose heartbeat is older than this (behind the freshest) has stopped. */
   liveWindowMs: number;
+  /** How often this node heartbeats. */
+  heartbeatMs: number;
+  /** When this node's own heartbeat was last written, and since when without a gap (PostgresStore.ownHeartbeat). */
+  ownHeartbeat: () => { lastAt: number; steadySince: number };
   /** How often the owner table is looked over for repositories to take. Default 2 s. */
   intervalMs?: number;
   /** This node took these repositories (their actors are to be hosted, their recovery run). */
@@ -40,6 +44,11 @@ export interface Ownership extends RepositoryScope {
   stop(): Promise<void>;
 }
 
+interface WaitingComment {
+  state: string;
+  comment: { repoKey: string };
+}
+
 const UNFINISHED = TASK_STATES.filter((s) => !(TERMINAL_TASK_STATES as readonly string[]).includes(s));
 
 export function createOwnership(options: OwnershipOptions): Ownership {
@@ -48,86 +57,144 @@ export function createOwnership(options: OwnershipOptions): Ownership {
   const live = () => liveNodeIds(options.nodes(), options.liveWindowMs, self);
   const urlOf = (nodeId: string) => options.nodes().find((n) => n.nodeId === nodeId)?.url ?? null;
   const target = (nodeId: string): OwnerTarget => ({ self: nodeId === self, nodeId, url: nodeId === self ? null : urlOf(nodeId) });
-  /** Repositories this node knew it owned at the last pass: a record that names another node now was taken from it. */
-  let held = new Set<string>();
+  /**
+   * Repositories this node acts for: recorded as its own and hosted (their actors restored and their
+   * recovery run, `onGained`). A record that names another node now was taken from it. At creation
+   * (after the store opened, before the runtime restores): the ones recorded as this node's.
+   */
+  let held = new Set(store.list<RepositoryOwnerRecord>('repository_owners', (r) => r.nodeId === self).map((r) => ownerKey(r.repoKey)));
+  /** Gains under way (their actors being hosted): not acted for until done, asked for once. */
+  const gaining = new Map<string, Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  // A node judges the others only once its own heartbeat has been written steadily for a whole
+  // window: just started, or back from a database outage (during which nobody's heartbeat moved),
+  // every other node looks stopped until it has heartbeated again, and taking their repositories
+  // then would move work that is running. Until then it takes only repositories nobody owns.
+  const judging = (): boolean => {
+    const now = Date.now();
+    const beat = options.ownHeartbeat();
+    return now - beat.lastAt <= 2 * options.heartbeatMs && now - beat.steadySince >= options.liveWindowMs;
+  };
 
-  async function take(repoKey: string, liveNow: ReadonlySet<string>): Promise<RepositoryOwnerRecord> {
-    const key = ownerKey(repoKey);
-    return store.transact((tx) => {
-      const current = tx.get<RepositoryOwnerRecord>('repository_owners', key);
-      if (current && (current.nodeId === self || liveNow.has(current.nodeId))) return current;
-      const record: RepositoryOwnerRecord = { repoKey, nodeId: self, since: new Date().toISOString(), previous: current?.nodeId ?? null };
-      tx.put<RepositoryOwnerRecord>('repository_owners', key, record);
-      tx.appendAudit({
-        action: current ? 'cluster.repository_taken_over' : 'cluster.repository_taken',
-        actor: `node:${self}`,
-        // Taken from a node that stopped heartbeating: an operator wants to find that node.
-        ...(current ? { level: 'alert' as const, errorCode: 'node_stopped' } : {}),
-        metadata: { repoKey, node: self, previous: current?.nodeId ?? null },
-      });
-      return record;
-    });
+  /**
+   * Takes the repositories in one transaction (one commit-lock round trip for a whole pass), unless
+   * the record names a live node by then; returns each repository's record as it stands after.
+   */
+  async function take(repoKeys: string[], liveNow: ReadonlySet<string>, decidedAt: number): Promise<RepositoryOwnerRecord[]> {
+    return store.transact((tx) =>
+      repoKeys.map((repoKey) => {
+        const key = ownerKey(repoKey);
+        const current = tx.get<RepositoryOwnerRecord>('repository_owners', key);
+        if (current && (current.nodeId === self || liveNow.has(current.nodeId))) return current;
+        // The body runs when this node holds the commit lock, which may be long after the decision (a
+        // database outage, a slow lock): the heartbeats it was made from are old by then, so it stands
+        // only if it is still fresh. The next pass decides again.
+        if (current && Date.now() - decidedAt > options.heartbeatMs) return current;
+        const record: RepositoryOwnerRecord = { repoKey, nodeId: self, since: new Date().toISOString(), previous: current?.nodeId ?? null };
+        tx.put<RepositoryOwnerRecord>('repository_owners', key, record);
+        tx.appendAudit({
+          action: current ? 'cluster.repository_taken_over' : 'cluster.repository_taken',
+          actor: `node:${self}`,
+          // Taken from a node that stopped heartbeating: an operator wants to find that node.
+          ...(current ? { level: 'alert' as const, errorCode: 'node_stopped' } : {}),
+          metadata: { repoKey, node: self, previous: current?.nodeId ?? null },
+        });
+        return record;
+      }),
+    );
   }
 
-  async function gained(repoKeys: string[]): Promise<void> {
-    if (repoKeys.length === 0) return;
-    for (const r of repoKeys) held.add(ownerKey(r));
-    options.logger?.info({ node: self, repositories: repoKeys.slice(0, 20), count: repoKeys.length }, 'this node took repositories');
-    await options.onGained?.(repoKeys);
+  /**
+   * Hosts repositories recorded as this node's and not yet acted for. Only once `onGained` is done does
+   * this node act for them (a scan in between would find their lock actor stored but not hosted); a
+   * gain that failed is asked for again by the next pass.
+   */
+  async function gain(repoKeys: string[]): Promise<void> {
+    const fresh = [...new Map(repoKeys.map((r) => [ownerKey(r), r])).entries()].filter(([key]) => !held.has(key) && !gaining.has(key));
+    const under = repoKeys.map((r) => gaining.get(ownerKey(r))).filter((p): p is Promise<void> => p !== undefined);
+    if (fresh.length > 0) {
+      const names = fresh.map(([, r]) => r);
+      const hosting = (async () => {
+        options.logger?.info({ node: self, repositories: names.slice(0, 20), count: names.length }, 'this node took repositories');
+        await options.onGained?.(names);
+        for (const [key] of fresh) held.add(key);
+      })();
+      for (const [key] of fresh) gaining.set(key, hosting);
+      try {
+        await hosting;
+      } finally {
+        for (const [key] of fresh) gaining.delete(key);
+      }
+    }
+    await Promise.all(under);
   }
 
   function unfinishedRepositories(): string[] {
     const keys = new Set<string>();
     for (const state of UNFINISHED) for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) keys.add(t.repoKey);
     for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held')) keys.add(lease.repoKey);
+    // A comment waiting for Gitea's confirmation is retried by its repository's owner only.
+    // (Its record is intake's, src/intake/pending-intake.ts; read here for these two fields only.)
+    for (const p of store.list<WaitingComment>('pending_intake', (r) => r.state === 'waiting')) keys.add(p.comment.repoKey);
     return [...keys];
   }
 
   async function pass(): Promise<void> {
+    const decidedAt = Date.now();
     const liveNow = live();
     const liveSet = new Set(liveNow);
     const owners = store.list<RepositoryOwnerRecord>('repository_owners').map((r) => ({ key: ownerKey(r.repoKey), repoKey: r.repoKey, nodeId: r.nodeId }));
-    const mine = new Set(owners.filter((o) => o.nodeId === self).map((o) => o.key));
+    const mine = new Map(owners.filter((o) => o.nodeId === self).map((o) => [o.key, o.repoKey]));
     const lost = [...held].filter((key) => !mine.has(key));
-    held = mine;
+    held = new Set([...held].filter((key) => mine.has(key)));
     if (lost.length > 0) {
       options.logger?.warn({ node: self, repositories: lost.slice(0, 20), count: lost.length }, 'repositories were taken from this node (its heartbeat was seen as stopped)');
       options.onLost?.(lost);
     }
-    const took: string[] = [];
-    for (const repoKey of repositoriesToTake({ self, live: liveNow, owners, unfinished: unfinishedRepositories() })) {
-      const record = await take(repoKey, liveSet);
-      if (record.nodeId === self) took.push(record.repoKey);
+    // Not judging the others yet: their repositories count as owned by live nodes.
+    const judged = judging() ? owners : owners.map((o) => (liveSet.has(o.nodeId) ? o : { ...o, nodeId: self }));
+    const toTake = repositoriesToTake({ self, live: liveNow, owners: judged, unfinished: unfinishedRepositories() });
+    for (const record of toTake.length > 0 ? await take(toTake, liveSet, decidedAt) : []) {
+      if (record.nodeId === self) mine.set(ownerKey(record.repoKey), record.repoKey);
     }
-    await gained(took);
+    // Taken now, by a request meanwhile, or a gain that failed before: hosted now.
+    await gain([...mine.entries()].filter(([key]) => !held.has(key)).map(([, repoKey]) => repoKey));
   }
 
+  let queued: Promise<void> | undefined;
   function refresh(): Promise<void> {
-    // One pass at a time: a pass that takes a repository must finish hosting it before the next looks.
-    running = running.then(pass, pass);
-    return running;
+    // One pass at a time: a pass that takes a repository must finish hosting it before the next
+    // looks. Asked again while one waits to start (a burst of accepted comments): that one will do.
+    if (queued) return queued;
+    const next = running.then(
+      () => ((queued = undefined), pass()),
+      () => ((queued = undefined), pass()),
+    );
+    queued = next;
+    running = next.catch(() => undefined);
+    return next;
   }
 
   return {
-    owns: (repoKey) => byKey(ownerKey(repoKey))?.nodeId === self,
+    owns: (repoKey) => held.has(ownerKey(repoKey)) && byKey(ownerKey(repoKey))?.nodeId === self,
     leads: () => rendezvousOwner(CHORES_KEY, live()) === self,
     async routeOf(repoKey) {
+      const decidedAt = Date.now();
       const liveNow = live();
       const current = byKey(ownerKey(repoKey));
-      if (current && liveNow.includes(current.nodeId)) return target(current.nodeId);
+      // An owner that looks stopped keeps its repository until this node can judge (see `judging`).
+      if (current && (liveNow.includes(current.nodeId) || !judging())) return target(current.nodeId);
       const to = rendezvousOwner(ownerKey(repoKey), liveNow) ?? self;
       if (to !== self) return target(to);
-      const record = await take(repoKey, new Set(liveNow));
-      if (record.nodeId === self && !held.has(ownerKey(repoKey))) await gained([record.repoKey]);
-      return target(record.nodeId);
+      const [record] = await take([repoKey], new Set(liveNow), decidedAt);
+      if (record!.nodeId === self) await gain([record!.repoKey]);
+      return target(record!.nodeId);
     },
     refresh,
     owned: () => store.list<RepositoryOwnerRecord>('repository_owners', (r) => r.nodeId === self).map((r) => r.repoKey),
     start() {
       if (timer) return;
-      held = new Set(store.list<RepositoryOwnerRecord>('repository_owners', (r) => r.nodeId === self).map((r) => ownerKey(r.repoKey)));
       timer = setInterval(() => void refresh().catch((err: unknown) => options.logger?.warn({ err: String(err) }, 'repository ownership pass failed')), options.intervalMs ?? 2000);
       timer.unref();
     },

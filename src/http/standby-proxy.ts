@@ -57,6 +57,12 @@ export function standbyProxy(options: StandbyProxyOptions): RequestListener {
       answer(res, 503, { error: 'standby', message: `node ${options.nodeId} is starting, or a standby that knows no writer to forward to yet; try again shortly` }, 2);
       return;
     }
+    // Only a path goes on (a request line in absolute form would name the host it is sent to).
+    if (!path.startsWith('/') || path.startsWith('//')) {
+      req.resume();
+      answer(res, 400, { error: 'bad_request', message: 'the request target must be a path' });
+      return;
+    }
     const target = new URL(path, writer.url);
     const headers = forwardable(req.headers);
     headers.host = target.host;

@@ -1,5 +1,5 @@
 import { createActor, type AnyActorRef, type AnyMachineSnapshot, type EventObject } from 'xstate';
-import type { Store, Tx } from '../store/types.js';
+import { VersionConflictError, type Store, type Tx } from '../store/types.js';
 import { summarizeEvent, writeChange } from './actor-records.js';
 import type { ActorKind, ActorRecord, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 import { CreationTemplates } from './creation-steps.js';
@@ -43,6 +43,12 @@ export class ActorRuntime {
   private readonly listeners = new Set<(change: TransitionNotice) => void>();
   private readonly templates = new CreationTemplates();
   private readonly facts = new MachineFacts();
+  /**
+   * Actors stopped because their stored version moved on without them (another node wrote them: a
+   * repository that changed hands). The next event hosts them again from the store, whatever their
+   * kind's restore mode.
+   */
+  private readonly outdated = new Set<string>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -254,7 +260,7 @@ export class ActorRuntime {
   private async hostLazy(actorId: string): Promise<Host | undefined> {
     const rec = this.store.get<ActorRecord>('actors', actorId);
     const kind = rec ? this.kinds.get(rec.kind) : undefined;
-    if (!rec || !kind || rec.status !== 'active' || kind.restore !== 'lazy') return undefined;
+    if (!rec || !kind || rec.status !== 'active' || (kind.restore !== 'lazy' && !this.outdated.has(actorId))) return undefined;
     const snapshot = this.restorable(rec);
     if (snapshot === undefined) {
       await this.alertRestoreFailed(rec);
@@ -263,6 +269,7 @@ export class ActorRuntime {
     // Another caller may have hosted it while the alert above was being written.
     const live = this.hosts.get(actorId);
     if (live) return live;
+    this.outdated.delete(actorId);
     this.host(kind, rec.actorId, rec.taskId, snapshot, rec.state, rec.stateVersion);
     return this.hosts.get(actorId);
   }
@@ -395,6 +402,14 @@ export class ActorRuntime {
         }),
       (err: unknown) => {
         host.failed = err instanceof Error ? err : new Error(String(err));
+        // Someone else wrote this actor since it was hosted here: this copy is stale. The caller
+        // hears of the failure; the next event starts from the stored snapshot instead.
+        if (err instanceof VersionConflictError && this.hosts.get(host.actorId) === host) {
+          host.unsubscribe();
+          host.actor.stop();
+          this.hosts.delete(host.actorId);
+          this.outdated.add(host.actorId);
+        }
       },
     );
   }

@@ -41,6 +41,8 @@ interface Worker {
   lease: HeldLease | null;
   abort: AbortController;
   cancelHeartbeat: (() => void) | null;
+  /** The local watch on the lease's expiry (see `watchExpiry`). */
+  cancelWatch: (() => void) | null;
   /** The lease was lost (expired, heartbeat rejected): the slot is free, the executor is orphaned. */
   lost: boolean;
   finished: boolean;
@@ -98,7 +100,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const now = clock.now();
 
     // Expired leases first, so their repositories (and a lost worker's slot) are free for this scan.
-    for (const lease of expiredLeases(heldLeases(), now)) await expireLease(lease, now);
+    for (const lease of expiredLeases(heldLeases(), now)) {
+      // One lease that cannot be ended (its lock actor failed) must not stop every repository's claims.
+      await expireLease(lease, now).catch((err: unknown) => logger.error({ repoKey: lease.repoKey, err: errorMessage(err) }, 'expired lease could not be ended'));
+    }
 
     // Only tasks with a live actor can be claimed; one whose restore failed would be retried forever.
     const tasks = SCANNED_STATES.flatMap((state) => store.byIndex<TaskRecord>('tasks', 'state', state)).filter(
@@ -176,6 +181,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       return freeSlot(worker);
     }
     startHeartbeat(worker);
+    watchExpiry(worker);
     worker.done = runExecutor(worker, worker.lease);
   }
 
@@ -193,6 +199,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
     worker.finished = true;
     worker.cancelHeartbeat?.();
+    worker.cancelWatch?.();
     await track(
       finish(worker, lease, failure).catch((err: unknown) => {
         logger.error({ taskId: worker.taskId, err: errorMessage(err) }, 'lease release after the executor failed');
@@ -233,6 +240,24 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }, heartbeatMs);
   }
 
+  /**
+   * A lease this node could not renew (the store does not answer: a database outage, a node cut off
+   * from it) ends at its expiry on the other nodes' clocks whether or not this node hears of it: past
+   * its expiry and a heartbeat more, the turn is stopped here, since another node may run the task
+   * from then on. Only with heartbeats: without them (tests of expiry) the scan's EXPIRE decides.
+   */
+  function watchExpiry(worker: Worker): void {
+    const lease = worker.lease;
+    if (heartbeatMs <= 0 || stopped || !lease || worker.finished || worker.lost) return;
+    worker.cancelWatch = clock.setTimer(() => {
+      worker.cancelWatch = null;
+      if (worker.finished || worker.lost || worker.lease !== lease) return;
+      if (clock.now() < lease.expiresAt + heartbeatMs) return watchExpiry(worker);
+      logger.warn({ taskId: worker.taskId, leaseId: lease.leaseId }, 'lease not renewed past its expiry: stopping the turn');
+      worker.abort.abort(new Error('lease_expired_unrenewed'));
+    }, Math.max(1, lease.expiresAt + heartbeatMs - clock.now()));
+  }
+
   async function beat(worker: Worker): Promise<void> {
     const lease = worker.lease;
     if (!lease || worker.lost || worker.finished) return;
@@ -258,6 +283,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (worker && !worker.lost) {
       worker.lost = true;
       worker.cancelHeartbeat?.();
+      worker.cancelWatch?.();
       worker.abort.abort(new Error(reason));
       orphans.add(worker);
       if (workers.get(worker.repoKey) === worker) workers.delete(worker.repoKey);
@@ -322,6 +348,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const current = [...workers.values()];
       for (const w of current) {
         w.cancelHeartbeat?.();
+        w.cancelWatch?.();
         w.abort.abort(new Error('scheduler_stopping'));
       }
       // Executors must honour the signal; their leases are released as they return. Orphans (their
@@ -355,5 +382,5 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 }
 
 function newWorker(pick: ClaimCandidate): Worker {
-  return { repoKey: pick.repoKey, taskId: pick.taskId, lease: null, abort: new AbortController(), cancelHeartbeat: null, lost: false, finished: false, done: null };
+  return { repoKey: pick.repoKey, taskId: pick.taskId, lease: null, abort: new AbortController(), cancelHeartbeat: null, cancelWatch: null, lost: false, finished: false, done: null };
 }

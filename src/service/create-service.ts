@@ -25,6 +25,7 @@ import { createReadiness } from '../health/readiness.js';
 import { DAY_MS, startRetention } from '../retention/retention-sweep.js';
 import { DEFAULTS } from '../config/keys.js';
 import type { TaskRecord } from '../domain/records.js';
+import type { AuditEvent } from '../store/types.js';
 import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
 import { DEFAULT_LOCALE } from '../messages/catalogue.js';
 import { ActorRuntime } from '../runtime/actor-runtime.js';
@@ -221,6 +222,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           nodes: () => store.nodes(),
           // Three heartbeats: one late heartbeat (a busy database, a long batch) does not hand a repository over.
           liveWindowMs: 3 * heartbeatMs,
+          heartbeatMs,
+          ownHeartbeat: () => store.ownHeartbeat(),
           onGained: (repoKeys) => hooks.gained?.(repoKeys) ?? Promise.resolve(),
           onLost: (repoKeys) => hooks.lost?.(repoKeys),
           logger: logger.child({ part: 'cluster' }),
@@ -435,6 +438,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const forwarding = { nodeId, key: forwardKey, logger: logger.child({ part: 'cluster' }) };
   const operators = createOperatorRouters({
     ...(ownership ? { routeTaskCommand: routeTaskCommands({ ...forwarding, store, scope }) } : {}),
+    // Each node's live view shows every node's transitions, from the log it follows.
+    ...(ownership && store instanceof PostgresStore ? { auditFromOtherNodes: (listener: (events: AuditEvent[]) => void) => store.onOthersCommitted(listener) } : {}),
     store,
     runtime,
     adminToken: config.adminToken,
@@ -474,7 +479,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         path: config.webhookPath,
         maxBytes: config.webhookMaxBytes,
         bodyTimeoutMs: httpLimits.bodyTimeoutMs,
-        ...(ownership ? { route: routeWebhookToOwner({ ...forwarding, scope }), nodeId } : {}),
+        ...(ownership ? { route: routeWebhookToOwner({ ...forwarding, scope, secrets: config.webhookSecret }), nodeId } : {}),
       }),
       ...operators.routers,
     ],
@@ -500,6 +505,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // recovery runs for it alone; its old lease ends at its expiry (the scheduler's scan), never sooner.
     hooks.gained = async (repoKeys) => {
       const mine = inRepos(repoKeys);
+      // Copies left from an earlier time this node owned them are stale: hosted again from the store.
+      runtime?.release((actor) => mine(repositoryOfActor(store, actor)));
       await runtime?.restoreAll((rec) => mine(repositoryOfActor(store, rec)));
       // (Owner records may spell a repository in other letter case than its tasks: compared folded.)
       if (store.list<TaskRecord>('tasks', (t) => mine(t.repoKey)).length > 0) await scheduler.recover((repoKey) => mine(repoKey));

@@ -272,6 +272,11 @@ export class DurableStore implements Store {
     return this.#seq;
   }
 
+  /** The seq of the newest audit event (0 when there is none). */
+  get lastAuditSeq(): number {
+    return this.#state.audit.lastSeq;
+  }
+
   /**
    * Applies a transaction another writer committed to the shared database (its journal line, as
    * `Transaction.line` writes it, with the database's seq): to memory at once, to the journal as

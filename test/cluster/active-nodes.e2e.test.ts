@@ -63,6 +63,28 @@ async function ranOn(repo: string, taskId: string, base: string): Promise<string
   return instanceOfOwner(acquire?.metadata?.event?.owner ?? '');
 }
 
+/** Collects the `transition` events of a node's live stream until `stop()`. */
+function liveTransitions(base: string): { seen: Array<{ taskId: string | null; kind: string; to: string }>; stop(): void } {
+  const seen: Array<{ taskId: string | null; kind: string; to: string }> = [];
+  const abort = new AbortController();
+  void (async () => {
+    const res = await fetch(`${base}/api/gitea-workflow/events`, { headers: { Authorization: `Bearer ${env.adminToken}` }, signal: abort.signal });
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const frame = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = frame.split('\n').find((l) => l.startsWith('data: '));
+        if (frame.includes('event: transition') && data) seen.push(JSON.parse(data.slice(6)) as { taskId: string | null; kind: string; to: string });
+      }
+    }
+  })().catch(() => undefined);
+  return { seen, stop: () => abort.abort() };
+}
+
 function startNode(n: Name, databaseUrl: string): Promise<ServiceProcess> {
   const codexHome = join(root, `codex-home-${n}`);
   writeCodexHome(codexHome, { port: env.model.port, model: 'fake-model' });
@@ -132,6 +154,8 @@ describe('three nodes at work at once on one PostgreSQL, one URL [real gitea-mcp
 
   it('a mention on each repository, each delivered to a node that does not own it, is run by the owner and answered once', async () => {
     const sent: Array<{ repo: string; owner: Name; issue: number; nonce: string; to: Name }> = [];
+    // Node a's live view, to see the other nodes' work in it.
+    const live = liveTransitions(urls.a);
     for (const { name, owner } of repos) {
       const issue = await createIssue(name, `Active nodes: ${name}`);
       const nonce = randomUUID().slice(0, 8);
@@ -153,6 +177,10 @@ describe('three nodes at work at once on one PostgreSQL, one URL [real gitea-mcp
     }
     // The work was spread: every node ran the tasks of the repositories it owns.
     expect(ran.size).toBe(3);
+    // And node a's live events showed every task's end, the ones other nodes ran too.
+    const ids = await Promise.all(sent.map((s) => taskFor(urls.a, s.nonce)));
+    await eventually("node a's live view to show every task ending", present(async () => (ids.every((id) => live.seen.some((t) => t.taskId === id && t.kind === 'task' && t.to === 'succeeded')) ? true : undefined)), 15_000);
+    live.stop();
     // Each mention's delivery went to the node it was sent to, which forwarded it: the owner handled it.
     for (const s of sent) {
       const uuid = relay.pinnedDeliveries.get(s.nonce)!;

@@ -8,6 +8,10 @@
 // terminal, no repository ever ran two tasks at once (audit replay, with the lease each claim names),
 // one receipt and at most one answer per task on the sandbox, and nothing on disk holds a secret.
 //
+// It runs once per cluster mode (CHAOS_CLUSTER_MODES, default both): `standby` (one node writes,
+// the others wait and forward) and `active` (every node writes and runs the repositories it owns,
+// CCWEB_CLUSTER_MODE=active; a killed node's repositories are taken over by the others).
+//
 // The schedule (which node, when) comes from a seed printed at the start: CHAOS_SEED=<n> replays it.
 // As in test/chaos/chaos.test.ts, the deliveries come from the Gitea stand-in's sender (the one
 // double here): the test must know each delivery's answer the moment it is given. In test/cluster/:
@@ -31,6 +35,7 @@ import { formatScan, scanForSecrets } from '../../scripts/secret-scan.js';
 const SEED = Number(process.env['CHAOS_SEED'] ?? 20_261_202);
 const KILLS = Math.max(1, Number(process.env['CHAOS_NODE_KILLS'] ?? 20));
 const NODES = 3;
+const MODES = (process.env['CHAOS_CLUSTER_MODES'] ?? 'standby,active').split(',').map((m) => m.trim()) as Array<'standby' | 'active'>;
 const WEBHOOK_PATH = '/api/gitea/webhook';
 const SETTLE_MS = 180_000;
 
@@ -57,8 +62,8 @@ interface Node {
   ending: boolean;
 }
 
-describe('chaos: three nodes on one PostgreSQL, SIGKILL of any node and of the database [real gitea-mcp]', () => {
-  const root = mkdtempSync(join(tmpdir(), 'ccweb-chaos-nodes-'));
+describe.each(MODES)('chaos: three nodes on one PostgreSQL (%s), SIGKILL of any node and of the database [real gitea-mcp]', (mode) => {
+  const root = mkdtempSync(join(tmpdir(), `ccweb-chaos-nodes-${mode}-`));
   let world: ChaosWorld | null = null;
   let postgres: ThrowawayPostgres | null = null;
   let relay: RoundRobinRelay | null = null;
@@ -77,7 +82,7 @@ describe('chaos: three nodes on one PostgreSQL, SIGKILL of any node and of the d
   });
 
   it(`keeps every promise across ${KILLS} node kills and one database kill`, { timeout: 600_000 }, async () => {
-    console.log(`chaos-nodes: seed ${SEED}, ${KILLS} kills (replay: CHAOS_SEED=${SEED}), files under ${root}`);
+    console.log(`chaos-nodes (${mode}): seed ${SEED}, ${KILLS} kills (replay: CHAOS_SEED=${SEED} CHAOS_CLUSTER_MODES=${mode}), files under ${root}`);
     const killRand = seededRandom(SEED);
     const trafficRand = seededRandom(SEED ^ 0x5bd1e995);
     world = await startChaosWorld(root, { extraRepos: 5, issuesPerRepo: 2 });
@@ -105,6 +110,9 @@ describe('chaos: three nodes on one PostgreSQL, SIGKILL of any node and of the d
           CCWEB_MAX_CONCURRENT_TASKS: '4',
           // Short, so a dead writer's repositories are free again within seconds.
           CCWEB_LEASE_TTL_MS: '6000',
+          CCWEB_CLUSTER_MODE: mode,
+          // Active: a killed node counts as stopped after three heartbeats (3 s) and its repositories move.
+          CCWEB_NODE_HEARTBEAT_SECONDS: mode === 'active' ? '1' : '10',
         },
         child: null,
         exited: Promise.resolve(),
@@ -219,7 +227,7 @@ describe('chaos: three nodes on one PostgreSQL, SIGKILL of any node and of the d
 
     console.log(
       [
-        `== chaos-nodes summary (seed ${SEED}) ==`,
+        `== chaos-nodes summary (${mode}, seed ${SEED}) ==`,
         `node starts ${nodes.map((n) => `${n.name} ${n.starts}`).join(', ')}; came to write ${listened} times; SIGKILLs ${KILLS} (of a writer ${writerKills}); PostgreSQL killed after kill ${databaseKillAt}; chaos phase ${chaosSeconds.toFixed(0)} s, settle ${settleSeconds.toFixed(0)} s (${settled ? 'settled' : 'NOT settled'})`,
         `requests answered per node (relay) ${served.join(' / ')}`,
         ...verdict.lines,

@@ -11,6 +11,7 @@ import { createOwnership, type Ownership, type OwnershipOptions } from '../../sr
 import { rendezvousOwner } from '../../src/cluster/ownership-decisions.js';
 import type { RepositoryOwnerRecord } from '../../src/domain/records.js';
 import { PostgresStore } from '../../src/store/index.js';
+import { COMMIT_LOCK } from '../../src/store/postgres/schema.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { until } from '../support/until.js';
 
@@ -38,7 +39,7 @@ async function openNode(url: string, nodeId: string): Promise<PostgresStore> {
 }
 
 function ownershipOf(store: PostgresStore, nodeId: string, extra: Partial<OwnershipOptions> = {}): Ownership {
-  const o = createOwnership({ store, nodeId, nodes: () => store.nodes(), liveWindowMs: 1_000, intervalMs: 100, ...extra });
+  const o = createOwnership({ store, nodeId, nodes: () => store.nodes(), liveWindowMs: 1_000, heartbeatMs: 200, ownHeartbeat: () => store.ownHeartbeat(), intervalMs: 100, ...extra });
   cleanups.push(() => o.stop());
   return o;
 }
@@ -53,6 +54,7 @@ async function sql(url: string, text: string, values: unknown[] = []): Promise<v
   }
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const bothLive = (a: PostgresStore, b: PostgresStore) => until('both nodes see each other', () => a.nodes().length === 2 && b.nodes().length === 2, 10_000);
 
 describe('repository ownership', () => {
@@ -138,6 +140,21 @@ describe('repository ownership', () => {
       const seen = a.nodes().find((x) => x.nodeId === 'node-b');
       return seen !== undefined && Date.parse(seen.heartbeatAt) < Date.now() - 60_000;
     }, 5_000);
+    // a has heartbeated for a whole window since it started: it judges the others. But while another
+    // session holds the cluster's commit lock for longer than a heartbeat, a's decision is old by the
+    // time its transaction runs, and stands for nothing.
+    await sleep(1_100);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    cleanups.push(() => holder.end());
+    await holder.query('SELECT pg_advisory_lock($1)', [COMMIT_LOCK.toString()]);
+    const late = oa.refresh();
+    await sleep(500);
+    await holder.query('SELECT pg_advisory_unlock($1)', [COMMIT_LOCK.toString()]);
+    await late;
+    expect(gainedByA).toEqual([]);
+    // (a's own heartbeat waited behind the lock too, on its one connection: one more steady window.)
+    await sleep(1_100);
     await oa.refresh();
     expect(gainedByA.flat().sort()).toEqual([...ofB].sort());
     for (const r of repos) expect(oa.owns(r)).toBe(true);
@@ -147,6 +164,78 @@ describe('repository ownership', () => {
     // Once gained, a later pass takes nothing more.
     await oa.refresh();
     expect(gainedByA.flat().length).toBe(ofB.length);
+  });
+
+  it('a node whose own heartbeat stopped moving (a database outage) takes nobody\'s repositories until it has heartbeated a whole window again', async () => {
+    const url = await server.createDatabase(`own${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    const b = await openNode(url, 'node-b');
+    await bothLive(a, b);
+    // a's own heartbeat as a sees it: frozen while it cannot be written (the outage).
+    let frozen: ReturnType<PostgresStore['ownHeartbeat']> | null = null;
+    let resumedAt = 0;
+    const gained: string[] = [];
+    const oa = ownershipOf(a, 'node-a', {
+      // Back from the outage: the first beat after a gap starts a new steady run.
+      ownHeartbeat: () => frozen ?? (resumedAt > 0 ? { lastAt: a.ownHeartbeat().lastAt, steadySince: resumedAt } : a.ownHeartbeat()),
+      onGained: async (r) => void gained.push(...r),
+    });
+    const ob = ownershipOf(b, 'node-b');
+    const ofB = Array.from({ length: 10 }, (_, i) => `org/q${i}`).filter((r) => rendezvousOwner(r, ['node-a', 'node-b']) === 'node-b');
+    for (const r of ofB) await ob.routeOf(r);
+    await b.sync();
+    await until("a's replica holds b's owners", () => a.list('repository_owners').length === ofB.length, 5_000);
+    await sleep(1_100);
+    // The outage: a's view stops moving, and b's heartbeat in it grows old (b's own stopped too).
+    await b.close();
+    await sql(url, "UPDATE ccweb_nodes SET heartbeat_at = now() - interval '1 hour' WHERE node_id = 'node-b'");
+    await until("a sees b's old heartbeat", () => {
+      const seen = a.nodes().find((x) => x.nodeId === 'node-b');
+      return seen !== undefined && Date.parse(seen.heartbeatAt) < Date.now() - 60_000;
+    }, 5_000);
+    frozen = a.ownHeartbeat();
+    await sleep(600); // past two of a's heartbeats without its own written
+    await oa.refresh();
+    expect(gained).toEqual([]);
+    expect((await oa.routeOf(ofB[0]!)).nodeId).toBe('node-b');
+    // Back: a's own heartbeat moves again; one more window, then b's repositories are a's.
+    frozen = null;
+    resumedAt = Date.now();
+    await sleep(250);
+    await oa.refresh();
+    expect(gained).toEqual([]);
+    await sleep(1_200);
+    await oa.refresh();
+    expect(gained.sort()).toEqual([...ofB].sort());
+  });
+
+  it('acts for a repository only once its actors are hosted; a gain that failed is asked for again, and comments waiting for Gitea count as work', async () => {
+    const url = await server.createDatabase(`own${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    let attempts = 0;
+    let release!: () => void;
+    const hosting = new Promise<void>((r) => (release = r));
+    const oa = ownershipOf(a, 'node-a', {
+      onGained: async () => {
+        attempts += 1;
+        if (attempts === 1) throw new Error('store unavailable');
+        await hosting;
+      },
+    });
+    // A comment parked for Gitea's confirmation, in a repository nobody owns yet.
+    await a.transact((tx) => tx.insert('pending_intake', 'k1', { key: 'k1', state: 'waiting', comment: { repoKey: 'default:org/p' } }));
+    await expect(oa.refresh()).rejects.toThrow('store unavailable');
+    expect(a.list<RepositoryOwnerRecord>('repository_owners').map((r) => r.repoKey)).toEqual(['default:org/p']);
+    expect(oa.owns('default:org/p')).toBe(false);
+    const second = oa.refresh();
+    await until('the second gain to start', () => attempts === 2, 5_000);
+    // Recorded as a's, being hosted: not acted for yet.
+    expect(oa.owns('default:org/p')).toBe(false);
+    release();
+    await second;
+    expect(oa.owns('DEFAULT:org/P')).toBe(true);
+    await oa.refresh();
+    expect(attempts).toBe(2);
   });
 
   it('takes unowned unfinished work that hashes to it; leads() names exactly one live node', async () => {

@@ -187,4 +187,19 @@ describe('PostgreSQL store: many writers', () => {
     expect((refusedShared as StoreError).code).toBe('database_writer_taken');
     expect((refusedShared as Error).message).toMatch(/another node writes .* alone \(node node-c, .*nodes that share the writes cannot join it/);
   });
+  it("each node is told the audit events of the other nodes' commits as it applies them, never its own", async () => {
+    const url = await server.createDatabase(`m${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    const b = await openNode(url, 'node-b');
+    const seenByB: string[] = [];
+    const seenByA: string[] = [];
+    b.onOthersCommitted((events) => seenByB.push(...events.map((e) => `${e.actor}:${e.action}`)));
+    a.onOthersCommitted((events) => seenByA.push(...events.map((e) => `${e.actor}:${e.action}`)));
+    for (let i = 0; i < 5; i++) await a.transact((tx) => tx.appendAudit({ action: `a.step${i}`, actor: 'node-a' }));
+    await b.transact((tx) => tx.appendAudit({ action: 'b.step', actor: 'node-b' }));
+    // b's own commit caught it up with a's first (under the lock); a's follower brings b's.
+    await until("a sees b's event", () => seenByA.length > 0, 5_000);
+    expect(seenByB).toEqual(Array.from({ length: 5 }, (_, i) => `node-a:a.step${i}`));
+    expect(seenByA).toEqual(['node-b:b.step']);
+  });
 });

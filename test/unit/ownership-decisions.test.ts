@@ -6,12 +6,14 @@ import { liveNodeIds, ownerKey, rendezvousOwner, repositoriesToTake } from '../.
 const at = (s: number) => new Date(Date.UTC(2026, 11, 3, 12, 0, s)).toISOString();
 
 describe('liveNodeIds', () => {
-  it('counts nodes whose heartbeat is within the window of the freshest, never stopped ones, always itself', () => {
+  it('counts writers whose heartbeat is within the window of the freshest, never stopped ones or standbys, always itself', () => {
     const nodes = [
       { nodeId: 'a', role: 'writer', heartbeatAt: at(50), url: null },
       { nodeId: 'b', role: 'writer', heartbeatAt: at(25), url: null },
       { nodeId: 'c', role: 'writer', heartbeatAt: at(19), url: null },
       { nodeId: 'd', role: 'stopped', heartbeatAt: at(50), url: null },
+      // Waiting as a standby (started without CCWEB_CLUSTER_MODE=active): it cannot act.
+      { nodeId: 'f', role: 'standby', heartbeatAt: at(50), url: null },
     ];
     expect(liveNodeIds(nodes, 30_000, 'a')).toEqual(['a', 'b']);
     // A node that has not heartbeated yet (just started) still counts itself.

@@ -391,6 +391,34 @@ describe('heartbeats (spec §7)', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
   });
 
+  it('a lease that cannot be renewed (the store does not answer) stops the turn here a heartbeat after its expiry', async () => {
+    // Test double: a store that stops answering (every heartbeat and expiry write waits), which the
+    // real store does during a database outage; here it has to be held by hand.
+    const away = deferred();
+    let held = false;
+    const { r, gate } = await rigHoldingA({
+      heartbeatMs: 300,
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          send: async (actorId, event, options) => {
+            if (held && (event.type === 'HEARTBEAT' || event.type === 'EXPIRE')) await away.promise;
+            return runtime.send(actorId, event, options);
+          },
+        }),
+    });
+    held = true;
+    const signal = r.calls[0]!.signal;
+    r.clock.advance(1200); // past the expiry (1000), not yet a heartbeat more
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(signal.aborted).toBe(false);
+    r.clock.advance(200);
+    await waitUntil(() => signal.aborted, 'the turn to be stopped');
+    expect(String((signal.reason as Error).message)).toBe('lease_expired_unrenewed');
+    expect(r.logged.some((l) => l.msg === 'lease not renewed past its expiry: stopping the turn')).toBe(true);
+    away.resolve();
+    gate.resolve();
+  });
+
   it('a heartbeat still in flight when the executor returns is dropped: no lease is lost afterwards', async () => {
     const heartbeatHeld = deferred();
     let heartbeats = 0;

@@ -430,7 +430,15 @@ export class LogWriter {
       "SELECT node_id, role, version, started_at, heartbeat_at, url FROM ccweb_nodes WHERE heartbeat_at > now() - interval '1 day' ORDER BY node_id",
     );
     this.nodes = rows.map((r) => ({ nodeId: r.node_id, role: r.role, version: r.version, startedAt: r.started_at.toISOString(), heartbeatAt: r.heartbeat_at.toISOString(), url: r.url }));
+    // Called after every heartbeat written (and the registration): a gap of more than two beats
+    // (the database was away) starts a new steady run.
+    const now = Date.now();
+    if (this.ownHeartbeat.lastAt === 0 || now - this.ownHeartbeat.lastAt > 2 * (this.#options.heartbeatMs ?? 10_000)) this.ownHeartbeat.steadySince = now;
+    this.ownHeartbeat.lastAt = now;
   }
+
+  /** When (this node's clock, ms) its heartbeat was last written, and since when without a gap of more than two beats. */
+  readonly ownHeartbeat = { lastAt: 0, steadySince: 0 };
 
   #beatDue = false;
 

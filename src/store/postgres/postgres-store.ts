@@ -93,6 +93,8 @@ export class PostgresStore implements Store {
   #replayed = 0;
   /** Log lines applied to the replica while this node waited as a standby. */
   #tailed = 0;
+  /** Told the audit events of other nodes' commits once they are applied here (onOthersCommitted). */
+  readonly #othersCommitted = new Set<(events: AuditEvent[]) => void>();
   /** Why the replica was rebuilt from the database at open, if it was. */
   rebuiltBecause: string | undefined;
   #forwardKey: string | undefined;
@@ -303,6 +305,7 @@ export class PostgresStore implements Store {
   async #catchUp(client: pg.Client, headSeq: number, stop: () => boolean = () => false): Promise<number> {
     let pending: Promise<void> = Promise.resolve();
     let applied = 0;
+    const auditBefore = this.#replica.lastAuditSeq;
     while (this.#replica.lastSeq < headSeq && !stop()) {
       const { rows } = await client.query<{ seq: string; line: string }>('SELECT seq, line FROM ccweb_log WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3', [
         this.#replica.lastSeq,
@@ -316,7 +319,28 @@ export class PostgresStore implements Store {
       }
     }
     await pending;
+    // Only other nodes' lines come here (this node's own commits reach the replica through transact).
+    if (applied > 0 && this.#othersCommitted.size > 0 && this.#replica.lastAuditSeq > auditBefore) {
+      const events = this.#replica.audit({ afterSeq: auditBefore });
+      for (const listener of this.#othersCommitted) {
+        try {
+          listener(events);
+        } catch {
+          // A listener's failure must not stop the replica following the log.
+        }
+      }
+    }
     return applied;
+  }
+
+  /**
+   * Listens to the audit events of the commits other nodes made, as this node applies them (its
+   * follower, and the catch-up before each batch of its own): each node's live view of the cluster.
+   * Returns an unsubscribe function.
+   */
+  onOthersCommitted(listener: (events: AuditEvent[]) => void): () => void {
+    this.#othersCommitted.add(listener);
+    return () => this.#othersCommitted.delete(listener);
   }
 
   async close(): Promise<void> {
@@ -432,6 +456,11 @@ export class PostgresStore implements Store {
    */
   get forwardKey(): string | undefined {
     return this.#forwardKey;
+  }
+
+  /** When this node last wrote its heartbeat, and since when it has done so without a gap (log-writer.ts). */
+  ownHeartbeat(): { lastAt: number; steadySince: number } {
+    return { ...this.#writer.ownHeartbeat };
   }
 
   /** Every node on this database (writer, standbys, recently stopped), as of the last heartbeat. */

@@ -1,0 +1,35 @@
+// An actor hosted on two nodes at once (a repository that changed hands: issue 31, active mode): the
+// copy whose stored version moved on without it fails its next transition (compare-and-swap on
+// stateVersion) and is dropped, and the event after that is applied to the stored snapshot. Two
+// runtimes on one real store stand for the two nodes.
+import { describe, expect, it } from 'vitest';
+import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
+import { LOCK_KIND, lockActorId, repoLockKind } from '../../src/leases/repo-lock-actor.js';
+import { VersionConflictError } from '../../src/store/types.js';
+import { lockEvent } from '../../src/scheduler/events.js';
+import { createTestRuntime } from '../support/test-runtime.js';
+
+describe('a stale copy of an actor (another node wrote it since)', () => {
+  it('fails once with the conflict, then the next event is applied to the stored snapshot; an eager kind too', async () => {
+    const a = await createTestRuntime([repoLockKind()]);
+    const b = new ActorRuntime({ store: a.store, kinds: [repoLockKind()] });
+    try {
+      const id = lockActorId('default:org/r');
+      await a.runtime.create(LOCK_KIND, id, { repoKey: 'default:org/r' });
+      await b.restoreAll();
+      const now = Date.now();
+      // Node a grants a lease: the stored version moves on; b's copy does not know.
+      expect((await a.runtime.send(id, lockEvent({ type: 'ACQUIRE', leaseId: 'l1', owner: 'node-a/1/1', taskId: 't1', now, ttlMs: 60_000 }))).ok).toBe(true);
+      const stale = b.send(id, lockEvent({ type: 'ACQUIRE', leaseId: 'l2', owner: 'node-b/1/1', taskId: 't2', now, ttlMs: 60_000 }));
+      await expect(stale).rejects.toBeInstanceOf(VersionConflictError);
+      // b hosts it again from the store: the lease a granted is there, so a second ACQUIRE is refused
+      // as the machine refuses it (not a stale success), and a RELEASE of a's lease is accepted.
+      a.runtime.stopAll();
+      expect((await b.send(id, lockEvent({ type: 'RELEASE', leaseId: 'l1' }))).ok).toBe(true);
+      expect(b.stateOf(id)?.stateVersion).toBe(3);
+    } finally {
+      b.stopAll();
+      await a.close();
+    }
+  });
+});
