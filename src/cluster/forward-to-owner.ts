@@ -87,6 +87,8 @@ export function routeWebhookToOwner(options: WebhookOwnerRouteOptions): (deliver
       return undefined;
     }
     if (owner.self) return undefined;
+    // A request target in absolute form (or `//host`): handled here, never sent where it points.
+    if (!delivery.url.startsWith('/') || delivery.url.startsWith('//')) return undefined;
     const deliveryId = delivery.headers['x-gitea-delivery'];
     const answer = await forwardToOwner({ ...options, timeoutMs: options.timeoutMs ?? WEBHOOK_FORWARD_TIMEOUT_MS }, {
       owner,

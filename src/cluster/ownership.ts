@@ -28,8 +28,10 @@ export interface OwnershipOptions {
   ownHeartbeat: () => { lastAt: number; steadySince: number };
   /** How often the owner table is looked over for repositories to take. Default 2 s. */
   intervalMs?: number;
-  /** This node took these repositories (their actors are to be hosted, their recovery run). */
+  /** This node took these repositories: host their actors and run their recovery (it does not act for them yet). */
   onGained?: (repoKeys: string[]) => Promise<void>;
+  /** Hosted: this node acts for them from now on (catch up their receipts, wake the scheduler). */
+  onActing?: (repoKeys: string[]) => Promise<void>;
   /** These repositories were taken from this node (its heartbeat was seen as stopped). */
   onLost?: (repoKeys: string[]) => void;
   logger?: { info(obj: Record<string, unknown>, msg?: string): void; warn(obj: Record<string, unknown>, msg?: string): void };
@@ -119,6 +121,7 @@ export function createOwnership(options: OwnershipOptions): Ownership {
         options.logger?.info({ node: self, repositories: names.slice(0, 20), count: names.length }, 'this node took repositories');
         await options.onGained?.(names);
         for (const [key] of fresh) held.add(key);
+        await options.onActing?.(names);
       })();
       for (const [key] of fresh) gaining.set(key, hosting);
       try {

@@ -64,6 +64,12 @@ export function standbyProxy(options: StandbyProxyOptions): RequestListener {
       return;
     }
     const target = new URL(path, writer.url);
+    // A path may still name another host to the URL parser (a backslash: `/\host/…`): only the writer's origin.
+    if (target.origin !== new URL(writer.url).origin) {
+      req.resume();
+      answer(res, 400, { error: 'bad_request', message: 'the request target must be a path' });
+      return;
+    }
     const headers = forwardable(req.headers);
     headers.host = target.host;
     headers[FORWARDED_HEADER] = signForwarded(key, clientAddress(req) ?? 'unknown', req.method ?? 'GET', path);

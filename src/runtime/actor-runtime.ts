@@ -20,6 +20,12 @@ interface Host {
   pendingEvent: EventObject | null;
   lastCommit: Promise<unknown>;
   failed: Error | null;
+  /**
+   * Set inside the transaction that found the stored version moved on: the transitions this copy
+   * queued after it are refused too (in one batch they would otherwise run against the other
+   * node's write and, one version later, pass the check).
+   */
+  stale: boolean;
   unsubscribe: () => void;
 }
 
@@ -82,7 +88,7 @@ export class ActorRuntime {
   has(actorId: string): boolean {
     if (this.hosts.has(actorId)) return true;
     const rec = this.store.get<ActorRecord>('actors', actorId);
-    return rec !== undefined && rec.status === 'active' && this.kinds.get(rec.kind)?.restore === 'lazy' && this.restorable(rec) !== undefined;
+    return rec !== undefined && rec.status === 'active' && (this.kinds.get(rec.kind)?.restore === 'lazy' || this.outdated.has(actorId)) && this.restorable(rec) !== undefined;
   }
 
   /** Current state of a live actor, or of a stored (possibly final) one. */
@@ -305,6 +311,7 @@ export class ActorRuntime {
     let released = 0;
     for (const host of [...this.hosts.values()]) {
       if (!include({ actorId: host.actorId, kind: host.kind.kind, taskId: host.taskId })) continue;
+      this.outdated.delete(host.actorId);
       host.unsubscribe();
       host.actor.stop();
       this.hosts.delete(host.actorId);
@@ -320,6 +327,7 @@ export class ActorRuntime {
   }
 
   private host(kind: ActorKind, actorId: string, taskId: string | null, persisted: unknown, state: string, stateVersion: number): void {
+    this.outdated.delete(actorId);
     const actor = createActor(kind.machine, {
       snapshot: persisted as never,
       id: actorId,
@@ -337,6 +345,7 @@ export class ActorRuntime {
       pendingEvent: null,
       lastCommit: Promise.resolve(),
       failed: null,
+      stale: false,
       unsubscribe: () => undefined,
     };
     this.hosts.set(actorId, host);
@@ -386,7 +395,15 @@ export class ActorRuntime {
     };
     host.state = toState;
     host.stateVersion = stateVersion;
-    const commit = this.store.transact((tx) => writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted));
+    const commit = this.store.transact((tx) => {
+      if (host.stale) throw new VersionConflictError('actors', host.actorId, change.stateVersion - 1, tx.get<ActorRecord>('actors', host.actorId)?.stateVersion);
+      try {
+        writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted);
+      } catch (error) {
+        if (error instanceof VersionConflictError) host.stale = true;
+        throw error;
+      }
+    });
     host.lastCommit = commit.then(
       () =>
         this.emit({

@@ -241,21 +241,23 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   /**
-   * A lease this node could not renew (the store does not answer: a database outage, a node cut off
-   * from it) ends at its expiry on the other nodes' clocks whether or not this node hears of it: past
-   * its expiry and a heartbeat more, the turn is stopped here, since another node may run the task
-   * from then on. Only with heartbeats: without them (tests of expiry) the scan's EXPIRE decides.
+   * When several nodes act (options.owns): a lease this node could not renew (the store does not
+   * answer: a database outage, a node cut off from it) ends at its expiry on the other nodes'
+   * clocks whether or not this node hears of it, and another node may run the task from then on.
+   * So a heartbeat before its expiry, still unrenewed, the lease counts as lost here: the turn stops
+   * before another can start. With one node (or without heartbeats) nobody else can run the task,
+   * and a turn waits out an outage as it always did.
    */
   function watchExpiry(worker: Worker): void {
     const lease = worker.lease;
-    if (heartbeatMs <= 0 || stopped || !lease || worker.finished || worker.lost) return;
+    if (!options.owns || heartbeatMs <= 0 || stopped || !lease || worker.finished || worker.lost) return;
     worker.cancelWatch = clock.setTimer(() => {
       worker.cancelWatch = null;
       if (worker.finished || worker.lost || worker.lease !== lease) return;
-      if (clock.now() < lease.expiresAt + heartbeatMs) return watchExpiry(worker);
-      logger.warn({ taskId: worker.taskId, leaseId: lease.leaseId }, 'lease not renewed past its expiry: stopping the turn');
-      worker.abort.abort(new Error('lease_expired_unrenewed'));
-    }, Math.max(1, lease.expiresAt + heartbeatMs - clock.now()));
+      if (clock.now() < lease.expiresAt - heartbeatMs) return watchExpiry(worker);
+      logger.warn({ taskId: worker.taskId, leaseId: lease.leaseId }, 'lease not renewed before its expiry: stopping the turn');
+      void track(leaseLost(worker, lease.leaseId, worker.taskId, 'lease_expired').catch((err: unknown) => logger.error({ taskId: worker.taskId, err: errorMessage(err) }, 'lease loss not recorded')));
+    }, Math.max(1, lease.expiresAt - heartbeatMs - clock.now()));
   }
 
   async function beat(worker: Worker): Promise<void> {

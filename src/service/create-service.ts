@@ -213,7 +213,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   // Which repositories this node acts for: all of them, unless every node writes (then the ones it
   // owns; src/cluster/ownership.ts). Gains and losses reach the parts below once they exist.
-  const hooks: { gained?: (repoKeys: string[]) => Promise<void>; lost?: (repoKeys: string[]) => void } = {};
+  const hooks: { gained?: (repoKeys: string[]) => Promise<void>; acting?: (repoKeys: string[]) => Promise<void>; lost?: (repoKeys: string[]) => void } = {};
   const ownership: Ownership | undefined =
     active && store instanceof PostgresStore
       ? createOwnership({
@@ -225,6 +225,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           heartbeatMs,
           ownHeartbeat: () => store.ownHeartbeat(),
           onGained: (repoKeys) => hooks.gained?.(repoKeys) ?? Promise.resolve(),
+          onActing: (repoKeys) => hooks.acting?.(repoKeys) ?? Promise.resolve(),
           onLost: (repoKeys) => hooks.lost?.(repoKeys),
           logger: logger.child({ part: 'cluster' }),
         })
@@ -510,7 +511,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       await runtime?.restoreAll((rec) => mine(repositoryOfActor(store, rec)));
       // (Owner records may spell a repository in other letter case than its tasks: compared folded.)
       if (store.list<TaskRecord>('tasks', (t) => mine(t.repoKey)).length > 0) await scheduler.recover((repoKey) => mine(repoKey));
-      // Receipts, notices and progress edits the stopped node left unsent are this node's now.
+    };
+    // Hosted, and acted for from here on: receipts, notices and progress edits the stopped node left
+    // unsent are this node's now.
+    hooks.acting = async () => {
       await Promise.all([receipts.catchUp(), notices.catchUp(), progress.catchUp()]);
       receipts.kick();
       void scheduler.wake();

@@ -32,4 +32,24 @@ describe('a stale copy of an actor (another node wrote it since)', () => {
       await a.close();
     }
   });
+  it('two transitions of the stale copy queued at once are both refused: the second never passes on the other node\'s version', async () => {
+    const a = await createTestRuntime([repoLockKind()]);
+    const b = new ActorRuntime({ store: a.store, kinds: [repoLockKind()] });
+    try {
+      const id = lockActorId('default:org/s');
+      await a.runtime.create(LOCK_KIND, id, { repoKey: 'default:org/s' });
+      await b.restoreAll();
+      const now = Date.now();
+      expect((await a.runtime.send(id, lockEvent({ type: 'ACQUIRE', leaseId: 'l1', owner: 'node-a/1/1', taskId: 't1', now, ttlMs: 60_000 }))).ok).toBe(true);
+      // In one turn, before the first refusal is heard of: the second would expect version 2, which a wrote.
+      const first = b.send(id, lockEvent({ type: 'ACQUIRE', leaseId: 'l2', owner: 'node-b/1/1', taskId: 't2', now, ttlMs: 60_000 }));
+      const second = b.send(id, lockEvent({ type: 'RELEASE', leaseId: 'l2' }));
+      await expect(first).rejects.toBeInstanceOf(VersionConflictError);
+      await expect(second).rejects.toBeInstanceOf(VersionConflictError);
+      expect(a.store.get<{ state: string; leaseId: string | null }>('leases', 'default:org/s')).toMatchObject({ state: 'held', leaseId: 'l1' });
+    } finally {
+      b.stopAll();
+      await a.close();
+    }
+  });
 });

@@ -106,6 +106,30 @@ describe('a standby forwards to the writer', () => {
     expect(got[0]!.body.equals(body)).toBe(true);
   });
 
+  it('sends a request on to the writer only: a request target in absolute form, or one the URL parser reads as another host, is refused', async () => {
+    const elsewhere: string[] = [];
+    const other = await serve((req, res) => {
+      elsewhere.push(req.url ?? '');
+      res.end('{}');
+    });
+    const writer = await serve((_req, res) => res.end('{}'));
+    const proxy = await standby(() => ({ nodeId: 'node-w', url: writer }));
+    const { port } = new URL(proxy);
+    const otherHost = new URL(other).host;
+    for (const path of [`${other}/x`, `//${otherHost}/x`, `/\\${otherHost}/x`]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const out = request({ host: '127.0.0.1', port, method: 'GET', path }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        out.on('error', reject);
+        out.end();
+      });
+      expect(status, path).toBe(400);
+    }
+    expect(elsewhere).toEqual([]);
+  });
+
   it('answers /healthz itself, and 503 with Retry-After while it knows no writer or the writer does not answer', async () => {
     let writer: StandbyTarget | undefined;
     const proxy = await standby(() => writer);

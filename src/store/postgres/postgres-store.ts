@@ -306,31 +306,42 @@ export class PostgresStore implements Store {
     let pending: Promise<void> = Promise.resolve();
     let applied = 0;
     const auditBefore = this.#replica.lastAuditSeq;
-    while (this.#replica.lastSeq < headSeq && !stop()) {
-      const { rows } = await client.query<{ seq: string; line: string }>('SELECT seq, line FROM ccweb_log WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3', [
-        this.#replica.lastSeq,
-        headSeq,
-        REPLAY_PAGE,
-      ]);
-      if (rows.length === 0) throw new Error(`the database's log has no line after seq ${this.#replica.lastSeq} although its head is ${headSeq}`);
-      for (const row of rows) {
-        pending = this.#replica.applyReplicated(Number(row.seq), row.line);
-        applied += 1;
+    try {
+      while (this.#replica.lastSeq < headSeq && !stop()) {
+        const { rows } = await client.query<{ seq: string; line: string }>('SELECT seq, line FROM ccweb_log WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3', [
+          this.#replica.lastSeq,
+          headSeq,
+          REPLAY_PAGE,
+        ]);
+        if (rows.length === 0) throw new Error(`the database's log has no line after seq ${this.#replica.lastSeq} although its head is ${headSeq}`);
+        for (const row of rows) {
+          pending = this.#replica.applyReplicated(Number(row.seq), row.line);
+          applied += 1;
+        }
       }
+      await pending;
+    } finally {
+      // What was applied is told even when a later page failed (the next catch-up starts after it).
+      this.#tellOthersCommitted(auditBefore);
     }
-    await pending;
-    // Only other nodes' lines come here (this node's own commits reach the replica through transact).
-    if (applied > 0 && this.#othersCommitted.size > 0 && this.#replica.lastAuditSeq > auditBefore) {
-      const events = this.#replica.audit({ afterSeq: auditBefore });
-      for (const listener of this.#othersCommitted) {
+    return applied;
+  }
+
+  /** Only other nodes' lines are applied here (this node's own commits reach the replica through transact). */
+  #tellOthersCommitted(auditBefore: number): void {
+    if (this.#othersCommitted.size === 0 || this.#replica.lastAuditSeq <= auditBefore) return;
+    const events = this.#replica.audit({ afterSeq: auditBefore });
+    const listeners = [...this.#othersCommitted];
+    // Not while this node may hold the cluster's commit lock (a catch-up before its own batch).
+    setImmediate(() => {
+      for (const listener of listeners) {
         try {
           listener(events);
         } catch {
           // A listener's failure must not stop the replica following the log.
         }
       }
-    }
-    return applied;
+    });
   }
 
   /**
