@@ -87,6 +87,29 @@ function failFirstSendOf(type: string): (runtime: ActorRuntime) => ActorRuntime 
   };
 }
 
+/**
+ * Test double: a store that stops answering heartbeats and expiries once `begin()` is called, as the
+ * real store does during a database outage (here it has to be held by hand), until `end()`.
+ */
+function storeOutage(): { wrap: (runtime: ActorRuntime) => ActorRuntime; begin(): void; end(): void } {
+  const away = deferred();
+  let held = false;
+  return {
+    wrap: (runtime) =>
+      faultyRuntime(runtime, {
+        send: async (actorId, event, options) => {
+          if (held && (event.type === 'HEARTBEAT' || event.type === 'EXPIRE')) await away.promise;
+          return runtime.send(actorId, event, options);
+        },
+      }),
+    begin: () => void (held = true),
+    end: () => {
+      held = false;
+      away.resolve();
+    },
+  };
+}
+
 interface Rig {
   store: Store;
   runtime: ActorRuntime;
@@ -392,22 +415,9 @@ describe('heartbeats (spec §7)', () => {
   });
 
   it('several nodes: a lease that cannot be renewed (the store does not answer) is lost here a heartbeat before its expiry, so the turn stops before another node may start it', async () => {
-    // Test double: a store that stops answering heartbeats and expiries, which the real store does
-    // during a database outage; here it has to be held by hand.
-    const away = deferred();
-    let held = false;
-    const { r, gate } = await rigHoldingA({
-      heartbeatMs: 300,
-      owns: () => true,
-      wrap: (runtime) =>
-        faultyRuntime(runtime, {
-          send: async (actorId, event, options) => {
-            if (held && (event.type === 'HEARTBEAT' || event.type === 'EXPIRE')) await away.promise;
-            return runtime.send(actorId, event, options);
-          },
-        }),
-    });
-    held = true;
+    const outage = storeOutage();
+    const { r, gate } = await rigHoldingA({ heartbeatMs: 300, owns: () => true, wrap: outage.wrap });
+    outage.begin();
     const signal = r.calls[0]!.signal;
     r.clock.advance(650); // the first heartbeat (300) hangs; not yet a heartbeat before the expiry (700)
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -417,30 +427,19 @@ describe('heartbeats (spec §7)', () => {
     expect(String((signal.reason as Error).message)).toBe('lease_expired');
     expect(r.logged.some((l) => l.msg === 'lease not renewed before its expiry: stopping the turn')).toBe(true);
     await waitUntil(() => r.store.audit({}).some((e) => e.action === 'scheduler.lease_lost' && e.errorCode === 'lease_expired'), 'the lease loss audited');
-    away.resolve();
+    outage.end();
     gate.resolve();
   });
 
   it('one node: a lease whose renewal waits (an outage) does not stop the turn; the renewal lands after it', async () => {
-    const away = deferred();
-    let held = false;
-    const { r, gate } = await rigHoldingA({
-      heartbeatMs: 300,
-      wrap: (runtime) =>
-        faultyRuntime(runtime, {
-          send: async (actorId, event, options) => {
-            if (held && (event.type === 'HEARTBEAT' || event.type === 'EXPIRE')) await away.promise;
-            return runtime.send(actorId, event, options);
-          },
-        }),
-    });
-    held = true;
+    const outage = storeOutage();
+    const { r, gate } = await rigHoldingA({ heartbeatMs: 300, wrap: outage.wrap });
+    outage.begin();
     const signal = r.calls[0]!.signal;
     r.clock.advance(900);
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(signal.aborted).toBe(false);
-    held = false;
-    away.resolve();
+    outage.end();
     gate.resolve();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
   });
