@@ -441,6 +441,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ...(ownership ? { routeTaskCommand: routeTaskCommands({ ...forwarding, store, scope }) } : {}),
     // Each node's live view shows every node's transitions, from the log it follows.
     ...(ownership && store instanceof PostgresStore ? { auditFromOtherNodes: (listener: (events: AuditEvent[]) => void) => store.onOthersCommitted(listener) } : {}),
+    // Behind one URL a stream's ticket comes from one node and is used on another.
+    ...(ownership ? { ticketKey: forwardKey } : {}),
     store,
     runtime,
     adminToken: config.adminToken,
