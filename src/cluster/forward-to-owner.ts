@@ -17,6 +17,7 @@ import { payloadJson } from '../webhook/payload-json.js';
 import { INSTANCE_ID, isValidDeliveryId, RepositorySchema } from '../webhook/normalize-comment.js';
 import { reviewEventType } from '../webhook/review-event.js';
 import { extractPayload, verifySignature } from '../webhook/verify-signature.js';
+import { sameOriginTarget } from '../http/forwarded-client.js';
 import { forwardToOwner, RETRY_AFTER_SECONDS, type ForwardOptions, type OwnerAnswer } from './owner-http.js';
 import type { RepositoryScope } from './repository-scope.js';
 
@@ -87,8 +88,8 @@ export function routeWebhookToOwner(options: WebhookOwnerRouteOptions): (deliver
       return undefined;
     }
     if (owner.self) return undefined;
-    // A request target in absolute form (or `//host`): handled here, never sent where it points.
-    if (!delivery.url.startsWith('/') || delivery.url.startsWith('//')) return undefined;
+    // A request target that is not a path on the owner: handled here, never sent where it points.
+    if (owner.url !== null && URL.canParse(owner.url) && sameOriginTarget(delivery.url, owner.url) === undefined) return undefined;
     const deliveryId = delivery.headers['x-gitea-delivery'];
     const answer = await forwardToOwner({ ...options, timeoutMs: options.timeoutMs ?? WEBHOOK_FORWARD_TIMEOUT_MS }, {
       owner,

@@ -4,10 +4,11 @@
 // the standby proxy signs it, so the owner's app knows it was forwarded once (and never forwards it
 // again) and whose it is (the audit's source, the failed-login guard). The owner's answer comes back
 // as status + JSON; an owner that cannot be reached is one 503 with Retry-After: nothing was recorded
-// here, and the sender may try again (a webhook's delivery key, a command's requestId, dedupes).
+// here (a command's sender may try again; a webhook is then handled where it arrived instead,
+// src/cluster/forward-to-owner.ts).
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { FORWARDED_HEADER, signForwarded } from '../http/forwarded-client.js';
+import { FORWARDED_HEADER, sameOriginTarget, signForwarded } from '../http/forwarded-client.js';
 import type { OwnerTarget } from './repository-scope.js';
 
 /** How long the owner has to answer, connection included (Gitea itself gives a delivery 5 s by default). */
@@ -128,18 +129,14 @@ export async function forwardToOwner(options: ForwardOptions, req: ForwardReques
         : `node ${options.nodeId} does not handle this repository and cannot forward to its owner (node ${owner.nodeId}) yet; try again shortly`,
     );
   }
-  // Only a path goes on, and only to the owner's own origin: a request line in absolute form
-  // (`POST http://elsewhere/…`) or `//host/…` would otherwise name the host the request is sent to.
-  if (!req.path.startsWith('/') || req.path.startsWith('//')) {
-    return { status: 400, body: { error: 'bad_request', message: 'the request target must be a path' } };
-  }
-  let target: URL;
+  // Only a path goes on, and only to the owner's own origin (sameOriginTarget).
+  let target: URL | undefined;
   try {
-    target = new URL(req.path, owner.url);
-    if (target.origin !== new URL(owner.url).origin) throw new Error('another origin');
+    target = sameOriginTarget(req.path, owner.url);
   } catch {
     return ownerUnreachable(`node ${options.nodeId} does not handle this repository and its owner's address (node ${owner.nodeId}) is not a URL`);
   }
+  if (!target) return { status: 400, body: { error: 'bad_request', message: 'the request target must be a path' } };
   // Signed over what the owner receives as req.url (URL parsing may normalise the path).
   const sent = `${target.pathname}${target.search}`;
   const headers: OutgoingHttpHeaders = {

@@ -58,3 +58,16 @@ export function wasForwarded(req: IncomingMessage): boolean {
 export function clientAddress(req: IncomingMessage): string | undefined {
   return (req as Vouched)[VOUCHED] ?? req.socket.remoteAddress;
 }
+
+/**
+ * The URL a request's target names on `base`, or undefined when it is not a path there: absolute
+ * form (`http://elsewhere/…`), `//host/…`, or a path the URL parser reads as another host
+ * (`/\\host/…`). A request is only ever sent on to the node it is meant for. Throws when `base`
+ * itself is not a URL.
+ */
+export function sameOriginTarget(path: string, base: string): URL | undefined {
+  const origin = new URL(base).origin;
+  if (!path.startsWith('/') || path.startsWith('//')) return undefined;
+  const target = new URL(path, base);
+  return target.origin === origin ? target : undefined;
+}

@@ -6,7 +6,7 @@
 // writer is not. While no writer is known, or the writer cannot be reached, the answer is 503 with
 // Retry-After: nothing was recorded, and the sender may try again.
 import { request, type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
-import { acceptForwardedClient, clientAddress, FORWARDED_HEADER, signForwarded, wasForwarded } from './forwarded-client.js';
+import { acceptForwardedClient, clientAddress, FORWARDED_HEADER, sameOriginTarget, signForwarded, wasForwarded } from './forwarded-client.js';
 
 export interface StandbyTarget {
   nodeId: string;
@@ -57,15 +57,8 @@ export function standbyProxy(options: StandbyProxyOptions): RequestListener {
       answer(res, 503, { error: 'standby', message: `node ${options.nodeId} is starting, or a standby that knows no writer to forward to yet; try again shortly` }, 2);
       return;
     }
-    // Only a path goes on (a request line in absolute form would name the host it is sent to).
-    if (!path.startsWith('/') || path.startsWith('//')) {
-      req.resume();
-      answer(res, 400, { error: 'bad_request', message: 'the request target must be a path' });
-      return;
-    }
-    const target = new URL(path, writer.url);
-    // A path may still name another host to the URL parser (a backslash: `/\host/…`): only the writer's origin.
-    if (target.origin !== new URL(writer.url).origin) {
+    const target = sameOriginTarget(path, writer.url);
+    if (!target) {
       req.resume();
       answer(res, 400, { error: 'bad_request', message: 'the request target must be a path' });
       return;
