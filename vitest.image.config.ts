@@ -1,6 +1,6 @@
 // `npm run test:image` (scripts/test-image/run.sh: the container image end to end) and `npm run test:install`
 // (CCWEB_IMAGE_TEST_FILE=test/image/install-steps.e2e.ts: the guide's install steps on a fresh Debian). Not in
-// `npm test`: their files end in .e2e.ts, outside vitest.config.ts's include; durations in README "Tests".
+// `npm test`: their files end in .e2e.ts, outside vitest.config.ts's include; durations in docs/testing.md.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({

@@ -2,7 +2,7 @@
 // imported N times (`POST /repos/migrate` from the local folder: a local clone hardlinks the pack, so
 // importing 145 MB takes seconds and the copies share the page cache), the real gitea-mcp behind the
 // gate, the scripted model answering at once, and the real service process with change delivery on.
-// Every repository gets alice (write), the bot (admin, as docs/OPERATIONS.md asks), a webhook to the
+// Every repository gets alice (write), the bot (admin, as docs/operations.md asks), a webhook to the
 // service and one issue per task.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';

@@ -2,7 +2,7 @@
 /**
  * Installs the official gitea-mcp binary (the Gitea MCP server the agent's gate runs as its child),
  * once per machine, at the revision pinned in src/config/gitea-mcp-pin.json (the one place it is
- * pinned: the service's doctor hint, the config reference and docs/OPERATIONS.md read or quote it).
+ * pinned: the service's doctor hint, the config reference and the guides in docs/ read or quote it).
  *
  *   node scripts/install-gitea-mcp.mjs          # build (or reuse) and print the binary's path
  *   node scripts/install-gitea-mcp.mjs --print  # only print where it goes (does not build)

@@ -2,7 +2,7 @@
 // Mutation testing with StrykerJS and its vitest runner, one run per folder so each folder is
 // mutated against only the tests that cover it (the fast unit/model tests, never e2e or chaos).
 //
-//   npm run test:mutation                 all five folders (long: see README "Tests")
+//   npm run test:mutation                 all five folders (long: see docs/testing.md)
 //   npm run test:mutation -- machines     one or more folders by name
 //   npm run test:mutation -- machines --incremental
 //                                         Stryker's incremental mode against the checked-in result of

@@ -1,4 +1,4 @@
-// The configuration reference table of docs/OPERATIONS.md, generated from src/config/keys.ts
+// The configuration reference table of docs/configuration.md, generated from src/config/keys.ts
 // (`ccweb-gitea config-reference`); a unit test keeps the document equal to this output.
 import { CONFIG_KEYS, DEFAULTS, KEYS, type KeySpec } from '../config/keys.js';
 

@@ -37,7 +37,7 @@ export async function checkCodexAccount(command: string, env: Readonly<Record<st
         status: 'fail',
         check: 'codex-account',
         detail: 'Codex is not logged in and its model provider needs OpenAI credentials',
-        fix: 'log in as the service user with the same CODEX_HOME: `codex login` (or `codex login --with-api-key`), see docs/OPERATIONS.md',
+        fix: 'log in as the service user with the same CODEX_HOME: `codex login` (or `codex login --with-api-key`), see docs/operations.md#codex',
       };
     }
     const who = acc.account === null ? 'no login needed (the configured model provider does not use OpenAI credentials)' : `logged in: ${accountText(acc.account)}`;

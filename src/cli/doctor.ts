@@ -117,7 +117,7 @@ async function checkCodex(command: string, env: DoctorOptions['env'], timeoutMs:
       status: 'fail',
       check: 'codex',
       detail: `CODEX_HOME ${codexHome} does not exist`,
-      fix: `create it as the service user (\`mkdir -m 700 ${codexHome}\`) and log in there: \`CODEX_HOME=${codexHome} npx codex login\` from the service's folder (docs/OPERATIONS.md, Codex)`,
+      fix: `create it as the service user (\`mkdir -m 700 ${codexHome}\`) and log in there: \`CODEX_HOME=${codexHome} npx codex login\` from the service's folder (docs/operations.md#codex)`,
     };
   }
   const conn = new CodexAppServerConnection({
@@ -160,7 +160,7 @@ async function checkCodex(command: string, env: DoctorOptions['env'], timeoutMs:
 /** The service's own start-up probe: same app-server command, arguments, environment and profile. */
 async function checkAgentIsolation(config: Config, env: DoctorOptions['env'], timeoutMs: number): Promise<CheckResult> {
   if (config.agentIsolation === 'off') {
-    return { status: 'warn', check: 'agent-isolation', detail: ISOLATION_OFF_WARNING, fix: 'unset CCWEB_AGENT_ISOLATION (see docs/OPERATIONS.md#agent-isolation)' };
+    return { status: 'warn', check: 'agent-isolation', detail: ISOLATION_OFF_WARNING, fix: 'unset CCWEB_AGENT_ISOLATION (see docs/security.md#opting-out)' };
   }
   const { sandbox, connection } = serviceCodexSetup(config, { env: { ...env } });
   const r = await probeAgentIsolation(sandbox, { connection, codexHome: codexHomeOf(connection), timeoutMs });
@@ -330,7 +330,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // ConfigError messages never hold values; each problem carries its own fix.
-    for (const p of err.problems) report({ status: 'fail', check: 'config', detail: p, fix: 'see docs/OPERATIONS.md#configuration-reference' });
+    for (const p of err.problems) report({ status: 'fail', check: 'config', detail: p, fix: 'see docs/configuration.md#reference' });
   }
 
   await run('git', checkGit);

@@ -25,7 +25,7 @@ Examples:
   ccweb-gitea export-audit --task gitea-task-0123456789abcdef01234567 --out task.ndjson
 
 Configuration comes from CCWEB_* environment variables and an optional JSON file; see
-docs/OPERATIONS.md. Exit codes: 0 ok, 1 failed, 2 bad command line.
+docs/configuration.md. Exit codes: 0 ok, 1 failed, 2 bad command line.
 `;
 
 export const COMMAND_HELP: Record<string, string> = {
@@ -144,7 +144,7 @@ Example:
   'config-reference': `Usage: ccweb-gitea config-reference
 
 Prints every configuration key (environment name, file key, default, accepted values, notes) as
-the Markdown table of docs/OPERATIONS.md.
+the Markdown table of docs/configuration.md.
 
 Example:
   ccweb-gitea config-reference > /tmp/keys.md

@@ -1,6 +1,6 @@
 // `ccweb-gitea serve` / `npm start`: the service for real deployments, configured by CCWEB_*
 // variables and/or a JSON file. Operator mistakes end it with one line (cause, key, fix) and a
-// documented exit code (src/service/operator-error.ts, docs/OPERATIONS.md); SIGINT/SIGTERM stop it
+// documented exit code (src/service/operator-error.ts, docs/operations.md); SIGINT/SIGTERM stop it
 // gracefully within SHUTDOWN_DEADLINE_MS, also while it is still starting.
 import { ConfigError, loadConfig } from '../config/index.js';
 import { weakSecretProblems } from '../config/secret-strength.js';

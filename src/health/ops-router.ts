@@ -1,6 +1,6 @@
 // The operations endpoints: `/healthz` (the process answers), `/readyz` (it can take work) and
 // `/metrics` (Prometheus). None of them needs a token: they reveal no secrets or task contents, and
-// the service binds to 127.0.0.1 by default (see docs/OPERATIONS.md before exposing them).
+// the service binds to 127.0.0.1 by default (see docs/operations.md before exposing them).
 // It also counts every webhook answer, so it must be mounted before the webhook router.
 import Router from '@koa/router';
 import { METRICS_CONTENT_TYPE, type ServiceMetrics } from '../observability/metrics.js';

@@ -19,7 +19,7 @@
 //
 // The gitea MCP server (with the token) is started by the app-server itself, outside the sandbox.
 //
-// Facts behind the details (checked against codex 0.171 on Debian 12, see docs/OPERATIONS.md):
+// Facts behind the details (checked against codex 0.171 on Debian 12, see docs/security.md):
 // Codex prefers a `bwrap` found on PATH; Debian 12's bubblewrap 0.8 lacks `--argv0`, and Codex's
 // fallback then looks for `codex-linux-sandbox` on PATH *inside* the sandbox and fails. So the
 // app-server's PATH starts with a directory of ours holding `bwrap` → Codex's bundled bubblewrap.

@@ -35,7 +35,7 @@ export interface IsolationProbeOptions {
 export const ISOLATION_FIX =
   'the agent sandbox needs unprivileged user namespaces (Debian/Ubuntu: sysctl kernel.unprivileged_userns_clone=1; ' +
   'Ubuntu 24.04+: kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a container: ' +
-  'allow the unshare/clone syscalls, e.g. docker --security-opt seccomp=unconfined) — see docs/OPERATIONS.md#agent-isolation; ' +
+  'allow the unshare/clone syscalls, e.g. docker --security-opt seccomp=unconfined) — see docs/security.md#host-requirements; ' +
   'or set CCWEB_AGENT_ISOLATION=off to run the agent without isolation (it can then read the bot token)';
 
 const SCRIPT = `

@@ -2,7 +2,7 @@
 // module is the pure half: cutting a byte stream into lines (bounded, so a peer cannot make the gate
 // buffer without end), and sorting one line into request, notification, response or invalid. It
 // replaces the MCP SDK's transports and zod schemas, whose loading was most of a thread's start
-// (docs/BENCH-task.md); what a message may do is still decided by gate-policy.ts alone.
+// (docs/bench-task.md); what a message may do is still decided by gate-policy.ts alone.
 //
 // Conservative by design: the gate is the agent's only way to Gitea, so anything it cannot read as
 // exactly one JSON-RPC 2.0 object (an unparsable line, a batch, a wrong `jsonrpc`, an id that is

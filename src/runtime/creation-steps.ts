@@ -7,7 +7,7 @@
 // xstate's public pure functions compute the snapshots (`initialTransition`, `transition`: they
 // return the next snapshot and the actions it would run, and run none). They build a throwaway
 // inert actor per call; with the templates that happens a few times per kind and event list, not
-// per comment (measured: docs/PROFILE-webhook.md, "machine-facts on xstate's public API").
+// per comment (measured: docs/profile-webhook.md, "machine-facts on xstate's public API").
 import { initialTransition, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject } from 'xstate';
 import { stateValueToString } from './state-value.js';
 

@@ -1,6 +1,6 @@
 // Failures an operator causes and can fix (issue 15): one line naming the cause, the configuration
 // key and the fix, and an exit code systemd can tell apart from a crash (sysexits.h values, see
-// docs/OPERATIONS.md "Exit codes"). Anything else is a crash: exit 1 with the stack.
+// docs/operations.md "Start-up failures and exit codes"). Anything else is a crash: exit 1 with the stack.
 
 export const EXIT_CODES = {
   /** Bad configuration (a key's value, weak secrets, a port in use, a missing binary). Do not restart. */

@@ -1,4 +1,4 @@
-// docs/OPERATIONS.md's install steps, as written, on a fresh Debian 12 (issue 32; `npm run test:install`,
+// docs/operations.md's install steps, as written, on a fresh Debian 12 (issue 32; `npm run test:install`,
 // not part of `npm test`): a root filesystem from Debian's packages (debootstrap, cached by
 // scripts/test-image/bases.sh), entered with bubblewrap as root (not chroot: the kernel refuses user
 // namespaces to a chrooted process, and the agent's sandbox needs them), the guide's blocks run in order,
@@ -48,9 +48,9 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe("docs/OPERATIONS.md's install steps on a fresh Debian 12 [real gitea-mcp]", () => {
+describe("docs/operations.md's install steps on a fresh Debian 12 [real gitea-mcp]", () => {
   it('run as written, end with doctor green against a real Gitea', async () => {
-    const steps = installStepsOf(join(repo, 'docs', 'OPERATIONS.md'));
+    const steps = installStepsOf(join(repo, 'docs', 'operations.md'));
     expect(steps.map((s) => s.name).filter(Boolean).sort()).toEqual(['go', 'login', 'systemd']);
     const replaced: Record<string, string> = {
       go: 'rm -rf /usr/local/go && cp -a /host/go /usr/local/go',
@@ -59,7 +59,7 @@ describe("docs/OPERATIONS.md's install steps on a fresh Debian 12 [real gitea-mc
     };
     const script = [
       'set -euo pipefail',
-      ...steps.map((s) => `echo "== install-step at docs/OPERATIONS.md:${s.line}${s.name ? ` (${s.name}: replaced)` : ''}"\n${s.name ? replaced[s.name] : s.script}`),
+      ...steps.map((s) => `echo "== install-step at docs/operations.md:${s.line}${s.name ? ` (${s.name}: replaced)` : ''}"\n${s.name ? replaced[s.name] : s.script}`),
     ].join('\n');
     writeFileSync(join(root, 'steps.sh'), script);
     const archive = process.env['CCWEB_GITEA_MCP_SOURCE'];

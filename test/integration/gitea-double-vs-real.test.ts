@@ -24,7 +24,7 @@ beforeAll(async () => {
   double = createGiteaRestDouble({
     token: doubleTokens['ccweb-bot']!,
     botLogin: 'ccweb-bot',
-    // As seeded on the real one (and as docs/OPERATIONS.md asks): a write collaborator, not a site admin.
+    // As seeded on the real one (and as docs/operations.md asks): a write collaborator, not a site admin.
     botIsSiteAdmin: false,
     users: [
       { login: 'gitea-admin', isAdmin: true, token: doubleTokens['gitea-admin']! },

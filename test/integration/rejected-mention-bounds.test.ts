@@ -45,7 +45,7 @@ let h: IntakeHarness;
 const giteaCalls: string[] = [];
 
 beforeAll(async () => {
-  // The bot must be an admin to ask for another user's permission (README, Security).
+  // The bot must be an admin to ask for another user's permission (docs/security.md).
   g = await startSeededGitea({ botPermission: 'admin' });
   const gitea = createGiteaClient({ baseUrl: g.url, token: g.users.bot.token });
   h = await startIntakeHarness({

@@ -51,7 +51,7 @@ export interface PublishEnvironment {
 }
 
 export interface PublishEnvironmentOptions {
-  /** The hook's events (Gitea API names). Default: Issue Comment and Pull Request Comment, as docs/OPERATIONS.md. */
+  /** The hook's events (Gitea API names). Default: Issue Comment and Pull Request Comment (docs/getting-started.md subscribes Pull Request Reviewed too). */
   hookEvents?: string[];
 }
 
@@ -59,7 +59,7 @@ export async function startPublishEnvironment(root: string, options: PublishEnvi
   mkdirSync(root, { recursive: true });
   // Before Gitea starts: a missing binary is a set-up error, said with the command to run.
   const mcpCommand = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
-  // Admin, as docs/OPERATIONS.md asks: the service confirms every commenter's permission with Gitea.
+  // Admin, as docs/operations.md asks: the service confirms every commenter's permission with Gitea.
   const gitea = await startSeededGitea({ botPermission: SERVICE_BOT_PERMISSION });
   const bot = gitea.users.bot;
   const tokenRes = await giteaApi<{ sha1: string }>(gitea.url, { basic: { login: bot.login, password: bot.password } }, 'POST', `/users/${bot.login}/tokens`, {

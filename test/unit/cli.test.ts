@@ -1,5 +1,5 @@
 // The command line: parsing, help on every level, usage errors (exit 2), the configuration
-// reference staying equal to docs/OPERATIONS.md, and export-audit reading a store offline.
+// reference staying equal to docs/configuration.md, and export-audit reading a store offline.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,11 +116,11 @@ describe('usage errors exit 2 with help on stderr', () => {
 });
 
 describe('configuration reference', () => {
-  it('has one row per key and docs/OPERATIONS.md holds exactly this table', async () => {
+  it('has one row per key and docs/configuration.md holds exactly this table', async () => {
     const table = configReferenceTable();
     expect(table.split('\n').length).toBe(CONFIG_KEYS.length + 2);
     for (const key of CONFIG_KEYS) expect(table).toContain(`| \`${KEYS[key].env}\` | \`${key}\` |`);
-    const doc = readFileSync(join(repoRoot, 'docs', 'OPERATIONS.md'), 'utf8');
+    const doc = readFileSync(join(repoRoot, 'docs', 'configuration.md'), 'utf8');
     expect(doc, 'regenerate with: ccweb-gitea config-reference').toContain(table);
     expect((await cli(['config-reference'])).stdout).toBe(`${table}\n`);
   });

@@ -54,10 +54,10 @@ describe('the systemd unit', () => {
     expect(only!.sort()).toEqual(['config', 'data-dir', 'webhook-secret', 'workspace-root']);
   });
 
-  it('docs/OPERATIONS.md shows the unit verbatim', () => {
-    const guide = readFileSync(join(root, 'docs', 'OPERATIONS.md'), 'utf8');
+  it('docs/operations.md shows the unit verbatim', () => {
+    const guide = readFileSync(join(root, 'docs', 'operations.md'), 'utf8');
     const block = /```ini file=deploy\/systemd\/ccweb-gitea\.service\n([\s\S]*?)```/.exec(guide)?.[1];
-    expect(block, 'OPERATIONS.md needs a fenced block "```ini file=deploy/systemd/ccweb-gitea.service"').toBeDefined();
+    expect(block, 'docs/operations.md needs a fenced block "```ini file=deploy/systemd/ccweb-gitea.service"').toBeDefined();
     expect(block).toBe(unit);
   });
 

@@ -2,7 +2,7 @@
  * Task lifecycle oracle, written from the spec: §5.6 (states, allowed next states and their
  * triggers), §5.4.3 (one reply_retry turn: replyAttempt ≤ 1), §5.5 (restart recovery), §8 (one
  * execution retry; MCP failures and other non-retryable errors fail at once), plus the project's
- * documented decisions (README "Decisions"): `verifying_reply → succeeded_with_rest_fallback`
+ * documented decisions (docs/architecture.md, "Decisions"): `verifying_reply → succeeded_with_rest_fallback`
  * (§5.4.4's outcome) and `aborting → aborted` on restart recovery; and issue 14 (change delivery):
  * a turn that replied with changes to deliver is `publishing` (the service commits, pushes and opens or
  * reuses the pull request) before `verifying_reply`; a refused push or pull request fails the task; and
@@ -14,7 +14,7 @@
  * `verifying_reply` first, with its one retry turn, and only a confirmed question (by the agent or the
  * REST fallback) makes the task wait, without its lease; the one reply_retry (§8: per task) a question
  * used is used for the answer that follows the user's reply too. The §5.6 table has no
- * `verifying_reply → waiting_user`: issue 30 extends it (README "Decisions").
+ * `verifying_reply → waiting_user`: issue 30 extends it (docs/architecture.md, "Decisions").
  *
  * To add a state: add it to STATES and give it a `case` in `next` (and redirect the rule that enters it).
  */
@@ -178,7 +178,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
 
 export const taskOracle: Oracle<TaskSpecState> = {
   name: 'task-lifecycle',
-  source: 'spec §5.6 table, §5.4.3, §5.5, §8; README decisions (REST fallback outcome, aborting on restart); issue 14 (publishing); issue 29 (stop in every state); issue 30 (a question verified before the task waits)',
+  source: 'spec §5.6 table, §5.4.3, §5.5, §8; docs/architecture.md decisions (REST fallback outcome, aborting on restart); issue 14 (publishing); issue 29 (stop in every state); issue 30 (a question verified before the task waits)',
   states: STATES,
   initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing', errorCode: null, nextRetryAt: null, leaseId: null, mcpFailureReason: null, stoppedBy: null, asking: false }),
   alphabet,

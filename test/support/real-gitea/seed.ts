@@ -7,7 +7,7 @@
  * | `acme`       | owns the private repository `acme/widget`                     |
  * | `alice`      | collaborator with write access (may summon the bot)           |
  * | `bob`        | collaborator with read access (refused); forks the repository |
- * | `ccweb-bot`  | the bot: collaborator with write, token scopes as docs/OPERATIONS.md says |
+ * | `ccweb-bot`  | the bot: collaborator with write, token scopes as docs/getting-started.md makes them |
  *
  * `acme/widget` (private, default branch `main`) has `README.md`, `src/login.js`,
  * `test/login.test.js`; issue #1 by alice; #2 a pull request by alice from the branch
@@ -94,7 +94,7 @@ const BOT_SCOPES = ['write:issue', 'read:repository', 'read:user'];
  * The bot's access to acme/widget in the harness's own tests. Note: real Gitea answers
  * `GET /repos/{o}/{r}/collaborators/{other user}/permission` only to a repository or site admin (403 to a
  * write collaborator), so a service that always confirms the commenter's access through that API — as
- * it does since issue 15 — needs SERVICE_BOT_PERMISSION, as docs/OPERATIONS.md asks operators for.
+ * it does since issue 15 — needs SERVICE_BOT_PERMISSION, as docs/operations.md asks operators for.
  */
 export const BOT_PERMISSION: 'write' | 'admin' = 'write';
 /** The bot's access when the service runs against the seeded Gitea (service-environment.ts). */
@@ -234,7 +234,7 @@ async function seed(gitea: RealGitea, options: SeedOptions): Promise<SeededGitea
         type: 'gitea',
         active: true,
         branch_filter: '*',
-        // As docs/OPERATIONS.md tells operators: Issue Comment and Pull Request Comment.
+        // Issue Comment and Pull Request Comment (docs/getting-started.md adds Pull Request Reviewed, which these tests do not need).
         events: opts.events ?? ['issue_comment', 'pull_request_comment'],
         config: { url: target, content_type: opts.contentType ?? 'json', secret, http_method: 'post' },
       }, 201);
