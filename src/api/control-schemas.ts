@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { EXTRA_GROUPS } from '../mcp-gate/gate-policy.js';
 import { MAX_PROTECTED_PATHS, normaliseProtectedPath } from '../publish/protected-paths.js';
 import { TASK_STATES } from '../../machines/task-lifecycle.js';
+import { SECURITY_EVENT_CATEGORIES } from './security-event-queries.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SAFE_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -94,10 +95,14 @@ export const ActorListQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
-/** GET /security-events: aggregated failed authentications (src/intake/security-events.ts), newest window first. */
+/**
+ * GET /security-events: aggregated failed authentications (src/intake/security-events.ts) and refused
+ * mentions (src/intake/rejected-mentions.ts), newest window first; `category` keeps one of the two.
+ */
 export const SecurityEventsQuery = z.strictObject({
   from: IsoTime.optional(),
   to: IsoTime.optional(),
+  category: z.enum(SECURITY_EVENT_CATEGORIES).optional(),
   kind: z.string().regex(/^[a-z_]{1,40}$/, 'a kind: lower-case letters and _, e.g. invalid_signature, admin_unauthorized').optional(),
   source: z.string().regex(/^[\x21-\x7e]{1,128}$/, 'a source as listed (printable, max 128)').optional(),
   page: z.coerce.number().int().min(1).max(100_000).default(1),

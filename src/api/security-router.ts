@@ -1,8 +1,10 @@
-// Failed authentications for operators (issue 29, finding 8):
-//   GET /api/gitea-workflow/security-events?from=&to=&kind=&source=&page=&pageSize=
-// the aggregated `security_events` records (bad webhook signatures, wrong admin tokens; one record
-// per kind, source and window, src/intake/security-events.ts), newest window first, the open
-// window with its counts so far. Security-level audit events (refused agent tool calls, control
+// Failed authentications and refused mentions for operators:
+//   GET /api/gitea-workflow/security-events?from=&to=&category=&kind=&source=&page=&pageSize=
+// the aggregated `security_events` records, newest window first, the open window with its counts so
+// far: category `authentication` (bad webhook signatures, wrong admin tokens; one record per kind,
+// source and FAILED_AUTH_WINDOW_MS, src/intake/security-events.ts) and category `mention` (someone
+// without write access mentioned the bot; one record per author and UTC day,
+// src/intake/rejected-mentions.ts). Security-level audit events (refused agent tool calls, control
 // actions) are in `GET /audit?level=security`.
 import Router from '@koa/router';
 import type { Context } from 'koa';

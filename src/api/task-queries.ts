@@ -14,6 +14,7 @@ import {
 import type { ActorRecord } from '../runtime/actor-runtime.js';
 import type { AuditEvent, RecordType, Store } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
+import { taskStop } from './task-stop.js';
 
 /** Reads for the operators' view. Pure functions of the store; nothing here writes. */
 
@@ -119,7 +120,9 @@ export function listTasks(store: Store, q: TaskFilter): Record<string, unknown> 
     archivedTasks: store.archivedCount('tasks'),
     items: matching.slice(start, start + q.pageSize).map((t) => {
       const error = taskError(store, t);
-      return { ...taskSummary(t), error, errorMeaning: errorMeaningOf(error), pullRequest: pullRequestOf(t) };
+      // Only a stopped task has a stop to explain (its own audit events, an indexed read).
+      const stop = t.stoppedBy ? taskStop(t, store.audit({ taskId: t.taskId })) : null;
+      return { ...taskSummary(t), error, errorMeaning: errorMeaningOf(error), stop, pullRequest: pullRequestOf(t) };
     }),
   };
 }
@@ -231,6 +234,10 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
     /** As in the task list: errorCode, or a rejected task's reason. */
     error: taskError(store, task),
     errorMeaning: errorMeaningOf(taskError(store, task)),
+    /** Who stopped the task, why and how the stop ended; null when nobody did (task-stop.ts). */
+    stop: taskStop(task, own),
+    /** The task reached a final state: what it published (below) is all it will publish. */
+    finished: TERMINAL_TASK_STATES.includes(task.state),
     /** Change delivery: branch, commits, pull request, or where an unpublished change is kept. */
     publish: publishView(task.publish),
     delivery: delivery && {

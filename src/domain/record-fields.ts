@@ -4,6 +4,8 @@
 // domain/records.ts names every field without importing a part (the platform imports no part); the
 // parts import them from here.
 
+import type { DiffSize } from './usage-records.js';
+
 /** How a finished change is delivered (CCWEB_DELIVERY_MODE). */
 export type DeliveryMode = 'pull_request' | 'branch' | 'off';
 
@@ -19,6 +21,11 @@ export interface PublishRecord {
   headSha: string | null;
   /** Commits this task brought onto the branch, oldest first. */
   commits: string[];
+  /**
+   * The size of the change those commits make (from their merge base to the pushed head), measured
+   * before the push; counted once in usage when the publish is verified. Absent on older records.
+   */
+  diff?: DiffSize | null;
   pullRequest: { number: number; url: string } | null;
   /** Where an unpublished change is kept. */
   kept: { branch: string; patchFile: string } | null;

@@ -34,6 +34,7 @@ export interface DiffSize {
 export interface TaskUsage extends TokenCounts {
   turns: number;
   wallMs: number;
+  /** Bytes of the changes the task published (their diffs), not of the turns' diffs. */
   diffBytes: number;
   /** The model of the last turn. */
   model: string | null;
@@ -49,6 +50,7 @@ export interface UsageCounts extends TokenCounts {
   refused: number;
   turns: number;
   wallMs: number;
+  /** Bytes of the changes published (their diffs). */
   diffBytes: number;
   /** Tasks stopped by a per-task limit. */
   budgetStops: number;

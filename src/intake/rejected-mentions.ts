@@ -19,7 +19,8 @@ export const MENTION_REJECTED = 'mention_rejected' as const;
 /** Rejected mentions per author and UTC day that still get their own (excerpt-only) task. */
 export const REJECTED_TASKS_PER_AUTHOR_DAY = 5;
 
-const DAY_MS = 24 * 60 * 60 * 1000;
+/** One record per author and UTC day: the window the operators' view says these counts cover. */
+export const REJECTED_MENTION_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 export interface RejectedMention {
   login: string;
@@ -86,7 +87,7 @@ export function countRejectedMention(previous: SecurityEventRecord | undefined, 
     kind: MENTION_REJECTED,
     source: sourceOf(m.login),
     windowStart: new Date(dayStart).toISOString(),
-    windowEnd: new Date(dayStart + DAY_MS).toISOString(),
+    windowEnd: new Date(dayStart + REJECTED_MENTION_WINDOW_MS).toISOString(),
     count: (prev?.count ?? 0) + 1,
     firstAt: prev?.firstAt ?? at,
     lastAt: at,
@@ -94,7 +95,7 @@ export function countRejectedMention(previous: SecurityEventRecord | undefined, 
     last: sampleOf(m),
     tasks: tasksSoFar + (ownTask ? 1 : 0),
     reasons: { ...(prev?.reasons ?? {}), [reason]: (prev?.reasons[reason] ?? 0) + 1 },
-    expiresAt: new Date(dayStart + DAY_MS + m.retentionMs).toISOString(),
+    expiresAt: new Date(dayStart + REJECTED_MENTION_WINDOW_MS + m.retentionMs).toISOString(),
   };
   return { record, ownTask, firstCounted: !ownTask && (prev?.count ?? 0) === tasksSoFar };
 }

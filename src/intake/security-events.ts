@@ -9,6 +9,9 @@ import type { Store } from '../store/types.js';
 
 export const SECURITY_EVENTS = 'security_events' as const;
 
+/** One record per kind, source and this window: what the sink counts in and the operators' view says it shows. */
+export const FAILED_AUTH_WINDOW_MS = 10 * 60_000;
+
 export interface SecurityEventRecord {
   key: string;
   /** What failed, e.g. `invalid_signature`, `invalid_form`, `admin_unauthorized`. */
@@ -27,7 +30,7 @@ export interface SecurityEventRecord {
 
 export interface SecurityEventsOptions {
   store: Store;
-  /** Default 10 minutes. */
+  /** Default FAILED_AUTH_WINDOW_MS. */
   windowMs?: number;
   /** Sources with their own record per window. Default 100. */
   maxSources?: number;
@@ -69,7 +72,7 @@ export function safeValue(value: string | undefined): string | null {
 
 export function createSecurityEvents(options: SecurityEventsOptions): SecurityEvents {
   const { store } = options;
-  const windowMs = options.windowMs ?? 10 * 60_000;
+  const windowMs = options.windowMs ?? FAILED_AUTH_WINDOW_MS;
   const maxSources = options.maxSources ?? 100;
   const retentionMs = options.retentionMs ?? 30 * 24 * 60 * 60_000;
   const now = options.now ?? Date.now;

@@ -28,7 +28,9 @@ import path from 'node:path';
 import type { CommentRecord, RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import { NOT_PUBLISHED_NOTICE_STATE, WITHHELD_PATHS_NOTICE_STATE } from '../receipts/receipt-text.js';
+import { diffSize } from '../domain/usage-records.js';
 import { cloneUrlFor } from '../gitea/clone-url.js';
+import { countPublishedDiff } from '../usage/usage-accounting.js';
 import { classifyGitFailure } from '../workspace/classify-git-failure.js';
 import { redactSecrets } from '../workspace/git-credentials.js';
 import { resourceWorktreePath } from '../workspace/resource-worktree.js';
@@ -96,6 +98,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
       };
       const next: PublishRecord = { ...prev, ...patch, updatedAt: now().toISOString() };
       tx.put<TaskRecord>('tasks', taskId, { ...t, publish: next });
+      // Usage counts a change once: when its intent (`pushing`, with its measured size) is verified published.
+      if (prev.status === 'pushing' && next.status === 'published' && prev.diff) countPublishedDiff(tx, taskId, prev.diff, now());
       if (audit) tx.appendAudit({ action: audit.action, actor: 'system:publisher', taskId, ...(audit.level ? { level: audit.level } : {}), metadata: audit.metadata });
       // A status comment for the receipt outbox (exactly once by its key), in the same transaction.
       if (notice && !tx.get('comments', receiptCommentKey(taskId, notice))) tx.insert<CommentRecord>('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
@@ -273,8 +277,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
           throw new PublishError('publish_secret_in_change', 'the change contains the service token; it was not pushed');
         }
         const commits = (await must(['rev-list', '--reverse', `${upstream}..HEAD`])).stdout.split('\n').filter(Boolean);
+        // The change's size for usage: from the merge base, so what others pushed to the branch is not
+        // counted as ours; no external diff or textconv program (the worktree's config is the agent's).
+        const measured = await git(['diff', '--no-color', '--no-ext-diff', '--no-textconv', `${upstream}...${pushedHead}`]);
+        const size = measured.ok ? diffSize(measured.stdout) : null;
         // Intent before the push: a restart from here on knows this task owes a push and a pull request.
-        await record(taskId, { status: 'pushing', mode, branch: target, repository: fork ? `${fork.owner}/${fork.name}` : null, headSha: pushedHead, commits, errorCode: null, message: null });
+        await record(taskId, { status: 'pushing', mode, branch: target, repository: fork ? `${fork.owner}/${fork.name}` : null, headSha: pushedHead, commits, diff: size, errorCode: null, message: null });
 
         // 4. Push (never forced). Skipped when Gitea already has it (a crash after the push). The
         //    branch as step 2 read it moments ago: a crash after an earlier push shows there (ahead is

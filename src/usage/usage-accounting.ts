@@ -6,10 +6,13 @@
 //   thread's running `total` and the last response's `last`: the turn's tokens are the sum of `last`
 //   over updates whose `total` moved (Codex repeats the last figures when a request is refused, which
 //   must not count twice). When the task's tokens cross its budget the turn is to be interrupted;
-//   `turn/diff/updated` gives the turn's diff (only its size is kept);
+//   `turn/diff/updated` gives the turn's diff (only its size is kept, on the turn record; codex 0.171
+//   sends none for a file the agent wrote with its shell tool);
 // - `classifyFailure`: a provider rate limit (see provider-hold.ts);
 // - `recordTurn`: in the transaction that ends the turn, its usage on the turn record, the task's
 //   sums on the task record, and the day's sums per repository and per user.
+// - `countPublishedDiff`: the task's and the day's `diffBytes` are the bytes of the changes the task
+//   published (whatever tool wrote them), counted in the transaction that verifies the publish.
 import type { CodexNotification } from '../codex/jsonrpc-connection.js';
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
 import type { Store, Tx } from '../store/types.js';
@@ -93,6 +96,28 @@ export function taskUsageOf(task: { usage?: TaskUsage | undefined }): TaskUsage 
   return task.usage ?? { ...ZERO_TOKENS, turns: 0, wallMs: 0, diffBytes: 0, model: null };
 }
 
+function bumpDay(tx: Tx, scope: UsageScope, subject: string, at: Date, fn: (r: UsageDayRecord) => UsageDayRecord): void {
+  const day = utcDay(at);
+  const key = dayKey(day, scope, subject);
+  const cur = tx.get<UsageDayRecord>('usage', key) ?? emptyDay(day, scope, subject, at);
+  tx.put<UsageDayRecord>('usage', key, { ...fn(cur), updatedAt: at.toISOString() });
+}
+
+/**
+ * A published change's size, added to its task's `diffBytes` and to the day's sums of its repository
+ * and author. The caller calls it once per publish, in the transaction that records the publish as
+ * verified (src/publish/publisher.ts), so a retried or restarted publish never counts twice.
+ */
+export function countPublishedDiff(tx: Tx, taskId: string, diff: DiffSize, at: Date): void {
+  const t = tx.get<TaskRecord>('tasks', taskId);
+  if (!t) return;
+  const prev = taskUsageOf(t);
+  tx.put<TaskRecord>('tasks', taskId, { ...t, usage: { ...prev, diffBytes: prev.diffBytes + diff.bytes } });
+  const add = (r: UsageDayRecord): UsageDayRecord => addCounts(r, { ...ZERO_COUNTS, diffBytes: diff.bytes });
+  bumpDay(tx, 'repo', t.repoKey, at, add);
+  bumpDay(tx, 'user', t.author, at, add);
+}
+
 export function createUsageAccounting(options: UsageAccountingOptions): TurnUsageHooks & {
   /** Tokens of the task so far, including the running turn (for tests and the admin view). */
   liveTokens(taskId: string): number;
@@ -110,13 +135,6 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
     if (!m) meters.set(turnKey, (m = { tokens: { ...ZERO_TOKENS }, diff: null }));
     return m;
   };
-
-  function bumpDay(tx: Tx, scope: UsageScope, subject: string, at: Date, fn: (r: UsageDayRecord) => UsageDayRecord): void {
-    const day = utcDay(at);
-    const key = dayKey(day, scope, subject);
-    const cur = tx.get<UsageDayRecord>('usage', key) ?? emptyDay(day, scope, subject, at);
-    tx.put<UsageDayRecord>('usage', key, { ...fn(cur), updatedAt: at.toISOString() });
-  }
 
   return {
     beforeTurn(task) {
@@ -172,7 +190,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
           ...addTokens(prev, m.tokens),
           turns: prev.turns + 1,
           wallMs: prev.wallMs + info.wallMs,
-          diffBytes: prev.diffBytes + (m.diff?.bytes ?? 0),
+          diffBytes: prev.diffBytes,
           model: info.model ?? prev.model,
         };
         tx.put<TaskRecord>('tasks', task.taskId, { ...t, usage: next });
@@ -182,7 +200,6 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
         ...m.tokens,
         turns: 1,
         wallMs: info.wallMs,
-        diffBytes: m.diff?.bytes ?? 0,
         budgetStops: info.stoppedBy ? 1 : 0,
       };
       const add = (r: UsageDayRecord): UsageDayRecord => addCounts(r, turnCounts);

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { TaskRecord } from '../../src/domain/records.js';
+import { sendStops, stopTargets } from '../../src/intake/stop-tasks.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 
@@ -58,6 +59,8 @@ describe('admin page', () => {
     await page.waitForSelector('#task-state[data-state="queued"]');
     await page.waitForSelector('#timeline tbody tr');
     expect(await page.textContent('#correlation')).toContain('default:delivery-task-browser-1');
+    // Still at work: nothing published *yet*.
+    expect(await page.textContent('#change')).toBe('Nothing published yet.');
 
     const dialogs: string[] = [];
     page.once('dialog', (d) => {
@@ -68,6 +71,10 @@ describe('admin page', () => {
     await page.waitForSelector('#task-state[data-state="cancelled"]');
     expect(dialogs[0]).toContain('Reason to cancel task task-browser-1');
     await page.waitForSelector('#timeline tr[data-action="control.task_cancel"]');
+    // Why it ended, and that it will publish nothing: no "(yet)" for a finished task.
+    await page.waitForSelector('#task-stop[data-kind="operator"][data-outcome="stopped"]');
+    expect(await page.textContent('#task-stop')).toMatch(/^Stopped by operator alice: “duplicate request from the browser test” at \d{4}-\d\d-\d\dT[\d:]+Z\.$/);
+    expect(await page.textContent('#change')).toBe('Nothing was published.');
     await page.screenshot({ path: join(SHOTS, 'admin-task-cancelled.png'), fullPage: true });
 
     expect(h.store.get<TaskRecord>('tasks', 'task-browser-1')).toMatchObject({ state: 'cancelled', stoppedBy: 'admin:alice' });
@@ -104,11 +111,38 @@ describe('admin page', () => {
     await page.waitForSelector('#timeline tr[data-action="control.task_cancel"]');
   });
 
+  it('an aborted task says in the list and in its detail who stopped it; the list shows an operator\'s reason', async () => {
+    // A stop comment on the thread while the agent runs (intake's stop path), confirmed by the work in flight.
+    const t = await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-stopped' });
+    await driveTask(h.runtime, t.taskId, 'running');
+    await sendStops(h.runtime, stopTargets(h.store, t.resourceKey), 'gitea:user:bob');
+    expect((await h.runtime.send(taskActorId(t.taskId), { type: 'ABORT_CONFIRMED' })).ok).toBe(true);
+    // An operator's abort with a reason.
+    const u = await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-aborted' });
+    await driveTask(h.runtime, u.taskId, 'running');
+    const res = await h.call('POST', `/api/gitea-workflow/tasks/${u.taskId}/abort`, { requestId: 'req-browser-abort-1', operator: 'carol', reason: 'the agent is looping' });
+    expect(res.status).toBe(200);
+    expect((await h.runtime.send(taskActorId(u.taskId), { type: 'ABORT_CONFIRMED' })).ok).toBe(true);
+
+    await page.goto(`${h.url}/admin#/`);
+    await page.reload();
+    await page.waitForSelector('tr[data-task-id="task-browser-stopped"][data-state="aborted"]');
+    expect(await page.textContent('tr[data-task-id="task-browser-stopped"] td.error-code')).toBe('Stopped by a stop comment by @bob.');
+    expect(await page.textContent('tr[data-task-id="task-browser-aborted"] td.error-code')).toBe('Stopped by operator carol: “the agent is looping”.');
+    await page.screenshot({ path: join(SHOTS, 'admin-task-list-stopped.png'), fullPage: true });
+
+    await page.click('a[href="#/tasks/task-browser-stopped"]');
+    await page.waitForSelector('#task-stop[data-kind="stop_comment"][data-outcome="stopped"]');
+    expect(await page.textContent('#task-stop')).toMatch(/^Stopped by a stop comment by @bob at \S+Z\.$/);
+    expect(await page.textContent('#change')).toBe('Nothing was published.');
+  });
+
   it('a task detail shows the pull request and branch it delivered, and links only http(s) urls', async () => {
     const t = await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-pr' });
     const publish = {
       status: 'published', mode: 'pull_request', branch: 'ccweb/issue-7', headSha: 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
       commits: ['a1b2c3d4e5f60718293a4b5c6d7e8f9012345678'], pullRequest: { number: 12, url: 'http://127.0.0.1:3000/acme/widget/pulls/12' },
+      diff: { bytes: 1_178, files: 1, added: 3, removed: 1 },
       kept: null, errorCode: null, message: null, updatedAt: new Date().toISOString(),
     };
     await h.store.transact((tx) => tx.put('tasks', t.taskId, { ...t, publish }));
@@ -117,6 +151,8 @@ describe('admin page', () => {
     expect(await page.getAttribute('#change a', 'href')).toBe(publish.pullRequest.url);
     expect(await page.textContent('#change a')).toBe('#12');
     expect(await page.textContent('#change')).toContain('ccweb/issue-7');
+    // What it published: the size of the change.
+    expect(await page.textContent('#change-diff')).toBe('1 file · +3 −1 · 1,178 B');
     await page.screenshot({ path: join(SHOTS, 'admin-task-change.png'), fullPage: true });
 
     // A stored url that is not http(s) is shown as text, never as a link.
@@ -125,6 +161,13 @@ describe('admin page', () => {
     await page.waitForSelector('#change[data-status="published"]');
     expect(await page.$$('#change a')).toHaveLength(0);
     expect(await page.textContent('#change')).toContain('#12');
+
+    // A task that left no change says so, without "(yet)".
+    const none = { status: 'nothing_to_publish', mode: 'pull_request', branch: null, headSha: null, commits: [], pullRequest: null, kept: null, errorCode: null, message: null, updatedAt: new Date().toISOString() };
+    await h.store.transact((tx) => tx.put('tasks', t.taskId, { ...t, publish: none }));
+    await page.reload();
+    await page.waitForSelector('#change[data-status="nothing_to_publish"]');
+    expect(await page.textContent('#change')).toBe('Nothing was published: the task left no change.');
   });
 });
 

@@ -236,7 +236,7 @@ describe.each(VIEWPORTS)('task usage at $width×$height', (viewport) => {
       const cells = (sel: string) => page.$$eval(sel, (tds) => tds.map((td) => td.textContent?.trim() ?? ''));
       expect(await cells('#task-usage thead th')).toEqual(['turn', 'status', 'model', 'input tokens', 'cached', 'output tokens', 'total tokens', 'agent time', 'diff']);
       expect(await cells('#task-usage tbody tr td')).toEqual(['turn-1', 'completed', 'gpt-test-model', '12,345', '4,096', '1,234', '13,579', '42.5 s', '2,048 B · 3 files · +40 −7']);
-      expect(await cells('#task-usage tfoot tr td')).toEqual(['task total', '1 turn', 'gpt-test-model', '12,345', '4,096', '1,234', '13,579', '42.5 s', '2,048 B']);
+      expect(await cells('#task-usage tfoot tr td')).toEqual(['task total', '1 turn', 'gpt-test-model', '12,345', '4,096', '1,234', '13,579', '42.5 s', '2,048 B published']);
       expect(await clipped(page, '#task-usage')).toEqual([]);
       expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
       await page.$eval('#task-usage', (e) => e.scrollIntoView({ block: 'center' }));

@@ -13,11 +13,12 @@ import { API_PREFIX } from '../../src/api/control-router.js';
 import { appendGateCall } from '../../src/mcp-gate/gate-files.js';
 import { ingestGateCalls } from '../../src/sessions/gate-calls.js';
 import { ADMIN_TOKEN, createQueuedTask, midWindowClock, startApiHarness, type ApiHarness } from '../support/api-harness.js';
-import { loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
+import { FIXTURE_SECRET, loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '../../test-artifacts/screenshots');
 const GUESS = 'guessed-admin-token-7c1d2e3f4a5b';
+const READER = 'rita';
 
 let h: ApiHarness;
 let browser: Browser;
@@ -42,13 +43,25 @@ beforeAll(async () => {
     throw new Error(`Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set CHROMIUM_PATH. The browser tests do not skip.`);
   }
   mkdirSync(SHOTS, { recursive: true });
-  h = await startApiHarness(undefined, { webhook: true, now: midWindowClock() });
+  h = await startApiHarness(undefined, { webhook: true, now: midWindowClock(), permission: (login) => (login === READER ? 'read' : 'write') });
   for (let i = 0; i < 4; i++) expect(await send('GET', `${API_PREFIX}/overview`, '127.0.0.2', { authorization: `Bearer ${GUESS}`, 'user-agent': 'token-guesser/1.0' })).toBe(401);
   const fixture = loadFixture('issue_comment_created_on_issue');
   for (let i = 0; i < 3; i++) {
     const headers = signedHeaders(fixture.headers, fixture.body, 'not-the-webhook-secret', { 'X-Gitea-Delivery': `7e0b9c1d-0000-4000-8000-00000000000${i}` });
     delete headers['Content-Length'];
     expect(await send('POST', '/api/gitea/webhook', '127.0.0.3', headers, fixture.body)).toBe(401);
+  }
+  // A reader mentions the bot twice, correctly signed: refused, and not a failed authentication.
+  for (let i = 0; i < 2; i++) {
+    const p = JSON.parse(fixture.body.toString('utf8'));
+    p.sender.login = READER;
+    p.comment.user.login = READER;
+    p.comment.id = 770_001 + i;
+    delete p.repository.permissions;
+    const body = Buffer.from(JSON.stringify(p));
+    const headers = signedHeaders(fixture.headers, body, FIXTURE_SECRET, { 'X-Gitea-Delivery': `3c4d5e6f-0000-4000-8000-00000000000${i}` });
+    delete headers['Content-Length'];
+    expect(await send('POST', '/api/gitea/webhook', '127.0.0.4', headers, body)).toBe(200);
   }
   await createQueuedTask(h.store, h.runtime, { taskId: 'task-security-page' });
   const gateDir = mkdtempSync(join(tmpdir(), 'ccweb-gate-'));
@@ -91,6 +104,30 @@ describe('admin page: security view', () => {
     expect(table).toContain('delivery 7e0b9c1d-0000-4000-8000-000000000000');
     expect(table).toContain('ongoing');
     expect(await page.textContent('#security-summary')).toContain('7 failed requests in 2 source windows');
+    // The heading says the window each row shows.
+    const spans = await page.$$eval('#security-events tr[data-testid="security-event"] td.time:first-child', (tds) => tds.map((td) => td.firstChild!.textContent!));
+    const minutes = (span: string) => {
+      const [from, to] = span.split(' – ');
+      return (Date.parse(to!) - Date.parse(from!)) / 60_000;
+    };
+    const shown = minutes(spans[0]!);
+    expect(spans.map(minutes)).toEqual([shown, shown]);
+    expect(await page.textContent('#security-events thead th:first-child')).toBe(`window (${shown} min)`);
+    expect(await page.textContent('#security-summary')).toContain(`source and ${shown} min window`);
+
+    // The reader's mentions: their own table, one row per author and day, never among the failures.
+    expect(table).not.toContain(READER);
+    const mentions = await page.$$eval('#refused-mentions tr[data-testid="refused-mention"]', (trs) =>
+      trs.map((tr) => [(tr as HTMLElement).dataset['login'], (tr as HTMLElement).dataset['count']]));
+    expect(mentions).toEqual([[READER, '2']]);
+    expect(await page.textContent('#refused-mentions thead th:first-child')).toBe('window (1 day, UTC)');
+    const daySpan = await page.$eval('#refused-mentions tr[data-testid="refused-mention"] td.time', (td) => td.firstChild!.textContent!);
+    expect(minutes(daySpan)).toBe(24 * 60);
+    const mentionRow = await page.textContent('#refused-mentions tr[data-testid="refused-mention"]');
+    expect(mentionRow).toContain('no write access');
+    expect(mentionRow).toContain('comment 770001');
+    expect(mentionRow).toContain('comment 770002');
+    expect(await page.textContent('#mentions-summary')).toContain('2 mentions refused.');
 
     const audit = await page.$$eval('#security-audit tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).dataset['action']));
     expect(audit).toEqual(['agent.gitea_refused']);

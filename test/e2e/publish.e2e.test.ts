@@ -21,12 +21,13 @@ interface Pull {
   base: { ref: string };
 }
 interface TaskDetail {
-  task: { taskId: string; state: string; errorCode: string | null; threadId: string | null };
+  task: { taskId: string; repoKey: string; state: string; errorCode: string | null; threadId: string | null; usage?: { diffBytes: number } };
   publish: {
     status: string;
     branch: string | null;
     headSha: string | null;
     commits: string[];
+    diff?: { bytes: number; files: number; added: number; removed: number } | null;
     pullRequest: { number: number; url: string } | null;
     kept: { branch: string; patchFile: string } | null;
   } | null;
@@ -87,6 +88,31 @@ async function commitsOn(branch: string): Promise<Array<{ sha: string; commit: {
 }
 
 let mainBefore = '';
+let firstDiffBytes = 0;
+
+/** Gitea's own diff of one commit against its parent (`GET …/git/commits/{sha}.diff`). */
+async function commitDiff(sha: string): Promise<string> {
+  const r = await env.gitea.api<string>(owner(), 'GET', `/repos/${owner()}/${repo()}/git/commits/${sha}.diff`);
+  return typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
+}
+
+/** The repository's diff bytes in the usage report (the last two UTC days: a run across midnight still sees them). */
+async function usageDiffBytes(repoKey: string): Promise<number> {
+  const u = await api<{ byRepository: Array<{ subject: string; diffBytes: number }> }>('/usage?days=2');
+  return u.byRepository.find((r) => r.subject === repoKey)?.diffBytes ?? 0;
+}
+
+/**
+ * Usage counts the published change's diff, once. Codex reports no turn diff for a file the agent
+ * wrote with a shell command (the scripted model's way): before the publisher measured the published
+ * change, a task that opened a pull request showed 0 diff bytes.
+ */
+async function expectDiffCounted(d: TaskDetail, headSha: string): Promise<void> {
+  const diff = d.publish?.diff;
+  expect(diff, JSON.stringify(d.publish)).toMatchObject({ files: 1, added: 1, removed: 0 });
+  expect(diff!.bytes).toBe(Buffer.byteLength(await commitDiff(headSha), 'utf8'));
+  expect(d.task.usage?.diffBytes).toBe(diff!.bytes);
+}
 
 beforeAll(async () => {
   env = await startPublishEnvironment(root);
@@ -135,6 +161,9 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     // The task went through publishing.
     expect(d.audit.filter((e) => e.toState === 'publishing')).toHaveLength(1);
     expect(d.audit.map((e) => e.action)).toEqual(expect.arrayContaining(['publish.commit', 'publish.push', 'publish.pull_request_created', 'publish.verified']));
+    await expectDiffCounted(d, firstPr.head.sha);
+    firstDiffBytes = d.task.usage!.diffBytes;
+    expect(await usageDiffBytes(d.task.repoKey)).toBe(firstDiffBytes);
   });
 
   it('a follow-up on the same issue → a new commit on the same pull request; still one pull request', async () => {
@@ -152,6 +181,9 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     expect(await fileOn(`ccweb/issue-${n}`, 'CHANGES.md')).toMatch(new RegExp(`task .+\\nchange by task ${taskId}\\n$`));
     expect(d.publish?.pullRequest?.number).toBe(firstPr.number);
     expect(d.audit.map((e) => e.action)).toContain('publish.pull_request_reused');
+    // Only this task's commit is its change: the first task's line is not counted again.
+    await expectDiffCounted(d, pulls[0]!.head.sha);
+    expect(await usageDiffBytes(d.task.repoKey)).toBe(firstDiffBytes + d.task.usage!.diffBytes);
   });
 
   it('the agent publishes through the service\'s tool and its one answer links the pull request; also on a resumed thread', async () => {
@@ -169,6 +201,8 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     expect(actions.filter((a) => a === 'publish.push')).toHaveLength(1);
     expect(actions.indexOf('publish.push')).toBeLessThan(d1.audit.findIndex((e) => e.toState === 'publishing'));
     expect((await commitsOn(`ccweb/issue-${n}`))[0]!.commit.message).toMatch(/^Append a line to CHANGES.md\n/);
+    // Published twice over (the tool, then the step that found it done): counted once.
+    await expectDiffCounted(d1, pulls[0]!.head.sha);
     // A restart: the next task resumes the thread (thread/resume has no dynamicTools field).
     await env.service!.stop();
     await env.startService();
@@ -308,6 +342,8 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     const actions = d.audit.map((e) => e.action);
     expect(actions).toContain('publish.push_skipped');
     expect(actions.filter((a) => a === 'publish.push').length).toBeLessThanOrEqual(1);
+    // Measured before the crash, counted once after it.
+    await expectDiffCounted(d, ours[0]!.sha);
   });
 
   it('kill -9 while the pull-request call is held (Gitea creates it meanwhile) → after restart still exactly one pull request', async () => {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { ControlRecord, RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
 import { agentToolGroupsOf } from '../../src/sessions/gate-calls.js';
 import { publishPathSettings } from '../../src/publish/protected-paths.js';
+import { sendStops, stopTargets } from '../../src/intake/stop-tasks.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 
@@ -312,6 +313,47 @@ describe('task controls', () => {
     expect(h.aborts).toEqual(['t-run']);
     expect(transitions('t-run', 'aborting')).toHaveLength(1);
     expect(h.store.audit({ taskId: 't-run' }).filter((e) => e.action === 'control.task_abort')).toHaveLength(1);
+  });
+
+  it('a stopped task says who stopped it, why and how the stop ended, in its detail and in the list; a finished task says so', async () => {
+    const send = async (id: string, e: { type: string; [k: string]: unknown }, by?: string) =>
+      expect((await h.runtime.send(taskActorId(id), e as never, by ? { by } : undefined)).ok).toBe(true);
+    const detail = async (id: string) => (await h.call('GET', `/api/gitea-workflow/tasks/${id}`)).body;
+    // An operator's abort, confirmed by the work in flight (what the executor sends).
+    await taskIn('t-op', 'running');
+    await h.call('POST', '/api/gitea-workflow/tasks/t-op/abort', body({ reason: 'wrong repository' }));
+    const stopAt = transitions('t-op', 'aborting')[0]!.timestamp;
+    expect((await detail('t-op')).stop).toEqual({ kind: 'operator', by: 'admin:alice', login: 'alice', reason: 'wrong repository', at: stopAt, outcome: 'stopping' });
+    await send('t-op', { type: 'ABORT_CONFIRMED' });
+    const op = await detail('t-op');
+    expect(op.task.state).toBe('aborted');
+    expect(op.stop).toEqual({ kind: 'operator', by: 'admin:alice', login: 'alice', reason: 'wrong repository', at: stopAt, outcome: 'stopped' });
+    expect(op.finished).toBe(true);
+    // A stop comment on the thread (intake's own stop path), the service restarting while it stops.
+    await taskIn('t-comment', 'publishing');
+    const resourceKey = h.store.get<TaskRecord>('tasks', 't-comment')!.resourceKey;
+    await sendStops(h.runtime, stopTargets(h.store, resourceKey), 'gitea:user:bob');
+    await send('t-comment', { type: 'RECOVER_INTERRUPTED', retryAt: Date.now() });
+    expect((await detail('t-comment')).stop).toMatchObject({ kind: 'stop_comment', by: 'gitea:user:bob', login: 'bob', reason: null, outcome: 'stopped_at_restart' });
+    // An abort the work in flight never confirmed: failed, abort_timeout.
+    await taskIn('t-timeout', 'verifying_reply');
+    await h.call('POST', '/api/gitea-workflow/tasks/t-timeout/cancel', body({ reason: 'no longer needed' }));
+    await send('t-timeout', { type: 'ABORT_TIMEOUT' });
+    expect(await detail('t-timeout')).toMatchObject({ error: 'abort_timeout', stop: { kind: 'operator', reason: 'no longer needed', outcome: 'timed_out' } });
+    // Nothing in flight: cancelled at once.
+    await taskIn('t-queued', 'queued');
+    await h.call('POST', '/api/gitea-workflow/tasks/t-queued/cancel', body({ reason: 'duplicate' }));
+    expect((await detail('t-queued')).stop).toMatchObject({ kind: 'operator', reason: 'duplicate', outcome: 'stopped' });
+    // Not stopped: no stop; still at work: not finished.
+    await taskIn('t-busy', 'running');
+    expect(await detail('t-busy')).toMatchObject({ stop: null, finished: false });
+
+    const list = (await h.call('GET', '/api/gitea-workflow/tasks?pageSize=100')).body.items;
+    const stopOf = (id: string) => list.find((t: { taskId: string }) => t.taskId === id).stop;
+    expect(stopOf('t-op')).toEqual(op.stop);
+    expect(stopOf('t-comment')).toMatchObject({ kind: 'stop_comment', login: 'bob', outcome: 'stopped_at_restart' });
+    expect(stopOf('t-timeout')).toMatchObject({ outcome: 'timed_out' });
+    expect(stopOf('t-busy')).toBeNull();
   });
 
   it('unblocks a blocked_workspace task back to queued; refuses it elsewhere', async () => {

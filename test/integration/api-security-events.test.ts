@@ -9,6 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_PREFIX } from '../../src/api/control-router.js';
+import { MENTION_REJECTED } from '../../src/intake/rejected-mentions.js';
 import { SECURITY_EVENTS, type SecurityEventRecord } from '../../src/intake/security-events.js';
 import { appendGateCall } from '../../src/mcp-gate/gate-files.js';
 import { ingestGateCalls } from '../../src/sessions/gate-calls.js';
@@ -40,11 +41,21 @@ function send(
   });
 }
 
-/** The fixture comment with the marker in its body, signed with `secret` (or not at all). */
-function webhook(secret: string | null, deliveryId: string): { body: Buffer; headers: Record<string, string> } {
+/**
+ * The fixture comment with the marker in its body, signed with `secret` (or not at all); `by`: a
+ * comment of that user with its own id (the API harness's Gitea learns it: a real, confirmed comment).
+ */
+function webhook(secret: string | null, deliveryId: string, by?: { login: string; commentId: number }): { body: Buffer; headers: Record<string, string> } {
   const fixture = loadFixture('issue_comment_created_on_issue');
   const payload = JSON.parse(fixture.body.toString('utf8'));
   payload.comment.body = `@ccweb-bot ${BODY_MARKER}`;
+  if (by) {
+    payload.sender.login = by.login;
+    payload.comment.user.login = by.login;
+    payload.comment.id = by.commentId;
+    // Only Gitea's answer decides who may write.
+    delete payload.repository.permissions;
+  }
   const body = Buffer.from(JSON.stringify(payload, null, 2));
   const headers = signedHeaders(fixture.headers, body, secret ?? 'unused', { 'X-Gitea-Delivery': deliveryId });
   if (secret === null) for (const k of ['X-Gitea-Signature', 'X-Gogs-Signature', 'X-Hub-Signature-256']) delete headers[k];
@@ -52,8 +63,12 @@ function webhook(secret: string | null, deliveryId: string): { body: Buffer; hea
   return { body, headers };
 }
 
+/** A reader on the repository: signs nothing wrong, may just not ask the bot. */
+const READER = 'rita';
+const READER_COMMENTS = [880_001, 880_002];
+
 beforeAll(async () => {
-  h = await startApiHarness(undefined, { webhook: true, now: midWindowClock() });
+  h = await startApiHarness(undefined, { webhook: true, now: midWindowClock(), permission: (login) => (login === READER ? 'read' : 'write') });
   // 7 wrong tokens (4 paths) and 3 requests without any from 127.0.0.2; 3 more wrong ones from 127.0.0.3.
   for (const [i, guess] of GUESSES.entries()) {
     const path = ['/overview', '/tasks', '/audit', '/security-events'][i % 4]!;
@@ -71,6 +86,13 @@ beforeAll(async () => {
     const w = webhook(i < 4 ? WRONG_SECRET : null, `5d3f0c2a-0000-4000-8000-00000000000${i}`);
     expect((await send('POST', '/api/gitea/webhook', { from: '127.0.0.4', headers: w.headers, body: w.body })).status).toBe(401);
   }
+  // Two correctly signed mentions by a reader, from 127.0.0.6: refused, but not failed authentications.
+  for (const [i, commentId] of READER_COMMENTS.entries()) {
+    const w = webhook(FIXTURE_SECRET, `6a1b2c3d-0000-4000-8000-00000000000${i}`, { login: READER, commentId });
+    const res = await send('POST', '/api/gitea/webhook', { from: '127.0.0.6', headers: w.headers, body: w.body });
+    expect(res.status, res.text).toBe(200);
+    expect(JSON.parse(res.text)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
+  }
 });
 
 afterAll(async () => {
@@ -79,7 +101,7 @@ afterAll(async () => {
 
 describe('GET /api/gitea-workflow/security-events', () => {
   it('lists each source and kind with the right count, newest window first, the open window included', async () => {
-    const res = await h.call('GET', `${API_PREFIX}/security-events`);
+    const res = await h.call('GET', `${API_PREFIX}/security-events?category=authentication`);
     expect(res.status).toBe(200);
     const rows = res.body.items.map((e: any) => [e.kind, e.source, e.count]);
     expect(rows).toEqual([
@@ -87,18 +109,46 @@ describe('GET /api/gitea-workflow/security-events', () => {
       ['invalid_signature', '127.0.0.4', 6],
       ['admin_unauthorized', '127.0.0.3', 3],
     ]);
-    expect(res.body).toMatchObject({ total: 3, page: 1, pageSize: 50, requests: 19, byKind: { admin_unauthorized: 13, invalid_signature: 6 } });
+    expect(res.body).toMatchObject({ total: 3, page: 1, pageSize: 50, requests: 19, byKind: { admin_unauthorized: 13, invalid_signature: 6 }, byCategory: { authentication: 19, mention: 0 } });
+    // The window the answer states is the window each row covers (the view's heading reads it).
+    expect(res.body.windowMs.authentication).toBe(10 * 60_000);
     for (const e of res.body.items) {
       expect(e.open).toBe(true);
-      expect(Date.parse(e.windowEnd) - Date.parse(e.windowStart)).toBe(10 * 60_000);
+      expect(e.category).toBe('authentication');
+      expect(Date.parse(e.windowEnd) - Date.parse(e.windowStart)).toBe(res.body.windowMs.authentication);
       expect(Date.parse(e.firstAt)).toBeLessThanOrEqual(Date.parse(e.lastAt));
     }
     // The store holds the first request's count until the window closes; the answer has them all.
-    expect(h.store.list<SecurityEventRecord>(SECURITY_EVENTS).map((r) => r.count)).toEqual([1, 1, 1]);
+    expect(h.store.list<SecurityEventRecord>(SECURITY_EVENTS).filter((r) => r.kind !== MENTION_REJECTED).map((r) => r.count)).toEqual([1, 1, 1]);
+  });
+
+  it("a reader's mention is not a failed authentication: its own category, counted per author and UTC day, the window stated", async () => {
+    const all = await h.call('GET', `${API_PREFIX}/security-events`);
+    expect(all.body.byCategory).toEqual({ authentication: 19, mention: 2 });
+    const res = await h.call('GET', `${API_PREFIX}/security-events?category=mention`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ total: 1, requests: 2, byKind: { mention_rejected: 2 }, byCategory: { authentication: 0, mention: 2 } });
+    expect(res.body.windowMs.mention).toBe(24 * 60 * 60_000);
+    const [row] = res.body.items;
+    expect(row).toMatchObject({ kind: 'mention_rejected', category: 'mention', source: `gitea:user:${READER}`, count: 2, open: true });
+    expect(Date.parse(row.windowEnd) - Date.parse(row.windowStart)).toBe(res.body.windowMs.mention);
+    expect(row.windowStart).toBe(`${row.firstAt.slice(0, 10)}T00:00:00.000Z`);
+    expect(row.mention).toMatchObject({
+      login: READER,
+      tasks: 2,
+      reasons: { actor_not_authorized: 2 },
+      first: { repoKey: 'default:alice/widgets', commentId: READER_COMMENTS[0], reason: 'actor_not_authorized' },
+      last: { repoKey: 'default:alice/widgets', commentId: READER_COMMENTS[1], reason: 'actor_not_authorized' },
+    });
+    expect(res.text).not.toContain(BODY_MARKER);
+    // No reader's mention among the failed authentications, by category or by source.
+    const auth = await h.call('GET', `${API_PREFIX}/security-events?category=authentication&source=${encodeURIComponent(`gitea:user:${READER}`)}`);
+    expect(auth.body).toMatchObject({ items: [], total: 0, requests: 0 });
+    expect((await h.call('GET', `${API_PREFIX}/security-events?category=reader`)).body.issues.map((i: any) => i.path)).toEqual(['category']);
   });
 
   it('shows the first request as stored: headers only, bounded and printable; never a token, secret, signature or body', async () => {
-    const res = await h.call('GET', `${API_PREFIX}/security-events`);
+    const res = await h.call('GET', `${API_PREFIX}/security-events?category=authentication`);
     const bySource = Object.fromEntries(res.body.items.map((e: any) => [e.source, e.sample]));
     expect(bySource['127.0.0.2']).toEqual({ method: 'GET', path: `${API_PREFIX}/overview`, userAgent: 'token-guesser/1.0' });
     expect(bySource['127.0.0.4']).toMatchObject({ deliveryId: '5d3f0c2a-0000-4000-8000-000000000000', event: 'issue_comment' });
@@ -117,8 +167,8 @@ describe('GET /api/gitea-workflow/security-events', () => {
   });
 
   it('pages, and filters by kind, source and time', async () => {
-    const p1 = await h.call('GET', `${API_PREFIX}/security-events?pageSize=2`);
-    const p2 = await h.call('GET', `${API_PREFIX}/security-events?pageSize=2&page=2`);
+    const p1 = await h.call('GET', `${API_PREFIX}/security-events?category=authentication&pageSize=2`);
+    const p2 = await h.call('GET', `${API_PREFIX}/security-events?category=authentication&pageSize=2&page=2`);
     expect(p1.body.items.map((e: any) => e.source)).toEqual(['127.0.0.2', '127.0.0.4']);
     expect(p2.body.items.map((e: any) => e.source)).toEqual(['127.0.0.3']);
     expect(p2.body).toMatchObject({ total: 3, page: 2, pageSize: 2 });
@@ -130,9 +180,9 @@ describe('GET /api/gitea-workflow/security-events', () => {
     expect(one.body.items.map((e: any) => e.count)).toEqual([3]);
 
     const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
-    const before = await h.call('GET', `${API_PREFIX}/security-events?to=${encodeURIComponent(hourAgo)}`);
+    const before = await h.call('GET', `${API_PREFIX}/security-events?category=authentication&to=${encodeURIComponent(hourAgo)}`);
     expect(before.body).toMatchObject({ items: [], total: 0, requests: 0 });
-    const since = await h.call('GET', `${API_PREFIX}/security-events?from=${encodeURIComponent(hourAgo)}`);
+    const since = await h.call('GET', `${API_PREFIX}/security-events?category=authentication&from=${encodeURIComponent(hourAgo)}`);
     expect(since.body.total).toBe(3);
   });
 
@@ -149,9 +199,9 @@ describe('GET /api/gitea-workflow/security-events', () => {
 
   it('after the window is written the stored counts are the ones shown', async () => {
     await h.securityEvents!.flush();
-    const stored = h.store.list<SecurityEventRecord>(SECURITY_EVENTS).map((r) => [r.source, r.count]).sort();
+    const stored = h.store.list<SecurityEventRecord>(SECURITY_EVENTS).filter((r) => r.kind !== MENTION_REJECTED).map((r) => [r.source, r.count]).sort();
     expect(stored).toEqual([['127.0.0.2', 10], ['127.0.0.3', 3], ['127.0.0.4', 6], ['127.0.0.5', 1]]);
-    const res = await h.call('GET', `${API_PREFIX}/security-events`);
+    const res = await h.call('GET', `${API_PREFIX}/security-events?category=authentication`);
     expect(res.body.items.map((e: any) => [e.source, e.count]).sort()).toEqual(stored);
   });
 });

@@ -13,8 +13,9 @@ import type { ActorKind } from '../../src/runtime/actor-runtime.js';
 import { deliveryRecord } from '../../src/intake/intake-records.js';
 import { createIntake } from '../../src/intake/accept-comment.js';
 import { createCommentRegistry, learningIntake } from './comment-registry.js';
-import { createSecurityEvents, type SecurityEvents } from '../../src/intake/security-events.js';
+import { FAILED_AUTH_WINDOW_MS, createSecurityEvents, type SecurityEvents } from '../../src/intake/security-events.js';
 import { createWebhookRouter } from '../../src/intake/webhook-route.js';
+import type { RepoPermission } from '../../src/webhook/authorize-actor.js';
 import { createTestRuntime } from './test-runtime.js';
 import { FIXTURE_SECRET } from './webhook-fixtures.js';
 
@@ -44,7 +45,7 @@ export interface ApiHarness {
  * test's requests all fall in one window that is still open when it reads them, whenever it runs:
  * on the real clock a run that crosses a window's end splits its counts and sees the window closed.
  */
-export function midWindowClock(windowMs = 10 * 60_000): () => Date {
+export function midWindowClock(windowMs = FAILED_AUTH_WINDOW_MS): () => Date {
   const start = Date.now();
   const offset = Math.floor(start / windowMs) * windowMs + windowMs / 2 - start;
   return () => new Date(Date.now() + offset);
@@ -60,6 +61,8 @@ export async function startApiHarness(
     concurrency?: OperatorDeps['concurrency'];
     /** The clock of the security-event sink and the operators' API (default the real one). */
     now?: () => Date;
+    /** With `webhook: true`: each commenter's permission as Gitea would answer it (default `write` for all). */
+    permission?: (login: string) => RepoPermission;
   } = {},
 ): Promise<ApiHarness> {
   const { dir, store, runtime, close } = await createTestRuntime(kinds);
@@ -69,7 +72,7 @@ export async function startApiHarness(
   // Its Gitea holds every comment a test posts (comment-registry.ts).
   const comments = createCommentRegistry();
   const intake = securityEvents
-    ? createIntake({ store, runtime, botLogin: 'ccweb-bot', secrets: [FIXTURE_SECRET], fetchPermission: async () => 'write', commentOnGitea: comments.lookup, workspaceRoot: `${dir}-workspaces`, securityEvents })
+    ? createIntake({ store, runtime, botLogin: 'ccweb-bot', secrets: [FIXTURE_SECRET], fetchPermission: async (_owner, _repo, login) => options.permission?.(login) ?? 'write', commentOnGitea: comments.lookup, workspaceRoot: `${dir}-workspaces`, securityEvents })
     : undefined;
   const operator = createOperatorRouters({
     store,

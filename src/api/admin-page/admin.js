@@ -125,7 +125,9 @@ async function renderTasks() {
       el('td', { className: 'pull-request' }, t.pullRequest ? link(t.pullRequest.url, `#${t.pullRequest.number}`) : ''),
       el('td', {}, t.author),
       el('td', { className: 'instruction' }, t.instruction),
-      el('td', { className: 'error-code' }, t.error ? [el('span', { className: 'mono' }, t.error), t.errorMeaning ? el('div', { className: 'muted meaning' }, t.errorMeaning) : ''] : ''),
+      el('td', { className: 'error-code' },
+        t.error ? [el('span', { className: 'mono' }, t.error), t.errorMeaning ? el('div', { className: 'muted meaning' }, t.errorMeaning) : ''] : '',
+        t.stop ? el('div', { className: 'stop meaning' }, stopText(t.stop, false)) : ''),
       el('td', { className: 'time' }, time(t.updatedAt)),
     ),
   );
@@ -147,7 +149,7 @@ async function renderTasks() {
           if (id) location.hash = `#/tasks/${encodeURIComponent(id)}`;
         } }, el('input', { name: 'taskId', className: 'mono', placeholder: 'open a task by id', 'aria-label': 'open a task by id' }))),
       el('table', { id: 'tasks' },
-        el('thead', {}, el('tr', {}, ...['task', 'state', 'repository', 'thread', 'pull request', 'author', 'instruction', 'error', 'updated'].map((h) => el('th', {}, h)))),
+        el('thead', {}, el('tr', {}, ...['task', 'state', 'repository', 'thread', 'pull request', 'author', 'instruction', 'error or stop', 'updated'].map((h) => el('th', {}, h)))),
         el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 9, className: 'muted' }, 'No tasks.'))),
       ),
       el('div', { className: 'pager' },
@@ -224,14 +226,14 @@ async function renderTask(taskId, quiet) {
     el('div', { className: 'controls' }, controls, el('a', { href: `/visualizer#actor=${encodeURIComponent(`task:${t.taskId}`)}` }, 'show in visualizer'), el('button', { className: 'link', onclick: () => downloadAudit(t.taskId) }, 'download audit (NDJSON)')),
     el('dl', { className: 'facts' },
       ...fact('repository', t.repoKey), ...fact('resource', `${t.resource.kind} #${t.resource.number}`), ...fact('author', t.author),
-      ...fact('attempt', String(t.attempt)), ...fact('error', errorFact(d.error || t.errorCode, d.errorMeaning)), ...fact('stopped by', t.stoppedBy || '—'),
+      ...fact('attempt', String(t.attempt)), ...fact('error', errorFact(d.error || t.errorCode, d.errorMeaning)), ...fact('stopped', d.stop ? el('span', { id: 'task-stop', dataset: { kind: d.stop.kind, outcome: d.stop.outcome } }, stopText(d.stop, true)) : '—'),
       ...fact('created', time(t.createdAt)), ...fact('updated', time(t.updatedAt)),
     ),
     el('h3', {}, 'Instruction'),
     el('pre', { className: 'instruction-full' }, t.instruction),
     // A mention that never ran (rejected, ignored, a duplicate) has no change to speak of.
     NEVER_RAN.includes(t.state) ? null : el('h3', {}, 'Change'),
-    NEVER_RAN.includes(t.state) ? null : changeSection(d.publish),
+    NEVER_RAN.includes(t.state) ? null : changeSection(d.publish, d.finished),
     el('h3', {}, 'Usage'),
     taskUsageSection(t, d.turns),
     el('h3', {}, 'Correlation'),
@@ -251,9 +253,35 @@ function errorFact(code, meaning) {
   return [el('span', { className: 'mono', id: 'task-error' }, code), meaning ? el('span', { className: 'muted' }, ` — ${meaning}`) : ''];
 }
 
-/** What the task delivered (issue 14): the pull request and branch to review, or where a refused change is kept. */
-function changeSection(p) {
-  if (!p) return el('p', { className: 'muted', id: 'change' }, 'Nothing published (yet).');
+/** How a stop ended, after who stopped it (task-stop.ts's outcomes). */
+const STOP_OUTCOMES = {
+  stopped_at_restart: ' The service restarted while stopping it; nothing ran after that.',
+  timed_out: ' The work in flight did not confirm it had stopped in time (abort_timeout).',
+  stopping: ' Stopping…',
+};
+
+/** `Stopped by operator alice: “duplicate” at …`: who stopped a task, why, and how the stop ended. */
+function stopText(s, withTime) {
+  const who = s.kind === 'operator' ? `operator ${s.login || s.by}` : s.kind === 'stop_comment' ? `a stop comment by @${s.login || s.by}` : 'the service';
+  return `Stopped by ${who}${s.reason ? `: “${s.reason}”` : ''}${withTime && s.at ? ` at ${time(s.at)}` : ''}.${STOP_OUTCOMES[s.outcome] || ''}`;
+}
+
+/** `3 files · +10 −2 · 1,234 B`: the size of a published change. */
+function diffFact(diff) {
+  if (!diff) return '—';
+  const n = (x) => Number(x || 0).toLocaleString('en-US');
+  return `${n(diff.files)} file${diff.files === 1 ? '' : 's'} · +${n(diff.added)} −${n(diff.removed)} · ${n(diff.bytes)} B`;
+}
+
+/**
+ * What the task delivered: the pull request and branch to review, or where a refused change is kept.
+ * A finished task that published nothing says so for good; one still at work says "yet".
+ */
+function changeSection(p, finished) {
+  if (!p) return el('p', { className: 'muted', id: 'change', dataset: { status: 'none' } }, finished ? 'Nothing was published.' : 'Nothing published yet.');
+  if (p.status === 'nothing_to_publish' && !p.branch && !(p.commits && p.commits.length)) {
+    return el('p', { className: 'muted', id: 'change', dataset: { status: p.status } }, 'Nothing was published: the task left no change.');
+  }
   const short = (sha) => (sha ? sha.slice(0, 10) : '—');
   return el('dl', { className: 'facts', id: 'change', dataset: { status: p.status } },
     ...fact('status', `${p.status}${p.mode ? ` (${p.mode})` : ''}`),
@@ -261,6 +289,7 @@ function changeSection(p) {
     ...fact('branch', p.branch ? el('span', { className: 'mono' }, p.branch) : '—'),
     ...fact('head', el('span', { className: 'mono' }, short(p.headSha))),
     ...fact('commits', p.commits?.length ? el('span', { className: 'mono' }, p.commits.map(short).join(' ')) : '—'),
+    ...(p.diff ? fact('diff', el('span', { id: 'change-diff' }, diffFact(p.diff))) : []),
     ...(p.kept ? fact('kept', el('span', { className: 'mono' }, `${p.kept.branch} · ${p.kept.patchFile}`)) : []),
     ...(p.errorCode ? fact('publish error', `${p.errorCode}${p.message ? `: ${p.message}` : ''}`) : []),
   );

@@ -106,6 +106,7 @@ export function taskUsageSection(task, turns) {
     u ? el('tfoot', {}, el('tr', { className: 'total', dataset: { totalTokens: String(u.totalTokens), turns: String(u.turns) } },
       el('td', {}, 'task total'),
       el('td', {}, `${fmt(u.turns)} turn${u.turns === 1 ? '' : 's'}`),
-      ...cells(u, u.diffBytes ? `${fmt(u.diffBytes)} B` : '—'))) : null,
+      // The task's diff bytes are those of the changes it published, not the turns' diffs above.
+      ...cells(u, u.diffBytes ? `${fmt(u.diffBytes)} B published` : '—'))) : null,
   );
 }
