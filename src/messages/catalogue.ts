@@ -54,6 +54,7 @@ export const EXPLAINED_ERROR_CODES = [
   'fork_edits_not_allowed',
   'fork_unreachable',
   'publish_protected_paths',
+  'publish_paths_all_withheld',
   'input_too_large',
   // A per-task budget stopped the task (the receipt's notice gives the figures).
   'budget_task_tokens',
@@ -372,6 +373,7 @@ const zh: Messages = {
       '此合并请求来自复刻仓库，且作者没有允许维护者编辑；机器人从不把复刻仓库的提交推送到本仓库，因此改动没有发布。作者可以在合并请求中勾选"允许维护者编辑"，然后再次提及机器人',
     fork_unreachable: '机器人无法访问此合并请求的复刻仓库（私有复刻需要把机器人添加为可读的协作者），因此改动没有发布',
     publish_protected_paths: '工作区中的提交修改了 CI 定义（例如 .gitea/workflows/），本仓库不允许机器人发布这些文件，因此改动没有发布',
+    publish_paths_all_withheld: '改动涉及的文件全部是本仓库不允许机器人提交的路径（例如 .gitea/workflows/ 下的 CI 定义），因此没有发布任何内容；管理员可以为本仓库允许 CI 改动',
     input_too_large: '交给智能体的内容（几条回复加在一起）超过了它一次能接收的 1,048,576 个字符，请缩短后再次提及机器人',
     budget_task_tokens: '任务达到了每个任务的 token 上限',
     budget_task_turns: '任务达到了每个任务的智能体轮次上限',
@@ -433,6 +435,8 @@ const en: Messages = {
       "this pull request comes from a fork whose author does not allow edits by maintainers, and the bot never pushes a fork's commits into this repository, so the change was not published; the author can tick \"Allow edits from maintainers\" on the pull request and mention the bot again",
     fork_unreachable: "the bot cannot reach this pull request's fork (a private fork needs the bot added as a reader), so the change was not published",
     publish_protected_paths: 'commits in the workspace change CI definitions (such as .gitea/workflows/), which the bot may not publish in this repository, so the change was not published',
+    publish_paths_all_withheld:
+      'every file the change touched is one the bot may not commit in this repository (CI definitions such as .gitea/workflows/), so nothing was published; an operator can allow CI changes for this repository',
     input_too_large: 'what the agent was given (several replies together) is more than the 1,048,576 characters it can take at once; shorten it and mention the bot again',
     budget_task_tokens: 'it reached its limit of tokens per task',
     budget_task_turns: 'it reached its limit of agent turns per task',
