@@ -87,6 +87,11 @@ export interface LimitMessages {
    */
   repositoryDisabled(p: { mention: string | null }): string;
   /**
+   * The one notice per thread and day that a mention by someone without write access gets: who may
+   * ask the bot, never anything of the task. Must start with `giteabot: `.
+   */
+  readerNotice(p: { mention: string | null }): string;
+  /**
    * Added to the receipt when a per-task budget stopped the task; null figures are left out. Figures
    * arrive formatted: counts as `1,200`, agent time as a duration (`42 s`, `3 min 05 s`).
    */
@@ -290,6 +295,8 @@ const zhLimits: LimitMessages = {
     `giteabot: ${mention ? `${mention}，` : ''}这里没有可以停止的任务：本话题没有排队、等待或正在运行的任务。`,
   repositoryDisabled: ({ mention }) =>
     `giteabot: ${mention ? `${mention}，` : ''}管理员已在本仓库停用了机器人，因此不会运行任务（代码 \`repository_disabled\`）。重新启用后请再次提及机器人。今天本话题不会再收到这条通知。`,
+  readerNotice: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}，` : ''}只有对本仓库有写权限的人才能让机器人工作，因此没有运行任何任务。今天本话题不会再收到这条通知。`,
   budget: ({ code, used, limit, key }) =>
     `**因达到上限而停止：** 本任务${used === null ? '' : ZH_BUDGET[code].used(used)}达到了${ZH_BUDGET[code].limit(limit)}（\`${code}\`），智能体已被中断。管理员可以提高 ${key} 或该仓库的上限，之后请再次提及机器人以继续。`,
   blocked: ({ taskId }) =>
@@ -318,6 +325,8 @@ const enLimits: LimitMessages = {
     `giteabot: ${mention ? `${mention}, ` : ''}there is nothing to stop here: no task of this thread is queued, waiting or running.`,
   repositoryDisabled: ({ mention }) =>
     `giteabot: ${mention ? `${mention}, ` : ''}an operator has disabled the bot in this repository, so no task runs (code \`repository_disabled\`). Mention the bot again once it is enabled. This thread gets this notice at most once a day.`,
+  readerNotice: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}, ` : ''}only people with write access to this repository can ask the bot, so nothing was run. This thread gets this notice at most once a day.`,
   budget: ({ code, used, limit, key }) =>
     `**Stopped by a limit:** this task${used === null ? '' : ` used ${used} ${EN_BUDGET[code].what} and`} reached its limit of ${limit === null ? EN_BUDGET[code].perTask : `${limit} ${EN_BUDGET[code].unit}`} (\`${code}\`), so the agent was interrupted. An operator can raise ${key} or the repository's limit; then mention the bot again to continue.`,
   blocked: ({ taskId }) =>

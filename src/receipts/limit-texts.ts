@@ -40,6 +40,11 @@ export function repositoryDisabledReceiptText(task: Pick<TaskRecord, 'author'>, 
   return messages(locale).limits.repositoryDisabled({ mention: mentionOf(task.author) });
 }
 
+/** The one notice per thread and day of a mention by someone without write access. */
+export function readerNoticeReceiptText(task: Pick<TaskRecord, 'author'>, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.readerNotice({ mention: mentionOf(task.author) });
+}
+
 /** A per-task budget's figures: tokens or turns as counts, agent time (`budget_task_wall_time`) in milliseconds. */
 export interface BudgetNotice {
   code: BudgetCode;
