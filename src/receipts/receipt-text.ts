@@ -73,7 +73,8 @@ const patchName = (file: unknown) => `patches/${plain(typeof file === 'string' ?
  */
 export function unpublishedChangeOf(publish: unknown): UnpublishedChange {
   const p = (publish ?? {}) as { status?: unknown; kept?: { branch?: unknown; patchFile?: unknown } | null; withheld?: { paths?: unknown; branch?: unknown; patchFile?: unknown } | null };
-  const kept = p.kept && typeof p.kept.branch === 'string' && typeof p.kept.patchFile === 'string' ? { branch: plain(p.kept.branch), patch: patchName(p.kept.patchFile) } : null;
+  // A change published after all (a later publish of the task) is not "kept": an earlier attempt's branch is left unsaid.
+  const kept = p.status !== 'published' && p.kept && typeof p.kept.branch === 'string' && typeof p.kept.patchFile === 'string' ? { branch: plain(p.kept.branch), patch: patchName(p.kept.patchFile) } : null;
   const w = p.withheld;
   const paths = Array.isArray(w?.paths) ? w.paths.filter((x): x is string => typeof x === 'string') : [];
   const { shown, more } = pathsForText(paths);

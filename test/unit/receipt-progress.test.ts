@@ -95,6 +95,8 @@ describe('the receipt as the tracking comment (issue 30)', () => {
     expect(withheld).toContain('- Not committed: `.gitea/workflows/x.yml`, `.gitea/workflows/_b__all.yml`, because the bot may not change CI definitions in this repository; they are kept as branch `ccweb-kept/t-1-withheld`');
     expect(withheld).not.toContain('<b>');
     expect(render({ status: 'published', kept: null })).not.toMatch(/kept|Not /);
+    // Refused during the turn, published after all by a later publish of the task: nothing is said kept.
+    expect(render({ status: 'published', kept: { branch: 'ccweb-kept/t-1', patchFile: '/data/patches/t-1.patch' } })).not.toMatch(/kept|Not /);
     expect(render(undefined)).not.toMatch(/kept|Not /);
   });
 
