@@ -17,7 +17,7 @@ import type { AuditEvent, AuditEventInput, Store, Tx } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { requireAdminToken } from './admin-auth.js';
 import { publishPathSettings, type PublishPathSettings } from '../publish/protected-paths.js';
-import { AgentToolsBody, AuditQuery, ControlBody, PublishPathsBody, ReviewTriggersBody, TaskListQuery } from './control-schemas.js';
+import { AgentToolsBody, AuditQuery, ControlBody, PublishPathsBody, ReaderNoticesBody, ReviewTriggersBody, TaskListQuery } from './control-schemas.js';
 import { ApiError, handled, parseOr400, queryOf, readJsonBody, type ApiLogger } from './http-helpers.js';
 import { controlOf, listTasks, overview, taskDetail } from './task-queries.js';
 import { nodesView, type NodeStatus } from './nodes-view.js';
@@ -289,6 +289,30 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       };
     });
   control('/repos/:repoKey/review-triggers', 'control.repo_review_triggers', repoKeyOf, setReviewTriggers, ReviewTriggersBody);
+
+  // Whether a mention by someone without write access gets the thread's one notice of the day that only
+  // writers can ask (src/intake/write-outcome.ts); intake reads the record at each such mention. On unless set off here.
+  const setReaderNotices = async (_ctx: Context, req: ReaderNoticesBody, repoKey: string | null): Promise<Answer> =>
+    commit(req, 'control.repo_reader_notices', repoKey, (tx) => {
+      const all = matchingRepositories(repoKey!, store.list<RepositoryRecord>('repositories'));
+      const repo = findRepository(repoKey!, all);
+      if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
+      const before = repo.readerNotices?.enabled !== false;
+      const next = { enabled: req.enabled };
+      // Every stored letter case of the repository gets it: intake reads whichever the comment resolves to.
+      let stored = repo;
+      for (const r of all) {
+        if ((r.readerNotices?.enabled !== false) === req.enabled) continue;
+        const put = tx.put<RepositoryRecord>('repositories', r.repoKey, { ...r, readerNotices: next, version: r.version + 1 }, { expectVersion: r.version });
+        if (r.repoKey === repo.repoKey) stored = put;
+      }
+      return {
+        status: 200,
+        body: { ok: true, changed: before !== req.enabled, repoKey: repo.repoKey, readerNotices: next, version: stored.version },
+        audit: { fromState: `enabled=${before}`, toState: `enabled=${req.enabled}`, metadata: { repoKey: repo.repoKey, ...next } },
+      };
+    });
+  control('/repos/:repoKey/reader-notices', 'control.repo_reader_notices', repoKeyOf, setReaderNotices, ReaderNoticesBody);
 
   const taskAction = (name: TaskAction) => async (_ctx: Context, req: ControlBody, taskId: string | null): Promise<Answer> => {
     const spec = TASK_ACTIONS[name];

@@ -36,6 +36,10 @@ export type AgentToolsBody = z.infer<typeof AgentToolsBody>;
 export const ReviewTriggersBody = ControlBody.extend({ requestChanges: z.boolean() });
 export type ReviewTriggersBody = z.infer<typeof ReviewTriggersBody>;
 
+/** POST /repos/:repoKey/reader-notices: whether a mention by someone without write access gets the thread's one notice of the day. */
+export const ReaderNoticesBody = ControlBody.extend({ enabled: z.boolean() });
+export type ReaderNoticesBody = z.infer<typeof ReaderNoticesBody>;
+
 /**
  * POST /repos/:repoKey/publish-paths: whether the publisher may commit CI definitions there
  * (`.gitea/workflows/`, `.github/workflows/`, `.forgejo/workflows/`), and more paths it never commits

@@ -146,6 +146,10 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       await new Promise((r) => setTimeout(r, 250));
     }
 
+    // The receipt's final edit follows the task's end at once (not after the edit interval): what is printed
+    // below is the thread as it then reads. A few seconds at most, so a receipt that lags is seen lagging.
+    await finalReceipts(service.url, env.adminToken, tasks, 5_000);
+
     console.log('\n== task timelines ==');
     for (const t of [...tasks].reverse()) {
       const detail = await api<{ audit: Array<{ action: string; fromState: string | null; toState: string | null; timestamp: string; actor: string }> }>(
@@ -277,5 +281,18 @@ if (isEntryPoint()) {
   } catch (err) {
     console.error(err instanceof Error ? err.message : String(err));
     process.exit(err instanceof UsageError ? 2 : 1);
+  }
+}
+
+/** Waits (at most `timeoutMs`) until every posted receipt of `tasks` has had its final edit. */
+async function finalReceipts(url: string, token: string, tasks: TaskView[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (const t of tasks) {
+    for (;;) {
+      const { comments } = await api<{ comments: Array<{ commentKey: string; status: string; progress?: { final?: boolean } }> }>(url, token, `/tasks/${encodeURIComponent(t.taskId)}`);
+      const receipt = comments.find((c) => c.commentKey === `${t.taskId}:status:received`);
+      if (!receipt || receipt.status !== 'sent' || receipt.progress?.final === true || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 }

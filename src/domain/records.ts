@@ -60,6 +60,11 @@ export interface RepositoryRecord {
    * a mention (issue 30; POST /repos/:repoKey/review-triggers). Absent: off.
    */
   reviewTriggers?: { requestChanges: boolean };
+  /**
+   * Whether a mention by someone without write access gets the thread's one notice of the day that
+   * only people with write access can ask the bot (POST /repos/:repoKey/reader-notices). Absent: on.
+   */
+  readerNotices?: { enabled: boolean };
   registeredAt: string;
   lastFetchAt: string | null;
   version: number;
@@ -191,11 +196,13 @@ export interface CommentRecord {
   /** A `notice` row: why it was written (`blocked_workspace`, `resumed`, a budget code) and its text. */
   reason?: string;
   text?: string;
-  /** A `refused` receipt says which refusal, by the one of these four it carries (receipt-decisions.ts). */
+  /** A `refused` receipt says which refusal, by the one of these five it carries (receipt-decisions.ts). */
   quota?: QuotaNotice;
   inputTooLarge?: InputTooLargeNotice;
   nothingToStop?: true;
   repositoryDisabled?: true;
+  /** A mention by someone without write access: the thread's one notice of the day that only writers can ask. */
+  readerNotice?: true;
   /** The `received` receipt as a tracking comment (issue 30): its last edit; `final` once the outcome is shown. */
   progress?: ProgressMemo & { final?: boolean };
   createdAt: string;

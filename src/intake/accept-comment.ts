@@ -455,7 +455,7 @@ export function createIntake(options: IntakeOptions): Intake {
     if (verdict.kind === 'refused') return refuseUnconfirmed(s, c, w, verdict.reasons, dropPending);
     if (verdict.kind === 'undecided') return waitForGitea(s, key, c, w, verdict.error, { retrying });
     const plan: Plan = !verdict.auth.allowed
-      ? { kind: 'reject', reason: verdict.auth.reason }
+      ? { kind: 'reject', reason: verdict.auth.reason, reader: 'readerOnly' in verdict.auth && verdict.auth.readerOnly === true }
       : w.command === 'stop'
         ? { kind: 'stop' }
         : { kind: 'accept' };
@@ -599,8 +599,8 @@ export function createIntake(options: IntakeOptions): Intake {
         .send(taskActorId(outcome.followUp), { type: 'USER_REPLIED' } satisfies TaskEvent, { by: `gitea:user:${c.actor.login}` })
         .catch((error: unknown) => options.logger?.warn({ taskId: outcome.followUp, err: error instanceof Error ? error.message : String(error) }, 'follow-up not re-queued'));
     }
-    // A new task, or a stop's or a disabled repository's one comment: the receipt outbox has a row to post.
-    if (outcome.taskId !== undefined && (plan.kind === 'accept' || plan.kind === 'stop')) safely(() => options.onAccepted?.(outcome.taskId!));
+    // A new task, or a stop's, a disabled repository's or a reader's one comment: the receipt outbox has a row to post.
+    if (outcome.taskId !== undefined && (plan.kind === 'accept' || plan.kind === 'stop' || outcome.notice === true)) safely(() => options.onAccepted?.(outcome.taskId!));
     if (outcome.stop !== undefined && c) {
       const targets = outcome.stop;
       await sendStops(runtime, targets, `gitea:user:${c.actor.login}`).catch((error: unknown) =>

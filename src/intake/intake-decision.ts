@@ -18,6 +18,11 @@ export interface WriteFacts {
   repositoryDisabled(): boolean;
   /** Whether this thread has had no disabled-repository notice today (one per thread and day). */
   disabledNoticeDue(): boolean;
+  /**
+   * Whether a mention by someone without write access gets the notice that only writers can ask:
+   * the repository has these notices on, and the thread has had none today (one per thread and day).
+   */
+  readerNoticeDue(): boolean;
   /** The comment's size when the agent could not take it (src/domain/agent-input.ts). */
   inputTooLarge(): InputTooLarge | null;
   /** A task of the same resource waiting for its user's reply. */
@@ -35,7 +40,8 @@ export type WriteDecision =
   /** `notice`: a writer's mention gets the thread's one notice of the day that the bot is disabled here. */
   | { kind: 'repository_disabled'; notice: boolean }
   | { kind: 'stop' }
-  | { kind: 'reject'; reason: string }
+  /** `notice`: the thread's one notice of the day that only people with write access can ask the bot. */
+  | { kind: 'reject'; reason: string; notice: boolean }
   | { kind: 'input_too_large'; size: InputTooLarge }
   | { kind: 'follow_up'; task: TaskRecord }
   | { kind: 'quota_refused'; refusal: QuotaRefusal }
@@ -60,7 +66,9 @@ export function decideWrite(plan: Plan, facts: WriteFacts): WriteDecision {
   }
   if (plan.kind === 'probe') return { kind: 'none' };
   if (plan.kind === 'stop') return { kind: 'stop' };
-  if (plan.kind === 'reject') return { kind: 'reject', reason: plan.reason };
+  // A reader is told once per thread and day who may ask (not silence). Only a reject comes here, and
+  // only after Gitea confirmed the comment: a forged or unconfirmed mention never makes the bot post.
+  if (plan.kind === 'reject') return { kind: 'reject', reason: plan.reason, notice: plan.reader === true && facts.readerNoticeDue() };
   // Too long for the agent: Codex would refuse the turn, so say so now, once, instead of retrying.
   // Before the follow-up: a reply too long to hand on is refused the same way (the task keeps waiting).
   const size = facts.inputTooLarge();

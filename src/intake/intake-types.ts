@@ -7,7 +7,8 @@ import type { StopTarget } from './stop-tasks.js';
 export type Plan =
   | { kind: 'ignored'; reason: string }
   | { kind: 'accept' }
-  | { kind: 'reject'; reason: string }
+  /** `reader`: Gitea says the commenter has no write access (not the operator's lists): the thread may be told who can ask. */
+  | { kind: 'reject'; reason: string; reader?: boolean }
   | { kind: 'stop' }
   /** Write only if a check hits (used before authorisation); otherwise write nothing. */
   | { kind: 'probe' };
@@ -37,4 +38,6 @@ export type Outcome = {
   taskId?: string;
   stop?: StopTarget[];
   followUp?: string;
+  /** A refusal's one comment was queued (e.g. a reader's notice): the receipt outbox has a row to post. */
+  notice?: true;
 } | null;

@@ -65,5 +65,5 @@ export async function lookUpReview(deps: ReviewLookupDeps, r: NormalizedReview, 
   const decision = decideReview(r, match, comments, { botLogin: deps.botLogin, requestChangesStartsTask: requestChanges, pullRequestAuthor: author });
   if (decision.kind === 'refused') return { kind: 'refused', reasons: [decision.reason] };
   if (decision.kind === 'ignored') return decision;
-  return { kind: 'items', items: decision.items, plan: auth.allowed ? { kind: 'accept' } : { kind: 'reject', reason: auth.reason } };
+  return { kind: 'items', items: decision.items, plan: auth.allowed ? { kind: 'accept' } : { kind: 'reject', reason: auth.reason, reader: 'readerOnly' in auth && auth.readerOnly === true } };
 }

@@ -61,7 +61,8 @@ export function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: 
     hasComment: c !== null,
     inputTooLarge: () => inputTooLarge(c!.comment.body),
     repositoryDisabled: () => resolved !== null && anyDisabled(resolved.records),
-    disabledNoticeDue: () => !disabledNoticeToday(ctx.store, tx, c!.resourceKey, at),
+    disabledNoticeDue: () => !noticeToday(ctx.store, tx, c!.resourceKey, at, 'repositoryDisabled'),
+    readerNoticeDue: () => resolved !== null && readerNoticesOn(resolved.records) && !noticeToday(ctx.store, tx, c!.resourceKey, at, 'readerNotice'),
     // Few tasks wait at any time, while one resource may have many: search the state index.
     waitingTask: () => ctx.store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c!.resourceKey),
     quotaRefusal: () => ctx.quota?.check(tx, { repoKey: c!.repoKey, login: c!.actor.login }, at) ?? null,
@@ -165,8 +166,10 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
     }
     case 'reject': {
       // Counted per author and day; visible to operators as a task in `rejected` (excerpt only) for
-      // the first few of the day, then as the count alone. No repository, session or receipt is
-      // created for someone who may not trigger work.
+      // the first few of the day, then as the count alone. No repository or session is created for
+      // someone who may not trigger work; the thread's first such mention of the day (if it has its
+      // own task) gets the one notice that only writers can ask — bounded by thread and day, and by
+      // author and day through the count.
       const counted = countRejectedMention(tx.get(SECURITY_EVENTS, rejectedKeyOf(comment.actor.login, at)), {
         login: comment.actor.login,
         repoKey: comment.repoKey,
@@ -192,10 +195,14 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
         trigger(null);
         return { response };
       }
-      const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: d.reason, metadata: { securityEventKey: counted.record.key } });
+      const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: d.reason, metadata: { securityEventKey: counted.record.key, ...(d.notice ? { readerNotice: true } : {}) } });
       const response = rejected(d.reason, taskId);
       delivery('rejected', d.reason, taskId, response);
       trigger(taskId);
+      if (d.notice) {
+        const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, d.reason, { readerNotice: true });
+        return { response, start: created.start, taskId, notice: true };
+      }
       tx.insert<TaskRecord>('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
       const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(d.reason)], by, taskId });
       return { response, start: created.start, taskId };
@@ -329,7 +336,7 @@ function refusedTask(
   seq: number,
   at: Date,
   reason: string,
-  fields: Pick<CommentRecord, 'quota' | 'inputTooLarge' | 'nothingToStop' | 'repositoryDisabled'>,
+  fields: Pick<CommentRecord, 'quota' | 'inputTooLarge' | 'nothingToStop' | 'repositoryDisabled' | 'readerNotice'>,
   how: { verdict?: 'REJECT' | 'IGNORE'; text?: (task: TaskRecord) => TaskRecord } = {},
 ): { start: () => void } {
   const verdict = how.verdict ?? 'REJECT';
@@ -341,12 +348,17 @@ function refusedTask(
   return created;
 }
 
-/** Whether `resourceKey` already had its disabled-repository notice on `at`'s UTC day. */
-function disabledNoticeToday(store: Pick<Store, 'byIndex'>, tx: Tx, resourceKey: string, at: Date): boolean {
+/** Whether `resourceKey` already had its notice of this kind (a refused receipt carrying `field`) on `at`'s UTC day. */
+function noticeToday(store: Pick<Store, 'byIndex'>, tx: Tx, resourceKey: string, at: Date, field: 'repositoryDisabled' | 'readerNotice'): boolean {
   const day = at.toISOString().slice(0, 10);
   return store
     .byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey)
-    .some((t) => t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused'))?.repositoryDisabled === true);
+    .some((t) => t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused'))?.[field] === true);
+}
+
+/** Reader notices are on unless an operator turned them off for the repository (any stored letter case of it). */
+function readerNoticesOn(records: readonly RepositoryRecord[]): boolean {
+  return !records.some((r) => r.readerNotices?.enabled === false);
 }
 
 /** The reason (delivery, audit, task error code) of a comment too long for the agent. */

@@ -54,7 +54,12 @@ export const EXPLAINED_ERROR_CODES = [
   'fork_edits_not_allowed',
   'fork_unreachable',
   'publish_protected_paths',
+  'publish_paths_all_withheld',
   'input_too_large',
+  // A per-task budget stopped the task (the receipt's notice gives the figures).
+  'budget_task_tokens',
+  'budget_task_turns',
+  'budget_task_wall_time',
 ] as const;
 export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
 
@@ -81,7 +86,15 @@ export interface LimitMessages {
    * (issue 29: not silence). Must start with `giteabot: `.
    */
   repositoryDisabled(p: { mention: string | null }): string;
-  /** Added to the receipt when a per-task budget stopped the task; null figures are left out. */
+  /**
+   * The one notice per thread and day that a mention by someone without write access gets: who may
+   * ask the bot, never anything of the task. Must start with `giteabot: `.
+   */
+  readerNotice(p: { mention: string | null }): string;
+  /**
+   * Added to the receipt when a per-task budget stopped the task; null figures are left out. Figures
+   * arrive formatted: counts as `1,200`, agent time as a duration (`42 s`, `3 min 05 s`).
+   */
   budget(p: { code: BudgetCode; used: string | null; limit: string | null; key: string }): string;
   /** Added to the receipt when the task parks in `blocked_workspace`. */
   blocked(p: { taskId: string }): string;
@@ -100,6 +113,8 @@ export type { ProgressStage };
  */
 export interface ProgressMessages {
   stage: Record<ProgressStage, string>;
+  /** What the receipt's first line says of the request at each stage (`is queued`, `is done`, `failed`). */
+  headline: Record<ProgressStage, string>;
   /** `**Stage:** working · 3 min 05 s` */
   stageLine(p: { stage: string; elapsed: string | null }): string;
   step: {
@@ -119,6 +134,15 @@ export interface ProgressMessages {
   totals(p: { duration: string; tokens: string | null }): string;
   /** The error code of a failed task with its one-line meaning. */
   error(p: { code: string; reason: string }): string;
+  /** CCWEB_DELIVERY=off: the change was not published. */
+  notPublished: string;
+  /** Where an unpublished change is kept. */
+  kept(p: { branch: string; patch: string }): string;
+  /**
+   * Paths left out of the commit (CI definitions) and where they are kept. Paths arrive already
+   * reduced to a plain alphabet (receipts/path-text.ts).
+   */
+  withheld(p: { paths: string[]; more: number; branch: string; patch: string }): string;
   /** `1 h 05 min`, `3 min 05 s`, `42 s` */
   duration(p: { h: number; min: number; s: number }): string;
 }
@@ -140,6 +164,20 @@ const zhProgress: ProgressMessages = {
     failed: '失败',
     cancelled: '已停止',
   },
+  headline: {
+    queued: '已排队',
+    preparing: '正在处理',
+    working: '正在处理',
+    waiting_user: '正在等待你的回答',
+    retry_wait: '将稍后重试',
+    blocked: '已暂停',
+    publishing: '正在处理',
+    verifying: '正在处理',
+    stopping: '正在停止',
+    done: '已完成',
+    failed: '失败了',
+    cancelled: '已停止',
+  },
   stageLine: ({ stage, elapsed }) => `**阶段：** ${stage}${elapsed ? ` · 已用时 ${elapsed}` : ''}`,
   step: {
     command: (program) => (program ? `运行命令 \`${program}\`` : '运行命令'),
@@ -155,6 +193,10 @@ const zhProgress: ProgressMessages = {
   pullRequest: ({ number, url }) => `合并请求：[#${number}](${url})`,
   totals: ({ duration, tokens }) => `用时 ${duration}${tokens ? `，${tokens} 个 token` : ''}`,
   error: ({ code, reason }) => `错误码 \`${code}\`：${reason}`,
+  notPublished: '改动没有发布：本服务关闭了改动交付。',
+  kept: ({ branch, patch }) => `改动已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`。`,
+  withheld: ({ paths, more, branch, patch }) =>
+    `未提交：${paths.map((p) => `\`${p}\``).join('、')}${more > 0 ? ` 等另外 ${more} 个` : ''}，因为本仓库不允许机器人修改 CI 定义；这些文件已保留在服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`。`,
   duration: ({ h, min, s }) => (h > 0 ? `${h} 小时 ${pad(min)} 分` : min > 0 ? `${min} 分 ${pad(s)} 秒` : `${s} 秒`),
 };
 
@@ -173,6 +215,20 @@ const enProgress: ProgressMessages = {
     failed: 'failed',
     cancelled: 'stopped',
   },
+  headline: {
+    queued: 'is queued',
+    preparing: 'is being worked on',
+    working: 'is being worked on',
+    waiting_user: 'is waiting for your answer',
+    retry_wait: 'will be tried again shortly',
+    blocked: 'is paused',
+    publishing: 'is being worked on',
+    verifying: 'is being worked on',
+    stopping: 'is being stopped',
+    done: 'is done',
+    failed: 'failed',
+    cancelled: 'was stopped',
+  },
   stageLine: ({ stage, elapsed }) => `**Stage:** ${stage}${elapsed ? ` · ${elapsed} so far` : ''}`,
   step: {
     command: (program) => (program ? `running \`${program}\`` : 'running a command'),
@@ -188,20 +244,25 @@ const enProgress: ProgressMessages = {
   pullRequest: ({ number, url }) => `Pull request: [#${number}](${url})`,
   totals: ({ duration, tokens }) => `Took ${duration}${tokens ? `, ${tokens} tokens` : ''}`,
   error: ({ code, reason }) => `Error code \`${code}\`: ${reason}`,
+  notPublished: 'Not published: change delivery is off on this service.',
+  kept: ({ branch, patch }) => `The change is kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory.`,
+  withheld: ({ paths, more, branch, patch }) =>
+    `Not committed: ${paths.map((p) => `\`${p}\``).join(', ')}${more > 0 ? ` and ${more} more` : ''}, because the bot may not change CI definitions in this repository; they are kept as branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory.`,
   duration: ({ h, min, s }) => (h > 0 ? `${h} h ${pad(min)} min` : min > 0 ? `${min} min ${pad(s)} s` : `${s} s`),
 };
 
 export interface Messages {
-  /** The one receipt per accepted task. Must start with `giteabot: `. */
-  received(p: { taskId: string; mention: string | null }): string;
+  /**
+   * The first line of the one receipt per accepted task; `status` is `progress.headline` of the
+   * task's stage, so the line follows the stage. Must start with `giteabot: `.
+   */
+  received(p: { taskId: string; mention: string | null; status: string }): string;
   cancelled(p: { taskId: string; stopper: string }): string;
   aborted(p: { taskId: string; stopper: string }): string;
   failed(p: { taskId: string; reason: string; code: string | null }): string;
   failedReply(p: { taskId: string; reason: string; code: string | null }): string;
   errors: Record<ExplainedErrorCode, string>;
   unexpectedError: string;
-  /** Appended to a failure when change delivery kept the unpublished change (a leading space included). */
-  keptChange(p: { branch: string; patch: string }): string;
   /** CCWEB_DELIVERY=off: one notice that the task's changes were not published. */
   notPublished(p: { taskId: string }): string;
   /**
@@ -218,7 +279,7 @@ export interface Messages {
 const ZH_BUDGET: Record<BudgetCode, { used: (n: string) => string; limit: (n: string | null) => string }> = {
   budget_task_tokens: { used: (n) => `已使用 ${n} 个 token，`, limit: (n) => (n ? `每个任务 ${n} 个 token 的上限` : '每个任务的 token 上限') },
   budget_task_turns: { used: (n) => `已运行 ${n} 轮智能体，`, limit: (n) => (n ? `每个任务 ${n} 轮的上限` : '每个任务的轮次上限') },
-  budget_task_wall_time: { used: (n) => `已耗用 ${n} 分钟智能体时间，`, limit: (n) => (n ? `每个任务 ${n} 分钟的上限` : '每个任务的时间上限') },
+  budget_task_wall_time: { used: (n) => `已耗用 ${n}智能体时间，`, limit: (n) => (n ? `每个任务 ${n}智能体时间的上限` : '每个任务的时间上限') },
 };
 
 const zhLimits: LimitMessages = {
@@ -234,6 +295,8 @@ const zhLimits: LimitMessages = {
     `giteabot: ${mention ? `${mention}，` : ''}这里没有可以停止的任务：本话题没有排队、等待或正在运行的任务。`,
   repositoryDisabled: ({ mention }) =>
     `giteabot: ${mention ? `${mention}，` : ''}管理员已在本仓库停用了机器人，因此不会运行任务（代码 \`repository_disabled\`）。重新启用后请再次提及机器人。今天本话题不会再收到这条通知。`,
+  readerNotice: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}，` : ''}只有对本仓库有写权限的人才能让机器人工作，因此没有运行任何任务。今天本话题不会再收到这条通知。`,
   budget: ({ code, used, limit, key }) =>
     `**因达到上限而停止：** 本任务${used === null ? '' : ZH_BUDGET[code].used(used)}达到了${ZH_BUDGET[code].limit(limit)}（\`${code}\`），智能体已被中断。管理员可以提高 ${key} 或该仓库的上限，之后请再次提及机器人以继续。`,
   blocked: ({ taskId }) =>
@@ -242,10 +305,11 @@ const zhLimits: LimitMessages = {
   standalone: ({ taskId, text }) => `giteabot: 任务 ${taskId} — ${text}`,
 };
 
-const EN_BUDGET: Record<BudgetCode, { what: string; unit: string }> = {
-  budget_task_tokens: { what: 'tokens', unit: 'tokens per task' },
-  budget_task_turns: { what: 'agent turns', unit: 'turns per task' },
-  budget_task_wall_time: { what: 'minutes of agent time', unit: 'minutes per task' },
+/** `used 1,200 tokens`, `limit of 1,000 tokens per task`; `perTask` when the limit is not known. */
+const EN_BUDGET: Record<BudgetCode, { what: string; unit: string; perTask: string }> = {
+  budget_task_tokens: { what: 'tokens', unit: 'tokens per task', perTask: 'tokens per task' },
+  budget_task_turns: { what: 'agent turns', unit: 'turns per task', perTask: 'turns per task' },
+  budget_task_wall_time: { what: 'of agent time', unit: 'of agent time per task', perTask: 'agent time per task' },
 };
 
 const enLimits: LimitMessages = {
@@ -261,8 +325,10 @@ const enLimits: LimitMessages = {
     `giteabot: ${mention ? `${mention}, ` : ''}there is nothing to stop here: no task of this thread is queued, waiting or running.`,
   repositoryDisabled: ({ mention }) =>
     `giteabot: ${mention ? `${mention}, ` : ''}an operator has disabled the bot in this repository, so no task runs (code \`repository_disabled\`). Mention the bot again once it is enabled. This thread gets this notice at most once a day.`,
+  readerNotice: ({ mention }) =>
+    `giteabot: ${mention ? `${mention}, ` : ''}only people with write access to this repository can ask the bot, so nothing was run. This thread gets this notice at most once a day.`,
   budget: ({ code, used, limit, key }) =>
-    `**Stopped by a limit:** this task${used === null ? '' : ` used ${used} ${EN_BUDGET[code].what} and`} reached its limit of ${limit === null ? EN_BUDGET[code].unit : `${limit} ${EN_BUDGET[code].unit}`} (\`${code}\`), so the agent was interrupted. An operator can raise ${key} or the repository's limit; then mention the bot again to continue.`,
+    `**Stopped by a limit:** this task${used === null ? '' : ` used ${used} ${EN_BUDGET[code].what} and`} reached its limit of ${limit === null ? EN_BUDGET[code].perTask : `${limit} ${EN_BUDGET[code].unit}`} (\`${code}\`), so the agent was interrupted. An operator can raise ${key} or the repository's limit; then mention the bot again to continue.`,
   blocked: ({ taskId }) =>
     `**Paused:** the repository's workspace on the bot's host has local changes, so nothing was run (\`workspace_dirty\`). An operator must clean the workspace and unblock task ${taskId}; it then runs.`,
   resumed: ({ taskId }) => `**Resumed:** an operator unblocked task ${taskId}; it is queued again.`,
@@ -270,7 +336,7 @@ const enLimits: LimitMessages = {
 };
 
 const zh: Messages = {
-  received: ({ taskId, mention }) => `giteabot: 已收到 — ${mention ? `${mention} 的` : ''}请求已排队（任务 ${taskId}）。`,
+  received: ({ taskId, mention, status }) => `giteabot: 已收到 — ${mention ? `${mention} 的` : ''}请求${status}（任务 ${taskId}）。`,
   cancelled: ({ taskId, stopper }) => `giteabot: 任务 ${taskId} 在完成前被 ${stopper} 取消。`,
   aborted: ({ taskId, stopper }) => `giteabot: 任务 ${taskId} 在运行中被 ${stopper} 中止。`,
   failed: ({ taskId, reason, code }) => `giteabot: 任务 ${taskId} 失败：${reason}${code ? `（错误码：\`${code}\`）` : ''}。`,
@@ -316,10 +382,13 @@ const zh: Messages = {
       '此合并请求来自复刻仓库，且作者没有允许维护者编辑；机器人从不把复刻仓库的提交推送到本仓库，因此改动没有发布。作者可以在合并请求中勾选"允许维护者编辑"，然后再次提及机器人',
     fork_unreachable: '机器人无法访问此合并请求的复刻仓库（私有复刻需要把机器人添加为可读的协作者），因此改动没有发布',
     publish_protected_paths: '工作区中的提交修改了 CI 定义（例如 .gitea/workflows/），本仓库不允许机器人发布这些文件，因此改动没有发布',
+    publish_paths_all_withheld: '改动涉及的文件全部是本仓库不允许机器人提交的路径（例如 .gitea/workflows/ 下的 CI 定义），因此没有发布任何内容；管理员可以为本仓库允许 CI 改动',
     input_too_large: '交给智能体的内容（几条回复加在一起）超过了它一次能接收的 1,048,576 个字符，请缩短后再次提及机器人',
+    budget_task_tokens: '任务达到了每个任务的 token 上限',
+    budget_task_turns: '任务达到了每个任务的智能体轮次上限',
+    budget_task_wall_time: '任务达到了每个任务的智能体时间上限',
   },
   unexpectedError: '意外错误使其停止',
-  keptChange: ({ branch, patch }) => ` 改动已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`。`,
   notPublished: ({ taskId }) => `giteabot: 任务 ${taskId} 的改动没有发布（本服务关闭了改动交付）。`,
   withheldPaths: ({ taskId, paths, more, branch, patch }) =>
     `giteabot: 任务 ${taskId} 的以下文件没有提交，因为本仓库不允许机器人修改 CI 定义：${paths.map((p) => `\`${p}\``).join('、')}${more > 0 ? ` 等另外 ${more} 个` : ''}。其余改动已照常发布。这些文件已保留：服务工作区中的分支 \`${branch}\`，以及数据目录中的补丁 \`${patch}\`；管理员可以为本仓库允许 CI 改动。`,
@@ -329,7 +398,7 @@ const zh: Messages = {
 };
 
 const en: Messages = {
-  received: ({ taskId, mention }) => `giteabot: received — the request${mention ? ` from ${mention}` : ''} is queued (task ${taskId}).`,
+  received: ({ taskId, mention, status }) => `giteabot: received — the request${mention ? ` from ${mention}` : ''} ${status} (task ${taskId}).`,
   cancelled: ({ taskId, stopper }) => `giteabot: task ${taskId} was cancelled by ${stopper} before it ran to the end.`,
   aborted: ({ taskId, stopper }) => `giteabot: task ${taskId} was stopped by ${stopper} while it was running.`,
   failed: ({ taskId, reason, code }) => `giteabot: task ${taskId} failed: ${reason}${code ? ` (error code: \`${code}\`)` : ''}.`,
@@ -375,10 +444,14 @@ const en: Messages = {
       "this pull request comes from a fork whose author does not allow edits by maintainers, and the bot never pushes a fork's commits into this repository, so the change was not published; the author can tick \"Allow edits from maintainers\" on the pull request and mention the bot again",
     fork_unreachable: "the bot cannot reach this pull request's fork (a private fork needs the bot added as a reader), so the change was not published",
     publish_protected_paths: 'commits in the workspace change CI definitions (such as .gitea/workflows/), which the bot may not publish in this repository, so the change was not published',
+    publish_paths_all_withheld:
+      'every file the change touched is one the bot may not commit in this repository (CI definitions such as .gitea/workflows/), so nothing was published; an operator can allow CI changes for this repository',
     input_too_large: 'what the agent was given (several replies together) is more than the 1,048,576 characters it can take at once; shorten it and mention the bot again',
+    budget_task_tokens: 'it reached its limit of tokens per task',
+    budget_task_turns: 'it reached its limit of agent turns per task',
+    budget_task_wall_time: 'it reached its limit of agent time per task',
   },
   unexpectedError: 'an unexpected error stopped it',
-  keptChange: ({ branch, patch }) => ` The change is kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory.`,
   notPublished: ({ taskId }) => `giteabot: the changes of task ${taskId} were not published (change delivery is off on this service).`,
   withheldPaths: ({ taskId, paths, more, branch, patch }) =>
     `giteabot: task ${taskId} did not commit ${paths.map((p) => `\`${p}\``).join(', ')}${more > 0 ? ` and ${more} more` : ''}: the bot may not change CI definitions in this repository. The rest of the change was published as usual. These files are kept: branch \`${branch}\` in the service's workspace and the patch \`${patch}\` in its data directory; an operator can allow CI changes for this repository.`,

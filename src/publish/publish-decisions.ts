@@ -97,6 +97,17 @@ export function trackingRefFor(target: string, fork: ForkRepository | null): str
   return fork ? `refs/ccweb-forks/${fork.owner}/${fork.name}/${target}` : `refs/remotes/origin/${target}`;
 }
 
+/**
+ * A refusal of this task's change that still stands: an earlier publish of the task (the agent's
+ * tool, during its turn) was refused and kept the change, and nothing new was made since. The later
+ * publish finds a clean worktree, but that is not "nothing to publish": the change was refused, and
+ * the task must end with that refusal rather than as a plain success.
+ */
+export function standingRefusal(previous: Pick<PublishRecord, 'status' | 'errorCode' | 'message'> | undefined): { errorCode: string; message: string } | null {
+  if (previous?.status !== 'kept' || !previous.errorCode) return null;
+  return { errorCode: previous.errorCode, message: previous.message ?? previous.errorCode };
+}
+
 /** Nothing new on top of the remote, and no delivery to this same branch owed from before a restart. */
 export function nothingNew(input: { ahead: number; owedBefore: boolean; previousBranch: string | null | undefined; target: string }): boolean {
   return input.ahead === 0 && !(input.owedBefore && input.previousBranch === input.target);

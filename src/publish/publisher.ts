@@ -21,7 +21,12 @@
 // only when its author allows edits by maintainers — never to a branch of the base repository, which
 // would carry the fork's commits (workflow files among them) there; and CI definitions
 // (protected-paths.ts) are not committed unless the operator allows it for the repository: they are
-// withheld (kept apart, named in a notice) and the rest of the change is published.
+// withheld (kept apart, named in a notice once the rest is on Gitea) and the rest of the change is
+// published; a change that was nothing but such paths is refused (`publish_paths_all_withheld`).
+//
+// A refusal stands: when the agent's tool published during the turn and was refused, the change was
+// kept and the worktree reset, so the publish after the turn finds nothing new — it answers with that
+// refusal again (standingRefusal), and the task fails with it instead of ending as a success.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
@@ -47,13 +52,14 @@ import {
   publishTarget,
   pullRequestStep,
   pushFailureCode,
+  standingRefusal,
   summaryFor,
   trackingRefFor,
 } from './publish-decisions.js';
 import { nulList, publishPathSettings, refusedPaths } from './protected-paths.js';
 import { PublishError, type PublishOutcome, type PublishRecord, type Publisher, type PublisherOptions } from './publish-types.js';
 import { ensurePull, settle } from './pull-requests.js';
-import { setAside, stagedRefusedPaths, unstage } from './withhold-paths.js';
+import { setAside, stagedRefusedPaths, unstage, type Withheld } from './withhold-paths.js';
 
 export type { DeliveryMode, PublishOutcome, PublishRecord, Publisher, PublisherOptions } from './publish-types.js';
 
@@ -185,11 +191,15 @@ export function createPublisher(options: PublisherOptions): Publisher {
       const status = (firstStatus = await git(statusArgs));
       const contained = await git(['for-each-ref', '--count=1', '--contains', 'HEAD', '--format=%(refname)', 'refs/remotes/']);
       if (status.ok && status.stdout.length === 0 && contained.ok && contained.stdout.trim() !== '') {
+        const refusal = standingRefusal(previous);
+        if (refusal) return { ok: false, ...refusal, record: previous! };
         const rec = await record(taskId, { status: 'nothing_to_publish', mode }, { action: 'publish.nothing', metadata: { reason: 'no_changes' } });
         options.onOutcome?.('nothing_to_publish');
         return { ok: true, record: rec! };
       }
     }
+    // Paths this publish left out of the commit (withheld-paths.ts): named in a notice once the rest is on Gitea.
+    let withheldNow: Withheld | null = null;
     try {
       // The target branch and the pull request it belongs to.
       const pull: GiteaPull | null = task.resource.kind === 'issue' ? null : await gitea.getPull(task.owner, task.repo, task.resource.number);
@@ -215,8 +225,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
           await record(taskId, {}, { action: 'publish.commit', metadata: { sha, worktree: path.basename(wt) } });
         }
         if (refused.length > 0) {
-          const withheld = await setAside(keepDeps, taskId, refused);
-          await record(taskId, { withheld }, { action: 'publish.paths_withheld', metadata: { ...withheld }, level: 'alert' }, WITHHELD_PATHS_NOTICE_STATE);
+          withheldNow = await setAside(keepDeps, taskId, refused);
+          await record(taskId, { withheld: withheldNow }, { action: 'publish.paths_withheld', metadata: { ...withheldNow }, level: 'alert' });
         }
       }
       const head = (await resolve('HEAD'))!;
@@ -246,6 +256,11 @@ export function createPublisher(options: PublisherOptions): Publisher {
 
       const ahead = Number((await must(['rev-list', '--count', `${upstream}..HEAD`])).stdout.trim()) || 0;
       if (nothingNew({ ahead, owedBefore, previousBranch: previous?.branch, target })) {
+        // Everything the agent changed was withheld: nothing reaches Gitea, so the change was refused
+        // (kept on the withheld branch), not "nothing to publish" and not "the rest was published".
+        if (withheldNow) throw new PublishError('publish_paths_all_withheld', `every path the change touched is one the bot does not commit in this repository: ${withheldNow.paths.slice(0, 5).join(', ')}`);
+        const refusal = standingRefusal(previous);
+        if (refusal) return { ok: false, ...refusal, record: previous! };
         const rec = await record(taskId, { status: 'nothing_to_publish', mode, branch: previous?.branch ?? null }, { action: 'publish.nothing', metadata: { branch: target, remoteHead } });
         options.onOutcome?.('nothing_to_publish');
         return { ok: true, record: rec! };
@@ -344,6 +359,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
         taskId,
         { status: 'published', mode, branch: target, repository: fork ? `${fork.owner}/${fork.name}` : null, headSha: after, pullRequest: pr, errorCode: null, message: null },
         { action: 'publish.verified', metadata: { branch: target, ...(fork ? { repository: `${fork.owner}/${fork.name}` } : {}), head: after, pullRequest: pr?.number ?? null } },
+        // Only now is "the rest was published" true: the withheld paths' notice is queued with the verified record.
+        withheldNow || store.get<TaskRecord>('tasks', taskId)?.publish?.withheld?.paths.length ? WITHHELD_PATHS_NOTICE_STATE : undefined,
       );
       options.onOutcome?.('published');
       return { ok: true, record: rec! };

@@ -5,6 +5,7 @@ import type { InputTooLargeNotice, QuotaNotice } from '../domain/record-fields.j
 import type { TaskRecord } from '../domain/records.js';
 import { DEFAULT_LOCALE, messages, type Locale, type QuotaCode } from '../messages/catalogue.js';
 import type { BudgetCode } from '../usage/usage-accounting.js';
+import { formatDuration } from './receipt-progress.js';
 import { mentionOf } from './receipt-text.js';
 
 /** `2026-12-02 00:00 UTC` */
@@ -39,6 +40,12 @@ export function repositoryDisabledReceiptText(task: Pick<TaskRecord, 'author'>, 
   return messages(locale).limits.repositoryDisabled({ mention: mentionOf(task.author) });
 }
 
+/** The one notice per thread and day of a mention by someone without write access. */
+export function readerNoticeReceiptText(task: Pick<TaskRecord, 'author'>, locale: Locale = DEFAULT_LOCALE): string {
+  return messages(locale).limits.readerNotice({ mention: mentionOf(task.author) });
+}
+
+/** A per-task budget's figures: tokens or turns as counts, agent time (`budget_task_wall_time`) in milliseconds. */
 export interface BudgetNotice {
   code: BudgetCode;
   limit: number | null;
@@ -55,10 +62,12 @@ const BUDGET_KEYS = {
 /** Added to the task's receipt when a per-task limit stopped it. */
 export function budgetNoticeText(b: BudgetNotice, locale: Locale = DEFAULT_LOCALE): string {
   const code = b.code;
+  // Agent time as the duration it was (`5 s`, `2 min 30 s`): whole minutes rounded up said "1 minutes" of a 5 s limit.
+  const figure = (v: number) => (code === 'budget_task_wall_time' ? formatDuration(v, locale) : n(v));
   return messages(locale).limits.budget({
     code,
-    used: b.used === null ? null : n(b.used),
-    limit: b.limit === null ? null : n(b.limit),
+    used: b.used === null ? null : figure(b.used),
+    limit: b.limit === null ? null : figure(b.limit),
     key: BUDGET_KEYS[code],
   });
 }

@@ -19,6 +19,7 @@ import {
 } from './receipt-text.js';
 import {
   nothingToStopReceiptText,
+  readerNoticeReceiptText,
   refusalReceiptText,
   repositoryDisabledReceiptText,
   tooLongReceiptText,
@@ -43,6 +44,7 @@ function receiptText(task: TaskRecord, rec: CommentRecord, locale: Locale): stri
     if (rec.inputTooLarge) return tooLongReceiptText(task, rec.inputTooLarge, locale);
     if (rec.nothingToStop === true) return nothingToStopReceiptText(task, locale);
     if (rec.repositoryDisabled === true) return repositoryDisabledReceiptText(task, locale);
+    if (rec.readerNotice === true) return readerNoticeReceiptText(task, locale);
   }
   if (state === NOT_PUBLISHED_NOTICE_STATE) return notPublishedReceiptText(task, locale);
   if (state === WITHHELD_PATHS_NOTICE_STATE) return withheldPathsReceiptText(task, locale);

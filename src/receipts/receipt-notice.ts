@@ -24,6 +24,7 @@ import type { UsageLimits } from '../domain/usage-records.js';
 import { blockedNoticeText, budgetNoticeText, resumedNoticeText, standaloneNoticeText, type BudgetNotice } from './limit-texts.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
 import { receivedReceiptText } from './receipt-text.js';
+import { progressStageOf } from './receipt-progress.js';
 import { createCommentWorker } from './comment-worker.js';
 
 export interface ReceiptNoticesOptions {
@@ -101,8 +102,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     const u = task.usage;
     if (code === 'budget_task_tokens') return { code, limit: limits.taskTokens ?? null, used: u?.totalTokens ?? null };
     if (code === 'budget_task_turns') return { code, limit: limits.taskTurns ?? null, used: u?.turns ?? null };
-    const min = (ms: number | undefined) => (ms === undefined ? null : Math.ceil(ms / 60_000));
-    return { code, limit: min(limits.taskWallMs), used: min(u?.wallMs) };
+    return { code, limit: limits.taskWallMs ?? null, used: u?.wallMs ?? null };
   }
 
   function noticeRow(task: TaskRecord, key: string, at: string): CommentRecord {
@@ -199,7 +199,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
         await gitea.editIssueComment(task.owner, task.repo, paused.commentId, body);
         await mark(rec, { status: 'sent', commentId: paused.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: RESUMED });
       } else if (receipt?.status === 'sent' && receipt.commentId !== null) {
-        const body = options.composeReceipt?.(task.taskId) ?? `${receivedReceiptText(task, locale)}\n\n${text}\n\n${receipt.marker}`;
+        const body = options.composeReceipt?.(task.taskId) ?? `${receivedReceiptText(task, locale, progressStageOf(task.state) ?? 'queued')}\n\n${text}\n\n${receipt.marker}`;
         await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, body);
         await mark(rec, { status: 'sent', commentId: receipt.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: rec.reason });
         options.onReceiptEdited?.(task.taskId);

@@ -51,6 +51,8 @@ export interface ReceiptOutboxOptions {
    * by the node that leads. Default: every repository (one node).
    */
   scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
+  /** Told once a row's comment is on Gitea (posted or adopted): the progress worker can edit that receipt now. */
+  onSent?: (taskId: string) => void;
 }
 
 export interface ReceiptOutbox {
@@ -148,6 +150,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     await markReceiptSent(store, rec, commentId, action, bodyHash, now());
     backoff.delete(rec.commentKey);
     log('receipt sent', { taskId: rec.taskId, commentKey: rec.commentKey, commentId });
+    options.onSent?.(rec.taskId);
   }
 
   async function failedAttempt(rec: CommentRecord, error: unknown, step: ReceiptStep): Promise<void> {

@@ -3,8 +3,9 @@
  * EDITED in place at each stage — never a new comment — and at the end shows the outcome with the
  * links (answer, branch, pull request), the duration and the tokens.
  *
- * - Rate-limited: at most one edit per receipt per interval (CCWEB_RECEIPT_EDIT_INTERVAL_SECONDS);
- *   the elapsed time moves on each tick, a stage change waits for the interval like any edit.
+ * - Rate-limited: at most one progress edit per receipt per interval (CCWEB_RECEIPT_EDIT_INTERVAL_SECONDS);
+ *   the elapsed time moves on each tick, a stage change waits for the interval like any progress
+ *   edit. The final edit (the task ended) does not wait: it goes out on the final transition.
  * - Idempotent across restarts: the last edit Gitea took (stage, body hash, time) is stored on the
  *   receipt's row (`progress`) in the transaction that writes its audit event
  *   (`receipt.progress_edited`). A restart re-renders every receipt whose final edit is not stored;
@@ -22,6 +23,7 @@ import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-sc
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
+import { unpublishedChangeOf } from './receipt-text.js';
 import { createCommentWorker } from './comment-worker.js';
 import { errorMessageOf, isPermanentReceiptError } from './receipt-retry.js';
 import {
@@ -121,6 +123,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       pullRequest: pub?.pullRequest && typeof pub.pullRequest.url === 'string' ? { number: pub.pullRequest.number, url: pub.pullRequest.url } : null,
       durationMs: Math.max(0, Date.parse(end) - Date.parse(task.createdAt)),
       tokens: task.usage?.totalTokens ?? null,
+      unpublished: unpublishedChangeOf(pub),
     };
   }
 
@@ -178,7 +181,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     const bodyHash = bodyHashOf(r.body);
     // Before the first edit, the post itself counts as the last edit (the interval holds from it).
     const memo = receipt.progress ?? { stage: 'queued', bodyHash: receipt.bodyHash, at: receipt.updatedAt };
-    const decision = editDecision(memo, bodyHash, now().getTime(), intervalMs);
+    const decision = editDecision(memo, bodyHash, now().getTime(), intervalMs, final);
     if (decision.kind === 'skip') {
       if (final) await record(receipt, { ...memo, final: true }, null, false);
       return final;

@@ -12,7 +12,7 @@ import type { AgentStep } from '../domain/agent-step.js';
 import type { ProgressMemo, ProgressStage } from '../domain/record-fields.js';
 import type { TaskRecord } from '../domain/records.js';
 import { DEFAULT_LOCALE, messages, type Locale } from '../messages/catalogue.js';
-import { describeErrorCode, receivedReceiptText } from './receipt-text.js';
+import { describeErrorCode, receivedReceiptText, unpublishedSentences, type UnpublishedChange } from './receipt-text.js';
 
 const STAGE_OF_STATE: Record<string, ProgressStage> = {
   received: 'queued',
@@ -54,6 +54,8 @@ export interface ProgressOutcome {
   pullRequest: { number: number; url: string } | null;
   durationMs: number | null;
   tokens: number | null;
+  /** What of the change did not reach Gitea and where it is kept (from the publish record, never from the agent). */
+  unpublished?: UnpublishedChange | null;
 }
 
 export interface ProgressView {
@@ -106,9 +108,11 @@ export function progressReceiptText(view: ProgressView, locale: Locale = DEFAULT
     if (o.answerUrl) lines.push(`- ${p.answer(o.answerUrl)}`);
     if (o.branch) lines.push(`- ${p.branch(o.branch)}`);
     if (o.pullRequest) lines.push(`- ${p.pullRequest(o.pullRequest)}`);
+    if (o.unpublished) for (const sentence of unpublishedSentences(o.unpublished, locale)) lines.push(`- ${sentence}`);
     if (o.durationMs !== null) lines.push(`- ${p.totals({ duration: formatDuration(o.durationMs, locale), tokens: o.tokens === null ? null : o.tokens.toLocaleString('en-US') })}`);
   }
-  return [receivedReceiptText(view.task, locale), lines.join('\n'), ...view.notices].join('\n\n');
+  // The first line follows the stage: a finished task's receipt never still says "queued".
+  return [receivedReceiptText(view.task, locale, view.stage), lines.join('\n'), ...view.notices].join('\n\n');
 }
 
 /** The web address of the task's repository, from the thread URL Gitea gave (`…/owner/repo/issues/3#…`). */
@@ -140,12 +144,13 @@ export type { ProgressMemo };
 export type EditDecision = { kind: 'skip' } | { kind: 'wait'; ms: number } | { kind: 'edit' };
 
 /**
- * Whether to edit now: never the same body twice (restarts re-render without an edit), never
- * sooner than the interval after the last edit.
+ * Whether to edit now: never the same body twice (restarts re-render without an edit). The interval
+ * after the last edit holds progress edits only: the final edit (`final`) goes out as soon as the
+ * task ends, since the answer is already on the thread and the receipt must not lag behind it.
  */
-export function editDecision(memo: ProgressMemo | null | undefined, bodyHash: string, nowMs: number, intervalMs: number): EditDecision {
+export function editDecision(memo: ProgressMemo | null | undefined, bodyHash: string, nowMs: number, intervalMs: number, final = false): EditDecision {
   if (memo?.bodyHash === bodyHash) return { kind: 'skip' };
-  if (!memo) return { kind: 'edit' };
+  if (!memo || final) return { kind: 'edit' };
   const since = nowMs - Date.parse(memo.at);
   return since >= intervalMs ? { kind: 'edit' } : { kind: 'wait', ms: intervalMs - since };
 }

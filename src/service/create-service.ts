@@ -371,7 +371,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   await ingestAllGateCalls(store, config.dataDir, { onCall: (line) => metrics.observeAgentGiteaCall(line.tool, line.outcome) });
   const recovery = await scheduler.recover();
   logger.info(recovery, 'restart recovery done');
-  const receipts = createReceiptOutbox({ store, runtime, gitea, botLogin, scope, locale: config.locale ?? DEFAULT_LOCALE, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const receipts = createReceiptOutbox({
+    store,
+    runtime,
+    gitea,
+    botLogin,
+    scope,
+    locale: config.locale ?? DEFAULT_LOCALE,
+    logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
+    // A task that ended before its receipt was posted gets its final edit right after the post.
+    onSent: (taskId) => progressRef?.touch(taskId),
+  });
   // The receipt as the task's tracking comment (issue 30): edited at each stage, at most once per interval.
   const progress = createReceiptProgress({
     store,

@@ -27,7 +27,12 @@ export type AuthorizeVia = 'permission_api';
 
 export type AuthorizeResult =
   | { allowed: true; via: AuthorizeVia }
-  | { allowed: false; reason: 'actor_not_authorized' }
+  /**
+   * `readerOnly`: Gitea says the commenter has no write access (the signed hint or the API), as
+   * opposed to the operator's deny or allow list refusing them: only then is "only people with write
+   * access can ask" true to tell them.
+   */
+  | { allowed: false; reason: 'actor_not_authorized'; readerOnly?: true }
   /** Gitea did not answer clearly (5xx, timeout, down, 401/403, an unknown level): undecided. */
   | { allowed: false; reason: 'permission_check_failed'; error: unknown };
 
@@ -43,14 +48,14 @@ export async function authorizeActor(input: AuthorizeActorInput): Promise<Author
     return { allowed: false, reason: 'actor_not_authorized' };
   }
   if (permissions !== undefined && permissions !== null && permissions.push !== true && permissions.admin !== true) {
-    return { allowed: false, reason: 'actor_not_authorized' };
+    return { allowed: false, reason: 'actor_not_authorized', readerOnly: true };
   }
   let permission: unknown;
   try {
     permission = await fetchPermission(login);
   } catch (error) {
     if (typeof error === 'object' && error !== null && (error as { status?: unknown }).status === 404) {
-      return { allowed: false, reason: 'actor_not_authorized' };
+      return { allowed: false, reason: 'actor_not_authorized', readerOnly: true };
     }
     return { allowed: false, reason: 'permission_check_failed', error };
   }
@@ -61,7 +66,7 @@ export async function authorizeActor(input: AuthorizeActorInput): Promise<Author
       return { allowed: true, via: 'permission_api' };
     case 'none':
     case 'read':
-      return { allowed: false, reason: 'actor_not_authorized' };
+      return { allowed: false, reason: 'actor_not_authorized', readerOnly: true };
     default:
       return { allowed: false, reason: 'permission_check_failed', error: new Error(`unknown permission level ${JSON.stringify(permission)?.slice(0, 40)}`) };
   }

@@ -36,6 +36,11 @@ describe('npm run demo [real gitea-mcp]', () => {
     expect(stdout).toMatch(/received → queued/);
     expect(stdout).toMatch(/verifying_reply → succeeded/);
     expect(stdout).toMatch(/\[ccweb-bot\] giteabot: 已收到/);
+    // The comments printed are the receipts' final edits: their first line follows the stage, never "queued" for a finished task.
+    expect(stdout.match(/\[ccweb-bot\] giteabot: 已收到 — @alice 的请求已完成（任务 \S+）。 \*\*阶段：\*\* 已完成/g)?.length).toBe(2);
+    expect(stdout).not.toContain('请求已排队');
+    // bob may only read: his mention gets the thread's one notice that only writers can ask.
+    expect(stdout.match(/\[ccweb-bot\] giteabot: @bob，只有对本仓库有写权限的人才能让机器人工作/g)?.length).toBe(1);
     expect(stdout).toMatch(/The workspace is at commit [0-9a-f]{40}/);
     // Alice's first request changed a file: it arrives as a pull request from the bot's branch.
     expect(stdout).toMatch(/I appended a line to CHANGES\.md/);

@@ -78,6 +78,17 @@ async function branchSha(branch: string): Promise<string | null> {
   return r.status === 200 ? r.body.commit.id : null;
 }
 
+/** The task's receipt on the thread once its final edit landed (its first line no longer says queued). */
+async function finalReceipt(index: number, taskId: string): Promise<string> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const body = (await env.gitea.comments(index)).find((c) => c.user.login === env.gitea.users.bot.login && c.body.includes(`receipt=${taskId}:status:received`))?.body ?? '';
+    if (/\*\*Stage:\*\* (done|failed|stopped)\b/.test(body)) return body;
+    if (Date.now() > deadline) throw new Error(`no final receipt for ${taskId}: ${body}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 async function fileOn(branch: string, path: string): Promise<string> {
   const r = await asOwner<{ content: string }>('GET', `/contents/${path}?ref=${encodeURIComponent(branch)}`);
   return Buffer.from(r.content, 'base64').toString('utf8');
@@ -411,8 +422,8 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
       }
       return found;
     };
-    const refused = async (code: string) => {
-      const taskId = await mention(pr, 'tweak the fork pull request (change-file)');
+    const refused = async (code: string, how = '(change-file)') => {
+      const taskId = await mention(pr, `tweak the fork pull request ${how}`);
       const d = await waitForTask(taskId);
       expect(d.task.state, JSON.stringify(d.task)).toBe('failed');
       expect(d.task.errorCode).toBe(code);
@@ -425,6 +436,11 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
       expect(receipts).toHaveLength(1);
       expect(receipts[0]!.body).toContain(code);
       expect(receipts[0]!.body).toContain(`ccweb-kept/${taskId}`);
+      // The task's own receipt says it too, in the service's words (not only the agent's answer, if it repeats the tool's error).
+      const receipt = await finalReceipt(pr, taskId);
+      expect(receipt.split('\n')[0]).toContain(`failed (task ${taskId})`);
+      expect(receipt).toContain(`Error code \`${code}\``);
+      expect(receipt).toContain(`The change is kept: branch \`ccweb-kept/${taskId}\``);
       return receipts[0]!.body;
     };
     const before = await baseBranches();
@@ -433,9 +449,13 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     // 1. The author does not allow maintainer edits: refused before anything is pushed anywhere.
     await setMaintainerEdit(false);
     expect(await refused('fork_edits_not_allowed')).toContain('Allow edits from maintainers');
+    // The same when the agent publishes through the service's tool during its turn: the refusal kept the
+    // change and cleaned the worktree, and the publish after the turn must not call that "nothing to publish".
+    expect(await refused('fork_edits_not_allowed', '(change-file publish-tool)')).toContain('Allow edits from maintainers');
     // 2. Allowed, but the fork is private and the bot cannot read it (real Gitea: "Repository not found").
     await setMaintainerEdit(true);
     expect(await refused('fork_unreachable')).toContain('a private fork needs the bot added as a reader');
+    expect(await refused('fork_unreachable', '(change-file publish-tool)')).toContain('a private fork needs the bot added as a reader');
     expect(await forkBranch()).toBe(forkBefore);
 
     // 3. bob makes the bot a reader of his fork: the commit lands on the fork's head branch, on top of bob's.
@@ -487,6 +507,37 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     // The worktree is clean: the issue's next task is not blocked by the withheld file.
     const wt = join(env.workspaceRoot, 'default', '.worktrees', owner(), repo(), `issue-${n}`);
     expect(execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: wt, encoding: 'utf8' })).toBe('');
+
+    // The receipt names the withheld file too, and the rest as published.
+    const receipt = await finalReceipt(n, taskId);
+    expect(receipt).toContain('Not committed: `.gitea/workflows/x.yml`');
+    expect(receipt).toContain(`ccweb-kept/${taskId}-withheld`);
+    expect(receipt).toMatch(/- Pull request: \[#\d+\]/);
+
+    // A change that is nothing but a CI definition: nothing is published, so the task is refused with
+    // its own code, kept on the withheld branch, and no comment says "the rest was published" — both
+    // when the publish after the turn finds it and when the agent's tool does during the turn.
+    for (const how of ['workflow-only', 'workflow-only publish-tool']) {
+      const m = await env.gitea.createIssue('alice', `Only CI (${how})`);
+      const only = await mention(m, how);
+      const dOnly = await waitForTask(only);
+      expect(dOnly.task.state, JSON.stringify(dOnly.task)).toBe('failed');
+      expect(dOnly.task.errorCode).toBe('publish_paths_all_withheld');
+      expect((dOnly.publish as { withheld?: { paths: string[] } } | null)?.withheld?.paths).toEqual(['.gitea/workflows/x.yml']);
+      expect(await branchSha(`ccweb/issue-${m}`)).toBeNull();
+      const onlyReceipt = await finalReceipt(m, only);
+      expect(onlyReceipt.split('\n')[0]).toContain(`failed (task ${only})`);
+      expect(onlyReceipt).toContain('Error code `publish_paths_all_withheld`: every file the change touched is one the bot may not commit');
+      expect(onlyReceipt).toContain(`Not committed: \`.gitea/workflows/x.yml\``);
+      expect(onlyReceipt).toContain(`ccweb-kept/${only}-withheld`);
+      const thread = async () => (await env.gitea.comments(m)).filter((c) => c.user.login === env.gitea.users.bot.login).map((c) => c.body);
+      const until = Date.now() + 20_000;
+      while (!(await thread()).some((b) => b.includes(`task ${only} failed`)) && Date.now() < until) await new Promise((r) => setTimeout(r, 250));
+      const failure = (await thread()).filter((b) => b.includes(`task ${only} failed`));
+      expect(failure).toHaveLength(1);
+      expect(failure[0]).toContain(`ccweb-kept/${only}-withheld`);
+      expect((await thread()).filter((b) => /rest of the change was published/.test(b))).toEqual([]);
+    }
 
     // A commit the service did not make (an agent running git itself, isolation off) that adds a workflow:
     // it cannot be split, so nothing is published; the change is kept and the branch is untouched.

@@ -86,6 +86,16 @@ async function expectCompleteChain(d: TaskDetail, index: number): Promise<void> 
   expect((await commentsOn(index)).map((c) => c.id)).toContain(reply!.commentId);
 }
 
+/** The bot's comments on the thread once there are at least `count` (at most 20 s). */
+async function waitForBotComments(index: number, count: number): Promise<Array<{ id: number; user: string; body: string }>> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const bot = (await commentsOn(index)).filter((c) => c.user === 'ccweb-bot');
+    if (bot.length >= count || Date.now() > deadline) return bot;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
 async function restartService(): Promise<void> {
   service = await startServiceProcess(env.env);
   expect(service.url).toBe(env.serviceUrl); // the Gitea webhook keeps pointing at it
@@ -152,7 +162,7 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
     await expectCompleteChain(d, n);
   });
 
-  it('(5) a read-only collaborator is refused: task rejected, nothing posted', async () => {
+  it("(5) a read-only collaborator is refused: task rejected, and the thread gets one notice a day that only writers can ask, nothing of the task", async () => {
     const n = await env.gitea.createIssue('bob', 'A reader asks');
     const r = await userComment('bob', n, '@ccweb-bot please delete the tests');
     // Real Gitea signs the commenter's own permissions into the payload.
@@ -161,8 +171,64 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
     expect(r.answer).toMatchObject({ status: 'rejected' });
     const d = await waitForTask(String(r.answer.taskId), ['rejected']);
     expect(d.task.state).toBe('rejected');
-    await new Promise((res) => setTimeout(res, 1_000));
-    expect((await commentsOn(n)).map((c) => c.user)).toEqual(['bob']);
+    const notice = await waitForBotComments(n, 1);
+    expect(notice).toHaveLength(1);
+    expect(notice[0]!.body).toMatch(/^giteabot: @bob，只有对本仓库有写权限的人才能让机器人工作/);
+    // Never the task's details in what the thread shows: not its id, not the request (the hidden marker
+    // that makes the post idempotent is the only place the task's id appears).
+    const shown = notice[0]!.body.replace(/<!--[\s\S]*?-->/g, '');
+    expect(shown).not.toContain(d.task.taskId);
+    expect(shown).not.toContain('delete the tests');
+    expect(notice[0]!.body).toContain(`<!-- ccweb receipt=${d.task.taskId}:status:refused -->`);
+
+    // The same day, the same thread: a second mention (and one after a restart) gets no second notice.
+    const again = await userComment('bob', n, '@ccweb-bot delete the tests, please');
+    expect(again.answer).toMatchObject({ status: 'rejected' });
+    await service.kill9();
+    await restartService();
+    const third = await userComment('bob', n, '@ccweb-bot are you there?');
+    expect(third.answer).toMatchObject({ status: 'rejected' });
+    await new Promise((res) => setTimeout(res, 2_000));
+    expect((await commentsOn(n)).filter((c) => c.user === 'ccweb-bot')).toHaveLength(1);
+
+    // A signed payload naming a comment Gitea does not have: refused as unconfirmed, nothing posted.
+    const m = await env.gitea.createIssue('bob', 'A forged mention');
+    const forged = JSON.parse(r.delivery.payload) as { issue: Record<string, unknown>; comment: Record<string, unknown> };
+    forged.issue = { ...forged.issue, number: m };
+    forged.comment = { ...forged.comment, id: 987_654_321, body: '@ccweb-bot hello' };
+    const body = JSON.stringify(forged);
+    const res = await fetch(env.webhookUrl, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        'X-Gitea-Event': 'issue_comment',
+        'X-Gitea-Event-Type': 'issue_comment',
+        'X-Gitea-Delivery': '00000000-0000-4000-8000-00000000a005',
+        'X-Gitea-Signature': createHmac('sha256', env.webhookSecret).update(body).digest('hex'),
+      },
+      body,
+    });
+    expect(await res.json()).toMatchObject({ status: 'rejected', reason: 'comment_not_confirmed' });
+
+    // An operator turns the notices off for the repository: a reader's mention on a new thread gets none.
+    const switchNotices = async (enabled: boolean) => {
+      const res = await fetch(`${service.url}/api/gitea-workflow/repos/${encodeURIComponent('default:acme/widget')}/reader-notices`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${env.adminToken}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ requestId: `reader-notices-${enabled}`, operator: 'ops', reason: 'e2e', enabled }),
+      });
+      expect(res.status).toBe(200);
+    };
+    await switchNotices(false);
+    try {
+      const k = await env.gitea.createIssue('bob', 'Quiet, please');
+      expect((await userComment('bob', k, '@ccweb-bot anyone?')).answer).toMatchObject({ status: 'rejected' });
+      await new Promise((res) => setTimeout(res, 2_000));
+      expect((await commentsOn(k)).map((c) => c.user)).toEqual(['bob']);
+      expect((await commentsOn(m)).map((c) => c.user)).toEqual([]);
+    } finally {
+      await switchNotices(true);
+    }
   });
 
   it("(6) the bot's own comments come back as webhooks and are ignored, even one that mentions the bot", async () => {

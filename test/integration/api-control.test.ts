@@ -450,4 +450,24 @@ describe('task controls', () => {
     expect((await h.call('POST', path('default:acme/widget'), body({ requestChanges: false }))).body).toMatchObject({ changed: true, reviewTriggers: { requestChanges: false }, version: 3 });
     expect((await h.call('POST', path('default:no/such'), body({ requestChanges: true }))).status).toBe(404);
   });
+
+  it("switches a reader's notice (only writers can ask) per repository: on by default, audited, idempotent, any letter case", async () => {
+    await insertRepository(h.store, 'default:acme/widget');
+    const path = (key: string) => `/api/gitea-workflow/repos/${encodeURIComponent(key)}/reader-notices`;
+    const stored = () => h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')?.readerNotices;
+    expect(stored()).toBeUndefined();
+    const req = body({ reason: 'readers here are bots that mention everyone', enabled: false });
+    const off = await h.call('POST', path('default:ACME/Widget'), req);
+    expect(off.status).toBe(200);
+    expect(off.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', readerNotices: { enabled: false }, version: 2 });
+    expect((await h.call('POST', path('default:ACME/Widget'), req)).body).toEqual(off.body);
+    expect(stored()).toEqual({ enabled: false });
+    const audit = h.store.audit().filter((e) => e.action === 'control.repo_reader_notices');
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor: 'admin:alice', level: 'security', fromState: 'enabled=true', toState: 'enabled=false' });
+    expect((await h.call('POST', path('default:acme/widget'), body({ enabled: 'no' }))).status).toBe(400);
+    expect((await h.call('POST', path('default:acme/widget'), body({ enabled: true }))).body).toMatchObject({ changed: true, readerNotices: { enabled: true }, version: 3 });
+    expect((await h.call('POST', path('default:acme/widget'), body({ enabled: true }))).body).toMatchObject({ changed: false, version: 3 });
+    expect((await h.call('POST', path('default:no/such'), body({ enabled: false }))).status).toBe(404);
+  });
 });

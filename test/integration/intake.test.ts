@@ -580,19 +580,25 @@ describe('415 and 413: content type and size, checked before anything is read or
 });
 
 describe('who may trigger: write/admin confirmed by the API (signed permissions only a hint), fail closed', () => {
-  function expectRejectedTask(harness: IntakeHarness, res: { status: number; body: any }, reason: string, deliveryId: string) {
+  /**
+   * `notice`: Gitea said the commenter has no write access (not the operator's lists), so the thread's
+   * first such mention of the day gets the one receipt row saying only writers can ask.
+   */
+  function expectRejectedTask(harness: IntakeHarness, res: { status: number; body: any }, reason: string, deliveryId: string, notice: boolean) {
     const taskId = taskIdFor(`default:${deliveryId}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'rejected', reason, taskId });
     // Visible to operators as a rejected task (and counted for its author's day, issue 29); no
-    // repository, session or receipt for it.
-    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, security_events: 1 }));
+    // repository or session for it.
+    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, security_events: 1, ...(notice ? { comments: 1 } : {}) }));
+    if (notice) expect(harness.store.get<CommentRecord>('comments', `${taskId}:status:refused`)).toMatchObject({ kind: 'status', status: 'pending', readerNotice: true, errorCode: reason });
     expect(task(harness, taskId)).toMatchObject({ state: 'rejected', author: expect.any(String) });
     expect(harness.runtime.stateOf(taskActorId(taskId))?.state).toBe('rejected');
     expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${deliveryId}`)).toMatchObject({ status: 'rejected', reason, taskId });
     expect(harness.auditActions()).toEqual(['webhook.rejected', 'task.transition', 'task.transition']);
     expect(harness.store.audit()[0]!.errorCode).toBe(reason);
-    expect(harness.accepted).toEqual([]);
+    // The receipt outbox is woken for the notice; nothing else was accepted.
+    expect(harness.accepted).toEqual(notice ? [taskId] : []);
   }
 
   /**
@@ -611,7 +617,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
   it('read-only commenter (signed permissions) → rejected, permission API not asked', async () => {
     const harness = await start({ fetchPermission: async () => 'admin' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: false, push: false, pull: true }; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
     expect(harness.permissionCalls).toEqual([]);
   });
 
@@ -619,7 +625,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
   it('signed push: true for a user Gitea says has no access → rejected (the API decides)', async () => {
     const harness = await start({ fetchPermission: async () => 'none' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: true, pull: true }; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
     expect(harness.permissionCalls).toEqual([['alice', 'widgets', 'bob']]);
   });
 
@@ -647,7 +653,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
   it('permissions absent, permission API says read → rejected', async () => {
     const harness = await start({ fetchPermission: async () => 'read' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = null; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
   });
 
   it('permissions absent, permission API throws → waits for Gitea (fail closed, not refused)', async () => {
@@ -659,7 +665,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
   it('permissions absent, permission API answers 404 (no such user here) → rejected: a clear no', async () => {
     const harness = await start({ fetchPermission: async () => { throw Object.assign(new Error('user does not exist'), { status: 404 }); } });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
   });
 
   it('permissions absent, permission API hangs → waits for Gitea after the timeout (fail closed, not refused)', async () => {
@@ -671,17 +677,58 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
   it('deny list wins over write permission', async () => {
     const harness = await start({ denyUsers: ['BOB'] });
     const d = delivery('issue_comment_created_on_issue');
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, false);
   });
 
   it('allow list without the commenter → rejected; with the commenter → accepted', async () => {
     const harness = await start({ allowUsers: ['carol'] });
     const d = delivery('issue_comment_created_on_issue');
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId);
+    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, false);
     await harness.close();
     const allowed = await start({ allowUsers: ['carol', 'bob'] });
     const e = delivery('issue_comment_created_on_issue');
     expect((await allowed.post(e.body, e.headers)).status).toBe(202);
+  });
+
+  it("a reader's notice: one per thread and UTC day, only for a comment Gitea confirms, none once an operator turns them off", async () => {
+    let now = new Date('2026-03-01T10:00:00.000Z');
+    const harness = await start({ fetchPermission: async () => 'read', learnComments: false, intake: { now: () => now } });
+    let id = 5_000;
+    const mention = async (issue: number, known = true) => {
+      const d = delivery('issue_comment_created_on_issue', {
+        mutate: (p) => {
+          delete p.repository.permissions;
+          p.issue.number = issue;
+          p.comment.id = ++id;
+        },
+      });
+      if (known) harness.comments.learn({ rawBody: d.body, headers: d.headers, contentType: 'application/json' });
+      return (await harness.post(d.body, d.headers)).body;
+    };
+    const notices = () => harness.store.list<CommentRecord>('comments').filter((c) => c.readerNotice === true).map((c) => c.resourceKey);
+    // A mention Gitea does not have (a signed but forged payload): refused unconfirmed, nothing to post.
+    expect(await mention(7, false)).toMatchObject({ status: 'rejected', reason: 'comment_not_confirmed' });
+    expect(notices()).toEqual([]);
+    // The first confirmed one of the thread today gets it; the next ones of that thread do not; another thread does.
+    expect(await mention(7)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
+    expect(await mention(7)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
+    expect(await mention(8)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
+    expect(notices()).toEqual(['default:alice/widgets:issue:7', 'default:alice/widgets:issue:8']);
+    // The next UTC day, the thread may be told again.
+    now = new Date('2026-03-02T00:00:01.000Z');
+    await mention(7);
+    expect(notices()).toHaveLength(3);
+    // An operator turned them off for the repository: no notice, the mention is still rejected and counted.
+    await harness.store.transact((tx) => {
+      tx.insert('repositories', 'default:alice/widgets', {
+        repoKey: 'default:alice/widgets', instanceId: 'default', owner: 'alice', name: 'widgets',
+        cloneUrl: 'https://gitea.example.com/alice/widgets.git', workspacePath: '/w/default/alice/widgets',
+        defaultBranch: 'main', status: 'active', registeredAt: '2026-01-01T00:00:00Z', lastFetchAt: null, version: 2,
+        readerNotices: { enabled: false },
+      } satisfies RepositoryRecord);
+    });
+    expect(await mention(9)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
+    expect(notices()).toHaveLength(3);
   });
 
   it('a Replay of a rejected comment stays rejected (duplicate of the rejected task)', async () => {

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { EventObject } from 'xstate';
 import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
 import type { Locale } from '../../src/messages/catalogue.js';
+import type { UsageLimits } from '../../src/domain/usage-records.js';
 import type { RepositoryScope } from '../../src/cluster/repository-scope.js';
 import { createReceiptNotices, noticeKey, type ReceiptNotices } from '../../src/receipts/receipt-notice.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
@@ -24,11 +25,11 @@ afterEach(async () => {
   notices = world = gitea = null;
 });
 
-async function setup(locale?: Locale, receipt: 'pending' | 'failed' = 'pending', scope?: Pick<RepositoryScope, 'owns' | 'leads'>) {
+async function setup(locale?: Locale, receipt: 'pending' | 'failed' = 'pending', scope?: Pick<RepositoryScope, 'owns' | 'leads'>, limits: UsageLimits = {}) {
   gitea = await startGitea([21]);
   world = await openWorld(gitea, locale ? { locale } : {});
   const w = world;
-  notices = createReceiptNotices({ store: w.store, runtime: w.runtime, gitea: w.gitea, limits: {}, retryDelaysMs: [10, 20, 40], ...(locale ? { locale } : {}), ...(scope ? { scope } : {}) });
+  notices = createReceiptNotices({ store: w.store, runtime: w.runtime, gitea: w.gitea, limits, retryDelaysMs: [10, 20, 40], ...(locale ? { locale } : {}), ...(scope ? { scope } : {}) });
   await w.outbox.start();
   await notices.start();
   const task = taskRecord(21, { state: 'received' });
@@ -68,6 +69,24 @@ async function blockThenUnblock(locale?: Locale) {
 }
 
 describe('receipt notices', () => {
+  it('a task stopped by a 5 s agent-time budget: its receipt names the real figures in seconds and the budget', async () => {
+    const { w, g, n, task } = await setup('en', 'pending', undefined, { taskWallMs: 5_000 });
+    await settle(w, n);
+    await send(w, task, { type: 'CLAIM', leaseId: 'l1' });
+    await send(w, task, { type: 'WORKSPACE_READY' });
+    await w.store.transact((tx) => {
+      const t = tx.get<TaskRecord>('tasks', task.taskId)!;
+      tx.put<TaskRecord>('tasks', task.taskId, { ...t, usage: { totalTokens: 10, inputTokens: 8, cachedInputTokens: 0, outputTokens: 2, reasoningOutputTokens: 0, turns: 1, wallMs: 6_200, diffBytes: 0, model: null } });
+    });
+    await send(w, task, { type: 'TURN_FAILED', errorCode: 'budget_task_wall_time', retryable: false });
+    await settle(w, n);
+    expect(g.comments(21)).toHaveLength(1);
+    const body = g.comments(21)[0]!.body;
+    expect(body.split('\n')[0]).toBe(`giteabot: received — the request from @alice failed (task ${task.taskId}).`);
+    expect(body).toContain('this task used 6 s of agent time and reached its limit of 5 s of agent time per task (`budget_task_wall_time`)');
+    expect(body).not.toMatch(/minutes|unexpected/);
+  });
+
   it('an unblocked task gets its receipt back with a note that it resumed, once (en)', async () => {
     const { w, g, n, task, paused, resumed } = await blockThenUnblock('en');
     expect(paused).toHaveLength(1);

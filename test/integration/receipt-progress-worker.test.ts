@@ -28,7 +28,7 @@ function movableScope(owned: boolean) {
 }
 
 /** A queued task whose receipt the outbox has posted, and a progress worker under `scope`. */
-async function setup(scope: ReturnType<typeof movableScope>) {
+async function setup(scope: ReturnType<typeof movableScope>, intervalMs = 0) {
   gitea = await startGitea([31]);
   world = await openWorld(gitea, { locale: 'en' });
   const w = world;
@@ -44,7 +44,7 @@ async function setup(scope: ReturnType<typeof movableScope>) {
   await w.runtime.settled();
   await w.outbox.drain();
   expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.status).toBe('sent');
-  progress = createReceiptProgress({ store: w.store, runtime: w.runtime, gitea: w.gitea, locale: 'en', intervalMs: 0, tickMs: 10, scope });
+  progress = createReceiptProgress({ store: w.store, runtime: w.runtime, gitea: w.gitea, locale: 'en', intervalMs, tickMs: 10, scope });
   return { w, g: gitea, p: progress, task };
 }
 
@@ -90,5 +90,28 @@ describe('receipt progress with several nodes (issue 31): only the repository ow
     await until(() => edits(g) > 0);
     expect(edits(g)).toBeGreaterThan(0);
     expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.progress).toMatchObject({ stage: 'queued' });
+  });
+});
+
+describe('the final edit does not wait for the edit interval', () => {
+  it('a task that ends within the interval after the last edit has its final receipt at once; progress edits still wait', async () => {
+    const { w, g, p, task } = await setup(movableScope(true), 3_600_000);
+    await p.start();
+    // The elapsed time of a queued task is a progress edit: held by the hour-long interval since the receipt was posted.
+    await ticks(20);
+    expect(edits(g)).toBe(0);
+    expect(g.comments(31)[0]!.body).toContain('is queued');
+
+    // The task ends: the final edit goes out now, not an hour later.
+    const cancel: TaskEvent = { type: 'CANCEL', by: 'admin:carol' };
+    const ended = await w.runtime.send(taskActorId(task.taskId), cancel, { by: 'admin:carol' });
+    expect(ended.ok, JSON.stringify(ended)).toBe(true);
+    await w.runtime.settled();
+    await until(() => edits(g) > 0);
+    expect(edits(g)).toBe(1);
+    const body = g.comments(31)[0]!.body;
+    expect(body.split('\n')[0]).toContain('was stopped');
+    expect(body).not.toContain('queued');
+    expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.progress).toMatchObject({ final: true });
   });
 });

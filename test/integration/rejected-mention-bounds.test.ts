@@ -9,7 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TaskRecord } from '../../src/domain/records.js';
+import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
 import { createGiteaClient } from '../../src/gitea/index.js';
 import { MENTION_REJECTED, REJECTED_TASKS_PER_AUTHOR_DAY, type RejectedMentionRecord } from '../../src/intake/rejected-mentions.js';
 import { SECURITY_EVENTS } from '../../src/intake/security-events.js';
@@ -134,6 +134,12 @@ describe('1,000 mentions of 1.4 MB by a reader (real intake, real store, real Gi
     for (const t of tasks) {
       expect(t).toMatchObject({ state: 'rejected', author: g.users.reader.login, instruction: text.slice(0, EXCERPT_CHARS), instructionExcerptOnly: true, instructionLength: text.length, instructionSha256: sha256 });
     }
+    // The thread gets one notice that only writers can ask, from the first mention: one comment row
+    // for the receipt outbox, whatever the flood (one per thread and day, and only with a task of its own).
+    const notices = store.list<CommentRecord>('comments');
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatchObject({ kind: 'status', status: 'pending', readerNotice: true, errorCode: 'actor_not_authorized' });
+    expect(tasks.map((t) => t.taskId)).toContain(notices[0]!.taskId);
     // The operators' audit shows the tries: five rejections with their tasks, then one event for the counted rest.
     const actions = h.auditActions();
     expect(actions.filter((a) => a === 'webhook.rejected')).toHaveLength(REJECTED_TASKS_PER_AUTHOR_DAY);
@@ -173,6 +179,7 @@ describe('1,000 mentions of 1.4 MB by a reader (real intake, real store, real Gi
     expect(swept).toMatchObject({ tasks: REJECTED_TASKS_PER_AUTHOR_DAY, securityEvents: 1 });
     expect(store.list('tasks')).toEqual([]);
     expect(store.list('actors')).toEqual([]);
+    expect(store.list('comments')).toEqual([]);
     expect(store.list(SECURITY_EVENTS)).toEqual([]);
   });
 });

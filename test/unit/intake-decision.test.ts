@@ -12,7 +12,7 @@ const waiting = { taskId: 'w' } as TaskRecord;
 const refusal = { code: 'quota_user_tasks_per_day', limit: 1, used: 1, retryAt: 'r' } as QuotaRefusal;
 
 /** Facts with everything absent unless given; records which were asked. */
-function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTriggerRecord; disabled: boolean; noticedToday: boolean; waiting: TaskRecord; refusal: QuotaRefusal; hasComment: boolean; tooLarge: InputTooLarge }> = {}) {
+function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTriggerRecord; disabled: boolean; noticedToday: boolean; readerNoticeDue: boolean; waiting: TaskRecord; refusal: QuotaRefusal; hasComment: boolean; tooLarge: InputTooLarge }> = {}) {
   const asked: string[] = [];
   const f: WriteFacts = {
     delivery: () => (asked.push('delivery'), given.delivery),
@@ -20,6 +20,7 @@ function facts(given: Partial<{ delivery: DeliveryRecord; trigger: CommentTrigge
     hasComment: given.hasComment ?? true,
     repositoryDisabled: () => (asked.push('disabled'), given.disabled ?? false),
     disabledNoticeDue: () => (asked.push('noticed'), !(given.noticedToday ?? false)),
+    readerNoticeDue: () => (asked.push('readerNotice'), given.readerNoticeDue ?? false),
     inputTooLarge: () => (asked.push('size'), given.tooLarge ?? null),
     waitingTask: () => (asked.push('waiting'), given.waiting),
     quotaRefusal: () => (asked.push('quota'), given.refusal ?? null),
@@ -70,9 +71,24 @@ describe('decideWrite', () => {
     expect(decideWrite({ kind: 'probe' }, facts({ disabled: true }).f)).toEqual({ kind: 'none' });
   });
 
+  it("a reader's mention gets the thread's notice of the day when it is due; no other rejection, and never in a disabled repository", () => {
+    const reader: Plan = { kind: 'reject', reason: 'actor_not_authorized', reader: true };
+    expect(decideWrite(reader, facts({ readerNoticeDue: true }).f)).toEqual({ kind: 'reject', reason: 'actor_not_authorized', notice: true });
+    expect(decideWrite(reader, facts({ readerNoticeDue: false }).f)).toEqual({ kind: 'reject', reason: 'actor_not_authorized', notice: false });
+    // Refused by the operator's deny or allow list, not by Gitea's permission: "only writers can ask" would not be true.
+    const listed = facts({ readerNoticeDue: true });
+    expect(decideWrite({ kind: 'reject', reason: 'actor_not_authorized' }, listed.f)).toEqual({ kind: 'reject', reason: 'actor_not_authorized', notice: false });
+    expect(listed.asked).not.toContain('readerNotice');
+    const disabled = facts({ readerNoticeDue: true, disabled: true });
+    expect(decideWrite(reader, disabled.f)).toEqual({ kind: 'repository_disabled', notice: false });
+    expect(disabled.asked).not.toContain('readerNotice');
+    // A known comment (a Replay) or delivery answers first: no second notice for the same mention.
+    expect(decideWrite(reader, facts({ trigger, readerNoticeDue: true }).f)).toEqual({ kind: 'duplicate_comment', trigger });
+  });
+
   it('stop and reject follow their plan, ignoring waiting tasks and quotas', () => {
     expect(decideWrite({ kind: 'stop' }, facts({ waiting, refusal }).f)).toEqual({ kind: 'stop' });
-    expect(decideWrite({ kind: 'reject', reason: 'no_write' }, facts({ waiting, refusal }).f)).toEqual({ kind: 'reject', reason: 'no_write' });
+    expect(decideWrite({ kind: 'reject', reason: 'no_write' }, facts({ waiting, refusal }).f)).toEqual({ kind: 'reject', reason: 'no_write', notice: false });
   });
 
   it('an accepted comment continues a waiting task before any quota is counted; then the quota; then a new task', () => {
@@ -87,7 +103,7 @@ describe('decideWrite', () => {
     const tooLarge = { chars: 1_000_001, limit: 1_000_000 };
     expect(decideWrite(ACCEPT, facts({ tooLarge, waiting, refusal }).f)).toEqual({ kind: 'input_too_large', size: tooLarge });
     // Whoever may not trigger work is told that, not the size; a disabled repository says only that (once a day).
-    expect(decideWrite({ kind: 'reject', reason: 'no_write' }, facts({ tooLarge }).f)).toEqual({ kind: 'reject', reason: 'no_write' });
+    expect(decideWrite({ kind: 'reject', reason: 'no_write' }, facts({ tooLarge }).f)).toEqual({ kind: 'reject', reason: 'no_write', notice: false });
     expect(decideWrite(ACCEPT, facts({ tooLarge, disabled: true, noticedToday: true }).f)).toEqual({ kind: 'repository_disabled', notice: false });
   });
 

@@ -16,6 +16,7 @@ import {
   pullCreateRetryDelay,
   pullRequestStep,
   pushFailureCode,
+  standingRefusal,
   summaryFor,
   trackingRefFor,
 } from '../../src/publish/publish-decisions.js';
@@ -93,6 +94,12 @@ describe('what is owed', () => {
     expect(nothingNew({ ahead: 1, owedBefore: false, previousBranch: null, target: 'b' })).toBe(false);
     expect(nothingNew({ ahead: 0, owedBefore: true, previousBranch: 'b', target: 'b' })).toBe(false);
     expect(nothingNew({ ahead: 0, owedBefore: true, previousBranch: 'other', target: 'b' })).toBe(true);
+  });
+  it('a refusal earlier in the task (the agent\'s tool) still stands when nothing new was made since', () => {
+    expect(standingRefusal(rec({ status: 'kept', errorCode: 'fork_edits_not_allowed', message: 'pull request #2 comes from the fork bob/widget' }))).toEqual({ errorCode: 'fork_edits_not_allowed', message: 'pull request #2 comes from the fork bob/widget' });
+    expect(standingRefusal(rec({ status: 'kept', errorCode: 'fork_unreachable', message: null }))).toEqual({ errorCode: 'fork_unreachable', message: 'fork_unreachable' });
+    expect(standingRefusal(undefined)).toBeNull();
+    for (const status of ['published', 'nothing_to_publish', 'not_published', 'pushing'] as const) expect(standingRefusal(rec({ status, errorCode: null, message: null }))).toBeNull();
   });
   it('the pull request step follows the mode and the kind of target', () => {
     expect(pullRequestStep('pull_request', 'issue')).toBe('ensure_pull');

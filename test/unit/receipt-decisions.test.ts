@@ -31,6 +31,14 @@ describe('receipt rows', () => {
     expect(receiptBody(task, row(NOT_PUBLISHED_NOTICE_STATE), 'en')).toContain(notPublishedReceiptText(task, 'en'));
     const quota = { code: 'quota_user_tasks_per_day', limit: 5, used: 5, retryAt: '2026-03-11T00:00:00.000Z' };
     expect(receiptBody(task, { ...row('refused'), quota }, 'en')).toContain(refusalReceiptText(task, quota, 'en'));
+    // A reader's notice: who may ask, and nothing of the task (no id, no text) in what the thread shows.
+    for (const locale of ['en', 'zh'] as const) {
+      const notice = receiptBody({ ...task, author: 'bob', instruction: '@ccweb-bot delete the tests' }, { ...row('refused'), readerNotice: true }, locale);
+      const shown = notice.split('\n\n<!--')[0]!;
+      expect(shown).toMatch(locale === 'en' ? /^giteabot: @bob, only people with write access to this repository can ask the bot/ : /^giteabot: @bob，只有对本仓库有写权限的人/);
+      expect(shown).not.toContain('t7');
+      expect(shown).not.toContain('delete');
+    }
     // A refusal row without its quota figures falls back to the plain receipt rather than inventing numbers.
     expect(receiptBody(task, row('refused'), 'en')).toContain(receivedReceiptText(task, 'en'));
   });

@@ -9,7 +9,7 @@ import {
   progressStageOf,
   repositoryWebUrl,
 } from '../../src/receipts/receipt-progress.js';
-import { receivedReceiptText } from '../../src/receipts/receipt-text.js';
+import { receivedReceiptText, unpublishedChangeOf } from '../../src/receipts/receipt-text.js';
 import { agentStepOf, programOf } from '../../src/sessions/agent-step.js';
 
 const task = { taskId: 'gitea-task-1', author: 'alice', errorCode: null, commentUrl: 'http://gitea.test/sub/acme/app/issues/3#issuecomment-9', owner: 'acme', repo: 'app' };
@@ -28,7 +28,7 @@ describe('the receipt as the tracking comment (issue 30)', () => {
 
   it('keeps the received sentence first, then the stage with the elapsed time and the current step', () => {
     const text = progressReceiptText({ task, stage: 'working', elapsedMs: 185_000, step: { kind: 'command', program: 'npm' }, outcome: null, notices: [] }, 'en');
-    expect(text).toBe(`${receivedReceiptText(task, 'en')}\n\n**Stage:** working · 3 min 05 s so far\n- Current step: running \`npm\``);
+    expect(text).toBe(`giteabot: received — the request from @alice is being worked on (task gitea-task-1).\n\n**Stage:** working · 3 min 05 s so far\n- Current step: running \`npm\``);
     const zh = progressReceiptText({ task, stage: 'working', elapsedMs: 185_000, step: { kind: 'plan', done: 1, total: 3 }, outcome: null, notices: [] }, 'zh');
     expect(zh).toContain('**阶段：** 智能体工作中 · 已用时 3 分 05 秒');
     expect(zh).toContain('计划第 2/3 步');
@@ -54,6 +54,52 @@ describe('the receipt as the tracking comment (issue 30)', () => {
     for (const locale of LOCALES) expect(progressReceiptText({ task, stage: 'done', elapsedMs: null, step: null, outcome, notices: [] }, locale)).toContain('](http://gitea.test/sub/acme/app/pulls/4)');
   });
 
+  it('its first line follows the stage: never "queued" once the task is past it, in every language', () => {
+    const stages = ['queued', 'preparing', 'working', 'waiting_user', 'retry_wait', 'blocked', 'publishing', 'verifying', 'stopping', 'done', 'failed', 'cancelled'] as const;
+    const first = (stage: (typeof stages)[number], locale: 'en' | 'zh') =>
+      progressReceiptText({ task, stage, elapsedMs: 1_000, step: null, outcome: null, notices: [] }, locale).split('\n')[0]!;
+    // As posted (queued), the receipt's first line is the received sentence itself: the first render needs no edit.
+    for (const locale of LOCALES) expect(first('queued', locale)).toBe(receivedReceiptText(task, locale));
+    for (const stage of stages.filter((s) => s !== 'queued')) {
+      expect(first(stage, 'en')).not.toContain('queued');
+      expect(first(stage, 'zh')).not.toContain('排队');
+      for (const locale of LOCALES) expect(first(stage, locale)).toMatch(/^giteabot: (received|已收到) — .*gitea-task-1/);
+    }
+    expect(first('done', 'en')).toBe('giteabot: received — the request from @alice is done (task gitea-task-1).');
+    expect(first('failed', 'en')).toBe('giteabot: received — the request from @alice failed (task gitea-task-1).');
+    expect(first('cancelled', 'en')).toBe('giteabot: received — the request from @alice was stopped (task gitea-task-1).');
+    expect(first('done', 'zh')).toBe('giteabot: 已收到 — @alice 的请求已完成（任务 gitea-task-1）。');
+    expect(first('failed', 'zh')).toBe('giteabot: 已收到 — @alice 的请求失败了（任务 gitea-task-1）。');
+  });
+
+  it('a task stopped by its time budget says so with its code, not "an unexpected error"', () => {
+    for (const code of ['budget_task_wall_time', 'budget_task_tokens', 'budget_task_turns']) {
+      const text = progressReceiptText({ task: { ...task, errorCode: code }, stage: 'failed', elapsedMs: null, step: null, outcome: null, notices: [] }, 'en');
+      expect(text).toContain(`Error code \`${code}\`: it reached its limit of`);
+      expect(text).not.toMatch(/unexpected/);
+    }
+    expect(progressReceiptText({ task: { ...task, errorCode: 'budget_task_wall_time' }, stage: 'failed', elapsedMs: null, step: null, outcome: null, notices: [] }, 'zh')).toContain('智能体时间上限');
+  });
+
+  it('says what of the change was not published and where it is kept, from the publish record, never the agent\'s words', () => {
+    const outcome = { answerUrl: null, branch: null, pullRequest: null, durationMs: 5_000, tokens: null };
+    const render = (publish: unknown, stage: 'done' | 'failed' = 'done') =>
+      progressReceiptText({ task: { ...task, errorCode: stage === 'failed' ? 'fork_edits_not_allowed' : null }, stage, elapsedMs: null, step: null, outcome: { ...outcome, unpublished: unpublishedChangeOf(publish) }, notices: [] }, 'en');
+    const refused = render({ status: 'kept', kept: { branch: 'ccweb-kept/t-1', patchFile: '/data/patches/t-1.patch' }, errorCode: 'fork_edits_not_allowed' }, 'failed');
+    expect(refused).toContain('Error code `fork_edits_not_allowed`: this pull request comes from a fork');
+    expect(refused).toContain("- The change is kept: branch `ccweb-kept/t-1` in the service's workspace and the patch `patches/t-1.patch` in its data directory.");
+    const off = render({ status: 'not_published', kept: { branch: 'ccweb-kept/t-1', patchFile: '/data/patches/t-1.patch' } });
+    expect(off).toContain('- Not published: change delivery is off on this service.\n- The change is kept: branch `ccweb-kept/t-1`');
+    // A path from the agent's change reaches the comment in a plain alphabet only.
+    const withheld = render({ status: 'published', kept: null, withheld: { paths: ['.gitea/workflows/x.yml', '.gitea/workflows/<b>@all.yml'], branch: 'ccweb-kept/t-1-withheld', patchFile: '/d/patches/t-1.withheld.patch' } });
+    expect(withheld).toContain('- Not committed: `.gitea/workflows/x.yml`, `.gitea/workflows/_b__all.yml`, because the bot may not change CI definitions in this repository; they are kept as branch `ccweb-kept/t-1-withheld`');
+    expect(withheld).not.toContain('<b>');
+    expect(render({ status: 'published', kept: null })).not.toMatch(/kept|Not /);
+    // Refused during the turn, published after all by a later publish of the task: nothing is said kept.
+    expect(render({ status: 'published', kept: { branch: 'ccweb-kept/t-1', patchFile: '/data/patches/t-1.patch' } })).not.toMatch(/kept|Not /);
+    expect(render(undefined)).not.toMatch(/kept|Not /);
+  });
+
   it('a failed task shows its error code with its one-line meaning', () => {
     const text = progressReceiptText({ task: { ...task, errorCode: 'push_rejected' }, stage: 'failed', elapsedMs: null, step: null, outcome: null, notices: [] }, 'en');
     expect(text).toMatch(/Error code `push_rejected`: \S+/);
@@ -74,6 +120,9 @@ describe('the receipt as the tracking comment (issue 30)', () => {
     expect(editDecision(memo, 'h2', t0 + 5_000, 15_000)).toEqual({ kind: 'wait', ms: 10_000 });
     expect(editDecision(memo, 'h2', t0 + 15_000, 15_000)).toEqual({ kind: 'edit' });
     expect(editDecision(null, 'h2', t0, 15_000)).toEqual({ kind: 'edit' });
+    // The final edit does not wait for the interval: the task has ended, the receipt must say so now.
+    expect(editDecision(memo, 'h2', t0 + 1, 15_000, true)).toEqual({ kind: 'edit' });
+    expect(editDecision(memo, 'h1', t0 + 1, 15_000, true)).toEqual({ kind: 'skip' });
   });
 
   it('formats durations in both languages', () => {

@@ -65,6 +65,8 @@ type Declared = [
   CommentRecord['inputTooLarge'],
   CommentRecord['nothingToStop'],
   CommentRecord['repositoryDisabled'],
+  CommentRecord['readerNotice'],
+  RepositoryRecord['readerNotices'],
   CommentRecord['progress'],
 ];
 
@@ -74,7 +76,7 @@ describe('stored-record types (issue 34)', () => {
     const undeclared = ((r: TaskRecord) => r.noSuchField) satisfies unknown;
     expect(typeof undeclared).toBe('function');
     expect(Object.values(open).every((v) => v === false)).toBe(true);
-    const declared: Declared['length'] = 17;
-    expect(declared).toBe(17);
+    const declared: Declared['length'] = 19;
+    expect(declared).toBe(19);
   });
 });

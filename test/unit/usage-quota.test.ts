@@ -67,7 +67,11 @@ describe('helpers and texts', () => {
     expect(text).toBe('giteabot: not started — @alice has already started 2 tasks today (limit: 2 tasks per user per day). It can run again after 2026-12-02 00:00 UTC: mention the bot again then (task t-1, code `quota_user_tasks_per_day`).');
     expect(refusalReceiptText({ taskId: 't-4', author: 'bob' }, { code: 'quota_repo_tokens_per_day', limit: 50_000, used: 51_234, retryAt: '2026-12-02T00:00:00.000Z' }, 'en')).toContain('used 51,234 tokens today (limit: 50,000 tokens per repository per day)');
     expect(budgetNoticeText({ code: 'budget_task_tokens', limit: 1000, used: 1200 }, 'en')).toContain('used 1,200 tokens and reached its limit of 1,000 tokens per task (`budget_task_tokens`)');
-    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 60, used: 61 }, 'en')).toContain('CCWEB_LIMIT_TASK_WALL_MINUTES');
+    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 60_000, used: 61_000 }, 'en')).toContain('CCWEB_LIMIT_TASK_WALL_MINUTES');
+    // Agent time as the duration it was: a 5 s limit is not "1 minutes".
+    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 5_000, used: 6_200 }, 'en')).toContain('this task used 6 s of agent time and reached its limit of 5 s of agent time per task (`budget_task_wall_time`)');
+    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 90 * 60_000, used: null }, 'en')).toContain('reached its limit of 1 h 30 min of agent time per task');
+    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: null, used: null }, 'en')).toContain('reached its limit of agent time per task');
     expect(budgetNoticeText({ code: 'budget_task_turns', limit: 3, used: null }, 'en')).toContain('this task reached its limit of 3 turns per task (`budget_task_turns`)');
     expect(blockedNoticeText({ taskId: 't-2' }, 'en')).toContain('unblock task t-2');
     expect(resumedNoticeText({ taskId: 't-2' }, 'en')).toBe('**Resumed:** an operator unblocked task t-2; it is queued again.');
@@ -83,7 +87,8 @@ describe('helpers and texts', () => {
     expect(budgetNoticeText({ code: 'budget_task_tokens', limit: 1000, used: 1200 })).toBe(
       '**因达到上限而停止：** 本任务已使用 1,200 个 token，达到了每个任务 1,000 个 token 的上限（`budget_task_tokens`），智能体已被中断。管理员可以提高 CCWEB_LIMIT_TASK_TOKENS 或该仓库的上限，之后请再次提及机器人以继续。',
     );
-    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 60, used: 61 }, 'zh')).toContain('已耗用 61 分钟智能体时间，达到了每个任务 60 分钟的上限');
+    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 5_000, used: 6_200 }, 'zh')).toContain('已耗用 6 秒智能体时间，达到了每个任务 5 秒智能体时间的上限');
+    expect(budgetNoticeText({ code: 'budget_task_wall_time', limit: 61 * 60_000, used: 61 * 60_000 + 5_000 }, 'zh')).toContain('已耗用 1 小时 01 分智能体时间，达到了每个任务 1 小时 01 分智能体时间的上限');
     expect(budgetNoticeText({ code: 'budget_task_turns', limit: null, used: null }, 'zh')).toContain('本任务达到了每个任务的轮次上限');
     expect(blockedNoticeText({ taskId: 't-2' })).toContain('**已暂停：**');
     expect(blockedNoticeText({ taskId: 't-2' })).toContain('解除任务 t-2 的阻塞');

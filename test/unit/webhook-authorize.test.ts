@@ -16,6 +16,7 @@ describe('authorizeActor', () => {
     expect(await authorizeActor({ login: r.value.actor.login, permissions: r.value.permissions, fetchPermission: denied })).toEqual({
       allowed: false,
       reason: 'actor_not_authorized',
+      readerOnly: true,
     });
     expect(denied).toHaveBeenCalledWith(r.value.actor.login);
     const granted = vi.fn(async (): Promise<RepoPermission> => 'write');
@@ -37,6 +38,7 @@ describe('authorizeActor', () => {
     expect(await authorizeActor({ login: 'bob', permissions: r.value.permissions, fetchPermission })).toEqual({
       allowed: false,
       reason: 'actor_not_authorized',
+      readerOnly: true,
     });
     expect(fetchPermission).not.toHaveBeenCalled();
   });
@@ -52,7 +54,7 @@ describe('authorizeActor', () => {
     for (const [permission, allowed] of cases) {
       const fetchPermission = vi.fn(async () => permission);
       const r = await authorizeActor({ login: 'bob', fetchPermission });
-      expect(r).toEqual(allowed ? { allowed: true, via: 'permission_api' } : { allowed: false, reason: 'actor_not_authorized' });
+      expect(r).toEqual(allowed ? { allowed: true, via: 'permission_api' } : { allowed: false, reason: 'actor_not_authorized', readerOnly: true });
       expect(fetchPermission).toHaveBeenCalledWith('bob');
     }
   });
@@ -70,6 +72,13 @@ describe('authorizeActor', () => {
         },
       }),
     ).toMatchObject({ allowed: false, reason: 'permission_check_failed', error: expect.anything() });
+  });
+
+  it('a refusal by the operator\'s lists is not "no write access" (no reader notice: it would not be true)', async () => {
+    const perms = { admin: false, push: true, pull: true };
+    expect(await authorizeActor({ login: 'bob', permissions: perms, denyList: ['bob'], fetchPermission: never })).not.toHaveProperty('readerOnly');
+    expect(await authorizeActor({ login: 'bob', permissions: perms, allowList: ['alice'], fetchPermission: never })).not.toHaveProperty('readerOnly');
+    expect(await authorizeActor({ login: 'bob', fetchPermission: () => Promise.reject(Object.assign(new Error('no such user'), { status: 404 })) })).toEqual({ allowed: false, reason: 'actor_not_authorized', readerOnly: true });
   });
 
   it('the deny list wins over admin permissions (case-insensitive)', async () => {
@@ -97,7 +106,7 @@ describe('authorizeActor', () => {
     // Being on the allow list does not bypass the permission check.
     expect(
       await authorizeActor({ login: 'bob', permissions: { admin: false, push: false, pull: true }, allowList: ['bob'], fetchPermission: never }),
-    ).toEqual({ allowed: false, reason: 'actor_not_authorized' });
+    ).toEqual({ allowed: false, reason: 'actor_not_authorized', readerOnly: true });
     // An empty allow list means "no allow list".
     expect(await authorizeActor({ login: 'bob', permissions: perms, allowList: [], fetchPermission: async () => 'admin' })).toEqual({
       allowed: true,

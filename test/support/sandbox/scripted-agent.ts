@@ -9,6 +9,7 @@
  * - `change-file` (or naming `CHANGES.md`) → appends a line naming the task to CHANGES.md through Codex's shell tool, then answers
  *   (change delivery publishes it); with `publish-tool` it then calls the service's `ccweb_publish_changes`
  *   tool and links the pull request URL it returns; with `add-workflow` it also writes `.gitea/workflows/x.yml`;
+ * - `workflow-only` → writes `.gitea/workflows/x.yml` and nothing else (a change made only of a CI definition);
  * - `forget`    → answers without calling the gitea tool (the reply goes missing: the reply-retry turn posts it);
  * - `forget-always` → never posts, not even in the reply-retry turn (→ REST fallback);
  * - `question` with `forget` (or `forget-always`) → ends its turn asking (CCWEB_WAITING_USER) without
@@ -78,7 +79,8 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
         return { type: 'stall' };
       }
     } else if (lower.includes('slow') && !isRetry) return { type: 'stall' };
-    const wantsChange = (lower.includes('change-file') || lower.includes('changes.md')) && !isRetry;
+    const workflowOnly = lower.includes('workflow-only');
+    const wantsChange = (lower.includes('change-file') || lower.includes('changes.md') || workflowOnly) && !isRetry;
     if (commented) {
       if (lower.includes('post-then-stall') && !isRetry) return { type: 'stall' };
       if (lower.includes('question') && !isRetry) return { type: 'message', text: 'I asked a question.\nCCWEB_WAITING_USER' };
@@ -107,8 +109,10 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
       // `change-file-pause` waits a few seconds first (a test moves the branch on Gitea meanwhile).
       const pause = lower.includes('change-file-pause') ? 'sleep 4 && ' : '';
       // `add-workflow` also writes a CI definition (the publisher withholds it unless allowed: issue 29).
-      const workflow = lower.includes('add-workflow') ? `mkdir -p .gitea/workflows && printf 'on: push\\njobs: {}\\n' > .gitea/workflows/x.yml && ` : '';
-      if (outputs.length === 0) return { type: 'shell', command: `${pause}${workflow}printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && echo edited`, timeoutMs: 20_000 };
+      const workflow = lower.includes('add-workflow') || workflowOnly ? `mkdir -p .gitea/workflows && printf 'on: push\\njobs: {}\\n' > .gitea/workflows/x.yml && ` : '';
+      // `workflow-only`: the CI definition is the whole change (nothing else is edited).
+      const edit = workflowOnly ? '' : `printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && `;
+      if (outputs.length === 0) return { type: 'shell', command: `${pause}${workflow}${edit}echo edited`, timeoutMs: 20_000 };
       text = 'I appended a line to CHANGES.md.';
       if (lower.includes('publish-tool')) {
         // The service's client-side tool: it publishes now and answers with the pull request URL.
