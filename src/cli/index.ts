@@ -2,6 +2,7 @@
 // node:util's parseArgs, strict: an unknown option or command is a usage error (exit 2 + help).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { resolve } from 'node:path';
+import { nearestName } from '../config/nearest-name.js';
 import { configReferenceTable } from './config-reference.js';
 import { DEMO_ARG_OPTIONS, parseDemoArgs } from './demo-args.js';
 import { DOCTOR_CHECKS, formatCheck, runDoctor } from './doctor.js';
@@ -35,6 +36,12 @@ function parse(command: string, args: readonly string[], options: Options, posit
 }
 
 const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** `unknown command docter: did you mean doctor?` */
+function unknownCommand(command: string): string {
+  const near = nearestName(command, [...COMMANDS, 'version']);
+  return `unknown command ${command}${near ? `: did you mean ${near}?` : ''}`;
+}
 
 async function dispatch(command: string, args: readonly string[], io: CliIo): Promise<CliResult> {
   const out = (s: string) => io.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -125,11 +132,11 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       const topic = args[0];
       if (topic === undefined) return out(MAIN_HELP), 0;
       if (topic === '--help' || topic === '-h') return out(COMMAND_HELP['help']!), 0;
-      if (!COMMAND_HELP[topic]) throw new UsageError(`help: unknown command ${topic}`);
+      if (!COMMAND_HELP[topic]) throw new UsageError(`help: ${unknownCommand(topic)}`);
       return out(COMMAND_HELP[topic]), 0;
     }
     default:
-      throw new UsageError(`unknown command ${command}`);
+      throw new UsageError(unknownCommand(command));
   }
 }
 

@@ -91,6 +91,16 @@ describe('usage errors exit 2 with help on stderr', () => {
     expect(r.stdout).toBe('');
   });
 
+  it('a mistyped command or help topic: did you mean the nearest one', async () => {
+    const r = await cli(['docter']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^ccweb-gitea: unknown command docter: did you mean doctor\?\n/);
+    expect((await cli(['help', 'sreve'])).stderr).toMatch(/^ccweb-gitea: help: unknown command sreve: did you mean serve\?\n/);
+    expect((await cli(['export-adit'])).stderr).toMatch(/did you mean export-audit\?/);
+    // Nothing near: no suggestion.
+    expect((await cli(['frobnicate'])).stderr).toMatch(/^ccweb-gitea: unknown command frobnicate\n/);
+  });
+
   it('no command at all', async () => {
     const r = await cli([]);
     expect(r.code).toBe(2);
