@@ -61,7 +61,14 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       return null;
     }
     case 'doctor': {
-      const p = parse(command, args, { config: { type: 'string' }, repo: { type: 'string' }, skip: { type: 'string' }, only: { type: 'string' }, json: { type: 'boolean' } });
+      const p = parse(command, args, {
+        config: { type: 'string' },
+        repo: { type: 'string' },
+        skip: { type: 'string' },
+        only: { type: 'string' },
+        json: { type: 'boolean' },
+        'allow-weak-secrets': { type: 'boolean' },
+      });
       if (p.values['help']) return out(COMMAND_HELP['doctor']!), 0;
       const json = p.values['json'] === true;
       const repo = str(p.values['repo']);
@@ -69,8 +76,11 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       // --only: the checks a unit's ExecStartPre may stop a start for (configuration, data directory),
       // written as what to keep, so a check added later is left out rather than suddenly blocking starts.
       const only = list('only');
-      const unknown = only.filter((c) => !(DOCTOR_CHECKS as readonly string[]).includes(c));
-      if (unknown.length > 0) throw new UsageError(`doctor: --only ${unknown.join(',')}: no such check (checks: ${DOCTOR_CHECKS.join(', ')})`);
+      for (const key of ['only', 'skip'] as const) {
+        const unknown = list(key).filter((c) => !(DOCTOR_CHECKS as readonly string[]).includes(c));
+        const near = unknown.length === 1 ? nearestName(unknown[0]!, DOCTOR_CHECKS) : undefined;
+        if (unknown.length > 0) throw new UsageError(`doctor: --${key} ${unknown.join(',')}: no such check${near ? ` (did you mean ${near}?)` : ''} (checks: ${DOCTOR_CHECKS.join(', ')})`);
+      }
       const skip = new Set([...list('skip'), ...(only.length > 0 ? DOCTOR_CHECKS.filter((c) => !only.includes(c)) : [])]);
       const results = await runDoctor({
         env: io.env,
@@ -78,6 +88,7 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
         cwd: io.cwd,
         ...(repo ? { repo } : {}),
         skip,
+        allowWeakSecrets: p.values['allow-weak-secrets'] === true,
         onResult: (r) => out(json ? JSON.stringify(r) : formatCheck(r)),
       });
       const failed = results.filter((r) => r.status === 'fail').length;

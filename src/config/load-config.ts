@@ -384,6 +384,14 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 export const REDACTED = '[redacted]';
 
 /** A copy safe to log: secrets replaced by `[redacted]` (the secret list keeps its length). */
+/** Every secret value of the configuration (the keys marked secret in keys.ts): what must never be shown. */
+export function secretValues(config: Config): string[] {
+  return SECRET_KEYS.flatMap((k) => {
+    const v: unknown = (config as unknown as Record<string, unknown>)[k];
+    return v === undefined ? [] : Array.isArray(v) ? v.map(String) : [String(v)];
+  });
+}
+
 export function redactConfig(config: Config): Config {
   return {
     ...config,

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configReferenceTable } from '../../src/cli/config-reference.js';
 import { COMMAND_HELP, COMMANDS } from '../../src/cli/help.js';
+import { DOCTOR_CHECKS, runDoctor } from '../../src/cli/doctor.js';
 import { runCli } from '../../src/cli/index.js';
 import { CONFIG_KEYS, KEYS } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -48,6 +49,17 @@ describe('help', () => {
     expect(a.stdout).toMatch(new RegExp(`^Usage: ccweb-gitea ${command}`));
     expect(a.stdout).toMatch(/Examples?:\n {2}\S/);
     expect(b.stdout).toBe(a.stdout);
+  });
+});
+
+describe('help doctor', () => {
+  it('names every check doctor runs, each with what it checks (the list is built from the checks)', async () => {
+    const help = (await cli(['help', 'doctor'])).stdout;
+    // What a run reports (without configuration every check is still reported, most as skipped).
+    const ran = [...new Set((await runDoctor({ env: { PATH: process.env.PATH, HOME: tmpdir() }, cwd: tmpdir() })).map((r) => r.check))];
+    expect(ran).toEqual(DOCTOR_CHECKS);
+    for (const check of ran) expect(help, check).toMatch(new RegExp(`^ {2}${check} +\\S`, 'm'));
+    expect(help).toMatch(/^ {2}token-scopes +\S/m);
   });
 });
 
