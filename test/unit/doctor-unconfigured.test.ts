@@ -1,7 +1,8 @@
 // `doctor` on a machine that is not (fully) set up: it names what to configure first and blames
 // nothing else; each failure gets the advice for its own cause; it never prints a secret and never
 // cuts one out of its own words.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCTOR_CHECKS, formatCheck, runDoctor } from '../../src/cli/doctor.js';
 import { WITHHELD } from '../../src/cli/doctor-checks.js';
 import { runCli } from '../../src/cli/index.js';
+import { repoRoot } from '../support/codex-harness.js';
 
 const home = mkdtempSync(join(tmpdir(), 'ccweb-doctor-fresh-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
@@ -63,6 +65,22 @@ describe('doctor on a fresh machine', () => {
     expect(isolation).toMatchObject({ status: 'skip', detail: `not probed: CODEX_HOME ${codexHome} does not exist`, fix: expect.stringContaining('codex check') });
     expect(`${isolation.detail} ${isolation.fix}`).not.toMatch(/namespace|CCWEB_AGENT_ISOLATION=off|seccomp/);
     expect(results.find((r) => r.check === 'codex-account')).toMatchObject({ status: 'skip', fix: expect.stringContaining('codex check') });
+  });
+
+  it('CODEX_HOME the service user may not write: says so and how to fix it', () => {
+    // Owner read and execute only; the doctor runs in a user namespace of its own, without the
+    // capabilities that would let root write there anyway (the same kernel check as any service user).
+    const readOnly = join(home, 'codex-home-read-only');
+    mkdirSync(readOnly, { mode: 0o500 });
+    chmodSync(readOnly, 0o500);
+    const r = spawnSync('unshare', ['-U', '--', process.execPath, join(repoRoot, 'bin', 'ccweb-gitea.js'), 'doctor', '--only', 'codex', '--json'], {
+      env: configured({ CODEX_HOME: readOnly }) as NodeJS.ProcessEnv,
+      cwd: home,
+      encoding: 'utf8',
+    });
+    const codex = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { check: string; status: string; detail: string; fix: string }).find((x) => x.check === 'codex');
+    expect(codex, r.stdout + r.stderr).toMatchObject({ status: 'fail', detail: expect.stringMatching(new RegExp(`^CODEX_HOME ${readOnly} is not writable by the service user \\(uid \\d+, EACCES\\) \\[CODEX_HOME\\]$`)) });
+    expect(codex!.fix).toMatch(/chown -R/);
   });
 
   it('CODEX_HOME a file: says it is not a directory', async () => {
