@@ -1,4 +1,4 @@
-// `doctor`'s `codex-account` check (issue 18): is Codex logged in (`account/read`), and what does the
+// `doctor`'s `codex-account` check: is Codex logged in (`account/read`), and what does the
 // account's rate limit say (`account/rateLimits/read`)? A separate check from `codex` (which proves
 // the app-server starts) so a login problem reads as one.
 import { CodexAppServerConnection, errorText } from '../codex/jsonrpc-connection.js';
@@ -27,7 +27,8 @@ function accountText(a: GetAccountResponse['account']): string {
   return `${a.type} credentials`;
 }
 
-export async function checkCodexAccount(command: string, env: Readonly<Record<string, string | undefined>>, timeoutMs: number): Promise<AccountCheckResult> {
+/** `quote`: how text from Codex may be shown (doctor.ts: withheld whole when it holds a secret's value). */
+export async function checkCodexAccount(command: string, env: Readonly<Record<string, string | undefined>>, timeoutMs: number, quote: (text: string) => string): Promise<AccountCheckResult> {
   const conn = new CodexAppServerConnection({ command, env: { ...env }, probes: false, initializeTimeoutMs: timeoutMs });
   try {
     await conn.start();
@@ -40,16 +41,16 @@ export async function checkCodexAccount(command: string, env: Readonly<Record<st
         fix: 'log in as the service user with the same CODEX_HOME: `codex login` (or `codex login --with-api-key`), see docs/operations.md#codex',
       };
     }
-    const who = acc.account === null ? 'no login needed (the configured model provider does not use OpenAI credentials)' : `logged in: ${accountText(acc.account)}`;
+    const who = acc.account === null ? 'no login needed (the configured model provider does not use OpenAI credentials)' : `logged in: ${quote(accountText(acc.account))}`;
     let limits: string;
     let exhausted: string | null = null;
     try {
       const rl = (await conn.request('account/rateLimits/read', undefined, { timeoutMs })) as GetAccountRateLimitsResponse;
       const parts = [windowText('primary', rl.rateLimits.primary), windowText('secondary', rl.rateLimits.secondary)].filter((p): p is string => p !== null);
-      limits = parts.length ? `rate limits: ${parts.join('; ')}` : 'rate limits: none reported';
+      limits = parts.length ? `rate limits: ${quote(parts.join('; '))}` : 'rate limits: none reported';
       for (const w of [rl.rateLimits.primary, rl.rateLimits.secondary]) if (w && w.usedPercent >= 100) exhausted = limits;
     } catch (err) {
-      limits = `rate limits: not available (${errorText(err).replace(/^account\/rateLimits\/read: /, '').slice(0, 120)})`;
+      limits = `rate limits: not available (${quote(errorText(err).replace(/^account\/rateLimits\/read: /, '').slice(0, 120))})`;
     }
     if (exhausted) {
       return { status: 'warn', check: 'codex-account', detail: `${who}; ${exhausted}`, fix: 'the service holds new tasks until the reset; wait, or raise the plan' };
@@ -59,7 +60,7 @@ export async function checkCodexAccount(command: string, env: Readonly<Record<st
     return {
       status: 'fail',
       check: 'codex-account',
-      detail: `account/read failed: ${errorText(err).slice(0, 200)}`,
+      detail: `account/read failed: ${quote(errorText(err).slice(0, 200))}`,
       fix: 'fix the codex check first; then log in with `codex login` as the service user',
     };
   } finally {

@@ -1,5 +1,6 @@
 // Help texts: one per command, each with examples. `ccweb-gitea help <command>` and
 // `ccweb-gitea <command> --help` print the same text.
+import { doctorChecksHelp } from './doctor-checks.js';
 
 export const MAIN_HELP = `ccweb-gitea — answers @bot comments on Gitea issues and pull requests with the Codex agent
 
@@ -7,7 +8,8 @@ Usage: ccweb-gitea <command> [options]
 
 Commands:
   serve              run the service (the same as npm start)
-  doctor             check git, Codex, the agent sandbox, gitea-mcp, Gitea, the token, secrets and directories
+  doctor             check the setup as serve would: Node, git, Codex, the agent sandbox, gitea-mcp, Gitea,
+                     the tokens, secrets, directories, the port and the database
   demo               run the service against a local sandbox Gitea and show what happens
   visualize          write every state machine as Stately code, Mermaid and SVG
   export-audit       print the audit history as NDJSON, read offline from the data directory
@@ -47,23 +49,22 @@ Examples:
   CCWEB_ADMIN_TOKEN=… ccweb-gitea serve
   ccweb-gitea serve --config /etc/ccweb-gitea/config.json
 `,
-  doctor: `Usage: ccweb-gitea doctor [--config PATH] [--repo OWNER/NAME] [--skip CHECKS] [--only CHECKS] [--json]
+  doctor: `Usage: ccweb-gitea doctor [--config PATH] [--repo OWNER/NAME] [--skip CHECKS] [--only CHECKS] [--allow-weak-secrets] [--json]
 
-Checks the setup with the same configuration as serve and prints one line per check:
+Checks the setup with the same configuration and the same rules as serve, and prints one line per check:
   ok|warn|fail|skip  <check>  <detail>  → <fix>
-Checks: config, git, codex (starts \`codex app-server\` and completes initialize), codex-account
-(logged in? account/read; the account's rate limits), agent-isolation (runs a probe command in the
-agent's sandbox, as serve does at start), gitea-mcp (MCP handshake), gitea (GET /api/v1/user with the
-token), token-scope (with --repo), webhook-secret,
-data-dir, workspace-root, store-lock. Secrets are never printed.
+Every setup serve refuses to start with fails a check; what serve only warns about warns. Secrets
+are never printed. The checks, in order:
+${doctorChecksHelp()}
 
 Options:
-  --config PATH        as for serve
-  --repo OWNER/NAME    also check the token can read this repository's collaborators
-  --skip CHECKS        comma-separated checks to leave out, e.g. codex,gitea-mcp
-  --only CHECKS        run only these, e.g. config,data-dir (the systemd unit's ExecStartPre)
-  --json               one JSON object per check instead of text
-  -h, --help           show this help
+  --config PATH          as for serve
+  --repo OWNER/NAME      also check the token can read this repository's collaborators
+  --skip CHECKS          comma-separated checks to leave out, e.g. codex,gitea-mcp
+  --only CHECKS          run only these, e.g. config,data-dir (the systemd unit's ExecStartPre)
+  --allow-weak-secrets   as for serve: weak secrets warn instead of failing
+  --json                 one JSON object per check instead of text
+  -h, --help             show this help
 
 Exit code 0 when no check failed (warnings allowed), 1 otherwise.
 

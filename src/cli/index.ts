@@ -2,6 +2,7 @@
 // node:util's parseArgs, strict: an unknown option or command is a usage error (exit 2 + help).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { resolve } from 'node:path';
+import { nearestName } from '../config/nearest-name.js';
 import { configReferenceTable } from './config-reference.js';
 import { DEMO_ARG_OPTIONS, parseDemoArgs } from './demo-args.js';
 import { DOCTOR_CHECKS, formatCheck, runDoctor } from './doctor.js';
@@ -36,6 +37,12 @@ function parse(command: string, args: readonly string[], options: Options, posit
 
 const str = (v: string | boolean | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
 
+/** `unknown command docter: did you mean doctor?` */
+function unknownCommand(command: string): string {
+  const near = nearestName(command, [...COMMANDS, 'version']);
+  return `unknown command ${command}${near ? `: did you mean ${near}?` : ''}`;
+}
+
 async function dispatch(command: string, args: readonly string[], io: CliIo): Promise<CliResult> {
   const out = (s: string) => io.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
   switch (command) {
@@ -54,7 +61,14 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       return null;
     }
     case 'doctor': {
-      const p = parse(command, args, { config: { type: 'string' }, repo: { type: 'string' }, skip: { type: 'string' }, only: { type: 'string' }, json: { type: 'boolean' } });
+      const p = parse(command, args, {
+        config: { type: 'string' },
+        repo: { type: 'string' },
+        skip: { type: 'string' },
+        only: { type: 'string' },
+        json: { type: 'boolean' },
+        'allow-weak-secrets': { type: 'boolean' },
+      });
       if (p.values['help']) return out(COMMAND_HELP['doctor']!), 0;
       const json = p.values['json'] === true;
       const repo = str(p.values['repo']);
@@ -62,8 +76,11 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       // --only: the checks a unit's ExecStartPre may stop a start for (configuration, data directory),
       // written as what to keep, so a check added later is left out rather than suddenly blocking starts.
       const only = list('only');
-      const unknown = only.filter((c) => !(DOCTOR_CHECKS as readonly string[]).includes(c));
-      if (unknown.length > 0) throw new UsageError(`doctor: --only ${unknown.join(',')}: no such check (checks: ${DOCTOR_CHECKS.join(', ')})`);
+      for (const key of ['only', 'skip'] as const) {
+        const unknown = list(key).filter((c) => !(DOCTOR_CHECKS as readonly string[]).includes(c));
+        const near = unknown.length === 1 ? nearestName(unknown[0]!, DOCTOR_CHECKS) : undefined;
+        if (unknown.length > 0) throw new UsageError(`doctor: --${key} ${unknown.join(',')}: no such check${near ? ` (did you mean ${near}?)` : ''} (checks: ${DOCTOR_CHECKS.join(', ')})`);
+      }
       const skip = new Set([...list('skip'), ...(only.length > 0 ? DOCTOR_CHECKS.filter((c) => !only.includes(c)) : [])]);
       const results = await runDoctor({
         env: io.env,
@@ -71,6 +88,7 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
         cwd: io.cwd,
         ...(repo ? { repo } : {}),
         skip,
+        allowWeakSecrets: p.values['allow-weak-secrets'] === true,
         onResult: (r) => out(json ? JSON.stringify(r) : formatCheck(r)),
       });
       const failed = results.filter((r) => r.status === 'fail').length;
@@ -125,11 +143,11 @@ async function dispatch(command: string, args: readonly string[], io: CliIo): Pr
       const topic = args[0];
       if (topic === undefined) return out(MAIN_HELP), 0;
       if (topic === '--help' || topic === '-h') return out(COMMAND_HELP['help']!), 0;
-      if (!COMMAND_HELP[topic]) throw new UsageError(`help: unknown command ${topic}`);
+      if (!COMMAND_HELP[topic]) throw new UsageError(`help: ${unknownCommand(topic)}`);
       return out(COMMAND_HELP[topic]), 0;
     }
     default:
-      throw new UsageError(`unknown command ${command}`);
+      throw new UsageError(unknownCommand(command));
   }
 }
 

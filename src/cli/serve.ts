@@ -7,6 +7,7 @@ import { weakSecretProblems } from '../config/secret-strength.js';
 import { StartAborted, startService } from '../service/create-service.js';
 import { nodeVersionWarning } from '../service/node-version.js';
 import { EXIT_CODES, OperatorError, formatOperatorError } from '../service/operator-error.js';
+import { START_REFUSALS } from '../service/start-refusals.js';
 
 /** How long a graceful stop may take before the process exits anyway (systemd's default stop timeout is 90 s). */
 export const SHUTDOWN_DEADLINE_MS = 20_000;
@@ -28,13 +29,15 @@ export async function serve(argv: readonly string[]): Promise<void> {
   } catch (err) {
     if (err instanceof ConfigError) {
       // One line per problem (a config file may hold several); `doctor` checks everything else.
-      fail(err.problems.map((p) => `ccweb-gitea: configuration error: ${p} (exit ${EXIT_CODES.config}; \`ccweb-gitea doctor\` checks the whole setup)`).join('\n'), EXIT_CODES.config);
+      const { exitCode } = START_REFUSALS.config_invalid;
+      fail(err.problems.map((p) => `ccweb-gitea: configuration error: ${p} (exit ${exitCode}; \`ccweb-gitea doctor\` checks the whole setup)`).join('\n'), exitCode);
     }
     throw err;
   }
   if (!argv.includes(ALLOW_WEAK_SECRETS_FLAG)) {
     const weak = weakSecretProblems(config);
-    if (weak.length > 0) fail(weak.map((p) => `ccweb-gitea: weak secret: ${p} (exit ${EXIT_CODES.config})`).join('\n'), EXIT_CODES.config);
+    const { exitCode } = START_REFUSALS.weak_secret;
+    if (weak.length > 0) fail(weak.map((p) => `ccweb-gitea: weak secret: ${p} (exit ${exitCode})`).join('\n'), exitCode);
   }
 
   // Signals are handled from here on: a stop during start-up (e.g. while waiting for Gitea) is a stop too.
@@ -63,7 +66,7 @@ export async function serve(argv: readonly string[]): Promise<void> {
     if (err instanceof StartAborted) process.exit(0);
     if (err instanceof OperatorError) fail(formatOperatorError(err), err.exitCode);
     // Agent isolation (issue 16) keeps its own documented answer: the reason, both ways out, exit 2.
-    if (err instanceof IsolationUnavailableError) fail(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.`, EXIT_CODES.isolation);
+    if (err instanceof IsolationUnavailableError) fail(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.`, START_REFUSALS.agent_isolation_unavailable.exitCode);
     throw err;
   }
   const running = service;

@@ -8,6 +8,7 @@ export {
   configPathFromArgv,
   loadConfig,
   redactConfig,
+  secretValues,
   type Config,
   type LoadConfigOptions,
 } from './load-config.js';

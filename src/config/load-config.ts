@@ -19,6 +19,7 @@ import path from 'node:path';
 import { CONFIG_KEYS, DEFAULTS, KEYS, type ConfigKey, type KeySpec, type LogLevel } from './keys.js';
 import type { Locale } from '../domain/locale.js';
 import { limitsConfigFrom, type LimitsConfig } from './limit-keys.js';
+import { editDistance, nearestName } from './nearest-name.js';
 
 /** The host name plus a hash of the data directory: two nodes on one host with two data directories differ. */
 export function defaultNodeId(dataDir: string): string {
@@ -220,30 +221,7 @@ export const TOOLING_ENV_PREFIX = 'CCWEB_TEST_';
 const KNOWN_ENV = new Set<string>(CONFIG_KEYS.map((k) => KEYS[k].env));
 
 function suggestEnvKey(name: string): string | undefined {
-  const envs = [...KNOWN_ENV];
-  let best: string | undefined;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const candidate of envs) {
-    const d = editDistance(candidate, name);
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  // A typo is a few edits away; beyond that a suggestion would only confuse.
-  return bestDistance <= Math.max(2, Math.floor(name.length / 5)) ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = row;
-  }
-  return prev[b.length]!;
+  return nearestName(name, KNOWN_ENV);
 }
 
 /** The bundled Codex CLI's entry point (`@openai/codex` → its `bin.codex`), or `codex` from PATH. */
@@ -406,6 +384,14 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 export const REDACTED = '[redacted]';
 
 /** A copy safe to log: secrets replaced by `[redacted]` (the secret list keeps its length). */
+/** Every secret value of the configuration (the keys marked secret in keys.ts): what must never be shown. */
+export function secretValues(config: Config): string[] {
+  return SECRET_KEYS.flatMap((k) => {
+    const v: unknown = (config as unknown as Record<string, unknown>)[k];
+    return v === undefined ? [] : Array.isArray(v) ? v.map(String) : [String(v)];
+  });
+}
+
 export function redactConfig(config: Config): Config {
   return {
     ...config,

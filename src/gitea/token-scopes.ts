@@ -161,7 +161,8 @@ export type TokenScopesResult =
       /** How many requests the probe sent. */
       requests: number;
     }
-  | { ok: false; reason: string };
+  /** `invalidToken`: Gitea answered 401, it does not accept the token at all. */
+  | { ok: false; reason: string; invalidToken?: true };
 
 const describe = (o: ProbeObservation) => `${o.request.method} /api/v1${o.request.path} → ${o.status}`;
 
@@ -172,7 +173,7 @@ const describe = (o: ProbeObservation) => `${o.request.method} /api/v1${o.reques
 export function summariseProbes(observations: readonly ProbeObservation[]): TokenScopesResult {
   const requests = observations.length;
   const invalid = observations.find((o) => o.classification.verdict === 'invalid-token');
-  if (invalid) return { ok: false, reason: `Gitea does not accept the token (HTTP 401: ${invalid.classification.message}; ${describe(invalid)})` };
+  if (invalid) return { ok: false, invalidToken: true, reason: `Gitea does not accept the token (HTTP 401: ${invalid.classification.message}; ${describe(invalid)})` };
   const told = observations.find((o) => o.classification.tokenScopes);
   if (told?.classification.tokenScopes) {
     const scopes = normaliseScopes(told.classification.tokenScopes);
@@ -292,44 +293,73 @@ export async function probeTokenScopes(options: ProbeTokenScopesOptions): Promis
     return { ok: false, reason: redact(`could not ask Gitea at ${root}: ${why || String(e)}`) };
   }
   const result = summariseProbes(observations);
-  return result.ok ? { ...result, detail: redact(result.detail) } : { ok: false, reason: redact(result.reason) };
+  return result.ok ? { ...result, detail: redact(result.detail) } : { ...result, reason: redact(result.reason) };
 }
 
-export interface AgentTokenAdvice {
-  status: 'ok' | 'warn';
+export interface TokenAdvice {
+  /** fail: the service cannot do its work with this token; warn: it works, with a gap or more rights than needed. */
+  status: 'ok' | 'warn' | 'fail';
   detail: string;
   fix?: string;
 }
+/** The former name (the advice on the agent's token only warned). */
+export type AgentTokenAdvice = TokenAdvice;
 
 const AGENT_FIX =
   "Create a token with only read:repository and write:issue (Gitea: Settings → Applications → Generate token → Select permissions: repository Read, issue Read and Write) and set CCWEB_GITEA_MCP_TOKEN to it.";
 
 /**
- * Whether the agent's token (CCWEB_GITEA_MCP_TOKEN) is as narrow as it should be: read:repository
- * and write:issue (read:user and public-only are fine too). More makes the gate the only wall
- * between the agent and those rights; less, and the agent cannot do its work. Pure.
+ * Whether the agent's token (CCWEB_GITEA_MCP_TOKEN, else the bot's) lets it work and is as narrow as
+ * it should be: read:repository and write:issue (read:user and public-only are fine too). Less, and
+ * the agent cannot read the repository or answer: a failure. More makes the gate the only wall
+ * between the agent and those rights: a warning. Pure.
  */
-export function agentTokenAdvice(scopes: readonly string[]): AgentTokenAdvice {
+export function agentTokenAdvice(scopes: readonly string[]): TokenAdvice {
   const fine = new Set(['read:repository', 'write:issue', 'read:issue', 'read:user', 'public-only']);
   const extra = normaliseScopes(scopes).filter((s) => !fine.has(s));
   const lacks: string[] = [];
   if (!scopeLevel(scopes, 'repository')) lacks.push('read:repository');
   if (scopeLevel(scopes, 'issue') !== 'write') lacks.push('write:issue');
-  if (extra.length > 0) {
+  if (lacks.length > 0) {
     return {
-      status: 'warn',
+      status: 'fail',
       detail:
-        `the agent's token holds ${extra.join(', ')} beyond read:repository and write:issue: the gate is then the only wall between the agent and ${extra.includes('all') ? 'everything its user may do' : 'those rights'}` +
-        (lacks.length ? `; and it lacks ${lacks.join(' and ')}` : ''),
+        `the agent's token lacks ${lacks.join(' and ')}: the agent cannot ${lacks.includes('read:repository') ? 'read the repository' : ''}${lacks.length === 2 ? ' or ' : ''}${lacks.includes('write:issue') ? 'answer on the issue' : ''}` +
+        (extra.length ? `; and it holds ${extra.join(', ')}, which the agent does not need` : ''),
       fix: AGENT_FIX,
     };
   }
-  if (lacks.length > 0) {
+  if (extra.length > 0) {
     return {
       status: 'warn',
-      detail: `the agent's token lacks ${lacks.join(' and ')}: the agent cannot ${lacks.includes('read:repository') ? 'read the repository' : ''}${lacks.length === 2 ? ' or ' : ''}${lacks.includes('write:issue') ? 'answer on the issue' : ''}`,
+      detail: `the agent's token holds ${extra.join(', ')} beyond read:repository and write:issue: the gate is then the only wall between the agent and ${extra.includes('all') ? 'everything its user may do' : 'those rights'}`,
       fix: AGENT_FIX,
     };
   }
   return { status: 'ok', detail: `the agent's token holds ${normaliseScopes(scopes).join(', ')}: no more than the agent needs` };
+}
+
+const BOT_FIX =
+  'Create a token for the bot with write:issue, read:repository, read:user (and write:repository to publish changes) — Gitea: Settings → Applications → Generate token — and set CCWEB_GITEA_TOKEN to it (docs/getting-started.md, step 4).';
+
+/**
+ * Whether the bot's token (CCWEB_GITEA_TOKEN) lets the service work: write:issue (the receipt and
+ * the answer), read:repository (clone and fetch), read:user (`GET /api/v1/user` at start, which serve
+ * refuses to pass without it). Without write:repository the service answers but cannot publish the
+ * agent's changes (each is kept and its task fails): a warning, unless delivery is off. Pure.
+ */
+export function botTokenAdvice(scopes: readonly string[], delivery: 'pull_request' | 'branch' | 'off'): TokenAdvice {
+  const lacks: string[] = [];
+  if (scopeLevel(scopes, 'issue') !== 'write') lacks.push('write:issue (to post the receipt and the answer)');
+  if (!scopeLevel(scopes, 'repository')) lacks.push('read:repository (to clone the repository)');
+  if (!scopeLevel(scopes, 'user')) lacks.push('read:user (serve asks GET /api/v1/user at start and stops without it)');
+  if (lacks.length > 0) return { status: 'fail', detail: `the bot's token lacks ${lacks.join(', ')}: the service cannot work with it`, fix: BOT_FIX };
+  if (delivery !== 'off' && scopeLevel(scopes, 'repository') !== 'write') {
+    return {
+      status: 'warn',
+      detail: `the bot's token lacks write:repository: with CCWEB_DELIVERY=${delivery} the agent's changes cannot be pushed (each is kept, and its task fails with push_rejected)`,
+      fix: 'give the bot a token with write:repository as well, or set CCWEB_DELIVERY=off',
+    };
+  }
+  return { status: 'ok', detail: "the bot's token holds what the service needs" };
 }

@@ -16,6 +16,8 @@ export interface ReadinessProbeRecord {
 export interface ReadinessPart {
   ok: boolean;
   detail: string;
+  /** Not checked yet because what it is asked through is still starting: not a problem of its own. */
+  waiting?: true;
 }
 
 export interface ReadinessReport {

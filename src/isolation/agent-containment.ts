@@ -8,9 +8,10 @@
 // the service's process group, so killing the group misses them.
 //
 // The fix is the kernel's: the app-server starts as
-//   setpriv --pdeathsig KILL -- unshare [--map-current-user] --pid --fork --kill-child -- codex app-server …
-// so it is pid 1 of a PID namespace of its own. Every process it or Codex starts — sandboxes,
-// stuck bwraps, the agent's commands and whatever they fork or daemonise — is in that namespace,
+//   setpriv --pdeathsig KILL -- unshare [--map-current-user] --pid --fork --kill-child -- sh -c … codex app-server …
+// so it runs in a PID namespace of its own, under a shell as pid 1 that reaps what is orphaned
+// there (NAMESPACE_REAPER). Every process it or Codex starts — sandboxes, stuck bwraps, the agent's
+// commands and whatever they fork or daemonise — is in that namespace,
 // and when its pid 1 dies the kernel SIGKILLs all of them. pid 1 dies when the app-server exits, or
 // (--kill-child) when the unshare process dies, which (--pdeathsig, kept across exec) dies with the
 // service: SIGTERM, SIGKILL, the service's process group killed, a crash. Unprivileged, the PID
@@ -33,9 +34,20 @@ export interface Containment {
 export const CONTAINMENT_FIX =
   "install util-linux's `setpriv` and `unshare` (Debian/Ubuntu: util-linux; Alpine: setpriv, util-linux-misc) and allow unprivileged user namespaces (which the agent sandbox needs anyway)";
 
+/**
+ * pid 1 of the namespace. Every process orphaned in there becomes its child (a sandbox's outer bwrap
+ * exits before the inner one), and only a pid 1 that waits for children it did not start reaps them:
+ * the app-server itself (the Node wrapper or the native binary) waits for its own only, so each
+ * sandboxed command left zombies for the app-server's whole life. The shell waits for the app-server
+ * and, while it does, reaps every other child that ends; it exits with the app-server's status, and
+ * the namespace with it. An asynchronous command's standard input would be /dev/null: the
+ * app-server's (the JSON-RPC stream) is handed on explicitly through descriptor 3.
+ */
+export const NAMESPACE_REAPER = ['/bin/sh', '-c', 'exec 3<&0; "$@" 0<&3 3<&- & wait $!', 'ccweb-reaper'];
+
 /** The argv prefix for a user with uid `uid` (root needs no user namespace for a PID namespace). */
 export function containmentLauncher(uid: number): string[] {
-  return ['setpriv', '--pdeathsig', 'KILL', '--', 'unshare', ...(uid === 0 ? [] : ['--map-current-user']), '--pid', '--mount-proc', '--fork', '--kill-child', '--'];
+  return ['setpriv', '--pdeathsig', 'KILL', '--', 'unshare', ...(uid === 0 ? [] : ['--map-current-user']), '--pid', '--mount-proc', '--fork', '--kill-child', '--', ...NAMESPACE_REAPER];
 }
 
 /**

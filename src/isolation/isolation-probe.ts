@@ -21,6 +21,10 @@ export interface IsolationProbeResult {
   checks: ProbeCheck[];
   /** One line for logs and errors: the failed checks, or "all checks passed". */
   summary: string;
+  /** Why it failed: the sandbox itself, or the app-server it is asked through did not start (null when ok). */
+  cause: 'sandbox' | 'app-server' | null;
+  /** What to do, for that cause (empty when ok). */
+  fix: string;
   durationMs: number;
 }
 
@@ -37,6 +41,11 @@ export const ISOLATION_FIX =
   'Ubuntu 24.04+: kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a container: ' +
   'allow the unshare/clone syscalls, e.g. docker --security-opt seccomp=unconfined) — see docs/security.md#host-requirements; ' +
   'or set CCWEB_AGENT_ISOLATION=off to run the agent without isolation (it can then read the bot token)';
+
+/** When the probe's app-server did not even start: the sandbox was never tried, so nothing about namespaces is known. */
+export const APP_SERVER_FIX =
+  'the Codex app-server did not start, so the sandbox was never tried: fix that first (`ccweb-gitea doctor` shows it in its codex check: ' +
+  'CCWEB_CODEX_COMMAND, CODEX_HOME and its config.toml)';
 
 const SCRIPT = `
 nonce="$1"; marker="$2"; codex_home="$3"; port="$4"
@@ -73,16 +82,21 @@ function parse(stdout: string): Record<string, string> {
 export async function probeAgentIsolation(sandbox: AgentSandbox, options: IsolationProbeOptions): Promise<IsolationProbeResult> {
   const t0 = Date.now();
   const timeoutMs = options.timeoutMs ?? 30_000;
+  // Until the app-server answers, a failure says nothing about the sandbox.
+  let appServerUp = false;
   const finish = (checks: ProbeCheck[]): IsolationProbeResult => {
     const failed = checks.filter((c) => !c.ok);
     return {
       ok: failed.length === 0,
       checks,
       summary: failed.length === 0 ? 'all checks passed' : failed.map((c) => `${c.name}: ${c.detail}`).join('; '),
+      cause: failed.length === 0 ? null : appServerUp ? 'sandbox' : 'app-server',
+      fix: failed.length === 0 ? '' : appServerUp ? ISOLATION_FIX : APP_SERVER_FIX,
       durationMs: Date.now() - t0,
     };
   };
   if (sandbox.isolation === 'off') {
+    appServerUp = true;
     return finish([{ name: 'sandbox', ok: false, detail: 'CCWEB_AGENT_ISOLATION=off: the agent runs with full access' }]);
   }
   sandbox.prepare();
@@ -108,6 +122,7 @@ export async function probeAgentIsolation(sandbox: AgentSandbox, options: Isolat
     server = await listen();
     const port = (server.address() as { port: number }).port;
     await conn.start();
+    appServerUp = true;
     const res: any = await conn.request(
       'command/exec',
       {

@@ -30,8 +30,12 @@ export class IsolationUnavailableError extends Error {
   constructor(
     readonly summary: string,
     readonly checks: ProbeCheck[],
+    /** What the probe found (isolation-probe.ts): the sandbox fails, or the app-server did not start. */
+    readonly failure: 'sandbox' | 'app-server' = 'sandbox',
+    readonly fix: string = ISOLATION_FIX,
   ) {
-    super(`agent isolation does not hold on this host (${summary}); the service will not start. Fix: ${ISOLATION_FIX}`);
+    const what = failure === 'sandbox' ? 'agent isolation does not hold on this host' : 'agent isolation could not be checked';
+    super(`${what} (${summary}); the service will not start. Fix: ${fix}`);
   }
 }
 
@@ -98,7 +102,7 @@ export async function verifyAgentIsolation(
     return { mode: 'off', network: sandbox.network, warning: ISOLATION_OFF_WARNING, checks: [], deniedPaths: [] };
   }
   const result = await probeAgentIsolation(sandbox, { connection, codexHome: codexHomeOf(connection), ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) });
-  if (!result.ok) throw new IsolationUnavailableError(result.summary, result.checks);
+  if (!result.ok) throw new IsolationUnavailableError(result.summary, result.checks, result.cause ?? 'sandbox', result.fix);
   logger.info({ agentIsolation: 'on', agentNetwork: sandbox.network, durationMs: result.durationMs, denied: sandbox.deniedPaths() }, 'agent isolation verified');
   return { mode: 'on', network: sandbox.network, warning: null, checks: result.checks, deniedPaths: sandbox.deniedPaths() };
 }

@@ -1,7 +1,7 @@
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { defaultNodeId, type Config } from '../config/index.js';
+import { defaultNodeId, secretValues, type Config } from '../config/index.js';
 import { VERSION } from '../config/version.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { createTaskExecutor } from '../executor/task-executor.js';
@@ -41,7 +41,7 @@ import { createWebhookRouter } from '../intake/webhook-route.js';
 import { createOperatorRouters } from '../api/operator-routers.js';
 import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
 import { createSecurityEvents } from '../intake/security-events.js';
-import { checkCommand, checkDataDir, listenError, storeOpenError } from './startup-checks.js';
+import { checkCodexHome, checkCommand, checkDataDir, listenError, storeDirOf, storeOpenError } from './startup-checks.js';
 import { resolveBotLogin, StartAborted } from './resolve-bot-login.js';
 import { EXIT_CODES } from './operator-error.js';
 import { DEFAULT_HTTP_LIMITS, defaultNodeUrl, listen, type HttpLimits } from './listen.js';
@@ -57,9 +57,8 @@ import { createQuotaCheck } from '../usage/quota-check.js';
 import { createUsageAccounting } from '../usage/usage-accounting.js';
 import { registerUsageMetrics } from '../usage/usage-metrics.js';
 import { agentToolGroupsOf, ingestAllGateCalls } from '../sessions/gate-calls.js';
-import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { sweepLeftovers } from '../isolation/agent-containment.js';
-import { serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
+import { codexHomeOf, serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
 import { createOwnership, type Ownership } from '../cluster/ownership.js';
 import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
 import { repositoryOfActor } from '../cluster/actor-repository.js';
@@ -115,23 +114,19 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     options.logger ??
     createLogger({
       level: config.logLevel,
-      secrets: [config.giteaToken, ...(config.giteaMcpToken ? [config.giteaMcpToken] : []), config.adminToken, ...config.webhookSecret],
+      secrets: secretValues(config),
       correlation,
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
   const metrics = createMetrics();
   // Operator mistakes first, before anything is opened: each is one line with the key and the fix.
   checkDataDir(config.dataDir);
-  checkCommand(config.codexCommand, 'CCWEB_CODEX_COMMAND', 'the Codex command', 'unset it to use the bundled @openai/codex, or set it to the codex executable');
-  checkCommand(
-    config.giteaMcpCommand,
-    'CCWEB_GITEA_MCP_COMMAND',
-    'the gitea-mcp command',
-    `install gitea-mcp ${GITEA_MCP_PIN.revision} (\`node scripts/install-gitea-mcp.mjs --to /usr/local/bin\`) and set it to its path`,
-  );
+  checkCommand('codex', config.codexCommand);
+  checkCommand('gitea-mcp', config.giteaMcpCommand);
+  const { sandbox: agentSandbox, connection: codexConnection, containment } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
+  checkCodexHome(codexHomeOf(codexConnection));
   // Before anything else starts: a host where the agent's sandbox does not hold refuses to start
   // (IsolationUnavailableError) unless the operator set CCWEB_AGENT_ISOLATION=off.
-  const { sandbox: agentSandbox, connection: codexConnection, containment } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
   const agentIsolation = await verifyAgentIsolation(agentSandbox, codexConnection, logger.child({ part: 'isolation' }));
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea, logger, options.signal);
@@ -169,7 +164,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   }
   const store = config.databaseUrl
     ? createStore({
-        dir: join(config.dataDir, 'store-replica'),
+        dir: storeDirOf(config),
         indexes: STORE_INDEXES,
         url: config.databaseUrl,
         nodeId,
@@ -191,7 +186,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         // would be kept, so it stops, and its restart reloads from the database (or waits as a standby).
         onUnavailable: (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger),
       })
-    : createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
+    : createStore({ dir: storeDirOf(config), indexes: STORE_INDEXES });
   metrics.timeStoreCommits(store);
   if (early) logger.info({ url: nodeUrl, node: nodeId }, 'ccweb-gitea standby listening (forwarding to the writer until this node writes)');
   try {

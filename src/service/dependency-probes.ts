@@ -18,10 +18,13 @@ export interface ServiceProbes {
   stop(): void;
 }
 
-/** The log line of a dependency's new result: info when it became ok, warn otherwise. */
-export function probeChangeLog(name: string, part: ReadinessPart): { level: 'info' | 'warn'; fields: Record<string, unknown>; msg: string } {
+/**
+ * The log line of a dependency's new result: info when it became ok, warn when it is not, debug
+ * while it waits for what it is asked through (the app-server starting: every start, no problem).
+ */
+export function probeChangeLog(name: string, part: ReadinessPart): { level: 'debug' | 'info' | 'warn'; fields: Record<string, unknown>; msg: string } {
   return {
-    level: part.ok ? 'info' : 'warn',
+    level: part.ok ? 'info' : part.waiting ? 'debug' : 'warn',
     fields: { dependency: name, ok: part.ok, detail: part.detail },
     msg: `readiness: ${name} ${part.ok ? 'ok' : 'not ok'}`,
   };
@@ -48,7 +51,7 @@ export function startServiceProbes(deps: {
   const codexLogin = startDependencyProbe(
     async () => {
       // Asked only of a ready app-server (its own readiness part covers start-up and restarts).
-      if (supervisor.state()?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server' };
+      if (supervisor.state()?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server', waiting: true };
       return codexLoginPart(await supervisor.connection({ timeoutMs: 5_000 }), 15_000);
     },
     { intervalMs: 5 * 60_000, retryMs: 5_000, timeoutMs: 30_000, onChange: onChange('codexLogin') },

@@ -34,6 +34,8 @@ export class OperatorError extends Error {
     /** What to do. */
     readonly fix: string,
     readonly exitCode: number,
+    /** Which of START_REFUSALS (start-refusals.ts, where every one is made). */
+    readonly refusal?: string,
   ) {
     super(`${problem} [${key}]: ${fix}`);
   }

@@ -7,6 +7,7 @@ export { DurableStore, type StoreOptions, type DurableStoreStats } from './durab
 export { PostgresStore, type PostgresStoreOptions, type PostgresStoreStats } from './postgres/postgres-store.js';
 export { JournalCorruptionError } from './journal-files.mjs';
 export { describeDatabase, isPostgresUrl } from './postgres/database-url.js';
+export { probeDatabase, type DatabaseProbe } from './postgres/probe-database.js';
 export type { NodeStatus } from './postgres/log-writer.js';
 export { copyEmbeddedStore, storeDigest, type CopySummary } from './postgres/copy-embedded.js';
 

@@ -29,14 +29,26 @@ export function acquireProcessLock(dir: string): () => void {
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const owner = Number(readFileSync(path, 'utf8'));
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
-        throw new StoreError('store_locked', `store ${dir} is in use by process ${owner}`);
-      }
+      const owner = liveLockHolder(dir);
+      if (owner !== null) throw new StoreError('store_locked', `store ${dir} is in use by process ${owner}`);
       unlinkSync(path);
     }
   }
   throw new StoreError('store_locked', `store ${dir}: could not take the lock`);
+}
+
+/**
+ * The live process (not this one) whose lock is on the store in `dir`, or null: no lock, or one left
+ * by a process that is gone (taken over at the next open).
+ */
+export function liveLockHolder(dir: string): number | null {
+  let owner: number;
+  try {
+    owner = Number(readFileSync(join(dir, 'LOCK'), 'utf8'));
+  } catch {
+    return null;
+  }
+  return Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner) ? owner : null;
 }
 
 /** Whether a process with this pid exists (EPERM: it exists, owned by someone else). */

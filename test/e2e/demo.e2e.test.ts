@@ -31,6 +31,9 @@ describe('npm run demo [real gitea-mcp]', () => {
       env: { ...process.env, CCWEB_LOG_LEVEL: 'warn', CCWEB_PORT: String(servicePort), DEMO_MODEL_PORT: String(modelPort) },
     });
     expect(stdout).toContain('== task timelines ==');
+    // The service logs at warn here, and a normal start warns of nothing: no raw JSON log line in
+    // between (the Codex login used to be "not ok" while the app-server was still starting).
+    expect(stdout).not.toMatch(/^\{"level"/m);
     expect(stdout.match(/→ succeeded\n/g)?.length).toBe(2);
     expect(stdout).toContain('→ rejected');
     expect(stdout).toMatch(/received → queued/);

@@ -10,8 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
 import { resolveBundledCodex } from '../../src/codex/codex-binary.js';
 import { createAgentSandbox, outermostDenied } from '../../src/isolation/agent-sandbox.js';
-import { probeAgentIsolation } from '../../src/isolation/isolation-probe.js';
-import { agentSandboxFromConfig } from '../../src/isolation/service-isolation.js';
+import { APP_SERVER_FIX, probeAgentIsolation } from '../../src/isolation/isolation-probe.js';
+import { agentSandboxFromConfig, IsolationUnavailableError } from '../../src/isolation/service-isolation.js';
 import { loadConfig } from '../../src/config/index.js';
 import { codexFixture, repoRoot } from '../support/codex-harness.js';
 import { runTurn } from '../../src/codex/run-turn.js';
@@ -102,6 +102,18 @@ describe('the isolation probe (real app-server)', () => {
     const failed = r.checks.filter((c) => !c.ok).map((c) => c.name);
     expect(failed).toEqual(['data-dir', 'codex-home']);
     expect(r.summary).toMatch(/data-dir: read a file in the data directory; codex-home: can list CODEX_HOME/);
+  }, 60_000);
+
+  it('an app-server that does not start says so, and its fix is about Codex, not user namespaces (serve says the same)', async () => {
+    const root = freshRoot('no-app-server');
+    const { sandbox, connection } = sandboxFor(root);
+    // CODEX_HOME removed after the set-up: Codex exits at start ("… does not exist"), so the sandbox is never tried.
+    const missing = join(root, 'gone-codex-home');
+    const r = await probeAgentIsolation(sandbox, { connection: { ...connection, extraEnv: { CODEX_HOME: missing } }, codexHome: missing, timeoutMs: 20_000 });
+    expect(r).toMatchObject({ ok: false, cause: 'app-server', fix: APP_SERVER_FIX });
+    const refusal = new IsolationUnavailableError(r.summary, r.checks, r.cause!, r.fix);
+    expect(refusal.message).toMatch(/^agent isolation could not be checked \(sandbox: could not run the probe: .*\); the service will not start\. Fix: the Codex app-server did not start/);
+    expect(refusal.message).not.toMatch(/namespace|CCWEB_AGENT_ISOLATION=off|seccomp/);
   }, 60_000);
 
   it('fails on a host without user namespaces, saying why', async () => {

@@ -138,7 +138,7 @@ describe('probeTokenScopes against a real Gitea', () => {
   it('an invalid token: ok:false with a clear reason, without the token', async () => {
     const bad = 'deadbeef'.repeat(5);
     const r = await probeTokenScopes({ baseUrl: g.url, token: bad });
-    expect(r).toEqual({ ok: false, reason: expect.stringMatching(/^Gitea does not accept the token \(HTTP 401: invalid username, password or token;/) });
+    expect(r).toEqual({ ok: false, invalidToken: true, reason: expect.stringMatching(/^Gitea does not accept the token \(HTTP 401: invalid username, password or token;/) });
     expect(JSON.stringify(r)).not.toContain(bad);
   });
 

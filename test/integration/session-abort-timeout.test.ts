@@ -107,11 +107,14 @@ describe('a stop Codex never confirms ends the turn\'s processes before runTurn 
         return s.length > 0 ? s : null;
       }, 60_000),
     );
-    // The launcher (unshare) keeps one child: the app-server, pid 1 of the namespace.
+    // The launcher (unshare) keeps one child, pid 1 of the namespace (the shell that reaps orphans);
+    // its children are the app-server and whatever sandbox process was orphaned to it.
     const launcherPid = conn1.pid!;
-    const [appServerPid, ...more] = childrenOf(launcherPid);
+    const [reaperPid, ...more] = childrenOf(launcherPid);
     expect(more).toEqual([]);
-    expect(read(appServerPid!, 'cmdline').split('\0')).toContain('app-server');
+    expect(read(reaperPid!, 'cmdline').split('\0')).toContain('ccweb-reaper');
+    const [appServerPid, ...others] = childrenOf(reaperPid!).filter((p) => read(p, 'cmdline').split('\0')[1] === 'app-server');
+    expect(others).toEqual([]);
     process.kill(appServerPid!, 'SIGSTOP');
     frozen.add(appServerPid!);
     await until('the app-server to stop', () => stateOf(appServerPid!) === 'T', 10_000);

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configReferenceTable } from '../../src/cli/config-reference.js';
 import { COMMAND_HELP, COMMANDS } from '../../src/cli/help.js';
+import { DOCTOR_CHECKS, runDoctor } from '../../src/cli/doctor.js';
 import { runCli } from '../../src/cli/index.js';
 import { CONFIG_KEYS, KEYS } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -51,6 +52,17 @@ describe('help', () => {
   });
 });
 
+describe('help doctor', () => {
+  it('names every check doctor runs, each with what it checks (the list is built from the checks)', async () => {
+    const help = (await cli(['help', 'doctor'])).stdout;
+    // What a run reports (without configuration every check is still reported, most as skipped).
+    const ran = [...new Set((await runDoctor({ env: { PATH: process.env.PATH, HOME: tmpdir() }, cwd: tmpdir() })).map((r) => r.check))];
+    expect(ran).toEqual(DOCTOR_CHECKS);
+    for (const check of ran) expect(help, check).toMatch(new RegExp(`^ {2}${check} +\\S`, 'm'));
+    expect(help).toMatch(/^ {2}token-scopes +\S/m);
+  });
+});
+
 describe('--version', () => {
   it("prints package.json's version with --version, -V and version", async () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
@@ -89,6 +101,16 @@ describe('usage errors exit 2 with help on stderr', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown command frobnicate[\s\S]*Usage: ccweb-gitea <command>/);
     expect(r.stdout).toBe('');
+  });
+
+  it('a mistyped command or help topic: did you mean the nearest one', async () => {
+    const r = await cli(['docter']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^ccweb-gitea: unknown command docter: did you mean doctor\?\n/);
+    expect((await cli(['help', 'sreve'])).stderr).toMatch(/^ccweb-gitea: help: unknown command sreve: did you mean serve\?\n/);
+    expect((await cli(['export-adit'])).stderr).toMatch(/did you mean export-audit\?/);
+    // Nothing near: no suggestion.
+    expect((await cli(['frobnicate'])).stderr).toMatch(/^ccweb-gitea: unknown command frobnicate\n/);
   });
 
   it('no command at all', async () => {

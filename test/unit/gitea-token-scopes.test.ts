@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   agentTokenAdvice,
+  botTokenAdvice,
   classifyProbe,
   probeRequests,
   probeTokenScopes,
@@ -186,8 +187,30 @@ describe('agentTokenAdvice', () => {
     for (const s of scopes.filter((x) => !['read:repository', 'write:issue'].includes(x))) expect(a.detail).toContain(s);
   });
 
-  it('less: warn, what the agent cannot do', () => {
-    expect(agentTokenAdvice(['read:repository', 'read:issue'])).toMatchObject({ status: 'warn', detail: expect.stringContaining('cannot answer on the issue'), fix: expect.any(String) });
-    expect(agentTokenAdvice(['read:user'])).toMatchObject({ status: 'warn', detail: expect.stringContaining('cannot read the repository or answer on the issue') });
+  it('less: a failure (the agent cannot work), saying what it cannot do — also when it holds more elsewhere', () => {
+    expect(agentTokenAdvice(['read:repository', 'read:issue'])).toMatchObject({ status: 'fail', detail: expect.stringContaining('cannot answer on the issue'), fix: expect.any(String) });
+    expect(agentTokenAdvice(['read:user'])).toMatchObject({ status: 'fail', detail: expect.stringContaining('cannot read the repository or answer on the issue') });
+    expect(agentTokenAdvice([])).toMatchObject({ status: 'fail' });
+    expect(agentTokenAdvice(['write:admin', 'read:notification'])).toMatchObject({ status: 'fail', detail: expect.stringMatching(/lacks read:repository and write:issue.*holds read:notification, write:admin/) });
+  });
+});
+
+describe('botTokenAdvice', () => {
+  it('what the service needs (write:issue, read:repository, read:user): ok; all: ok', () => {
+    expect(botTokenAdvice(['read:repository', 'read:user', 'write:issue'], 'off').status).toBe('ok');
+    expect(botTokenAdvice(['write:repository', 'read:user', 'write:issue'], 'pull_request').status).toBe('ok');
+    expect(botTokenAdvice(['all'], 'pull_request').status).toBe('ok');
+  });
+
+  it('a token the service cannot work with (no usable scope, or one of the three missing): fail, naming each', () => {
+    expect(botTokenAdvice([], 'off')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/lacks write:issue .*read:repository .*read:user/), fix: expect.stringContaining('CCWEB_GITEA_TOKEN') });
+    expect(botTokenAdvice(['read:notification'], 'off').status).toBe('fail');
+    expect(botTokenAdvice(['read:repository', 'write:issue'], 'off')).toMatchObject({ status: 'fail', detail: expect.stringContaining('read:user') });
+    expect(botTokenAdvice(['read:repository', 'read:issue', 'read:user'], 'off')).toMatchObject({ status: 'fail', detail: expect.stringContaining('write:issue') });
+  });
+
+  it('without write:repository the answers work but changes are not published: warn, unless delivery is off', () => {
+    expect(botTokenAdvice(['read:repository', 'read:user', 'write:issue'], 'pull_request')).toMatchObject({ status: 'warn', detail: expect.stringContaining('write:repository'), fix: expect.stringContaining('CCWEB_DELIVERY=off') });
+    expect(botTokenAdvice(['read:repository', 'read:user', 'write:issue'], 'branch').status).toBe('warn');
   });
 });

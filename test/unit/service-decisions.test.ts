@@ -28,6 +28,10 @@ describe('probeChangeLog', () => {
     expect(probeChangeLog('gitea', { ok: true, detail: '1.26.3' })).toEqual({ level: 'info', fields: { dependency: 'gitea', ok: true, detail: '1.26.3' }, msg: 'readiness: gitea ok' });
     expect(probeChangeLog('mcp', { ok: false, detail: 'command not found' })).toEqual({ level: 'warn', fields: { dependency: 'mcp', ok: false, detail: 'command not found' }, msg: 'readiness: mcp not ok' });
   });
+
+  it('a dependency not checked yet because the app-server is still starting is said at debug only (every start goes through it)', () => {
+    expect(probeChangeLog('codexLogin', { ok: false, detail: 'waiting for the app-server', waiting: true }).level).toBe('debug');
+  });
 });
 
 describe('giteaRepoIdOf', () => {
