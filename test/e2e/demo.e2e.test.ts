@@ -1,12 +1,12 @@
 // `npm run demo` is the newcomer's first command. By default it runs the real Gitea the tests build: the run
-// must finish, show each task's outcome (a refused one with its reason), and every link it prints must open
-// in Gitea's own pages — a browser signed in with the login it prints sees the bot's pull request and the
-// issue with the receipt and the answer — and the curl command it prints must really get an answer from the
-// bot; Ctrl-C then leaves nothing behind. With `--gitea double` (a machine without Go) and --once it must
-// finish, exit 0 and remove its folder, on the ports chosen by flag and environment. Where the Go module proxy
-// does not serve gitea-mcp, the first line it prints names the fix.
+// must finish on the ports chosen by flag and environment, show each task's outcome (a refused one with its
+// reason), and every link it prints must open in Gitea's own pages — a browser signed in with the login it
+// prints sees the bot's pull request and the issue with the receipt and the answer — and the curl command it
+// prints must really get an answer from the bot; Ctrl-C then leaves nothing behind. Where the Go module proxy
+// does not serve gitea-mcp, the first line it prints names the fix. The Gitea double and --once run in
+// test/cluster/demo-nodes.e2e.test.ts (`--nodes 2` runs on the double), and in the image (npm run test:image).
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +41,13 @@ describe('npm run demo [real gitea-mcp]', () => {
     // `npm run demo` as the README says, in its own process group, so that "Ctrl-C" below is what a terminal
     // does: SIGINT to every process of the group at once, npm included, which forwards it to the demo a
     // second time (the second signal must not end the demo before its folder is removed).
-    const child = spawn('npm', ['run', '--silent', 'demo'], { cwd: root, env: demoEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const [servicePort, giteaPort, modelPort] = [await freePort(), await freePort(), await freePort()];
+    const child = spawn('npm', ['run', '--silent', 'demo', '--', '--gitea-port', String(giteaPort)], {
+      cwd: root,
+      env: demoEnv({ CCWEB_PORT: String(servicePort), DEMO_MODEL_PORT: String(modelPort) }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
@@ -55,7 +61,9 @@ describe('npm run demo [real gitea-mcp]', () => {
         await new Promise((r) => setTimeout(r, 200));
       }
       const gitea = /^Gitea 1\.\d+\.\d+ +(http:\/\/127\.0\.0\.1:\d+) +\(repo acme\/widget, issue #1, PR #2\)$/m.exec(stdout)?.[1];
-      expect(gitea, stdout).toBeDefined();
+      expect(gitea, stdout).toBe(`http://127.0.0.1:${giteaPort}`);
+      expect(stdout).toContain(`service           http://127.0.0.1:${servicePort} `);
+      expect(readFileSync(join(folderOf(stdout)!, 'codex-home', 'config.toml'), 'utf8')).toContain(`base_url = "http://127.0.0.1:${modelPort}/v1"`);
       const login = /^ +sign in as +alice \/ (\S+) +\(may write/m.exec(stdout)?.[1];
       expect(login, stdout).toBeDefined();
       expect(stdout).toMatch(/^ +or +bob \/ \S+ +\(read access only/m);
@@ -122,28 +130,6 @@ describe('npm run demo [real gitea-mcp]', () => {
     expect(folder).toMatch(/ccweb-demo-/);
     expect(existsSync(folder!)).toBe(false);
   }, 360_000);
-
-  it('--once --gitea double: runs the double end to end on the chosen ports, shows the outcomes, exits 0, removes its folder', async () => {
-    const [servicePort, giteaPort, modelPort] = [await freePort(), await freePort(), await freePort()];
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/demo.ts', '--once', '--gitea', 'double', '--gitea-port', String(giteaPort)], {
-      cwd: root,
-      timeout: 150_000,
-      env: demoEnv({ CCWEB_PORT: String(servicePort), DEMO_MODEL_PORT: String(modelPort) }),
-    });
-    expect(stdout).toContain(`Gitea double      http://127.0.0.1:${giteaPort}  (repo acme/widget, issue #1, PR #2; an API without pages)`);
-    expect(stdout).toContain(`service           http://127.0.0.1:${servicePort} `);
-    // The double answers each webhook at once: the demo shows the answer.
-    expect(stdout).toMatch(/bob on #1: "@ccweb-bot delete the repository"\n {4}→ webhook [0-9a-f]{8}… answered 200 \{"status":"rejected","reason":"actor_not_authorized"/);
-    expect(stdout.match(/→ succeeded\n/g)?.length).toBe(2);
-    expect(stdout).toContain('→ rejected');
-    expect(stdout).toMatch(new RegExp(`== pull requests ==\\n  #3 ccweb/issue-1 → main by ccweb-bot \\(head [0-9a-f]{10}\\): Append a line to CHANGES\\.md\\n      http://127\\.0\\.0\\.1:${giteaPort}/acme/widget/pulls/3\\n`));
-    expect(stdout).toContain('  bob on #1: refused: bob has read access only; only people with write access to acme/widget can ask the bot\n');
-    // A stopped service has no admin page to open and no token worth printing.
-    expect(stdout).not.toMatch(/admin token|\/admin\b/);
-    const folder = folderOf(stdout);
-    expect(folder).toMatch(/ccweb-demo-/);
-    expect(existsSync(folder!)).toBe(false);
-  }, 180_000);
 
   it('where the Go module proxy does not serve gitea-mcp, its first line of output names CCWEB_GITEA_MCP_SOURCE, and it fails with the fix', async () => {
     // No gitea-mcp built yet (an empty cache), no module cached, a proxy that serves nothing: `go install` fails at once.
