@@ -254,7 +254,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     if (w.kind === 'real') {
       console.log(`\nIn Gitea: open ${issue}, sign in as ${alice.login} (password ${alice.password}) and comment "@${service.botLogin} please explain src/login.js".`);
       console.log(`Reload the page: the bot's receipt appears and is edited as the task moves on, then its answer follows; a change comes as a pull request (${w.url}/${w.owner}/${w.repo}/pulls).`);
-      console.log(`As ${bob.login} (password ${bob.password}, read access only) the bot refuses the request.`);
+      console.log(`As ${bob.login} (password ${bob.password}, read access only) the bot does not take the request: the admin page lists it as rejected.`);
       console.log(`\nOr comment as ${alice.login} with curl:\n`);
     } else {
       console.log(`\nComment as ${alice.login} (who may write) on issue #${w.issueNumber} — the Gitea double sends the webhook and the bot answers on the issue:\n`);
