@@ -106,6 +106,33 @@ export default {
       to: { dependencyTypesNot: ['core'], pathNot: ['^src/mcp-gate/', pkg('tsx')] },
     },
     {
+      name: 'nothing-ships-test-code',
+      comment:
+        'What ships (src/, machines/, visualizer/) never imports test/: the image leaves test/ out, and a part that ' +
+        'needs a piece of it (the demo\'s sandbox) has that piece moved into src/ (src/demo/), the tests importing it from there.',
+      severity: 'error',
+      from: { path: '^(src|machines|visualizer)/' },
+      to: { path: '^test/' },
+    },
+    {
+      name: 'demo-only-under-cli',
+      comment:
+        'src/demo/ is the world `demo` runs the service in (a real or a double Gitea, a scripted model): only the CLI ' +
+        'starts it; no part of the service imports it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(demo|cli)/' },
+      to: { path: '^src/demo/' },
+    },
+    {
+      name: 'demo-imports-no-part',
+      comment:
+        'src/demo/ stands for what is around the service (Gitea, the model); it imports itself, node, packages and the ' +
+        'install scripts, never the service\'s own code, so its Gitea double cannot agree with the service by sharing it.',
+      severity: 'error',
+      from: { path: '^src/demo/' },
+      to: { path: '^(src|machines|visualizer)/', pathNot: '^src/demo/' },
+    },
+    {
       name: 'no-runtime-cycle',
       comment:
         'No import cycle that exists at run time (a module half-initialised when its partner reads it). ' +

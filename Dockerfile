@@ -1,5 +1,7 @@
-# The ccweb-gitea image (issue 32): the service built from this checkout, production dependencies only,
-# the pinned gitea-mcp built from source, git and bubblewrap for the agent's sandbox, a non-root user.
+# The ccweb-gitea image: the service built from this checkout (only the files the build names; .dockerignore
+# is an allowlist), production dependencies only, the pinned gitea-mcp built from source, git and bubblewrap
+# for the agent's sandbox, a non-root user. No secret is ever in the build context or the image: they are
+# mounted as files at run time (compose.yaml keeps them outside the checkout).
 #
 #   docker build -t ccweb-gitea .            # or: podman build / buildah bud
 #   docker compose up -d                     # compose.yaml: Gitea and the service on one network
@@ -36,9 +38,17 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
-COPY . .
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund \
- && rm -rf test bench deploy/gitea-mcp/*.tar.gz
+# Only what the build and the service need, by name: never `COPY . .`, so nothing else of the checkout (its
+# secrets, env files, data, local notes) can reach the image even where .dockerignore would let it through.
+COPY tsconfig.json tsconfig.build.json ./
+COPY bin/ccweb-gitea.js bin/
+COPY src/ src/
+COPY machines/ machines/
+COPY visualizer/ visualizer/
+# The build's asset copier, and the installers `demo` imports (the demo builds what it lacks, where it can).
+COPY scripts/build-copy-assets.mjs scripts/cache-lock.mjs scripts/cache-lock.d.mts scripts/install-gitea.mjs \
+     scripts/install-gitea.d.mts scripts/install-gitea-mcp.mjs scripts/install-gitea-mcp.d.mts scripts/
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # --- what runs ---------------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE}

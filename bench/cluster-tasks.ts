@@ -21,9 +21,9 @@ import { addRepository, stopNodes } from '../test/support/cluster-nodes.js';
 import { startPublishEnvironment, type PublishEnvironment } from '../test/support/publish-environment.js';
 import { eventually, freePort } from '../test/support/real-gitea/index.js';
 import { startRoundRobinRelay } from '../test/support/round-robin-relay.js';
-import { scriptedAgent } from '../test/support/sandbox/scripted-agent.js';
+import { scriptedAgent } from '../src/demo/scripted-agent.js';
 import { startServiceProcess } from '../test/support/sandbox/service-process.js';
-import { writeCodexHome } from '../test/support/scripted-model/index.js';
+import { writeCodexHome } from '../src/demo/scripted-model.js';
 
 const REPOS = Number(process.env['BENCH_CLUSTER_REPOS'] ?? 8);
 const TASKS = Number(process.env['BENCH_CLUSTER_TASKS'] ?? 24);

@@ -21,7 +21,7 @@ import { transformSync } from 'esbuild';
 import { CodexAppServerConnection } from '../src/codex/jsonrpc-connection.js';
 import { threadStartParams } from '../src/codex/thread-params.js';
 import { REAL_GITEA_MCP_PATH } from '../test/support/real-gitea-mcp.js';
-import { writeCodexHome } from '../test/support/scripted-model/index.js';
+import { writeCodexHome } from '../src/demo/scripted-model.js';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const BASE = process.env['BENCH_GATE_BASE'] ?? '87de11f';

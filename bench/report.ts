@@ -26,7 +26,7 @@ import { createStore } from '../src/store/index.js';
 import type { AuditEvent } from '../src/store/types.js';
 import { taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { startChaosWorld } from '../test/support/chaos-world.js';
-import { startSandboxEnvironment } from '../test/support/sandbox/sandbox-environment.js';
+import { startSandboxEnvironment } from '../src/demo/sandbox-environment.js';
 import { startServiceProcess } from '../test/support/sandbox/service-process.js';
 
 const QUICK = process.env['BENCH_QUICK'] === '1';

@@ -9,9 +9,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeRealGiteaMcpWrapper } from '../test/support/real-gitea-mcp.js';
 import { freePort, giteaApi, SERVICE_BOT_PERMISSION, startSeededGitea, type SeededGitea } from '../test/support/real-gitea/index.js';
-import { scriptedAgent } from '../test/support/sandbox/scripted-agent.js';
+import { scriptedAgent } from '../src/demo/scripted-agent.js';
 import { startServiceProcess, type ServiceProcess } from '../test/support/sandbox/service-process.js';
-import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../test/support/scripted-model/index.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../src/demo/scripted-model.js';
 
 export interface TaskBenchEnv {
   root: string;

@@ -28,8 +28,9 @@ const ASSET_DIRS = ['src/api/admin-page', 'visualizer/page'];
 const ASSET_FILES = [
   'src/codex/protocol/VERSION',
   'src/config/gitea-mcp-pin.json',
-  // `demo` installs the pinned gitea-mcp when it is missing (test/support/real-gitea-mcp.ts imports these).
+  // `demo` builds the pinned gitea-mcp and the real Gitea when missing (src/demo/ imports these).
   'scripts/install-gitea-mcp.mjs',
+  'scripts/install-gitea.mjs',
   'scripts/cache-lock.mjs',
 ];
 /** Not sources of compiled output, but they shape it. */
@@ -84,7 +85,7 @@ function copyFile(rel) {
 
 // Plain ESM files: every src/**/*.mjs (the store's journal helpers and its compaction worker, which
 // runs in a worker thread from new URL('./compaction-worker.mjs', import.meta.url)), and any .mjs
-// next to compiled code elsewhere (test/support/gitea-mcp-standin/server.mjs, used by `demo`).
+// next to compiled code elsewhere.
 // Their .d.mts declarations only serve tsc and are not copied.
 const mjs = new Set(walk(join(root, 'src')).map((f) => posix(relative(root, f))).filter((f) => f.endsWith('.mjs')));
 for (const dir of compiledDirs) {

@@ -103,9 +103,11 @@ function buildWithGoInstall(scratch, goEnv) {
   try {
     run('go', ['install', '-trimpath', '-ldflags', `-X main.Version=${GITEA_MCP_PIN.version}`, target], { env: { ...goEnv, GOBIN: scratch, CGO_ENABLED: '0' } });
   } catch (e) {
+    // The fix first: where the Go module proxy does not serve gitea-mcp, this is the line a newcomer reads.
     throw new InstallError(
-      `${e.message}: \`go install ${target}\` did not work (the Go module proxy may not serve gitea-mcp).\n` +
-        `  Get the source archive of revision ${GITEA_MCP_PIN.revision} (\`git archive --prefix=gitea-mcp/ ${GITEA_MCP_PIN.revision}\` of https://gitea.com/gitea/gitea-mcp, sha256 ${GITEA_MCP_PIN.sourceSha256}) and run again with CCWEB_GITEA_MCP_SOURCE=/path/to/${GITEA_MCP_PIN.sourceArchive}.`,
+      `gitea-mcp could not be fetched with \`go install\` (the Go module proxy may not serve it): set CCWEB_GITEA_MCP_SOURCE=/path/to/${GITEA_MCP_PIN.sourceArchive} (its pinned source archive) and run again.\n` +
+        `  The archive: \`git archive --prefix=gitea-mcp/ ${GITEA_MCP_PIN.revision}\` of https://gitea.com/gitea/gitea-mcp, sha256 ${GITEA_MCP_PIN.sourceSha256}.\n` +
+        `  ${e.message}`,
     );
   }
 }

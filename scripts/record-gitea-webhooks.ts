@@ -19,8 +19,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { giteaApi, eventually } from '../test/support/real-gitea/api.js';
-import { startRealGitea } from '../test/support/real-gitea/gitea-process.js';
+import { giteaApi, eventually } from '../src/demo/real-gitea/api.js';
+import { startRealGitea } from '../src/demo/real-gitea/gitea-process.js';
 import { startWebhookRecorder, type RecordedRequest } from '../test/support/real-gitea/webhook-recorder.js';
 
 const { values } = parseArgs({ options: { out: { type: 'string' } } });

@@ -1,10 +1,13 @@
 // The demo's options (`npm run demo -- ...`, `ccweb-gitea demo ...`), apart from demo.ts so the CLI can
-// check them and answer `--help` without loading the sandbox that demo.ts imports from test support.
+// check them and answer `--help` without loading the sandbox (src/demo/) that demo.ts starts.
 import { parseArgs } from 'node:util';
+import type { GiteaKind } from '../demo/choose-gitea.js';
 import { UsageError } from './usage-error.js';
 
 export interface DemoOptions {
   once: boolean;
+  /** `--gitea real|double`; null: the demo chooses (src/demo/choose-gitea.ts). */
+  gitea: GiteaKind | null;
   /** The service's port (0: a free one). */
   port: number;
   giteaPort: number;
@@ -16,13 +19,14 @@ export interface DemoOptions {
 /** Where each port comes from: the flag, else its environment variable, else a free port. */
 export const PORTS = [
   { key: 'port', flag: '--port', env: 'CCWEB_PORT', what: 'the service' },
-  { key: 'giteaPort', flag: '--gitea-port', env: 'DEMO_GITEA_PORT', what: 'the sandbox Gitea' },
+  { key: 'giteaPort', flag: '--gitea-port', env: 'DEMO_GITEA_PORT', what: 'Gitea' },
   { key: 'modelPort', flag: '--model-port', env: 'DEMO_MODEL_PORT', what: 'the scripted model' },
 ] as const;
 
 // `ccweb-gitea demo` (src/cli/index.ts) checks and documents the same options.
 export const DEMO_ARG_OPTIONS = {
   once: { type: 'boolean' },
+  gitea: { type: 'string' },
   port: { type: 'string' },
   'gitea-port': { type: 'string' },
   'model-port': { type: 'string' },
@@ -36,11 +40,19 @@ export function parseDemoArgs(args: readonly string[], env: Readonly<Record<stri
   } catch (err) {
     throw new UsageError(`demo: ${(err as Error).message}`);
   }
-  const options: DemoOptions = { once: values['once'] === true, port: 0, giteaPort: 0, modelPort: 0, nodes: 1 };
+  const options: DemoOptions = { once: values['once'] === true, gitea: null, port: 0, giteaPort: 0, modelPort: 0, nodes: 1 };
   const nodes = values['nodes'];
   if (typeof nodes === 'string') {
     if (!/^[1-3]$/.test(nodes.trim())) throw new UsageError(`demo: --nodes must be 1, 2 or 3, got "${nodes}"`);
     options.nodes = Number(nodes);
+  }
+  const gitea = values['gitea'];
+  if (typeof gitea === 'string') {
+    if (gitea !== 'real' && gitea !== 'double') throw new UsageError(`demo: --gitea must be real or double, got "${gitea}"`);
+    options.gitea = gitea;
+  }
+  if (options.gitea === 'real' && options.nodes > 1) {
+    throw new UsageError('demo: --nodes 2|3 runs on the Gitea double only; leave out --gitea real (or use --gitea double)');
   }
   for (const p of PORTS) {
     const fromFlag = values[p.flag.slice(2)];

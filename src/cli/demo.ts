@@ -1,9 +1,10 @@
-// `npm run demo [-- --once] [-- --port N --gitea-port N --model-port N]`: the service together with
-// a local sandbox — a Gitea test double (REST, git over smart HTTP, signed webhooks as Gitea sends
-// them), the real Codex app-server driven by a scripted model, and the official gitea-mcp behind the
-// service's gate — then
-// comments as a user would and shows what happened. Everything listens on 127.0.0.1; everything it
-// writes goes to one temporary folder, removed when the demo ends (also on Ctrl-C or a failure).
+// `npm run demo [-- --once] [-- --gitea real|double] [-- --port N --gitea-port N --model-port N]`: the
+// service in a world of its own on 127.0.0.1 (src/demo/) — by default the real Gitea the tests build (once
+// per machine), else the Gitea double; the real Codex app-server driven by a scripted model; the official
+// gitea-mcp behind the service's gate — then comments as users would and shows what happened, with the
+// links and a login to see it in Gitea's own pages. Everything it writes goes to one temporary folder,
+// removed when the demo ends (also on Ctrl-C or a failure).
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,8 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/index.js';
 import { startService } from '../service/create-service.js';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../../test/support/sandbox/sandbox-environment.js';
-import { GITEA_MCP_PIN, installGiteaMcp, isGiteaMcpInstalled } from '../../scripts/install-gitea-mcp.mjs';
+import { chooseGitea } from '../demo/choose-gitea.js';
+import { startDemoWorld, type DemoWorld } from '../demo/demo-world.js';
+import { findGiteaMcp, giteaMcpSourceHint } from '../demo/gitea-mcp-command.js';
+import type { SandboxEnvironment } from '../demo/sandbox-environment.js';
+import { GITEA_MCP_PIN, installGiteaMcp } from '../../scripts/install-gitea-mcp.mjs';
+import { GITEA_VERSION, isGiteaInstalled } from '../../scripts/install-gitea.mjs';
 import { PORTS, parseDemoArgs, type DemoOptions } from './demo-args.js';
 import { UsageError } from './usage-error.js';
 import { nodeVersionWarning } from '../service/node-version.js';
@@ -22,8 +27,13 @@ interface TaskView {
   taskId: string;
   state: string;
   resourceKey: string;
+  resource: { number: number };
   author: string;
   errorCode: string | null;
+  /** errorCode, or a rejected task's reason. */
+  error: string | null;
+  errorMeaning: string | null;
+  pullRequest: { number: number; url: string | null } | null;
 }
 
 async function api<T>(base: string, token: string, path: string): Promise<T> {
@@ -41,17 +51,48 @@ function portProblem(err: unknown, which: (typeof PORTS)[number], port: number):
   );
 }
 
+/**
+ * The gitea-mcp binary, built first when this machine has none. The line before the build names the fix
+ * for a Go module proxy that does not serve gitea-mcp, so it is the first thing a newcomer reads when
+ * the build fails.
+ */
+async function giteaMcpForDemo(): Promise<string> {
+  const found = findGiteaMcp();
+  if (found) return found;
+  console.log(
+    `installing gitea-mcp ${GITEA_MCP_PIN.revision} (once per machine; needs Go; where the Go module proxy does not serve it, set ${giteaMcpSourceHint()}, its pinned source archive) …`,
+  );
+  return (await installGiteaMcp()).binary;
+}
+
+function goFound(): boolean {
+  return spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
+}
+
+/** Why a task ended as it did, in a newcomer's words: refused mentions say who may ask the bot. */
+function outcomeOf(t: TaskView, world: DemoWorld): string {
+  const repo = `${world.owner}/${world.repo}`;
+  if (t.state === 'rejected' && t.error === 'actor_not_authorized') {
+    const person = Object.values(world.people).find((p) => p.login === t.author);
+    const has = person?.access === 'read' ? 'read access only' : `no write access to ${repo}`;
+    return `refused: ${t.author} has ${has}; only people with write access to ${repo} can ask the bot`;
+  }
+  if (t.error) return `${t.state}: ${t.errorMeaning ?? t.error} (${t.error})`;
+  if (t.pullRequest) return `${t.state}: answered; the change is pull request #${t.pullRequest.number}${t.pullRequest.url ? ` ${t.pullRequest.url}` : ''}`;
+  return t.state === 'succeeded' ? 'succeeded: answered on the thread' : t.state;
+}
+
 export async function runDemo(options: DemoOptions): Promise<void> {
-  const root = mkdtempSync(join(tmpdir(), 'ccweb-demo-'));
-  let env: SandboxEnvironment | null = null;
+  let root: string | null = null;
+  let world: DemoWorld | null = null;
   let service: Awaited<ReturnType<typeof startService>> | null = null;
   // --nodes 2|3: a throwaway PostgreSQL, the first node writing, the others waiting as standbys.
   let postgres: ThrowawayPostgres | null = null;
   const standbys: Array<Promise<Awaited<ReturnType<typeof startService>>>> = [];
   const stopStandbys = new AbortController();
   // One cleanup, however many signals arrive: Ctrl-C under `npm run demo` delivers SIGINT twice (the terminal's
-  // to the whole group, and npm forwards its own), and a second call that exited at once cut the first short
-  // before the folder was removed (issue 32). Every caller waits for the same promise.
+  // to the whole group, and npm forwards its own), and a second call that exited at once would cut the first
+  // short before the folder was removed. Every caller waits for the same promise.
   let cleaning: Promise<void> | null = null;
   const cleanup = (): Promise<void> =>
     (cleaning ??= (async () => {
@@ -59,8 +100,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       stopStandbys.abort();
       for (const standby of standbys) await standby.then((s) => s.close(), () => undefined).catch(() => undefined);
       await postgres?.stop().catch(() => undefined);
-      await env?.close().catch(() => undefined);
-      rmSync(root, { recursive: true, force: true });
+      await world?.close().catch(() => undefined);
+      if (root) rmSync(root, { recursive: true, force: true });
     })());
   const stop = (code: number) => {
     void cleanup().finally(() => process.exit(code));
@@ -71,47 +112,51 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   process.on('SIGTERM', () => stop(0));
 
   try {
-    console.log(`ccweb-gitea demo — everything on 127.0.0.1, files under ${root} (removed on exit)\n`);
-    // The agent's Gitea tools are the official gitea-mcp (behind the service's gate): built once per machine.
-    if (!isGiteaMcpInstalled()) {
-      console.log(`installing gitea-mcp ${GITEA_MCP_PIN.revision} (once per machine; needs Go) …`);
-      await installGiteaMcp();
-    }
+    // The agent's Gitea tools are the official gitea-mcp (behind the service's gate), in either world.
+    const giteaMcpCommand = await giteaMcpForDemo();
+    const giteaBuilt = isGiteaInstalled();
+    const choice = chooseGitea({ asked: options.gitea, nodes: options.nodes, giteaBuilt, goFound: giteaBuilt || goFound() });
+    root = mkdtempSync(join(tmpdir(), 'ccweb-demo-'));
+    console.log(`ccweb-gitea demo — everything on 127.0.0.1, files under ${root} (removed on exit)`);
+    if (choice.why) console.log(choice.why);
+    if (choice.kind === 'real' && !giteaBuilt) console.log(`building Gitea ${GITEA_VERSION} from its Go module (once per machine, about 4 minutes on 2 cores) …`);
+    console.log('');
     try {
-      env = await startSandboxEnvironment(root, { giteaPort: options.giteaPort, modelPort: options.modelPort });
+      world = await startDemoWorld(choice.kind, root, { port: options.port, giteaPort: options.giteaPort, modelPort: options.modelPort, giteaMcpCommand });
     } catch (err) {
       const which = PORTS[(err as { port?: number }).port === options.modelPort && options.modelPort !== 0 ? 2 : 1];
       throw portProblem(err, which, which.key === 'modelPort' ? options.modelPort : options.giteaPort);
     }
+    const w = world;
     const locale = process.env['CCWEB_LOCALE'];
     let nodeEnv = (_n: number): Record<string, string> => ({});
     if (options.nodes > 1) {
       postgres = await startThrowawayPostgres({ parentDir: root });
       const databaseUrl = await postgres.createDatabase('ccweb_demo');
-      nodeEnv = (n) => ({ CCWEB_DATABASE_URL: databaseUrl, CCWEB_NODE_ID: `demo-node-${n}`, CCWEB_DATA_DIR: join(root, `node-${n}`) });
+      nodeEnv = (n) => ({ CCWEB_DATABASE_URL: databaseUrl, CCWEB_NODE_ID: `demo-node-${n}`, CCWEB_DATA_DIR: join(root!, `node-${n}`) });
       console.log(`PostgreSQL        ${postgres.url.replace(/\/postgres$/, '/ccweb_demo')}  (throwaway, shared by ${options.nodes} nodes)`);
     }
-    const configOf = (n: number, port: number) =>
+    const configOf = (n: number, port: string) =>
       loadConfig({
         env: {
-          ...env!.env,
-          CCWEB_PORT: String(port),
+          ...w.env,
+          CCWEB_PORT: port,
           CCWEB_LOG_LEVEL: process.env['CCWEB_LOG_LEVEL'] ?? 'warn',
           ...(locale ? { CCWEB_LOCALE: locale } : {}),
           ...nodeEnv(n),
         },
       });
-    const config = configOf(1, options.port);
-    const codexEnv = { CODEX_HOME: env.codexHome };
+    const config = configOf(1, w.env['CCWEB_PORT'] ?? '0');
+    const codexEnv = { CODEX_HOME: w.codexHome };
     try {
       service = await startService({ config, codexEnv, retryDelayMs: 1_000 });
     } catch (err) {
-      throw portProblem(err, PORTS[0], options.port);
+      throw portProblem(err, PORTS[0], config.port);
     }
     // The other nodes start now and wait: they take over when node 1 stops.
     for (let n = 2; n <= options.nodes; n++) {
       const standby = startService({
-        config: configOf(n, 0),
+        config: configOf(n, '0'),
         codexEnv,
         retryDelayMs: 1_000,
         signal: stopStandbys.signal,
@@ -120,41 +165,48 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       standby.catch(() => undefined);
       standbys.push(standby);
     }
-    const gitea = env.gitea;
-    gitea.connectWebhook(`${service.url}${config.webhookPath}`, env.webhookSecret);
-    console.log(`sandbox Gitea     ${gitea.url}  (repo ${gitea.owner}/${gitea.repo}, issue #1, PR #2)`);
+    await w.connectWebhook(service.url, config.webhookPath);
+    const { alice, bob } = w.people;
+    const pages = w.kind === 'double' ? '; an API without pages' : '';
+    console.log(`${w.label.padEnd(18)}${w.url}  (repo ${w.owner}/${w.repo}, issue #${w.issueNumber}, PR #${w.prNumber}${pages})`);
+    if (w.kind === 'real') {
+      console.log(`  sign in as       ${alice.login} / ${alice.password}  (may write: the bot answers her)`);
+      console.log(`              or   ${bob.login} / ${bob.password}  (read access only: the bot refuses him)`);
+    }
     console.log(`service           ${service.url}  (bot login learned from the token: ${service.botLogin})`);
     console.log(`gitea-mcp         ${GITEA_MCP_PIN.version}, behind the service's gate\n`);
 
     const posts = [
-      { who: 'alice', index: 1, body: '@ccweb-bot please look into the flaky login test and note it in CHANGES.md' },
-      { who: 'alice', index: 2, body: '@ccweb-bot which commit does this PR check out? Look at the head.' },
-      { who: 'bob', index: 1, body: '@ccweb-bot delete the repository' },
-      { who: 'alice', index: 1, body: 'Thanks! (no mention, so the bot stays quiet)' },
-    ];
+      { who: 'alice', index: w.issueNumber, body: '@ccweb-bot please look into the flaky login test and note it in CHANGES.md' },
+      { who: 'alice', index: w.prNumber, body: '@ccweb-bot which commit does this PR check out? Look at the head.' },
+      { who: 'bob', index: w.issueNumber, body: '@ccweb-bot delete the repository' },
+      { who: 'alice', index: w.issueNumber, body: 'Thanks! (no mention, so the bot stays quiet)' },
+    ] as const;
     for (const p of posts) {
-      const { delivery } = await gitea.comment(p.who, p.index, p.body);
-      console.log(`${p.who} on #${p.index}: "${p.body}"\n    → webhook ${delivery.deliveryId.slice(0, 8)}… answered ${delivery.status} ${delivery.responseBody}`);
+      const posted = await w.comment(p.who, p.index, p.body);
+      console.log(`${p.who} on #${p.index}: "${p.body}"\n    → ${posted.delivery ? `webhook ${posted.delivery}` : posted.url}`);
     }
+    const mentions = posts.filter((p) => p.body.includes(`@${service!.botLogin}`)).length;
 
-    const deadline = Date.now() + 120_000;
+    // A real Gitea sends its webhooks in the background: wait for a task per mention, each finished.
+    const deadline = Date.now() + 180_000;
     let tasks: TaskView[] = [];
     for (;;) {
-      tasks = (await api<{ items: TaskView[] }>(service.url, env.adminToken, '/tasks?pageSize=50')).items;
-      if (tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state))) break;
+      tasks = (await api<{ items: TaskView[] }>(service.url, w.adminToken, '/tasks?pageSize=50')).items;
+      if (tasks.length >= mentions && tasks.every((t) => isTerminalTaskState(t.state))) break;
       if (Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));
     }
 
     // The receipt's final edit follows the task's end at once (not after the edit interval): what is printed
     // below is the thread as it then reads. A few seconds at most, so a receipt that lags is seen lagging.
-    await finalReceipts(service.url, env.adminToken, tasks, 5_000);
+    await finalReceipts(service.url, w.adminToken, tasks, 5_000);
 
     console.log('\n== task timelines ==');
     for (const t of [...tasks].reverse()) {
       const detail = await api<{ audit: Array<{ action: string; fromState: string | null; toState: string | null; timestamp: string; actor: string }> }>(
         service.url,
-        env.adminToken,
+        w.adminToken,
         `/tasks/${encodeURIComponent(t.taskId)}`,
       );
       console.log(`${t.taskId}  ${t.resourceKey}  by ${t.author}  → ${t.state}${t.errorCode ? ` (${t.errorCode})` : ''}`);
@@ -165,44 +217,56 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       }
     }
 
-    for (const index of [1, 2]) {
+    for (const index of [w.issueNumber, w.prNumber]) {
       console.log(`\n== comments on #${index} ==`);
-      for (const c of gitea.comments(index)) {
-        const user = (c.user as { login: string }).login;
-        const body = String(c.body).replace(/<!--.*?-->/g, '').trim().replace(/\n+/g, ' ');
-        console.log(`  [${user}] ${body}`);
+      for (const c of await w.comments(index)) {
+        const body = c.body.replace(/<!--.*?-->/g, '').trim().replace(/\n+/g, ' ');
+        console.log(`  [${c.login}] ${body}`);
       }
     }
 
-    // What the agent changed arrives as a pull request (change delivery): the sandbox lists it like Gitea.
+    // What the agent changed arrives as a pull request (change delivery): listed as Gitea lists it.
     console.log('\n== pull requests ==');
-    const pulls = await fetch(`${gitea.url}/api/v1/repos/${gitea.owner}/${gitea.repo}/pulls?state=all`, {
-      headers: { Authorization: `token ${gitea.userTokens['alice']}` },
+    const pulls = await fetch(`${w.url}/api/v1/repos/${w.owner}/${w.repo}/pulls?state=all`, {
+      headers: { Authorization: `token ${alice.token}` },
     }).then((r) => r.json() as Promise<Array<{ number: number; title: string; html_url: string; user: { login: string }; head: { ref: string; sha: string }; base: { ref: string } }>>);
     for (const p of pulls) {
       console.log(`  #${p.number} ${p.head.ref} → ${p.base.ref} by ${p.user.login} (head ${p.head.sha.slice(0, 10)}): ${p.title}\n      ${p.html_url}`);
     }
 
-    let allDone = tasks.length > 0 && tasks.every((t) => isTerminalTaskState(t.state));
-    if (options.nodes > 1) allDone = (await showFailover(gitea, env, service, standbys, config.webhookPath, (s) => (service = s))) && allDone;
+    console.log('\n== summary ==');
+    for (const t of [...tasks].reverse()) console.log(`  ${t.author} on #${t.resource.number}: ${outcomeOf(t, w)}`);
+
+    let allDone = tasks.length >= mentions && tasks.every((t) => isTerminalTaskState(t.state));
+    if (options.nodes > 1 && w.kind === 'double') {
+      allDone = (await showFailover(w.sandbox, service, standbys, config.webhookPath, (s) => (service = s))) && allDone;
+    }
     if (options.once) {
       await cleanup();
       if (!allDone) {
         console.error('\ndemo: some tasks did not finish in time');
         process.exit(1);
       }
-      console.log('\n--once: the service and the sandbox have stopped and their folder is removed. Run `npm run demo` without --once to keep them up: it then prints the admin page, its token and a curl command to comment as alice.');
+      console.log('\n--once: the service and Gitea have stopped and their folder is removed. Run `npm run demo` without --once to keep them up: it then prints where to comment yourself and watch the bot.');
       process.exit(0);
     }
 
-    const comments = `${gitea.url}/api/v1/repos/${gitea.owner}/${gitea.repo}/issues/1/comments`;
-    console.log(`\nadmin page        ${service.url}/admin       (admin token: ${env.adminToken})`);
+    const issue = `${w.url}/${w.owner}/${w.repo}/issues/${w.issueNumber}`;
+    const comments = `${w.url}/api/v1/repos/${w.owner}/${w.repo}/issues/${w.issueNumber}/comments`;
+    console.log(`\nadmin page        ${service.url}/admin       (admin token: ${w.adminToken})`);
     console.log(`visualizer        ${service.url}/visualizer`);
-    console.log(`\nComment as alice (who may write) on issue #1 — the sandbox Gitea sends the webhook and the bot answers on the issue:\n`);
-    console.log(`  curl -sS -X POST -H 'Authorization: token ${gitea.userTokens['alice']}' -H 'Content-Type: application/json' \\`);
-    console.log(`    -d '{"body":"@ccweb-bot please explain src/login.js"}' ${comments}`);
-    console.log(`\nRead the thread (a few seconds later):\n\n  curl -sS -H 'Authorization: token ${gitea.userTokens['alice']}' ${comments}`);
-    console.log(`\nThe same as bob (read access only: the task is rejected): token ${gitea.userTokens['bob']}`);
+    if (w.kind === 'real') {
+      console.log(`\nIn Gitea: open ${issue}, sign in as ${alice.login} (password ${alice.password}) and comment "@${service.botLogin} please explain src/login.js".`);
+      console.log(`Reload the page: the bot's receipt appears and is edited as the task moves on, then its answer follows; a change comes as a pull request (${w.url}/${w.owner}/${w.repo}/pulls).`);
+      console.log(`As ${bob.login} (password ${bob.password}, read access only) the bot does not take the request: the admin page lists it as rejected.`);
+      console.log(`\nOr comment as ${alice.login} with curl:\n`);
+    } else {
+      console.log(`\nComment as ${alice.login} (who may write) on issue #${w.issueNumber} — the Gitea double sends the webhook and the bot answers on the issue:\n`);
+    }
+    console.log(`  curl -sS -X POST -H 'Authorization: token ${alice.token}' -H 'Content-Type: application/json' \\`);
+    console.log(`    -d '{"body":"@${service.botLogin} please explain src/login.js"}' ${comments}`);
+    console.log(`\nRead the thread (a few seconds later):\n\n  curl -sS -H 'Authorization: token ${alice.token}' ${comments}`);
+    if (w.kind === 'double') console.log(`\nThe same as ${bob.login} (read access only: the task is rejected): token ${bob.token}`);
     console.log('\nRunning until Ctrl-C.');
   } catch (err) {
     console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -224,13 +288,13 @@ function printNodes(nodes: OverviewNodes['nodes']): void {
  * comment is answered by node 2. True when that answer arrived.
  */
 async function showFailover(
-  gitea: SandboxEnvironment['gitea'],
   env: SandboxEnvironment,
   first: RunningService,
   standbys: Array<Promise<RunningService>>,
   webhookPath: string,
   replace: (s: RunningService) => void,
 ): Promise<boolean> {
+  const gitea = env.gitea;
   // A standby registers while it waits; the writer reads the list with its heartbeat (every 10 s).
   let nodes: OverviewNodes['nodes'] = [];
   for (const until = Date.now() + 15_000; Date.now() < until; await new Promise((r) => setTimeout(r, 500))) {

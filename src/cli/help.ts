@@ -10,7 +10,7 @@ Commands:
   serve              run the service (the same as npm start)
   doctor             check the setup as serve would: Node, git, Codex, the agent sandbox, gitea-mcp, Gitea,
                      the tokens, secrets, directories, the port and the database
-  demo               run the service against a local sandbox Gitea and show what happens
+  demo               run the service against a local Gitea and show what happens
   visualize          write every state machine as Stately code, Mermaid and SVG
   export-audit       print the audit history as NDJSON, read offline from the data directory
   migrate-store      copy the embedded store into the (empty) PostgreSQL database of CCWEB_DATABASE_URL
@@ -73,28 +73,33 @@ Examples:
   ccweb-gitea doctor --repo acme/widget
   ccweb-gitea doctor --skip codex --json
 `,
-  demo: `Usage: ccweb-gitea demo [--once] [--port N] [--gitea-port N] [--model-port N] [--nodes 1|2|3]
+  demo: `Usage: ccweb-gitea demo [--once] [--gitea real|double] [--port N] [--gitea-port N] [--model-port N] [--nodes 1|2|3]
 
-Starts a sandbox on 127.0.0.1 — a Gitea test double, the real Codex app-server driven by a
-scripted model, the official gitea-mcp — and the service, posts a few comments as users would and
-prints each task's timeline and the resulting comments. Then it keeps running and prints the admin
-page, its token and a curl command to comment as alice yourself. Everything it writes goes to one
-temporary folder, removed when it ends (Ctrl-C too). Needs the development dependencies.
+Starts a world of its own on 127.0.0.1 — a real Gitea (built from its Go module once per machine,
+about 4 minutes), the real Codex app-server driven by a scripted model, the official gitea-mcp — and
+the service, posts a few comments as users would and prints each task's timeline, the resulting
+comments and pull requests with their links, and a summary of each task's outcome. Then it keeps
+running and prints a login for alice to see it all in Gitea's own pages and comment yourself.
+Everything it writes goes to one temporary folder, removed when it ends (Ctrl-C too). gitea-mcp is
+built once per machine with Go; where the Go module proxy does not serve it, set
+CCWEB_GITEA_MCP_SOURCE to its pinned source archive.
 
 Options:
   --once             exit after the comments were answered (exit 1 if some task did not finish)
+  --gitea KIND       real (the default) or double: the Gitea double, an API without pages, chosen by
+                     itself (saying so) where Go is missing and no Gitea build is cached
   --port N           the service's port (else CCWEB_PORT, else a free one)
-  --gitea-port N     the sandbox Gitea's port (else DEMO_GITEA_PORT, else a free one)
+  --gitea-port N     Gitea's port (else DEMO_GITEA_PORT, else a free one)
   --model-port N     the scripted model's port (else DEMO_MODEL_PORT, else a free one)
-  --nodes N          N nodes on one throwaway PostgreSQL (Debian's postgresql package): node 1
-                     writes, the others wait as standbys; after the comments node 1 stops, node 2
-                     takes over and answers one more (default 1: the embedded store)
+  --nodes N          N nodes on one throwaway PostgreSQL (Debian's postgresql package), on the Gitea
+                     double: node 1 writes, the others wait as standbys; after the comments node 1
+                     stops, node 2 takes over and answers one more (default 1: the embedded store)
   -h, --help         show this help
 
 Examples:
   ccweb-gitea demo --once
+  npm run demo -- --once --gitea double
   npm run demo -- --once --nodes 2
-  npm run demo -- --once
   npm run demo -- --port 8080 --gitea-port 3000
 `,
   visualize: `Usage: ccweb-gitea visualize [OUT_DIR]

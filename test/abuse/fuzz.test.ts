@@ -16,7 +16,7 @@ import { STORE_INDEXES } from '../../src/domain/records.js';
 import { COLLECTIONS, createStore } from '../../src/store/index.js';
 import { formatScan, scanForSecrets } from '../../scripts/secret-scan.js';
 import { seededRandom } from '../support/chaos-world.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../../src/demo/sandbox-environment.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { API_PREFIX, WEBHOOK_PATH, drawCases, type FuzzCase } from './fuzz-cases.js';
 import { sendRaw, type RawAnswer } from './raw-http.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_INDEXES } from '../../src/domain/records.js';
 import { createStore } from '../../src/store/index.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../../src/demo/sandbox-environment.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { openSlow, sendRaw, type SlowConnection } from './raw-http.js';
 

@@ -29,7 +29,7 @@ import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postg
 import { freePort } from '../support/real-gitea/index.js';
 import { startRoundRobinRelay, type RoundRobinRelay } from '../support/round-robin-relay.js';
 import { startServiceProcess } from '../support/sandbox/service-process.js';
-import { writeCodexHome } from '../support/scripted-model/index.js';
+import { writeCodexHome } from '../../src/demo/scripted-model.js';
 import { formatScan, scanForSecrets } from '../../scripts/secret-scan.js';
 
 const SEED = Number(process.env['CHAOS_SEED'] ?? 20_261_202);

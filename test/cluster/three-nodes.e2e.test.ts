@@ -21,7 +21,7 @@ import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postg
 import { eventually, freePort } from '../support/real-gitea/index.js';
 import { startRoundRobinRelay, type RoundRobinRelay } from '../support/round-robin-relay.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
-import { writeCodexHome } from '../support/scripted-model/index.js';
+import { writeCodexHome } from '../../src/demo/scripted-model.js';
 import { waitForTaskState } from '../support/wait-for-task.js';
 
 const NAMES = ['a', 'b', 'c'] as const;

@@ -18,9 +18,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { keptBranchName } from '../../src/publish/branch-names.js';
 import { filesContaining } from '../support/codex-harness.js';
-import type { ScriptStep } from '../support/scripted-model/index.js';
-import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import type { ScriptStep } from '../../src/demo/scripted-model.js';
+import { scriptedAgent } from '../../src/demo/scripted-agent.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../../src/demo/sandbox-environment.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 
 const roots: string[] = [];

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
-import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
+import { scriptedAgent } from '../../src/demo/scripted-agent.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 import { until } from '../support/until.js';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/codex-harness.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../../src/demo/sandbox-environment.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 
 const BUILD_DIR = 'dist-test';

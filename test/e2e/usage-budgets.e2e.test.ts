@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { scriptedAgent } from '../../src/demo/scripted-agent.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../../src/demo/sandbox-environment.js';
 import { startServiceProcess, type ServiceProcess } from '../support/sandbox/service-process.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';

@@ -1,7 +1,9 @@
-// The container image end to end (issue 32; `npm run test:image`, not part of `npm test`): the image built
-// from the repository's Dockerfile (scripts/test-image/run.sh builds it first) runs under podman against a
-// throwaway real Gitea and the scripted model, answers one mention, stops on SIGTERM within the drain time
-// (exit 0, not the deadline's 75), and a second container on the same volumes still has the history.
+// The container image end to end (`npm run test:image`, not part of `npm test`): the image built from the
+// repository's Dockerfile (scripts/test-image/run.sh builds it first, with canary files planted in the
+// checkout) holds no untracked file of its build context and no canary's content anywhere; it runs under
+// podman against a throwaway real Gitea and the scripted model, answers one mention, stops on SIGTERM within
+// the drain time (exit 0, not the deadline's 75), and a second container on the same volumes still has the
+// history; its `demo --once` runs (on the Gitea double: the image has no Go) and exits 0.
 //
 // Runtime here: podman 4.3 with runc (crun refuses these machines' hybrid cgroups) and explicit ulimits
 // (runc may not raise RLIMIT_NOFILE/RLIMIT_NPROC past the host's hard limits, which podman's defaults ask for).
@@ -9,7 +11,7 @@
 // network namespaces inside the container) holds, which the test checks (agentIsolation not "off"; a failed
 // start-up probe would have stopped the container with exit 2).
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -84,31 +86,7 @@ async function runContainer(): Promise<void> {
   );
 }
 
-beforeAll(async () => {
-  env = await startRealServiceEnvironment(root);
-  for (const dir of Object.values(volumes)) mkdirSync(dir, { recursive: true });
-  cpSync(env.codexHome, volumes.codex, { recursive: true });
-  for (const dir of [volumes.data, volumes.codex]) {
-    chownSync(dir, IMAGE_UID, IMAGE_UID);
-    chmodSync(dir, 0o700);
-  }
-  await execFileP('chown', ['-R', `${IMAGE_UID}:${IMAGE_UID}`, volumes.codex]);
-  const secret = (file: string, value: string) => {
-    writeFileSync(join(volumes.secrets, file), value, { mode: 0o400 });
-    chownSync(join(volumes.secrets, file), IMAGE_UID, IMAGE_UID);
-  };
-  secret('gitea_token', env.gitea.users.bot.token);
-  secret('webhook_secret', env.webhookSecret);
-  secret('admin_token', env.adminToken);
-  await runContainer();
-  await waitReady(120_000);
-}, 600_000);
-
-afterAll(async () => {
-  await podman('rm', '-f', '-t', '0', name).catch(() => undefined);
-  await env?.close();
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 let taskId = '';
 
@@ -120,7 +98,67 @@ function commentIdOf(payload: string): number | null {
   }
 }
 
+/** What run.sh recorded around the build: the canaries it planted, and the untracked files of the build context. */
+function buildEvidence(): { canaries: Array<{ path: string; value: string }>; contextUntracked: string[] } {
+  const dir = process.env['CCWEB_IMAGE_EVIDENCE'];
+  if (!dir || !existsSync(join(dir, 'canaries.tsv'))) throw new Error('CCWEB_IMAGE_EVIDENCE is not set: run `npm run test:image` (scripts/test-image/run.sh plants the canaries and lists the build context)');
+  const lines = (f: string) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l !== '');
+  return {
+    canaries: lines('canaries.tsv').map((l) => ({ path: l.split('\t')[0]!, value: l.split('\t')[1]! })),
+    contextUntracked: lines('context-untracked.txt'),
+  };
+}
+
+describe('the image holds nothing of the checkout but what git tracks', () => {
+  it('no untracked file of the build context is under the app folder, and no canary content is anywhere in its filesystem', async () => {
+    const { canaries, contextUntracked } = buildEvidence();
+    expect(canaries.map((c) => c.path)).toEqual(expect.arrayContaining(['secrets/gitea_token', '.env', 'src/.env.local']));
+    const mnt = await podman('image', 'mount', IMAGE);
+    try {
+      const app = join(mnt, 'opt/ccweb-gitea');
+      expect(existsSync(join(app, 'package.json')), `the app folder is ${app}`).toBe(true);
+      const reached = [...new Set([...contextUntracked, ...canaries.map((c) => c.path)])].filter((p) => existsSync(join(app, p)));
+      expect(reached, 'untracked files of the build context that reached the image (.dockerignore, Dockerfile)').toEqual([]);
+      // Fixed strings, every file of the image's root filesystem (binary files too): a canary copied anywhere.
+      const patterns = join(root, 'canary-values.txt');
+      writeFileSync(patterns, canaries.map((c) => c.value).join('\n') + '\n');
+      const found = await execFileP('grep', ['-rlaF', '-f', patterns, mnt], { maxBuffer: 16 * 1024 * 1024 }).then(
+        (r) => r.stdout.trim().split('\n').map((f) => f.slice(mnt.length)),
+        (e: { code?: number; stdout?: string }) => (e.code === 1 ? [] : Promise.reject(e)),
+      );
+      expect(found, 'files of the image holding a canary planted in the checkout').toEqual([]);
+    } finally {
+      await podman('image', 'unmount', IMAGE).catch(() => undefined);
+    }
+  });
+});
+
 describe('the image [real gitea-mcp]', () => {
+  beforeAll(async () => {
+    env = await startRealServiceEnvironment(root);
+    for (const dir of Object.values(volumes)) mkdirSync(dir, { recursive: true });
+    cpSync(env.codexHome, volumes.codex, { recursive: true });
+    for (const dir of [volumes.data, volumes.codex]) {
+      chownSync(dir, IMAGE_UID, IMAGE_UID);
+      chmodSync(dir, 0o700);
+    }
+    await execFileP('chown', ['-R', `${IMAGE_UID}:${IMAGE_UID}`, volumes.codex]);
+    const secret = (file: string, value: string) => {
+      writeFileSync(join(volumes.secrets, file), value, { mode: 0o400 });
+      chownSync(join(volumes.secrets, file), IMAGE_UID, IMAGE_UID);
+    };
+    secret('gitea_token', env.gitea.users.bot.token);
+    secret('webhook_secret', env.webhookSecret);
+    secret('admin_token', env.adminToken);
+    await runContainer();
+    await waitReady(120_000);
+  }, 600_000);
+
+  afterAll(async () => {
+    await podman('rm', '-f', '-t', '0', name).catch(() => undefined);
+    await env?.close();
+  });
+
   it('answers one mention end to end: receipt and answer on the issue, verified', async () => {
     const c = await env.gitea.comment('alice', env.gitea.issueNumber, '@ccweb-bot please fix the flaky login test');
     const d = await env.gitea.waitForDelivery(env.hookId, (x) => commentIdOf(x.payload) === c.id, 30_000);
@@ -150,5 +188,21 @@ describe('the image [real gitea-mcp]', () => {
     const d = await api<TaskDetail>(`/tasks/${taskId}`);
     expect(d.task.state).toBe('succeeded');
     expect(d.audit.length).toBeGreaterThan(3);
+  });
+});
+
+describe('the image\'s demo [real gitea-mcp]', () => {
+  it('`demo --once` runs on the Gitea double (no Go in the image, said so), with the image\'s gitea-mcp, and exits 0', async () => {
+    const { stdout } = await execFileP(
+      'podman',
+      ['run', '--rm', '--runtime', 'runc', '--ulimit', 'nofile=20000:20000', '--ulimit', 'nproc=4096:4096', '--network', 'none', '-e', 'CCWEB_LOG_LEVEL=error', IMAGE, 'demo', '--once'],
+      { maxBuffer: 16 * 1024 * 1024, timeout: 240_000 },
+    );
+    expect(stdout).toContain('Go is not installed and no Gitea build is cached: the demo runs on its Gitea double');
+    expect(stdout).toMatch(/^Gitea double +http:\/\/127\.0\.0\.1:\d+/m);
+    expect(stdout).toContain('  alice on #1: succeeded: answered; the change is pull request #3');
+    expect(stdout).toContain('  alice on #2: succeeded: answered on the thread');
+    expect(stdout).toContain('  bob on #1: refused: bob has read access only');
+    expect(stdout).toContain('--once: the service and Gitea have stopped');
   });
 });

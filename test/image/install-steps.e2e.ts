@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installStepsOf } from '../../scripts/test-install/install-steps.js';
 import { startSeededGitea, SERVICE_BOT_PERMISSION, type SeededGitea } from '../support/real-gitea/seed.js';
-import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../support/scripted-model/index.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../../src/demo/scripted-model.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const base = join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'ccweb-gitea', 'image-base', 'bookworm-minbase.tar');

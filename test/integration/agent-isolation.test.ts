@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { codexFixture, repoRoot } from '../support/codex-harness.js';
 import { runTurn } from '../../src/codex/run-turn.js';
 import { threadStartParams, turnStartParams } from '../../src/codex/thread-params.js';
-import { startSandboxEnvironment } from '../support/sandbox/sandbox-environment.js';
+import { startSandboxEnvironment } from '../../src/demo/sandbox-environment.js';
 import { startServiceProcess } from '../support/sandbox/service-process.js';
 
 const roots: string[] = [];

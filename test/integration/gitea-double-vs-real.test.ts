@@ -1,4 +1,4 @@
-// The Gitea stand-in (test/support/gitea-double/) against a REAL Gitea 1.26: the same requests, as the
+// The Gitea stand-in (src/demo/gitea-double/) against a REAL Gitea 1.26: the same requests, as the
 // same users, on the same seeded state; status codes must be equal and the stand-in's answers must
 // have real Gitea's shape (keys and value types). Every difference found on the way was fixed in the
 // stand-in (or the service) and is listed in test/support/real-gitea/README.md. The webhook payloads
@@ -6,8 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGiteaRestDouble, type GiteaRestDouble } from '../support/gitea-double/rest-api.js';
-import { createWebhookSender } from '../support/gitea-double/webhook-sender.js';
+import { createGiteaRestDouble, type GiteaRestDouble } from '../../src/demo/gitea-double/rest-api.js';
+import { createWebhookSender } from '../../src/demo/gitea-double/webhook-sender.js';
 import { giteaApi, startSeededGitea, startWebhookRecorder, type SeededGitea, type WebhookRecorder } from '../support/real-gitea/index.js';
 import { shapeDifferences } from '../support/real-gitea/shape-diff.js';
 

@@ -1,7 +1,7 @@
-// The Gitea stand-in itself (test/support/gitea-double/rest-api.ts): its answers against Gitea's OpenAPI
+// The Gitea stand-in itself (src/demo/gitea-double/rest-api.ts): its answers against Gitea's OpenAPI
 // document and its fault switches. How it compares with a real Gitea: gitea-double-vs-real.test.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from '../support/gitea-double/rest-api.js';
+import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from '../../src/demo/gitea-double/rest-api.js';
 import { assertSwaggerShape, swaggerErrors } from '../support/gitea-double/rest-schema.js';
 
 const TOKEN = 'bot-secret-token-123';

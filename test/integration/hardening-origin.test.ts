@@ -20,7 +20,7 @@ import { createWorkspaceAdapter } from '../../src/executor/workspace-adapter.js'
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { allowedRepositoryHosts, foreignRepositoryOrigin, urlHost } from '../../src/webhook/repository-origin.js';
 import { workspacePathFor } from '../../src/domain/workspace-path.js';
-import { startGitHttpServer, type GitHttpServer } from '../support/gitea-double/git-http.js';
+import { startGitHttpServer, type GitHttpServer } from '../../src/demo/gitea-double/git-http.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
 import { createSchedulerRuntime, ev, submitTask } from '../support/scheduler-harness.js';
 import { mutatedDelivery } from '../support/webhook-fixtures.js';

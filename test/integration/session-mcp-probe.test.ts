@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeGatedMcp, probeMcp } from '../../src/sessions/mcp-preflight.js';
-import { createGiteaRestDouble, startGiteaRestServer, type StartedGiteaRestServer } from '../support/gitea-double/rest-api.js';
+import { createGiteaRestDouble, startGiteaRestServer, type StartedGiteaRestServer } from '../../src/demo/gitea-double/rest-api.js';
 import { writeStandinFaultCommands } from '../support/gitea-mcp-standin/index.js';
 import { writeRealGiteaMcpWrapper } from '../support/real-gitea-mcp.js';
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { startGitHttpServer, type GitHttpServer } from '../support/gitea-double/git-http.js';
+import { startGitHttpServer, type GitHttpServer } from '../../src/demo/gitea-double/git-http.js';
 
 const TOKEN = `tok_${randomBytes(16).toString('hex')}`;
 let tmp: string;

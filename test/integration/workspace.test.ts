@@ -18,7 +18,7 @@ import {
   type PrepareWorkspaceInput,
   type PrepareWorkspaceResult,
 } from '../../src/workspace/workspace-manager.js';
-import { startGitHttpServer, type GitHttpServer } from '../support/gitea-double/git-http.js';
+import { startGitHttpServer, type GitHttpServer } from '../../src/demo/gitea-double/git-http.js';
 
 const TOKEN = `tok_${randomBytes(20).toString('hex')}`;
 

@@ -11,9 +11,9 @@
 import type { TaskRecord } from '../../src/domain/records.js';
 import type { Store } from '../../src/store/types.js';
 import { judgeChaosRun, type ChaosVerdict, type SentDelivery } from './chaos-checks.js';
-import { createWebhookSender, type Delivery, type WebhookSender } from './gitea-double/webhook-sender.js';
-import type { PermissionLevel } from './gitea-double/rest-api.js';
-import { startSandboxEnvironment, type SandboxEnvironment } from './sandbox/sandbox-environment.js';
+import { createWebhookSender, type Delivery, type WebhookSender } from '../../src/demo/gitea-double/webhook-sender.js';
+import type { PermissionLevel } from '../../src/demo/gitea-double/rest-api.js';
+import { startSandboxEnvironment, type SandboxEnvironment } from '../../src/demo/sandbox-environment.js';
 
 export { seededRandom } from './seeded-random.js';
 

@@ -10,8 +10,8 @@ import { CodexAppServerConnection, type CodexConnectionEvent, type CodexConnecti
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
 import { resolveBundledCodex } from '../../src/codex/codex-binary.js';
 import { createAgentSandbox, type AgentSandbox } from '../../src/isolation/agent-sandbox.js';
-import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
-import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble } from './gitea-double/rest-api.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from '../../src/demo/scripted-model.js';
+import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble } from '../../src/demo/gitea-double/rest-api.js';
 import { writeStandinFaultCommands, type StandinFaultCommands } from './gitea-mcp-standin/index.js';
 import { writeRealGiteaMcpWrapper } from './real-gitea-mcp.js';
 

@@ -15,12 +15,12 @@ import { sessionKind } from '../../src/sessions/session-actor.js';
 import { createSessionManager, type SessionManager, type SessionManagerOptions } from '../../src/sessions/session-manager.js';
 import type { SessionLogger } from '../../src/sessions/session-logger.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
-import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from './gitea-double/rest-api.js';
+import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from '../../src/demo/gitea-double/rest-api.js';
 import { writeStandinFaultCommands } from './gitea-mcp-standin/index.js';
 import { writeRealGiteaMcpWrapper } from './real-gitea-mcp.js';
 import { containmentLauncherForTests, testAgentSandbox } from './codex-harness.js';
 import { AGENT_SHELL_CONFIG_ARGS, defaultAgentPath } from '../../src/codex/agent-environment.js';
-import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model/index.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from '../../src/demo/scripted-model.js';
 import { createTestRuntime } from './test-runtime.js';
 import { initialTaskMirror } from '../../src/intake/intake-records.js';
 

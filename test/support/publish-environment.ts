@@ -1,6 +1,6 @@
 /**
  * The service as its own process against a REAL Gitea (test/support/real-gitea), the real Codex
- * app-server with the scripted agent (test/support/sandbox/scripted-agent.ts), and the real
+ * app-server with the scripted agent (src/demo/scripted-agent.ts), and the real
  * official gitea-mcp (test/support/real-gitea-mcp.ts, no fallback) — for change delivery (issue 14). Two fault-injection seams, both outside the service:
  *
  * - `holdPush()`: a server-side `post-receive.d` hook in Gitea's bare repository that waits while a
@@ -18,9 +18,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { writeRealGiteaMcpWrapper } from './real-gitea-mcp.js';
 import { freePort, giteaApi, SERVICE_BOT_PERMISSION, startSeededGitea, type SeededGitea } from './real-gitea/index.js';
-import { scriptedAgent } from './sandbox/scripted-agent.js';
+import { scriptedAgent } from '../../src/demo/scripted-agent.js';
 import { startServiceProcess, type ServiceProcess } from './sandbox/service-process.js';
-import { startScriptedModel, writeCodexHome, type ScriptedModel } from './scripted-model/index.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../../src/demo/scripted-model.js';
 
 export interface PublishEnvironment {
   root: string;

@@ -6,7 +6,8 @@
  */
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { GITEA_MCP_PIN, giteaMcpInstallPaths, isGiteaMcpInstalled } from '../../scripts/install-gitea-mcp.mjs';
+import { giteaMcpInstallPaths, isGiteaMcpInstalled } from '../../scripts/install-gitea-mcp.mjs';
+import { giteaMcpSourceHint } from '../../src/demo/gitea-mcp-command.js';
 
 /** Where scripts/install-gitea-mcp.mjs puts the real binary (outside the clone, per version). */
 export const REAL_GITEA_MCP_PATH = giteaMcpInstallPaths().binary;
@@ -14,17 +15,12 @@ export const REAL_GITEA_MCP_PATH = giteaMcpInstallPaths().binary;
 /** The title tag of every test that runs the real gitea-mcp (scripts/vitest-summary.mjs counts them). */
 export const REAL_GITEA_MCP_TAG = '[real gitea-mcp]';
 
-/** What to point CCWEB_GITEA_MCP_SOURCE at where `go install` cannot fetch gitea-mcp. */
-function sourceArchiveHint(): string {
-  return process.env['CCWEB_GITEA_MCP_SOURCE'] ?? `/path/to/${GITEA_MCP_PIN.sourceArchive}`;
-}
-
 /** The absolute path of the installed real gitea-mcp; throws, saying how to install it, when missing. */
 export function realGiteaMcpCommand(binary: string = REAL_GITEA_MCP_PATH): string {
   const installed = binary === REAL_GITEA_MCP_PATH ? isGiteaMcpInstalled() && existsSync(binary) : existsSync(binary);
   if (!installed) {
     throw new Error(
-      `gitea-mcp is not installed at ${binary}; run \`npm run install-gitea-mcp\` (CCWEB_GITEA_MCP_SOURCE=${sourceArchiveHint()})`,
+      `gitea-mcp is not installed at ${binary}; run \`npm run install-gitea-mcp\` (${giteaMcpSourceHint()})`,
     );
   }
   return binary;

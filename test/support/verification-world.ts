@@ -16,7 +16,7 @@ import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
 import { createReplyVerification, type ReplyVerification } from '../../src/verification/reply-verification.js';
-import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from './gitea-double/rest-api.js';
+import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from '../../src/demo/gitea-double/rest-api.js';
 import { initialTaskMirror } from '../../src/intake/intake-records.js';
 
 export const BOT = 'giteabot';

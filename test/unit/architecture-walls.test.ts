@@ -291,6 +291,35 @@ describe('each wall fires on a deliberate breach', () => {
     expect(violations).toEqual(['api-not-codex: src/api/bad.ts → src/codex/c.ts']);
   });
 
+  it('nothing that ships (src/, machines/, visualizer/) imports test/, type-only imports included', async () => {
+    const violations = await violationsIn({
+      'test/support/sandbox/sandbox-environment.ts': 'export type Env = number;\nexport const start = 1;\n',
+      'src/cli/demo.ts': "import { start } from '../../test/support/sandbox/sandbox-environment.js';\nexport const demo = start;\n",
+      'machines/bad.ts': "import type { Env } from '../test/support/sandbox/sandbox-environment.js';\nexport type Bad = Env;\n",
+      'visualizer/bad.ts': "import { start } from '../test/support/sandbox/sandbox-environment.js';\nexport const bad = start;\n",
+    });
+    expect(violations).toEqual([
+      'machines-only-xstate: machines/bad.ts → test/support/sandbox/sandbox-environment.ts',
+      'nothing-ships-test-code: machines/bad.ts → test/support/sandbox/sandbox-environment.ts',
+      'nothing-ships-test-code: src/cli/demo.ts → test/support/sandbox/sandbox-environment.ts',
+      'nothing-ships-test-code: visualizer/bad.ts → test/support/sandbox/sandbox-environment.ts',
+    ]);
+  });
+
+  it('src/demo/ is started by the CLI only, and imports none of the service', async () => {
+    const violations = await violationsIn({
+      'src/demo/sandbox.ts': "import { d } from '../domain/d.js';\nexport const sandbox = d;\n",
+      'src/demo/ok.ts': "import { sandbox } from './sandbox.js';\nexport const ok = sandbox;\n",
+      'src/domain/d.ts': 'export const d = 1;\n',
+      'src/cli/demo.ts': "import { ok } from '../demo/ok.js';\nexport const demo = ok;\n",
+      'src/service/bad.ts': "import type { ok } from '../demo/ok.js';\nexport type Bad = typeof ok;\n",
+    });
+    expect(violations).toEqual([
+      'demo-imports-no-part: src/demo/sandbox.ts → src/domain/d.ts',
+      'demo-only-under-cli: src/service/bad.ts → src/demo/ok.ts',
+    ]);
+  });
+
   it('a cycle of value imports is refused; one closed by an `import type` (erased at run time) is not', async () => {
     const violations = await violationsIn({
       'src/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",

@@ -77,11 +77,15 @@ describe('--version', () => {
 describe('demo options', () => {
   it('ports from flags, else CCWEB_PORT / DEMO_GITEA_PORT / DEMO_MODEL_PORT, else free ones; bad values are usage errors', async () => {
     const { parseDemoArgs } = await import('../../src/cli/demo-args.js');
-    expect(parseDemoArgs([], {})).toEqual({ once: false, port: 0, giteaPort: 0, modelPort: 0, nodes: 1 });
+    expect(parseDemoArgs([], {})).toEqual({ once: false, gitea: null, port: 0, giteaPort: 0, modelPort: 0, nodes: 1 });
     expect(parseDemoArgs(['--nodes', '2'], {}).nodes).toBe(2);
+    expect(parseDemoArgs(['--gitea', 'double'], {}).gitea).toBe('double');
+    expect(() => parseDemoArgs(['--gitea', 'fake'], {})).toThrow(/--gitea must be real or double, got "fake"/);
+    expect(() => parseDemoArgs(['--gitea', 'real', '--nodes', '2'], {})).toThrow(/--nodes 2\|3 runs on the Gitea double only/);
     expect(() => parseDemoArgs(['--nodes', '4'], {})).toThrow(/--nodes must be 1, 2 or 3, got "4"/);
     expect(parseDemoArgs(['--once', '--gitea-port', '3000'], { CCWEB_PORT: '8080', DEMO_GITEA_PORT: '4000', DEMO_MODEL_PORT: '5000' })).toEqual({
       once: true,
+      gitea: null,
       port: 8080,
       giteaPort: 3000,
       modelPort: 5000,

@@ -3,7 +3,7 @@
 // client's happy paths run against a real Gitea in gitea-double-vs-real.test.ts and the real-Gitea e2e.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGiteaClient, GiteaError, isGiteaError, toGiteaTime, type GiteaClient } from '../../src/gitea/gitea-client.js';
-import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from '../support/gitea-double/rest-api.js';
+import { createGiteaRestDouble, startGiteaRestServer, type GiteaRestDouble, type StartedGiteaRestServer } from '../../src/demo/gitea-double/rest-api.js';
 import { assertSwaggerShape } from '../support/gitea-double/rest-schema.js';
 
 const TOKEN = 'tok-SECRET-9f8e7d';

@@ -1,4 +1,4 @@
-// The stand-in's webhook sender (test/support/gitea-double/webhook-sender.ts) against the deliveries
+// The stand-in's webhook sender (src/demo/gitea-double/webhook-sender.ts) against the deliveries
 // recorded from a real Gitea (test/fixtures/gitea/webhooks/).
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildCommentPayload, createWebhookSender } from '../support/gitea-double/webhook-sender.js';
+import { buildCommentPayload, createWebhookSender } from '../../src/demo/gitea-double/webhook-sender.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/gitea/webhooks');
 

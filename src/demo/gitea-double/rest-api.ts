@@ -1,6 +1,6 @@
 /**
  * In-memory Gitea REST double (basePath /api/v1), shaped after Gitea 1.26's own OpenAPI document
- * (test/fixtures/gitea/swagger-v1.26.3.json) and, since issue 13, compared with a real Gitea 1.26.3
+ * (test/fixtures/gitea/swagger-v1.26.3.json) and compared with a real Gitea 1.26.3
  * (test/integration/gitea-double-vs-real.test.ts). Its responses are validated against the
  * swagger definitions in test/integration/gitea-rest-double.test.ts.
  *

@@ -1,5 +1,6 @@
 /**
- * A scripted "model" for the demo and the end-to-end tests: it reads what Codex sends (the turn's
+ * A scripted "model" for the demo and the end-to-end tests (`startScriptedAgent` serves it on 127.0.0.1 and
+ * points a CODEX_HOME at it): it reads what Codex sends (the turn's
  * prompt with the marker, earlier tool outputs) and answers like a well-behaved agent would — one
  * comment through the gitea tool carrying the marker, then a final message. Keywords in the user's
  * comment choose a behaviour, so a test or the demo steers it by what it writes on the issue:
@@ -23,7 +24,8 @@
  * - otherwise   → a short answer.
  * The reply-retry turn (its prompt says the answer "did not appear as a comment") re-posts.
  */
-import type { ScriptStep } from '../scripted-model/index.js';
+import { join } from 'node:path';
+import { startScriptedModel, writeCodexHome, type ScriptedModel, type ScriptStep } from './scripted-model.js';
 
 const MARKER_RE = /<!-- ccweb taskId=\S+ turnKey=\S+ resource=(default:([^/\s]+)\/([^:\s]+):(issue|pull_request):(\d+)) -->/g;
 
@@ -108,7 +110,7 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
       // Edits the repository through Codex's own shell tool: a line naming the task, appended to CHANGES.md.
       // `change-file-pause` waits a few seconds first (a test moves the branch on Gitea meanwhile).
       const pause = lower.includes('change-file-pause') ? 'sleep 4 && ' : '';
-      // `add-workflow` also writes a CI definition (the publisher withholds it unless allowed: issue 29).
+      // `add-workflow` also writes a CI definition (the publisher withholds it unless allowed).
       const workflow = lower.includes('add-workflow') || workflowOnly ? `mkdir -p .gitea/workflows && printf 'on: push\\njobs: {}\\n' > .gitea/workflows/x.yml && ` : '';
       // `workflow-only`: the CI definition is the whole change (nothing else is edited).
       const edit = workflowOnly ? '' : `printf 'change by task %s\\n' '${taskId}' >> CHANGES.md && `;
@@ -138,4 +140,16 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
       arguments: { method: 'add_comment', owner, repo, index: Number(num), body: `${text}\n\n${markerLine}` },
     };
   };
+}
+
+/**
+ * The scripted agent served as a model on 127.0.0.1 (`port`: fixed, default a free one), and
+ * `<root>/codex-home/config.toml` pointing the real Codex app-server at it.
+ */
+export async function startScriptedAgent(root: string, options: { port?: number } = {}): Promise<{ model: ScriptedModel; codexHome: string }> {
+  const model = await startScriptedModel([], options.port !== undefined ? { port: options.port } : {});
+  model.setResponder(scriptedAgent());
+  const codexHome = join(root, 'codex-home');
+  writeCodexHome(codexHome, { port: model.port, model: 'fake-model' });
+  return { model, codexHome };
 }

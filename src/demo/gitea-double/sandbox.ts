@@ -6,9 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { startGitHttpServer, type GitHttpServer } from '../gitea-double/git-http.js';
-import { createGiteaRestDouble, type GiteaRestDouble } from '../gitea-double/rest-api.js';
-import { createWebhookSender, type Delivery, type WebhookSender } from '../gitea-double/webhook-sender.js';
+import { startGitHttpServer, type GitHttpServer } from './git-http.js';
+import { createGiteaRestDouble, type GiteaRestDouble } from './rest-api.js';
+import { createWebhookSender, type Delivery, type WebhookSender } from './webhook-sender.js';
 
 export interface GiteaSandbox {
   url: string;
@@ -92,7 +92,7 @@ export async function startGiteaSandbox(options: { root: string; botLogin?: stri
     files: {
       'README.md': '# widget\n\nA tiny project for the ccweb-gitea sandbox.\n',
       'src/login.js': 'export function login(user, password) {\n  return user === "demo" && password === "demo";\n}\n',
-      'test/login.test.js': 'import { login } from "../src/login.js";\nif (!login("demo", "demo")) throw new Error("login failed");\n',
+      'test/login.test.js': 'import { login } from "../../../test/support/src/login.js";\nif (!login("demo", "demo")) throw new Error("login failed");\n',
     },
   });
   double.setPermission(owner, repo, 'alice', 'write');

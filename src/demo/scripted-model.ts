@@ -313,7 +313,7 @@ export interface CodexHomeOptions {
 export function writeCodexHome(dir: string, opts: CodexHomeOptions): string {
   mkdirSync(dir, { recursive: true });
   const model = opts.model ?? 'fake-model';
-  const toml = `# written by test/support/scripted-model (loopback only)
+  const toml = `# written by src/demo/scripted-model.ts (loopback only)
 model = ${JSON.stringify(model)}
 model_provider = "fake"
 approval_policy = "never"
