@@ -1,8 +1,8 @@
-// Issue 30's operator page changes in real Chromium (Debian's package, driven by playwright-core)
+// The operator pages in real Chromium (Debian's package, driven by playwright-core)
 // against a real HTTP server with a real store and runtime: the task list first with its pull
 // request and thread links, error codes with their meaning, ISO dates, the concurrency limit and
 // the busy slots; a rejected task without a change section; the visualizer's end states coloured by
-// outcome and only live actors listed as live. Screenshots go to docs/screenshots/issue-30/.
+// outcome and only live actors listed as live. Screenshots go to docs/screenshots/operator-pages/.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { taskActorId } from '../../src/tasks/task-actor.js';
 import { ADMIN_TOKEN, createQueuedTask, driveTask, insertRepository, startApiHarness, type ApiHarness } from '../support/api-harness.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const SHOTS = join(import.meta.dirname, '../../docs/screenshots/issue-30');
+const SHOTS = join(import.meta.dirname, '../../docs/screenshots/operator-pages');
 
 let h: ApiHarness;
 let browser: Browser;
