@@ -332,7 +332,7 @@ export const KEYS = {
     env: 'CCWEB_SECURITY_EVENT_RETENTION_DAYS',
     schema: integer(1, 3650),
     expect: 'an integer number of days from 1 to 3650',
-    fix: 'Set it to how long failed-authentication records (counted per source and 10-minute window) are kept, e.g. 30 (default).',
+    fix: 'Set it to how long failed-authentication records (per source and 10-minute window) and refused-mention counts (per author and UTC day) are kept, e.g. 30 (default).',
   },
   intakeConfirmAttempts: {
     env: 'CCWEB_INTAKE_CONFIRM_ATTEMPTS',
@@ -374,7 +374,7 @@ export const KEYS = {
     env: 'CCWEB_RECEIPT_EDIT_INTERVAL_SECONDS',
     schema: integer(1, 3600),
     expect: 'an integer from 1 to 3600 (seconds)',
-    fix: 'Set it to the least time between two edits of a task\'s receipt while it shows progress, e.g. 15 (default).',
+    fix: 'Set it to the least time between two progress edits of a task\'s receipt, e.g. 15 (default); the final edit, once the task ends, does not wait.',
   },
   logLevel: {
     env: 'CCWEB_LOG_LEVEL',
