@@ -1,4 +1,4 @@
-// The walls between the parts (issue 21), checked by dependency-cruiser. Read by
+// The walls between the parts, checked by dependency-cruiser. Read by
 // `npm run lint:walls` (its CLI) and by test/unit/architecture-walls.test.ts (its API), so
 // `npm test` fails on a breach. Paths are relative to the repository root; every rule looks at
 // direct imports, type-only ones included (`tsPreCompilationDeps`: an `import type` ties two
@@ -100,7 +100,7 @@ export default {
       comment:
         'src/mcp-gate/ runs in its own process between Codex and gitea-mcp, holding the token: it imports itself, node ' +
         'and (from a checkout, entry.mjs) tsx only, so it starts about as fast as Node and nothing of the service (store, ' +
-        'config, logs) is in it. No MCP SDK, zod or ajv (issue 33: their loading was most of a thread start).',
+        'config, logs) is in it. No MCP SDK, zod or ajv: their loading would be most of a thread start.',
       severity: 'error',
       from: { path: '^src/mcp-gate/' },
       to: { dependencyTypesNot: ['core'], pathNot: ['^src/mcp-gate/', pkg('tsx')] },

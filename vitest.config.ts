@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The store tests that run on both engines (issue 31): the contract, its cold tier, derived records,
+ * The store tests that run on both engines: the contract, its cold tier, derived records,
  * fresh inserts and compaction. The `store-on-postgres` project runs them once more against a
  * throwaway PostgreSQL (CCWEB_TEST_STORE_ENGINE=postgres; test/support/store-helpers.ts); tests that
  * are about the embedded store's own files say so and run on it only.

@@ -1,4 +1,4 @@
-// The big repository `npm run bench:task` serves (issue 33): generated once with `git fast-import`
+// The big repository `npm run bench:task` serves: generated once with `git fast-import`
 // from a seeded generator and cached under ~/.cache/ccweb-gitea/bench-repo/<shape>/repo.git, so every
 // run (and every machine with the same shape) works on the same bytes. Its shape is in the folder's
 // name; BENCH_REPO_FILES / BENCH_REPO_COMMITS pick another one.

@@ -1,9 +1,10 @@
 // Commits per second on one database when every node commits (PostgresStore `writers: 'many'`,
-// issue 31 step 2) with 1, 2 and 3 nodes, against one node writing alone (the default), in one run on
-// the same throwaway PostgreSQL. Each node is the service's own store in this process, with CLIENTS
-// callers each committing one transaction at a time (an insert and an audit event, like a small
-// intake step). The many-writers figure pays one round trip more per batch (the commit lock) and
-// waits for the other nodes' batches: it shows what sharing the writes costs, not task throughput.
+// docs/DESIGN-nodes-at-once.md step 2) with 1, 2 and 3 nodes, against one node writing alone (the
+// default), in one run on the same throwaway PostgreSQL. Each node is the service's own store in this
+// process, with CLIENTS callers each committing one transaction at a time (an insert and an audit
+// event, like a small intake step). The many-writers figure pays one round trip more per batch (the
+// commit lock) and waits for the other nodes' batches: it shows what sharing the writes costs, not
+// task throughput.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 // How long a standby takes to write once the writer stops, after the writer committed COMMITS
-// transactions while it waited (issue 31): with the standby applying the writer's log lines to its
+// transactions while it waited: with the standby applying the writer's log lines to its
 // replica as they come (the default, every second) and without (tailMs 0: everything is replayed
 // at the takeover, as before), in one run, on the same throwaway PostgreSQL. The stores are the
 // service's own (PostgresStore), in this process; the lock is polled every 100 ms in both, so the

@@ -1,4 +1,4 @@
-// Completed tasks per minute with 1, 2 and 3 nodes on one PostgreSQL (issue 31), in one run: the
+// Completed tasks per minute with 1, 2 and 3 nodes on one PostgreSQL, in one run: the
 // real service processes (each its own data directory and Codex home) behind a round-robin relay,
 // the real Gitea with REPOS repositories whose webhooks go to the relay, the real Codex app-server
 // and gitea-mcp, the scripted agent answering every model request after DELAY_MS (a model that takes

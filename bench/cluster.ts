@@ -1,4 +1,4 @@
-// The store on PostgreSQL beside the embedded store, in one run (issue 31): the real webhook intake
+// The store on PostgreSQL beside the embedded store, in one run: the real webhook intake
 // (durable store, actor runtime, intake; bench/webhook-harness.ts) on each engine, the same unique
 // signed deliveries over loopback. Prints saturation throughput and the acknowledgement's p50/p99 at
 // one fixed rate both can carry, as ratios PostgreSQL / embedded. The PostgreSQL server is a throwaway

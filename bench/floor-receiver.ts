@@ -1,7 +1,8 @@
-// The least a durable webhook receiver can do before its 202 while keeping issue 20's guarantees —
-// a floor for `npm run bench:webhook`, not a design: HMAC over the raw bytes, both dedupe keys
-// (delivery id; the comment trigger, which needs the parsed payload), a write-access decision (a
-// cached answer), and one fsync'd journal line (group commit) before answering. No schema check,
+// The least a durable webhook receiver can do before its 202 while keeping intake's guarantees
+// (durable before the 202, no duplicate task) — a floor for `npm run bench:webhook`, not a design:
+// HMAC over the raw bytes, both dedupe keys (delivery id; the comment trigger, which needs the parsed
+// payload), a write-access decision (a cached answer), and one fsync'd journal line (group commit)
+// before answering. No schema check,
 // no payload hash, no records, indexes, audit, compaction or replay: whatever a real intake adds,
 // it adds on top of this. If this receiver cannot reach a ratio, no design keeping the guarantees
 // can on the same machine.

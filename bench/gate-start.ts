@@ -1,4 +1,4 @@
-// `npm run bench:gate-start` (issue 33): how long the gate takes from its spawn to answering Codex's
+// `npm run bench:gate-start`: how long the gate takes from its spawn to answering Codex's
 // `initialize`, and then `tools/list`, before and after the relay replaced the MCP SDK, in one run.
 //
 // "Before" is the gate's files at BENCH_GATE_BASE (default 87de11f, the last commit with the SDK

@@ -1,7 +1,7 @@
-// `npm run bench`: one report for issue 9 — webhook ack vs a bare-Koa HMAC baseline (bench/webhook.ts,
-// run as it is), ack latency at 1k vs 100k stored tasks (same), webhook → `已收到` receipt on the
-// sandbox, orchestration overhead per task, restart-to-ready with 10,000 unfinished tasks, and RSS at
-// 100,000 stored tasks; targets with PASS/MISS and the machine it ran on.
+// `npm run bench`: one report of the service's production figures — webhook ack vs a bare-Koa HMAC
+// baseline (bench/webhook.ts, run as it is), ack latency at 1k vs 100k stored tasks (same), webhook →
+// `已收到` receipt on the sandbox, orchestration overhead per task, restart-to-ready with 10,000
+// unfinished tasks, and RSS at 100,000 stored tasks; targets with PASS/MISS and the machine it ran on.
 // BENCH_QUICK=1 scales everything down (and skips bench/webhook.ts) for a quick look.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';

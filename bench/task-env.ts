@@ -1,4 +1,4 @@
-// The world `npm run bench:task` runs in (issue 33): a real Gitea 1.26 with the cached big repository
+// The world `npm run bench:task` runs in: a real Gitea 1.26 with the cached big repository
 // imported N times (`POST /repos/migrate` from the local folder: a local clone hardlinks the pack, so
 // importing 145 MB takes seconds and the copies share the page cache), the real gitea-mcp behind the
 // gate, the scripted model answering at once, and the real service process with change delivery on.

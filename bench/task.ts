@@ -1,4 +1,4 @@
-// `npm run bench:task` (issue 33): what a task costs besides the model, on a big repository, each step
+// `npm run bench:task`: what a task costs besides the model, on a big repository, each step
 // next to the bare operation it stands on, timed in the same run.
 //
 // The world (bench/task-env.ts): real Gitea 1.26 serving the cached generated repository

@@ -20,7 +20,7 @@ export const REPLY_VERIFIER_MACHINE_VERSION = 1;
 
 /**
  * At most one reply_retry turn per task turn (§5.4 step 3): the task machine's `MAX_REPLY_RETRIES`, the
- * one owner of that rule (issue 34) — the task machine accepts as many REPLY_MISSING for a turn as this
+ * one owner of that rule — the task machine accepts as many REPLY_MISSING for a turn as this
  * machine asks for retry turns (test/unit/machines-reply-retry-limit.test.ts walks both).
  */
 export const REPLY_VERIFIER_MAX_RETRIES: number = MAX_REPLY_RETRIES;

@@ -5,11 +5,11 @@ import { assign, setup } from 'xstate';
  *
  * The states and the (from, to) pairs are exactly the table of spec §5.6, with additions the table
  * lacks: `verifying_reply → succeeded_with_rest_fallback`, the outcome of the REST fallback of
- * §5.4.4 (the reply verifier confirmed a comment the service posted itself), and change delivery
- * (issue 14): `running → publishing → verifying_reply | failed`, stops in every non-terminal
- * state (issue 29): `retry_wait → cancelled`, `preparing | publishing | verifying_reply → aborting`
+ * §5.4.4 (the reply verifier confirmed a comment the service posted itself), change delivery:
+ * `running → publishing → verifying_reply | failed`, a stop in every non-terminal state:
+ * `retry_wait → cancelled`, `preparing | publishing | verifying_reply → aborting`
  * (CANCEL and ABORT alike: work in flight is stopped; work not started is cancelled), and a question
- * verified like an answer (issue 30): `running → verifying_reply → waiting_user` — a turn that asks the
+ * verified like an answer: `running → verifying_reply → waiting_user` — a turn that asks the
  * user something is `asking`, and only once its question is confirmed on Gitea does the task wait
  * (the table's direct `running → waiting_user` is gone: nobody may wait on a question nobody sees). No other pair exists;
  * `test/unit/task-lifecycle-table.test.ts` checks that against the table written out by hand.
@@ -27,7 +27,7 @@ export const TASK_MACHINE_VERSION = 1;
 export const MAX_EXECUTION_RETRIES = 1;
 /**
  * … and at most one reply-retry turn per verified turn (§5.4.3, §8 "仅 1 次"). The one owner of that
- * rule (issue 34): the reply verifier counts its retry turns against this same constant
+ * rule: the reply verifier counts its retry turns against this same constant
  * (machines/reply-verifier.ts), and test/unit/machines-reply-retry-limit.test.ts walks both machines to check
  * they allow the same number.
  */
@@ -83,10 +83,10 @@ export interface TaskContext {
   leaseId: string | null;
   stoppedBy: string | null;
   /**
-   * The turn being verified asked the user something (issue 30): once it is confirmed on Gitea the task
+   * The turn being verified asked the user something: once it is confirmed on Gitea the task
    * waits for the user instead of succeeding. Set by TURN_WAITING_USER, kept through the question's
    * retry turn (retry_wait → running → verifying_reply), cleared when the task waits. Absent (not
-   * asking) in the initial context, so a snapshot written before issue 30 means the same thing now and
+   * asking) in the initial context, so a stored snapshot without the field reads as not asking and
    * the queued snapshot the compact intake format encodes (src/store/derived/intake-accept-v1.mjs) is
    * unchanged: no new machine version or migration is needed for it.
    */
@@ -153,8 +153,8 @@ function retryOnceOrFail(record: 'recordRetry' | 'recordRestartInterruption') {
 const failWithError = { target: 'failed', actions: 'recordError' as const };
 /**
  * A user or operator stops a task that holds no lease and runs nothing (queued, waiting for the user,
- * blocked, waiting for a retry): cancel and abort both end it at once (issue 29: a stop works in
- * every non-terminal state).
+ * blocked, waiting for a retry): cancel and abort both end it at once, since a stop
+ * works in every non-terminal state.
  */
 const cancel = { target: 'cancelled', actions: 'recordStop' as const };
 /**
@@ -283,7 +283,7 @@ export const taskMachine = setup({
       description: 'A Codex turn is in flight on the resource thread.',
       on: {
         TURN_REPLIED: [{ guard: 'publishesFirst', target: 'publishing' }, { target: 'verifying_reply' }],
-        // Beyond §5.6 (issue 30): a question is verified on Gitea before the task waits on it.
+        // Beyond §5.6: a question is verified on Gitea before the task waits on it.
         TURN_WAITING_USER: { target: 'verifying_reply', actions: 'recordAsking' },
         TURN_FAILED: retryOnceOrFail('recordRetry'),
         CANCEL: abort,

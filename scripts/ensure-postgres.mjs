@@ -1,4 +1,4 @@
-// `npm test` runs this first: the PostgreSQL store tests (issue 31) start throwaway servers from
+// `npm test` runs this first: the PostgreSQL store tests start throwaway servers from
 // Debian's `postgresql` package (src/cli/throwaway-postgres.ts). On a fresh machine where we are
 // root (CI, the project's machines) it is installed from Debian's packages; elsewhere it only says
 // what to do, and the PostgreSQL tests then fail with that same message. Debian's package, not the

@@ -1,4 +1,4 @@
-// The walls dependency-cruiser cannot state (issue 34), computed from its cruise result: no cycle
+// The walls dependency-cruiser cannot state, computed from its cruise result: no cycle
 // between folders (`src/<folder>/`, `machines/`, `visualizer/`; type-only imports count — an
 // `import type` ties two folders together as much as a value import), and the arrows src/README.md
 // states in its "Arrows" section hold. Used by `npm run lint:walls` (run as a script, after

@@ -57,7 +57,7 @@ const FOLDERS = {
     tests: ['test/unit/scheduler-*.test.ts', 'test/integration/scheduler-leases.test.ts'],
   },
   webhook: {
-    // The webhook's Koa route moved to intake/ (issue 34: no folder cycle) and is still mutated with
+    // The webhook's Koa route lives in intake/ (no folder cycle) and is mutated with
     // the rest of the webhook path, against the same tests (intake-http.test.ts covers it).
     mutate: ['src/webhook/**/*.ts', 'src/intake/webhook-route.ts'],
     tests: ['test/unit/webhook-*.test.ts', 'test/unit/intake-*.test.ts', 'test/integration/intake.test.ts'],

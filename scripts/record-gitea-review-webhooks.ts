@@ -1,5 +1,5 @@
 /**
- * Records the review webhook fixtures (test/fixtures/gitea/webhooks/review_*) from a real Gitea (issue 30):
+ * Records the review webhook fixtures (test/fixtures/gitea/webhooks/review_*) from a real Gitea:
  * the scenario of test/support/real-gitea/review-scenario.ts (a line comment through the web UI's "Add
  * single comment", a reply in its thread, a line comment through the API, a review with a body and three
  * line comments, a request-changes review), each delivery byte for byte (`<name>.json`) with the headers

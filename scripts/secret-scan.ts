@@ -1,4 +1,4 @@
-// Secret scan (issue 9): looks through everything the service leaves on disk — the data directory
+// Secret scan: looks through everything the service leaves on disk — the data directory
 // (store journal and checkpoints), workspaces (including `.git/config` and packed refs), captured
 // logs and CODEX_HOME (Codex's own session logs record whatever the agent saw) — for the Gitea token,
 // the webhook secret and the admin token. Besides the raw bytes it looks for the base64 forms a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run test:install` (issue 32): docs/operations.md's install-step blocks, as written, in a fresh Debian 12
+# `npm run test:install`: docs/operations.md's install-step blocks, as written, in a fresh Debian 12
 # root filesystem, ending with doctor green against a throwaway real Gitea (test/image/install-steps.e2e.ts).
 # Needs root, debootstrap, podman (for the cached bases) and bubblewrap (installed with apt-get when missing).
 # The repository is cloned from this checkout's HEAD: commit first.

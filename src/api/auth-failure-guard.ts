@@ -1,9 +1,9 @@
-// Failed admin authentications are limited per client and recorded (issue 15: 300 wrong admin
-// tokens in 164 ms were neither limited nor audited). A Koa middleware in front of the operators'
-// API: every 401 it sees counts against the client (TCP peer); after `maxFailures` within
-// `windowMs` the client gets 429 (with Retry-After) for every request — right token or not — until
-// its window ends, so guessing is slow whatever the token length. Each failure is counted into the
-// aggregated, expiring security events (security-events.ts); memory is bounded by `maxClients`.
+// Failed admin authentications are limited per client and recorded: anyone who can reach the API can
+// try hundreds of admin tokens a second. A Koa middleware in front of the operators' API: every 401
+// it sees counts against the client (TCP peer); after `maxFailures` within `windowMs` the client gets
+// 429 (with Retry-After) for every request — right token or not — until its window ends, so guessing
+// is slow whatever the token length. Each failure is counted into the aggregated, expiring security
+// events (security-events.ts); memory is bounded by `maxClients`.
 import type { Context, Next } from 'koa';
 import type { SecurityEvents } from '../intake/security-events.js';
 import { clientAddress } from '../http/forwarded-client.js';

@@ -34,14 +34,14 @@ export interface ControlRouterDeps {
   onAbortRequested?: (taskId: string) => void;
   now?: () => Date;
   logger?: ApiLogger;
-  /** Where the agent's commands run (issue 16): `/overview` shows it, the admin page warns when off. */
+  /** Where the agent's commands run: `/overview` shows it, the admin page warns when off. */
   agentIsolation?: { mode: 'on' | 'off'; network: 'on' | 'off'; warning: string | null };
   /** The scheduler's cap on tasks running at once and how many slots are taken now (`/overview`). */
   concurrency?: () => { limit: number; busy: number };
   /** The nodes sharing this store, this one included (`/overview`). */
   nodes?: () => { self: string; nodes: NodeStatus[] };
   /**
-   * Several nodes (issue 31): run after the token check on the task commands (cancel, unblock,
+   * Several nodes: run after the token check on the task commands (cancel, unblock,
    * abort), before their handler; sends the request to the node owning the task's repository
    * (src/cluster/route-commands.ts) or calls `next` to handle it here.
    */
@@ -57,7 +57,7 @@ interface Outcome extends Answer {
 
 /** Task actions: the event, and the states in which an operator may send it (spec §5.6, §6.2). */
 /**
- * Cancel and abort reach every non-terminal state (issue 29); the machine decides what each does: a
+ * Cancel and abort reach every non-terminal state; the machine decides what each does: a
  * task with nothing in flight is cancelled, one with work in flight goes to `aborting`. A task
  * already `aborting` answers 200 with `alreadyStopping` and is sent nothing.
  */

@@ -78,7 +78,7 @@ export const AuditQuery = z.strictObject({
   taskId: Key.optional(),
   deliveryId: Key.optional(),
   actorId: Key.optional(),
-  /** Correlation ids beside the indexed three (issue 30): Codex's turn id, a Gitea comment id, the delivery key (`<instance>:<delivery id>`). */
+  /** Correlation ids beside the indexed three: Codex's turn id, a Gitea comment id, the delivery key (`<instance>:<delivery id>`). */
   turnId: Key.optional(),
   commentId: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   deliveryKey: Key.optional(),

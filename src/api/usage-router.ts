@@ -1,4 +1,4 @@
-// Usage, limits and provider rate limits for operators (issue 18):
+// Usage, limits and provider rate limits for operators:
 //   GET  /api/gitea-workflow/usage?days=7            sums per repository, per user and per day,
 //                                                     the limits in force, the provider hold
 //   POST /api/gitea-workflow/repos/:repoKey/limits   a per-repository override, audited, idempotent

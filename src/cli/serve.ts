@@ -65,7 +65,7 @@ export async function serve(argv: readonly string[]): Promise<void> {
   } catch (err) {
     if (err instanceof StartAborted) process.exit(0);
     if (err instanceof OperatorError) fail(formatOperatorError(err), err.exitCode);
-    // Agent isolation (issue 16) keeps its own documented answer: the reason, both ways out, exit 2.
+    // Agent isolation keeps its own documented answer: the reason, both ways out, exit 2.
     if (err instanceof IsolationUnavailableError) fail(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.`, START_REFUSALS.agent_isolation_unavailable.exitCode);
     throw err;
   }

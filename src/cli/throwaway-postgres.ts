@@ -1,6 +1,6 @@
 // A throwaway PostgreSQL server: its own data directory in a temporary folder, a free port on
 // 127.0.0.1 only, trust authentication for the `postgres` user, removed when stopped. For the tests of
-// the PostgreSQL store (issue 31, re-exported by test/support/postgres-server.ts) and for the demo.
+// the PostgreSQL store (re-exported by test/support/postgres-server.ts) and for the demo.
 //
 // It runs Debian's `postgresql` package (scripts/ensure-postgres.mjs installs it). The server refuses
 // to run as root, so as root every binary runs as the package's `postgres` user (runuser); otherwise

@@ -1,4 +1,4 @@
-// A webhook goes to the node that owns its repository (issue 31, docs/DESIGN-nodes-at-once.md
+// A webhook goes to the node that owns its repository (docs/DESIGN-nodes-at-once.md
 // step 5): called by the webhook route (src/intake/webhook-route.ts, option `route`) once the whole
 // body is read and before intake. The repository is read from the payload as intake reads it
 // (extractPayload: JSON or a form's `payload=`; the same schema), and routed on its folded name, so

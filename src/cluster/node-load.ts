@@ -1,4 +1,4 @@
-// What the overview shows of each node's share of the work (issue 31): the leases it holds (one per
+// What the overview shows of each node's share of the work: the leases it holds (one per
 // running task) and, when every node writes, the repositories it owns. Read from the store, which
 // every node follows, so any node's overview shows every node's.
 import { instanceOfOwner } from '../leases/lease-owner.js';

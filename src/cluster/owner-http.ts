@@ -1,5 +1,5 @@
-// The one hop a request about a repository makes to the node that owns it (issue 31,
-// docs/DESIGN-nodes-at-once.md step 5): a small node:http(s) client, no dependency. The request goes
+// The one hop a request about a repository makes to the node that owns it
+// (docs/DESIGN-nodes-at-once.md step 5): a small node:http(s) client, no dependency. The request goes
 // with the client's address signed with the cluster's key (src/http/forwarded-client.ts), exactly as
 // the standby proxy signs it, so the owner's app knows it was forwarded once (and never forwards it
 // again) and whose it is (the audit's source, the failed-login guard). The owner's answer comes back

@@ -1,4 +1,4 @@
-// Repository ownership when every node writes (issue 31, CCWEB_CLUSTER_MODE=active; the plan is
+// Repository ownership when every node writes (CCWEB_CLUSTER_MODE=active; the plan is
 // docs/DESIGN-nodes-at-once.md, step 4). Each repository has one owning node, recorded in
 // `repository_owners`: only it hosts the repository's actors, claims its tasks and sends its
 // receipts, so no actor runs on two nodes and no command has to travel between them; the others

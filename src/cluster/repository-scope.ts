@@ -1,4 +1,4 @@
-// Which repositories this node acts for (issue 31, docs/DESIGN-nodes-at-once.md step 4). With one
+// Which repositories this node acts for (docs/DESIGN-nodes-at-once.md step 4). With one
 // node, or with a writer and standbys, the node that runs acts for every repository
 // (EVERY_REPOSITORY). When every node writes (CCWEB_CLUSTER_MODE=active), each repository has one
 // owning node: only it hosts the repository's actors, claims its tasks, sends its receipts and

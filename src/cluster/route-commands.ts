@@ -1,5 +1,5 @@
-// The operators' commands about a task run on the node that owns the task's repository (issue 31,
-// docs/DESIGN-nodes-at-once.md step 5): only that node hosts the task's actor and the Codex turn an
+// The operators' commands about a task run on the node that owns the task's repository
+// (docs/DESIGN-nodes-at-once.md step 5): only that node hosts the task's actor and the Codex turn an
 // abort has to interrupt. A koa middleware mounted after the token check on the task commands of
 // src/api/control-router.ts (cancel, unblock, abort: option `routeTaskCommand`); it sends the request
 // on to the owner (method, path and query, the body as received, the token) and answers what the owner

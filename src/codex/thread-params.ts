@@ -30,7 +30,7 @@ export interface GiteaMcpConfig {
 /**
  * Where a thread's commands run, as thread/start|resume carry it. isolation/agent-sandbox.ts builds
  * it; declared here, with the params it goes into, so codex/ does not import isolation/ (which
- * imports codex/: issue 34, no folder cycle).
+ * imports codex/: no folder cycle).
  */
 export interface ThreadSandbox {
   /** Named profile (isolation on) … */

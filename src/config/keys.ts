@@ -1,6 +1,6 @@
-// The configuration contract (issue 3): every key, its environment name, its config-file name
+// The configuration contract: every key, its environment name, its config-file name
 // (camelCase without the prefix), how it is validated, its default and how to fix a bad value.
-// Later issues add keys here, with the same `CCWEB_` prefix.
+// Every key of the service is declared here (or merged in, like limit-keys.ts), with the `CCWEB_` prefix.
 import { z } from 'zod';
 import { DEFAULT_LOCALE, LOCALES, type Locale } from '../domain/locale.js';
 import { LIMIT_KEYS, LIMIT_DEFAULTS } from './limit-keys.js';
@@ -153,7 +153,7 @@ export const KEYS = {
     expect: 'a command or path',
     fix: `Set it to the gitea-mcp executable at revision ${GITEA_MCP_PIN.revision} (\`node scripts/install-gitea-mcp.mjs --to /usr/local/bin\` builds and installs it), default gitea-mcp.`,
   },
-  // The store's engine (issue 31, src/store/postgres/): unset, the embedded store in <dataDir>/store.
+  // The store's engine (src/store/postgres/): unset, the embedded store in <dataDir>/store.
   databaseUrl: {
     env: 'CCWEB_DATABASE_URL',
     secret: true,
@@ -197,7 +197,7 @@ export const KEYS = {
     expect: 'an integer from 1 to 60',
     fix: 'Set how often a node writes its heartbeat to the database, e.g. 10 (default). With CCWEB_CLUSTER_MODE=active a node whose heartbeat is 3 intervals old has stopped, and the others take its repositories over.',
   },
-  // Secrets from files (issue 16; the `_FILE` convention of container secrets): the value is the
+  // Secrets from files (the `_FILE` convention of container secrets): the value is the
   // file's content without its trailing newline. Set either the variable or its _FILE, not both.
   giteaMcpTokenFile: {
     env: 'CCWEB_GITEA_MCP_TOKEN_FILE',
@@ -223,7 +223,7 @@ export const KEYS = {
     expect: 'the path of a file holding the admin token',
     fix: 'Set it to a file readable only by the service user, or unset it and use CCWEB_ADMIN_TOKEN.',
   },
-  // Agent isolation (issue 16, src/isolation/): the sandbox of the agent's shell commands.
+  // Agent isolation (src/isolation/): the sandbox of the agent's shell commands.
   agentIsolation: {
     env: 'CCWEB_AGENT_ISOLATION',
     schema: onOff,
@@ -254,7 +254,7 @@ export const KEYS = {
     expect: 'an integer number of bytes from 1024 to 1073741824',
     fix: 'Set it to the largest webhook body to accept, e.g. 2097152 (2 MiB, default).',
   },
-  // Slow and many clients (issue 29): how long one request may take to arrive, and how many
+  // Slow and many clients: how long one request may take to arrive, and how many
   // connections the HTTP server holds at once.
   httpHeadersTimeoutSeconds: {
     env: 'CCWEB_HTTP_HEADERS_TIMEOUT_SECONDS',
@@ -416,20 +416,20 @@ export const DEFAULTS = {
   workspaceTimeoutMs: 120_000,
   logLevel: 'info' as LogLevel,
   locale: DEFAULT_LOCALE as Locale,
-  // The receipt shows a task's progress by edits (issue 30): one every 15 s at most keeps a
+  // The receipt shows a task's progress by edits: one every 15 s at most keeps a
   // half-hour turn's elapsed time fresh without flooding Gitea (or the thread's watchers' feeds).
   receiptEditIntervalSeconds: 15,
   // Gitea never redelivers by itself; a month covers an operator pressing Replay after an outage.
   deliveryRetentionDays: 30,
   // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then
-  // follows live work, not history (issue #9: RSS at 100k stored tasks).
+  // follows live work, not history (RSS at 100,000 stored tasks: docs/benchmarks.md).
   archiveAfterMinutes: 60,
-  // Change delivery (issue 14): the agent's changes reach Gitea as a branch and a pull request.
+  // Change delivery: the agent's changes reach Gitea as a branch and a pull request.
   delivery: 'pull_request' as 'pull_request' | 'branch' | 'off',
   branchPrefix: 'ccweb/',
   // Long enough to look back at an incident; the records are aggregated, so this is cheap.
   securityEventRetentionDays: 30,
-  // A mention Gitea could not yet confirm (issue 29, finding 9): asked again with backoff, bounded.
+  // A mention Gitea could not yet confirm: asked again with backoff, bounded.
   intakeConfirmAttempts: 10,
   intakeMaxPending: 1000,
   ...LIMIT_DEFAULTS,

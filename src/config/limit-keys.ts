@@ -1,4 +1,4 @@
-// The configuration keys of usage limits and provider rate-limit holds (issue 18), kept apart from
+// The configuration keys of usage limits and provider rate-limit holds, kept apart from
 // keys.ts so they merge as one block. Every limit is optional: unset means no limit.
 import { z } from 'zod';
 import type { KeySpec } from './keys.js';

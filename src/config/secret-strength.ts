@@ -1,4 +1,4 @@
-// Weak secrets are refused at start (issue 15): the webhook secret is what stands between anyone who
+// Weak secrets are refused at start: the webhook secret is what stands between anyone who
 // can reach the webhook URL and a task run with the bot's token, and the admin token guards the
 // control API. Short values can be guessed; one value used for both means whoever configured a
 // webhook (and so knows its secret) is also an operator. `--allow-weak-secrets` exists for demos.

@@ -1,4 +1,4 @@
-// How much text the agent can take in one turn (issue 29, finding 7), and how a comment's size is
+// How much text the agent can take in one turn, and how a comment's size is
 // counted against it. Pure; intake refuses a mention over the limit with one comment, and the
 // session manager quotes comments with the same fence, so both count the same characters.
 //

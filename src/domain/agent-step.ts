@@ -1,5 +1,5 @@
 /**
- * What the agent is doing right now, as the receipt shows it (issue 30). Only service-made data: a
+ * What the agent is doing right now, as the receipt shows it. Only service-made data: a
  * program's name or a tool's name checked against a plain alphabet, counts. Never the command line,
  * a plan step's words or anything else the model wrote: the receipt is public on the thread, and
  * the agent's text can carry what it read (a secret in its environment, the untrusted comment).

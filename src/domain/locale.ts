@@ -1,5 +1,5 @@
 // The languages the bot writes in (`CCWEB_LOCALE`). Here, not in messages/, because config/ (the
-// platform) parses the key and the platform imports no part (issue 34); messages/catalogue.ts keeps
+// platform) parses the key and the platform imports no part; messages/catalogue.ts keeps
 // one catalogue per code (`Record<Locale, Messages>`: the compiler refuses a code without one) and
 // re-exports these for the parts that write texts.
 

@@ -1,6 +1,5 @@
-// The nested shapes the stored records carry (issue 34). They were declared by the parts that write
-// them (publish/, receipts/, retention/, messages/), and the records reached them only through an
-// index signature, so a record type never said what it held. Here, with the records, so that
+// The nested shapes the stored records carry, written by publish/, receipts/, retention/ and
+// messages/. Here, with the records, so that a record type says what it holds and
 // domain/records.ts names every field without importing a part (the platform imports no part); the
 // parts import them from here.
 
@@ -72,7 +71,7 @@ export interface InputTooLargeNotice {
   limit: number;
 }
 
-/** A stage of a task as its receipt shows it (issue 30). */
+/** A stage of a task as its receipt shows it. */
 export type ProgressStage = 'queued' | 'preparing' | 'working' | 'waiting_user' | 'retry_wait' | 'blocked' | 'publishing' | 'verifying' | 'stopping' | 'done' | 'failed' | 'cancelled';
 
 /** `CommentRecord.progress` of a receipt: its last edit (src/receipts/receipt-progress-worker.ts). */

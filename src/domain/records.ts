@@ -1,6 +1,6 @@
 // The stored records of spec §4: field names are the cross-module contract. Times are ISO-8601 UTC
 // strings; enums are lower snake_case. Store keys are given with each collection. Each type names
-// every field any writer stores, and nothing else (issue 34: no index signature, so a field written
+// every field any writer stores, and nothing else (no index signature, so a field written
 // or read under another name is a type error, not a silent `unknown`).
 import type { TaskState } from '../../machines/task-lifecycle.js';
 import type { CollectionName } from '../store/types.js';
@@ -43,7 +43,7 @@ export interface RepositoryRecord {
   cloneUrl: string;
   workspacePath: string;
   defaultBranch: string;
-  /** Gitea's repository id: renames and transfers are followed by it. Absent on records from before issue 15. */
+  /** Gitea's repository id: renames and transfers are followed by it. Absent on records stored by versions that did not record it. */
   repoId?: number;
   /** `owner/name` on Gitea now, once the executor saw the repository moved (src/executor/); absent until then. */
   currentFullName?: string;
@@ -57,7 +57,7 @@ export interface RepositoryRecord {
   publishPaths?: { allowCiChanges: boolean; protectedPaths: string[] };
   /**
    * Whether a writer's "request changes" review on a pull request the bot opened starts a task without
-   * a mention (issue 30; POST /repos/:repoKey/review-triggers). Absent: off.
+   * a mention (POST /repos/:repoKey/review-triggers). Absent: off.
    */
   reviewTriggers?: { requestChanges: boolean };
   /**
@@ -118,7 +118,7 @@ export interface TaskRecord {
    */
   followUps?: Array<{ commentId: number; author: string; body: string; commentUrl: string; deliveryKey: string; at: string; bodyRef?: string }>;
   refs: { base: string; head: string; headSha: string } | null;
-  /** A line comment or a review (issue 30): what it is and where its lines are; the text is in `instruction`. */
+  /** A line comment or a review: what it is and where its lines are; the text is in `instruction`. */
   review?: ReviewContext;
   state: TaskState;
   attempt: number;
@@ -203,7 +203,7 @@ export interface CommentRecord {
   repositoryDisabled?: true;
   /** A mention by someone without write access: the thread's one notice of the day that only writers can ask. */
   readerNotice?: true;
-  /** The `received` receipt as a tracking comment (issue 30): its last edit; `final` once the outcome is shown. */
+  /** The `received` receipt as a tracking comment: its last edit; `final` once the outcome is shown. */
   progress?: ProgressMemo & { final?: boolean };
   createdAt: string;
   updatedAt: string;
@@ -240,7 +240,7 @@ export interface LeaseRecord {
 }
 
 /**
- * `repository_owners`, key = the folded repoKey (issue 31, CCWEB_CLUSTER_MODE=active): the one node
+ * `repository_owners`, key = the folded repoKey (CCWEB_CLUSTER_MODE=active): the one node
  * that hosts the repository's actors, claims its tasks and takes the requests about it.
  */
 export interface RepositoryOwnerRecord {

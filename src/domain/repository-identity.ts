@@ -1,4 +1,4 @@
-// Which stored repository a name stands for (issue 29, finding 2). Pure.
+// Which stored repository a name stands for. Pure.
 //
 // Gitea compares owner and repository names without regard to letter case (it keeps `lower_name`
 // next to the name and looks repositories up by it), so `ACME/Widget` and `acme/widget` are one

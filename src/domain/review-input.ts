@@ -1,4 +1,4 @@
-// What the agent is given for a line comment or a review (issue 30). Pure. Intake renders it once, from
+// What the agent is given for a line comment or a review. Pure. Intake renders it once, from
 // what Gitea's review API answered (never from the webhook payload, which holds neither the review id
 // nor its line comments), and stores it as the task's instruction; the turn input quotes it as
 // untrusted data like any comment (src/sessions/developer-instructions.ts). The short summary

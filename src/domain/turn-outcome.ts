@@ -1,5 +1,5 @@
-// What one agent turn came to for its task (issue 34: this union was written three times — in
-// sessions/, in the executor's port and, under the same name, for Codex's raw turn end in codex/).
+// What one agent turn came to for its task, declared once (sessions/, the
+// executor's port and codex/ would otherwise each write their own copy of this union).
 // sessions/turn-result.ts decides it from Codex's report; the executor maps it to the task event.
 // In domain/ because both sides name it and neither imports the other.
 import type { CommentCall } from './records.js';

@@ -1,4 +1,4 @@
-// What the service stores about usage (issue 18). In domain/ (issue 34): the task and turn records
+// What the service stores about usage. In domain/ because the task and turn records
 // carry these types, and the platform imports no part (usage/ counts; this is what it writes). Per
 // turn and per task the fields sit on the existing records (`TurnRecord.usage`, `TaskRecord.usage`),
 // so the task detail shows them without a join; the sums per repository and per user live in the `usage` collection, one record per UTC

@@ -67,7 +67,7 @@ export interface ExecutorOptions {
    */
   replyExists?: (task: TaskRecord, turn: TurnRecord) => Promise<boolean>;
   /**
-   * The repository's owner/name on Gitea now, looked up by its id (issue 15: renames and transfers);
+   * The repository's owner/name on Gitea now, looked up by its id (it follows renames and transfers);
    * null when Gitea does not know it or cannot be asked (the record's owner/name are used then).
    */
   currentRepository?: (repo: RepositoryRecord) => Promise<{ owner: string; name: string } | null>;
@@ -254,7 +254,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         await send(t.taskId, replied);
         return;
       case 'waiting_user':
-        // The question must be on Gitea before the task waits on it, like an answer (issue 30): the
+        // The question must be on Gitea before the task waits on it, like an answer: the
         // machine verifies it first (verifying_reply, asking) and waits only once it is confirmed.
         await send(t.taskId, { type: 'TURN_WAITING_USER' });
         return;
@@ -298,7 +298,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     // (post-fallback.ts), and its verdict then finds the task moved on. A lost lease or a stopping
     // scheduler (the task still verifying) waits for the verdict, as before.
     const stopped = stoppedOutOf(t.taskId, 'verifying_reply', signal);
-    // A question (the machine's `asking`, issue 30) is re-posted by its own retry prompt, and its retry
+    // A question (the machine's `asking`) is re-posted by its own retry prompt, and its retry
     // turn ends asking again; an answer's by the answer's.
     const question = askingTurnOf(t.taskId);
     const retryPrompt = question

@@ -9,7 +9,7 @@ import type { WorkspacePort } from './task-executor.js';
  * delivery), every resource gets its own git worktree over the repository's shared clone, so one
  * resource's leftovers never block another's tasks; without it, the repository's single checkout.
  * With `giteaUrl` (the service always gives it) the clone URL is built from the configured Gitea and
- * the repository's current owner/name, never taken from the record a payload wrote (issue 15): the
+ * the repository's current owner/name, never taken from the record a payload wrote: the
  * token goes to that origin only.
  */
 export function createWorkspaceAdapter(options: {

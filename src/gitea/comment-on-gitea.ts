@@ -1,6 +1,6 @@
 /**
  * One comment as Gitea has it (`GET /repos/{o}/{r}/issues/comments/{id}`), reduced to what intake
- * compares with a webhook payload (src/intake/confirm-comment.ts, issue 29 finding 1). Gitea scopes
+ * compares with a webhook payload (src/intake/confirm-comment.ts). Gitea scopes
  * the lookup to the repository: a comment of another repository is a 404 here. `issue_url` and
  * `pull_request_url` are HTML URLs, one of them empty (checked against a real Gitea 1.26.3 in
  * test/integration/comment-confirmation-real-gitea.test.ts).

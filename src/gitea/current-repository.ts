@@ -1,5 +1,5 @@
 /**
- * A registered repository's owner/name on Gitea now, looked up by its id (issue 15: renames and
+ * A registered repository's owner/name on Gitea now, looked up by its id (it follows renames and
  * transfers), for task-executor's `currentRepository`. Null when the record has no usable id.
  */
 import type { RepositoryRecord } from '../domain/records.js';

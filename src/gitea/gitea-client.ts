@@ -72,7 +72,7 @@ export interface GiteaClient {
   getRepositoryById(id: number): Promise<GiteaRepositoryRef>;
   /** `GET /version`: cheap reachability probe (readiness, doctor). */
   getVersion(): Promise<{ version: string }>;
-  /** One page of a pull request's reviews, oldest first (issue 30: a review delivery names no review id). */
+  /** One page of a pull request's reviews, oldest first (a review delivery names no review id). */
   listPullReviews(owner: string, repo: string, index: number, page: number, limit: number): Promise<GiteaPullReview[]>;
   /** A review's line comments with path, position and diff hunk. */
   listPullReviewComments(owner: string, repo: string, index: number, id: number): Promise<GiteaPullReviewComment[]>;

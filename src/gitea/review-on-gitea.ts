@@ -1,5 +1,5 @@
 /**
- * A pull request's reviews and a review's line comments as Gitea has them (issue 30), reduced to what
+ * A pull request's reviews and a review's line comments as Gitea has them, reduced to what
  * intake decides on (src/intake/review-tasks.ts). A review delivery names neither the review id nor its
  * line comments, so both are read here. Shapes checked against a real Gitea 1.26.3
  * (test/fixtures/gitea/webhooks/review_*.readback.json).

@@ -1,5 +1,5 @@
-// Readiness of the service's outside dependencies (issue 15: a missing gitea-mcp was found only by
-// the first task while /readyz said ready; Codex was "healthy" without being logged in). Each probe
+// Readiness of the service's outside dependencies, so that /readyz does not say ready while
+// a task would fail on one (a missing gitea-mcp, a Codex that is not logged in). Each probe
 // runs at start and then every `intervalMs` in the background; /readyz reads the last result, so it
 // stays cheap and never waits on a slow dependency. Until the first result a part is not ready.
 import type { ReadinessPart } from './readiness.js';

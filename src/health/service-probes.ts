@@ -1,4 +1,4 @@
-// What /readyz and `doctor` ask the outside dependencies (issue 15, finding 5).
+// What /readyz and `doctor` ask the outside dependencies.
 import type { CodexAppServerConnection } from '../codex/jsonrpc-connection.js';
 import type { GetAccountResponse } from '../codex/protocol/ts/v2/GetAccountResponse.js';
 import type { GiteaClient } from '../gitea/index.js';

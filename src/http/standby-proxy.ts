@@ -1,4 +1,4 @@
-// What a standby answers while another node writes (issue 31): every request goes on to the writer,
+// What a standby answers while another node writes: every request goes on to the writer,
 // so a load balancer may send anything to any node (webhooks, the API, the admin page, live events)
 // and the writer answers it with its usual guarantees (a webhook is durable before its 202). The
 // body passes through byte for byte, since webhook signatures cover it; the client's address goes

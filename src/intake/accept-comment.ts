@@ -91,8 +91,8 @@ export interface IntakeOptions {
   commentOnGitea: (owner: string, repo: string, id: number) => Promise<GiteaCommentFacts>;
   /**
    * Gitea's review API (src/gitea/review-on-gitea.ts): a review delivery names neither the review nor
-   * its line comments, so both are read here (issue 30). Unset: review deliveries are ignored as
-   * `unsupported_event`, as before.
+   * its line comments, so both are read here. Unset: review deliveries are ignored as
+   * `unsupported_event`.
    */
   reviewOnGitea?: ReviewReader;
   /** Bounds of the retries of a comment Gitea has not decided on (pending-intake.ts). */
@@ -102,7 +102,7 @@ export interface IntakeOptions {
   /** How often the retry loop looks for due comments. Default 1000 ms. */
   pendingPollMs?: number;
   /**
-   * The repositories whose waiting comments this node asks Gitea about again (issue 31): the retry
+   * The repositories whose waiting comments this node asks Gitea about again: the retry
    * loop skips a comment of a repository another node owns, asked per comment at each pass. Only the
    * loop: which node handles a delivery is decided before intake. Default: every repository.
    */
@@ -315,7 +315,7 @@ export function createIntake(options: IntakeOptions): Intake {
   }
 
   /**
-   * A review delivery (issue 30): the review and its line comments read back from Gitea, then each task
+   * A review delivery: the review and its line comments read back from Gitea, then each task
    * they make (review-tasks.ts) written like an accepted comment, under its own delivery key part (one
    * delivery may make several tasks) and its own trigger (a Replay is a duplicate). A lookup Gitea
    * cannot answer now (5xx, a timeout, Gitea down, the bot's token refused) leaves the delivery waiting
@@ -552,7 +552,7 @@ export function createIntake(options: IntakeOptions): Intake {
     const found = await withTimeout(options.repositoryName(c.repo.id), permissionTimeoutMs, 'repository lookup').catch(() => null);
     if (found === null) return { comment: c, repoMismatch: false };
     const repoKey = `${INSTANCE_ID}:${found.owner}/${found.name}`;
-    // Another repository under this id: the payload's id is not its repository's (issue 29, finding 1).
+    // Another repository under this id: the payload's id is not its repository's.
     if (!sameRepoKey(repoKey, c.repoKey)) return { comment: c, repoMismatch: true };
     if (repoKey === c.repoKey || !isSafeName(found.owner) || !isSafeName(found.name)) return { comment: c, repoMismatch: false };
     return { comment: canonicalComment(c, { repoKey, owner: found.owner, name: found.name }), repoMismatch: false };

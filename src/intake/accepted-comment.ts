@@ -65,7 +65,7 @@ export function acceptedCommentRecord(i: AcceptedCommentInput): Omit<AcceptedCom
  * is stored once in `task_texts`, which the generic path does) and it carries no review context.
  */
 export function fitsAcceptedComment(c: NormalizedComment): boolean {
-  // A line comment's or a review's context (issue 30) is not in the format: the generic path keeps it.
+  // A line comment's or a review's context is not in the format: the generic path keeps it.
   return c.comment.body.length <= INLINE_TEXT_LIMIT && c.review === undefined;
 }
 

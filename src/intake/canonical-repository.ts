@@ -1,5 +1,5 @@
-// A normalised comment re-keyed to the repository record already stored for its name (issue 29,
-// finding 2; the rule is in src/domain/repository-identity.ts). A payload naming `ACME/Widget` for
+// A normalised comment re-keyed to the repository record already stored for its name (the
+// rule is in src/domain/repository-identity.ts). A payload naming `ACME/Widget` for
 // the stored `default:acme/widget` becomes a comment on `default:acme/widget`: same disabled
 // status, limits, lease, session and comment-trigger key. A name nothing is stored for keeps the
 // payload's form and registers the repository under it.

@@ -1,4 +1,4 @@
-// A comment is what Gitea says it is, not what a payload says (issue 29, finding 1). Anyone holding
+// A comment is what Gitea says it is, not what a payload says. Anyone holding
 // the webhook secret — every repository admin in the documented set-up — can sign a payload naming
 // any repository, any writer and any text; so before anything runs, intake reads the comment back
 // (`GET /repos/{o}/{r}/issues/comments/{id}`) and compares. Pure: the lookup is the caller's.

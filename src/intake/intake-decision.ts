@@ -57,7 +57,7 @@ export function decideWrite(plan: Plan, facts: WriteFacts): WriteDecision {
   if (plan.kind === 'ignored') return { kind: 'ignored', reason: plan.reason };
   if (!facts.hasComment) return { kind: 'none' };
   // 3. Disabled by an operator: no task, whoever asks.
-  // A writer's mention is told so once per thread and day (issue 29: not silence); nobody else is.
+  // A writer's mention is told so once per thread and day (not silence); nobody else is.
   // A probe (before the permission check) answers only when no notice is due: otherwise whether the
   // commenter may write decides, so the permission API is asked at most once per thread and day.
   if (facts.repositoryDisabled()) {

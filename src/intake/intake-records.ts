@@ -60,7 +60,7 @@ export function repositoryRecord(c: NormalizedComment, workspacePath: string, no
     name: c.repo.name,
     // Gitea's id: renames and transfers are followed by it (the executor asks Gitea before each clone/fetch).
     repoId: c.repo.id,
-    // As the payload said; informational only: git always uses CCWEB_GITEA_URL + owner/name (issue 15).
+    // As the payload said; informational only: git always uses CCWEB_GITEA_URL + owner/name.
     cloneUrl: c.repo.cloneUrl,
     workspacePath,
     defaultBranch: c.repo.defaultBranch,

@@ -8,7 +8,7 @@ export interface IntakeResponse {
 
 export const UNAUTHORIZED: IntakeResponse = { status: 401, body: { error: 'unauthorized' } };
 export const INVALID_PAYLOAD: IntakeResponse = { status: 400, body: { error: 'invalid_payload' } };
-/** A signed payload whose repository URLs name a host other than the configured Gitea (issue 15). */
+/** A signed payload whose repository URLs name a host other than the configured Gitea. */
 export const FOREIGN_REPOSITORY_ORIGIN: IntakeResponse = { status: 400, body: { error: 'foreign_repository_origin' } };
 export const UNSUPPORTED_MEDIA_TYPE: IntakeResponse = { status: 415, body: { error: 'unsupported_media_type' } };
 export const PAYLOAD_TOO_LARGE: IntakeResponse = { status: 413, body: { error: 'payload_too_large' } };

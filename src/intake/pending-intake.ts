@@ -1,4 +1,4 @@
-// A comment Gitea has not decided on yet (issue 29, finding 9). When the comment lookup or the
+// A comment Gitea has not decided on yet. When the comment lookup or the
 // permission lookup fails for a passing reason (5xx, a timeout, Gitea down, the bot's token refused),
 // the comment is neither run on the payload's word nor refused for good: it waits in
 // `pending_intake`, one record per comment (keyed by its trigger key, so a Replay finds it), and the
@@ -10,7 +10,7 @@
 // whatever its size, and at most `maxPending` wait (then 503: nothing is stored, Gitea shows the
 // delivery as failed, and its Replay is decided then).
 //
-// A review delivery (issue 30) waits the same way when Gitea's review API cannot answer now: its record
+// A review delivery waits the same way when Gitea's review API cannot answer now: its record
 // is keyed by the review delivery's payload (which names no review id; a Replay has the same bytes)
 // and holds the normalised review (its body removed, as a comment's) so that the retry can look the
 // review up again and make the tasks it stands for.

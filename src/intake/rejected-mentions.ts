@@ -1,9 +1,9 @@
-// Mentions by someone who may not trigger work (issue 29, finding 4). Anyone who can comment can
-// mention the bot, as often as they like: one rejected task per mention, kept forever, let a reader
-// grow the store without limit. So they are counted, like failed authentications
-// (security-events.ts): ONE `security_events` record per author and UTC day (kind
-// `mention_rejected`), updated in the intake transaction — exact, and raced by nothing — and
-// deleted by the retention sweep after CCWEB_SECURITY_EVENT_RETENTION_DAYS like every security event.
+// Mentions by someone who may not trigger work. Anyone who can comment can mention the bot, as often
+// as they like: one rejected task per mention, kept forever, would let a reader grow the store
+// without limit. So they are counted, like failed authentications (security-events.ts): ONE
+// `security_events` record per author and UTC day (kind `mention_rejected`), updated in the intake
+// transaction — exact, and raced by nothing — and deleted by the retention sweep after
+// CCWEB_SECURITY_EVENT_RETENTION_DAYS like every security event.
 //
 // The first REJECTED_TASKS_PER_AUTHOR_DAY of an author's day still become a task in `rejected` (with
 // an excerpt of the text, never the whole: task-texts.ts), so the operators' task list shows that

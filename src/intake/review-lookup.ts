@@ -1,4 +1,4 @@
-// What Gitea's review API says about a review delivery (issue 30): the review found (by sender, state and
+// What Gitea's review API says about a review delivery: the review found (by sender, state and
 // the hash of the body the payload names), its line comments, the pull request's author when the
 // repository's "request changes" option needs it, and the reviewer's write access — then what that makes
 // (review-tasks.ts). A 404 is a clear "no" (refused); any other failure is no answer (undecided: the

@@ -1,4 +1,4 @@
-// What a review delivery becomes (issue 30), decided from what Gitea's review API answered. Pure: the
+// What a review delivery becomes, decided from what Gitea's review API answered. Pure: the
 // lookups are the caller's (accept-comment.ts).
 //
 // - The review is found on Gitea, not taken from the payload: the latest review on that pull request by

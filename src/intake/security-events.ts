@@ -1,10 +1,10 @@
-// Requests that fail authentication come from anyone who can reach the webhook URL (issue 15: one
-// audit event each, even rate-limited, let a stranger add ≈ 70 MB a day). They are aggregated: one
-// `security_events` record per source (TCP peer) and window, written when the source is first seen
-// in the window and updated once with its count when the window closes; at most `maxSources`
-// sources per window get their own record, the rest share one record with source `other`. The
-// records expire after `retentionMs` (the retention sweep deletes them), unlike the append-only audit.
-// Worst case per window: maxSources + 1 inserts and as many updates, whatever the request rate.
+// Requests that fail authentication come from anyone who can reach the webhook URL: one audit event
+// each, even rate-limited, would let a stranger add ≈ 70 MB a day. They are aggregated: one
+// `security_events` record per source (TCP peer) and window, written when the source is first seen in
+// the window and updated once with its count when the window closes; at most `maxSources` sources per
+// window get their own record, the rest share one record with source `other`. The records expire
+// after `retentionMs` (the retention sweep deletes them), unlike the append-only audit. Worst case
+// per window: maxSources + 1 inserts and as many updates, whatever the request rate.
 import type { Store } from '../store/types.js';
 
 export const SECURITY_EVENTS = 'security_events' as const;

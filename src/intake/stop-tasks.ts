@@ -1,4 +1,4 @@
-// `@ccweb-bot stop`: which tasks of a resource a stop reaches, and the event each one gets (issue 29:
+// `@ccweb-bot stop`: which tasks of a resource a stop reaches, and the event each one gets (in
 // every non-terminal state). A task with nothing in flight is cancelled at once; one whose work is
 // in flight (workspace, turn, publishing, verification) is aborted: the executor stops that work,
 // publishes nothing more, and releases the lease only once it has stopped. A task already

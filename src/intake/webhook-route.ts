@@ -1,7 +1,7 @@
 // The only Koa-aware file of intake: reads the raw body (no body parser — the signature is over the
 // exact bytes), enforces the size limit and the body deadline while reading, and hands the bytes to
 // intake. Nothing reaches intake before the whole body is here, so a cut body loses nothing accepted.
-// In intake/, next to what it calls (issue 34): webhook/ reads a delivery as Gitea sends it and
+// In intake/, next to what it calls: webhook/ reads a delivery as Gitea sends it and
 // imports nothing of intake, so intake/ → webhook/ is the one arrow between them.
 import Router, { type RouterContext } from '@koa/router';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
@@ -38,7 +38,7 @@ export interface WebhookRouterOptions {
   /** The whole body must arrive within this (CCWEB_HTTP_BODY_TIMEOUT_SECONDS); later → 408. */
   bodyTimeoutMs?: number;
   /**
-   * Several nodes (issue 31): asked once the body is read and before intake, unless another node
+   * Several nodes: asked once the body is read and before intake, unless another node
    * forwarded the request here already. Undefined: intake handles it here; an answer: that is the
    * answer (the owner's, src/cluster/forward-to-owner.ts).
    */

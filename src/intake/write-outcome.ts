@@ -11,7 +11,7 @@
 //
 // A rejected or refused mention never runs: its task keeps an excerpt of the text, not the text, and
 // a rejected one is counted per author and day (rejected-mentions.ts); past a few a day it gets no
-// task at all (issue 29).
+// task at all.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
@@ -157,7 +157,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
         return { response, stop: targets };
       }
       // Nothing to stop: the thread is told so, once (a task in `ignored` that never runs, and its one
-      // comment), instead of silence (issue 29).
+      // comment), instead of silence.
       delivery('accepted', 'stop', taskId, response);
       trigger(taskId);
       const event = audit('webhook.stop', { taskId, metadata: { taskIds, events: [] } });

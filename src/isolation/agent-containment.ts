@@ -1,4 +1,4 @@
-// Nothing the agent started may outlive the service (issue 29, finding 11).
+// Nothing the agent started may outlive the service.
 //
 // Codex runs each agent command in `bwrap --die-with-parent --new-session --as-pid-1 …`. That ties a
 // sandbox to its direct parent only, and not even fully: bubblewrap's child arms its parent-death

@@ -1,4 +1,4 @@
-// Where the agent's shell commands run (issue 16). Comment text, issue bodies and every file of a
+// Where the agent's shell commands run. Comment text, issue bodies and every file of a
 // repository are untrusted, so a command the agent runs must reach no credential and no other
 // repository. The wall is Codex's own Linux sandbox (bubblewrap + seccomp), driven by a permission
 // profile this module writes:

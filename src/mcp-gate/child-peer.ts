@@ -1,5 +1,5 @@
-// The gate's side of its child, the real gitea-mcp: a JSON-RPC client over the child's stdio, as the
-// MCP SDK's Client was before issue 33 (same handshake, same 60 s per request, the same error texts
+// The gate's side of its child, the real gitea-mcp: a JSON-RPC client over the child's stdio that
+// behaves as the MCP SDK's Client does (same handshake, same 60 s per request, the same error texts
 // in the calls file), in node builtins only. The gate builds every message it sends here itself;
 // nothing Codex wrote is passed through as it came.
 import { spawn, type ChildProcess } from 'node:child_process';

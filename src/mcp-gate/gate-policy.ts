@@ -1,4 +1,4 @@
-// What the agent may do through Gitea (issue 28): the pure half of the gate between Codex and the
+// What the agent may do through Gitea: the pure half of the gate between Codex and the
 // real gitea-mcp. The agent may have been talked into anything by a comment or a file, and gitea-mcp
 // holds a token that can merge, rewrite the default branch, change Actions secrets and read every
 // repository the bot sees. So the gate passes only what the task needs:

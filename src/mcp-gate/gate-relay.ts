@@ -1,6 +1,6 @@
-// The gate's side towards Codex: the MCP methods it serves over newline-delimited JSON-RPC (issue 33;
-// before, the MCP SDK's Server). It frames and answers; every decision on a tool call is
-// gate-policy.ts's, exactly as before, and every call is written to the thread's calls file.
+// The gate's side towards Codex: the MCP methods it serves over newline-delimited JSON-RPC, with
+// no SDK (gate-server.ts says why). It frames and answers; every decision on a tool call is
+// gate-policy.ts's, and every call is written to the thread's calls file.
 //
 // Served: `initialize`, `ping`, `tools/list` (the child's tools narrowed by the policy), `tools/call`.
 // Any other request is answered "Method not found" (what the SDK's Server answered too); notifications

@@ -5,8 +5,8 @@
 // Start-up: the child is started and initialised first, so a gitea-mcp that fails or hangs at start
 // fails the gate's own `initialize` (Codex reports an MCP start failure for the thread, as before).
 // Every tools/call is decided, forwarded or refused, and written to the thread's calls file
-// (gate-relay.ts). Node builtins only (issue 33): the MCP SDK, zod and ajv took 1–17 s to load under
-// load before the gate could answer; the relay frames JSON-RPC lines itself (jsonrpc-lines.ts).
+// (gate-relay.ts). Node builtins only: the MCP SDK, zod and ajv take 1–17 s to load under
+// load before the gate can answer; the relay frames JSON-RPC lines itself (jsonrpc-lines.ts).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ChildPeer } from './child-peer.js';

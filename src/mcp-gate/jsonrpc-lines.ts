@@ -1,7 +1,7 @@
-// The gate's framing (issue 33): MCP's stdio transport is JSON-RPC 2.0, one message per line. This
-// module is the pure half: cutting a byte stream into lines (bounded, so a peer cannot make the gate
-// buffer without end), and sorting one line into request, notification, response or invalid. It
-// replaces the MCP SDK's transports and zod schemas, whose loading was most of a thread's start
+// The gate's framing: MCP's stdio transport is JSON-RPC 2.0, one message per line. This module is the
+// pure half: cutting a byte stream into lines (bounded, so a peer cannot make the gate buffer without
+// end), and sorting one line into request, notification, response or invalid. It stands in for the
+// MCP SDK's transports and zod schemas, whose loading would be most of a thread's start
 // (docs/bench-task.md); what a message may do is still decided by gate-policy.ts alone.
 //
 // Conservative by design: the gate is the agent's only way to Gitea, so anything it cannot read as

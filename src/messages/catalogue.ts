@@ -37,7 +37,7 @@ export const EXPLAINED_ERROR_CODES = [
   'rest_fallback_failed',
   'rest_fallback_unconfirmed',
   'reply_unconfirmed',
-  // Change delivery (issue 14).
+  // Change delivery.
   'push_rejected',
   'push_conflict',
   'push_failed',
@@ -50,7 +50,7 @@ export const EXPLAINED_ERROR_CODES = [
   'publish_git_failed',
   'publish_gitea_failed',
   'publish_failed',
-  // What the publisher refuses (issue 29).
+  // What the publisher refuses.
   'fork_edits_not_allowed',
   'fork_unreachable',
   'publish_protected_paths',
@@ -63,27 +63,27 @@ export const EXPLAINED_ERROR_CODES = [
 ] as const;
 export type ExplainedErrorCode = (typeof EXPLAINED_ERROR_CODES)[number];
 
-/** Daily quotas and per-task budgets that have a notice of their own (issue 18). */
+/** Daily quotas and per-task budgets that have a notice of their own. */
 export type QuotaCode = 'quota_user_tasks_per_day' | 'quota_repo_tokens_per_day';
 export type BudgetCode = 'budget_task_tokens' | 'budget_task_turns' | 'budget_task_wall_time';
 
 /**
- * The words about limits and blocks (issue 18). Numbers arrive already formatted (`1,200`), times as
+ * The words about limits and blocks. Numbers arrive already formatted (`1,200`), times as
  * `2026-12-02 00:00 UTC`, so every language shows them the same way.
  */
 export interface LimitMessages {
   /** The one comment a mention over a daily quota gets. Must start with `giteabot: `. */
   refused(p: { taskId: string; mention: string | null; code: QuotaCode; used: string; limit: string; retryAt: string }): string;
   /**
-   * The one comment a mention longer than the agent can take gets (issue 29). `chars` and `limit`
+   * The one comment a mention longer than the agent can take gets. `chars` and `limit`
    * are characters (Unicode code points). Must start with `giteabot: `.
    */
   tooLong(p: { taskId: string; mention: string | null; chars: string; limit: string }): string;
-  /** The one answer to a `stop` that found nothing to stop on the thread (issue 29). Must start with `giteabot: `. */
+  /** The one answer to a `stop` that found nothing to stop on the thread. Must start with `giteabot: `. */
   nothingToStop(p: { mention: string | null }): string;
   /**
    * The one notice per thread and day that a mention in a repository an operator disabled gets
-   * (issue 29: not silence). Must start with `giteabot: `.
+   * (not silence: the writer learns why nothing runs). Must start with `giteabot: `.
    */
   repositoryDisabled(p: { mention: string | null }): string;
   /**
@@ -104,11 +104,11 @@ export interface LimitMessages {
   standalone(p: { taskId: string; text: string }): string;
 }
 
-// A stage of a task as its receipt shows it (issue 30); stored in the receipt row, so declared there.
+// A stage of a task as its receipt shows it; stored in the receipt row, so declared there.
 export type { ProgressStage };
 
 /**
- * The lines the receipt gains while its task runs and when it ends (issue 30). Durations arrive
+ * The lines the receipt gains while its task runs and when it ends. Durations arrive
  * formatted (`3 min 05 s`), steps as service-made names; links as URLs Gitea gave.
  */
 export interface ProgressMessages {

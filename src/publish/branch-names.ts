@@ -1,4 +1,4 @@
-// Deterministic names (issue 14): the same task, after any crash, pushes to the same branch and looks
+// Deterministic names: the same task, after any crash, pushes to the same branch and looks
 // for the same pull request, which is what makes check-then-act on Gitea possible.
 
 export const DEFAULT_BRANCH_PREFIX = 'ccweb/';

@@ -1,4 +1,4 @@
-// Which paths of a change the publisher never commits (issue 29): CI definitions. A workflow file the
+// Which paths of a change the publisher never commits: CI definitions. A workflow file the
 // agent writes runs, once pushed, on Gitea's runners with the repository's secrets — so a prompt
 // injected into an issue could turn the agent into a way to run code with them. The built-in CI
 // folders are refused unless the operator allows CI changes for the repository; paths the operator

@@ -1,4 +1,4 @@
-// The publisher's decisions from data alone (issue 14): which branch a change goes to, whether
+// The publisher's decisions from data alone: which branch a change goes to, whether
 // anything is owed, how a refusal is coded, when to try a pull request again. publisher.ts runs git
 // and the Gitea API around them.
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
@@ -50,7 +50,7 @@ const REPO_SEGMENT = /^(?!\.{1,2}$)[A-Za-z0-9_.-]{1,100}$/;
 /**
  * Where the change goes: an issue's own branch; a same-repository pull request's head branch; a
  * fork's pull request its head branch IN THE FORK, and only when its author allows edits by
- * maintainers (issue 29). Never a branch of the base repository for a fork: that would carry the
+ * maintainers. Never a branch of the base repository for a fork: that would carry the
  * fork's commits (its workflow files among them) into the base repository, where they run with its
  * secrets. Never the base's default branch, never an unsafe name (all throw a PublishError). A fork's
  * head may be the fork's own default branch: that is the branch its author opened for edits.

@@ -1,4 +1,4 @@
-// The agent's client-side tool (Codex "dynamic tool", issue 14): it publishes the change now — the
+// The agent's client-side tool (a Codex "dynamic tool"): it publishes the change now — the
 // same idempotent publisher the `publishing` step runs — and returns the pull request's URL, so the
 // agent's one answer can link it. The service does the work with its own credentials; the agent never
 // sees a token. Whatever the agent leaves unpublished is published after the turn anyway.

@@ -4,7 +4,7 @@ import type { Store } from '../store/types.js';
 import type { GitLogger } from '../workspace/run-git.js';
 import type { GiteaPullsClient } from './gitea-pulls.js';
 
-// Declared with the task record (issue 34): `task.publish` is a field of it.
+// Declared with the task record: `task.publish` is a field of it.
 export type { DeliveryMode, PublishRecord };
 
 export type PublishOutcome =

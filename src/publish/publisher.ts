@@ -1,4 +1,4 @@
-// Change delivery (issue 14): what a turn left in the resource's worktree reaches Gitea as commits on
+// Change delivery: what a turn left in the resource's worktree reaches Gitea as commits on
 // the resource's branch and (for an issue) one pull request — exactly once across crashes.
 //
 // The service commits, never the agent (author: the bot, trailer `Ccweb-Task: <taskId>`), and pushes
@@ -17,7 +17,7 @@
 // Refusals lose nothing: the change stays as a local branch `ccweb-kept/<taskId>` in the shared clone
 // and a patch file `<patchDir>/<taskId>.patch`, both named in the task record and the failure receipt.
 //
-// What never leaves (issue 29): a fork's pull request is delivered to its head branch in the fork,
+// What never leaves: a fork's pull request is delivered to its head branch in the fork,
 // only when its author allows edits by maintainers — never to a branch of the base repository, which
 // would carry the fork's commits (workflow files among them) there; and CI definitions
 // (protected-paths.ts) are not committed unless the operator allows it for the repository: they are
@@ -130,7 +130,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     if (!task) return { ok: false, errorCode: 'publish_failed', message: `task ${taskId} not found`, record: null };
     const repo = store.get<RepositoryRecord>('repositories', task.repoKey);
     if (!repo) return { ok: false, errorCode: 'publish_failed', message: `repository ${task.repoKey} not found`, record: null };
-    // The push goes to the configured Gitea, never to a URL a payload wrote (issue 15).
+    // The push goes to the configured Gitea, never to a URL a payload wrote.
     const remoteUrl = cloneUrlFor(options.giteaUrl, repo.owner, repo.name);
     const wt = worktreePathFor(task);
     const summary = summaryFor(opts.summary, store.byIndex<TurnRecord>('turns', 'taskId', taskId));
@@ -185,7 +185,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     // has nothing new (the common "answer only" turn).
     const statusArgs = ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all'];
     // The fast path's status is also step 1's: nothing touches the tree in between, and on a 10⁵-file
-    // tree each status costs about as much as the commit itself (issue 33).
+    // tree each status costs about as much as the commit itself.
     let firstStatus: GitResult | null = null;
     if (!owedBefore) {
       const status = (firstStatus = await git(statusArgs));

@@ -1,4 +1,4 @@
-// The git side of refused paths (issue 29, decisions in protected-paths.ts): what the agent changed
+// The git side of refused paths (the decisions are in protected-paths.ts): what the agent changed
 // under a CI folder is left out of the published commit, kept — a local branch
 // `ccweb-kept/<taskId>-withheld` and a patch `<taskId>.withheld.patch`, as for other refusals — and
 // then removed from the worktree, so the resource's next task does not find it as leftovers.

@@ -1,4 +1,4 @@
-// The notices about limits and blocks (issue 18), in the language of CCWEB_LOCALE: the words are in
+// The notices about limits and blocks, in the language of CCWEB_LOCALE: the words are in
 // the message catalogue (src/messages/catalogue.ts); this module only shapes the service-made data
 // they take (numbers, codes, UTC times, a checked login) the same way for every language.
 import type { InputTooLargeNotice, QuotaNotice } from '../domain/record-fields.js';
@@ -15,7 +15,7 @@ function utc(iso: string): string {
 
 const n = (v: number) => v.toLocaleString('en-US');
 
-// Stored on the refusal's receipt row (CommentRecord), so declared with it (issue 34).
+// Stored on the refusal's receipt row (CommentRecord), so declared with it.
 export type { InputTooLargeNotice, QuotaNotice };
 
 /** The one comment a mention over a daily quota gets. */

@@ -1,6 +1,6 @@
-// How a path refused from a published change is named in the bot's comment (issue 29). In receipts/,
-// which writes that comment (issue 34: it took this from publish/, while publish/ imports receipts/ —
-// a folder cycle).
+// How a path refused from a published change is named in the bot's comment. In receipts/,
+// which writes that comment, not in publish/: publish/ imports receipts/, and a folder cycle is
+// not allowed.
 
 /**
  * A refused path as the service writes it on Gitea: the name came from the agent's change, so only

@@ -1,7 +1,7 @@
 /**
  * Tells the user, once, when their task is parked or stopped for a reason they (or an operator) can
  * act on — `blocked_workspace`, a per-task budget — by EDITING the task's `已收到` receipt comment
- * instead of adding a comment (issue 18). Refusals by a daily quota have no receipt to edit: intake
+ * instead of adding a comment. Refusals by a daily quota have no receipt to edit: intake
  * queues their one comment for the outbox instead.
  *
  * Durable and once: a `comments` row of kind `notice` (`<taskId>:notice:<reason>`) is inserted when
@@ -40,15 +40,15 @@ export interface ReceiptNoticesOptions {
   /** Waits between attempts while the receipt is still pending or Gitea failed transiently. */
   retryDelaysMs?: readonly number[];
   /**
-   * The receipt's whole body as it reads now, when the receipt shows progress (issue 30,
-   * receipt-progress-worker.ts): the notice is one part of it, so an edit keeps the stage and the
+   * The receipt's whole body as it reads now, when the receipt shows progress
+   * (receipt-progress-worker.ts): the notice is one part of it, so an edit keeps the stage and the
    * outcome. Absent → the receipt sentence followed by the notice.
    */
   composeReceipt?: (taskId: string) => string | null;
   /** Told after a notice edited a task's receipt (the progress worker looks at it again). */
   onReceiptEdited?: (taskId: string) => void;
   /**
-   * The repositories this node tells users about (issue 31): a notice is recorded and sent only
+   * The repositories this node tells users about: a notice is recorded and sent only
    * while its task's repository is owned here (asked again for every notice of every pass); one whose
    * task is gone, by the node that leads. Default: every repository (one node).
    */

@@ -46,7 +46,7 @@ export interface ReceiptOutboxOptions {
   /** The language of the receipt texts (CCWEB_LOCALE); default zh. */
   locale?: Locale;
   /**
-   * The repositories this node sends receipts for (issue 31): a row is sent only while its task's
+   * The repositories this node sends receipts for: a row is sent only while its task's
    * repository is owned here (asked again for every row of every pass); a row whose task is gone,
    * by the node that leads. Default: every repository (one node).
    */

@@ -1,5 +1,5 @@
 /**
- * Keeps a task's `已收到` receipt up to date as its tracking comment (issue 30): the receipt is
+ * Keeps a task's `已收到` receipt up to date as its tracking comment: the receipt is
  * EDITED in place at each stage — never a new comment — and at the end shows the outcome with the
  * links (answer, branch, pull request), the duration and the tokens.
  *
@@ -51,7 +51,7 @@ export interface ReceiptProgressOptions {
   now?: () => Date;
   logger?: (msg: string, fields: Record<string, unknown>) => void;
   /**
-   * The repositories whose receipts this node edits (issue 31): a receipt is edited only while its
+   * The repositories whose receipts this node edits: a receipt is edited only while its
    * task's repository is owned here, asked again at each visit; one of another node's repository is
    * let go (looked at again on its next transition here, `touch` or `catchUp`). Default: every
    * repository (one node).

@@ -1,5 +1,5 @@
 /**
- * The receipt as the task's tracking comment (issue 30) — pure, no I/O: which stage a task state
+ * The receipt as the task's tracking comment — pure, no I/O: which stage a task state
  * shows, what the receipt says at that stage, and whether an edit is due. The worker that edits the
  * comment is receipt-progress-worker.ts.
  *
@@ -138,7 +138,7 @@ export function branchWebUrl(task: Pick<TaskRecord, 'commentUrl' | 'owner' | 're
   return `${base}/src/branch/${branch.split('/').map(encodeURIComponent).join('/')}`;
 }
 
-// Stored on the receipt row (`CommentRecord.progress`), so declared with it (issue 34).
+// Stored on the receipt row (`CommentRecord.progress`), so declared with it.
 export type { ProgressMemo };
 
 export type EditDecision = { kind: 'skip' } | { kind: 'wait'; ms: number } | { kind: 'edit' };

@@ -11,7 +11,7 @@
 //   unless CCWEB_TASK_RETENTION_DAYS is set. The audit log is never touched: it is append-only.
 // - Tasks of rejected or refused mentions (`rejected`, excerpt only: src/tasks/task-texts.ts) are
 //   deleted like finished tasks, but after the security-event retention counted from their
-//   creation (issue 29): anyone who can comment can make them, so they must not be kept forever.
+//   creation: anyone who can comment can make them, so they must not be kept forever.
 // - `security_events` (failed authentications, aggregated per source and window) expire after
 //   CCWEB_SECURITY_EVENT_RETENTION_DAYS (default 30): each record carries its `expiresAt`.
 // - Before any of that, finished tasks older than CCWEB_ARCHIVE_AFTER_MINUTES are archived
@@ -188,7 +188,7 @@ export interface RetentionWorkerOptions extends SweepOptions {
   firstDelayMs?: number;
   logger?: RetentionLogger;
   /**
-   * Retention is a chore of the whole cluster (issue 31): a periodic sweep runs only while this node
+   * Retention is a chore of the whole cluster: a periodic sweep runs only while this node
    * leads, asked at each sweep (leadership moves); otherwise it waits for the next interval.
    * Default: this node leads (one node).
    */

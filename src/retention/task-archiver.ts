@@ -23,7 +23,7 @@ export const ARCHIVED_WITH_TASK = {
   comment_triggers: 'triggerKey',
 } as const satisfies Record<keyof ArchivedRecordKeys, string> & Partial<Record<CollectionName, string>>;
 
-// Declared with the task record (`TaskRecord.archive`, issue 34).
+// Declared with the task record (`TaskRecord.archive`): the record's type says what it holds.
 export type { ArchivedRecordKeys, TaskArchiveInfo };
 
 export interface ArchiveOptions {
@@ -67,7 +67,7 @@ function recordsOf(store: Store, task: TaskRecord): ArchivedRecordKeys {
 export function archiveTask(tx: Tx, store: Store, taskId: string, cutoff: number, at: string): boolean {
   const task = tx.get<TaskRecord>('tasks', taskId);
   if (!task || notArchivable(store, task, cutoff) !== null) return false;
-  // Archived already (another node's sweep, issue 31: the candidates were picked before it was
+  // Archived already (another node's sweep: the candidates were picked before it was
   // applied): archiving again would list none of its records, which left the indexes with it.
   if (!store.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey).some((t) => t.taskId === taskId)) return false;
   const records = recordsOf(store, task);

@@ -377,7 +377,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     // A task that ended before its receipt was posted gets its final edit right after the post.
     onSent: (taskId) => progressRef?.touch(taskId),
   });
-  // The receipt as the task's tracking comment (issue 30): edited at each stage, at most once per interval.
+  // The receipt as the task's tracking comment: edited at each stage, at most once per interval.
   const progress = createReceiptProgress({
     store,
     scope,
@@ -422,9 +422,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       async (owner, repo, login) => (await gitea.getCollaboratorPermission(owner, repo, login)).permission as RepoPermission,
     ),
     repositoryName: repositoryNameOnGitea(gitea),
-    // Every acting comment is read back from Gitea first (issue 29, finding 1).
+    // Every acting comment is read back from Gitea first: a payload is not proof that the comment exists.
     commentOnGitea: commentOnGitea(gitea),
-    // Review deliveries carry neither the review nor its line comments: read back from Gitea (issue 30).
+    // Review deliveries carry neither the review nor its line comments: read back from Gitea.
     reviewOnGitea: reviewOnGitea(gitea),
     pendingRetry: { maxAttempts: config.intakeConfirmAttempts ?? DEFAULTS.intakeConfirmAttempts },
     maxPending: config.intakeMaxPending ?? DEFAULTS.intakeMaxPending,

@@ -1,5 +1,5 @@
 /**
- * The service's outside dependencies, checked at start and periodically (issue 15): Gitea, the
+ * The service's outside dependencies, checked at start and periodically: Gitea, the
  * gitea-mcp command, and whether Codex is logged in. /readyz reads their last results; each change
  * is logged once (`probeChangeLog`).
  */

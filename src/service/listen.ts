@@ -1,5 +1,5 @@
 // The HTTP server every route is served by, with the limits that keep slow or many clients from
-// holding it (issue 29): Node's defaults let a client trickle headers for 60 s and a body for 300 s,
+// holding it: Node's defaults let a client trickle headers for 60 s and a body for 300 s,
 // checked only every 30 s, and accept any number of connections.
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { hostname } from 'node:os';

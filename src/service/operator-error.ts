@@ -1,4 +1,4 @@
-// Failures an operator causes and can fix (issue 15): one line naming the cause, the configuration
+// Failures an operator causes and can fix: one line naming the cause, the configuration
 // key and the fix, and an exit code systemd can tell apart from a crash (sysexits.h values, see
 // docs/operations.md "Start-up failures and exit codes"). Anything else is a crash: exit 1 with the stack.
 

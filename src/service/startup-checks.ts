@@ -1,5 +1,5 @@
-// Start-up checks that turn an operator's mistake into one clear line before anything is opened
-// (issue 15): the data directory, the Codex and gitea-mcp commands, CODEX_HOME, Gitea and its token, the port.
+// Start-up checks that turn an operator's mistake into one clear line before anything is opened:
+// the data directory, the Codex and gitea-mcp commands, CODEX_HOME, Gitea and its token, the port.
 import { accessSync, closeSync, constants, existsSync, fsyncSync, mkdirSync, openSync, realpathSync, rmSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/index.js';

@@ -1,4 +1,4 @@
-// Which notifications of a turn say what the agent is doing (issue 30; the order of a turn's
+// Which notifications of a turn say what the agent is doing (the order of a turn's
 // notifications is in ../codex FACTS: item/started precedes an item's work, turn/plan/updated
 // carries the whole plan each time). Pure: a notification in, a step (or null) out.
 import { plainName, type AgentStep } from '../domain/agent-step.js';

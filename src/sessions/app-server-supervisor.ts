@@ -61,7 +61,7 @@ export interface AppServerSupervisor {
   /**
    * Ends the current process at once (SIGKILL) and resolves when it is gone; the supervisor then
    * restarts it as after any exit. For a turn whose stop Codex never confirmed: its commands live in
-   * that process's PID namespace (agent-containment.ts), so they end with it (issue 29), and only then
+   * that process's PID namespace (agent-containment.ts), so they end with it, and only then
    * may its task give up the repository lease. Other turns in the process are handed to `onTurnsLost`.
    */
   terminate(reason: string): Promise<void>;
@@ -137,7 +137,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     try {
       await started;
     } catch (err) {
-      // One line an operator can act on (issue 15): what failed, which keys to look at, what to run.
+      // One line an operator can act on: what failed, which keys to look at, what to run.
       logger.error(
         { error: errorText(err).slice(0, 300), generation: gen, keys: ['CCWEB_CODEX_COMMAND', 'CODEX_HOME'] },
         'codex app-server start-up failed [CCWEB_CODEX_COMMAND, CODEX_HOME]: retrying with backoff, /readyz reports it; run `ccweb-gitea doctor` to see why (a broken CODEX_HOME/config.toml, a codex binary that does not run here)',

@@ -106,7 +106,7 @@ export function turnInputText(task: TaskRecord, opts: TurnInputOptions): string 
   ].join('\n');
 }
 
-/** A line comment or a review (issue 30): what it is, the quoted text with its files, lines and hunks, where the answer goes. */
+/** A line comment or a review: what it is, the quoted text with its files, lines and hunks, where the answer goes. */
 function reviewInput(author: string, where: string, url: string, r: ReviewContext, quotedText: string[]): string[] {
   const what =
     r.kind === 'line_comment'

@@ -56,7 +56,7 @@ export interface SessionManagerOptions {
   };
   /** Usage accounting and per-task budgets (src/usage/): none when absent. */
   usage?: TurnUsageHooks;
-  /** What the agent is doing, as a turn's notifications say (issue 30: the receipt shows it). */
+  /** What the agent is doing, as a turn's notifications say (the receipt shows it). */
   onStep?: (taskId: string, step: AgentStep) => void;
 }
 

@@ -266,7 +266,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     }
     // Codex never confirmed the stop: the turn may still be running commands. They end with the
     // app-server's process (its PID namespace) before this turn returns — and so before its task can
-    // give up the repository lease to a next task on the same workspace (issue 29).
+    // give up the repository lease to a next task on the same workspace.
     if (gaveUp) await supervisor.terminate('turn_stop_unconfirmed').catch((err) => logger.error({ taskId: task.taskId, turnKey, error: errorText(err) }, 'could not end the app-server of an unconfirmed stop'));
 
     const turnId = a.turnId;

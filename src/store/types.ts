@@ -38,7 +38,7 @@ export type StoredRecord = Record<string, unknown>;
 
 /**
  * What the typed accessors (`get<T>`, `put<T>` …) take and hand back: a record's own interface. Record
- * interfaces declare every field they hold and nothing else (issue 34: an index signature let any field
+ * interfaces declare every field they hold and nothing else (an index signature would let any field
  * be written and read unchecked), and TypeScript does not let an interface without one stand where
  * `Record<string, unknown>` is asked — so the bound is `object`, and the store sees a StoredRecord inside.
  */

@@ -1,12 +1,13 @@
-// A comment's text is stored once per task (issue 15: every task transition rewrites the whole task
-// record, so a 1.9 MB comment grew the journal by 5.7 MB within seconds). A text longer than
-// INLINE_TEXT_LIMIT goes into its own `task_texts` record, written once, straight to the store's
-// cold tier (it is only read by key); the task record keeps a preview and the reference. Readers
-// that need the whole text (the agent's instructions) go through `withFullTexts`.
+// A comment's text is stored once per task: every task transition rewrites the whole task record, so
+// a 1.9 MB comment stored in it would grow the journal by 5.7 MB within seconds. A text longer than
+// INLINE_TEXT_LIMIT goes into its own `task_texts` record, written once, straight to the store's cold
+// tier (it is only read by key); the task record keeps a preview and the reference. Readers that need
+// the whole text (the agent's instructions) go through `withFullTexts`.
 //
-// A mention that is refused or rejected never runs, so its text is never needed whole (issue 29:
-// three 1.4 MB mentions by a reader grew the store by 4.2 MB, kept forever). Its task keeps only an
-// excerpt, the text's length and its sha256 (`taskWithExcerptOnly`), whatever the text's size.
+// A mention that is refused or rejected never runs, so its text is never needed whole, and anyone
+// who can read can send many large ones (three 1.4 MB mentions would add 4.2 MB to the store). Its
+// task keeps only an excerpt, the text's length and its sha256 (`taskWithExcerptOnly`), whatever the
+// text's size.
 import { createHash } from 'node:crypto';
 import type { TaskRecord } from '../domain/records.js';
 import type { Store, Tx } from '../store/types.js';

@@ -1,4 +1,4 @@
-// Rate limits of the model provider (issue 18). Codex reports the account's windows in
+// Rate limits of the model provider. Codex reports the account's windows in
 // `account/rateLimits/updated` (used %, reset time) and ends a turn refused by the provider with a
 // `codexErrorInfo` naming it (`usageLimitExceeded`, `rateLimitExceeded`, or an HTTP 429 after its
 // own retries). Either way the answer is the same: hold new claims (and due retries) until the

@@ -1,4 +1,4 @@
-// Daily quotas at intake (issue 18): tasks per user per UTC day and tokens per repository per UTC
+// Daily quotas at intake: tasks per user per UTC day and tokens per repository per UTC
 // day. Intake calls this inside its one transaction, so the count it checks and the count it
 // raises cannot race another webhook. A refused mention becomes a task in `rejected` with ONE
 // comment saying when it can run again (the receipt outbox posts it); it never runs.

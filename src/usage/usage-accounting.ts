@@ -1,4 +1,4 @@
-// Usage accounting and per-task budgets for Codex turns (issue 18), plugged into the session
+// Usage accounting and per-task budgets for Codex turns, plugged into the session
 // manager as `TurnUsageHooks`:
 // - `beforeTurn`: a task already at a limit gets no new turn; otherwise how long this turn may run
 //   before the task's wall-time budget is spent;

@@ -1,4 +1,4 @@
-// Usage metrics on the service's registry (issue 18). Counters are fed when a turn's usage is
+// Usage metrics on the service's registry. Counters are fed when a turn's usage is
 // recorded; the per-repository figures of today and the provider hold are read on each scrape.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Store } from '../store/types.js';

@@ -4,14 +4,14 @@
 // 1. deny list (case-insensitive logins) → not authorised, whatever their permissions;
 // 2. allow list, when set and non-empty → the login must be on it (an extra requirement, never a
 //    bypass of the permission check);
-// 3. the signed `repository.permissions` from the webhook is a hint, never the decision (issue 15:
-//    every repository admin who added the webhook knows the secret and can sign any payload): present
+// 3. the signed `repository.permissions` from the webhook is a hint, never the decision (every
+//    repository admin who added the webhook knows the secret and can sign any payload): present
 //    without `push`/`admin` → not authorised (no API call: a forged "no" only hurts its forger);
 // 4. otherwise ask Gitea (`GET /repos/{o}/{r}/collaborators/{user}/permission`) through
 //    `fetchPermission`: `write`/`admin`/`owner` → allowed, `none`/`read` → not authorised;
 //    Gitea's 404 (no such user or repository) → not authorised; any other throw or an unknown answer
 //    → `permission_check_failed`: undecided, never a "yes" — intake keeps the comment waiting and asks
-//    again later (src/intake/pending-intake.ts, issue 29 finding 9), it is not a refusal.
+//    again later (src/intake/pending-intake.ts), it is not a refusal.
 
 export type RepoPermission = 'none' | 'read' | 'write' | 'admin' | 'owner';
 

@@ -8,7 +8,7 @@
 // - right of the login: end of text or a character that cannot continue a Gitea login (ASCII letter,
 //   digit, `_`, `-`, or `.` followed by one of those) — so `@ccweb-botx` and `@ccweb-bot-2` are other
 //   users, while `@ccweb-bot.`, `@ccweb-bot,` and `@ccweb-bot请` are mentions.
-// Only text Gitea shows as prose counts (issue 15: a mention hidden in an HTML comment started a task).
+// Only text Gitea shows as prose counts: a mention hidden in an HTML comment must not start a task.
 // The comment is parsed as CommonMark + GFM tables/strikethrough by markdown-it (Gitea renders with
 // goldmark, CommonMark + GFM) and only the text of paragraphs, headings, list items and table cells
 // is searched. Not prose: fenced and indented code blocks, inline code spans, HTML comments and any

@@ -1,4 +1,4 @@
-// The commenter's write access is confirmed with Gitea (issue 15), not taken from the payload. One
+// The commenter's write access is confirmed with Gitea, not taken from the payload. One
 // comment thread can bring many mentions in a minute, so answers are cached briefly per repository
 // and user; failures are never cached (the next mention asks again, and meanwhile fails closed).
 // A revoked permission takes effect at most `ttlMs` later.

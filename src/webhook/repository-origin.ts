@@ -1,4 +1,4 @@
-// The Gitea host is configuration, never payload (issue 15). Anyone who knows a webhook secret — every
+// The Gitea host is configuration, never payload. Anyone who knows a webhook secret — every
 // repository admin who added the webhook — can sign a payload, so nothing in it may decide where the
 // bot's token goes: clone, fetch and push URLs are built from CCWEB_GITEA_URL and the repository's
 // owner/name (src/gitea/clone-url.ts), and a payload whose repository URLs name another host is

@@ -1,4 +1,4 @@
-// Gitea's review deliveries (issue 30) → a normalised review event. Pure.
+// Gitea's review deliveries → a normalised review event. Pure.
 //
 // Recorded from a real Gitea 1.26.3 (test/fixtures/gitea/webhooks/review_*): a new line comment (the web
 // UI's "Add single comment", or a review through the API) and a submitted review both arrive as

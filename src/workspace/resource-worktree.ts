@@ -1,8 +1,8 @@
-// One git worktree per resource (issue / pull request) over the repository's shared clone (issue 14):
-// the agent of issue #3 works in its own directory, so whatever it leaves there can never block the
-// tasks of issue #4. The shared clone (prepareWorkspace, context issue, objectsOnly) holds the objects
-// and the remote-tracking refs and has no working tree (issue 33: a 10⁵-file tree is written once per
-// resource, not once more for nobody); nobody works in it. One made before that (with a checkout) is
+// One git worktree per resource (issue / pull request) over the repository's shared clone: the
+// agent working on one issue has its own directory, so whatever it leaves there can never block the
+// tasks of another. The shared clone (prepareWorkspace, context issue, objectsOnly) holds the objects
+// and the remote-tracking refs and has no working tree (a 10⁵-file tree is written once per
+// resource, not once more for nobody); nobody works in it. A shared clone that has a checkout is
 // left as it is.
 //
 // Layout: <root>/<instance>/<owner>/<repo> (the shared clone, unchanged) and
@@ -162,7 +162,7 @@ async function worktree(input: ResourceWorktreeInput, repoPath: string, defaultB
       // Its own unfinished work (continueDirty): left exactly as it is.
     } else if (head === upstreamSha && current === branch) {
       // Already there (the resource's last task pushed this very commit): a checkout would only
-      // re-read a 10⁵-file index to change nothing (issue 33).
+      // re-read a 10⁵-file index to change nothing.
     } else if (head && current === branch && !(await isAncestor(git, head, upstreamSha, wtPath))) {
       // Unpublished local commits: keep them; publishing brings them onto the remote branch.
       keptLocalCommits = await countAhead(git, upstreamSha, head, wtPath);

@@ -55,7 +55,7 @@ export async function runGit(args: readonly string[], options: RunGitOptions): P
   const secrets = [...(options.secrets ?? []), ...(options.token ? [options.token] : [])];
   const env = gitEnvironment({ token: options.token, scopeUrl: options.scopeUrl });
   const started = Date.now();
-  // A stopped task starts no git command at all (issue 29: nothing is pushed after a stop).
+  // A stopped task starts no git command at all: nothing is pushed after a stop.
   if (options.signal?.aborted) return { ok: false, exitCode: null, stdout: '', stderr: 'not started: the task was stopped', timedOut: true, durationMs: 0 };
   let timedOut = false;
   const subprocess = execa('git', [...args], {

@@ -332,7 +332,7 @@ export function caseFactories(secret: string): CaseFactory[] {
         const target = post ? pick(rand, ['/control/pause', '/control/resume', '/repos/default:acme%2Fwidget/disable', '/tasks/x/cancel', '/events/ticket']) : path;
         const body = post ? Buffer.from(JSON.stringify({ requestId: randomUUID(), operator: 'mallory', reason: 'x' })) : undefined;
         const headers = [...(auth ? [auth] : []), ...(body ? ['Content-Type: application/json', `Content-Length: ${body.length}`] : [])];
-        // 429 once the client failed 10 times within a minute (issue 15: failed admin authentications are limited).
+        // 429 once the client failed 10 times within a minute: failed admin authentications are limited.
         return { category: 'admin API without/with a wrong token', request: { method: post ? 'POST' : 'GET', path: `${API_PREFIX}${target}`, headers, ...(body ? { body } : {}) }, expect: [401, 429], webhook: false };
       },
     },

@@ -1,4 +1,4 @@
-// Abuse (issue 9): ≥ 10,000 malformed and hostile requests (FUZZ_REQUESTS) against the real service
+// Abuse: ≥ 10,000 malformed and hostile requests (FUZZ_REQUESTS) against the real service
 // process — bad signatures, truncated and huge bodies, wrong types, deep JSON, invalid UTF-8, header
 // injection, traversal names, wrong content types, the admin API without its token, random paths.
 // Checks: the process never dies, no 5xx, every answer is one the case allows, every webhook 401 is
@@ -101,7 +101,7 @@ describe('abuse: hostile requests against the real service', () => {
     }
     const fiveXX = results.filter((r) => r.a.status !== null && r.a.status >= 500);
     const webhook401 = results.filter((r) => r.c.request.path === WEBHOOK_PATH && r.a.status === 401).length;
-    // Failed authentications are counted per source and window into security_events (issue 15), not audited one by one.
+    // Failed authentications are counted per source and window into security_events, not audited one by one.
     const securityRecords = securityEventRecords.length;
     const securityCounted = securityEventRecords.filter((r) => r.kind === 'invalid_signature' || r.kind === 'invalid_form').reduce((n, r) => n + r.count, 0);
     const byAction: Record<string, number> = {};

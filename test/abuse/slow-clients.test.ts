@@ -1,4 +1,4 @@
-// Slow and many clients (issue 29, finding 6) against the real service process, configured through
+// Slow and many clients against the real service process, configured through
 // its CCWEB_HTTP_* keys with small values so the test stays short: a client that trickles its headers
 // or its body is answered 408 and cut within the configured time (plus a margin), the service keeps
 // answering others meanwhile, and connections past CCWEB_HTTP_MAX_CONNECTIONS are refused without

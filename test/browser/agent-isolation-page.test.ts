@@ -1,4 +1,4 @@
-// The admin page says when the agent runs without isolation (CCWEB_AGENT_ISOLATION=off, issue 16),
+// The admin page says when the agent runs without isolation (CCWEB_AGENT_ISOLATION=off),
 // in real Chromium against the real operator routers; and says nothing when isolation is on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';

@@ -192,7 +192,7 @@ describe('visualizer', () => {
     expect(await page.$$('#chart g.state.current')).toHaveLength(1);
 
     // The executor reports a turn that needs the user: the chart follows over SSE, no reload.
-    // Issue 30: its question is verified on Gitea first (verifying_reply), then the task waits.
+    // Its question is verified on Gitea first (verifying_reply), then the task waits.
     await h.runtime.send(taskActorId('task-browser-2'), { type: 'TURN_WAITING_USER' });
     await h.runtime.send(taskActorId('task-browser-2'), { type: 'REPLY_CONFIRMED' });
     await page.waitForSelector('#chart g.state.current[data-state="waiting_user"]');

@@ -65,7 +65,7 @@ async function seed(): Promise<void> {
   await send(sessionActorId(RESOURCE), { type: 'THREAD_STARTED', threadId: 'thread-1' });
   await send(sessionActorId(RESOURCE), { type: 'TURN_STARTED', turnId: 'turn-1', taskId: WORKED });
   await send(sessionActorId(RESOURCE), { type: 'TURN_WAITING_USER', turnId: 'turn-1' });
-  // Issue 30: the question is verified on Gitea (verifying_reply) before the task waits.
+  // The question is verified on Gitea (verifying_reply) before the task waits.
   await send(taskActorId(WORKED), { type: 'TURN_WAITING_USER' });
   await send(taskActorId(WORKED), { type: 'REPLY_CONFIRMED' });
 
@@ -175,7 +175,7 @@ describe.each(VIEWPORTS)('admin page at $width×$height', (viewport) => {
       await page.waitForSelector(`tr[data-task-id="${REJECTED}"]`);
       expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
       expect(await clipped(page, '#tasks')).toEqual([]);
-      // The code, and under it its one-line meaning (issue 30).
+      // The code, and under it its one-line meaning.
       const errorCell = (id: string) => page.$eval(`tr[data-task-id="${id}"] td.error-code`, (td) => td.querySelector('.mono')?.textContent ?? td.textContent);
       const meaningOf = (id: string) => page.$eval(`tr[data-task-id="${id}"] td.error-code`, (td) => td.querySelector('.meaning')?.textContent ?? '');
       expect(await errorCell(REJECTED)).toBe('actor_not_authorized');
@@ -332,7 +332,7 @@ describe.each(VIEWPORTS)('visualizer at $width×$height', (viewport) => {
   it('actor list: ids and states uncut; the kind filter follows the machine', async () => {
     const { page, errors } = await signedIn(viewport, '/visualizer');
     try {
-      // Live actors first; finished ones (the rejected task) in their own list (issue 30).
+      // Live actors first; finished ones (the rejected task) in their own list.
       await page.waitForSelector(`#finished-actor-list a[data-actor-id="${taskActorId(REJECTED)}"]`, { state: 'attached' });
       expect(await clipped(page, '#actor-list')).toEqual([]);
       const live = await page.$$eval('#actor-list .actor-id', (ss) => ss.map((s) => s.textContent));

@@ -1,4 +1,4 @@
-// The admin page's security view (`#/security`, issue 29 finding 8) in real Chromium (Debian's
+// The admin page's security view (`#/security`) in real Chromium (Debian's
 // package, driven by playwright-core) against a real HTTP server: the operators' API and the real
 // webhook intake sharing one security-event sink, a real store. Wrong admin tokens and badly signed
 // webhooks are sent for real (each group from its own loopback address); a refused agent tool call

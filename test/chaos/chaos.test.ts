@@ -1,4 +1,4 @@
-// Chaos (issue 9): the real service process (`src/main.ts`) under a steady stream of signed comment
+// Chaos: the real service process (`src/main.ts`) under a steady stream of signed comment
 // webhooks across four repositories, the real Codex app-server driven by the scripted model, and
 // SIGKILL at random moments (CHAOS_KILLS, default 20), restarting each time. Deliveries sent while it
 // is down fail the way Gitea's do (no retry). At the end: every 202 has a task, no delivery made two,

@@ -1,4 +1,4 @@
-// Three nodes that all work at once (issue 31, CCWEB_CLUSTER_MODE=active), end to end: three real
+// Three nodes that all work at once (CCWEB_CLUSTER_MODE=active), end to end: three real
 // service processes with their own data directories and Codex homes on one real PostgreSQL, a REAL
 // Gitea 1.26 with four repositories whose webhooks go through a round-robin relay (the load
 // balancer), the real Codex app-server with the scripted agent, the real gitea-mcp. Each repository

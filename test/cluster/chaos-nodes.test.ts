@@ -1,4 +1,4 @@
-// Chaos on three nodes (issue 31): three real service processes on one real PostgreSQL behind a
+// Chaos on three nodes: three real service processes on one real PostgreSQL behind a
 // round-robin relay (the load balancer), a steady stream of signed comment webhooks across six
 // repositories, the real Codex app-server driven by the scripted model, the real gitea-mcp; a random
 // node is killed with SIGKILL CHAOS_NODE_KILLS times (default 20) and started again, and PostgreSQL

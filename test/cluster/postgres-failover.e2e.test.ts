@@ -1,4 +1,4 @@
-// Two nodes on one PostgreSQL (issue 31, as far as it goes: one node writes, the other waits as a
+// Two nodes on one PostgreSQL (one node writes, the other waits as a
 // standby), end to end: the real service processes with their own data directories and Codex
 // homes, a REAL Gitea 1.26 whose webhook goes through a round-robin relay (the load balancer), the
 // real Codex app-server with the scripted agent, the real gitea-mcp, a real PostgreSQL.

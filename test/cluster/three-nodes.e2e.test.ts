@@ -1,4 +1,4 @@
-// Three nodes on one PostgreSQL behind one URL (issue 31), end to end: three real service processes
+// Three nodes on one PostgreSQL behind one URL, end to end: three real service processes
 // with their own data directories and Codex homes, a REAL Gitea 1.26 whose webhook goes through a
 // round-robin relay (the load balancer) to all three, the real Codex app-server with the scripted
 // agent, the real gitea-mcp, a real PostgreSQL. One node writes; the two standbys listen and forward

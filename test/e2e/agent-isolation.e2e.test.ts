@@ -1,4 +1,4 @@
-// Red team (issue 16): a prompt-injected agent tries every way we know to the bot's credentials.
+// Red team: a prompt-injected agent tries every way we know to the bot's credentials.
 // The real service process, the real Codex app-server, the sandbox Gitea; the scripted model plays
 // the attacker: it runs a battery of shell commands through Codex's `exec_command` tool — every
 // visible process's environ and cmdline, `env`, the data dir, CODEX_HOME, another repository's

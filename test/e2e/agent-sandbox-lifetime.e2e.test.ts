@@ -1,4 +1,4 @@
-// Issue 29, finding 11: nothing the agent started outlives the service. The real service process,
+// Nothing the agent started outlives the service. The real service process,
 // the real Codex app-server and its bubblewrap sandbox, a real Gitea; the scripted model has the
 // agent run a long `sleep` through Codex's shell tool. While it runs the service is killed with
 // SIGKILL (and, in the second case, its whole process group): no process of the agent's command,

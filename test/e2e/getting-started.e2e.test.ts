@@ -20,8 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installStepsOf, type InstallStep } from '../../scripts/test-install/install-steps.js';
 import { REAL_GITEA_MCP_TAG } from '../support/real-gitea-mcp.js';
 import { freePort, giteaApi, startRealGitea, type RealGitea } from '../support/real-gitea/index.js';
-import { scriptedAgent } from '../support/sandbox/scripted-agent.js';
-import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../support/scripted-model/index.js';
+import { scriptedAgent } from '../../src/demo/scripted-agent.js';
+import { startScriptedModel, writeCodexHome, type ScriptedModel } from '../../src/demo/scripted-model.js';
 
 const checkout = join(import.meta.dirname, '..', '..');
 const guide = join(checkout, 'docs', 'getting-started.md');

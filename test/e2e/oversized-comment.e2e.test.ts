@@ -1,4 +1,4 @@
-// A mention longer than the agent can take (issue 29, finding 7), end to end against a REAL Gitea
+// A mention longer than the agent can take, end to end against a REAL Gitea
 // 1.26 and the real service process with the real Codex app-server (scripted model). A writer posts
 // a comment one character over the limit: Gitea delivers it, the service refuses it at intake with
 // ONE comment naming the limit, no task runs, nothing is retried, and the store keeps only a preview

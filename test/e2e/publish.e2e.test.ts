@@ -1,4 +1,4 @@
-// Change delivery end to end (issue 14): the real service process, a REAL Gitea 1.26, the real Codex
+// Change delivery end to end: the real service process, a REAL Gitea 1.26, the real Codex
 // app-server whose scripted model edits CHANGES.md through Codex's own shell tool (`exec_command`).
 // What the agent changed must reach Gitea as commits and one pull request, exactly once, read back.
 import { execFileSync } from 'node:child_process';
@@ -146,7 +146,7 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     const taskId = await mention(n, 'please fix the flaky login test (change-file)');
     const d = await waitForTask(taskId);
     expect(d.task.state, JSON.stringify(d.task)).toBe('succeeded');
-    // What it cost in git (issue 33: on a 10⁵-file tree every status is as dear as the commit): one
+    // What it cost in git (on a 10⁵-file tree every status is as dear as the commit): one
     // status of the worktree (the fast path's, reused for the commit), the branch read from Gitea
     // once before the push and once after it (the read-back).
     const gitRun = gitLines().slice(gitBefore);

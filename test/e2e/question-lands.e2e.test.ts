@@ -1,4 +1,4 @@
-// Questions land too (issue 30), end to end against a REAL Gitea 1.26.3: the real service process, the
+// Questions land too, end to end against a REAL Gitea 1.26.3: the real service process, the
 // real Codex app-server driven by the scripted model, the real gitea-mcp. When the agent ends its turn
 // asking the user something, the task waits only once the question is on Gitea, verified like an
 // answer (read back with the turn's marker): here the agent asks without posting its question, so the

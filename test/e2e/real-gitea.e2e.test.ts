@@ -236,7 +236,7 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
     const all = await env.gitea.deliveries(env.hookId);
     const own = all.filter((d) => (JSON.parse(d.payload) as { sender: { login: string } }).sender.login === 'ccweb-bot');
     expect(own.length).toBeGreaterThanOrEqual(8);
-    // A new comment of the bot's is ignored as its own; an edit (the receipt's progress, issue 30) as an edit.
+    // A new comment of the bot's is ignored as its own; an edit (the receipt's progress) as an edit.
     const action = (d: { payload: string }) => (JSON.parse(d.payload) as { action: string }).action;
     expect(own.filter((d) => action(d) === 'created').length).toBeGreaterThanOrEqual(8);
     for (const d of own) {
@@ -347,7 +347,7 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
   it('(10) a payload without repository.permissions: the service asks Gitea; with a write-only bot the mention waits (403 is no answer), and runs once the bot is a repo admin', async () => {
     // Real Gitea always signs the permissions in; this resends its real delivery of the owner's comments
     // with them removed (re-signed) to drive the collaborator-permission lookup against the real endpoint.
-    // The comments are real (issue 29: each is read back from Gitea); their own deliveries are sent
+    // The comments are real (each is read back from Gitea); their own deliveries are sent
     // nowhere while they are made, so only the resent ones reach the service.
     const n = await env.gitea.createIssue('alice', 'Permission lookup');
     const c = await env.gitea.comment('alice', n, '@ccweb-bot look this up');
@@ -355,7 +355,7 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
     expect(real.status).toBe(202);
     await waitForTask(String(JSON.parse(real.responseBody).taskId), TERMINAL);
     await env.gitea.setWebhookUrl(env.hookId, 'http://127.0.0.1:9/nowhere');
-    // As the repository's owner: alice's answer is cached for 30 s since her real delivery (issue 15).
+    // As the repository's owner: alice's answer is cached for 30 s since her real delivery.
     const byOwner = [await env.gitea.comment('acme', n, '@ccweb-bot look this up'), await env.gitea.comment('acme', n, '@ccweb-bot look this up too')];
     // Gitea reads the hook's URL when it delivers, so wait until it has tried (and failed) before the
     // URL is restored: otherwise a late real delivery of these comments would reach the service.
@@ -381,7 +381,7 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
       return { status: res.status, body: (await res.json()) as { status?: string; reason?: string; taskId: string | null; state?: string } };
     };
     // Gitea answers this lookup about another user only to a repository or site admin: a write-only bot
-    // gets 403. Not a "yes" (nothing runs) and not a "no" (issue 29, finding 9): the mention waits.
+    // gets 403. Not a "yes" (nothing runs) and not a "no": the mention waits.
     await env.gitea.api('acme', 'PUT', `/repos/acme/widget/collaborators/ccweb-bot`, { permission: 'write' }, 204);
     const waitingDelivery = '00000000-0000-4000-8000-00000000a010';
     try {

@@ -1,4 +1,4 @@
-// The receipt as the task's tracking comment (issue 30), against a REAL Gitea 1.26: the real service
+// The receipt as the task's tracking comment, against a REAL Gitea 1.26: the real service
 // process, the real Codex app-server with the scripted model (which edits CHANGES.md through Codex's
 // shell tool, so change delivery opens a pull request), the real gitea-mcp.
 //

@@ -1,4 +1,4 @@
-// Line comments and reviews end to end (issue 30): the real service process, a REAL Gitea 1.26.3 with
+// Line comments and reviews end to end: the real service process, a REAL Gitea 1.26.3 with
 // the hook subscribed to `pull_request_review` too, the real Codex app-server with the scripted agent
 // and the real gitea-mcp. Line comments and reviews are made through Gitea's REST API as real users, so
 // Gitea itself sends the review deliveries (test/fixtures/gitea/webhooks/review_* are their recordings).

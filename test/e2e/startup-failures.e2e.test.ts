@@ -1,4 +1,4 @@
-// Issue 15, findings 3, 4, 6 and 9: every start-up failure an operator can cause ends the real
+// Every start-up failure an operator can cause ends the real
 // service process (`node --import tsx src/main.ts`, what `npm start` runs) with one line naming the
 // cause, the configuration key and the fix, and a documented exit code (78 configuration, 69 Gitea
 // rejects the token, 73 data directory); Gitea down at start does not end it; SIGTERM stops it,
@@ -194,12 +194,12 @@ describe('start-up failures: one line, the key, the fix, a documented exit code'
     expectOneLine(await runToExit(baseEnv({ CCWEB_GITEA_TOKEN: 'wrong-token-0123456789' })), 69, 'CCWEB_GITEA_TOKEN', /rejects the token/);
   });
 
-  it('a misspelled CCWEB_* key → exit 78 with "did you mean" (finding 9)', async () => {
+  it('a misspelled CCWEB_* key → exit 78 with "did you mean"', async () => {
     const run = await runToExit(baseEnv({ CCWEB_PROT: '9000' }));
     expectOneLine(run, 78, 'CCWEB_PROT', /did you mean CCWEB_PORT/);
   });
 
-  it('weak secrets are refused unless --allow-weak-secrets (finding 6)', async () => {
+  it('weak secrets are refused unless --allow-weak-secrets', async () => {
     expectOneLine(await runToExit(baseEnv({ CCWEB_ADMIN_TOKEN: 'x' })), 78, 'CCWEB_ADMIN_TOKEN', /shorter than 16/);
     expectOneLine(await runToExit(baseEnv({ CCWEB_WEBHOOK_SECRET: 'abc' })), 78, 'CCWEB_WEBHOOK_SECRET', /shorter than 16/);
     const same = randomBytes(16).toString('hex');
@@ -213,7 +213,7 @@ describe('start-up failures: one line, the key, the fix, a documented exit code'
   });
 });
 
-describe('Gitea down at start does not end the service; signals stop it in bounded time (findings 3, 4)', { timeout: 120_000 }, () => {
+describe('Gitea down at start does not end the service; signals stop it in bounded time', { timeout: 120_000 }, () => {
   it('without CCWEB_BOT_LOGIN it waits for Gitea, saying why; SIGTERM while waiting → exit 0', async () => {
     const child = spawnService(baseEnv({ CCWEB_GITEA_URL: 'http://127.0.0.1:9' }));
     let out = '';
@@ -240,7 +240,7 @@ describe('Gitea down at start does not end the service; signals stop it in bound
     const body = (await ready.json()) as Record<string, { ok: boolean; detail: string } | undefined>;
     expect(ready.status).toBe(503);
     expect(body['gitea']?.ok).toBe(false);
-    // The MCP command resolves but does not answer initialize (finding 5): not ready either, naming the key.
+    // The MCP command resolves but does not answer initialize: not ready either, naming the key.
     const until = Date.now() + 30_000;
     let mcpPart = body['mcp'];
     while (Date.now() < until && (mcpPart === undefined || mcpPart.detail === 'not checked yet')) {

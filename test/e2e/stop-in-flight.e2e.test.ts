@@ -1,4 +1,4 @@
-// `@ccweb-bot stop` while work is in flight, end to end (issue 29, finding 5): the real service
+// `@ccweb-bot stop` while work is in flight, end to end: the real service
 // process, a REAL Gitea 1.26, the real Codex app-server with the scripted agent, the real gitea-mcp.
 // A stop during `preparing` (the clone) and during `publishing` (the push) must stop the task, publish
 // nothing afterwards, and answer on the thread; a stop with nothing to stop, and a mention in a

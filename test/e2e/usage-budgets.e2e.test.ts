@@ -1,4 +1,4 @@
-// Usage and budgets end to end (issue 18): the real service process, the real Codex app-server and
+// Usage and budgets end to end: the real service process, the real Codex app-server and
 // the scripted model reporting usage in `response.completed.usage` (so the app-server emits
 // `thread/tokenUsage/updated`), the sandbox Gitea. Cases run in order and share the user's daily
 // count: a task over its token budget is interrupted and its receipt is edited to name the limit;

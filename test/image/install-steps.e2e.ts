@@ -1,4 +1,4 @@
-// docs/operations.md's install steps, as written, on a fresh Debian 12 (issue 32; `npm run test:install`,
+// docs/operations.md's install steps, as written, on a fresh Debian 12 (`npm run test:install`,
 // not part of `npm test`): a root filesystem from Debian's packages (debootstrap, cached by
 // scripts/test-image/bases.sh), entered with bubblewrap as root (not chroot: the kernel refuses user
 // namespaces to a chrooted process, and the agent's sandbox needs them), the guide's blocks run in order,

@@ -1,4 +1,4 @@
-// Agent isolation (issue 16) below the red team: the probe the service runs at start-up and doctor
+// Agent isolation below the red team: the probe the service runs at start-up and doctor
 // runs, with the real Codex app-server; a host without user namespaces (a real one: the test runs
 // the service inside `unshare -U` with /proc/sys/user/max_user_namespaces = 0 — a fault injected
 // into the kernel's limits, no test double); the refusal to start there, and the explicit opt-out.

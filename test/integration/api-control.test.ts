@@ -243,8 +243,8 @@ describe('task controls', () => {
     expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel')).toHaveLength(1);
   });
 
-  // Issue 29, finding 10: cancel/abort accepted only some states; retry_wait, preparing, verifying_reply
-  // and publishing could not be stopped at all.
+  // Cancel and abort reach every non-terminal state, retry_wait, preparing, verifying_reply and
+  // publishing included.
   const claim = (id: string) => ({ type: 'CLAIM', leaseId: `lease-${id}` });
   const ready = { type: 'WORKSPACE_READY' };
   const INTO: Array<[string, (id: string) => Array<{ type: string; [k: string]: unknown }>, 'cancelled' | 'aborting']> = [
@@ -432,7 +432,7 @@ describe('task controls', () => {
     expect((await h.call('POST', `/api/gitea-workflow/repos/${encodeURIComponent('default:no/such')}/publish-paths`, body({ allowCiChanges: true }))).status).toBe(404);
   });
 
-  it('switches "request changes on the bot\'s PR starts a task" per repository (issue 30): off by default, audited, idempotent, any letter case', async () => {
+  it('switches "request changes on the bot\'s PR starts a task" per repository: off by default, audited, idempotent, any letter case', async () => {
     await insertRepository(h.store, 'default:acme/widget');
     const path = (key: string) => `/api/gitea-workflow/repos/${encodeURIComponent(key)}/review-triggers`;
     const stored = () => h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')?.reviewTriggers;

@@ -69,7 +69,7 @@ describe('operator API with the webhook intake', () => {
     expect(off).toMatchObject({ status: 200, body: { status: 'disabled' } });
     const first = newComment(910001);
     expect(await intake.post(first.body, first.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
-    // No task runs; the thread's one notice of the day that the bot is disabled is a task that never runs (issue 29).
+    // No task runs; the thread's one notice of the day that the bot is disabled is a task that never runs.
     const notices = intake.store.list<{ taskId: string; state: string }>('tasks');
     expect(notices.map((t) => t.state)).toEqual(['rejected']);
 

@@ -175,7 +175,7 @@ describe('audit export', () => {
   });
 });
 
-describe('audit by every correlation id (issue 30)', () => {
+describe('audit by every correlation id', () => {
   it('filters by turn id, Gitea comment id and delivery key, alone or with the task; an unknown id finds nothing', async () => {
     const task = await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
     await createQueuedTask(h.store, h.runtime, { taskId: 't-2' });
@@ -203,7 +203,7 @@ describe('audit by every correlation id (issue 30)', () => {
   });
 });
 
-describe('overview: the concurrency limit (issue 30)', () => {
+describe('overview: the concurrency limit', () => {
   it('says the cap, the busy slots and how many queued tasks wait for a slot', async () => {
     await h.close();
     h = await startApiHarness(undefined, { concurrency: () => ({ limit: 1, busy: 1 }) });

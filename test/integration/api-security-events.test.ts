@@ -1,4 +1,4 @@
-// Issue 29, finding 8: failed authentications and security-level audit events are visible to
+// Failed authentications and security-level audit events are visible to
 // operators. Real HTTP on 127.0.0.1: the operators' API and the real webhook intake on one app
 // sharing one security-event sink (as src/service/create-service.ts wires them), a real store.
 // Wrong admin tokens and badly signed webhooks are sent for real, each group from its own loopback
@@ -240,7 +240,7 @@ describe('GET /api/gitea-workflow/audit?level=security', () => {
   });
 });
 
-describe('GET /api/gitea-workflow/pending-intake (issue 29, finding 9)', () => {
+describe('GET /api/gitea-workflow/pending-intake', () => {
   it('lists the mentions waiting for Gitea with their attempts, next attempt and last error, never their text; admin token required', async () => {
     const { pendingRecord } = await import('../../src/intake/pending-intake.js');
     const { sha256Hex } = await import('../../src/intake/confirm-comment.js');

@@ -34,7 +34,7 @@ beforeAll(async () => {
   await send(SESSION, { type: 'TURN_STARTED', turnId: 'turn-a', taskId: 'first' });
   await send(SESSION, { type: 'TURN_WAITING_USER', turnId: 'turn-a' });
   await send(taskActorId('first'), { type: 'TURN_WAITING_USER' });
-  await send(taskActorId('first'), { type: 'REPLY_CONFIRMED' }); // the question is on Gitea (issue 30)
+  await send(taskActorId('first'), { type: 'REPLY_CONFIRMED' }); // the question is on Gitea
   // Someone without write access mentions the bot on the same issue.
   await createRejectedTask(h.store, h.runtime, { taskId: 'rejected', ...onIssue7 });
   // A second task on the same issue runs its own turn on the same thread.

@@ -1,5 +1,5 @@
-// The operators' task commands run on the node owning the task's repository (issue 31,
-// docs/DESIGN-nodes-at-once.md step 5): src/cluster/route-commands.ts, mounted by the control API's
+// The operators' task commands run on the node owning the task's repository
+// (docs/DESIGN-nodes-at-once.md step 5): src/cluster/route-commands.ts, mounted by the control API's
 // option `routeTaskCommand`. Two nodes here are two control APIs on 127.0.0.1 sharing one store (as
 // nodes share the database); node-b hosts the task's actor, node-a's runtime only records what it
 // would be sent. The scope is a table the test sets.

@@ -1,4 +1,4 @@
-// A webhook goes to the node that owns its repository (issue 31, docs/DESIGN-nodes-at-once.md step 5):
+// A webhook goes to the node that owns its repository (docs/DESIGN-nodes-at-once.md step 5):
 // src/cluster/forward-to-owner.ts through the webhook route's `route` option. Two nodes here are two
 // of the service's apps (createApp + createWebhookRouter, the cluster's key) on 127.0.0.1, each with
 // an intake of the test's own that checks the signature over the bytes it gets (the owner's job) and

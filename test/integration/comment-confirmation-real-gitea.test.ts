@@ -1,4 +1,5 @@
-// Issue 29, findings 1 and 9, against a REAL Gitea 1.26.3: intake (the real intake over HTTP, the
+// A comment confirmed with Gitea before anything runs, and kept waiting through a passing failure,
+// against a REAL Gitea 1.26.3: intake (the real intake over HTTP, the
 // intake harness) asks the real Gitea for the comment and the commenter's permission through the
 // service's own Gitea client. Deliveries are Gitea's own (a webhook recorder receives them byte for
 // byte); forged ones are those re-signed with the webhook secret, as anyone holding it can.
@@ -118,7 +119,7 @@ describe('Gitea\'s comment API, as the confirmation reads it (real Gitea 1.26.3)
   });
 });
 
-describe('a comment is confirmed with Gitea before anything runs (issue 29, finding 1)', () => {
+describe('a comment is confirmed with Gitea before anything runs', () => {
   it('Gitea\'s own delivery of a writer\'s mention is accepted, with Gitea\'s text', async () => {
     const d = await realDelivery('alice', gitea.issueNumber, '@ccweb-bot please summarise this issue');
     const res = await harness.post(d.body, d.headers);
@@ -154,7 +155,7 @@ describe('a comment is confirmed with Gitea before anything runs (issue 29, find
   });
 });
 
-describe('a passing Gitea failure keeps the comment waiting (issue 29, finding 9)', () => {
+describe('a passing Gitea failure keeps the comment waiting', () => {
   it('the permission API answering 500, then 200: the task is queued once, late, not never', async () => {
     const d = await realDelivery('alice', gitea.issueNumber, '@ccweb-bot please add a test for login');
     proxy.failNext(/\/collaborators\/alice\/permission/, 500, 1);

@@ -52,7 +52,7 @@ describe('the Gitea client against a real Gitea', () => {
     expect(onPr.html_url).toContain(`/pulls/${g.prNumber}#issuecomment-`);
   });
 
-  it('listPullReviews (paged, oldest first), listPullReviewComments, getPullRequestAuthor with the documented bot scopes (issue 30)', async () => {
+  it('listPullReviews (paged, oldest first), listPullReviewComments, getPullRequestAuthor with the documented bot scopes', async () => {
     const review = (body: string, comments: Array<{ path: string; new_position: number; body: string }>) =>
       g.api<{ id: number }>('alice', 'POST', `/repos/acme/widget/pulls/${g.prNumber}/reviews`, { event: 'COMMENT', body, comments }, 200).then((r) => r.body.id);
     const first = await review('first review', []);

@@ -1,4 +1,4 @@
-// Issue 15, findings 1 and 2: the Gitea host is configuration, never payload; repositories follow
+// The Gitea host is configuration, never payload; repositories follow
 // Gitea by id; the last git error is kept on the task.
 //
 // Real parts: intake over HTTP with a durable store, the real task executor and workspace manager
@@ -40,7 +40,7 @@ async function startRecorder(): Promise<{ url: string; requests: Array<{ url: st
   return { url: `http://127.0.0.2:${port}`, requests, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-describe('payload repository URLs naming another host are refused (finding 1)', () => {
+describe('payload repository URLs naming another host are refused', () => {
   let harness: IntakeHarness | null = null;
   afterEach(async () => {
     await harness?.close();
@@ -85,7 +85,7 @@ describe('payload repository URLs naming another host are refused (finding 1)', 
   });
 });
 
-describe('git goes to CCWEB_GITEA_URL only; repositories follow Gitea by id; git errors are kept (findings 1, 2)', () => {
+describe('git goes to CCWEB_GITEA_URL only; repositories follow Gitea by id; git errors are kept', () => {
   let tmp: string;
   let gitea: GitHttpServer;
   let attacker: Awaited<ReturnType<typeof startRecorder>>;

@@ -1,4 +1,4 @@
-// Issue 15, findings 6 and 8: storage under abuse and failed admin authentications.
+// Storage under abuse and failed admin authentications.
 // - A long comment is stored once per task, not in every transition.
 // - 10,000 bad-signature requests (over two simulated hours) grow the data directory by a bounded
 //   amount: they are counted per source and window into expiring `security_events` records.
@@ -41,8 +41,8 @@ afterEach(async () => {
   api = null;
 });
 
-describe('a long comment is stored once per task (finding 8)', () => {
-  // Just under the longest comment intake hands the agent (src/domain/agent-input.ts, issue 29); a
+describe('a long comment is stored once per task', () => {
+  // Just under the longest comment intake hands the agent (src/domain/agent-input.ts); a
   // longer one is refused with a preview only (test/e2e/oversized-comment.e2e.test.ts).
   it('a comment of a million characters, six transitions: the store grows by about one copy, the agent still gets it whole', { timeout: 60_000 }, async () => {
     intake = await startIntakeHarness();
@@ -76,7 +76,7 @@ describe('a long comment is stored once per task (finding 8)', () => {
   });
 });
 
-describe('10,000 bad-signature requests grow the data directory by a bounded amount (finding 8)', () => {
+describe('10,000 bad-signature requests grow the data directory by a bounded amount', () => {
   it('counted per source and window, not one record each', { timeout: 240_000 }, async () => {
     // Simulated time: one second per request, so the flood spans almost three hours of windows.
     let clock = Date.parse('2026-12-01T00:00:00Z');
@@ -132,7 +132,7 @@ describe('10,000 bad-signature requests grow the data directory by a bounded amo
   });
 });
 
-describe('failed admin authentications are limited per client and counted (finding 6)', () => {
+describe('failed admin authentications are limited per client and counted', () => {
   function call(url: string, token: string, localAddress = '127.0.0.1'): Promise<number> {
     return new Promise((resolve, reject) => {
       const u = new URL(`${url}${API_PREFIX}/overview`);

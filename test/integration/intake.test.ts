@@ -416,7 +416,7 @@ describe('401: missing or wrong signature — a security audit event and nothing
       const res = await harness.post(body(f().body), headers());
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: 'unauthorized' });
-      // Issue 15: not one audit event per request, but one expiring record per source and window.
+      // Not one audit event per request, but one expiring record per source and window.
       expect(harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
       expect(harness.store.audit()).toEqual([]);
       const events = harness.store.list('security_events');
@@ -588,7 +588,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     const taskId = taskIdFor(`default:${deliveryId}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'rejected', reason, taskId });
-    // Visible to operators as a rejected task (and counted for its author's day, issue 29); no
+    // Visible to operators as a rejected task (and counted for its author's day); no
     // repository or session for it.
     expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, security_events: 1, ...(notice ? { comments: 1 } : {}) }));
     if (notice) expect(harness.store.get<CommentRecord>('comments', `${taskId}:status:refused`)).toMatchObject({ kind: 'status', status: 'pending', readerNotice: true, errorCode: reason });
@@ -602,7 +602,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
   }
 
   /**
-   * Issue 29, finding 9: a permission lookup that fails for a passing reason is no refusal — no task,
+   * A permission lookup that fails for a passing reason is no refusal — no task,
    * no trigger (a Replay is decided then), the comment waits in `pending_intake` and is asked again.
    */
   function expectWaiting(harness: IntakeHarness, res: { status: number; body: any }, deliveryId: string) {
@@ -621,7 +621,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     expect(harness.permissionCalls).toEqual([]);
   });
 
-  // Issue 15, finding 1: the payload's permissions were the decision; anyone knowing the secret could sign push: true.
+  // The payload's permissions are never the decision: anyone knowing the secret can sign push: true.
   it('signed push: true for a user Gitea says has no access → rejected (the API decides)', async () => {
     const harness = await start({ fetchPermission: async () => 'none' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: true, pull: true }; } });
@@ -776,7 +776,7 @@ describe('409: a repository disabled by an operator gets no task', () => {
     expect(harness.store.count('tasks')).toBe(0);
   });
 
-  // Issue 29, finding 5: in a disabled repository every mention got 409 and the thread showed nothing.
+  // In a disabled repository a mention gets 409; the thread must not be left showing nothing.
   it('a writer\'s mention gets one notice per thread and day; a later one, a read-only commenter\'s, or a Replay after enabling do not', async () => {
     let day = '2026-12-02T10:00:00.000Z';
     const harness = await start({ fetchPermission: async (_o, _r, login) => (login === 'mallory' ? 'read' : 'write'), intake: { now: () => new Date(day) } });
@@ -919,7 +919,7 @@ describe('@ccweb-bot stop', () => {
     expect(harness.stops).toEqual([]);
   });
 
-  // Issue 29, finding 5: a stop during `preparing` reached nothing, said nothing, and the task then pushed.
+  // A stop during `preparing` must reach the task, or it would say nothing and push afterwards.
   it('reaches a task in every non-terminal state: nothing in flight is cancelled, work in flight is aborted', async () => {
     const harness = await start();
     // Event paths from `queued` into each state the stop must reach (the machine's own transitions).
@@ -983,7 +983,7 @@ describe('@ccweb-bot stop', () => {
   });
 });
 
-describe('comments waiting for Gitea with several nodes (issue 31): only the repository owner asks again', () => {
+describe('comments waiting for Gitea with several nodes: only the repository owner asks again', () => {
   it("the retry loop leaves another node's repository's waiting comment alone, and decides it once the repository is owned here", async () => {
     let clock = Date.now();
     let gitea: 'down' | 'up' = 'down';

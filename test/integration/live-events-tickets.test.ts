@@ -1,4 +1,4 @@
-// Several nodes behind one URL (issue 31, active mode): the admin page asks one node for a stream
+// Several nodes behind one URL (active mode): the admin page asks one node for a stream
 // ticket and the load balancer may open the stream on another. With the cluster's key a ticket is
 // signed, so any node admits it, each once; a forged, altered or expired one is refused. Two live
 // event routers (src/api/live-events.ts) on 127.0.0.1 stand for two nodes.

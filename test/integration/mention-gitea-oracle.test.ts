@@ -1,4 +1,4 @@
-// Issue 15, finding 7: a mention Gitea does not show (HTML comment, indented code, lazy quote
+// A mention Gitea does not show (HTML comment, indented code, lazy quote
 // continuation, …) must not start a task. The oracle is real Gitea's rendering of each comment of
 // a corpus of tricky comments (POST /api/v1/markdown, recorded from Gitea 1.26.3 into
 // test/fixtures/mentions/, re-recordable with scripts/record-mention-corpus.mjs), and the same corpus

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCTOR_CHECKS, runDoctor } from '../../src/cli/doctor.js';
 import { runCli } from '../../src/cli/index.js';
 import { nodeVersionWarning } from '../../src/service/node-version.js';
-import { giteaApi } from '../support/real-gitea/api.js';
+import { giteaApi } from '../../src/demo/real-gitea/api.js';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ccweb-doctor-'));

@@ -92,7 +92,7 @@ describe('retention sweep', () => {
     expect(store.audit({ taskId: old.body.taskId }).length).toBe(oldAudit);
   });
 
-  it('the periodic worker sweeps only while its node leads the cluster, asked at each sweep (issue 31)', async () => {
+  it('the periodic worker sweeps only while its node leads the cluster, asked at each sweep', async () => {
     const { harness, old } = await world();
     let leading = false;
     const asked: boolean[] = [];
@@ -208,7 +208,7 @@ describe('archiving finished tasks', () => {
     expect(store.list<TaskRecord>('tasks').map((t) => t.taskId).sort()).toEqual([recent.body.taskId].sort());
   });
 
-  it('a task another sweep archived meanwhile is left as it is (two nodes sweeping while the leader changes, issue 31)', async () => {
+  it('a task another sweep archived meanwhile is left as it is (two nodes sweeping while the leader changes)', async () => {
     const { harness, old } = await world();
     const { store, runtime } = harness;
     const oldId = String(old.body.taskId);

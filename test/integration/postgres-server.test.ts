@@ -1,4 +1,4 @@
-// The throwaway PostgreSQL of the store tests (test/support/postgres-server.ts, issue 31): a row of a
+// The throwaway PostgreSQL of the store tests (test/support/postgres-server.ts): a row of a
 // committed transaction survives a kill -9 of the server and its crash recovery, and stop() leaves
 // no process and no folder behind. Real PostgreSQL (Debian's package, scripts/ensure-postgres.mjs).
 import { spawn } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Receipt notices (issue 18) against the Gitea REST double over 127.0.0.1, with the real store,
+// Receipt notices against the Gitea REST double over 127.0.0.1, with the real store,
 // runtime, task actors and receipt outbox: a task parked in blocked_workspace gets its receipt edited
 // to say it is paused; once an operator unblocks it (UNBLOCK → queued), the receipt is edited back to
 // the plain receipt with a note that it resumed — once, in the configured language (CCWEB_LOCALE).
@@ -163,7 +163,7 @@ describe('receipt notices', () => {
   });
 });
 
-describe('receipt notices with several nodes (issue 31): only the repository owner edits', () => {
+describe('receipt notices with several nodes: only the repository owner edits', () => {
   /** A scope the test moves: whether this node owns the repository now. */
   function movableScope(owned: boolean) {
     const scope = { owned, owns: (_repoKey: string) => scope.owned, leads: () => true };

@@ -1,4 +1,4 @@
-// The receipt as the task's tracking comment (issue 30), its worker with several nodes (issue 31):
+// The receipt as the task's tracking comment, its worker with several nodes:
 // against the Gitea REST double over 127.0.0.1, with the real store, runtime, task actors and
 // receipt outbox, a node edits a receipt only while it owns the task's repository, asked at each visit.
 import { afterEach, describe, expect, it } from 'vitest';
@@ -56,7 +56,7 @@ async function until(done: () => boolean): Promise<void> {
   while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 }
 
-describe('receipt progress with several nodes (issue 31): only the repository owner edits', () => {
+describe('receipt progress with several nodes: only the repository owner edits', () => {
   it("a transition of another node's repository's task edits nothing here; once owned, the receipt is edited", async () => {
     const scope = movableScope(false);
     const { w, g, p, task } = await setup(scope);

@@ -273,7 +273,7 @@ describe('receipt outbox', () => {
   });
 });
 
-describe('receipt outbox with several nodes (issue 31): only the repository owner sends', () => {
+describe('receipt outbox with several nodes: only the repository owner sends', () => {
   /** A scope the test moves: which repositories this node owns now, and whether it leads. */
   function movableScope(owned: boolean, leading = false) {
     const scope = { owned, leading, owns: (_repoKey: string) => scope.owned, leads: () => scope.leading };

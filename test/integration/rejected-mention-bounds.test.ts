@@ -1,4 +1,4 @@
-// Issue 29, finding 4: a non-writer's mentions grow the store by a bounded amount, whatever their size.
+// A non-writer's mentions grow the store by a bounded amount, whatever their size.
 // Real parts: signed webhooks into the real HTTP app (createApp + the webhook route + intake), the
 // durable store (journal, compaction, cold tier), the actor runtime, the retention sweep, and a real
 // Gitea 1.26.3 answering the permission question through the service's own Gitea client and its

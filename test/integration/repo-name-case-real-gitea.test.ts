@@ -1,4 +1,4 @@
-// Issue 29, finding 2, against a REAL Gitea 1.26 and the running service (in-process, real Codex
+// Repository names compare case-insensitively, against a REAL Gitea 1.26 and the running service (in-process, real Codex
 // app-server with the scripted model, real gitea-mcp): the seeded repository `acme/widget`, and
 // signed payloads naming it `ACME/Widget` with the same repository id. Real Gitea only ever sends its
 // canonical name, so the variants are Gitea's own deliveries resent with the names changed and
@@ -70,14 +70,14 @@ async function resendAs(real: HookDelivery, owner: string, name: string): Promis
   return { status: res.status, body: await res.json() };
 }
 
-describe('repository names compare case-insensitively against a real Gitea (issue 29, finding 2) [real gitea-mcp]', () => {
+describe('repository names compare case-insensitively against a real Gitea [real gitea-mcp]', () => {
   it('a repository first seen through a payload naming ACME/Widget is registered under the name Gitea has for its id: acme/widget', async () => {
     const quiet = await env.gitea.comment('alice', env.gitea.issueNumber, 'no mention, so nothing is registered');
     const ignored = await env.gitea.waitForDelivery(env.hookId, (d) => commentIdOf(d) === quiet.id, 30_000);
     expect(ignored.status, ignored.responseBody).toBe(200);
     expect((await api('GET', '/overview')).body.repos).toEqual([]);
 
-    // The mention is a real comment (since issue 29 the service reads each comment back from Gitea, so
+    // The mention is a real comment (the service reads each comment back from Gitea, so
     // a changed text is refused): its own delivery is sent nowhere (Gitea records it as failed), so
     // only the resent one, naming ACME/Widget, reaches the service.
     await env.gitea.setWebhookUrl(env.hookId, 'http://127.0.0.1:9/nowhere');

@@ -1,4 +1,4 @@
-// Issue 29, finding 2: repository names compare case-insensitively, as on Gitea. The real intake
+// Repository names compare case-insensitively, as on Gitea. The real intake
 // over HTTP and the operators' API on one store: a signed payload naming `ALICE/Widgets` for the
 // stored `default:alice/widgets` (the fixture's repository, Gitea id 1) is that repository — its
 // disabled status, its one record in /overview, its keys on the task — and the control API finds a
@@ -84,7 +84,7 @@ function repository(repoKey: string, owner: string, name: string, extra: Partial
   };
 }
 
-describe('repository names compare case-insensitively (issue 29, finding 2)', () => {
+describe('repository names compare case-insensitively', () => {
   it('a disabled repository stays disabled for a payload in another case; a task it creates uses the stored keys; /overview lists one repository', async () => {
     const { h, call } = await start();
     // Registered by Gitea's own payload (its canonical name), then disabled by an operator.
@@ -93,7 +93,7 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
 
     const variant = comment('ALICE', 'Widgets', 920002);
     expect(await h.post(variant.body, variant.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
-    // The thread's one disabled notice of the day (issue 29, finding 5) is a task that never runs, under the stored keys.
+    // The thread's one disabled notice of the day is a task that never runs, under the stored keys.
     expect(h.store.count('tasks')).toBe(2);
     const notice = h.store.list<TaskRecord>('tasks').find((t) => t.state === 'rejected')!;
     expect(notice.repoKey).toBe(CANONICAL);
@@ -203,7 +203,7 @@ describe('repository names compare case-insensitively (issue 29, finding 2)', ()
 
     const failed = await h.post(...post(comment('Bob', 'Gadget', 920503)));
     expect(h.store.get<TaskRecord>('tasks', failed.body.taskId)).toMatchObject({ repoKey: 'default:Bob/Gadget' });
-    // Issue 29, finding 1: the payload's repository id is not its repository's (another one on Gitea) → refused.
+    // The payload's repository id is not its repository's (another one on Gitea) → refused.
     const other = await h.post(...post(comment('Carol', 'Thing', 920504)));
     expect(other.body).toEqual({ status: 'rejected', reason: 'comment_not_confirmed', taskId: null });
     expect(h.store.get('repositories', 'default:Carol/Thing')).toBeUndefined();

@@ -1,4 +1,4 @@
-// Repository ownership across nodes that all write (src/cluster/ownership.ts, issue 31): two
+// Repository ownership across nodes that all write (src/cluster/ownership.ts): two
 // PostgresStore nodes in `writers: 'many'` mode on a real PostgreSQL (test/support/postgres-server.ts).
 // The nodes' liveness is what the store's heartbeats say; a node's death is its heartbeat row aged
 // past the window (what the database shows of a node killed with -9) or marked stopped.

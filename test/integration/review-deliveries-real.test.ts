@@ -16,7 +16,7 @@ beforeAll(async () => {
   rec = await recordReviewDeliveries();
 }, 600_000);
 
-describe('review deliveries of a real Gitea 1.26.3 (issue 30)', () => {
+describe('review deliveries of a real Gitea 1.26.3', () => {
   it('records every kind the fixtures hold, in order', () => {
     expect(rec.version).toBe('1.26.3');
     expect(rec.deliveries.map(([n]) => n)).toEqual([...REVIEW_FIXTURE_NAMES]);

@@ -1,4 +1,4 @@
-// A review delivery Gitea cannot decide on now waits like a conversation comment (issue 30), against a
+// A review delivery Gitea cannot decide on now waits like a conversation comment, against a
 // REAL Gitea 1.26.3: the real intake over HTTP (the intake harness) reads the review back through the
 // service's own Gitea client and review reader. Deliveries are Gitea's own (a webhook recorder subscribed
 // to the review events receives them byte for byte); the forged one is re-signed with the secret.
@@ -77,7 +77,7 @@ async function reviewDelivery(body: string): Promise<{ reviewId: number; body: B
 const tasksOfReview = (reviewId: number) => harness.store.list<TaskRecord>('tasks', (t) => t.commentId === reviewId);
 const pendingReviews = () => harness.store.list<PendingIntakeRecord>('pending_intake', (r) => r.review !== undefined);
 
-describe('a review delivery Gitea cannot decide on now waits in pending_intake (issue 30)', () => {
+describe('a review delivery Gitea cannot decide on now waits in pending_intake', () => {
   it.each([
     [502, 'gitea_server_error 502'],
     [403, '403'],

@@ -1,4 +1,4 @@
-// An actor hosted on two nodes at once (a repository that changed hands: issue 31, active mode): the
+// An actor hosted on two nodes at once (a repository that changed hands, active mode): the
 // copy whose stored version moved on without it fails its next transition (compare-and-swap on
 // stateVersion) and is dropped, and the event after that is applied to the stored snapshot. Two
 // runtimes on one real store stand for the two nodes.

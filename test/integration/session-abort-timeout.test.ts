@@ -1,4 +1,4 @@
-// Issue 29, finding 10 (last clause): a stop Codex never confirms must not free the repository lease
+// A stop Codex never confirms must not free the repository lease
 // while the turn's commands still run. The real `codex app-server` (in the service's PID namespace,
 // src/isolation/agent-containment.ts, with the production agent sandbox), the real gitea-mcp, the
 // scripted model: the agent runs a long `sleep` whose command line carries a unique marker. Then the

@@ -1,4 +1,4 @@
-// Every node writes (PostgresStore `writers: 'many'`, issue 31's "commits from any node"): each
+// Every node writes (PostgresStore `writers: 'many'`, docs/DESIGN-nodes-at-once.md's "commits from any node"): each
 // batch runs under the cluster's commit lock against a replica brought to the database's head, so
 // two nodes committing at once never lose an update, never insert one key twice, and agree on one
 // order of log and audit seqs. A real PostgreSQL throughout (test/support/postgres-server.ts); a

@@ -382,7 +382,7 @@ describe('resource worktree over smart HTTP', () => {
     expect(await git(r.path, 'symbolic-ref', '--short', 'HEAD')).toBe('ccweb/issue-4');
   });
 
-  it('the shared clone has no working tree: the files are written once, in the worktree (issue 33)', async () => {
+  it('the shared clone has no working tree: the files are written once, in the worktree', async () => {
     const repoPath = path.join(wtRoot(), 'default', 'acme', 'widget');
     expect((await readdir(repoPath)).sort()).toEqual(['.git']);
     expect(existsSync(path.join(wtRoot(), 'default', '.worktrees', 'acme', 'widget', 'issue-4', 'src', 'index.js'))).toBe(true);
@@ -396,7 +396,7 @@ describe('resource worktree over smart HTTP', () => {
     expect((await readdir(repoPath)).sort()).toEqual(['.git']);
   });
 
-  it('a shared clone made with a checkout (before issue 33) keeps working, and its tree is no longer inspected', async () => {
+  it('a shared clone made with a checkout keeps working, and its tree is no longer inspected', async () => {
     const oldRoot = path.join(tmp, 'ws-worktrees-old');
     const full = ok(await prepare({ root: oldRoot }));
     await writeFile(path.join(full.path, 'left-behind.txt'), 'nobody works here\n');

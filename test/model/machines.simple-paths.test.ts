@@ -1,6 +1,6 @@
 // Every cycle-free path @xstate/graph finds through each machine, checked against the machine's
 // oracle (test/model/oracles/, from the spec): each step allowed, to the same state. Apart from
-// machines.model.test.ts because of its size: since issue 30's `asking` the task machine has ~20k such
+// machines.model.test.ts because of its size: with its `asking` flag the task machine has ~20k such
 // paths (≈ 1–3.5 min on two shared cores), so CI runs this file once, on Node 24 (.ci/run), like
 // test/chaos: it is pure (no I/O), nothing in it differs between Node versions.
 import { describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ describe.each(MACHINE_MODELS)('simple paths: $name', (m) => {
     }
     console.log(`simple paths (${m.name}): ${paths.length} paths, ${steps} steps, all allowed by the oracle`);
     expect(paths.length).toBeGreaterThan(0);
-    // The task machine's 20,486 cycle-free paths (since issue 30's `asking`: 1,377 before) take ≈ 3.5 min
+    // The task machine's 20,486 cycle-free paths (1,377 without its `asking` flag) take ≈ 3.5 min
     // on two shared cores, beyond the default 60 s; a correctness bound, not a timing assertion.
   }, 600_000);
 });

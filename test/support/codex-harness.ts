@@ -146,7 +146,7 @@ export async function codexFixture(
         requestTimeoutMs: 30_000,
         // As the service starts it: in a PID namespace that dies with it (src/isolation/agent-containment.ts).
         launcher: containmentLauncherForTests(),
-        // The agent's commands run as the service runs them: in the isolation sandbox (issue 16).
+        // The agent's commands run as the service runs them: in the isolation sandbox.
         args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
         agentPath: agentSandbox.pathWithHelpers(defaultAgentPath()),
         ...extra,

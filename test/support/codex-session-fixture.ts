@@ -126,7 +126,7 @@ export async function sessionFixture(
       cwd: workspace,
       requestTimeoutMs: 30_000,
       launcher: containmentLauncherForTests(),
-      // The agent's commands run in the isolation sandbox, as in production (issue 16).
+      // The agent's commands run in the isolation sandbox, as in production.
       args: ['app-server', ...AGENT_SHELL_CONFIG_ARGS, ...agentSandbox.appServerArgs()],
       agentPath: agentSandbox.pathWithHelpers(defaultAgentPath()),
       // The service's own env holds the token; the supervisor must strip it from the app-server's.

@@ -1,6 +1,6 @@
 // A stand-in for Gitea's comment API (`GET /repos/{o}/{r}/issues/comments/{id}`) for tests and
-// benches whose Gitea is a function (the intake harness, the API harness, the intake benches): since
-// issue 29 (finding 1) intake confirms every acting comment with Gitea, so these harnesses' "Gitea"
+// benches whose Gitea is a function (the intake harness, the API harness, the intake benches): intake
+// confirms every acting comment with Gitea, so these harnesses' "Gitea"
 // holds each comment the test posts — as if the user had written it there — learnt from the
 // delivery before intake sees it. A test that sends a forged payload registers nothing for it
 // (`learn: false`, or its own `commentOnGitea`); tests of the real comparison use a real Gitea

@@ -26,7 +26,7 @@
  *    machine definition (state node × event descriptor × guard branch, including invoke done/error
  *    edges) and measure the ones actually taken at run time from xstate's `@xstate.microstep`
  *    inspection events.
- * 4. `getSimplePaths` (every cycle-free path; 20,486 for the task machine since issue 30's `asking` flag, 1,377 before) is replayed purely,
+ * 4. `getSimplePaths` (every cycle-free path; 20,486 for the task machine with its `asking` flag, 1,377 without) is replayed purely,
  *    step by step against the oracle, not through the durable runtime: the shortest paths already
  *    take every transition there, and 20,486 paths of fsync'd transitions would only cost time.
  */

@@ -76,8 +76,8 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
   const permissionCalls: Array<[string, string, string]> = [];
   const accepted: string[] = [];
   const stops: string[][] = [];
-  // Gitea's collaborator-permission API (a double: intake always confirms write access with it,
-  // issue 15): `write` for everyone unless a test says otherwise.
+  // Gitea's collaborator-permission API (a double: intake always confirms write access with it):
+  // `write` for everyone unless a test says otherwise.
   const fetchPermission = options.fetchPermission ?? (async (): Promise<RepoPermission> => 'write');
   const comments = createCommentRegistry();
   const intake = createIntake({

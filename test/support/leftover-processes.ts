@@ -7,8 +7,8 @@
 // same checkout has a live parent, so it is never counted or touched.
 //
 // Codex's sandbox processes carry neither: their environment is rebuilt from an allow-list and their
-// command line names only a temporary folder (issue 29, finding 11: stuck `bwrap` children, pid 1 of
-// their own PID namespace, outlived whole runs). So an orphan born during the run also counts when it
+// command line names only a temporary folder (and stuck `bwrap` children, pid 1 of
+// their own PID namespace, can outlive whole runs). So an orphan born during the run also counts when it
 // is a bwrap/codex process whose arguments name a test folder (`sandboxRoots`: `<tmpdir>/ccweb-`), or
 // an agent command whose HOME is a workspace's private one under such a folder. A concurrent run of
 // another checkout could leak such an orphan too and be reported here — a leak all the same.

@@ -1,7 +1,7 @@
 /**
  * The service as its own process against a REAL Gitea (test/support/real-gitea), the real Codex
  * app-server with the scripted agent (src/demo/scripted-agent.ts), and the real
- * official gitea-mcp (test/support/real-gitea-mcp.ts, no fallback) — for change delivery (issue 14). Two fault-injection seams, both outside the service:
+ * official gitea-mcp (test/support/real-gitea-mcp.ts, no fallback) — for change delivery. Two fault-injection seams, both outside the service:
  *
  * - `holdPush()`: a server-side `post-receive.d` hook in Gitea's bare repository that waits while a
  *   file exists — Gitea has updated the ref, the service's `git push` has not got its answer yet;

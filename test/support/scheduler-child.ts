@@ -56,7 +56,7 @@ const { executor } = scriptedExecutor(runtime, async (call) => {
     case 'wait':
       await call.send({ type: 'WORKSPACE_READY' });
       await call.send({ type: 'TURN_WAITING_USER' });
-      await call.send({ type: 'REPLY_CONFIRMED' }); // its question is on Gitea (issue 30)
+      await call.send({ type: 'REPLY_CONFIRMED' }); // its question is on Gitea
       return;
     case 'verify':
       await call.send({ type: 'WORKSPACE_READY' });

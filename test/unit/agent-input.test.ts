@@ -1,4 +1,4 @@
-// The agent's input limit (issue 29, finding 7): how a comment is counted against it, and that the
+// The agent's input limit: how a comment is counted against it, and that the
 // largest comment intake lets through still fits Codex's limit once the turn's framing is added.
 // The Codex figure itself (1,048,576 code points, JSON-RPC -32602 input_too_large) was measured
 // against the real app-server; see src/domain/agent-input.ts.

@@ -1,4 +1,4 @@
-// Secrets from files (`CCWEB_*_FILE`, issue 16) and the agent isolation keys.
+// Secrets from files (`CCWEB_*_FILE`) and the agent isolation keys.
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

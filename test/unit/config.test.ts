@@ -43,7 +43,7 @@ function writeFile(name: string, data: unknown): string {
   return file;
 }
 
-describe('loadConfig: the store on PostgreSQL (issue 31)', () => {
+describe('loadConfig: the store on PostgreSQL', () => {
   it('takes a postgres:// URL from the environment or a file, keeps it out of the redacted copy, and names the key for anything else', () => {
     const url = 'postgres://ccweb:pw-123@db.example.com:5432/ccweb';
     const config = load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_NODE_ID: 'node-1', CCWEB_DATABASE_OUTAGE_SECONDS: '30' });
@@ -217,7 +217,7 @@ describe('ConfigError', () => {
     expect(e.message).toContain('from the config file');
   });
 
-  it('the HTTP limits (issue 29): seconds and a connection count, read when set, refused naming the key', () => {
+  it('the HTTP limits: seconds and a connection count, read when set, refused naming the key', () => {
     expect(load({ ...REQUIRED, CCWEB_HTTP_HEADERS_TIMEOUT_SECONDS: '5', CCWEB_HTTP_BODY_TIMEOUT_SECONDS: '60', CCWEB_HTTP_MAX_CONNECTIONS: '1000' })).toMatchObject({
       httpHeadersTimeoutSeconds: 5,
       httpBodyTimeoutSeconds: 60,
@@ -318,7 +318,7 @@ describe('bundledCodexCommand', () => {
   });
 });
 
-// Issue 15, finding 9: a misspelled environment key was silently ignored.
+// A misspelled environment key must not be silently ignored.
 describe('unknown CCWEB_* environment variables', () => {
   it('are an error naming the variable, with "did you mean" for a near miss', () => {
     const e = configError(() => load({ ...REQUIRED, CCWEB_PROT: '9000' }));

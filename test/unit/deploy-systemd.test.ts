@@ -1,4 +1,4 @@
-// The systemd unit (deploy/systemd/ccweb-gitea.service, issue 32): systemd itself accepts it, the guide
+// The systemd unit (deploy/systemd/ccweb-gitea.service): systemd itself accepts it, the guide
 // shows it verbatim, its RestartPreventExitStatus= lists exactly the exit codes a restart cannot cure,
 // and its ExecStartPre checks only what must stop a start.
 import { spawnSync } from 'node:child_process';

@@ -58,7 +58,7 @@ interface Script {
   verifyUntil?: () => Promise<void>;
   /** Change delivery on, answering this (or throwing 'throw'); absent: no publisher. */
   publish?: { ok: true } | { ok: false; errorCode: string; message: string } | 'throw';
-  /** The repository's owner/name on Gitea now (issue 15: renames and transfers). */
+  /** The repository's owner/name on Gitea now (it follows renames and transfers). */
   currentRepository?: () => Promise<{ owner: string; name: string } | null>;
 }
 
@@ -343,7 +343,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     });
     await w.run();
     expect(w.calls.verify).toBe(1);
-    // Issue 30: the task shows that it is verifying its question, not running.
+    // The task shows that it is verifying its question, not running.
     expect(states).toEqual(['verifying_reply']);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_CONFIRMED']);
     expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, attempt: 0 });
@@ -714,8 +714,8 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
   });
 });
 
-// Issue 29, findings 5 and 10: a stop in preparing, publishing or verifying was refused by the machine,
-// and an abort whose turn Codex never confirmed released the lease as if confirmed.
+// A stop in preparing, publishing or verifying reaches the task, and an abort whose turn Codex never
+// confirmed does not release the lease as if confirmed.
 describe('executor: a stop in every step with work in flight', () => {
   /** A user's stop as intake delivers it: the event (durable) first, then the host asked to stop the work. */
   const stopNow = (holder: { w?: Awaited<ReturnType<typeof world>> }) => async () => {
@@ -770,7 +770,7 @@ describe('executor: a stop in every step with work in flight', () => {
   });
 });
 
-describe('executor: change delivery (issue 14: publish after the turn, then verify)', () => {
+describe('executor: change delivery (publish after the turn, then verify)', () => {
   it('with a publisher, a replied turn is published first: TURN_REPLIED (publish) → PUBLISHED → verification', async () => {
     const w = await world({ publish: { ok: true } });
     await w.run();
@@ -823,7 +823,7 @@ describe('executor: change delivery (issue 14: publish after the turn, then veri
   });
 });
 
-describe('executor: a repository renamed or transferred on Gitea (issue 15)', () => {
+describe('executor: a repository renamed or transferred on Gitea', () => {
   it('the new owner/name is used for the workspace, remembered on the repository and audited once', async () => {
     const w = await world({ currentRepository: async () => ({ owner: 'acme-org', name: 'gadget' }) });
     await w.run();
@@ -846,7 +846,7 @@ describe('executor: a repository renamed or transferred on Gitea (issue 15)', ()
     expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
-  it("Gitea naming it in another letter case is the same place (issue 29): Gitea's form is used, no move recorded", async () => {
+  it("Gitea naming it in another letter case is the same place: Gitea's form is used, no move recorded", async () => {
     const w = await world({ currentRepository: async () => ({ owner: 'Acme', name: 'Widget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'Acme', name: 'Widget' }]);

@@ -1,4 +1,4 @@
-// One gitea-mcp version everywhere (issue 32): the guide, the README, the configuration reference, the
+// One gitea-mcp version everywhere: the guide, the README, the configuration reference, the
 // doctor's warning, the install script, the image and the compose file all name the revision pinned in
 // src/config/gitea-mcp-pin.json, or none. A second version named anywhere (a `go install …@v1.1.0` left
 // in a doc) is what sent an operator to install another gitea-mcp than the one the service is tested with.

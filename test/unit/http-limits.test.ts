@@ -1,4 +1,4 @@
-// The node:http settings the HTTP limits become (issue 29): consistent for every configurable value,
+// The node:http settings the HTTP limits become: consistent for every configurable value,
 // so Node never rejects them (headersTimeout must not exceed requestTimeout) and the route's own 408
 // comes before the server's backstop. The behaviour itself: test/abuse/slow-clients.test.ts.
 import { createServer } from 'node:http';

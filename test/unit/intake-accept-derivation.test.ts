@@ -1,4 +1,4 @@
-// The compact write model (issue 20): an accepted comment journalled as ONE `intake.accept/1` record
+// The compact write model: an accepted comment journalled as ONE `intake.accept/1` record
 // must leave exactly the records and audit events the generic path (each record written on its own)
 // leaves — in memory right after the write, after a reopen (journal replay), and after a compaction
 // (the worker expands the record too) followed by a reopen. Audit events are compared without their

@@ -1,4 +1,4 @@
-// Issue 29, findings 1 and 9, the pure parts: a payload compared with the comment Gitea has
+// Comment confirmation, the pure parts: a payload compared with the comment Gitea has
 // (confirm-comment.ts), and the bounded retries of a comment Gitea has not decided on (pending-intake.ts).
 import { describe, expect, it } from 'vitest';
 import { compareWithGitea, isClearNo, sha256Hex, type GiteaCommentFacts, type PayloadComment } from '../../src/intake/confirm-comment.js';

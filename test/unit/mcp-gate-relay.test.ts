@@ -1,4 +1,4 @@
-// The gate's transport (issue 33): the newline-delimited JSON-RPC framing that replaced the MCP SDK,
+// The gate's transport: the newline-delimited JSON-RPC framing (no MCP SDK),
 // and the relay's answers to what Codex may send, malformed input first. The relay runs in process
 // with a fake child (`callChild`), so what is checked is what it forwards and answers; the policy
 // itself is test/unit/mcp-gate-policy.test.ts's, and the real gitea-mcp's the integration test's.

@@ -1,4 +1,4 @@
-// What the publisher never commits (src/publish/protected-paths.ts, issue 29): CI definitions unless the
+// What the publisher never commits (src/publish/protected-paths.ts): CI definitions unless the
 // operator allows them, the operator's own paths always; the texts that name refused paths on Gitea (src/receipts/path-text.ts).
 // The git side (withhold-paths.ts) is covered by test/e2e/publish.e2e.test.ts against a real Gitea.
 import { describe, expect, it } from 'vitest';

@@ -14,7 +14,7 @@ import { agentStepOf, programOf } from '../../src/sessions/agent-step.js';
 
 const task = { taskId: 'gitea-task-1', author: 'alice', errorCode: null, commentUrl: 'http://gitea.test/sub/acme/app/issues/3#issuecomment-9', owner: 'acme', repo: 'app' };
 
-describe('the receipt as the tracking comment (issue 30)', () => {
+describe('the receipt as the tracking comment', () => {
   it('maps every live and final task state to a stage; states without a receipt to none', () => {
     expect(progressStageOf('queued')).toBe('queued');
     expect(progressStageOf('preparing')).toBe('preparing');

@@ -1,7 +1,7 @@
-// Issue 34: the stored-record types say what they hold. With an index signature (`[k: string]:
-// unknown`) a field written or read under any name compiled, so `repo['currentFullName']` and
-// `lastGitError` were stored and read unchecked. This file is checked by `npm run typecheck`: each
-// line below stops compiling if a record type gains an index signature again, or if a field that
+// The stored-record types say what they hold. With an index signature (`[k: string]: unknown`) a
+// field written or read under any name would compile, so a field like `repo['currentFullName']` or
+// `lastGitError` could be stored and read unchecked. This file is checked by `npm run typecheck`:
+// each line below stops compiling if a record type gains an index signature again, or if a field that
 // writers store is no longer declared.
 import { describe, expect, it } from 'vitest';
 import type {
@@ -70,7 +70,7 @@ type Declared = [
   CommentRecord['progress'],
 ];
 
-describe('stored-record types (issue 34)', () => {
+describe('stored-record types', () => {
   it('declare their fields without an index signature (checked by the type checker)', () => {
     // @ts-expect-error an undeclared field is a type error, not an `unknown`
     const undeclared = ((r: TaskRecord) => r.noSuchField) satisfies unknown;

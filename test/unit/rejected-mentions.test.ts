@@ -1,4 +1,4 @@
-// Issue 29, finding 4: what a rejected or refused mention stores. The pure parts (the per-author day
+// What a rejected or refused mention stores. The pure parts (the per-author day
 // count, the excerpt) and the retention of what they leave; the whole path through HTTP, the store
 // and a real Gitea is in test/integration/rejected-mention-bounds.test.ts.
 import { createHash } from 'node:crypto';

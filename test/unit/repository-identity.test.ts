@@ -1,4 +1,4 @@
-// The pure rule of issue 29, finding 2: which stored repository record a name stands for, and the
+// The pure rule of repository names: which stored repository record a name stands for, and the
 // comment re-keyed to it (src/domain/repository-identity.ts, src/intake/canonical-repository.ts).
 import { describe, expect, it } from 'vitest';
 import {

@@ -1,4 +1,4 @@
-// What a review delivery becomes (issue 30), on the deliveries and review-API answers recorded from a
+// What a review delivery becomes, on the deliveries and review-API answers recorded from a
 // real Gitea 1.26.3 (test/fixtures/gitea/webhooks/review_*): the normalised event, which review on
 // Gitea it is, the tasks it makes, and the agent's input for them (file, line, side, hunk).
 import { readFileSync } from 'node:fs';

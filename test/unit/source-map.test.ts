@@ -1,6 +1,6 @@
-// src/README.md is the map of the source tree (issue 21): every folder of src/ has its row and its place
+// src/README.md is the map of the source tree: every folder of src/ has its row and its place
 // in the sketch, and the map names no folder that is gone, so the map cannot drift from the tree
-// unnoticed; nor can README.md's sketch name a folder that is gone (issue 34). That the map's arrows
+// unnoticed; nor can README.md's sketch name a folder that is gone. That the map's arrows
 // hold is the wall test's (scripts/folder-walls.mjs).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

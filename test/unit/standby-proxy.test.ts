@@ -1,4 +1,4 @@
-// A standby forwards what it receives to the writer (issue 31): src/http/standby-proxy.ts and the
+// A standby forwards what it receives to the writer: src/http/standby-proxy.ts and the
 // signed client address it sends along (src/http/forwarded-client.ts). The writer here is a plain
 // node:http server of the test's own that reads the request as the service's app does
 // (acceptForwardedClient, then clientAddress); the service end to end is test/cluster/.

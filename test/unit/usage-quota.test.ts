@@ -1,4 +1,4 @@
-// Daily quotas, per-repository overrides and the words users read (issue 18), on a real store.
+// Daily quotas, per-repository overrides and the words users read, on a real store.
 import { describe, expect, it } from 'vitest';
 import { blockedNoticeText, budgetNoticeText, refusalReceiptText, resumedNoticeText } from '../../src/receipts/limit-texts.js';
 import { configuredLimits, effectiveLimits } from '../../src/usage/limits.js';

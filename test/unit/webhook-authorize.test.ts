@@ -6,7 +6,7 @@ import { loadFixture, mutatedDelivery } from '../support/webhook-fixtures.js';
 const never = () => Promise.reject(new Error('must not be called'));
 
 describe('authorizeActor', () => {
-  // Issue 15, finding 1: a signed payload claiming push for a user without access got a run.
+  // A signed payload claiming push for a user without access must not get a run.
   it('signed push permission is only a hint: Gitea is asked, and its "none" wins', async () => {
     const { body, headers } = loadFixture('issue_comment_created_on_issue');
     const r = normalizeComment(headers, body);

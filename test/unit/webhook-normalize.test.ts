@@ -56,7 +56,7 @@ describe('normalizeComment on the shared fixtures', () => {
         updatedAt: '2026-12-01T11:12:17Z',
         htmlUrl: 'https://gitea.example.com/alice/widgets/issues/7#issuecomment-3',
       },
-      // The sender's Gitea user id: compared with the comment's author on Gitea (issue 29).
+      // The sender's Gitea user id: compared with the comment's author on Gitea.
       actor: { login: 'bob', isBot: false, id: 3 },
       permissions: { admin: false, push: true, pull: true },
     });

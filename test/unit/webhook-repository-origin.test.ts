@@ -1,4 +1,4 @@
-// The Gitea host is configuration, never payload (issue 15): the clone URL is built from
+// The Gitea host is configuration, never payload: the clone URL is built from
 // CCWEB_GITEA_URL, and a payload whose repository URLs name another host is refused. Pure functions
 // of src/webhook/repository-origin.ts; the HTTP path is test/integration/hardening-origin.test.ts.
 import { describe, expect, it } from 'vitest';

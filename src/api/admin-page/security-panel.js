@@ -69,7 +69,7 @@ function eventsTable(page) {
   );
 }
 
-/** `acme/widget issue 7 · comment 123`: where a refused mention was made. */
+/** `acme/widget issue #7 · comment 123`: where a refused mention was made. */
 function mentionPlace(m) {
   const where = [m.resourceKey ? m.resourceKey.replace(/^[^:]*:/, '').replace(/:(issue|pull_request):/, (_, k) => ` ${k === 'issue' ? 'issue' : 'PR'} #`) : null, m.commentId ? `comment ${m.commentId}` : null].filter(Boolean);
   return `${m.at ? `${time(m.at)} ` : ''}${where.join(' · ')}`;

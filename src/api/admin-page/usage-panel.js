@@ -1,4 +1,4 @@
-// The admin page's usage views (issue 18): the usage section of the task list (the provider
+// The admin page's usage views: the usage section of the task list (the provider
 // rate-limit hold, tokens per repository and per user over the last 7 days, the limits in force)
 // and a task's own usage in its detail view. Their own file so the page's layout can change around
 // them; they only need a container or the task detail's data.

@@ -1,8 +1,8 @@
-// Stored-data format `intake.accept/1`: the ONE thing intake journals for an accepted comment (issue 20).
+// Stored-data format `intake.accept/1`: the ONE thing intake journals for an accepted comment.
 //
-// Intake used to write eleven operations per accepted comment — delivery, comment trigger, task, task
+// An accepted comment makes eleven records and events — delivery, comment trigger, task, task
 // actor with its snapshot, receipt intent, (repository, session the first time) and three or four
-// audit events — each built, serialized, copied and indexed. Now it writes one compact record, and
+// audit events. Rather than build, serialize, copy and index each, intake writes one compact record, and
 // the store expands it here into exactly those records and events, deterministically: in memory when
 // the transaction is applied, at replay, and in the compaction worker. Readers see the same records
 // as before; the journal holds ≈ 1 KB instead of ≈ 4–5 KB; nothing is serialized twice.

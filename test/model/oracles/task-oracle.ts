@@ -2,19 +2,21 @@
  * Task lifecycle oracle, written from the spec: §5.6 (states, allowed next states and their
  * triggers), §5.4.3 (one reply_retry turn: replyAttempt ≤ 1), §5.5 (restart recovery), §8 (one
  * execution retry; MCP failures and other non-retryable errors fail at once), plus the project's
- * documented decisions (docs/architecture.md, "Decisions"): `verifying_reply → succeeded_with_rest_fallback`
- * (§5.4.4's outcome) and `aborting → aborted` on restart recovery; and issue 14 (change delivery):
- * a turn that replied with changes to deliver is `publishing` (the service commits, pushes and opens or
- * reuses the pull request) before `verifying_reply`; a refused push or pull request fails the task; and
- * issue 29: a user's `stop` or an operator's cancel/abort works in every non-terminal state — a task
- * with nothing in flight (queued, waiting_user, blocked_workspace, retry_wait) is cancelled by either,
- * one with work in flight (preparing, running, publishing, verifying_reply) goes to aborting by either;
- * aborting takes neither (it is already stopping); and issue 30: a question to the user is verified on
- * Gitea like an answer — §5.6's `running → waiting_user` (Codex's waiting signal) goes through
- * `verifying_reply` first, with its one retry turn, and only a confirmed question (by the agent or the
- * REST fallback) makes the task wait, without its lease; the one reply_retry (§8: per task) a question
- * used is used for the answer that follows the user's reply too. The §5.6 table has no
- * `verifying_reply → waiting_user`: issue 30 extends it (docs/architecture.md, "Decisions").
+ * documented decisions (docs/architecture.md, "Decisions" and "The task lifecycle"):
+ * - `verifying_reply → succeeded_with_rest_fallback` (§5.4.4's outcome) and `aborting → aborted` on
+ *   restart recovery;
+ * - change delivery: a turn that replied with changes to deliver is `publishing` (the service commits,
+ *   pushes and opens or reuses the pull request) before `verifying_reply`; a refused push or pull
+ *   request fails the task;
+ * - a user's `stop` or an operator's cancel/abort works in every non-terminal state — a task with
+ *   nothing in flight (queued, waiting_user, blocked_workspace, retry_wait) is cancelled by either, one
+ *   with work in flight (preparing, running, publishing, verifying_reply) goes to aborting by either;
+ *   aborting takes neither (it is already stopping);
+ * - a question to the user is verified on Gitea like an answer — §5.6's `running → waiting_user`
+ *   (Codex's waiting signal) goes through `verifying_reply` first, with its one retry turn, and only a
+ *   confirmed question (by the agent or the REST fallback) makes the task wait, without its lease; the
+ *   one reply_retry (§8: per task) a question used is used for the answer that follows the user's reply
+ *   too. The §5.6 table has no `verifying_reply → waiting_user`: this decision extends it.
  *
  * To add a state: add it to STATES and give it a `case` in `next` (and redirect the rule that enters it).
  */
@@ -37,7 +39,7 @@ export interface TaskSpecState {
   leaseId: string | null;
   mcpFailureReason: string | null;
   stoppedBy: string | null;
-  /** Issue 30: the turn being verified asked the user something (its confirmation makes the task wait). */
+  /** The turn being verified asked the user something (its confirmation makes the task wait). */
   asking: boolean;
 }
 
@@ -98,7 +100,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       ? to('retry_wait', { attempt: s.attempt + 1, resumeAt, errorCode, nextRetryAt: ev.retryAt ?? null, leaseId: null })
       : to('failed', { errorCode: ev.errorCode ?? s.errorCode ?? 'retry_limit_exceeded' });
   const proceed = (state: string): TaskSpecState => to(state, { errorCode: null, nextRetryAt: null });
-  // Issue 29: nothing in flight → cancelled at once; work in flight → aborting (stopped, then released).
+  // A stop: nothing in flight → cancelled at once; work in flight → aborting (stopped, then released).
   const stops = (x: AnyEventObject) => x.type === 'CANCEL' || x.type === 'ABORT';
   const stopNow = (): TaskSpecState => to('cancelled', { stoppedBy: ev.by! });
   const stopInFlight = (): TaskSpecState => to('aborting', { stoppedBy: ev.by! });
@@ -123,9 +125,9 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       if (stops(e)) return stopInFlight();
       return null;
     case 'running': // Codex stop reason, error, or an operator's abort
-      // Issue 14: changes to deliver go through publishing first; an answer alone is verified at once.
+      // Changes to deliver go through publishing first; an answer alone is verified at once.
       if (e.type === 'TURN_REPLIED') return to((e as { publish?: boolean }).publish === true ? 'publishing' : 'verifying_reply');
-      // Issue 30: the question is verified on Gitea before the task waits (the lease kept meanwhile).
+      // The question is verified on Gitea before the task waits (the lease kept meanwhile).
       if (e.type === 'TURN_WAITING_USER') return to('verifying_reply', { asking: true });
       if (e.type === 'TURN_FAILED') return executionRetry(ev.resumeAt ?? 'preparing');
       if (stops(e)) return stopInFlight();
@@ -137,13 +139,13 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       if (stops(e)) return stopNow();
       if (e.type === 'FAIL') return failed();
       return null;
-    case 'publishing': // issue 14: Gitea holds the change (read back), or refused it (the change is kept)
+    case 'publishing': // Gitea holds the change (read back), or refused it (the change is kept)
       if (e.type === 'PUBLISHED') return to('verifying_reply');
       if (e.type === 'PUBLISH_FAILED') return failed();
       if (stops(e)) return stopInFlight();
       return null;
     case 'verifying_reply': // reply verifier result; one reply retry only (§5.4)
-      // Issue 30: a confirmed question makes the task wait (lease released).
+      // A confirmed question makes the task wait (lease released).
       if (e.type === 'REPLY_CONFIRMED') return s.asking ? waitForUser() : to('succeeded');
       // §5.6: succeeded_with_rest_fallback keeps the original MCP reply failure (a question waiting too).
       if (e.type === 'REPLY_CONFIRMED_VIA_FALLBACK') {
@@ -178,7 +180,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
 
 export const taskOracle: Oracle<TaskSpecState> = {
   name: 'task-lifecycle',
-  source: 'spec §5.6 table, §5.4.3, §5.5, §8; docs/architecture.md decisions (REST fallback outcome, aborting on restart); issue 14 (publishing); issue 29 (stop in every state); issue 30 (a question verified before the task waits)',
+  source: 'spec §5.6 table, §5.4.3, §5.5, §8; docs/architecture.md decisions (REST fallback outcome, aborting on restart); docs/architecture.md, "The task lifecycle" (publishing, a stop in every state, a question verified before the task waits)',
   states: STATES,
   initial: () => ({ state: 'received', attempt: 0, replyAttempt: 0, resumeAt: 'preparing', errorCode: null, nextRetryAt: null, leaseId: null, mcpFailureReason: null, stoppedBy: null, asking: false }),
   alphabet,

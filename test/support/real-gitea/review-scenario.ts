@@ -1,5 +1,5 @@
 /**
- * Review deliveries from a real Gitea (issue 30): what Gitea 1.26 sends for a line comment, a reply in a
+ * Review deliveries from a real Gitea: what Gitea 1.26 sends for a line comment, a reply in a
  * line thread and a submitted review, recorded byte for byte. Used by `scripts/record-gitea-webhooks.ts
  * --reviews` (writes test/fixtures/gitea/webhooks/review_*) and by test/integration/review-deliveries-real.test.ts
  * (re-records and compares the shapes with the saved fixtures).

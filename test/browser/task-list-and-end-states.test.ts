@@ -1,5 +1,5 @@
-// The operator pages in real Chromium (Debian's package, driven by playwright-core)
-// against a real HTTP server with a real store and runtime: the task list first with its pull
+// The operator pages' task list and the visualizer's end states in real Chromium (Debian's package,
+// driven by playwright-core) against a real HTTP server with a real store and runtime: the task list first with its pull
 // request and thread links, error codes with their meaning, ISO dates, the concurrency limit and
 // the busy slots; a rejected task without a change section; the visualizer's end states coloured by
 // outcome and only live actors listed as live. Screenshots go to docs/screenshots/operator-pages/.
@@ -58,7 +58,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe('admin page (issue 30)', () => {
+describe('admin page: the task list', () => {
   it('lists tasks first, with thread and pull-request links, error meanings, ISO dates and the busy slots', async () => {
     await page.goto(`${h.url}/admin`);
     await page.fill('#token', ADMIN_TOKEN);
@@ -98,7 +98,7 @@ describe('admin page (issue 30)', () => {
   });
 });
 
-describe('visualizer (issue 30)', () => {
+describe('visualizer: end states and finished actors', () => {
   it('colours succeeded and failed end states apart, and lists finished actors apart from live ones', async () => {
     await createQueuedTask(h.store, h.runtime, { taskId: 'task-cancel' });
     const res = await h.call('POST', '/api/gitea-workflow/tasks/task-cancel/cancel', { requestId: randomUUID(), operator: 'alice', reason: 'test' });
