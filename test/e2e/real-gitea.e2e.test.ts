@@ -423,8 +423,11 @@ describe('end to end against a real Gitea [real gitea-mcp]', () => {
   it('(11) `ccweb-gitea doctor --repo acme/widget` passes against it', async () => {
     const { stdout } = await execFileP(process.execPath, [join(repoRoot, 'bin', 'ccweb-gitea.js'), 'doctor', '--repo', 'acme/widget'], {
       cwd: repoRoot,
-      env: { ...process.env, ...env.env, CCWEB_DATA_DIR: join(root, 'doctor-data') },
+      // Its own data directory and a free port: the service of these tests still runs on env.env's.
+      env: { ...process.env, ...env.env, CCWEB_DATA_DIR: join(root, 'doctor-data'), CCWEB_PORT: '0' },
       timeout: 120_000,
+    }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
+      throw new Error(`doctor failed: ${error.message}\n${error.stdout ?? ''}\n${error.stderr ?? ''}`);
     });
     const line = (check: string) => stdout.split('\n').find((l) => l.split(/\s+/)[1] === check) ?? `(no ${check} line)\n${stdout}`;
     expect(line('gitea')).toMatch(new RegExp(`^ok\\s+gitea\\s+${env.gitea.url.replace(/[.]/g, '\\.')} reachable; token valid for ccweb-bot`));
