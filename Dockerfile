@@ -48,7 +48,9 @@ COPY visualizer/ visualizer/
 # The build's asset copier, and the installers `demo` imports (the demo builds what it lacks, where it can).
 COPY scripts/build-copy-assets.mjs scripts/cache-lock.mjs scripts/cache-lock.d.mts scripts/install-gitea.mjs \
      scripts/install-gitea.d.mts scripts/install-gitea-mcp.mjs scripts/install-gitea-mcp.d.mts scripts/
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+# Readable by everyone whatever the builder's umask left on the checkout's files (git keeps only the
+# executable bit): the service runs as `ccweb`, not as the files' owner.
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund && chmod -R a+rX,go-w /app
 
 # --- what runs ---------------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE}
