@@ -286,8 +286,9 @@ export function createPublisher(options: PublisherOptions): Publisher {
           pushedHead = (await resolve('HEAD'))!;
           await record(taskId, {}, { action: 'publish.rebased', metadata: { branch: target, onto: remoteHead, head: pushedHead } });
         }
-        // Unredacted on purpose (no `secrets`): this output is only searched, never logged or stored.
-        const diff = await runGit(['log', '-p', '--no-color', `${upstream}..HEAD`], { cwd: wt, timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) });
+        // Unredacted on purpose (no `secrets`): this output is only searched, never logged or stored. The
+        // committed bytes, never a program's rendering of them: no external diff or textconv driver runs.
+        const diff = await runGit(['log', '-p', '--no-color', '--no-ext-diff', '--no-textconv', `${upstream}..HEAD`], { cwd: wt, timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) });
         if (!diff.ok || containsSecret(diff.stdout, secrets)) {
           throw new PublishError('publish_secret_in_change', 'the change contains the service token; it was not pushed');
         }
