@@ -27,11 +27,11 @@ export default {
     {
       name: 'store-only-itself-node-lowdb',
       comment:
-        'src/store/ is the platform under everything: it imports itself, node builtins, lowdb and (its ' +
-        'PostgreSQL engine, src/store/postgres/) pg only, never the domain or the parts that use it.',
+        'src/store/ is the platform under everything: it imports itself, node builtins, lowdb, better-sqlite3 ' +
+        '(the SQLite engine) and pg (the PostgreSQL engine) only, never the domain or the parts that use it.',
       severity: 'error',
       from: { path: '^src/store/' },
-      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', pkg('lowdb'), pkg('pg'), pkg('pg-[a-z-]+')] },
+      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', '^node:sqlite$', pkg('lowdb'), pkg('better-sqlite3'), pkg('pg'), pkg('pg-[a-z-]+')] },
     },
     {
       name: 'visualizer-graph-only-xstate-elkjs-machines',
@@ -147,10 +147,11 @@ export default {
       comment:
         'Every import must resolve: an import the cruiser cannot follow would pass every wall unseen. ' +
         'Except in the visualizer page, which runs in the browser and imports the admin page\'s client by its URL ' +
-        '(/admin/operator-client.js, served by src/api/static-pages.ts).',
+        '(/admin/operator-client.js, served by src/api/static-pages.ts); and node:sqlite, a builtin of Node 22.13 ' +
+        'and later that the Node the cruiser may run on (20) does not know (src/store/sql/sqlite-driver.ts).',
       severity: 'error',
       from: { pathNot: '^visualizer/page/' },
-      to: { couldNotResolve: true },
+      to: { couldNotResolve: true, pathNot: '^node:sqlite$' },
     },
   ],
   options: {

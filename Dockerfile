@@ -37,6 +37,8 @@ RUN set -eu; \
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# No package's install script runs: the store's SQLite is Node's own (node:sqlite); better-sqlite3, an
+# optional dependency for Node 20 only, is left unbuilt.
 RUN npm ci --no-audit --no-fund --ignore-scripts
 # Only what the build and the service need, by name: never `COPY . .`, so nothing else of the checkout (its
 # secrets, env files, data, local notes) can reach the image even where .dockerignore would let it through.

@@ -30,9 +30,9 @@ async function commitsPerSecond(postgres: ThrowawayPostgres, name: string, write
       stores.flatMap((store, i) =>
         Array.from({ length: CLIENTS }, async (_, c) => {
           for (let k = 0; k < each; k++) {
-            await store.transact((tx) => {
-              tx.insert('tasks', `${i}-${c}-${k}`, { state: 'queued', stateVersion: 1 });
-              tx.appendAudit({ action: 'bench.commit', actor: 'bench' });
+            await store.transact(async (tx) => {
+              await tx.insert('tasks', `${i}-${c}-${k}`, { state: 'queued', stateVersion: 1 });
+              await tx.appendAudit({ action: 'bench.commit', actor: 'bench' });
             });
           }
         }),

@@ -35,9 +35,9 @@ async function takeover(postgres: ThrowawayPostgres, name: string, tailMs: numbe
     for (let i = 0; i < COMMITS; i += IN_FLIGHT) {
       await Promise.all(
         Array.from({ length: Math.min(IN_FLIGHT, COMMITS - i) }, (_, j) =>
-          a.transact((tx) => {
-            tx.insert('tasks', `t${i + j}`, { taskId: `t${i + j}`, state: 'queued', instruction: 'x'.repeat(200) });
-            tx.appendAudit({ action: 'task.created', actor: 'bench', taskId: `t${i + j}` });
+          a.transact(async (tx) => {
+            await tx.insert('tasks', `t${i + j}`, { taskId: `t${i + j}`, state: 'queued', instruction: 'x'.repeat(200) });
+            await tx.appendAudit({ action: 'task.created', actor: 'bench', taskId: `t${i + j}` });
           }),
         ),
       );
@@ -48,7 +48,8 @@ async function takeover(postgres: ThrowawayPostgres, name: string, tailMs: numbe
     await a.close();
     await opening;
     const ms = performance.now() - started;
-    if (b.count('tasks') !== COMMITS) throw new Error(`the standby took over with ${b.count('tasks')} of ${COMMITS} tasks`);
+    const taken = await b.count('tasks');
+    if (taken !== COMMITS) throw new Error(`the standby took over with ${taken} of ${COMMITS} tasks`);
     const stats = b.stats();
     return { ms, replayed: stats.replayedAtOpen, tailed: stats.tailedWhileWaiting };
   } finally {

@@ -128,11 +128,11 @@ async function prefill(dataDir: string, secret: string, count: number, repos: nu
           const taskId = String(r.body['taskId']);
           await runtime.send(taskActorId(taskId), { type: 'CANCEL', by: 'admin:bench' } as never, { by: 'admin:bench' });
           // …and its receipts went out long ago, as the outbox would have recorded.
-          await store.transact((tx) => {
-            const received = tx.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received'))!;
-            tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 2 * i + 1 });
+          await store.transact(async (tx) => {
+            const received = (await tx.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received')))!;
+            await tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 2 * i + 1 });
             const failure = pendingReceiptRecord({ taskId, resourceKey: received.resourceKey }, 'cancelled');
-            tx.insert('comments', failure.commentKey, { ...failure, status: 'sent', commentId: 2 * i + 2 });
+            await tx.insert('comments', failure.commentKey, { ...failure, status: 'sent', commentId: 2 * i + 2 });
           });
         }
       }
@@ -141,12 +141,11 @@ async function prefill(dataDir: string, secret: string, count: number, repos: nu
   await runtime.settled();
   if (terminal) {
     // What the running service's retention sweep has done an hour later: finished, settled tasks
-    // moved to the cold tier under the default CCWEB_ARCHIVE_AFTER_MINUTES, folded by a compaction.
+    // archived under the default CCWEB_ARCHIVE_AFTER_MINUTES.
     const later = Date.now() + (DEFAULTS.archiveAfterMinutes + 1) * 60_000;
     const policy = { deliveryRetentionMs: DEFAULTS.deliveryRetentionDays * DAY_MS, taskRetentionMs: null, archiveAfterMs: DEFAULTS.archiveAfterMinutes * 60_000 };
     const swept = await sweepRetention(store, policy, { now: () => later });
     if (swept.archived !== count) throw new Error(`prefill: archived ${swept.archived} of ${count} finished tasks`);
-    await store.compact();
   }
   runtime.stopAll();
   await store.close();
@@ -207,8 +206,8 @@ async function realRun(): Promise<RealRun> {
 
     const store = createStore({ dir: join(config.dataDir, 'store'), indexes: STORE_INDEXES });
     await store.open();
-    const tasks = store.list<TaskRecord>('tasks');
-    const events = store.audit();
+    const tasks = await store.list<TaskRecord>('tasks');
+    const events = await store.audit();
     await store.close();
     const perTask = breakdown(tasks, events);
     const states: Record<string, number> = {};

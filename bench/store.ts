@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createStore, type DurableStore } from '../src/store/index.js';
+import { createStore, DurableStore, type Store } from '../src/store/index.js';
 
 const TARGET_TPS = 5_000;
 const TARGET_RATIO = 1.5;
@@ -61,13 +61,13 @@ function makeSnapshot(i: number, state: string): Record<string, unknown> {
   };
 }
 
-async function prefill(store: DurableStore, from: number, to: number): Promise<void> {
+async function prefill(store: Store, from: number, to: number): Promise<void> {
   for (let start = from; start < to; start += 1_000) {
     const end = Math.min(to, start + 1_000);
-    await store.transact((tx) => {
+    await store.transact(async (tx) => {
       for (let i = start; i < end; i++) {
-        tx.insert('tasks', taskId(i), makeTask(i));
-        tx.insert('actors', `task:${taskId(i)}`, { machineId: 'task', machineVersion: 1, snapshot: makeSnapshot(i, 'queued'), stateVersion: 1 });
+        await tx.insert('tasks', taskId(i), makeTask(i));
+        await tx.insert('actors', `task:${taskId(i)}`, { machineId: 'task', machineVersion: 1, snapshot: makeSnapshot(i, 'queued'), stateVersion: 1 });
       }
     });
   }
@@ -84,7 +84,7 @@ interface Result {
   batches: number;
 }
 
-async function measure(store: DurableStore, taskCount: number, concurrency: number, total: number): Promise<Result> {
+async function measure(store: Store, taskCount: number, concurrency: number, total: number): Promise<Result> {
   const latencies: number[] = [];
   let issued = 0;
   const batchesBefore = store.stats().batches;
@@ -94,17 +94,17 @@ async function measure(store: DurableStore, taskCount: number, concurrency: numb
       issued += 1;
       const i = (w + round * concurrency) % taskCount;
       const id = taskId(i);
-      const current = store.get<Task>('tasks', id)!;
+      const current = (await store.get<Task>('tasks', id))!;
       const fromState = current.state;
       const toState = STATES[(STATES.indexOf(fromState) + 1) % STATES.length]!;
       const started = performance.now();
-      await store.transact((tx) => {
-        const task = tx.put('tasks', id, { ...current, state: toState, updatedAt: new Date().toISOString() }, {
+      await store.transact(async (tx) => {
+        const task = await tx.put('tasks', id, { ...current, state: toState, updatedAt: new Date().toISOString() }, {
           expectVersion: current.stateVersion,
           versionField: 'stateVersion',
         });
-        tx.put('actors', `task:${id}`, { machineId: 'task', machineVersion: 1, snapshot: makeSnapshot(i, toState), stateVersion: task.stateVersion });
-        tx.appendAudit({ action: 'task.transition', actor: 'system', fromState, toState, stateVersion: task.stateVersion, taskId: id, actorId: `task:${id}` });
+        await tx.put('actors', `task:${id}`, { machineId: 'task', machineVersion: 1, snapshot: makeSnapshot(i, toState), stateVersion: task.stateVersion });
+        await tx.appendAudit({ action: 'task.transition', actor: 'system', fromState, toState, stateVersion: task.stateVersion, taskId: id, actorId: `task:${id}` });
       });
       latencies.push(performance.now() - started);
     }
@@ -120,11 +120,13 @@ const fmt = (n: number, digits = 2) => n.toFixed(digits);
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'ccweb-store-bench-'));
-  const store = createStore({ dir, fsync: process.env.BENCH_FSYNC !== '0', indexes: { tasks: ['repoKey', 'state', 'resourceKey'] } });
+  // BENCH_ENGINE=journal: the journal store of earlier versions (the PostgreSQL replica's engine); else SQLite.
+  const indexes = { tasks: ['repoKey', 'state', 'resourceKey'] };
+  const store: Store = process.env.BENCH_ENGINE === 'journal' ? new DurableStore({ dir, fsync: process.env.BENCH_FSYNC !== '0', indexes }) : createStore({ dir, indexes });
   const results = new Map<string, Result>();
   try {
     await store.open();
-    console.log(`store bench: dir=${dir} fsync=${process.env.BENCH_FSYNC === "0" ? "OFF (CPU ceiling only)" : "on"} segmentBytes=16MiB node=${process.version}`);
+    console.log(`store bench: engine=${store instanceof DurableStore ? 'journal' : 'sqlite'} dir=${dir} fsync=${process.env.BENCH_FSYNC === "0" ? "OFF (CPU ceiling only)" : "on"} node=${process.version}`);
     let stored = 0;
     for (const taskCount of [1_000, 100_000]) {
       const t0 = performance.now();
@@ -132,11 +134,9 @@ async function main(): Promise<void> {
       stored = taskCount;
       await store.sync();
       const prefillSeconds = (performance.now() - t0) / 1000;
-      await store.compactionIdle(); // measure steady state, not a compaction catching up
-      const s = store.stats();
-      console.log(
-        `\n== ${taskCount.toLocaleString('en-US')} tasks stored (prefill ${fmt(prefillSeconds, 1)} s; checkpoint ${fmt(s.checkpointBytes / 2 ** 20, 1)} MiB, journal ${fmt(s.journalBytes / 2 ** 20, 1)} MiB, compactions so far ${s.compactions}) ==`,
-      );
+      if (store instanceof DurableStore) await store.compactionIdle(); // measure steady state, not a compaction catching up
+      const files = store instanceof DurableStore ? `; checkpoint ${fmt(store.stats().checkpointBytes / 2 ** 20, 1)} MiB, journal ${fmt(store.stats().journalBytes / 2 ** 20, 1)} MiB, compactions so far ${store.stats().compactions}` : '';
+      console.log(`\n== ${taskCount.toLocaleString('en-US')} tasks stored (prefill ${fmt(prefillSeconds, 1)} s${files}) ==`);
       await measure(store, taskCount, 64, 3_000); // warm-up (JIT, page cache)
       for (const c of CONCURRENCIES) {
         // The machine is shared and noisy: run each point REPEATS times and keep the median run.
@@ -164,7 +164,7 @@ async function main(): Promise<void> {
       console.log(`p50 latency ratio @100k / @1k, concurrency ${String(c).padStart(2)}: ${fmt(ratio)}  target <= ${TARGET_RATIO}  ${ok ? 'PASS' : 'MISS'}${c === 64 ? '' : ' (informational)'}`);
     }
     const s = store.stats();
-    console.log(`final: commits=${s.commits} batches=${s.batches} compactions=${s.compactions} checkpoint=${fmt(s.checkpointBytes / 2 ** 20, 1)} MiB`);
+    console.log(`final: commits=${s.commits} batches=${s.batches}${store instanceof DurableStore ? ` compactions=${store.stats().compactions} checkpoint=${fmt(store.stats().checkpointBytes / 2 ** 20, 1)} MiB` : ''}`);
     console.log(`overall: ${pass ? 'PASS' : 'MISS'}`);
   } finally {
     await store.close().catch(() => {});

@@ -28,7 +28,7 @@ import {
 import { pendingReceiptRecord } from '../src/receipts/receipt-record.js';
 import { accepted } from '../src/intake/intake-response.js';
 import { ActorRuntime, type ActorRecord } from '../src/runtime/actor-runtime.js';
-import { createStore, type DurableStore } from '../src/store/index.js';
+import { createStore, DurableStore, type Store } from '../src/store/index.js';
 import { TASK_KIND, taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { commentTriggerKey, normalizeComment, taskIdFor } from '../src/webhook/normalize-comment.js';
 import { createWebhookRouter } from '../src/intake/webhook-route.js';
@@ -66,17 +66,16 @@ function cpuMicros(): number {
  * The store the real server runs on: the embedded one, or (kind `real-postgres`, BENCH_DATABASE_URL
  * naming an empty database) PostgreSQL with its replica in `dir` — the same code either way.
  */
-function benchStore(dir: string): DurableStore {
+function benchStore(dir: string): Store {
   const url = process.argv[3] === 'real-postgres' ? process.env['BENCH_DATABASE_URL'] : undefined;
   if (process.argv[3] === 'real-postgres' && !url) throw new Error('real-postgres: set BENCH_DATABASE_URL');
-  // Typed as the embedded store: the PostgreSQL one has the same contract and the compaction controls used here.
-  return url ? (createStore({ dir: join(dir, 'replica'), indexes: STORE_INDEXES, url, nodeId: 'bench', version: 'bench' }) as unknown as DurableStore) : createStore({ dir, indexes: STORE_INDEXES });
+  return url ? createStore({ dir: join(dir, 'replica'), indexes: STORE_INDEXES, url, nodeId: 'bench', version: 'bench' }) : createStore({ dir, indexes: STORE_INDEXES });
 }
 
 export async function serveReal(): Promise<void> {
   const diag = stallDiagnostics();
   const dir = await mkdtemp(join(tmpdir(), 'ccweb-bench-webhook-'));
-  let store: DurableStore = benchStore(dir);
+  let store: Store = benchStore(dir);
   await store.open();
   const runtime = new ActorRuntime({ store, kinds: [taskKind()] });
   const benchComments = createCommentRegistry();
@@ -100,16 +99,18 @@ export async function serveReal(): Promise<void> {
       if (msg.cmd === 'prefill') {
         const t0 = performance.now();
         await prefill(store, runtime, msg.total);
-        await store.compact();
-        await store.compactionIdle();
-        process.send!({ ok: true, tasks: store.count('tasks'), ms: performance.now() - t0 });
+        // A journal store (the PostgreSQL replica) folds its journal first: measure steady state.
+        const replica = store as Partial<Pick<DurableStore, 'compact' | 'compactionIdle'>>;
+        await replica.compact?.();
+        await replica.compactionIdle?.();
+        process.send!({ ok: true, tasks: await store.count('tasks'), ms: performance.now() - t0 });
       } else if (msg.cmd === 'cpu') {
         process.send!({ ok: true, cpu: cpuMicros(), mono: Number(process.hrtime.bigint() / 1000n) });
       } else if (msg.cmd === 'diag') {
         process.send!({ ok: true, ...diag.take(), store: store.stats() });
       } else if (msg.cmd === 'tasks') {
         await store.sync();
-        process.send!({ ok: true, tasks: store.count('tasks'), stats: store.stats() });
+        process.send!({ ok: true, tasks: await store.count('tasks'), stats: store.stats() });
       } else if (msg.cmd === 'reopen') {
         // Durability check: what a fresh process would find on disk.
         server.close();
@@ -118,7 +119,7 @@ export async function serveReal(): Promise<void> {
         await store.close();
         store = benchStore(dir);
         await store.open();
-        process.send!({ ok: true, tasks: store.count('tasks') });
+        process.send!({ ok: true, tasks: await store.count('tasks') });
       } else {
         await store.close().catch(() => undefined);
         await rm(dir, { recursive: true, force: true });
@@ -236,18 +237,21 @@ export async function serveOctokit(): Promise<void> {
  * session per resource), written 1,000 per transaction. The actor record is a real one, made once
  * by the runtime and copied.
  */
-async function prefill(store: DurableStore, runtime: ActorRuntime, total: number): Promise<void> {
+async function prefill(store: Store, runtime: ActorRuntime, total: number): Promise<void> {
   const fixture = readFileSync(join(FIXTURES, 'issue_comment_created_on_issue.json'));
   const headers = JSON.parse(readFileSync(join(FIXTURES, 'issue_comment_created_on_issue.headers.json'), 'utf8')).headers;
   const base = normalizeComment(headers, fixture, { botLogin: BOT });
   if (!base.ok) throw new Error(base.issues);
   const now = new Date();
   let template: ActorRecord | undefined;
-  let i = store.count('tasks');
-  while (i < total) {
-    const end = Math.min(total, i + 1000);
-    await store.transact((tx) => {
-      for (; i < end; i++) {
+  let done = await store.count('tasks');
+  while (done < total) {
+    const start = done;
+    const end = Math.min(total, done + 1000);
+    // The body may run again: it changes nothing outside it (the template is kept once it committed).
+    template = await store.transact(async (tx) => {
+      let made = template;
+      for (let i = start; i < end; i++) {
         const deliveryId = `prefill-${i}`;
         const deliveryKey = `default:${deliveryId}`;
         const taskId = taskIdFor(deliveryKey);
@@ -261,32 +265,34 @@ async function prefill(store: DurableStore, runtime: ActorRuntime, total: number
           comment: { ...base.value.comment, id: 50_000_000 + i },
         };
         const response = accepted(deliveryId, taskId);
-        tx.insert('webhook_deliveries', deliveryKey, deliveryRecord({
+        await tx.insert('webhook_deliveries', deliveryKey, deliveryRecord({
           deliveryKey, deliveryId, eventType: c.eventType, receivedAt: now, retentionMs: 30 * 86_400_000,
           normalized: true, taskId, status: 'accepted', reason: null, payloadHash: payloadHash(fixture), response,
         }));
         const triggerKey = commentTriggerKey(c);
-        tx.insert('comment_triggers', triggerKey, triggerRecord(triggerKey, deliveryKey, taskId, now));
-        tx.insert('sessions', c.resourceKey, sessionRecord(taskRecord(c, taskId, i, now), 'default', now));
+        await tx.insert('comment_triggers', triggerKey, triggerRecord(triggerKey, deliveryKey, taskId, now));
+        await tx.insert('sessions', c.resourceKey, sessionRecord(taskRecord(c, taskId, i, now), 'default', now));
         const actorId = taskActorId(taskId);
-        if (template === undefined) {
-          tx.insert('tasks', taskId, taskRecord(c, taskId, i, now));
-          runtime.createInTx(tx, TASK_KIND, actorId, { taskId }, { events: [{ type: 'ACCEPT' }], by: 'gitea:user:bob', taskId });
-          template = tx.get<ActorRecord>('actors', actorId)!;
+        if (made === undefined) {
+          await tx.insert('tasks', taskId, taskRecord(c, taskId, i, now));
+          await runtime.createInTx(tx, TASK_KIND, actorId, { taskId }, { events: [{ type: 'ACCEPT' }], by: 'gitea:user:bob', taskId });
+          made = (await tx.get<ActorRecord>('actors', actorId))!;
         } else {
-          tx.insert('tasks', taskId, { ...taskRecord(c, taskId, i, now), state: 'queued', stateVersion: 2 } satisfies TaskRecord);
-          const snapshot = template.snapshot as { context: Record<string, unknown> };
-          tx.insert('actors', actorId, {
-            ...template,
+          await tx.insert('tasks', taskId, { ...taskRecord(c, taskId, i, now), state: 'queued', stateVersion: 2 } satisfies TaskRecord);
+          const snapshot = made.snapshot as { context: Record<string, unknown> };
+          await tx.insert('actors', actorId, {
+            ...made,
             actorId,
             taskId,
             snapshot: { ...snapshot, context: { ...snapshot.context, taskId } },
           });
         }
         const receipt = pendingReceiptRecord({ taskId, resourceKey: c.resourceKey }, 'received', now);
-        tx.insert('comments', receipt.commentKey, receipt);
+        await tx.insert('comments', receipt.commentKey, receipt);
       }
+      return made;
     });
+    done = end;
   }
 }
 

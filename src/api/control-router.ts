@@ -28,8 +28,8 @@ export interface ControlRouterDeps {
   store: Store;
   runtime: ActorRuntime;
   adminToken: string;
-  /** After pause/resume/disable/enable is durable: wake the scheduler. */
-  onControlChanged?: () => void;
+  /** After pause/resume/disable/enable is durable: wake the scheduler. Awaited before the answer. */
+  onControlChanged?: () => void | Promise<void>;
   /** After a task entered `aborting`: the executor interrupts the running turn. */
   onAbortRequested?: (taskId: string) => void;
   now?: () => Date;
@@ -39,7 +39,7 @@ export interface ControlRouterDeps {
   /** The scheduler's cap on tasks running at once and how many slots are taken now (`/overview`). */
   concurrency?: () => { limit: number; busy: number };
   /** The nodes sharing this store, this one included (`/overview`). */
-  nodes?: () => { self: string; nodes: NodeStatus[] };
+  nodes?: () => { self: string; nodes: NodeStatus[] } | Promise<{ self: string; nodes: NodeStatus[] }>;
   /**
    * Several nodes: run after the token check on the task commands (cancel, unblock,
    * abort), before their handler; sends the request to the node owning the task's repository
@@ -87,8 +87,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
 
   router.get('/overview', auth, h(async (ctx) => {
     await store.sync();
-    const o = overview(store, now(), deps.concurrency?.());
-    const cluster = deps.nodes?.();
+    const o = await overview(store, now(), deps.concurrency?.());
+    const cluster = await deps.nodes?.();
     if (cluster) o['nodes'] = nodesView(cluster.nodes, cluster.self, now());
     const iso = deps.agentIsolation;
     ctx.body = iso ? { ...o, agentIsolation: { mode: iso.mode, network: iso.network, warning: iso.warning } } : o;
@@ -97,12 +97,12 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   router.get('/tasks', auth, h(async (ctx) => {
     const q = parseOr400(TaskListQuery, queryOf(ctx));
     await store.sync();
-    ctx.body = listTasks(store, q);
+    ctx.body = await listTasks(store, q);
   }));
 
   router.get('/tasks/:taskId', auth, h(async (ctx) => {
     await store.sync();
-    const detail = taskDetail(store, String(ctx.params['taskId']));
+    const detail = await taskDetail(store, String(ctx.params['taskId']));
     if (!detail) throw new ApiError(404, { error: 'task_not_found' });
     ctx.body = detail;
   }));
@@ -110,7 +110,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   router.get('/audit', auth, h(async (ctx) => {
     const q = parseOr400(AuditQuery, queryOf(ctx));
     await store.sync();
-    const events = auditEvents(store, q);
+    const events = await auditEvents(store, q);
     if (q.format === 'ndjson') {
       const name = `audit-${(q.taskId ?? q.deliveryId ?? q.deliveryKey ?? q.actorId ?? q.turnId ?? (q.commentId !== undefined ? `comment-${q.commentId}` : undefined) ?? 'all').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 80)}.ndjson`;
       ctx.set('content-disposition', `attachment; filename="${name}"`);
@@ -137,7 +137,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       const req = parseOr400(schema, await readJsonBody(ctx));
       const t = target(ctx);
       for (;;) {
-        const prior = store.get<ControlRequestRecord>('control_requests', req.requestId);
+        const prior = await store.get<ControlRequestRecord>('control_requests', req.requestId);
         if (prior) return replay(ctx, prior, action, t);
         const running = inFlight.get(req.requestId);
         if (!running) break;
@@ -156,20 +156,20 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   };
 
   /** Records the request, its audit event and (via `decide`) the change, atomically. */
-  const commit = (req: ControlBody, action: string, target: string | null, decide: (tx: Tx) => Outcome): Promise<Answer & { replayed: boolean }> =>
-    store.transact((tx) => {
-      const prior = tx.get<ControlRequestRecord>('control_requests', req.requestId);
+  const commit = (req: ControlBody, action: string, target: string | null, decide: (tx: Tx) => Outcome | Promise<Outcome>): Promise<Answer & { replayed: boolean }> =>
+    store.transact(async (tx) => {
+      const prior = await tx.get<ControlRequestRecord>('control_requests', req.requestId);
       if (prior) return { ...prior.response, replayed: true };
-      const outcome = decide(tx);
+      const outcome = await decide(tx);
       const answer = { status: outcome.status, body: outcome.body };
-      tx.appendAudit({
+      await tx.appendAudit({
         ...outcome.audit,
         action,
         actor: `admin:${req.operator}`,
         level: 'security',
         metadata: { ...outcome.audit.metadata, requestId: req.requestId, reason: req.reason, status: outcome.status },
       });
-      tx.insert<ControlRequestRecord>('control_requests', req.requestId, {
+      await tx.insert<ControlRequestRecord>('control_requests', req.requestId, {
         requestId: req.requestId,
         operator: req.operator,
         action,
@@ -182,8 +182,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     });
 
   const setPaused = (paused: boolean) => async (_ctx: Context, req: ControlBody): Promise<Answer> => {
-    const answer = await commit(req, paused ? 'control.pause' : 'control.resume', GLOBAL_CONTROL_KEY, (tx) => {
-      const current = tx.get<ControlRecord>('control', GLOBAL_CONTROL_KEY);
+    const answer = await commit(req, paused ? 'control.pause' : 'control.resume', GLOBAL_CONTROL_KEY, async (tx) => {
+      const current = await tx.get<ControlRecord>('control', GLOBAL_CONTROL_KEY);
       const changed = (current?.globalPaused ?? false) !== paused;
       let record = current;
       if (changed || !current) {
@@ -195,13 +195,13 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
           version: (current?.version ?? 0) + 1,
         };
         record = current
-          ? tx.put('control', GLOBAL_CONTROL_KEY, next, { expectVersion: current.version })
-          : tx.insert('control', GLOBAL_CONTROL_KEY, next);
+          ? await tx.put('control', GLOBAL_CONTROL_KEY, next, { expectVersion: current.version })
+          : await tx.insert('control', GLOBAL_CONTROL_KEY, next);
       }
       const body = { ok: true, changed, control: { ...record! } };
       return { status: 200, body, audit: { fromState: String(current?.globalPaused ?? false), toState: String(paused) } };
     });
-    if (!answer.replayed) notify(deps.onControlChanged, deps.logger);
+    if (!answer.replayed) await notify(deps.onControlChanged, deps.logger);
     return answer;
   };
 
@@ -210,17 +210,18 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
 
   const setRepo = (status: 'active' | 'disabled') => async (_ctx: Context, req: ControlBody, repoKey: string | null): Promise<Answer> => {
     const action = status === 'disabled' ? 'control.repo_disable' : 'control.repo_enable';
-    const answer = await commit(req, action, repoKey, (tx) => {
+    const listed = await store.list<RepositoryRecord>('repositories');
+    const answer = await commit(req, action, repoKey, async (tx) => {
       // Any letter case names the repository (Gitea's rule); a case variant stored as a second
       // record by an older version gets the same status, so the repository is one thing to switch.
-      const all = matchingRepositories(repoKey!, store.list<RepositoryRecord>('repositories'));
+      const all = await fresh(tx, matchingRepositories(repoKey!, listed));
       const repo = findRepository(repoKey!, all);
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const changed = repo.status !== status;
       let stored = repo;
       for (const r of all) {
         if (r.status === status) continue;
-        const put = tx.put<RepositoryRecord>('repositories', r.repoKey, { ...r, status, version: r.version + 1 }, { expectVersion: r.version });
+        const put = await tx.put<RepositoryRecord>('repositories', r.repoKey, { ...r, status, version: r.version + 1 }, { expectVersion: r.version });
         if (r.repoKey === repo.repoKey) stored = put;
       }
       return {
@@ -229,7 +230,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
         audit: { fromState: repo.status, toState: status, metadata: { repoKey: repo.repoKey, ...(repo.repoKey !== repoKey ? { requested: repoKey } : {}), ...(all.length > 1 ? { variants: all.map((r) => r.repoKey) } : {}) } },
       };
     });
-    if (!answer.replayed && answer.status === 200) notify(deps.onControlChanged, deps.logger);
+    if (!answer.replayed && answer.status === 200) await notify(deps.onControlChanged, deps.logger);
     return answer;
   };
   const repoKeyOf = (ctx: Context) => String(ctx.params['repoKey']);
@@ -238,32 +239,34 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
 
   // What the agent may do through Gitea here beyond reading and answering (src/mcp-gate/gate-policy.ts);
   // the gate reads it before each thread start and turn.
-  const setAgentTools = async (_ctx: Context, req: AgentToolsBody, repoKey: string | null): Promise<Answer> =>
-    commit(req, 'control.repo_agent_tools', repoKey, (tx) => {
-      const repo = findRepository(repoKey!, store.list<RepositoryRecord>('repositories'));
+  const setAgentTools = async (_ctx: Context, req: AgentToolsBody, repoKey: string | null): Promise<Answer> => {
+    const listed = await store.list<RepositoryRecord>('repositories');
+    return commit(req, 'control.repo_agent_tools', repoKey, async (tx) => {
+      const repo = await freshOne(tx, findRepository(repoKey!, listed));
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = Array.isArray(repo.agentToolGroups) ? repo.agentToolGroups : [];
       const groups = [...req.groups].sort();
       const changed = before.join(',') !== groups.join(',');
-      const stored = changed ? tx.put<RepositoryRecord>('repositories', repo.repoKey, { ...repo, agentToolGroups: groups, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      const stored = changed ? await tx.put<RepositoryRecord>('repositories', repo.repoKey, { ...repo, agentToolGroups: groups, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
       return {
         status: 200,
         body: { ok: true, changed, repoKey: repo.repoKey, agentToolGroups: groups, version: stored.version },
         audit: { fromState: before.join(',') || 'none', toState: groups.join(',') || 'none', metadata: { repoKey: repo.repoKey, groups } },
       };
     });
+  };
   control('/repos/:repoKey/agent-tools', 'control.repo_agent_tools', repoKeyOf, setAgentTools, AgentToolsBody);
 
   // What the publisher may commit here (src/publish/protected-paths.ts); it reads the record at each publish.
   const setPublishPaths = async (_ctx: Context, req: PublishPathsBody, repoKey: string | null): Promise<Answer> =>
-    commit(req, 'control.repo_publish_paths', repoKey, (tx) => {
-      const repo = tx.get<RepositoryRecord>('repositories', repoKey!);
+    commit(req, 'control.repo_publish_paths', repoKey, async (tx) => {
+      const repo = await tx.get<RepositoryRecord>('repositories', repoKey!);
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = publishPathSettings(repo);
       const next: PublishPathSettings = { allowCiChanges: req.allowCiChanges, protectedPaths: [...new Set(req.protectedPaths)].sort() };
       const text = (p: PublishPathSettings) => `allowCiChanges=${p.allowCiChanges};protectedPaths=${p.protectedPaths.join(',')}`;
       const changed = text(before) !== text(next);
-      const stored = changed ? tx.put<RepositoryRecord>('repositories', repoKey!, { ...repo, publishPaths: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      const stored = changed ? await tx.put<RepositoryRecord>('repositories', repoKey!, { ...repo, publishPaths: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
       return {
         status: 200,
         body: { ok: true, changed, repoKey, publishPaths: next, version: stored.version },
@@ -274,27 +277,30 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
 
   // Whether a "request changes" review on the bot's own pull request starts a task without a mention
   // (src/intake/review-tasks.ts); intake reads the record at each review delivery. Off unless set here.
-  const setReviewTriggers = async (_ctx: Context, req: ReviewTriggersBody, repoKey: string | null): Promise<Answer> =>
-    commit(req, 'control.repo_review_triggers', repoKey, (tx) => {
-      const repo = findRepository(repoKey!, store.list<RepositoryRecord>('repositories'));
+  const setReviewTriggers = async (_ctx: Context, req: ReviewTriggersBody, repoKey: string | null): Promise<Answer> => {
+    const listed = await store.list<RepositoryRecord>('repositories');
+    return commit(req, 'control.repo_review_triggers', repoKey, async (tx) => {
+      const repo = await freshOne(tx, findRepository(repoKey!, listed));
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = repo.reviewTriggers?.requestChanges === true;
       const changed = before !== req.requestChanges;
       const next = { requestChanges: req.requestChanges };
-      const stored = changed ? tx.put<RepositoryRecord>('repositories', repo.repoKey, { ...repo, reviewTriggers: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
+      const stored = changed ? await tx.put<RepositoryRecord>('repositories', repo.repoKey, { ...repo, reviewTriggers: next, version: repo.version + 1 }, { expectVersion: repo.version }) : repo;
       return {
         status: 200,
         body: { ok: true, changed, repoKey: repo.repoKey, reviewTriggers: next, version: stored.version },
         audit: { fromState: `requestChanges=${before}`, toState: `requestChanges=${req.requestChanges}`, metadata: { repoKey: repo.repoKey, ...next } },
       };
     });
+  };
   control('/repos/:repoKey/review-triggers', 'control.repo_review_triggers', repoKeyOf, setReviewTriggers, ReviewTriggersBody);
 
   // Whether a mention by someone without write access gets the thread's one notice of the day that only
   // writers can ask (src/intake/write-outcome.ts); intake reads the record at each such mention. On unless set off here.
-  const setReaderNotices = async (_ctx: Context, req: ReaderNoticesBody, repoKey: string | null): Promise<Answer> =>
-    commit(req, 'control.repo_reader_notices', repoKey, (tx) => {
-      const all = matchingRepositories(repoKey!, store.list<RepositoryRecord>('repositories'));
+  const setReaderNotices = async (_ctx: Context, req: ReaderNoticesBody, repoKey: string | null): Promise<Answer> => {
+    const listed = await store.list<RepositoryRecord>('repositories');
+    return commit(req, 'control.repo_reader_notices', repoKey, async (tx) => {
+      const all = await fresh(tx, matchingRepositories(repoKey!, listed));
       const repo = findRepository(repoKey!, all);
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = repo.readerNotices?.enabled !== false;
@@ -303,7 +309,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
       let stored = repo;
       for (const r of all) {
         if ((r.readerNotices?.enabled !== false) === req.enabled) continue;
-        const put = tx.put<RepositoryRecord>('repositories', r.repoKey, { ...r, readerNotices: next, version: r.version + 1 }, { expectVersion: r.version });
+        const put = await tx.put<RepositoryRecord>('repositories', r.repoKey, { ...r, readerNotices: next, version: r.version + 1 }, { expectVersion: r.version });
         if (r.repoKey === repo.repoKey) stored = put;
       }
       return {
@@ -312,6 +318,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
         audit: { fromState: `enabled=${before}`, toState: `enabled=${req.enabled}`, metadata: { repoKey: repo.repoKey, ...next } },
       };
     });
+  };
   control('/repos/:repoKey/reader-notices', 'control.repo_reader_notices', repoKeyOf, setReaderNotices, ReaderNoticesBody);
 
   const taskAction = (name: TaskAction) => async (_ctx: Context, req: ControlBody, taskId: string | null): Promise<Answer> => {
@@ -320,26 +327,24 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     const id = taskId!;
     const actorId = taskActorId(id);
     const by = `admin:${req.operator}`;
-    const task = store.get<TaskRecord>('tasks', id);
+    const task = await store.get<TaskRecord>('tasks', id);
     if (!task) {
       return commit(req, action, id, () => ({ status: 404, body: { error: 'task_not_found' }, audit: { errorCode: 'task_not_found', metadata: { taskId: id } } }));
     }
     // A transition made for this request before a crash (the event carries the requestId) counts
     // as done: answer as if it had just happened, send nothing again.
-    const done = store
-      .audit({ actorId })
-      .find((e) => e.action === 'task.transition' && (e.metadata?.['event'] as { requestId?: unknown } | undefined)?.requestId === req.requestId);
+    const done = (await store.audit({ actorId })).find((e) => e.action === 'task.transition' && (e.metadata?.['event'] as { requestId?: unknown } | undefined)?.requestId === req.requestId);
     let result: { ok: true; fromState: string; toState: string; stateVersion: number; alreadyStopping?: true } | { ok: false; state: string | null };
     if (done) {
       result = { ok: true, fromState: done.fromState ?? '', toState: done.toState ?? '', stateVersion: done.stateVersion ?? 0 };
     } else if (name !== 'unblock' && task.state === 'aborting') {
-      result = { ok: true, fromState: 'aborting', toState: 'aborting', stateVersion: runtime.stateOf(actorId)?.stateVersion ?? 0, alreadyStopping: true };
+      result = { ok: true, fromState: 'aborting', toState: 'aborting', stateVersion: (await runtime.stateOf(actorId))?.stateVersion ?? 0, alreadyStopping: true };
     } else if (!(spec.from as readonly string[]).includes(task.state)) {
       result = { ok: false, state: task.state };
     } else {
       const event = { type: spec.event, by, requestId: req.requestId } as EventObject;
       const sent = await runtime.send(actorId, event, { by });
-      result = sent.ok ? sent : { ok: false, state: sent.state ?? store.get<TaskRecord>('tasks', id)?.state ?? null };
+      result = sent.ok ? sent : { ok: false, state: sent.state ?? (await store.get<TaskRecord>('tasks', id))?.state ?? null };
     }
     const answer = await commit(req, action, id, () =>
       result.ok
@@ -355,7 +360,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
           },
     );
     // Work in flight (the task is now aborting, or was cancelled during a reply-retry wait) is stopped by its host.
-    if (!answer.replayed && name !== 'unblock' && answer.status === 200) notify(() => deps.onAbortRequested?.(id), deps.logger);
+    if (!answer.replayed && name !== 'unblock' && answer.status === 200) await notify(() => deps.onAbortRequested?.(id), deps.logger);
     return answer;
   };
   const taskIdOf = (ctx: Context) => String(ctx.params['taskId']);
@@ -377,20 +382,38 @@ function replay(ctx: Context, prior: ControlRequestRecord, action: string, targe
   ctx.body = prior.response.body;
 }
 
-function notify(fn: (() => void) | undefined, logger: ApiLogger | undefined): void {
+async function notify(fn: (() => void | Promise<void>) | undefined, logger: ApiLogger | undefined): Promise<void> {
   try {
-    fn?.();
+    await fn?.();
   } catch (err) {
     logger?.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'operator callback failed');
   }
 }
 
 /**
+ * The repositories picked from a list read before the transaction (a transaction reads by key), as
+ * the transaction sees them: its compare-and-swap writes then start from current versions. One gone
+ * meanwhile is left out.
+ */
+async function fresh(tx: Tx, picked: readonly RepositoryRecord[]): Promise<RepositoryRecord[]> {
+  const found: RepositoryRecord[] = [];
+  for (const r of picked) {
+    const rec = await tx.get<RepositoryRecord>('repositories', r.repoKey);
+    if (rec) found.push(rec);
+  }
+  return found;
+}
+
+async function freshOne(tx: Tx, picked: RepositoryRecord | undefined): Promise<RepositoryRecord | undefined> {
+  return picked ? tx.get<RepositoryRecord>('repositories', picked.repoKey) : undefined;
+}
+
+/**
  * The delivery id a delivery key stands for: the stored delivery's, else the key's part after the
  * instance (`default:<uuid>`), so a key whose record retention dropped still finds its events.
  */
-function deliveryIdOfKey(store: Store, key: string): string {
-  const rec = store.get<{ deliveryId?: unknown }>('webhook_deliveries', key);
+async function deliveryIdOfKey(store: Store, key: string): Promise<string> {
+  const rec = await store.get<{ deliveryId?: unknown }>('webhook_deliveries', key);
   return typeof rec?.deliveryId === 'string' ? rec.deliveryId : key.slice(key.indexOf(':') + 1);
 }
 
@@ -402,8 +425,8 @@ function correlated(q: ReturnType<typeof AuditQuery.parse>): ((e: AuditEvent) =>
     (q.commentId === undefined || e.commentId === q.commentId || e.metadata?.['commentId'] === q.commentId);
 }
 
-function auditEvents(store: Store, q: ReturnType<typeof AuditQuery.parse>): AuditEvent[] {
-  const deliveryId = q.deliveryId ?? (q.deliveryKey ? deliveryIdOfKey(store, q.deliveryKey) : undefined);
+async function auditEvents(store: Store, q: ReturnType<typeof AuditQuery.parse>): Promise<AuditEvent[]> {
+  const deliveryId = q.deliveryId ?? (q.deliveryKey ? await deliveryIdOfKey(store, q.deliveryKey) : undefined);
   const query = {
     ...(q.taskId ? { taskId: q.taskId } : {}),
     ...(deliveryId ? { deliveryId } : {}),
@@ -417,12 +440,12 @@ function auditEvents(store: Store, q: ReturnType<typeof AuditQuery.parse>): Audi
   // `beforeSeq` when newest first).
   const page = q.format === 'ndjson' ? Number.POSITIVE_INFINITY : q.limit;
   const keep = correlated(q);
-  const read = (): AuditEvent[] => (keep ? store.audit(query).filter(keep) : store.audit(query));
+  const read = async (): Promise<AuditEvent[]> => (keep ? (await store.audit(query)).filter(keep) : store.audit(query));
   if (q.order === 'asc') {
-    const events = read();
+    const events = await read();
     return q.beforeSeq === undefined ? events.slice(0, page) : events.filter((e) => e.seq < q.beforeSeq!).slice(0, page);
   }
-  const events = read();
+  const events = await read();
   const newest: AuditEvent[] = [];
   for (let i = events.length - 1; i >= 0 && newest.length < page; i--) {
     if (q.beforeSeq === undefined || events[i]!.seq < q.beforeSeq) newest.push(events[i]!);

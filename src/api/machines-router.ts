@@ -82,12 +82,12 @@ export function createMachinesRouter(deps: MachinesRouterDeps): Router {
   router.get('/actors', auth, h(async (ctx) => {
     const q = parseOr400(ActorListQuery, queryOf(ctx));
     await store.sync();
-    const list = q.kind ? store.byIndex<ActorRecord>('actors', 'kind', q.kind) : store.list<ActorRecord>('actors');
+    const list = q.kind ? await store.byIndex<ActorRecord>('actors', 'kind', q.kind) : await store.list<ActorRecord>('actors');
     const items = [...list]
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0))
       .slice(0, q.limit)
       .map(actorSummary);
-    const all = store.list<ActorRecord>('actors');
+    const all = await store.list<ActorRecord>('actors');
     // Which actor kind runs which machine, so the page can switch its actor filter with the drawing.
     const machineKinds: Record<string, string> = {};
     for (const a of all) machineKinds[a.machineId] ??= a.kind;
@@ -97,10 +97,9 @@ export function createMachinesRouter(deps: MachinesRouterDeps): Router {
   router.get('/actors/:actorId', auth, h(async (ctx) => {
     await store.sync();
     const actorId = String(ctx.params['actorId']);
-    const actor = store.get<ActorRecord>('actors', actorId);
+    const actor = await store.get<ActorRecord>('actors', actorId);
     if (!actor) throw new ApiError(404, { error: 'actor_not_found' });
-    const path = store
-      .audit({ actorId })
+    const path = (await store.audit({ actorId }))
       .filter((e) => e.action === `${actor.kind}.transition`)
       .map((e) => ({
         seq: e.seq,

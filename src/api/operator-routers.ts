@@ -39,10 +39,10 @@ export function createOperatorRouters(deps: OperatorDeps): OperatorRouters {
   const live = createLiveEvents(deps);
   const control = createControlRouter({
     ...deps,
-    onControlChanged: () => {
-      const c = controlOf(deps.store);
+    onControlChanged: async () => {
+      const c = await controlOf(deps.store);
       live.publish('control', { globalPaused: c.globalPaused, updatedBy: c.updatedBy, updatedAt: c.updatedAt });
-      deps.onControlChanged?.();
+      await deps.onControlChanged?.();
     },
   });
   return {

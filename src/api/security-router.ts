@@ -37,12 +37,12 @@ export function createSecurityRouter(deps: SecurityRouterDeps): Router {
     const q = parseOr400(SecurityEventsQuery, queryOf(ctx));
     await store.sync();
     const live = deps.securityEvents?.current?.() ?? [];
-    ctx.body = securityEventsPage(store.list<SecurityEventRecord>(SECURITY_EVENTS), live, q, now().getTime());
+    ctx.body = securityEventsPage(await store.list<SecurityEventRecord>(SECURITY_EVENTS), live, q, now().getTime());
   }));
 
   router.get('/pending-intake', auth, h(async (ctx) => {
     await store.sync();
-    const records = store.list<PendingIntakeRecord>(PENDING_INTAKE).slice().sort((a, b) => a.receivedAt.localeCompare(b.receivedAt));
+    const records = (await store.list<PendingIntakeRecord>(PENDING_INTAKE)).slice().sort((a, b) => a.receivedAt.localeCompare(b.receivedAt));
     ctx.body = {
       total: records.length,
       waiting: records.filter((r) => r.state === 'waiting').length,

@@ -22,9 +22,9 @@ import { taskStop } from './task-stop.js';
 const RUNNING_STATES: readonly TaskState[] = taskStatesWith('holdsLease');
 const ACTIVE_STATES = TASK_STATES.filter((s) => !TERMINAL_TASK_STATES.includes(s));
 
-export function controlOf(store: Store): ControlRecord {
+export async function controlOf(store: Store): Promise<ControlRecord> {
   return (
-    store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY) ?? {
+    (await store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY)) ?? {
       globalPaused: false,
       pauseReason: null,
       updatedBy: null,
@@ -41,7 +41,7 @@ function concurrencyOf(c: { limit: number; busy: number } | undefined, running: 
   return { limit, busy, free: limit === null ? null : Math.max(0, limit - busy), waiting: limit !== null && busy >= limit ? queued : 0 };
 }
 
-export function overview(store: Store, now: Date, concurrency?: { limit: number; busy: number }): Record<string, unknown> {
+export async function overview(store: Store, now: Date, concurrency?: { limit: number; busy: number }): Promise<Record<string, unknown>> {
   const repos = new Map<string, { repoKey: string; status: string; running: number; queued: number; byState: Record<string, number> }>();
   const repo = (repoKey: string, status = 'unregistered') => {
     let r = repos.get(repoKey);
@@ -51,10 +51,10 @@ export function overview(store: Store, now: Date, concurrency?: { limit: number;
     }
     return r;
   };
-  for (const rec of store.list<RepositoryRecord>('repositories')) repo(rec.repoKey, rec.status).status = rec.status;
+  for (const rec of await store.list<RepositoryRecord>('repositories')) repo(rec.repoKey, rec.status).status = rec.status;
   const totals: Record<string, number> = {};
   for (const state of ACTIVE_STATES) {
-    for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
+    for (const task of await store.byIndex<TaskRecord>('tasks', 'state', state)) {
       const r = repo(task.repoKey);
       r.byState[state] = (r.byState[state] ?? 0) + 1;
       if (RUNNING_STATES.includes(state)) r.running += 1;
@@ -62,7 +62,7 @@ export function overview(store: Store, now: Date, concurrency?: { limit: number;
       totals[state] = (totals[state] ?? 0) + 1;
     }
   }
-  const control = controlOf(store);
+  const control = await controlOf(store);
   return {
     now: now.toISOString(),
     control: {
@@ -78,9 +78,9 @@ export function overview(store: Store, now: Date, concurrency?: { limit: number;
     concurrency: concurrencyOf(concurrency, sum(repos, 'running'), sum(repos, 'queued')),
     activeByState: totals,
     /** Finished tasks moved to the on-disk archive (readable by id; not in task lists). */
-    archivedTasks: store.archivedCount('tasks'),
+    archivedTasks: await store.archivedCount('tasks'),
     repos: [...repos.values()].sort((a, b) => a.repoKey.localeCompare(b.repoKey)),
-    leases: store.list<LeaseRecord>('leases').map((l) => ({ ...l })),
+    leases: (await store.list<LeaseRecord>('leases')).map((l) => ({ ...l })),
   };
 }
 
@@ -99,31 +99,33 @@ export interface TaskFilter {
 }
 
 /** Newest first: by creation time, then by arrival order (queueSeq), then later insertion first. */
-export function listTasks(store: Store, q: TaskFilter): Record<string, unknown> {
+export async function listTasks(store: Store, q: TaskFilter): Promise<Record<string, unknown>> {
   let base: TaskRecord[];
   // Start from the most selective index, filter by the rest.
-  if (q.resourceKey) base = store.byIndex<TaskRecord>('tasks', 'resourceKey', q.resourceKey);
-  else if (q.state) base = store.byIndex<TaskRecord>('tasks', 'state', q.state);
-  else if (q.repoKey) base = store.byIndex<TaskRecord>('tasks', 'repoKey', q.repoKey);
-  else base = store.list<TaskRecord>('tasks');
+  if (q.resourceKey) base = await store.byIndex<TaskRecord>('tasks', 'resourceKey', q.resourceKey);
+  else if (q.state) base = await store.byIndex<TaskRecord>('tasks', 'state', q.state);
+  else if (q.repoKey) base = await store.byIndex<TaskRecord>('tasks', 'repoKey', q.repoKey);
+  else base = await store.list<TaskRecord>('tasks');
   const matching = base
     .map((t, i) => ({ t, i }))
     .filter(({ t }) => (!q.repoKey || t.repoKey === q.repoKey) && (!q.resourceKey || t.resourceKey === q.resourceKey) && (!q.state || t.state === q.state))
     .sort((a, b) => cmp(b.t.createdAt, a.t.createdAt) || (b.t.queueSeq ?? 0) - (a.t.queueSeq ?? 0) || b.i - a.i)
     .map(({ t }) => t);
   const start = (q.page - 1) * q.pageSize;
+  const items: Record<string, unknown>[] = [];
+  for (const t of matching.slice(start, start + q.pageSize)) {
+    const error = await taskError(store, t);
+    // Only a stopped task has a stop to explain (its own audit events, an indexed read).
+    const stop = t.stoppedBy ? taskStop(t, await store.audit({ taskId: t.taskId })) : null;
+    items.push({ ...taskSummary(t), error, errorMeaning: errorMeaningOf(error), stop, pullRequest: pullRequestOf(t) });
+  }
   return {
     page: q.page,
     pageSize: q.pageSize,
     total: matching.length,
     /** Archived tasks are not listed here (see CCWEB_ARCHIVE_AFTER_MINUTES); GET /tasks/:id still finds them. */
-    archivedTasks: store.archivedCount('tasks'),
-    items: matching.slice(start, start + q.pageSize).map((t) => {
-      const error = taskError(store, t);
-      // Only a stopped task has a stop to explain (its own audit events, an indexed read).
-      const stop = t.stoppedBy ? taskStop(t, store.audit({ taskId: t.taskId })) : null;
-      return { ...taskSummary(t), error, errorMeaning: errorMeaningOf(error), stop, pullRequest: pullRequestOf(t) };
-    }),
+    archivedTasks: await store.archivedCount('tasks'),
+    items,
   };
 }
 
@@ -131,10 +133,10 @@ export function listTasks(store: Store, q: TaskFilter): Record<string, unknown> 
  * Why a task ended badly, as one code for the operators' lists: its errorCode, or for a task intake
  * turned away (`rejected`, which records no errorCode) the reason stored with its delivery.
  */
-export function taskError(store: Store, t: TaskRecord): string | null {
+export async function taskError(store: Store, t: TaskRecord): Promise<string | null> {
   if (t.errorCode) return t.errorCode;
   if (t.state !== 'rejected') return null;
-  return store.get<DeliveryRecord>('webhook_deliveries', t.deliveryKey)?.reason ?? null;
+  return (await store.get<DeliveryRecord>('webhook_deliveries', t.deliveryKey))?.reason ?? null;
 }
 
 function cmp(a: string, b: string): number {
@@ -178,29 +180,34 @@ export function taskSummary(t: TaskRecord): Record<string, unknown> {
  * task's events, its delivery's, and those of every actor it drove), plus the correlation chain
  * `deliveryKey → taskId → sessionKey/threadId → turnId → commentId` with links to Gitea.
  */
-export function taskDetail(store: Store, taskId: string): Record<string, unknown> | undefined {
-  const task = store.get<TaskRecord>('tasks', taskId);
+export async function taskDetail(store: Store, taskId: string): Promise<Record<string, unknown> | undefined> {
+  const task = await store.get<TaskRecord>('tasks', taskId);
   if (!task) return undefined;
-  const delivery = store.get<DeliveryRecord>('webhook_deliveries', task.deliveryKey) ?? null;
-  const session = store.get<SessionRecord>('sessions', task.sessionKey) ?? null;
+  const delivery = (await store.get<DeliveryRecord>('webhook_deliveries', task.deliveryKey)) ?? null;
+  const session = (await store.get<SessionRecord>('sessions', task.sessionKey)) ?? null;
   // An archived task's records left the indexes; the task lists their keys (task-archiver.ts).
-  const related = <T extends RecordType>(collection: 'turns' | 'comments' | 'actors'): T[] => {
+  const related = async <T extends RecordType>(collection: 'turns' | 'comments' | 'actors'): Promise<T[]> => {
     const keys = task.archive?.records[collection];
     if (!keys) return store.byIndex<T>(collection, 'taskId', taskId);
-    return keys.map((key) => store.get<T>(collection, key)).filter((r): r is T => r !== undefined);
+    const found: T[] = [];
+    for (const key of keys) {
+      const r = await store.get<T>(collection, key);
+      if (r !== undefined) found.push(r);
+    }
+    return found;
   };
-  const turns = related<TurnRecord>('turns');
-  const comments = related<CommentRecord>('comments');
-  const actors = related<ActorRecord>('actors').map(actorSummary);
+  const turns = await related<TurnRecord>('turns');
+  const comments = await related<CommentRecord>('comments');
+  const actors = (await related<ActorRecord>('actors')).map(actorSummary);
   const actorIds = new Set<string>([taskActorId(taskId), ...actors.map((a) => String(a.actorId))]);
-  const sessionActor = store.get<ActorRecord>('actors', `session:${task.sessionKey}`);
+  const sessionActor = await store.get<ActorRecord>('actors', `session:${task.sessionKey}`);
 
   const events = new Map<string, AuditEvent>();
   const add = (list: AuditEvent[]) => list.forEach((e) => events.set(e.eventId, e));
-  const own = store.audit({ taskId });
+  const own = await store.audit({ taskId });
   add(own);
-  if (task.deliveryId) add(store.audit({ deliveryId: task.deliveryId }));
-  for (const actorId of actorIds) add(store.audit({ actorId }).filter((e) => !e.taskId || e.taskId === taskId));
+  if (task.deliveryId) add(await store.audit({ deliveryId: task.deliveryId }));
+  for (const actorId of actorIds) add((await store.audit({ actorId })).filter((e) => !e.taskId || e.taskId === taskId));
   // The session is shared by every task of the resource and its events carry no task id: keep those
   // that name this task, and those written while this task held the repository (one task per
   // repository at a time), so a task that never ran shows none of its neighbours' turns.
@@ -208,7 +215,7 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
     const windows = workingWindows(own);
     const inWindow = (seq: number) => windows.some(([from, to]) => seq > from && seq < to);
     add(
-      store.audit({ actorId: sessionActor.actorId }).filter((e) => {
+      (await store.audit({ actorId: sessionActor.actorId })).filter((e) => {
         const named = e.taskId ?? eventField(e, 'taskId');
         return named === taskId || ((named === null || named === undefined) && inWindow(e.seq));
       }),
@@ -221,7 +228,7 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
     if (typeof leaseId === 'string') leaseIds.add(leaseId);
   }
   add(
-    store.audit({ actorId: `lock:${task.repoKey}` }).filter((e) => eventField(e, 'taskId') === taskId || leaseIds.has(String(eventField(e, 'leaseId')))),
+    (await store.audit({ actorId: `lock:${task.repoKey}` })).filter((e) => eventField(e, 'taskId') === taskId || leaseIds.has(String(eventField(e, 'leaseId')))),
   );
   const audit = [...events.values()].sort((a, b) => a.seq - b.seq);
 
@@ -229,11 +236,12 @@ export function taskDetail(store: Store, taskId: string): Record<string, unknown
     .filter((e) => e.errorCode || e.level === 'alert')
     .map((e) => ({ seq: e.seq, timestamp: e.timestamp, action: e.action, errorCode: e.errorCode ?? null, actorId: e.actorId ?? null }));
   const threadId = task.threadId ?? session?.threadId ?? null;
+  const error = await taskError(store, task);
   return {
     task: { ...task, commentUrl: safeUrl(task.commentUrl) },
     /** As in the task list: errorCode, or a rejected task's reason. */
-    error: taskError(store, task),
-    errorMeaning: errorMeaningOf(taskError(store, task)),
+    error,
+    errorMeaning: errorMeaningOf(error),
     /** Who stopped the task, why and how the stop ended; null when nobody did (task-stop.ts). */
     stop: taskStop(task, own),
     /** The task reached a final state: what it published (below) is all it will publish. */

@@ -46,8 +46,8 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
     const q = parseOr400(UsageQuery, queryOf(ctx));
     await store.sync();
     ctx.body = {
-      ...usageReport(store, now(), q.days),
-      limits: limitsView(deps.limits, store),
+      ...(await usageReport(store, now(), q.days)),
+      limits: await limitsView(deps.limits, store),
       providerHold: deps.providerHold?.status(now().getTime()) ?? null,
     };
   }));
@@ -56,17 +56,19 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
     const req = parseOr400(LimitsBody, await readJsonBody(ctx));
     const requested = String(ctx.params['repoKey']);
     const action = 'control.repo_limits';
-    const answer = await store.transact((tx) => {
-      const prior = tx.get<ControlRequestRecord>('control_requests', req.requestId);
+    // Read before the transaction, which reads by key only.
+    const repositories = await store.list<RepositoryRecord>('repositories');
+    const answer = await store.transact(async (tx) => {
+      const prior = await tx.get<ControlRequestRecord>('control_requests', req.requestId);
       if (prior) {
         if (prior.action !== action || prior.target !== requested) throw new ApiError(409, { error: 'request_id_conflict' });
         return { ...prior.response, replayed: true };
       }
       // Any letter case names the repository (Gitea's rule); the override is kept under the stored
       // key, which is the one intake's quota check asks for.
-      const repo = findRepository(requested, store.list<RepositoryRecord>('repositories'));
+      const repo = findRepository(requested, repositories);
       const repoKey = repo?.repoKey ?? requested;
-      const before = repoOverride(tx, repoKey);
+      const before = await repoOverride(tx, repoKey);
       let response: { status: number; body: Record<string, unknown> };
       if (!repo) {
         response = { status: 404, body: { error: 'repo_not_found' } };
@@ -80,17 +82,17 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
           updatedAt: at,
           version: (before?.version ?? 0) + 1,
         };
-        tx.put('usage', next.key, next);
+        await tx.put('usage', next.key, next);
         response = { status: 200, body: { ok: true, repoKey, limits: next.limits, version: next.version } };
       }
-      tx.appendAudit({
+      await tx.appendAudit({
         action,
         actor: `admin:${req.operator}`,
         level: 'security',
         errorCode: response.status === 200 ? null : 'repo_not_found',
         metadata: { repoKey, requestId: req.requestId, reason: req.reason, status: response.status, before: before?.limits ?? null, after: response.status === 200 ? response.body['limits'] : null },
       });
-      tx.insert<ControlRequestRecord>('control_requests', req.requestId, {
+      await tx.insert<ControlRequestRecord>('control_requests', req.requestId, {
         requestId: req.requestId,
         operator: req.operator,
         action,

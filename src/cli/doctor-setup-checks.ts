@@ -45,9 +45,9 @@ export function checkSecrets(config: Config, allowWeak: boolean): CheckResult {
   };
 }
 
-export function checkDataDirectory(dataDir: string): CheckResult {
+export function checkDataDirectory(dataDir: string, options: { embedded: boolean }): CheckResult {
   try {
-    checkDataDir(dataDir);
+    checkDataDir(dataDir, options);
   } catch (err) {
     return failed('data-dir', err);
   }

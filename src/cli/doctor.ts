@@ -354,7 +354,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   await run('token-scope', () => checkTokenScope(c, options.repo, login, timeoutMs, quote));
   await run('token-scopes', () => checkTokenScopes(c, timeoutMs, quote));
   await run('webhook-secret', () => checkSecrets(c, options.allowWeakSecrets === true));
-  await run('data-dir', () => checkDataDirectory(c.dataDir));
+  await run('data-dir', () => checkDataDirectory(c.dataDir, { embedded: !c.databaseUrl }));
   await run('workspace-root', () => checkWorkspaceRoot(c.workspaceRoot));
   await run('port', () => checkPort(c));
   await run('database', () => checkDatabase(c, timeoutMs, quote));

@@ -1,7 +1,12 @@
-// `ccweb-gitea migrate-store`: the embedded store of the data directory into PostgreSQL.
+// `ccweb-gitea migrate-store`: the data directory's store of an earlier version into this version's:
+// without CCWEB_DATABASE_URL, the journal store into SQLite in place; with it, the embedded store into PostgreSQL.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, defaultNodeId, loadConfig } from '../config/index.js';
+import { STORE_INDEXES } from '../domain/records.js';
 import { copyEmbeddedStore, createStore, describeDatabase, StoreError } from '../store/index.js';
+import { holdsJournalStore, JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
+import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
 import { VERSION } from './version.js';
 
 export interface MigrateStoreIo {
@@ -24,12 +29,10 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
     }
     throw error;
   }
-  if (!config.databaseUrl) {
-    io.err('migrate-store: CCWEB_DATABASE_URL is not set: set it (or CCWEB_DATABASE_URL_FILE) to the empty PostgreSQL database to copy the store into');
-    return 78;
-  }
   const dir = join(config.dataDir, 'store');
-  const source = createStore({ dir });
+  if (!config.databaseUrl) return journalToSqlite(dir, io);
+  // The embedded store is SQLite; a journal store an earlier version left is copied as it is.
+  const source = holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE)) ? createStore({ dir }) : createSqliteStore({ dir, indexes: STORE_INDEXES });
   try {
     await source.open();
   } catch (error) {
@@ -48,5 +51,23 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
     return 1;
   } finally {
     await source.close();
+  }
+}
+
+async function journalToSqlite(dir: string, io: MigrateStoreIo): Promise<number> {
+  if (!holdsJournalStore(dir)) {
+    io.err(`migrate-store: ${dir} holds no store of an earlier version: nothing to migrate (to copy this store into PostgreSQL, set CCWEB_DATABASE_URL)`);
+    return 1;
+  }
+  io.out(`moving the journal store in ${dir} into SQLite (${join(dir, SQLITE_FILE)})`);
+  try {
+    const result = await migrateJournalToSqlite(dir, { indexes: STORE_INDEXES, onProgress: io.out });
+    io.out(`done: ${result.records} record(s) and ${result.auditEvents} audit event(s) copied and compared (digest ${result.digest.slice(0, 16)})`);
+    io.out(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
+    return 0;
+  } catch (error) {
+    const locked = error instanceof StoreError && error.code === 'store_locked';
+    io.err(`migrate-store: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
+    return 1;
   }
 }

@@ -1,4 +1,5 @@
-// Reads a store directory's audit history straight from its files, without opening the store:
+// Reads a store directory's audit history without opening the store (SQLite: a read-only connection;
+// an earlier version's journal store: straight from its files):
 // no lock is taken and nothing is written, so it works beside a running service (or on a copy of
 // the directory). Order: archives, the checkpoint's unarchived events, then the journal — which is
 // seq order, so events stream out without sorting. A compaction that replaces files mid-read
@@ -9,6 +10,8 @@ import { join } from 'node:path';
 import { CHECKPOINT_FILE, listSegments, parseSegment } from '../store/journal-files.mjs';
 import { expandDerived } from '../store/derived/index.mjs';
 import type { AuditEvent } from '../store/types.js';
+import { readSqliteAudit } from '../store/sql/sqlite-audit-reader.js';
+import { SQLITE_FILE } from '../store/sqlite-store.js';
 
 export interface AuditFilter {
   taskId?: string;
@@ -70,6 +73,18 @@ async function readOnce(dir: string, filter: AuditFilter, emit: (e: AuditEvent) 
 /** Streams the matching audit events of the store in `dir` to `emit`; returns how many. */
 export async function readAuditOffline(dir: string, filter: AuditFilter, emit: (e: AuditEvent) => void): Promise<number> {
   if (!existsSync(dir)) throw new Error(`no store at ${dir}`);
+  const sqlite = join(dir, SQLITE_FILE);
+  if (existsSync(sqlite)) {
+    // Bounds compared as the ISO strings the events carry (`matches` below compares the same instants).
+    const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
+    let n = 0;
+    for (const event of readSqliteAudit(sqlite, { ...(filter.taskId !== undefined ? { taskId: filter.taskId } : {}), ...(filter.from !== undefined ? { from: iso(filter.from)! } : {}), ...(filter.to !== undefined ? { to: iso(filter.to)! } : {}) })) {
+      n += 1;
+      emit(event);
+    }
+    return n;
+  }
+  // A journal store an earlier version left (before `migrate-store`): read from its files.
   for (let attempt = 0; ; attempt++) {
     const buffered: AuditEvent[] = [];
     try {

@@ -9,9 +9,9 @@ import { LOCK_KIND } from '../leases/repo-lock-actor.js';
 import { SESSION_KIND } from '../sessions/session-actor.js';
 
 /** The actor's repository, or null for an actor of no repository (a node's own app-server). */
-export function repositoryOfActor(store: Store, rec: Pick<ActorRecord, 'actorId' | 'kind' | 'taskId'>): string | null {
-  if (rec.taskId !== null) return store.get<TaskRecord>('tasks', rec.taskId)?.repoKey ?? null;
+export async function repositoryOfActor(store: Store, rec: Pick<ActorRecord, 'actorId' | 'kind' | 'taskId'>): Promise<string | null> {
+  if (rec.taskId !== null) return (await store.get<TaskRecord>('tasks', rec.taskId))?.repoKey ?? null;
   if (rec.kind === LOCK_KIND) return rec.actorId.slice('lock:'.length);
-  if (rec.kind === SESSION_KIND) return store.get<SessionRecord>('sessions', rec.actorId.slice('session:'.length))?.repoKey ?? null;
+  if (rec.kind === SESSION_KIND) return (await store.get<SessionRecord>('sessions', rec.actorId.slice('session:'.length)))?.repoKey ?? null;
   return null;
 }

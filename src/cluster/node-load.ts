@@ -12,13 +12,13 @@ export interface NodeLoad {
   repositories: number | null;
 }
 
-export function nodeLoads(store: Store, options: { owners: boolean }): (nodeId: string) => NodeLoad {
+export async function nodeLoads(store: Store, options: { owners: boolean }): Promise<(nodeId: string) => NodeLoad> {
   const leases = new Map<string, number>();
-  for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held')) {
+  for (const lease of await store.list<LeaseRecord>('leases', (r) => r.state === 'held')) {
     const node = instanceOfOwner(lease.owner ?? '');
     if (node !== null) leases.set(node, (leases.get(node) ?? 0) + 1);
   }
   const repositories = new Map<string, number>();
-  if (options.owners) for (const r of store.list<RepositoryOwnerRecord>('repository_owners')) repositories.set(r.nodeId, (repositories.get(r.nodeId) ?? 0) + 1);
+  if (options.owners) for (const r of await store.list<RepositoryOwnerRecord>('repository_owners')) repositories.set(r.nodeId, (repositories.get(r.nodeId) ?? 0) + 1);
   return (nodeId) => ({ leasesHeld: leases.get(nodeId) ?? 0, repositories: options.owners ? (repositories.get(nodeId) ?? 0) : null });
 }

@@ -41,7 +41,7 @@ export interface Ownership extends RepositoryScope {
   /** One pass over the owner table now (also run every `intervalMs` once started). */
   refresh(): Promise<void>;
   /** The repositories this node owns, as recorded. */
-  owned(): string[];
+  owned(): Promise<string[]>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -53,7 +53,8 @@ interface WaitingComment {
 
 const UNFINISHED = TASK_STATES.filter((s) => !(TERMINAL_TASK_STATES as readonly string[]).includes(s));
 
-export function createOwnership(options: OwnershipOptions): Ownership {
+/** Resolves once the owner table is read (after the store opened, before the runtime restores). */
+export async function createOwnership(options: OwnershipOptions): Promise<Ownership> {
   const { store, nodeId: self } = options;
   const byKey = (key: string) => store.get<RepositoryOwnerRecord>('repository_owners', key);
   const live = () => liveNodeIds(options.nodes(), options.liveWindowMs, self);
@@ -64,7 +65,16 @@ export function createOwnership(options: OwnershipOptions): Ownership {
    * recovery run, `onGained`). A record that names another node now was taken from it. At creation
    * (after the store opened, before the runtime restores): the ones recorded as this node's.
    */
-  let held = new Set(store.list<RepositoryOwnerRecord>('repository_owners', (r) => r.nodeId === self).map((r) => ownerKey(r.repoKey)));
+  const ownersNow = await store.list<RepositoryOwnerRecord>('repository_owners');
+  let held = new Set(ownersNow.filter((r) => r.nodeId === self).map((r) => ownerKey(r.repoKey)));
+  /**
+   * The owner table as this node last read it (at creation, each pass, each take), by owner key: what
+   * `owns`, which must answer at once, checks beside `held`. A take by another node shows here at the
+   * next pass, when it is also reported lost (`onLost`).
+   */
+  const recorded = new Map(ownersNow.map((r) => [ownerKey(r.repoKey), r.nodeId]));
+  /** While a pass reads the owner table: what this node took meanwhile (`routeOf`), which that read may predate. */
+  let tookWhileReading: Map<string, RepositoryOwnerRecord> | undefined;
   /** Gains under way (their actors being hosted): not acted for until done, asked for once. */
   const gaining = new Map<string, Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
@@ -84,27 +94,40 @@ export function createOwnership(options: OwnershipOptions): Ownership {
    * the record names a live node by then; returns each repository's record as it stands after.
    */
   async function take(repoKeys: string[], liveNow: ReadonlySet<string>, decidedAt: number): Promise<RepositoryOwnerRecord[]> {
-    return store.transact((tx) =>
-      repoKeys.map((repoKey) => {
+    const records = await store.transact(async (tx) => {
+      const after: RepositoryOwnerRecord[] = [];
+      for (const repoKey of repoKeys) {
         const key = ownerKey(repoKey);
-        const current = tx.get<RepositoryOwnerRecord>('repository_owners', key);
-        if (current && (current.nodeId === self || liveNow.has(current.nodeId))) return current;
+        const current = await tx.get<RepositoryOwnerRecord>('repository_owners', key);
+        if (current && (current.nodeId === self || liveNow.has(current.nodeId))) {
+          after.push(current);
+          continue;
+        }
         // The body runs when this node holds the commit lock, which may be long after the decision (a
         // database outage, a slow lock): the heartbeats it was made from are old by then, so it stands
         // only if it is still fresh. The next pass decides again.
-        if (current && Date.now() - decidedAt > options.heartbeatMs) return current;
+        if (current && Date.now() - decidedAt > options.heartbeatMs) {
+          after.push(current);
+          continue;
+        }
         const record: RepositoryOwnerRecord = { repoKey, nodeId: self, since: new Date().toISOString(), previous: current?.nodeId ?? null };
-        tx.put<RepositoryOwnerRecord>('repository_owners', key, record);
-        tx.appendAudit({
+        await tx.put<RepositoryOwnerRecord>('repository_owners', key, record);
+        await tx.appendAudit({
           action: current ? 'cluster.repository_taken_over' : 'cluster.repository_taken',
           actor: `node:${self}`,
           // Taken from a node that stopped heartbeating: an operator wants to find that node.
           ...(current ? { level: 'alert' as const, errorCode: 'node_stopped' } : {}),
           metadata: { repoKey, node: self, previous: current?.nodeId ?? null },
         });
-        return record;
-      }),
-    );
+        after.push(record);
+      }
+      return after;
+    });
+    for (const r of records) {
+      recorded.set(ownerKey(r.repoKey), r.nodeId);
+      if (r.nodeId === self) tookWhileReading?.set(ownerKey(r.repoKey), r);
+    }
+    return records;
   }
 
   /**
@@ -133,13 +156,13 @@ export function createOwnership(options: OwnershipOptions): Ownership {
     await Promise.all(under);
   }
 
-  function unfinishedRepositories(): string[] {
+  async function unfinishedRepositories(): Promise<string[]> {
     const keys = new Set<string>();
-    for (const state of UNFINISHED) for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) keys.add(t.repoKey);
-    for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held')) keys.add(lease.repoKey);
+    for (const state of UNFINISHED) for (const t of await store.byIndex<TaskRecord>('tasks', 'state', state)) keys.add(t.repoKey);
+    for (const lease of await store.list<LeaseRecord>('leases', (r) => r.state === 'held')) keys.add(lease.repoKey);
     // A comment waiting for Gitea's confirmation is retried by its repository's owner only.
     // (Its record is intake's, src/intake/pending-intake.ts; read here for these two fields only.)
-    for (const p of store.list<WaitingComment>('pending_intake', (r) => r.state === 'waiting')) keys.add(p.comment.repoKey);
+    for (const p of await store.list<WaitingComment>('pending_intake', (r) => r.state === 'waiting')) keys.add(p.comment.repoKey);
     return [...keys];
   }
 
@@ -147,7 +170,18 @@ export function createOwnership(options: OwnershipOptions): Ownership {
     const decidedAt = Date.now();
     const liveNow = live();
     const liveSet = new Set(liveNow);
-    const owners = store.list<RepositoryOwnerRecord>('repository_owners').map((r) => ({ key: ownerKey(r.repoKey), repoKey: r.repoKey, nodeId: r.nodeId }));
+    const took = (tookWhileReading = new Map<string, RepositoryOwnerRecord>());
+    let listed: RepositoryOwnerRecord[];
+    try {
+      listed = await store.list<RepositoryOwnerRecord>('repository_owners');
+    } finally {
+      tookWhileReading = undefined;
+    }
+    const byOwnerKey = new Map(listed.map((r) => [ownerKey(r.repoKey), r]));
+    for (const [key, r] of took) byOwnerKey.set(key, r);
+    const owners = [...byOwnerKey.values()].map((r) => ({ key: ownerKey(r.repoKey), repoKey: r.repoKey, nodeId: r.nodeId }));
+    recorded.clear();
+    for (const o of owners) recorded.set(o.key, o.nodeId);
     const mine = new Map(owners.filter((o) => o.nodeId === self).map((o) => [o.key, o.repoKey]));
     const lost = [...held].filter((key) => !mine.has(key));
     held = new Set([...held].filter((key) => mine.has(key)));
@@ -157,7 +191,7 @@ export function createOwnership(options: OwnershipOptions): Ownership {
     }
     // Not judging the others yet: their repositories count as owned by live nodes.
     const judged = judging() ? owners : owners.map((o) => (liveSet.has(o.nodeId) ? o : { ...o, nodeId: self }));
-    const toTake = repositoriesToTake({ self, live: liveNow, owners: judged, unfinished: unfinishedRepositories() });
+    const toTake = repositoriesToTake({ self, live: liveNow, owners: judged, unfinished: await unfinishedRepositories() });
     for (const record of toTake.length > 0 ? await take(toTake, liveSet, decidedAt) : []) {
       if (record.nodeId === self) mine.set(ownerKey(record.repoKey), record.repoKey);
     }
@@ -180,12 +214,12 @@ export function createOwnership(options: OwnershipOptions): Ownership {
   }
 
   return {
-    owns: (repoKey) => held.has(ownerKey(repoKey)) && byKey(ownerKey(repoKey))?.nodeId === self,
+    owns: (repoKey) => held.has(ownerKey(repoKey)) && recorded.get(ownerKey(repoKey)) === self,
     leads: () => rendezvousOwner(CHORES_KEY, live()) === self,
     async routeOf(repoKey) {
       const decidedAt = Date.now();
       const liveNow = live();
-      const current = byKey(ownerKey(repoKey));
+      const current = await byKey(ownerKey(repoKey));
       // An owner that looks stopped keeps its repository until this node can judge (see `judging`).
       if (current && (liveNow.includes(current.nodeId) || !judging())) return target(current.nodeId);
       const to = rendezvousOwner(ownerKey(repoKey), liveNow) ?? self;
@@ -195,7 +229,7 @@ export function createOwnership(options: OwnershipOptions): Ownership {
       return target(record!.nodeId);
     },
     refresh,
-    owned: () => store.list<RepositoryOwnerRecord>('repository_owners', (r) => r.nodeId === self).map((r) => r.repoKey),
+    owned: async () => (await store.list<RepositoryOwnerRecord>('repository_owners', (r) => r.nodeId === self)).map((r) => r.repoKey),
     start() {
       if (timer) return;
       timer = setInterval(() => void refresh().catch((err: unknown) => options.logger?.warn({ err: String(err) }, 'repository ownership pass failed')), options.intervalMs ?? 2000);

@@ -59,7 +59,7 @@ export function routeTaskCommands(options: CommandOwnerRouteOptions): (ctx: Cont
   return async (ctx, next) => {
     const taskId = (ctx as Context & { params?: Record<string, string> }).params?.['taskId'];
     if (wasForwarded(ctx.req) || taskId === undefined) return next();
-    const task = store.get<TaskRecord>('tasks', taskId) ?? (await store.transact((tx) => tx.get<TaskRecord>('tasks', taskId)));
+    const task = (await store.get<TaskRecord>('tasks', taskId)) ?? (await store.transact((tx) => tx.get<TaskRecord>('tasks', taskId)));
     if (task === undefined || typeof task.repoKey !== 'string') return next();
     const repoKey = foldName(task.repoKey);
     let owner;

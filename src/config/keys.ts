@@ -350,7 +350,7 @@ export const KEYS = {
     env: 'CCWEB_ARCHIVE_AFTER_MINUTES',
     schema: integer(0, 525_600),
     expect: 'an integer number of minutes from 0 to 525600',
-    fix: 'Set it to how long a finished task stays in memory (admin task lists, counts) before it moves to the on-disk archive, e.g. 60 (default); archived tasks stay readable by id and in the audit log.',
+    fix: 'Set it to how long a finished task stays in the task lists and counts before it is archived, e.g. 60 (default); archived tasks stay readable by id and in the audit log.',
   },
   delivery: {
     env: 'CCWEB_DELIVERY',

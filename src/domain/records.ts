@@ -262,7 +262,9 @@ export const STORE_INDEXES: Partial<Record<CollectionName, string[]>> = {
   webhook_deliveries: ['taskId'],
   comment_triggers: ['taskId'],
   turns: ['taskId'],
-  comments: ['taskId'],
-  actors: ['taskId', 'kind'],
+  // `status`: the receipt outbox and the notice worker look for pending rows at every pass.
+  comments: ['taskId', 'status', 'kind'],
+  // `status`: restoring at start reads the unfinished actors only.
+  actors: ['taskId', 'kind', 'status'],
   usage: ['day'],
 };

@@ -102,8 +102,8 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   const log = options.log ?? (() => undefined);
   const aborts = new Map<string, AbortController>();
 
-  const task = (taskId: string): TaskRecord => {
-    const t = store.get<TaskRecord>('tasks', taskId);
+  const task = async (taskId: string): Promise<TaskRecord> => {
+    const t = await store.get<TaskRecord>('tasks', taskId);
     if (!t) throw new Error(`task ${taskId} not found`);
     return t;
   };
@@ -121,7 +121,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   }
 
   async function prepare(t: TaskRecord, signal: AbortSignal): Promise<void> {
-    const repo = store.get<RepositoryRecord>('repositories', t.repoKey);
+    const repo = await store.get<RepositoryRecord>('repositories', t.repoKey);
     if (!repo) {
       await send(t.taskId, { type: 'FAIL', errorCode: 'repository_unknown' });
       return;
@@ -134,12 +134,12 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       else await failStep(t.taskId, 'PREPARE_FAILED', ws.code, ws.retryable);
       return;
     }
-    await store.transact((tx) => {
-      const current = tx.get<RepositoryRecord>('repositories', repo.repoKey);
-      if (current) tx.put('repositories', repo.repoKey, { ...current, lastFetchAt: ws.lastFetchAt }, { expectVersion: current.version });
+    await store.transact(async (tx) => {
+      const current = await tx.get<RepositoryRecord>('repositories', repo.repoKey);
+      if (current) await tx.put('repositories', repo.repoKey, { ...current, lastFetchAt: ws.lastFetchAt }, { expectVersion: current.version });
     });
     try {
-      await sessions.ensureThread(task(t.taskId), ws.path);
+      await sessions.ensureThread(await task(t.taskId), ws.path);
     } catch (err) {
       const code = (err as { errorCode?: string }).errorCode ?? 'app_server_unavailable';
       log('thread start failed', { taskId: t.taskId, errorCode: code, error: (err as Error).message });
@@ -161,11 +161,11 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     if (!sameRepoKey(repo.currentFullName ?? `${repo.owner}/${repo.name}`, fullName)) {
       log('repository moved on Gitea', { repoKey: repo.repoKey, to: fullName });
       await store
-        .transact((tx) => {
-          const now = tx.get<RepositoryRecord>('repositories', repo.repoKey);
+        .transact(async (tx) => {
+          const now = await tx.get<RepositoryRecord>('repositories', repo.repoKey);
           if (!now) return;
-          tx.put('repositories', repo.repoKey, { ...now, currentFullName: fullName }, { expectVersion: now.version });
-          tx.appendAudit({ action: 'repository.moved', actor: 'service:executor', metadata: { repoKey: repo.repoKey, from: `${repo.owner}/${repo.name}`, to: fullName } });
+          await tx.put('repositories', repo.repoKey, { ...now, currentFullName: fullName }, { expectVersion: now.version });
+          await tx.appendAudit({ action: 'repository.moved', actor: 'service:executor', metadata: { repoKey: repo.repoKey, from: `${repo.owner}/${repo.name}`, to: fullName } });
         })
         .catch(() => undefined);
     }
@@ -180,16 +180,16 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     const summary = message.replace(/\s+/g, ' ').trim().slice(0, 500);
     log('workspace preparation failed', { taskId, errorCode: code, error: summary });
     await store
-      .transact((tx) => {
-        const current = tx.get<TaskRecord>('tasks', taskId);
-        if (current) tx.put('tasks', taskId, { ...current, lastGitError: { code, message: summary, at: new Date(now()).toISOString() } });
-        tx.appendAudit({ action: 'workspace.failed', actor: 'service:executor', taskId, errorCode: code, metadata: { message: summary } });
+      .transact(async (tx) => {
+        const current = await tx.get<TaskRecord>('tasks', taskId);
+        if (current) await tx.put('tasks', taskId, { ...current, lastGitError: { code, message: summary, at: new Date(now()).toISOString() } });
+        await tx.appendAudit({ action: 'workspace.failed', actor: 'service:executor', taskId, errorCode: code, metadata: { message: summary } });
       })
       .catch(() => undefined);
   }
 
-  function workspacePathOf(t: TaskRecord): string {
-    const repo = store.get<RepositoryRecord>('repositories', t.repoKey);
+  async function workspacePathOf(t: TaskRecord): Promise<string> {
+    const repo = await store.get<RepositoryRecord>('repositories', t.repoKey);
     if (!repo) throw new Error(`repository ${t.repoKey} not found`);
     return workspace.pathFor ? workspace.pathFor(t, repo) : repo.workspacePath;
   }
@@ -207,10 +207,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   }
 
   async function runNormalTurn(t: TaskRecord, signal: AbortSignal): Promise<void> {
-    const prior = store
-      .byIndex<TurnRecord>('turns', 'taskId', t.taskId)
-      .filter((turn) => turn.kind === 'normal')
-      .at(-1);
+    const prior = (await store.byIndex<TurnRecord>('turns', 'taskId', t.taskId)).filter((turn) => turn.kind === 'normal').at(-1);
     // The prior turn answered the current input unless a follow-up (the user's reply after
     // waiting_user) came after it. Whether it finished or not: a restart can land between the turn's
     // end and the task's TURN_REPLIED, so "completed" alone does not mean the task moved on.
@@ -224,9 +221,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     }
     // Interrupted during verification (e.g. a restart mid reply-retry turn): the agent already
     // answered once; go back to verification instead of running the whole instruction again.
-    const liveVerifier = store
-      .byIndex<{ kind: string; status: string }>('actors', 'taskId', t.taskId)
-      .some((a) => a.kind === 'verifier' && a.status === 'active');
+    const liveVerifier = (await store.byIndex<{ kind: string; status: string }>('actors', 'taskId', t.taskId)).some((a) => a.kind === 'verifier' && a.status === 'active');
     if (liveVerifier) {
       await send(t.taskId, { type: 'TURN_REPLIED', publish: false });
       return;
@@ -242,11 +237,11 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         return;
       }
     }
-    const cwd = workspacePathOf(t);
+    const cwd = await workspacePathOf(t);
     // After an app-server restart or a retry, the thread must be resumed with its MCP config again.
     await sessions.ensureThread(t, cwd);
-    const outcome = await sessions.runTurn(task(t.taskId), { kind: 'normal', cwd, signal });
-    if (task(t.taskId).state === 'aborting') return finishAbort(t.taskId, outcome);
+    const outcome = await sessions.runTurn(await task(t.taskId), { kind: 'normal', cwd, signal });
+    if ((await task(t.taskId)).state === 'aborting') return finishAbort(t.taskId, outcome);
     switch (outcome.kind) {
       case 'replied':
       case 'no_comment':
@@ -279,8 +274,15 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
    */
   function stoppedOutOf(taskId: string, state: string, signal: AbortSignal): Promise<null> {
     return new Promise<null>((resolve) => {
+      // The listener stays synchronous: the task is read, and the read's answer settles the race
+      // (a read that fails leaves it to the verdict).
       const onStop = () => {
-        if (task(taskId).state !== state) resolve(null);
+        void task(taskId).then(
+          (t) => {
+            if (t.state !== state) resolve(null);
+          },
+          () => undefined,
+        );
       };
       if (signal.aborted) onStop();
       else signal.addEventListener('abort', onStop, { once: true });
@@ -288,19 +290,19 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   }
 
   async function verify(t: TaskRecord, lease: HeldLease, signal: AbortSignal): Promise<void> {
-    const turn = latestTurn(t.taskId);
+    const turn = await latestTurn(t.taskId);
     if (!turn) {
       await send(t.taskId, { type: 'REPLY_FAILED', errorCode: 'turn_record_missing' });
       return;
     }
+    // A question (the machine's `asking`) is re-posted by its own retry prompt, and its retry
+    // turn ends asking again; an answer's by the answer's.
+    const question = await askingTurnOf(t.taskId);
     // A stop during verification does not wait for the verifier's deadlines: the task is stopped
     // now. The verifier may go on reading Gitea, but it posts nothing for a stopped task
     // (post-fallback.ts), and its verdict then finds the task moved on. A lost lease or a stopping
     // scheduler (the task still verifying) waits for the verdict, as before.
     const stopped = stoppedOutOf(t.taskId, 'verifying_reply', signal);
-    // A question (the machine's `asking`) is re-posted by its own retry prompt, and its retry
-    // turn ends asking again; an answer's by the answer's.
-    const question = askingTurnOf(t.taskId);
     const retryPrompt = question
       ? questionRetryPromptOf(question)
       : verification.replyRetryPrompt(turn.finalMessage, turn.marker);
@@ -311,11 +313,11 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         // §5.4.3: one reply_retry turn, through retry_wait → running on the same lease.
         if (!(await send(t.taskId, { type: 'REPLY_MISSING', retryAt: now() }))) return { ok: false };
         if (!(await send(t.taskId, { type: 'RETRY_DUE', leaseId: lease.leaseId }))) return { ok: false };
-        const cwd = workspacePathOf(t);
+        const cwd = await workspacePathOf(t);
         let ok = false;
         try {
-          await sessions.ensureThread(task(t.taskId), cwd);
-          const outcome = await sessions.runTurn(task(t.taskId), {
+          await sessions.ensureThread(await task(t.taskId), cwd);
+          const outcome = await sessions.runTurn(await task(t.taskId), {
             kind: 'reply_retry',
             cwd,
             signal,
@@ -350,13 +352,10 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   }
 
   /** The turn whose question is being verified when the task machine says it is asking, else null. */
-  function askingTurnOf(taskId: string): TurnRecord | null {
-    const context = runtime.stateOf(taskActorId(taskId))?.context as TaskContext | undefined;
+  async function askingTurnOf(taskId: string): Promise<TurnRecord | null> {
+    const context = (await runtime.stateOf(taskActorId(taskId)))?.context as TaskContext | undefined;
     if (context?.asking !== true) return null;
-    const asked = store
-      .byIndex<TurnRecord>('turns', 'taskId', taskId)
-      .filter((turn) => turn.kind === 'normal')
-      .at(-1);
+    const asked = (await store.byIndex<TurnRecord>('turns', 'taskId', taskId)).filter((turn) => turn.kind === 'normal').at(-1);
     return asked ?? null;
   }
 
@@ -367,8 +366,8 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       : verification.replyRetryPrompt(question, asked.marker);
   }
 
-  function latestTurn(taskId: string): TurnRecord | undefined {
-    const turns = store.byIndex<TurnRecord>('turns', 'taskId', taskId);
+  async function latestTurn(taskId: string): Promise<TurnRecord | undefined> {
+    const turns = await store.byIndex<TurnRecord>('turns', 'taskId', taskId);
     return turns.at(-1);
   }
 
@@ -387,7 +386,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       else signal.addEventListener('abort', onAbort);
       try {
         for (let step = 0; step < 20; step++) {
-          const t = task(taskId);
+          const t = await task(taskId);
           if (!ACTIVE.has(t.state)) return;
           // A stop aborts the step in flight (controller) and then lets the abort finish here; a lost
           // lease or a stopping scheduler (signal) ends the run at once.
@@ -402,7 +401,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         throw new Error(`task ${taskId} did not settle`);
       } catch (err) {
         log('executor error', { taskId, error: (err as Error).message });
-        const state = store.get<TaskRecord>('tasks', taskId)?.state;
+        const state = (await store.get<TaskRecord>('tasks', taskId))?.state;
         if (state === 'preparing' || state === 'running')
           await failStep(taskId, state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', 'executor_error', true);
         else if (state === 'verifying_reply') await send(taskId, { type: 'REPLY_FAILED', errorCode: 'executor_error' });

@@ -55,8 +55,8 @@ export function createReadiness(options: ReadinessOptions): Readiness {
 
   const writeProbe = (): Promise<void> => {
     inFlight ??= options.store
-      .transact((tx) => {
-        tx.put<ReadinessProbeRecord>('control', READINESS_PROBE_KEY, { key: READINESS_PROBE_KEY, probedAt: new Date(now()).toISOString() });
+      .transact(async (tx) => {
+        await tx.put<ReadinessProbeRecord>('control', READINESS_PROBE_KEY, { key: READINESS_PROBE_KEY, probedAt: new Date(now()).toISOString() });
       })
       .then(() => {
         lastWriteAt = now();

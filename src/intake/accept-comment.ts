@@ -5,13 +5,13 @@
 // → the comment read back from Gitea and the authorisation, in parallel (async) → ONE transaction
 // that re-checks every uniqueness rule and writes the outcome. A payload Gitea contradicts is refused
 // (confirm-comment.ts); a lookup that fails for a passing reason leaves the comment waiting in
-// `pending_intake` (pending-intake.ts), retried by this file's loop until Gitea decides. Because the store applies a transaction synchronously against its in-memory state, the
+// `pending_intake` (pending-intake.ts), retried by this file's loop until Gitea decides. Because the store's transactions are serializable, the
 // re-check inside the transaction is what makes 50 concurrent identical posts yield one task; the
 // checks before it only spare the authorisation call for requests already known to be repeats.
 //
 // Every answer that reports a stored outcome is given only after that outcome is durable: a write
-// resolves when its journal line is on disk, and a repeat is answered after an audit write, which
-// the journal orders after everything it is answering about.
+// resolves once it is committed, and a repeat is answered after an audit write, which the store
+// commits after everything it is answering about.
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import { anyDisabled, sameRepoKey } from '../domain/repository-identity.js';
 import { workspacePathFor } from '../domain/workspace-path.js';
@@ -135,7 +135,8 @@ export interface IntakeOptions {
   /** Daily quotas (src/usage/quota-check.ts): a new task over one is refused with one comment. */
   quota?: QuotaPort;
   /** After a task was queued durably (e.g. wake the scheduler). Must not throw; errors are ignored. */
-  onAccepted?: (taskId: string) => void;
+  /** A task (or its receipt) was written for the delivery `deliveryId`. */
+  onAccepted?: (taskId: string, deliveryId: string) => void;
   /** After a stop was recorded and its events sent. */
   onStop?: (taskIds: string[]) => void;
   logger?: IntakeLogger;
@@ -211,7 +212,6 @@ export function createIntake(options: IntakeOptions): Intake {
   const maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
   const scope = options.scope ?? EVERY_REPOSITORY;
   const writeContext: WriteContext = {
-    store,
     runtime,
     now,
     retentionMs,
@@ -226,7 +226,7 @@ export function createIntake(options: IntakeOptions): Intake {
     botLogin,
     timeoutMs: permissionTimeoutMs,
     authorize: (c) => authorize(c),
-    requestChangesStartsTask: (c) => (resolveRepository(store, c).records[0] as RepositoryRecord | undefined)?.reviewTriggers?.requestChanges === true,
+    requestChangesStartsTask: async (c) => ((await resolveRepository(store, c)).records[0] as RepositoryRecord | undefined)?.reviewTriggers?.requestChanges === true,
   };
 
   async function handle(request: IntakeRequest): Promise<IntakeResponse> {
@@ -271,7 +271,7 @@ export function createIntake(options: IntakeOptions): Intake {
     };
 
     // A repeat is answered before parsing: the same delivery id carries the same signed body.
-    if (store.get('webhook_deliveries', deliveryKey) !== undefined) {
+    if ((await store.get('webhook_deliveries', deliveryKey)) !== undefined) {
       const repeat = await commit(subject, { kind: 'probe' });
       if (repeat !== null) return repeat;
     }
@@ -293,12 +293,12 @@ export function createIntake(options: IntakeOptions): Intake {
     }
     // Names compare case-insensitively, as on Gitea: from here on the comment names its repository
     // as the store does (the write transaction resolves it again, finally).
-    const { comment: c, repoMismatch } = await registeredName(resolveRepository(store, normalized.value));
+    const { comment: c, repoMismatch } = await registeredName(await resolveRepository(store, normalized.value));
     subject.comment = c;
     subject.triggerKey = commentTriggerKey(c);
     const payloadTriggerKey = commentTriggerKey(normalized.value);
     if (payloadTriggerKey !== subject.triggerKey) subject.payloadTriggerKey = payloadTriggerKey;
-    if (knownOutcome(store, subject)) {
+    if (await knownOutcome(store, subject)) {
       const known = await commit(subject, { kind: 'probe' });
       if (known !== null) return known;
     }
@@ -331,7 +331,7 @@ export function createIntake(options: IntakeOptions): Intake {
     const foreign = options.repositoryHosts ? foreignRepositoryOrigin(r0.repo, options.repositoryHosts) : null;
     if (foreign !== null) return refuseForeignOrigin(s.deliveryId, base, foreign);
     if (r0.actor.isBot) return (await commit(s, { kind: 'ignored', reason: 'bot_self_comment' }))!;
-    const { comment: c, repoMismatch } = await registeredName(resolveRepository(store, base));
+    const { comment: c, repoMismatch } = await registeredName(await resolveRepository(store, base));
     const r: NormalizedReview = { ...r0, repo: c.repo, repoKey: c.repoKey, resourceKey: c.resourceKey };
     const waiting: Waiting = { bodySha256: sha256Hex(r0.content), command: 'task', source: request.remoteAddress ?? null };
     const key = reviewPendingKey(c.repoKey, s.hash);
@@ -341,8 +341,8 @@ export function createIntake(options: IntakeOptions): Intake {
 
   /** Writes what a review verdict means for this delivery: refused, ignored, still waiting (under `key`), or its tasks. */
   async function settleReview(s: Subject, key: string, c: NormalizedComment, r: NormalizedReview, w: Waiting, verdict: ReviewVerdict, retrying: boolean): Promise<IntakeResponse> {
-    const dropPending = (tx: Tx) => {
-      if (tx.get(PENDING_INTAKE, key) !== undefined) tx.delete(PENDING_INTAKE, key);
+    const dropPending = async (tx: Tx) => {
+      if ((await tx.get(PENDING_INTAKE, key)) !== undefined) await tx.delete(PENDING_INTAKE, key);
     };
     if (verdict.kind === 'refused') return refuseUnconfirmed(s, c, w, verdict.reasons, dropPending);
     if (verdict.kind === 'undecided') return waitForGitea(s, key, c, w, verdict.error, { review: r, retrying });
@@ -363,19 +363,19 @@ export function createIntake(options: IntakeOptions): Intake {
    */
   async function waitForGitea(s: Subject, key: string, c: NormalizedComment, w: Waiting, error: string, extra: { review?: NormalizedReview; retrying?: boolean } = {}): Promise<IntakeResponse> {
     const at = now();
-    const answer = await store.transact((tx): IntakeResponse | null => {
+    const answer = await store.transact(async (tx): Promise<IntakeResponse | null> => {
       // Decided meanwhile (a Replay, or the loop): that outcome answers.
-      if (tx.get('comment_triggers', key) !== undefined) return null;
-      const prior = tx.get<PendingIntakeRecord>(PENDING_INTAKE, key);
+      if ((await tx.get('comment_triggers', key)) !== undefined) return null;
+      const prior = await tx.get<PendingIntakeRecord>(PENDING_INTAKE, key);
       if (prior !== undefined) {
         const next = prior.state === 'gave_up' ? afterFailure({ ...prior, attempts: Math.max(0, retryPolicy.maxAttempts - 2) }, at, error, retryPolicy) : afterFailure(prior, at, error, retryPolicy);
-        tx.put(PENDING_INTAKE, key, next);
+        await tx.put(PENDING_INTAKE, key, next);
         return pendingConfirmation(s.deliveryId, next);
       }
       if (extra.retrying === true) return null;
-      const room = admit(store.list<PendingIntakeRecord>(PENDING_INTAKE), maxPending);
+      const room = admit(await tx.list<PendingIntakeRecord>(PENDING_INTAKE), maxPending);
       if (!room.ok) return PENDING_BACKLOG_FULL;
-      if (room.evict !== null) tx.delete(PENDING_INTAKE, room.evict);
+      if (room.evict !== null) await tx.delete(PENDING_INTAKE, room.evict);
       const record = pendingRecord(
         {
           key,
@@ -394,7 +394,7 @@ export function createIntake(options: IntakeOptions): Intake {
         at,
         retryPolicy,
       );
-      tx.put(PENDING_INTAKE, key, record);
+      await tx.put(PENDING_INTAKE, key, record);
       return pendingConfirmation(s.deliveryId, record);
     });
     if (answer === null) return (await commit(s, { kind: 'probe' })) ?? PENDING_BACKLOG_FULL;
@@ -449,8 +449,8 @@ export function createIntake(options: IntakeOptions): Intake {
   /** Writes what the verdict means for this delivery: refused, still waiting, or the decided outcome. */
   async function settle(s: Subject, c: NormalizedComment, w: Waiting, verdict: Verdict, retrying = false): Promise<IntakeResponse> {
     const key = s.triggerKey!;
-    const dropPending = (tx: Tx) => {
-      if (tx.get(PENDING_INTAKE, key) !== undefined) tx.delete(PENDING_INTAKE, key);
+    const dropPending = async (tx: Tx) => {
+      if ((await tx.get(PENDING_INTAKE, key)) !== undefined) await tx.delete(PENDING_INTAKE, key);
     };
     if (verdict.kind === 'refused') return refuseUnconfirmed(s, c, w, verdict.reasons, dropPending);
     if (verdict.kind === 'undecided') return waitForGitea(s, key, c, w, verdict.error, { retrying });
@@ -470,13 +470,13 @@ export function createIntake(options: IntakeOptions): Intake {
    * delivery record that answers its repeats, nothing else — no task, no trigger (the real comment,
    * if any, is still decided on its own), nothing posted.
    */
-  async function refuseUnconfirmed(s: Subject, c: NormalizedComment, w: Waiting, reasons: string[], dropPending: (tx: Tx) => void): Promise<IntakeResponse> {
+  async function refuseUnconfirmed(s: Subject, c: NormalizedComment, w: Waiting, reasons: string[], dropPending: (tx: Tx) => Promise<void>): Promise<IntakeResponse> {
     const response = rejected(COMMENT_NOT_CONFIRMED, null);
-    await store.transact((tx) => {
-      dropPending(tx);
-      if (tx.get('webhook_deliveries', s.deliveryKey) !== undefined) return;
-      tx.insert<DeliveryRecord>('webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs, normalized: true, taskId: null, status: 'rejected', reason: COMMENT_NOT_CONFIRMED, payloadHash: s.hash, response }));
-      tx.archive('webhook_deliveries', s.deliveryKey);
+    await store.transact(async (tx) => {
+      await dropPending(tx);
+      if ((await tx.get('webhook_deliveries', s.deliveryKey)) !== undefined) return;
+      await tx.insert<DeliveryRecord>('webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs, normalized: true, taskId: null, status: 'rejected', reason: COMMENT_NOT_CONFIRMED, payloadHash: s.hash, response }));
+      await tx.archive('webhook_deliveries', s.deliveryKey);
     });
     await security.record(COMMENT_NOT_CONFIRMED, w.source ?? undefined, {
       deliveryId: safeValue(s.deliveryId),
@@ -530,7 +530,7 @@ export function createIntake(options: IntakeOptions): Intake {
   async function retryPass(): Promise<number> {
     await Promise.resolve();
     let tried = 0;
-    for (const r of dueRecords(store.list<PendingIntakeRecord>(PENDING_INTAKE), now())) {
+    for (const r of dueRecords(await store.list<PendingIntakeRecord>(PENDING_INTAKE), now())) {
       if (closed) break;
       if (!scope.owns(r.comment.repoKey)) continue;
       tried += 1;
@@ -570,22 +570,22 @@ export function createIntake(options: IntakeOptions): Intake {
   }
 
   /**
-   * True when a write would be decided by an existing record rather than by the plan. (The delivery
-   * itself was looked up just before, with nothing asynchronous since.)
+   * True when a write would be decided by an existing record rather than by the plan (the delivery
+   * itself was looked up just before). Only a shortcut: the transaction re-checks all of it.
    */
-  function knownOutcome(reader: Reader, s: Subject): boolean {
-    if (s.triggerKey !== null && reader.get('comment_triggers', s.triggerKey) !== undefined) return true;
-    if (s.payloadTriggerKey != null && reader.get('comment_triggers', s.payloadTriggerKey) !== undefined) return true;
-    return s.comment !== null && anyDisabled(resolveRepository(reader, s.comment).records);
+  async function knownOutcome(reader: Reader, s: Subject): Promise<boolean> {
+    if (s.triggerKey !== null && (await reader.get('comment_triggers', s.triggerKey)) !== undefined) return true;
+    if (s.payloadTriggerKey != null && (await reader.get('comment_triggers', s.payloadTriggerKey)) !== undefined) return true;
+    return s.comment !== null && anyDisabled((await resolveRepository(reader, s.comment)).records);
   }
 
   /** `null` only for a probe that found nothing to decide (the caller then goes on). */
-  async function commit(s: Subject, plan: Plan, alsoInTx?: (tx: Tx) => void): Promise<IntakeResponse | null> {
+  async function commit(s: Subject, plan: Plan, alsoInTx?: (tx: Tx) => Promise<void>): Promise<IntakeResponse | null> {
     const c = s.comment;
     const workspacePath =
       c && plan.kind === 'accept' ? workspacePathFor(options.workspaceRoot, c.instanceId, c.repo.owner, c.repo.name) : '';
-    const outcome = await store.transact((tx): Outcome => {
-      alsoInTx?.(tx);
+    const outcome = await store.transact(async (tx): Promise<Outcome> => {
+      await alsoInTx?.(tx);
       return writeOutcome(writeContext, tx, s, plan, workspacePath);
     });
     if (outcome === null) return null;
@@ -600,7 +600,7 @@ export function createIntake(options: IntakeOptions): Intake {
         .catch((error: unknown) => options.logger?.warn({ taskId: outcome.followUp, err: error instanceof Error ? error.message : String(error) }, 'follow-up not re-queued'));
     }
     // A new task, or a stop's, a disabled repository's or a reader's one comment: the receipt outbox has a row to post.
-    if (outcome.taskId !== undefined && (plan.kind === 'accept' || plan.kind === 'stop' || outcome.notice === true)) safely(() => options.onAccepted?.(outcome.taskId!));
+    if (outcome.taskId !== undefined && (plan.kind === 'accept' || plan.kind === 'stop' || outcome.notice === true)) safely(() => options.onAccepted?.(outcome.taskId!, s.deliveryId));
     if (outcome.stop !== undefined && c) {
       const targets = outcome.stop;
       await sendStops(runtime, targets, `gitea:user:${c.actor.login}`).catch((error: unknown) =>
@@ -614,7 +614,7 @@ export function createIntake(options: IntakeOptions): Intake {
 
   async function invalidPayload(headers: WebhookHeaders, issues: string): Promise<IntakeResponse> {
     const deliveryId = getHeader(headers, 'x-gitea-delivery')?.trim();
-    await store.transact((tx) =>
+    await store.transact(async (tx) =>
       tx.appendAudit({
         action: 'webhook.invalid_payload',
         actor: 'gitea:webhook',
@@ -628,7 +628,7 @@ export function createIntake(options: IntakeOptions): Intake {
   }
 
   async function refuseForeignOrigin(deliveryId: string, c: NormalizedComment, foreign: ForeignOrigin): Promise<IntakeResponse> {
-    await store.transact((tx) =>
+    await store.transact(async (tx) =>
       tx.appendAudit({
         action: 'webhook.foreign_repository_origin',
         actor: `gitea:user:${c.actor.login}`,

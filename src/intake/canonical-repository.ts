@@ -25,8 +25,8 @@ export interface ResolvedComment {
  * with 10 repositories, 60 µs with 1,000); an index would need a stored folded key, which existing
  * records do not have.
  */
-export function resolveRepository(reader: Pick<Store, 'list'>, c: NormalizedComment): ResolvedComment {
-  const records = matchingRepositories(c.repoKey, reader.list<RepositoryRecord>('repositories'), c.repo.id);
+export async function resolveRepository(reader: Pick<Store, 'list'>, c: NormalizedComment): Promise<ResolvedComment> {
+  const records = matchingRepositories(c.repoKey, await reader.list<RepositoryRecord>('repositories'), c.repo.id);
   const canonical = records[0];
   if (canonical === undefined || canonical.repoKey === c.repoKey) return { comment: c, records };
   return { comment: canonicalComment(c, canonical), records };

@@ -34,7 +34,7 @@ export interface ReviewLookupDeps {
   timeoutMs: number;
   authorize: (c: NormalizedComment) => Promise<AuthorizeResult>;
   /** The repository's `reviewRequestChanges` setting. */
-  requestChangesStartsTask: (c: NormalizedComment) => boolean;
+  requestChangesStartsTask: (c: NormalizedComment) => boolean | Promise<boolean>;
 }
 
 /** `c`: the review as a comment (its repository as stored); `bodySha256`: the hash of the review body the payload names. */
@@ -53,7 +53,7 @@ export async function lookUpReview(deps: ReviewLookupDeps, r: NormalizedReview, 
   if (!auth.allowed && auth.reason === 'permission_check_failed') return { kind: 'undecided', error: `permission lookup: ${describeLookupError(auth.error)}` };
   // By hash: a waiting review keeps no text (pending-intake.ts).
   const match = matchReview(r, reviews.v, (body) => sha256Hex(body) === bodySha256);
-  const requestChanges = deps.requestChangesStartsTask(c);
+  const requestChanges = await deps.requestChangesStartsTask(c);
   let comments: GiteaReviewCommentFacts[] = [];
   let author: string | undefined;
   try {

@@ -98,8 +98,8 @@ export function createSecurityEvents(options: SecurityEventsOptions): SecurityEv
   async function write(list: Bucket[], start: number): Promise<void> {
     if (list.length === 0) return;
     try {
-      await store.transact((tx) => {
-        for (const b of list) tx.put(SECURITY_EVENTS, b.key, toRecord(b, start));
+      await store.transact(async (tx) => {
+        for (const b of list) await tx.put(SECURITY_EVENTS, b.key, toRecord(b, start));
       });
       for (const b of list) b.written = b.count;
     } catch (error) {
@@ -167,6 +167,6 @@ export function createSecurityEvents(options: SecurityEventsOptions): SecurityEv
 }
 
 /** Keys of security event records whose `expiresAt` has passed. */
-export function expiredSecurityEvents(store: Pick<Store, 'list'>, nowMs: number): string[] {
-  return store.list<SecurityEventRecord>(SECURITY_EVENTS, (r) => Date.parse(r.expiresAt) <= nowMs).map((r) => r.key);
+export async function expiredSecurityEvents(store: Pick<Store, 'list'>, nowMs: number): Promise<string[]> {
+  return (await store.list<SecurityEventRecord>(SECURITY_EVENTS, (r) => Date.parse(r.expiresAt) <= nowMs)).map((r) => r.key);
 }

@@ -24,10 +24,9 @@ export interface StopTarget {
   event: StopEvent | null;
 }
 
-/** Tasks of `resourceKey` a stop applies to, in arrival order. Reads the store's current (in-memory) state. */
-export function stopTargets(store: Pick<Store, 'byIndex'>, resourceKey: string): StopTarget[] {
-  return store
-    .byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey)
+/** Tasks of `resourceKey` a stop applies to, in arrival order. Reads the store's current state. */
+export async function stopTargets(store: Pick<Store, 'byIndex'>, resourceKey: string): Promise<StopTarget[]> {
+  return (await store.byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey))
     .filter((t) => STOP_EVENT[t.state] !== undefined)
     .sort((a, b) => a.queueSeq - b.queueSeq)
     .map((t) => ({ taskId: t.taskId, event: STOP_EVENT[t.state]! }));
@@ -52,7 +51,7 @@ export async function sendStops(
       const stop: TaskEvent = { type: event, by };
       result = await runtime.send(actorId, stop, { by });
       if (result.ok) break;
-      const now = runtime.stateOf(actorId)?.state;
+      const now = (await runtime.stateOf(actorId))?.state;
       event = now === undefined ? null : (STOP_EVENT[now] ?? null);
     }
     out.push({ ...target, event, result });

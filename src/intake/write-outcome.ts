@@ -1,7 +1,8 @@
-// The one transaction that writes a delivery's outcome (spec §5.1). It runs synchronously inside
-// `store.transact`, so the uniqueness checks it repeats (delivery id, comment trigger) cannot be
-// raced: of fifty concurrent identical posts one accepts, the others see its records. What to do is
-// decided purely (intake-decision.ts); this file reads the facts and writes what was decided.
+// The one transaction that writes a delivery's outcome (spec §5.1). It runs inside `store.transact`,
+// whose transactions are serializable, so the uniqueness checks it repeats (delivery id, comment
+// trigger) cannot be raced: of fifty concurrent identical posts one accepts, the others see its
+// records. What to do is decided purely (intake-decision.ts); this file reads the facts and writes
+// what was decided.
 //
 // An accepted comment is written as ONE compact record (accepted-comment.ts, format
 // `intake.accept/1`) from which the store derives the delivery, trigger, task, actor, receipt intent,
@@ -34,7 +35,6 @@ import type { Outcome, Plan, Subject } from './intake-types.js';
 import { stopTargets } from './stop-tasks.js';
 
 export interface WriteContext {
-  store: Pick<Store, 'byIndex' | 'list'>;
   runtime: ActorRuntime;
   now: () => Date;
   retentionMs: number;
@@ -46,26 +46,26 @@ export interface WriteContext {
   compact: boolean;
 }
 
-export function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: Plan, workspacePath: string): Outcome {
+export async function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: Plan, workspacePath: string): Promise<Outcome> {
   // The repository as stored now: a case variant another delivery registered since the first
   // resolution (canonical-repository.ts) is found here, where nothing can race it.
   // (Not for an ignored comment: nothing it writes depends on the repository.)
-  const resolved = subject.comment === null || plan.kind === 'ignored' ? null : resolveRepository(ctx.store, subject.comment);
+  const resolved = subject.comment === null || plan.kind === 'ignored' ? null : await resolveRepository(tx, subject.comment);
   const s = resolved === null || resolved.comment === subject.comment ? subject : resubject(subject, resolved.comment);
   const c = s.comment;
   const at = ctx.now();
   const trigger = (key: string | null | undefined) => (key == null ? undefined : tx.get<CommentTriggerRecord>('comment_triggers', key));
-  const decision = decideWrite(plan, {
+  const decision = await decideWrite(plan, {
     delivery: () => tx.get<DeliveryRecord>('webhook_deliveries', s.deliveryKey),
-    trigger: () => trigger(s.triggerKey) ?? trigger(s.payloadTriggerKey),
+    trigger: async () => (await trigger(s.triggerKey)) ?? (await trigger(s.payloadTriggerKey)),
     hasComment: c !== null,
     inputTooLarge: () => inputTooLarge(c!.comment.body),
     repositoryDisabled: () => resolved !== null && anyDisabled(resolved.records),
-    disabledNoticeDue: () => !noticeToday(ctx.store, tx, c!.resourceKey, at, 'repositoryDisabled'),
-    readerNoticeDue: () => resolved !== null && readerNoticesOn(resolved.records) && !noticeToday(ctx.store, tx, c!.resourceKey, at, 'readerNotice'),
+    disabledNoticeDue: async () => !(await noticeToday(tx, c!.resourceKey, at, 'repositoryDisabled')),
+    readerNoticeDue: async () => resolved !== null && readerNoticesOn(resolved.records) && !(await noticeToday(tx, c!.resourceKey, at, 'readerNotice')),
     // Few tasks wait at any time, while one resource may have many: search the state index.
-    waitingTask: () => ctx.store.byIndex<TaskRecord>('tasks', 'state', 'waiting_user').find((t) => t.resourceKey === c!.resourceKey),
-    quotaRefusal: () => ctx.quota?.check(tx, { repoKey: c!.repoKey, login: c!.actor.login }, at) ?? null,
+    waitingTask: async () => (await tx.byIndex<TaskRecord>('tasks', 'state', 'waiting_user')).find((t) => t.resourceKey === c!.resourceKey),
+    quotaRefusal: async () => (await ctx.quota?.check(tx, { repoKey: c!.repoKey, login: c!.actor.login }, at)) ?? null,
   });
   return write(ctx, tx, s, decision, workspacePath, at);
 }
@@ -81,7 +81,7 @@ function resubject(s: Subject, comment: NormalizedComment): Subject {
   };
 }
 
-function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspacePath: string, at: Date): Outcome {
+async function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspacePath: string, at: Date): Promise<Outcome> {
   const c = s.comment;
   // Delivery, trigger and new session records are only ever read by key (dedup, the detail view, the
   // session manager) or scanned by retention: they go straight to the store's cold tier.
@@ -109,7 +109,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
 
   switch (d.kind) {
     case 'repeat':
-      audit('webhook.duplicate_delivery', {
+      await audit('webhook.duplicate_delivery', {
         taskId: d.delivery.taskId,
         errorCode: 'duplicate_delivery',
         metadata: { payloadMatches: d.delivery.payloadHash === s.hash },
@@ -117,26 +117,26 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       return { response: repeatOf(d.delivery.response) };
     case 'duplicate_comment': {
       const response = duplicate(d.trigger.taskId);
-      delivery('duplicate', 'duplicate_comment', d.trigger.taskId, response);
-      audit('webhook.duplicate_comment', { taskId: d.trigger.taskId, errorCode: 'duplicate_comment', metadata: { originalDeliveryKey: d.trigger.deliveryKey } });
+      await delivery('duplicate', 'duplicate_comment', d.trigger.taskId, response);
+      await audit('webhook.duplicate_comment', { taskId: d.trigger.taskId, errorCode: 'duplicate_comment', metadata: { originalDeliveryKey: d.trigger.deliveryKey } });
       return { response };
     }
     case 'ignored': {
       const response = ignored(d.reason);
-      delivery('ignored', d.reason, null, response);
-      audit('webhook.ignored', { errorCode: d.reason });
+      await delivery('ignored', d.reason, null, response);
+      await audit('webhook.ignored', { errorCode: d.reason });
       return { response };
     }
     case 'none':
       return null;
     case 'repository_disabled': {
       // No trigger: once the repository is enabled again, a Replay of this comment runs.
-      delivery('rejected', 'repository_disabled', null, REPOSITORY_DISABLED);
-      const event = audit('webhook.repository_disabled', { errorCode: 'repository_disabled', ...(d.notice ? { taskId: taskIdFor(s.deliveryKey) } : {}) });
+      await delivery('rejected', 'repository_disabled', null, REPOSITORY_DISABLED);
+      const event = await audit('webhook.repository_disabled', { errorCode: 'repository_disabled', ...(d.notice ? { taskId: taskIdFor(s.deliveryKey) } : {}) });
       if (!d.notice) return { response: REPOSITORY_DISABLED };
       // The thread's one notice of the day: a task in `rejected` that never runs, and its one comment.
       const noticeTaskId = taskIdFor(s.deliveryKey);
-      const created = refusedTask(ctx, tx, c!, noticeTaskId, event.seq, at, 'repository_disabled', { repositoryDisabled: true });
+      const created = await refusedTask(ctx, tx, c!, noticeTaskId, event.seq, at, 'repository_disabled', { repositoryDisabled: true });
       return { response: REPOSITORY_DISABLED, start: created.start, taskId: noticeTaskId };
     }
   }
@@ -146,22 +146,22 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
   const by = `gitea:user:${comment.actor.login}`;
   switch (d.kind) {
     case 'stop': {
-      const targets = stopTargets(ctx.store, comment.resourceKey);
+      const targets = await stopTargets(tx, comment.resourceKey);
       const taskIds = targets.map((t) => t.taskId);
       const response = stopped(taskIds);
       if (targets.length > 0) {
         // Each stopped task answers with its own `cancelled`/`aborted` receipt (the receipt outbox).
-        delivery('accepted', 'stop', null, response);
-        trigger(null);
-        audit('webhook.stop', { metadata: { taskIds, events: targets.map((t) => t.event) } });
+        await delivery('accepted', 'stop', null, response);
+        await trigger(null);
+        await audit('webhook.stop', { metadata: { taskIds, events: targets.map((t) => t.event) } });
         return { response, stop: targets };
       }
       // Nothing to stop: the thread is told so, once (a task in `ignored` that never runs, and its one
       // comment), instead of silence.
-      delivery('accepted', 'stop', taskId, response);
-      trigger(taskId);
-      const event = audit('webhook.stop', { taskId, metadata: { taskIds, events: [] } });
-      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, 'nothing_to_stop', { nothingToStop: true }, { verdict: 'IGNORE' });
+      await delivery('accepted', 'stop', taskId, response);
+      await trigger(taskId);
+      const event = await audit('webhook.stop', { taskId, metadata: { taskIds, events: [] } });
+      const created = await refusedTask(ctx, tx, comment, taskId, event.seq, at, 'nothing_to_stop', { nothingToStop: true }, { verdict: 'IGNORE' });
       return { response, start: created.start, taskId };
     }
     case 'reject': {
@@ -170,7 +170,7 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       // someone who may not trigger work; the thread's first such mention of the day (if it has its
       // own task) gets the one notice that only writers can ask — bounded by thread and day, and by
       // author and day through the count.
-      const counted = countRejectedMention(tx.get(SECURITY_EVENTS, rejectedKeyOf(comment.actor.login, at)), {
+      const counted = countRejectedMention(await tx.get(SECURITY_EVENTS, rejectedKeyOf(comment.actor.login, at)), {
         login: comment.actor.login,
         repoKey: comment.repoKey,
         resourceKey: comment.resourceKey,
@@ -180,10 +180,10 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
         at,
         retentionMs: ctx.securityEventRetentionMs,
       });
-      tx.put(SECURITY_EVENTS, counted.record.key, counted.record);
+      await tx.put(SECURITY_EVENTS, counted.record.key, counted.record);
       if (!counted.ownTask) {
         if (counted.firstCounted) {
-          audit('webhook.rejected_counted', {
+          await audit('webhook.rejected_counted', {
             errorCode: d.reason,
             metadata: { securityEventKey: counted.record.key, tasksPerDay: counted.record.tasks },
           });
@@ -191,31 +191,31 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
         // No task to name: the answer says so (as a duplicate of a stop does), the delivery and the
         // trigger still answer a repeat or a Replay.
         const response = rejected(d.reason, null);
-        delivery('rejected', d.reason, null, response);
-        trigger(null);
+        await delivery('rejected', d.reason, null, response);
+        await trigger(null);
         return { response };
       }
-      const event = audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: d.reason, metadata: { securityEventKey: counted.record.key, ...(d.notice ? { readerNotice: true } : {}) } });
+      const event = await audit('webhook.rejected', { taskId, actorId: taskActorId(taskId), errorCode: d.reason, metadata: { securityEventKey: counted.record.key, ...(d.notice ? { readerNotice: true } : {}) } });
       const response = rejected(d.reason, taskId);
-      delivery('rejected', d.reason, taskId, response);
-      trigger(taskId);
+      await delivery('rejected', d.reason, taskId, response);
+      await trigger(taskId);
       if (d.notice) {
-        const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, d.reason, { readerNotice: true });
+        const created = await refusedTask(ctx, tx, comment, taskId, event.seq, at, d.reason, { readerNotice: true });
         return { response, start: created.start, taskId, notice: true };
       }
-      tx.insert<TaskRecord>('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
-      const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(d.reason)], by, taskId });
+      await tx.insert<TaskRecord>('tasks', taskId, taskWithExcerptOnly(taskRecord(comment, taskId, event.seq, at)));
+      const created = await ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [reject(d.reason)], by, taskId });
       return { response, start: created.start, taskId };
     }
     case 'follow_up': {
       // The same task is re-queued with this comment as its next input, on the same thread.
       const waiting = d.task;
-      audit('webhook.follow_up', { taskId: waiting.taskId, actorId: taskActorId(waiting.taskId) });
+      await audit('webhook.follow_up', { taskId: waiting.taskId, actorId: taskActorId(waiting.taskId) });
       const response = accepted(s.deliveryId, waiting.taskId);
-      delivery('accepted', 'follow_up', waiting.taskId, response);
-      trigger(waiting.taskId);
+      await delivery('accepted', 'follow_up', waiting.taskId, response);
+      await trigger(waiting.taskId);
       const entry = { commentId: comment.comment.id, author: comment.actor.login, body: comment.comment.body, commentUrl: comment.comment.htmlUrl, deliveryKey: s.deliveryKey, at: at.toISOString() };
-      tx.put<TaskRecord>('tasks', waiting.taskId, { ...waiting, followUps: [...(waiting.followUps ?? []), followUpWithTextStoredOnce(tx, waiting.taskId, entry)] });
+      await tx.put<TaskRecord>('tasks', waiting.taskId, { ...waiting, followUps: [...(waiting.followUps ?? []), await followUpWithTextStoredOnce(tx, waiting.taskId, entry)] });
       return { response, followUp: waiting.taskId, taskId: waiting.taskId };
     }
     case 'input_too_large': {
@@ -223,39 +223,39 @@ function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspac
       // a 202 that Codex refuses later, retried and reported as an unexpected error. The store keeps
       // a preview and the length, not the text: nothing will ever read the rest.
       const { chars, limit } = d.size;
-      const event = audit('webhook.input_too_large', { taskId, actorId: taskActorId(taskId), errorCode: INPUT_TOO_LARGE, metadata: { chars, limit } });
+      const event = await audit('webhook.input_too_large', { taskId, actorId: taskActorId(taskId), errorCode: INPUT_TOO_LARGE, metadata: { chars, limit } });
       const response = rejected(INPUT_TOO_LARGE, taskId);
-      delivery('rejected', INPUT_TOO_LARGE, taskId, response);
-      trigger(taskId);
-      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, INPUT_TOO_LARGE, { inputTooLarge: { chars, limit } }, { text: taskWithTextDropped });
+      await delivery('rejected', INPUT_TOO_LARGE, taskId, response);
+      await trigger(taskId);
+      const created = await refusedTask(ctx, tx, comment, taskId, event.seq, at, INPUT_TOO_LARGE, { inputTooLarge: { chars, limit } }, { text: taskWithTextDropped });
       return { response, start: created.start, taskId };
     }
     case 'quota_refused': {
       // Over a daily quota: a task in `rejected` (visible to operators) and ONE comment saying when
       // the user can try again — never a silent drop.
       const refusal = d.refusal;
-      const event = audit('webhook.quota_refused', { taskId, actorId: taskActorId(taskId), errorCode: refusal.code, metadata: { limit: refusal.limit, used: refusal.used, retryAt: refusal.retryAt } });
+      const event = await audit('webhook.quota_refused', { taskId, actorId: taskActorId(taskId), errorCode: refusal.code, metadata: { limit: refusal.limit, used: refusal.used, retryAt: refusal.retryAt } });
       const response = rejected(refusal.code, taskId);
-      delivery('rejected', refusal.code, taskId, response);
-      trigger(taskId);
+      await delivery('rejected', refusal.code, taskId, response);
+      await trigger(taskId);
       // It never runs: an excerpt of the text is enough to explain it.
-      const created = refusedTask(ctx, tx, comment, taskId, event.seq, at, refusal.code, { quota: refusal });
-      ctx.quota!.countRefused(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
+      const created = await refusedTask(ctx, tx, comment, taskId, event.seq, at, refusal.code, { quota: refusal });
+      await ctx.quota!.countRefused(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
       return { response, start: created.start, taskId };
     }
     case 'accept': {
-      ctx.quota?.countAccepted(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
+      await ctx.quota?.countAccepted(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
       const response = accepted(s.deliveryId, taskId);
       const start = ctx.compact && fitsAcceptedComment(comment) && compactFormatMatches(ctx.runtime)
-        ? acceptCompact(ctx, tx, s, comment, taskId, workspacePath, at)
-        : acceptAsRecords(ctx, tx, s, comment, taskId, workspacePath, at, response);
+        ? await acceptCompact(ctx, tx, s, comment, taskId, workspacePath, at)
+        : await acceptAsRecords(ctx, tx, s, comment, taskId, workspacePath, at, response);
       return { response, start, taskId };
     }
   }
 }
 
 /** The accepted comment as one compact record; the store derives its records and audit events. */
-function acceptCompact(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date): () => void {
+async function acceptCompact(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date): Promise<() => void> {
   const record = acceptedCommentRecord({
     comment: c,
     deliveryKey: s.deliveryKey,
@@ -267,38 +267,38 @@ function acceptCompact(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComme
     taskId,
     triggerKey: s.triggerKey!,
     at,
-    newRepository: tx.has('repositories', c.repoKey) ? null : { workspacePath },
+    newRepository: (await tx.has('repositories', c.repoKey)) ? null : { workspacePath },
     // Sessions are archived when created (read by key only): `has` confirms one without reading it.
-    newSession: tx.has('sessions', c.resourceKey) ? null : { hostRef: ctx.hostRef },
+    newSession: (await tx.has('sessions', c.resourceKey)) ? null : { hostRef: ctx.hostRef },
   });
-  tx.derive(ACCEPTED_COMMENT_FORMAT, record);
+  await tx.derive(ACCEPTED_COMMENT_FORMAT, record);
   const actorId = taskActorId(taskId);
   // Queued tasks wait for the scheduler: no live actor until it sends CLAIM (as after a restart).
   return () => ctx.runtime.announceCreated({ actorId, kind: TASK_KIND, taskId, fromState: null, toState: 'queued', stateVersion: 2, context: (acceptedCommentMachine(taskId).persisted as { context: unknown }).context, event: null, by: record.by });
 }
 
 /** The accepted comment as separate records (the generic path; see the file comment). */
-function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date, response: IntakeResponse): () => void {
+async function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date, response: IntakeResponse): Promise<() => void> {
   const audit = auditWriter(tx, s);
   // The audit event's store-wide sequence number doubles as the FIFO queue position.
-  const event = audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
-  insertArchived(tx, 'webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs: ctx.retentionMs, normalized: true, taskId, status: 'accepted', reason: null, payloadHash: s.hash, response }));
-  insertArchived(tx, 'comment_triggers', s.triggerKey!, triggerRecord(s.triggerKey!, s.deliveryKey, taskId, at));
-  if (!tx.has('repositories', c.repoKey)) {
-    tx.insert<RepositoryRecord>('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
-    audit('repository.register', { metadata: { workspacePath } });
+  const event = await audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
+  await insertArchived(tx, 'webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs: ctx.retentionMs, normalized: true, taskId, status: 'accepted', reason: null, payloadHash: s.hash, response }));
+  await insertArchived(tx, 'comment_triggers', s.triggerKey!, triggerRecord(s.triggerKey!, s.deliveryKey, taskId, at));
+  if (!(await tx.has('repositories', c.repoKey))) {
+    await tx.insert<RepositoryRecord>('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
+    await audit('repository.register', { metadata: { workspacePath } });
   }
-  const task = tx.insert<TaskRecord>('tasks', taskId, taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
+  const task = await tx.insert<TaskRecord>('tasks', taskId, await taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
   // Sessions too are read by key only; the session manager's first write brings one back to memory.
-  if (!tx.has('sessions', c.resourceKey)) insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at));
-  const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
+  if (!(await tx.has('sessions', c.resourceKey))) await insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at));
+  const created = await ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
     events: [{ type: 'ACCEPT' }],
     by: `gitea:user:${c.actor.login}`,
     taskId,
     deferHosting: true,
   });
   const receipt = pendingReceiptRecord(task, 'received', at);
-  tx.insert<CommentRecord>('comments', receipt.commentKey, receipt);
+  await tx.insert<CommentRecord>('comments', receipt.commentKey, receipt);
   return created.start;
 }
 
@@ -328,7 +328,7 @@ export function compactFormatMatches(runtime: ActorRuntime): boolean {
  * A task that never runs, kept with an excerpt of its text (or none: `text`), and the one comment that
  * tells the thread why (`fields` pick the receipt's words, receipt-decisions.ts).
  */
-function refusedTask(
+async function refusedTask(
   ctx: WriteContext,
   tx: Tx,
   comment: NormalizedComment,
@@ -338,22 +338,24 @@ function refusedTask(
   reason: string,
   fields: Pick<CommentRecord, 'quota' | 'inputTooLarge' | 'nothingToStop' | 'repositoryDisabled' | 'readerNotice'>,
   how: { verdict?: 'REJECT' | 'IGNORE'; text?: (task: TaskRecord) => TaskRecord } = {},
-): { start: () => void } {
+): Promise<{ start: () => void }> {
   const verdict = how.verdict ?? 'REJECT';
-  const task = tx.insert<TaskRecord>('tasks', taskId, (how.text ?? taskWithExcerptOnly)(taskRecord(comment, taskId, seq, at)));
+  const task = await tx.insert<TaskRecord>('tasks', taskId, (how.text ?? taskWithExcerptOnly)(taskRecord(comment, taskId, seq, at)));
   const event: TaskEvent = verdict === 'REJECT' ? reject(reason) : { type: 'IGNORE', reason };
-  const created = ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [event], by: `gitea:user:${comment.actor.login}`, taskId });
+  const created = await ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, { events: [event], by: `gitea:user:${comment.actor.login}`, taskId });
   const receipt = pendingReceiptRecord(task, 'refused', at);
-  tx.insert<CommentRecord>('comments', receipt.commentKey, { ...receipt, errorCode: reason, ...fields });
+  await tx.insert<CommentRecord>('comments', receipt.commentKey, { ...receipt, errorCode: reason, ...fields });
   return created;
 }
 
 /** Whether `resourceKey` already had its notice of this kind (a refused receipt carrying `field`) on `at`'s UTC day. */
-function noticeToday(store: Pick<Store, 'byIndex'>, tx: Tx, resourceKey: string, at: Date, field: 'repositoryDisabled' | 'readerNotice'): boolean {
+async function noticeToday(tx: Tx, resourceKey: string, at: Date, field: 'repositoryDisabled' | 'readerNotice'): Promise<boolean> {
   const day = at.toISOString().slice(0, 10);
-  return store
-    .byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey)
-    .some((t) => t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused'))?.[field] === true);
+  // In order, stopping at the first notice found (as `.some` did): a receipt is read only when needed.
+  for (const t of await tx.byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey)) {
+    if (t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && (await tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused')))?.[field] === true) return true;
+  }
+  return false;
 }
 
 /** Reader notices are on unless an operator turned them off for the repository (any stored letter case of it). */
@@ -368,9 +370,9 @@ function reject(reason: string): TaskEvent {
   return { type: 'REJECT', reason };
 }
 
-function insertArchived<T extends RecordType>(tx: Tx, collection: CollectionName, key: string, record: T): T {
-  const stored = tx.insert(collection, key, record);
-  tx.archive(collection, key);
+async function insertArchived<T extends RecordType>(tx: Tx, collection: CollectionName, key: string, record: T): Promise<T> {
+  const stored = await tx.insert(collection, key, record);
+  await tx.archive(collection, key);
   return stored;
 }
 

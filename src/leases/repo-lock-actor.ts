@@ -25,7 +25,7 @@ export function repoLockKind(machine: typeof repoLockMachine = repoLockMachine):
   };
 }
 
-function projectLease(tx: Tx, change: PersistedChange): void {
+async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
   const ctx = change.snapshot.context as RepoLockContext;
   const held = ctx.leaseId !== null;
   const record: LeaseRecord = {
@@ -36,7 +36,7 @@ function projectLease(tx: Tx, change: PersistedChange): void {
     expiresAt: ctx.expiresAt === null ? null : new Date(ctx.expiresAt).toISOString(),
     state: held ? 'held' : 'free',
   };
-  tx.put<LeaseRecord>('leases', ctx.repoKey, record);
+  await tx.put<LeaseRecord>('leases', ctx.repoKey, record);
 
   const ended = ctx.lastEnded;
   const type = change.event?.type;
@@ -44,7 +44,7 @@ function projectLease(tx: Tx, change: PersistedChange): void {
     ended !== null &&
     ((type === 'EXPIRE' && ended.endedBy === 'expired') || (type === 'ACQUIRE' && ended.endedBy === 'taken_over' && ended.replacedBy === ctx.leaseId));
   if (ended && endedNow) {
-    tx.appendAudit({
+    await tx.appendAudit({
       action: ended.endedBy === 'expired' ? 'lease.expired' : 'lease.taken_over',
       actor: change.by,
       actorId: change.actorId,

@@ -47,7 +47,7 @@ export interface ServiceMetrics {
   /** One call the agent made through the gate to gitea-mcp, by tool and outcome (forwarded, failed, refused). */
   observeAgentGiteaCall(tool: string, outcome: string): void;
   /** Queue depth per repository is computed from the store on each scrape. */
-  watchQueue(queuedByRepo: () => Map<string, number>): void;
+  watchQueue(queuedByRepo: () => Promise<Map<string, number>>): void;
   /** Wraps `store.transact` of this instance to time every commit (submit → durable). */
   timeStoreCommits(store: Store): void;
   /** Prometheus text exposition. */
@@ -76,20 +76,22 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
     labelNames: ['from', 'to'] as const,
     registers,
   });
-  let queuedByRepo: (() => Map<string, number>) | null = null;
+  let queuedByRepo: (() => Promise<Map<string, number>>) | null = null;
   const queueDepth = new Gauge({
     name: 'ccweb_queue_depth',
     help: 'Tasks waiting in state queued, per repository (computed on scrape)',
     labelNames: ['repo'] as const,
     registers,
-    collect() {
-      this.reset();
-      if (!queuedByRepo) return;
+    async collect() {
+      let queued: Map<string, number> = new Map();
       try {
-        for (const [repo, n] of queuedByRepo()) this.set({ repo }, n);
+        if (queuedByRepo) queued = await queuedByRepo();
       } catch {
         // store closed: report nothing rather than fail the scrape
       }
+      // Reset and filled in one step once the read is done: a scrape meanwhile never sees it half filled.
+      this.reset();
+      for (const [repo, n] of queued) this.set({ repo }, n);
     },
   });
   const leaseWait = new Histogram({
@@ -172,7 +174,7 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
     },
     timeStoreCommits(store) {
       const transact = store.transact.bind(store);
-      store.transact = (<R>(fn: (tx: Tx) => R): Promise<R> => {
+      store.transact = (<R>(fn: (tx: Tx) => Promise<R> | R): Promise<R> => {
         const started = now();
         const p = transact(fn);
         p.then(
@@ -187,8 +189,8 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
 }
 
 /** Queued tasks per repository, through the store's `state` index (no scan of finished tasks). */
-export function queuedTasksByRepo(store: Pick<Store, 'byIndex'>): Map<string, number> {
+export async function queuedTasksByRepo(store: Pick<Store, 'byIndex'>): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const t of store.byIndex<TaskRecord>('tasks', 'state', 'queued')) out.set(t.repoKey, (out.get(t.repoKey) ?? 0) + 1);
+  for (const t of await store.byIndex<TaskRecord>('tasks', 'state', 'queued')) out.set(t.repoKey, (out.get(t.repoKey) ?? 0) + 1);
   return out;
 }

@@ -37,7 +37,7 @@ export interface Publisher {
   /** Publishes what the task's worktree holds; idempotent; safe to call again after any crash. */
   publish(taskId: string, options?: { summary?: string | null; signal?: AbortSignal }): Promise<PublishOutcome>;
   /** The worktree a task's agent works in. */
-  worktreePathFor(task: TaskRecord): string;
+  worktreePathFor(task: TaskRecord): Promise<string>;
 }
 
 /** A publish step that failed, with the error code the task and its receipt carry. */

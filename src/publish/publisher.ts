@@ -76,8 +76,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   // One publish per task at a time in this process (the agent's tool and the safety net never overlap).
   const inFlight = new Map<string, Promise<PublishOutcome>>();
 
-  function worktreePathFor(task: TaskRecord): string {
-    const repo = store.get<RepositoryRecord>('repositories', task.repoKey);
+  async function worktreePathFor(task: TaskRecord): Promise<string> {
+    const repo = await store.get<RepositoryRecord>('repositories', task.repoKey);
     return resourceWorktreePath(options.workspaceRoot, repo?.instanceId ?? options.instanceId ?? 'default', task.owner, task.repo, task.resource);
   }
 
@@ -87,8 +87,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
     audit?: { action: string; metadata: Record<string, unknown>; level?: 'alert' },
     notice?: string,
   ) {
-    return store.transact((tx) => {
-      const t = tx.get<TaskRecord>('tasks', taskId);
+    return store.transact(async (tx) => {
+      const t = await tx.get<TaskRecord>('tasks', taskId);
       if (!t) return null;
       const prev: PublishRecord = t.publish ?? {
         status: 'pushing',
@@ -103,12 +103,12 @@ export function createPublisher(options: PublisherOptions): Publisher {
         updatedAt: now().toISOString(),
       };
       const next: PublishRecord = { ...prev, ...patch, updatedAt: now().toISOString() };
-      tx.put<TaskRecord>('tasks', taskId, { ...t, publish: next });
+      await tx.put<TaskRecord>('tasks', taskId, { ...t, publish: next });
       // Usage counts a change once: when its intent (`pushing`, with its measured size) is verified published.
-      if (prev.status === 'pushing' && next.status === 'published' && prev.diff) countPublishedDiff(tx, taskId, prev.diff, now());
-      if (audit) tx.appendAudit({ action: audit.action, actor: 'system:publisher', taskId, ...(audit.level ? { level: audit.level } : {}), metadata: audit.metadata });
+      if (prev.status === 'pushing' && next.status === 'published' && prev.diff) await countPublishedDiff(tx, taskId, prev.diff, now());
+      if (audit) await tx.appendAudit({ action: audit.action, actor: 'system:publisher', taskId, ...(audit.level ? { level: audit.level } : {}), metadata: audit.metadata });
       // A status comment for the receipt outbox (exactly once by its key), in the same transaction.
-      if (notice && !tx.get('comments', receiptCommentKey(taskId, notice))) tx.insert<CommentRecord>('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
+      if (notice && !(await tx.get('comments', receiptCommentKey(taskId, notice)))) await tx.insert<CommentRecord>('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
       return next;
     });
   }
@@ -126,14 +126,14 @@ export function createPublisher(options: PublisherOptions): Publisher {
   }
 
   async function publishOnce(taskId: string, opts: { summary?: string | null; signal?: AbortSignal }): Promise<PublishOutcome> {
-    const task = store.get<TaskRecord>('tasks', taskId);
+    const task = await store.get<TaskRecord>('tasks', taskId);
     if (!task) return { ok: false, errorCode: 'publish_failed', message: `task ${taskId} not found`, record: null };
-    const repo = store.get<RepositoryRecord>('repositories', task.repoKey);
+    const repo = await store.get<RepositoryRecord>('repositories', task.repoKey);
     if (!repo) return { ok: false, errorCode: 'publish_failed', message: `repository ${task.repoKey} not found`, record: null };
     // The push goes to the configured Gitea, never to a URL a payload wrote.
     const remoteUrl = cloneUrlFor(options.giteaUrl, repo.owner, repo.name);
-    const wt = worktreePathFor(task);
-    const summary = summaryFor(opts.summary, store.byIndex<TurnRecord>('turns', 'taskId', taskId));
+    const wt = await worktreePathFor(task);
+    const summary = summaryFor(opts.summary, await store.byIndex<TurnRecord>('turns', 'taskId', taskId));
 
     // `token: url`: the token goes with this one command, its header scoped to that URL only.
     const git = (args: string[], extra: { token?: string } = {}): Promise<GitResult> =>
@@ -361,7 +361,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
         { status: 'published', mode, branch: target, repository: fork ? `${fork.owner}/${fork.name}` : null, headSha: after, pullRequest: pr, errorCode: null, message: null },
         { action: 'publish.verified', metadata: { branch: target, ...(fork ? { repository: `${fork.owner}/${fork.name}` } : {}), head: after, pullRequest: pr?.number ?? null } },
         // Only now is "the rest was published" true: the withheld paths' notice is queued with the verified record.
-        withheldNow || store.get<TaskRecord>('tasks', taskId)?.publish?.withheld?.paths.length ? WITHHELD_PATHS_NOTICE_STATE : undefined,
+        withheldNow || (await store.get<TaskRecord>('tasks', taskId))?.publish?.withheld?.paths.length ? WITHHELD_PATHS_NOTICE_STATE : undefined,
       );
       options.onOutcome?.('published');
       return { ok: true, record: rec! };

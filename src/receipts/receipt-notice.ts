@@ -14,7 +14,7 @@ import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { formatReceiptMarker } from '../domain/marker.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
+import type { Store, Tx } from '../store/types.js';
 import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { isBudgetCode, type BudgetCode } from '../usage/usage-accounting.js';
@@ -44,7 +44,7 @@ export interface ReceiptNoticesOptions {
    * (receipt-progress-worker.ts): the notice is one part of it, so an edit keeps the stage and the
    * outcome. Absent → the receipt sentence followed by the notice.
    */
-  composeReceipt?: (taskId: string) => string | null;
+  composeReceipt?: (taskId: string) => Promise<string | null>;
   /** Told after a notice edited a task's receipt (the progress worker looks at it again). */
   onReceiptEdited?: (taskId: string) => void;
   /**
@@ -92,13 +92,13 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   const scope = options.scope ?? EVERY_REPOSITORY;
 
   /** Whether this node acts for the task's notices now: its repository is owned here (no task: the leader). */
-  function actsFor(taskId: string): boolean {
-    const task = store.get<TaskRecord>('tasks', taskId);
+  async function actsFor(taskId: string): Promise<boolean> {
+    const task = await store.get<TaskRecord>('tasks', taskId);
     return task ? scope.owns(task.repoKey) : scope.leads();
   }
 
-  function budgetFigures(task: TaskRecord, code: BudgetCode): BudgetNotice {
-    const limits = effectiveLimits(options.limits, store, task.repoKey);
+  async function budgetFigures(tx: Tx, task: TaskRecord, code: BudgetCode): Promise<BudgetNotice> {
+    const limits = await effectiveLimits(options.limits, tx, task.repoKey);
     const u = task.usage;
     if (code === 'budget_task_tokens') return { code, limit: limits.taskTokens ?? null, used: u?.totalTokens ?? null };
     if (code === 'budget_task_turns') return { code, limit: limits.taskTurns ?? null, used: u?.turns ?? null };
@@ -123,15 +123,15 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   }
 
   async function ensureNotice(taskId: string): Promise<void> {
-    await store.transact((tx) => {
-      const task = tx.get<TaskRecord>('tasks', taskId);
+    await store.transact(async (tx) => {
+      const task = await tx.get<TaskRecord>('tasks', taskId);
       if (!task) return;
       const reason = noticeReason(task);
       if (!reason) return;
       const key = noticeKey(taskId, reason);
-      if (tx.get('comments', key)) return;
-      const text = isBudgetCode(reason) ? budgetNoticeText(budgetFigures(task, reason), locale) : blockedNoticeText(task, locale);
-      tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
+      if (await tx.get('comments', key)) return;
+      const text = isBudgetCode(reason) ? budgetNoticeText(await budgetFigures(tx, task, reason), locale) : blockedNoticeText(task, locale);
+      await tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
     });
   }
 
@@ -141,28 +141,29 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
    * notice itself, and only when a pause notice was recorded.
    */
   async function ensureResumed(taskId: string): Promise<void> {
-    await store.transact((tx) => {
-      const task = tx.get<TaskRecord>('tasks', taskId);
+    await store.transact(async (tx) => {
+      const task = await tx.get<TaskRecord>('tasks', taskId);
       if (!task || task.state === 'blocked_workspace') return;
-      if (!tx.get('comments', noticeKey(taskId, 'blocked_workspace'))) return;
+      if (!(await tx.get('comments', noticeKey(taskId, 'blocked_workspace')))) return;
       const key = noticeKey(taskId, RESUMED);
-      if (tx.get('comments', key)) return;
-      tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
+      if (await tx.get('comments', key)) return;
+      await tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
     });
   }
 
   /** Pending notices; a `resumed` one after the pause notice it replaces. */
-  function pending(): CommentRecord[] {
-    const rows = store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.status === 'pending' && actsFor(r.taskId));
+  async function pending(): Promise<CommentRecord[]> {
+    const rows: CommentRecord[] = [];
+    for (const r of await store.byIndex<CommentRecord>('comments', 'status', 'pending')) if (r.kind === 'notice' && (await actsFor(r.taskId))) rows.push(r);
     return [...rows.filter((r) => r.reason !== RESUMED), ...rows.filter((r) => r.reason === RESUMED)];
   }
 
   async function mark(rec: CommentRecord, patch: Partial<CommentRecord>, action: string, metadata: Record<string, unknown>, level?: 'alert') {
-    await store.transact((tx) => {
-      const cur = tx.get<CommentRecord>('comments', rec.commentKey);
+    await store.transact(async (tx) => {
+      const cur = await tx.get<CommentRecord>('comments', rec.commentKey);
       if (!cur || cur.status !== 'pending') return;
-      tx.put<CommentRecord>('comments', rec.commentKey, { ...cur, ...patch, updatedAt: now().toISOString() });
-      tx.appendAudit({ action, actor: 'system:receipt_notice', taskId: rec.taskId, ...(level ? { level } : {}), commentId: patch.commentId ?? null, errorCode: patch.errorCode ?? null, metadata: { commentKey: rec.commentKey, ...metadata } });
+      await tx.put<CommentRecord>('comments', rec.commentKey, { ...cur, ...patch, updatedAt: now().toISOString() });
+      await tx.appendAudit({ action, actor: 'system:receipt_notice', taskId: rec.taskId, ...(level ? { level } : {}), commentId: patch.commentId ?? null, errorCode: patch.errorCode ?? null, metadata: { commentKey: rec.commentKey, ...metadata } });
     });
   }
 
@@ -175,9 +176,9 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   }
 
   async function sendOne(rec: CommentRecord): Promise<void> {
-    const task = store.get<TaskRecord>('tasks', rec.taskId);
+    const task = await store.get<TaskRecord>('tasks', rec.taskId);
     if (!task) return mark(rec, { status: 'failed', errorCode: 'task_missing' }, 'receipt.notice_failed', {}, 'alert');
-    const receipt = store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'));
+    const receipt = await store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'));
     const text = rec.text ?? '';
     if (receipt?.status === 'pending') {
       // The outbox has not posted the receipt yet: edit it once it exists.
@@ -185,7 +186,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       return;
     }
     // The resumed note replaces the pause notice: not before that one went out (or gave up).
-    const paused = rec.reason === RESUMED ? store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')) : undefined;
+    const paused = rec.reason === RESUMED ? await store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')) : undefined;
     if (paused?.status === 'pending') return;
     try {
       if (paused && !(receipt?.status === 'sent' && receipt.commentId !== null)) {
@@ -199,7 +200,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
         await gitea.editIssueComment(task.owner, task.repo, paused.commentId, body);
         await mark(rec, { status: 'sent', commentId: paused.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: RESUMED });
       } else if (receipt?.status === 'sent' && receipt.commentId !== null) {
-        const body = options.composeReceipt?.(task.taskId) ?? `${receivedReceiptText(task, locale, progressStageOf(task.state) ?? 'queued')}\n\n${text}\n\n${receipt.marker}`;
+        const body = (await options.composeReceipt?.(task.taskId)) ?? `${receivedReceiptText(task, locale, progressStageOf(task.state) ?? 'queued')}\n\n${text}\n\n${receipt.marker}`;
         await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, body);
         await mark(rec, { status: 'sent', commentId: receipt.commentId, bodyHash: bodyHashOf(body) }, 'receipt.notice_edited', { reason: rec.reason });
         options.onReceiptEdited?.(task.taskId);
@@ -220,12 +221,12 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   }
 
   async function pass(): Promise<void> {
-    for (const rec of pending()) {
+    for (const rec of await pending()) {
       if (worker.stopped) return;
-      const cur = store.get<CommentRecord>('comments', rec.commentKey);
+      const cur = await store.get<CommentRecord>('comments', rec.commentKey);
       if (cur?.status !== 'pending') continue;
       // Ownership moves while the pass runs (another node took the repository over): asked per notice.
-      if (!actsFor(cur.taskId)) continue;
+      if (!(await actsFor(cur.taskId))) continue;
       await sendOne(cur).catch((err: unknown) => log('receipt notice error', { error: String(err) }));
     }
   }
@@ -242,8 +243,10 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       return;
     }
     // A notice may wait for the receipt: any receipt sent later comes with a transition to retry on.
+    // The pass lists the pending notices itself and does nothing when there are none, so the kick
+    // needs no read here (a listener stays synchronous).
     if (n.toState !== 'blocked_workspace' && n.toState !== 'failed') {
-      if (pending().length > 0) kick();
+      kick();
       return;
     }
     track(ensureNotice(taskId), taskId);
@@ -261,13 +264,13 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   /** Notices whose transition came while no worker of the task's repository listened (a restart, a takeover). */
   async function catchUp(): Promise<void> {
     for (const state of ['blocked_workspace', 'failed']) {
-      for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t) && scope.owns(t.repoKey)) await ensureNotice(t.taskId);
+      for (const t of await store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t) && scope.owns(t.repoKey)) await ensureNotice(t.taskId);
     }
     // An unblock whose transition came while the service was down (or before the insert was durable).
-    for (const paused of store.list<CommentRecord>('comments', (r) => r.kind === 'notice' && r.reason === 'blocked_workspace')) {
-      if (store.get('comments', noticeKey(paused.taskId, RESUMED))) continue;
-      if (!actsFor(paused.taskId)) continue;
-      const unblocked = store.audit({ taskId: paused.taskId }).some((e) => e.fromState === 'blocked_workspace' && e.toState === 'queued');
+    for (const paused of (await store.byIndex<CommentRecord>('comments', 'kind', 'notice')).filter((r) => r.reason === 'blocked_workspace')) {
+      if (await store.get('comments', noticeKey(paused.taskId, RESUMED))) continue;
+      if (!(await actsFor(paused.taskId))) continue;
+      const unblocked = (await store.audit({ taskId: paused.taskId })).some((e) => e.fromState === 'blocked_workspace' && e.toState === 'queued');
       if (unblocked) await ensureResumed(paused.taskId);
     }
     kick();
@@ -284,7 +287,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       for (;;) {
         if (pendingInserts.size > 0) await Promise.allSettled([...pendingInserts]);
         if (worker.running) await worker.running;
-        if (worker.stopped || pending().length === 0 || worker.timers.size === 0) return;
+        if (worker.stopped || (await pending()).length === 0 || worker.timers.size === 0) return;
         await new Promise((r) => setTimeout(r, 100));
       }
     },

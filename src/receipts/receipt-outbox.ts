@@ -76,11 +76,11 @@ export const DEFAULT_RECEIPT_RETRY_DELAYS_MS: readonly number[] = [2_000, 10_000
 /** Inserts the task's failure receipt row unless it exists or the task does not get one. */
 async function ensureFailureReceipt(store: Store, taskId: string, state: string, at: Date): Promise<boolean> {
   const key = receiptCommentKey(taskId, state);
-  return store.transact((tx) => {
-    if (tx.get('comments', key)) return false;
-    const task = tx.get<TaskRecord>('tasks', taskId);
+  return store.transact(async (tx) => {
+    if (await tx.get('comments', key)) return false;
+    const task = await tx.get<TaskRecord>('tasks', taskId);
     if (!task || !getsFailureReceipt(task, state)) return false;
-    tx.insert<CommentRecord>('comments', key, pendingReceiptRecord(task, state, at));
+    await tx.insert<CommentRecord>('comments', key, pendingReceiptRecord(task, state, at));
     return true;
   });
 }
@@ -112,13 +112,16 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const pendingEnsures = new Set<Promise<unknown>>();
 
   /** Whether this node sends the row now: its task's repository is owned here (no task: the leader marks it failed). */
-  function sendsHere(rec: CommentRecord): boolean {
-    const task = store.get<TaskRecord>('tasks', rec.taskId);
+  async function sendsHere(rec: CommentRecord): Promise<boolean> {
+    const task = await store.get<TaskRecord>('tasks', rec.taskId);
     return task ? scope.owns(task.repoKey) : scope.leads();
   }
 
-  function pendingRows(): CommentRecord[] {
-    return store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.status === 'pending' && sendsHere(r));
+  async function pendingRows(): Promise<CommentRecord[]> {
+    const pending = (await store.byIndex<CommentRecord>('comments', 'status', 'pending')).filter((r) => r.kind === 'status');
+    const here: CommentRecord[] = [];
+    for (const r of pending) if (await sendsHere(r)) here.push(r);
+    return here;
   }
 
   function track(p: Promise<unknown>): void {
@@ -181,12 +184,12 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   }
 
   async function sendOne(rec: CommentRecord): Promise<void> {
-    const task = store.get<TaskRecord>('tasks', rec.taskId);
+    const task = await store.get<TaskRecord>('tasks', rec.taskId);
     if (!task) {
       await markFailed(rec, 'task_missing', {});
       return;
     }
-    if (triedBefore(store.audit({ taskId: rec.taskId }), rec.commentKey) && (await adoptEarlierAttempt(task, rec)) !== 'absent') return;
+    if (triedBefore(await store.audit({ taskId: rec.taskId }), rec.commentKey) && (await adoptEarlierAttempt(task, rec)) !== 'absent') return;
 
     const body = receiptBody(task, rec, locale);
     const bodyHash = bodyHashOf(body);
@@ -206,16 +209,16 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   }
 
   async function pass(): Promise<void> {
-    for (const candidate of pendingRows()) {
+    for (const candidate of await pendingRows()) {
       if (worker.stopped) return;
       // Re-read: an earlier row of this pass may have changed what this one waits for.
-      const rec = store.get<CommentRecord>('comments', candidate.commentKey);
+      const rec = await store.get<CommentRecord>('comments', candidate.commentKey);
       if (!rec || rec.status !== 'pending') continue;
       // Ownership moves while the pass runs (another node took the repository over): asked per row.
-      if (!sendsHere(rec)) continue;
+      if (!(await sendsHere(rec))) continue;
       const b = backoff.get(rec.commentKey);
       if (b && b.nextAt > Date.now()) continue;
-      if (waitsForReceived(rec, store.get<CommentRecord>('comments', receiptCommentKey(rec.taskId, 'received')))) continue;
+      if (waitsForReceived(rec, await store.get<CommentRecord>('comments', receiptCommentKey(rec.taskId, 'received')))) continue;
       try {
         await sendOne(rec);
       } catch (error) {
@@ -232,7 +235,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   /** Tasks that ended while no outbox of their repository listened (e.g. before a restart) still get their receipt. */
   async function catchUp(): Promise<void> {
     for (const state of FAILURE_RECEIPT_STATES) {
-      for (const task of store.byIndex<TaskRecord>('tasks', 'state', state)) {
+      for (const task of await store.byIndex<TaskRecord>('tasks', 'state', state)) {
         if (!scope.owns(task.repoKey)) continue;
         await ensureFailureReceipt(store, task.taskId, state, now());
       }
@@ -258,7 +261,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
           await worker.running;
           continue;
         }
-        const pending = pendingRows();
+        const pending = await pendingRows();
         if (worker.stopped || pending.length === 0) return;
         const nextAt = Math.min(...pending.map((r) => backoff.get(r.commentKey)?.nextAt ?? 0));
         const wait = nextAt - Date.now();

@@ -70,9 +70,9 @@ export interface ReceiptProgress {
    * Does the catch-up of `start()` again: the open receipts of the repositories owned here are
    * looked at. For a node that has just taken repositories over.
    */
-  catchUp(): void;
+  catchUp(): Promise<void>;
   /** The receipt's full body as it should read now, or null when the task has none. */
-  bodyFor(taskId: string): string | null;
+  bodyFor(taskId: string): Promise<string | null>;
   /** Resolves when no open receipt has an edit due or waiting (tests, shutdown). */
   drain(): Promise<void>;
 }
@@ -97,8 +97,8 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
   const scope = options.scope ?? EVERY_REPOSITORY;
   let ticker: NodeJS.Timeout | null = null;
 
-  function notices(taskId: string): string[] {
-    const rows = store.byIndex<CommentRecord>('comments', 'taskId', taskId).filter((r) => r.kind === 'notice' && r.status !== 'failed');
+  async function notices(taskId: string): Promise<string[]> {
+    const rows = (await store.byIndex<CommentRecord>('comments', 'taskId', taskId)).filter((r) => r.kind === 'notice' && r.status !== 'failed');
     const resumed = rows.some((r) => r.reason === 'resumed');
     return rows
       .filter((r) => !(resumed && r.reason === 'blocked_workspace'))
@@ -107,16 +107,15 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       .filter((t) => t !== '');
   }
 
-  function outcomeOf(task: TaskRecord): ProgressOutcome {
-    const replies = store
-      .byIndex<CommentRecord>('comments', 'taskId', task.taskId)
+  async function outcomeOf(task: TaskRecord): Promise<ProgressOutcome> {
+    const replies = (await store.byIndex<CommentRecord>('comments', 'taskId', task.taskId))
       .filter((r) => REPLY_KINDS.has(r.kind) && r.status === 'confirmed' && typeof r.commentId === 'number')
       .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt));
     const reply = replies.at(-1);
     const pub = task.publish;
     const published = pub?.status === 'published' && typeof pub.branch === 'string';
     // The final transition's time, not updatedAt: later writes (archiving) must not change the text.
-    const end = store.audit({ taskId: task.taskId }).filter((e) => e.toState === task.state).at(-1)?.timestamp ?? task.updatedAt;
+    const end = (await store.audit({ taskId: task.taskId })).filter((e) => e.toState === task.state).at(-1)?.timestamp ?? task.updatedAt;
     return {
       answerUrl: reply ? commentWebUrl(task, reply.commentId!) : null,
       branch: published ? { name: pub.branch!, url: branchWebUrl(task, pub.branch!, pub.repository) } : null,
@@ -127,7 +126,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     };
   }
 
-  function render(task: TaskRecord, receipt: CommentRecord): { body: string; stage: NonNullable<ReturnType<typeof progressStageOf>> } | null {
+  async function render(task: TaskRecord, receipt: CommentRecord): Promise<{ body: string; stage: NonNullable<ReturnType<typeof progressStageOf>> } | null> {
     const stage = progressStageOf(task.state);
     if (!stage) return null;
     const final = isFinalStage(stage);
@@ -137,25 +136,25 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
         stage,
         elapsedMs: final ? null : Math.max(0, now().getTime() - Date.parse(task.createdAt)),
         step: stage === 'working' ? (steps.get(task.taskId) ?? null) : null,
-        outcome: final ? outcomeOf(task) : null,
-        notices: notices(task.taskId),
+        outcome: final ? await outcomeOf(task) : null,
+        notices: await notices(task.taskId),
       },
       locale,
     );
     return { body: `${text}\n\n${receipt.marker}`, stage };
   }
 
-  function receiptOf(taskId: string): CommentRecord | undefined {
+  async function receiptOf(taskId: string): Promise<CommentRecord | undefined> {
     return store.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received'));
   }
 
   async function record(receipt: CommentRecord, memo: ProgressMemo & { final: boolean }, step: AgentStep | null, edited: boolean): Promise<void> {
-    await store.transact((tx) => {
-      const cur = tx.get<CommentRecord>('comments', receipt.commentKey);
+    await store.transact(async (tx) => {
+      const cur = await tx.get<CommentRecord>('comments', receipt.commentKey);
       if (!cur) return;
-      tx.put<CommentRecord>('comments', receipt.commentKey, { ...cur, progress: memo });
+      await tx.put<CommentRecord>('comments', receipt.commentKey, { ...cur, progress: memo });
       if (edited) {
-        tx.appendAudit({
+        await tx.appendAudit({
           action: 'receipt.progress_edited',
           actor: 'system:receipt_progress',
           taskId: receipt.taskId,
@@ -168,14 +167,14 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
 
   /** One receipt: true when it needs no more looking at. */
   async function visit(taskId: string): Promise<boolean> {
-    const task = store.get<TaskRecord>('tasks', taskId);
-    const receipt = receiptOf(taskId);
+    const task = await store.get<TaskRecord>('tasks', taskId);
+    const receipt = await receiptOf(taskId);
     if (!task || !receipt || receipt.status === 'failed') return true;
     // Another node's repository is that node's to edit (asked at each visit: ownership moves while running).
     if (!scope.owns(task.repoKey)) return true;
     if (receipt.status !== 'sent' || receipt.commentId === null) return false; // the outbox has not posted it yet
     if (receipt.progress?.final) return true;
-    const r = render(task, receipt);
+    const r = await render(task, receipt);
     if (!r) return true;
     const final = isFinalStage(r.stage);
     const bodyHash = bodyHashOf(r.body);
@@ -241,10 +240,10 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
    * unfinished tasks, and those an edit began on, of the repositories owned here. Not a receipt of a
    * task that ended before this service showed progress: it is left as it was.
    */
-  function catchUp(): void {
-    for (const state of LIVE_STATES) for (const t of store.byIndex<TaskRecord>('tasks', 'state', state)) if (scope.owns(t.repoKey)) open.add(t.taskId);
-    for (const row of store.list<CommentRecord>('comments', (r) => r.kind === 'status' && r.progress !== undefined && !r.progress.final)) {
-      const task = store.get<TaskRecord>('tasks', row.taskId);
+  async function catchUp(): Promise<void> {
+    for (const state of LIVE_STATES) for (const t of await store.byIndex<TaskRecord>('tasks', 'state', state)) if (scope.owns(t.repoKey)) open.add(t.taskId);
+    for (const row of (await store.byIndex<CommentRecord>('comments', 'kind', 'status')).filter((r) => r.progress !== undefined && !r.progress.final)) {
+      const task = await store.get<TaskRecord>('tasks', row.taskId);
       if (task && scope.owns(task.repoKey)) open.add(row.taskId);
     }
     worker.kick();
@@ -253,7 +252,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
   return {
     async start() {
       worker.listen();
-      catchUp();
+      await catchUp();
       ticker ??= setInterval(() => {
         if (open.size > 0) worker.kick();
       }, tickMs);
@@ -272,11 +271,11 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       worker.kick();
     },
     catchUp,
-    bodyFor(taskId) {
-      const task = store.get<TaskRecord>('tasks', taskId);
-      const receipt = receiptOf(taskId);
+    async bodyFor(taskId) {
+      const task = await store.get<TaskRecord>('tasks', taskId);
+      const receipt = await receiptOf(taskId);
       if (!task || !receipt) return null;
-      return render(task, receipt)?.body ?? null;
+      return (await render(task, receipt))?.body ?? null;
     },
     async drain() {
       for (;;) {

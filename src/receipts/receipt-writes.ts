@@ -31,11 +31,11 @@ export async function auditFailedStep(store: Store, rec: Pick<CommentRecord, 'co
 
 /** Gives the row up with an alert; no-op unless it is still pending. */
 export async function markReceiptFailed(store: Store, rec: CommentRecord, errorCode: string, metadata: Record<string, unknown>, at: Date): Promise<void> {
-  await store.transact((tx) => {
-    const cur = tx.get<CommentRecord>('comments', rec.commentKey);
+  await store.transact(async (tx) => {
+    const cur = await tx.get<CommentRecord>('comments', rec.commentKey);
     if (!cur || cur.status !== 'pending') return;
-    tx.put<CommentRecord>('comments', rec.commentKey, { ...cur, status: 'failed', errorCode, updatedAt: at.toISOString() });
-    tx.appendAudit({
+    await tx.put<CommentRecord>('comments', rec.commentKey, { ...cur, status: 'failed', errorCode, updatedAt: at.toISOString() });
+    await tx.appendAudit({
       level: 'alert',
       action: 'receipt.failed',
       actor: 'system',
@@ -48,10 +48,10 @@ export async function markReceiptFailed(store: Store, rec: CommentRecord, errorC
 
 /** The row's comment exists on Gitea (`action`: `receipt.send_result` after our POST, `receipt.adopted` when found). */
 export async function markReceiptSent(store: Store, rec: CommentRecord, commentId: number, action: string, bodyHash: string | null, at: Date): Promise<void> {
-  await store.transact((tx) => {
-    const cur = tx.get<CommentRecord>('comments', rec.commentKey);
+  await store.transact(async (tx) => {
+    const cur = await tx.get<CommentRecord>('comments', rec.commentKey);
     if (!cur) return;
-    tx.put<CommentRecord>('comments', rec.commentKey, {
+    await tx.put<CommentRecord>('comments', rec.commentKey, {
       ...cur,
       status: 'sent',
       commentId,
@@ -59,7 +59,7 @@ export async function markReceiptSent(store: Store, rec: CommentRecord, commentI
       bodyHash: bodyHash ?? cur.bodyHash,
       updatedAt: at.toISOString(),
     });
-    tx.appendAudit({
+    await tx.appendAudit({
       action,
       actor: 'system',
       taskId: rec.taskId,
@@ -72,11 +72,11 @@ export async function markReceiptSent(store: Store, rec: CommentRecord, commentI
 /** Durable before the POST: the body's hash and a `receipt.send_intent` event. False when the row is no longer pending. */
 export async function recordSendIntent(store: Store, rec: CommentRecord, intent: { attempt: number; bodyHash: string }, at: Date): Promise<boolean> {
   const key = rec.commentKey;
-  return store.transact((tx) => {
-    const cur = tx.get<CommentRecord>('comments', key);
+  return store.transact(async (tx) => {
+    const cur = await tx.get<CommentRecord>('comments', key);
     if (!cur || cur.status !== 'pending') return false;
-    tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, updatedAt: at.toISOString() });
-    tx.appendAudit({
+    await tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, updatedAt: at.toISOString() });
+    await tx.appendAudit({
       action: 'receipt.send_intent',
       actor: 'system',
       taskId: rec.taskId,

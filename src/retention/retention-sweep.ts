@@ -18,10 +18,11 @@
 //   (task-archiver.ts): moved to the store's cold tier, still readable by key. Expiry applies to
 //   archived records too; they are found by scanning the cold tier.
 //
-// The sweep runs off the hot path: candidates are picked with one synchronous pass over a
-// collection (or a chunked scan of the cold tier), then deleted in small transactions with a
-// macrotask yield between them, so intake and the scheduler interleave with it. Every deletion is
-// re-checked inside its transaction.
+// The sweep runs off the hot path: candidates are picked with one pass over a collection's hot
+// records and one over its archived ones, yielding to the loop every 500 records, then deleted in
+// small transactions with a macrotask yield between them, so intake and the scheduler interleave
+// with it. Every deletion is re-checked inside its transaction (by key: what only an index finds is
+// read just before it).
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
@@ -65,27 +66,40 @@ export interface SweepOptions {
 }
 
 /** Keys of hot records matching `pick`, then of archived ones (scanned in chunks, yielding between). */
-async function candidates<T extends RecordType>(store: Store, collection: CollectionName, pick: (r: T) => boolean, key: (r: T) => string): Promise<string[]> {
-  const keys = store.list<T>(collection, pick).map(key);
+async function candidates<T extends RecordType>(store: Store, collection: CollectionName, pick: (r: T) => boolean | Promise<boolean>, key: (r: T) => string): Promise<string[]> {
+  const keys: string[] = [];
   let n = 0;
-  for (const record of store.scanArchived<T>(collection)) {
-    if (pick(record)) keys.push(key(record));
+  const consider = async (record: T) => {
+    if (await pick(record)) keys.push(key(record));
     if (++n % 500 === 0) await yieldToLoop();
-  }
+  };
+  for (const record of await store.list<T>(collection)) await consider(record);
+  for await (const record of store.scanArchived<T>(collection)) await consider(record);
   return keys;
 }
 
-async function inBatches(
+/**
+ * Removes in transactions of `batchSize` keys. `read` (optional) gives what `remove` needs that a
+ * transaction cannot read (an index), read for each key of a batch just before its transaction.
+ */
+async function inBatches<R = undefined>(
   store: Store,
   keys: string[],
   batchSize: number,
-  remove: (tx: Tx, key: string) => boolean,
+  remove: (tx: Tx, key: string, readBefore: R | undefined) => Promise<boolean>,
+  read?: (key: string) => Promise<R>,
 ): Promise<{ removed: number; batches: number }> {
   let removed = 0;
   let batches = 0;
   for (let i = 0; i < keys.length; i += batchSize) {
     const slice = keys.slice(i, i + batchSize);
-    removed += await store.transact((tx) => slice.filter((key) => remove(tx, key)).length);
+    const before = new Map<string, R>();
+    if (read) for (const key of slice) before.set(key, await read(key));
+    removed += await store.transact(async (tx) => {
+      let n = 0;
+      for (const key of slice) if (await remove(tx, key, before.get(key))) n += 1;
+      return n;
+    });
     batches += 1;
     await yieldToLoop();
   }
@@ -111,9 +125,9 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
   const deliveryExpired = (d: DeliveryRecord | undefined) => d !== undefined && Date.parse(d.expiresAt) <= now;
   const deliveries = await candidates<DeliveryRecord>(store, 'webhook_deliveries', deliveryExpired, (d) => d.deliveryKey);
   add(
-    await inBatches(store, deliveries, batchSize, (tx, key) => {
-      if (!deliveryExpired(tx.get<DeliveryRecord>('webhook_deliveries', key))) return false;
-      tx.delete('webhook_deliveries', key);
+    await inBatches(store, deliveries, batchSize, async (tx, key) => {
+      if (!deliveryExpired(await tx.get<DeliveryRecord>('webhook_deliveries', key))) return false;
+      await tx.delete('webhook_deliveries', key);
       return true;
     }),
     'deliveries',
@@ -128,35 +142,51 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
       ((taskCutoff !== null && Date.parse(t.updatedAt) <= taskCutoff) ||
         (excerptCutoff !== null && t.state === 'rejected' && t.instructionExcerptOnly === true && Date.parse(t.createdAt) <= excerptCutoff));
     const tasks = await candidates<TaskRecord>(store, 'tasks', taskExpired, (t) => t.taskId);
+    // The task's records by the `taskId` index.
+    const indexed = async (taskId: string) => ({
+      turns: await store.byIndex<{ turnKey: string }>('turns', 'taskId', taskId),
+      comments: await store.byIndex<{ commentKey: string }>('comments', 'taskId', taskId),
+      actors: await store.byIndex<ActorRecord>('actors', 'taskId', taskId),
+    });
     add(
-      await inBatches(store, tasks, Math.max(1, Math.floor(batchSize / 10)), (tx, taskId) => {
-        const task = tx.get<TaskRecord>('tasks', taskId);
-        if (!taskExpired(task)) return false;
-        for (const t of store.byIndex<{ turnKey: string }>('turns', 'taskId', taskId)) tx.delete('turns', t.turnKey);
-        for (const c of store.byIndex<{ commentKey: string }>('comments', 'taskId', taskId)) tx.delete('comments', c.commentKey);
-        for (const a of store.byIndex<ActorRecord>('actors', 'taskId', taskId)) if (a.status !== 'active') tx.delete('actors', a.actorId);
-        // An archived task's records left the indexes; the task lists their keys.
-        const archived: Partial<ArchivedRecordKeys> = task?.archive?.records ?? {};
-        for (const collection of ['turns', 'comments', 'actors'] as const) {
-          for (const key of archived[collection] ?? []) tx.delete(collection, key);
-        }
-        tx.delete('tasks', taskId);
-        return true;
-      }),
+      await inBatches(
+        store,
+        tasks,
+        Math.max(1, Math.floor(batchSize / 10)),
+        async (tx, taskId, related) => {
+          const task = await tx.get<TaskRecord>('tasks', taskId);
+          if (!taskExpired(task) || !related) return false;
+          for (const t of related.turns) await tx.delete('turns', t.turnKey);
+          for (const c of related.comments) await tx.delete('comments', c.commentKey);
+          // Whether an actor still runs is asked as of this transaction.
+          for (const listed of related.actors) {
+            const a = await tx.get<ActorRecord>('actors', listed.actorId);
+            if (a && a.status !== 'active') await tx.delete('actors', a.actorId);
+          }
+          // An archived task's records left the indexes; the task lists their keys.
+          const archived: Partial<ArchivedRecordKeys> = task?.archive?.records ?? {};
+          for (const collection of ['turns', 'comments', 'actors'] as const) {
+            for (const key of archived[collection] ?? []) await tx.delete(collection, key);
+          }
+          await tx.delete('tasks', taskId);
+          return true;
+        },
+        indexed,
+      ),
       'tasks',
     );
   }
 
   const triggerCutoff = now - policy.deliveryRetentionMs;
-  const triggerExpired = (t: CommentTriggerRecord | undefined, reader: Pick<Tx, 'get'>) =>
+  const triggerExpired = async (t: CommentTriggerRecord | undefined, reader: Pick<Tx, 'get'>) =>
     t !== undefined &&
     Date.parse(t.createdAt) <= triggerCutoff &&
-    (t.taskId === null || reader.get('tasks', t.taskId) === undefined);
+    (t.taskId === null || (await reader.get('tasks', t.taskId)) === undefined);
   const triggers = await candidates<CommentTriggerRecord>(store, 'comment_triggers', (t) => triggerExpired(t, store), (t) => t.triggerKey);
   add(
-    await inBatches(store, triggers, batchSize, (tx, key) => {
-      if (!triggerExpired(tx.get<CommentTriggerRecord>('comment_triggers', key), tx)) return false;
-      tx.delete('comment_triggers', key);
+    await inBatches(store, triggers, batchSize, async (tx, key) => {
+      if (!(await triggerExpired(await tx.get<CommentTriggerRecord>('comment_triggers', key), tx))) return false;
+      await tx.delete('comment_triggers', key);
       return true;
     }),
     'triggers',
@@ -165,9 +195,9 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
   // Aggregated security events (src/intake/security-events.ts) carry their own expiry.
   const securityExpired = (r: SecurityEventRecord | undefined) => r !== undefined && Date.parse(r.expiresAt) <= now;
   const security = await candidates<SecurityEventRecord>(store, SECURITY_EVENTS, securityExpired, (r) => r.key);
-  const removedSecurity = await inBatches(store, security, batchSize, (tx, key) => {
-    if (!securityExpired(tx.get<SecurityEventRecord>(SECURITY_EVENTS, key))) return false;
-    tx.delete(SECURITY_EVENTS, key);
+  const removedSecurity = await inBatches(store, security, batchSize, async (tx, key) => {
+    if (!securityExpired(await tx.get<SecurityEventRecord>(SECURITY_EVENTS, key))) return false;
+    await tx.delete(SECURITY_EVENTS, key);
     return true;
   });
   result.securityEvents = removedSecurity.removed;

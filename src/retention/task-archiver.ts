@@ -6,7 +6,7 @@
 // find live work. The task record gets `archive.records`, the keys archived with it, so the detail
 // page and retention can still reach its turns, comments and actors without an index.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
+import { isTerminalTaskState, TERMINAL_TASK_STATES } from '../../machines/task-lifecycle.js';
 import type { ArchivedRecordKeys, TaskArchiveInfo } from '../domain/record-fields.js';
 import type { CommentRecord, LeaseRecord, SessionRecord, TaskRecord } from '../domain/records.js';
 import { receiptCommentKey } from '../receipts/receipt-record.js';
@@ -33,53 +33,86 @@ export interface ArchiveOptions {
   batchSize?: number;
 }
 
-/** Why a task may not be archived yet, or null when it may. Read inside the archiving transaction. */
-function notArchivable(store: Store, task: TaskRecord | undefined, cutoff: number): string | null {
+/**
+ * What archiving a task reads through the indexes, which a transaction cannot (it reads by key):
+ * read just before the archiving transaction, by `readTaskIndexes`.
+ */
+export interface TaskIndexes {
+  comments: CommentRecord[];
+  actors: ActorRecord[];
+  /** The keys of the task's records in each collection archived with it (the `taskId` index). */
+  keys: ArchivedRecordKeys;
+  /** Held leases naming the task. */
+  heldLeases: LeaseRecord[];
+  /** The hot tasks of its resource: an archived task is not among them. */
+  resourceTasks: TaskRecord[];
+}
+
+/** The task's index reads for `archiveTask`; undefined when the task is gone. */
+export async function readTaskIndexes(store: Store, taskId: string): Promise<TaskIndexes | undefined> {
+  const task = await store.get<TaskRecord>('tasks', taskId);
+  if (!task) return undefined;
+  const keys = async (collection: keyof ArchivedRecordKeys) =>
+    (await store.byIndex(collection, 'taskId', taskId)).map((r) => String(r[ARCHIVED_WITH_TASK[collection]]));
+  const comments = await store.byIndex<CommentRecord>('comments', 'taskId', taskId);
+  const actors = await store.byIndex<ActorRecord>('actors', 'taskId', taskId);
+  return {
+    comments,
+    actors,
+    keys: {
+      turns: await keys('turns'),
+      comments: comments.map((c) => c.commentKey),
+      actors: actors.map((a) => a.actorId),
+      webhook_deliveries: await keys('webhook_deliveries'),
+      comment_triggers: await keys('comment_triggers'),
+    },
+    heldLeases: await store.list<LeaseRecord>('leases', (l) => l.state === 'held' && l.taskId === taskId),
+    resourceTasks: await store.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey),
+  };
+}
+
+/** Why a task may not be archived yet, or null when it may. `task` is read inside the archiving transaction. */
+function notArchivable(seen: TaskIndexes, task: TaskRecord | undefined, cutoff: number): string | null {
   if (!task) return 'gone';
   if (!isTerminalTaskState(task.state)) return 'not_terminal';
   if (Date.parse(task.updatedAt) > cutoff) return 'too_recent';
-  const comments = store.byIndex<CommentRecord>('comments', 'taskId', task.taskId);
+  const comments = seen.comments;
   if (comments.some((c) => c.status === 'pending')) return 'receipt_pending';
   // The outbox creates a failure receipt from the task lists (also at start-up): not yet made means not settled.
   const failureReceipt = receiptCommentKey(task.taskId, task.state);
   if ((FAILURE_RECEIPT_STATES as readonly string[]).includes(task.state) && !comments.some((c) => c.commentKey === failureReceipt)) return 'receipt_missing';
-  if (store.byIndex<ActorRecord>('actors', 'taskId', task.taskId).some((a) => a.status === 'active')) return 'actor_active';
-  if (store.list<LeaseRecord>('leases', (l) => l.state === 'held' && l.taskId === task.taskId).length > 0) return 'lease_held';
+  if (seen.actors.some((a) => a.status === 'active')) return 'actor_active';
+  if (seen.heldLeases.length > 0) return 'lease_held';
   return null;
 }
 
 /** The records that belong to this task alone (its session is shared by the resource's tasks). */
-function recordsOf(store: Store, task: TaskRecord): ArchivedRecordKeys {
-  const keys = (collection: keyof ArchivedRecordKeys) =>
-    store.byIndex(collection, 'taskId', task.taskId).map((r) => String(r[ARCHIVED_WITH_TASK[collection]]));
-  const deliveries = new Set(keys('webhook_deliveries'));
-  if (store.get('webhook_deliveries', task.deliveryKey)) deliveries.add(task.deliveryKey);
-  return {
-    turns: keys('turns'),
-    comments: keys('comments'),
-    actors: keys('actors'),
-    webhook_deliveries: [...deliveries],
-    comment_triggers: keys('comment_triggers'),
-  };
+async function recordsOf(tx: Tx, seen: TaskIndexes, task: TaskRecord): Promise<ArchivedRecordKeys> {
+  const deliveries = new Set(seen.keys.webhook_deliveries);
+  if (await tx.has('webhook_deliveries', task.deliveryKey)) deliveries.add(task.deliveryKey);
+  return { ...seen.keys, webhook_deliveries: [...deliveries] };
 }
 
-/** Archives one task inside `tx`; returns false when it is not (or no longer) archivable. */
-export function archiveTask(tx: Tx, store: Store, taskId: string, cutoff: number, at: string): boolean {
-  const task = tx.get<TaskRecord>('tasks', taskId);
-  if (!task || notArchivable(store, task, cutoff) !== null) return false;
+/**
+ * Archives one task inside `tx`, given its index reads made just before (`readTaskIndexes`); returns
+ * false when it is not (or no longer) archivable.
+ */
+export async function archiveTask(tx: Tx, seen: TaskIndexes | undefined, taskId: string, cutoff: number, at: string): Promise<boolean> {
+  const task = await tx.get<TaskRecord>('tasks', taskId);
+  if (!task || !seen || notArchivable(seen, task, cutoff) !== null) return false;
   // Archived already (another node's sweep: the candidates were picked before it was
   // applied): archiving again would list none of its records, which left the indexes with it.
-  if (!store.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey).some((t) => t.taskId === taskId)) return false;
-  const records = recordsOf(store, task);
+  if (!seen.resourceTasks.some((t) => t.taskId === taskId)) return false;
+  const records = await recordsOf(tx, seen, task);
   for (const [collection, list] of Object.entries(records) as Array<[keyof ArchivedRecordKeys, string[]]>) {
-    for (const key of list) tx.archive(collection, key);
+    for (const key of list) await tx.archive(collection, key);
   }
-  tx.put<TaskRecord>('tasks', taskId, { ...task, archive: { at, records } });
-  tx.archive('tasks', taskId);
+  await tx.put<TaskRecord>('tasks', taskId, { ...task, archive: { at, records } });
+  await tx.archive('tasks', taskId);
   // The session goes too once no live task of its resource is left; a later comment reads it back.
-  const session = tx.get<SessionRecord>('sessions', task.sessionKey);
-  const live = store.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey).some((t) => t.taskId !== taskId && !isTerminalTaskState(t.state));
-  if (session && !live) tx.archive('sessions', task.sessionKey);
+  const session = await tx.get<SessionRecord>('sessions', task.sessionKey);
+  const live = seen.resourceTasks.some((t) => t.taskId !== taskId && !isTerminalTaskState(t.state));
+  if (session && !live) await tx.archive('sessions', task.sessionKey);
   return true;
 }
 
@@ -89,12 +122,23 @@ export async function archiveFinishedTasks(store: Store, options: ArchiveOptions
   const cutoff = now - options.archiveAfterMs;
   const at = new Date(now).toISOString();
   const batchSize = options.batchSize ?? 20;
-  const candidates = store.list<TaskRecord>('tasks', (t) => isTerminalTaskState(t.state) && Date.parse(t.updatedAt) <= cutoff).map((t) => t.taskId);
+  const finished: TaskRecord[] = [];
+  for (const state of TERMINAL_TASK_STATES) finished.push(...(await store.byIndex<TaskRecord>('tasks', 'state', state)));
+  const candidates = finished
+    .filter((t) => Date.parse(t.updatedAt) <= cutoff)
+    .sort((a, b) => a.queueSeq - b.queueSeq)
+    .map((t) => t.taskId);
   let tasks = 0;
   let batches = 0;
   for (let i = 0; i < candidates.length; i += batchSize) {
     const slice = candidates.slice(i, i + batchSize);
-    tasks += await store.transact((tx) => slice.filter((taskId) => archiveTask(tx, store, taskId, cutoff, at)).length);
+    const seen = new Map<string, TaskIndexes | undefined>();
+    for (const taskId of slice) seen.set(taskId, await readTaskIndexes(store, taskId));
+    tasks += await store.transact(async (tx) => {
+      let archived = 0;
+      for (const taskId of slice) if (await archiveTask(tx, seen.get(taskId), taskId, cutoff, at)) archived += 1;
+      return archived;
+    });
     batches += 1;
     await yieldToLoop();
   }

@@ -2,6 +2,7 @@
 // the kind's projection, and a `<kind>.transition` audit event — all in the caller's transaction.
 // The record and the event are built purely (actorRecord, transitionAudit); writeChange does the I/O.
 import type { EventObject } from 'xstate';
+import { recordDocument } from '../store/record-document.js';
 import type { AuditEventInput, Tx } from '../store/types.js';
 import type { ActorKind, ActorRecord, PersistedChange } from './actor-types.js';
 
@@ -44,20 +45,21 @@ export function transitionAudit(kind: ActorKind, change: PersistedChange, taskId
  * Writes one transition: insert (a new actor) or compare-and-swap on `stateVersion`, the kind's
  * projection, the audit event. `persisted` defaults to the machine's persisted form of the snapshot.
  */
-export function writeChange(
+export async function writeChange(
   tx: Tx,
   kind: ActorKind,
   change: PersistedChange,
   taskId: string | null,
   at: { isNew: boolean; createdAt: string | null; now: string },
   persisted?: unknown,
-): void {
-  const prev = at.isNew ? undefined : tx.get<ActorRecord>('actors', change.actorId);
-  const record = actorRecord(kind, change, taskId, persisted ?? kind.machine.getPersistedSnapshot(change.snapshot), prev?.createdAt ?? at.createdAt ?? at.now, at.now);
-  if (at.isNew) tx.insert<ActorRecord>('actors', change.actorId, record);
-  else tx.put<ActorRecord>('actors', change.actorId, record, { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' });
-  kind.project?.(tx, change);
-  tx.appendAudit(transitionAudit(kind, change, taskId));
+): Promise<void> {
+  // The actor's record (its persisted snapshot) as a lowdb document bound to its row in `tx`.
+  const doc = recordDocument<ActorRecord>(tx, 'actors', change.actorId, at.isNew ? { create: true } : { create: false, put: { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' } });
+  if (!at.isNew) await doc.read();
+  doc.data = actorRecord(kind, change, taskId, persisted ?? kind.machine.getPersistedSnapshot(change.snapshot), doc.data?.createdAt ?? at.createdAt ?? at.now, at.now);
+  await doc.write();
+  await kind.project?.(tx, change);
+  await tx.appendAudit(transitionAudit(kind, change, taskId));
 }
 
 export function errorCodeOf(context: unknown): string | null {

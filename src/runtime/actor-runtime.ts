@@ -55,6 +55,8 @@ export class ActorRuntime {
    * kind's restore mode.
    */
   private readonly outdated = new Set<string>();
+  /** Actors that reached a final state whose transition is not committed yet: their state until it is. */
+  private readonly finishing = new Map<string, { state: string; stateVersion: number; context: unknown }>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -85,17 +87,20 @@ export class ActorRuntime {
   }
 
   /** Live, or stored unfinished and restorable on first use (lazy kinds). */
-  has(actorId: string): boolean {
+  async has(actorId: string): Promise<boolean> {
     if (this.hosts.has(actorId)) return true;
-    const rec = this.store.get<ActorRecord>('actors', actorId);
+    if (this.finishing.has(actorId)) return false;
+    const rec = await this.store.get<ActorRecord>('actors', actorId);
     return rec !== undefined && rec.status === 'active' && (this.kinds.get(rec.kind)?.restore === 'lazy' || this.outdated.has(actorId)) && this.restorable(rec) !== undefined;
   }
 
   /** Current state of a live actor, or of a stored (possibly final) one. */
-  stateOf(actorId: string): { state: string; stateVersion: number; context: unknown } | undefined {
+  async stateOf(actorId: string): Promise<{ state: string; stateVersion: number; context: unknown } | undefined> {
     const host = this.hosts.get(actorId);
     if (host) return { state: host.state, stateVersion: host.stateVersion, context: host.actor.getSnapshot().context };
-    const rec = this.store.get<ActorRecord>('actors', actorId);
+    const finished = this.finishing.get(actorId);
+    if (finished) return finished;
+    const rec = await this.store.get<ActorRecord>('actors', actorId);
     if (!rec) return undefined;
     return { state: rec.state, stateVersion: rec.stateVersion, context: (rec.snapshot as { context?: unknown }).context };
   }
@@ -105,7 +110,7 @@ export class ActorRuntime {
    * task together with the delivery record), applying `events` purely. Call the returned `start`
    * after the transaction is durable to bring the actor to life.
    */
-  createInTx(
+  async createInTx(
     tx: Tx,
     kindName: string,
     actorId: string,
@@ -121,9 +126,9 @@ export class ActorRuntime {
        */
       deferHosting?: boolean;
     } = {},
-  ): { state: string; stateVersion: number; start: () => void } {
+  ): Promise<{ state: string; stateVersion: number; start: () => void }> {
     const kind = this.kindOf(kindName);
-    if (tx.get('actors', actorId)) throw new Error(`actor ${actorId} already exists`);
+    if (await tx.has('actors', actorId)) throw new Error(`actor ${actorId} already exists`);
     const by = options.by ?? 'system';
     const taskId = options.taskId ?? null;
     const steps = this.templates.steps(kind, input, options.events ?? [], actorId);
@@ -133,7 +138,7 @@ export class ActorRuntime {
     for (const step of steps) {
       stateVersion += 1;
       const change: PersistedChange = { actorId, kind: kind.kind, fromState, toState: step.toState, stateVersion, snapshot: step.snapshot, event: step.event, by };
-      writeChange(tx, kind, change, taskId, { isNew: stateVersion === 1, createdAt, now: this.now().toISOString() }, step.persisted);
+      await writeChange(tx, kind, change, taskId, { isNew: stateVersion === 1, createdAt, now: this.now().toISOString() }, step.persisted);
       fromState = step.toState;
     }
     const last = steps.at(-1)!;
@@ -187,7 +192,7 @@ export class ActorRuntime {
     const by = options.by ?? 'system';
     const host = this.hosts.get(actorId) ?? (await this.hostLazy(actorId));
     if (!host) {
-      const rec = this.store.get<ActorRecord>('actors', actorId);
+      const rec = await this.store.get<ActorRecord>('actors', actorId);
       await this.alert({
         action: 'runtime.event_rejected',
         actor: by,
@@ -238,7 +243,7 @@ export class ActorRuntime {
     let restored = 0;
     let skipped = 0;
     let deferred = 0;
-    for (const rec of this.store.list<ActorRecord>('actors', (r) => r.status === 'active' && (include === undefined || include(r)))) {
+    for (const rec of (await this.store.byIndex<ActorRecord>('actors', 'status', 'active')).filter((r) => include === undefined || include(r))) {
       if (this.hosts.has(rec.actorId)) continue;
       const kind = this.kinds.get(rec.kind);
       const snapshot = this.restorable(rec);
@@ -264,7 +269,9 @@ export class ActorRuntime {
 
   /** Brings a stored unfinished actor of a lazy kind to life on first use. */
   private async hostLazy(actorId: string): Promise<Host | undefined> {
-    const rec = this.store.get<ActorRecord>('actors', actorId);
+    // Finished here, its final transition still on its way to the store: nothing to bring back.
+    if (this.finishing.has(actorId)) return undefined;
+    const rec = await this.store.get<ActorRecord>('actors', actorId);
     const kind = rec ? this.kinds.get(rec.kind) : undefined;
     if (!rec || !kind || rec.status !== 'active' || (kind.restore !== 'lazy' && !this.outdated.has(actorId))) return undefined;
     const snapshot = this.restorable(rec);
@@ -367,7 +374,16 @@ export class ActorRuntime {
         // A final state arrives here, not through `next`. A stopped actor (shutdown) is not
         // persisted: its stored snapshot stays `active` so the next start restores it.
         const snap = actor.getSnapshot() as AnyMachineSnapshot;
-        if (snap.status === 'done') this.persist(host, snap);
+        if (snap.status === 'done') {
+          this.persist(host, snap);
+          // Until its final transition is committed the store still shows the state before: the
+          // state is answered from here meanwhile.
+          const finished = { state: host.state, stateVersion: host.stateVersion, context: snap.context };
+          this.finishing.set(actorId, finished);
+          void host.lastCommit.finally(() => {
+            if (this.finishing.get(actorId) === finished) this.finishing.delete(actorId);
+          });
+        }
         this.hosts.delete(actorId);
       },
     });
@@ -395,10 +411,10 @@ export class ActorRuntime {
     };
     host.state = toState;
     host.stateVersion = stateVersion;
-    const commit = this.store.transact((tx) => {
-      if (host.stale) throw new VersionConflictError('actors', host.actorId, change.stateVersion - 1, tx.get<ActorRecord>('actors', host.actorId)?.stateVersion);
+    const commit = this.store.transact(async (tx) => {
+      if (host.stale) throw new VersionConflictError('actors', host.actorId, change.stateVersion - 1, (await tx.get<ActorRecord>('actors', host.actorId))?.stateVersion);
       try {
-        writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted);
+        await writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted);
       } catch (error) {
         if (error instanceof VersionConflictError) host.stale = true;
         throw error;

@@ -12,7 +12,7 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
   kind: string;
   machine: M;
   machineVersion: number;
-  project?: (tx: Tx, change: PersistedChange) => void;
+  project?: (tx: Tx, change: PersistedChange) => void | Promise<void>;
   /**
    * Input fields the initial context takes over verbatim and nothing else reads (e.g. `taskId`):
    * `createInTx` then computes a creation with xstate once per event list and reuses it with the

@@ -51,7 +51,7 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
   // Idempotent: actors already hosted are skipped.
   await runtime.restoreAll(deps.restore);
   const mine = deps.repos ?? (() => true);
-  const tasksIn = (state: string) => store.byIndex<TaskRecord>('tasks', 'state', state).filter((t) => mine(t.repoKey));
+  const tasksIn = async (state: string) => (await store.byIndex<TaskRecord>('tasks', 'state', state)).filter((t) => mine(t.repoKey));
 
   const result: RecoveryResult = {
     leasesExpired: 0,
@@ -70,7 +70,7 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
 
   // 1. Leases.
   const keptLeaseIds = new Set<string>();
-  for (const lease of store.list<LeaseRecord>('leases', (r) => r.state === 'held' && mine(r.repoKey))) {
+  for (const lease of await store.list<LeaseRecord>('leases', (r) => r.state === 'held' && mine(r.repoKey))) {
     const actorId = lockActorId(lease.repoKey);
     const expiresAt = lease.expiresAt === null ? 0 : Date.parse(lease.expiresAt);
     if (expiresAt <= now) {
@@ -97,20 +97,20 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
   await audit('recovery.leases', { expired: result.leasesExpired, released: result.leasesReleased, kept: result.leasesKept });
 
   // 2. Queued tasks: eligible as they are.
-  result.queued = tasksIn('queued').length;
+  result.queued = (await tasksIn('queued')).length;
   await audit('recovery.queued', { count: result.queued });
 
   // 3. retry_wait: the scheduler arms its timer from the earliest nextRetryAt.
-  const waiting = tasksIn('retry_wait');
+  const waiting = await tasksIn('retry_wait');
   result.retryWait = waiting.length;
   const due = waiting.filter((t) => t.nextRetryAt === null || Date.parse(t.nextRetryAt) <= now).length;
   await audit('recovery.retry_wait', { count: waiting.length, alreadyDue: due });
 
   // 4. Interrupted work.
   const interrupted = [
-    ...tasksIn('preparing'),
-    ...tasksIn('running'),
-    ...tasksIn('aborting'),
+    ...(await tasksIn('preparing')),
+    ...(await tasksIn('running')),
+    ...(await tasksIn('aborting')),
   ].sort((a, b) => a.queueSeq - b.queueSeq);
   let skipped = 0;
   for (const task of interrupted) {
@@ -136,8 +136,8 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
   });
 
   // Untouched, listed for the caller.
-  result.verifyingReply = tasksIn('verifying_reply').map((t) => t.taskId);
-  result.waitingUser = tasksIn('waiting_user').map((t) => t.taskId);
+  result.verifyingReply = (await tasksIn('verifying_reply')).map((t) => t.taskId);
+  result.waitingUser = (await tasksIn('waiting_user')).map((t) => t.taskId);
   await audit('recovery.untouched', { verifyingReply: result.verifyingReply.length, waitingUser: result.waitingUser.length });
   return result;
 }

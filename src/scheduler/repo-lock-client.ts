@@ -23,17 +23,17 @@ export function repoLockClient(deps: { store: Store; runtime: ActorRuntime; by: 
   return {
     async acquire(repoKey, event) {
       const actorId = lockActorId(repoKey);
-      if (!runtime.has(actorId) && store.get('actors', actorId)) {
+      if (!(await runtime.has(actorId)) && (await store.get('actors', actorId))) {
         logger.error({ repoKey }, 'repository lock is stored but not live; skipping the repository');
         return 'unavailable';
       }
-      if (!runtime.has(actorId)) {
+      if (!(await runtime.has(actorId))) {
         try {
           await runtime.create(LOCK_KIND, actorId, { repoKey }, { events: [event], by });
           return 'acquired';
         } catch (err) {
           // Created by someone else in between: fall through to a plain ACQUIRE.
-          if (!runtime.has(actorId)) {
+          if (!(await runtime.has(actorId))) {
             logger.error({ repoKey, err: errorMessage(err) }, 'repository lock could not be created');
             return 'refused';
           }

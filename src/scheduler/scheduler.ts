@@ -90,9 +90,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     track,
   });
 
-  const isPaused = () => store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY)?.globalPaused === true;
-  const isDisabled = (repoKey: string) => store.get<RepositoryRecord>('repositories', repoKey)?.status === 'disabled';
-  const leaseHeld = (repoKey: string) => store.get<LeaseRecord>('leases', repoKey)?.state === 'held';
+  const isPaused = async () => (await store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY))?.globalPaused === true;
+  const isDisabled = async (repoKey: string) => (await store.get<RepositoryRecord>('repositories', repoKey))?.status === 'disabled';
+  const leaseHeld = async (repoKey: string) => (await store.get<LeaseRecord>('leases', repoKey))?.state === 'held';
   const owns = options.owns ?? (() => true);
   const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held' && owns(r.repoKey));
 
@@ -100,23 +100,34 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     const now = clock.now();
 
     // Expired leases first, so their repositories (and a lost worker's slot) are free for this scan.
-    for (const lease of expiredLeases(heldLeases(), now)) {
+    for (const lease of expiredLeases(await heldLeases(), now)) {
       // One lease that cannot be ended (its lock actor failed) must not stop every repository's claims.
       await expireLease(lease, now).catch((err: unknown) => logger.error({ repoKey: lease.repoKey, err: errorMessage(err) }, 'expired lease could not be ended'));
     }
 
     // Only tasks with a live actor can be claimed; one whose restore failed would be retried forever.
-    const tasks = SCANNED_STATES.flatMap((state) => store.byIndex<TaskRecord>('tasks', 'state', state)).filter(
-      (t) => owns(t.repoKey) && runtime.has(taskActorId(t.taskId)),
-    );
+    const owned = (await Promise.all(SCANNED_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat().filter((t) => owns(t.repoKey));
+    const live = await Promise.all(owned.map((t) => runtime.has(taskActorId(t.taskId))));
+    const tasks = owned.filter((_, i) => live[i]);
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
-    if (!isPaused()) {
+    if (!(await isPaused())) {
+      // What pickClaims asks of the store, read first (it decides synchronously).
+      const candidates = claimableUnderHold(tasks, heldUntil);
+      const leased = new Set<string>();
+      const disabled = new Set<string>();
+      await Promise.all(
+        [...new Set(candidates.map((t) => t.repoKey))].map(async (repoKey) => {
+          const [held, off] = await Promise.all([leaseHeld(repoKey), isDisabled(repoKey)]);
+          if (held) leased.add(repoKey);
+          if (off) disabled.add(repoKey);
+        }),
+      );
       const picks = pickClaims({
-        tasks: claimableUnderHold(tasks, heldUntil),
+        tasks: candidates,
         now,
-        busy: (repoKey) => workers.has(repoKey) || leaseHeld(repoKey) || unavailableRepos.has(repoKey),
-        disabled: isDisabled,
+        busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey),
+        disabled: (repoKey) => disabled.has(repoKey),
         slots: maxConcurrent - workers.size,
       });
       for (const pick of picks) {
@@ -133,7 +144,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       }
     }
 
-    armWakeTimer(nextWakeAt({ heldUntil, tasks, leases: heldLeases(), now }), now);
+    armWakeTimer(nextWakeAt({ heldUntil, tasks, leases: await heldLeases(), now }), now);
   }
 
   function armWakeTimer(at: number | null, now: number): void {
@@ -160,7 +171,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function claim(pick: ClaimCandidate, worker: Worker): Promise<void> {
     const taskActor = taskActorId(pick.taskId);
     const expected = expectedStateOf(pick);
-    if (runtime.stateOf(taskActor)?.state !== expected) return freeSlot(worker);
+    if ((await runtime.stateOf(taskActor))?.state !== expected) return freeSlot(worker);
 
     const leaseId = randomUUID();
     const now = clock.now();
@@ -168,13 +179,18 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (acquired === 'unavailable') unavailableRepos.add(pick.repoKey);
     if (acquired !== 'acquired') return freeSlot(worker);
     worker.lease = { repoKey: pick.repoKey, leaseId, owner, expiresAt: now + ttlMs };
+    // The scan that started this claim armed its wake before the lease existed: the lease's expiry
+    // is a time to look again too (nextWakeAt's rule, for the lease the scan could not see).
+    if (wakeTimerAt === null || worker.lease.expiresAt < wakeTimerAt) armWakeTimer(worker.lease.expiresAt, now);
 
-    if (claimAbandoned({ stopped, leaseLost: worker.lost, paused: isPaused(), repoDisabled: isDisabled(pick.repoKey) })) {
+    const paused = await isPaused();
+    const repoDisabled = await isDisabled(pick.repoKey);
+    if (claimAbandoned({ stopped, leaseLost: worker.lost, paused, repoDisabled })) {
       await locks.release(worker.lease);
       return freeSlot(worker);
     }
     const event = claimEventOf(pick, leaseId);
-    const claimed = event ? await runtime.send(taskActor, event, { by }) : { ok: runtime.stateOf(taskActor)?.state === expected };
+    const claimed = event ? await runtime.send(taskActor, event, { by }) : { ok: (await runtime.stateOf(taskActor))?.state === expected };
     if (!claimed.ok) {
       // Cancelled (or otherwise moved) between the scan and the CLAIM: the CAS lost, give the lease back.
       await locks.release(worker.lease);
@@ -306,7 +322,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   /** Moves a task that still sits in a lease-holding state under `leaseId` on (see `leaselessDecision`). */
   async function failLeaseless(taskId: string, leaseId: string, errorCode: string, executorDone: boolean): Promise<void> {
-    const current = runtime.stateOf(taskActorId(taskId));
+    const current = await runtime.stateOf(taskActorId(taskId));
     if (!current) return;
     const decision = leaselessDecision({
       state: current.state,
@@ -360,14 +376,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       await settled();
     },
     wake,
-    recover(repos) {
+    async recover(repos) {
       const only = repos ?? options.owns;
+      const restore = options.hosts ? await options.hosts() : undefined;
       return recoverAfterRestart({
         store,
         runtime,
         owner,
         ...(only ? { repos: only } : {}),
-        ...(options.hosts ? { restore: options.hosts } : {}),
+        ...(restore ? { restore } : {}),
         now: clock.now(),
         by,
         hasLiveWorker: (taskId) => [...workers.values()].some((w) => w.taskId === taskId),

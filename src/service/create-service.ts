@@ -1,6 +1,7 @@
 import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { isTerminalTaskState, TASK_STATES } from '../../machines/task-lifecycle.js';
 import { defaultNodeId, secretValues, type Config } from '../config/index.js';
 import { VERSION } from '../config/version.js';
 import { STORE_INDEXES } from '../domain/records.js';
@@ -86,6 +87,9 @@ export interface ServiceOptions {
   onStoreLost?: (error: Error, logger: Logger) => void;
 }
 
+/** Tasks whose delivery id the logger keeps at hand (see `correlation.deliveryIdOf`). */
+const DELIVERY_ID_CACHE = 10_000;
+
 function exitOnStoreLost(error: Error, logger: Logger): void {
   logger.fatal({ part: 'store', err: { message: error.message } }, `the store stopped: ${error.message}; exiting (${EXIT_CODES.tempFail}) so a restart reloads from the database`);
   setImmediate(() => process.exit(EXIT_CODES.tempFail));
@@ -120,7 +124,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     });
   const metrics = createMetrics();
   // Operator mistakes first, before anything is opened: each is one line with the key and the fix.
-  checkDataDir(config.dataDir);
+  checkDataDir(config.dataDir, { embedded: !config.databaseUrl });
   checkCommand('codex', config.codexCommand);
   checkCommand('gitea-mcp', config.giteaMcpCommand);
   const { sandbox: agentSandbox, connection: codexConnection, containment } = serviceCodexSetup(config, { env: process.env, ...(options.codexEnv ? { codexEnv: options.codexEnv } : {}) });
@@ -204,14 +208,42 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const swept = await sweepLeftovers({ stateDir: agentSandbox.stateDir, agentHome: codexConnection.agentHome ?? join(config.dataDir, 'agent-home') });
   if (swept.length > 0) logger.warn({ count: swept.length, processes: swept.slice(0, 20) }, 'ended processes an earlier instance of this data directory left running (agent sandbox, agent commands, app-server)');
   if (containment.warning) logger.warn({ agentContainment: containment.mode }, containment.warning);
-  correlation.deliveryIdOf = (taskId) => store.get<TaskRecord>('tasks', taskId)?.deliveryId;
+  // The logger's mixin is synchronous, and a task's delivery never changes: it is answered from a
+  // cache that a read fills on the first miss (a line written before that read answered goes out
+  // without it, as one written while the store is closed does).
+  const deliveryIds = new Map<string, string>();
+  const reading = new Set<string>();
+  const rememberDelivery = (taskId: string, deliveryId: string) => {
+    deliveryIds.set(taskId, deliveryId);
+    if (deliveryIds.size > DELIVERY_ID_CACHE) deliveryIds.delete(deliveryIds.keys().next().value!);
+  };
+  // The tasks this node may work on from the start are known at once: the unfinished ones, and each
+  // new one as intake accepts it (onAccepted below).
+  for (const state of TASK_STATES.filter((st) => !isTerminalTaskState(st))) {
+    for (const task of await store.byIndex<TaskRecord>('tasks', 'state', state)) rememberDelivery(task.taskId, task.deliveryId);
+  }
+  correlation.deliveryIdOf = (taskId) => {
+    const known = deliveryIds.get(taskId);
+    if (known !== undefined || reading.has(taskId)) return known;
+    reading.add(taskId);
+    void store
+      .get<TaskRecord>('tasks', taskId)
+      .then(
+        (task) => {
+          if (task?.deliveryId) rememberDelivery(taskId, task.deliveryId);
+        },
+        () => undefined,
+      )
+      .finally(() => reading.delete(taskId));
+    return undefined;
+  };
 
   // Which repositories this node acts for: all of them, unless every node writes (then the ones it
   // owns; src/cluster/ownership.ts). Gains and losses reach the parts below once they exist.
   const hooks: { gained?: (repoKeys: string[]) => Promise<void>; acting?: (repoKeys: string[]) => Promise<void>; lost?: (repoKeys: string[]) => void } = {};
   const ownership: Ownership | undefined =
     active && store instanceof PostgresStore
-      ? createOwnership({
+      ? await createOwnership({
           store,
           nodeId,
           nodes: () => store.nodes(),
@@ -227,12 +259,26 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       : undefined;
   const scope: RepositoryScope = ownership ?? EVERY_REPOSITORY;
   const serviceId = active ? nodeId : undefined;
-  /** The stored actors this node hosts: its repositories' and its own app-server's. */
+  /**
+   * Each stored unfinished actor's repository, read now: the runtime's `restoreAll` filter decides
+   * synchronously. An actor stored after this read is not in it.
+   */
+  const actorRepositories = async (): Promise<Map<string, string | null>> => {
+    const actors = await store.byIndex<ActorRecord>('actors', 'status', 'active');
+    const repoKeys = await Promise.all(actors.map((rec) => repositoryOfActor(store, rec)));
+    return new Map(actors.map((rec, i) => [rec.actorId, repoKeys[i] ?? null]));
+  };
+  /** The stored actors this node hosts: its repositories' and its own app-server's (as read now). */
   const hosts = ownership
-    ? (rec: ActorRecord) => {
-        const repoKey = repositoryOfActor(store, rec);
-        if (repoKey !== null) return scope.owns(repoKey);
-        return rec.kind === APP_SERVER_KIND ? rec.actorId === appServerActorId(nodeId) : scope.leads();
+    ? async () => {
+        const repositories = await actorRepositories();
+        return (rec: ActorRecord) => {
+          // Stored after the read: left to whoever created it, as before a restart.
+          if (!repositories.has(rec.actorId)) return false;
+          const repoKey = repositories.get(rec.actorId) ?? null;
+          if (repoKey !== null) return scope.owns(repoKey);
+          return rec.kind === APP_SERVER_KIND ? rec.actorId === appServerActorId(nodeId) : scope.leads();
+        };
       }
     : undefined;
   metrics.watchQueue(() => queuedTasksByRepo(store));
@@ -249,13 +295,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     onAlert: (event) => logger.warn({ audit: event }, 'alert'),
   });
   runtime.onTransition((change) => metrics.onTransition(change));
-  const restored = await runtime.restoreAll(hosts);
+  const restored = await runtime.restoreAll(hosts ? await hosts() : undefined);
   logger.info(restored, 'actors restored');
 
   // Usage and budgets (src/usage/): limits from the configuration, per-repository overrides from the
   // store; the provider's rate limits hold the scheduler.
   const limits = configuredLimits(config);
-  const providerHold = createProviderHold({
+  const providerHold = await createProviderHold({
     store,
     defaultBackoffMs: (config.providerBackoffSeconds ?? LIMIT_DEFAULTS.providerBackoffSeconds) * 1000,
     logger: logger.child({ part: 'usage' }),
@@ -280,6 +326,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     },
     logger: logger.child({ part: 'app-server' }),
   });
+  // Readiness asks for the app-server's state synchronously: it is kept from the actor's transitions,
+  // and read once for the state stored before them (a transition seen during that read wins).
+  let appServerState: string | undefined;
+  let appServerMoved = false;
+  runtime.onTransition((change) => {
+    if (change.actorId !== supervisor.actorId) return;
+    appServerState = change.toState;
+    appServerMoved = true;
+  });
+  const storedAppServerState = (await supervisor.state())?.state;
+  if (!appServerMoved) appServerState = storedAppServerState;
   const publisher = createPublisher({
     store,
     gitea: createGiteaPullsClient({ baseUrl: config.giteaUrl, token: config.giteaToken }),
@@ -408,6 +465,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'security' }),
   });
   const intake = createIntake({
+    // The compact accepted-comment record is the journal's (the PostgreSQL replica's) way to keep a
+    // comment's records small; in SQLite the records are rows of their own.
+    writeModel: config.databaseUrl ? 'compact' : 'records',
     scope,
     securityEvents,
     securityEventRetentionMs,
@@ -431,7 +491,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     workspaceRoot: config.workspaceRoot,
     quota: createQuotaCheck({ limits }),
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
-    onAccepted: () => {
+    onAccepted: (taskId, deliveryId) => {
+      rememberDelivery(taskId, deliveryId);
       // A comment forwarded here may be of a repository nobody owned yet: this node takes it.
       void ownership?.refresh().catch(() => undefined);
       receipts.kick();
@@ -456,8 +517,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     onControlChanged: () => void scheduler.wake(),
     onAbortRequested: (taskId) => executorRef?.abort(taskId),
     concurrency: () => ({ limit: config.maxConcurrentTasks, busy: scheduler.running().length }),
-    nodes: () => {
-      const load = nodeLoads(store, { owners: ownership !== undefined });
+    nodes: async () => {
+      const load = await nodeLoads(store, { owners: ownership !== undefined });
       const listed = store instanceof PostgresStore ? store.nodes() : [{ nodeId, role: 'writer' as const, version: VERSION, startedAt, heartbeatAt: new Date().toISOString(), url: null }];
       // The embedded store's leases are held under the name it always had ('default').
       return { self: nodeId, nodes: listed.map((n) => ({ ...n, ...load(store instanceof PostgresStore ? n.nodeId : 'default') })) };
@@ -477,7 +538,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         webhookPath: config.webhookPath,
         readiness: createReadiness({
           store,
-          appServerState: () => supervisor.state()?.state,
+          appServerState: () => appServerState,
           dependencies: { gitea: probes.gitea.current, mcp: probes.mcp.current, codexLogin: probes.codexLogin.current },
         }),
         readyDetails: () => ({ providerHold: providerHold.status() }),
@@ -511,13 +572,28 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     };
     // A repository taken over from a node that stopped: its actors come to life here and restart
     // recovery runs for it alone; its old lease ends at its expiry (the scheduler's scan), never sooner.
+    /**
+     * Stops the live actors of the repositories `pick` names. `release` decides synchronously, so it is
+     * asked twice: first only to list the live actors (it stops none of them), then, their
+     * repositories read, to stop the picked ones.
+     */
+    const releaseActorsOf = async (pick: (repoKey: string | null) => boolean): Promise<void> => {
+      const live: Array<{ actorId: string; kind: string; taskId: string | null }> = [];
+      runtime?.release((actor) => {
+        live.push(actor);
+        return false;
+      });
+      const repoKeys = new Map(await Promise.all(live.map(async (actor) => [actor.actorId, await repositoryOfActor(store, actor)] as const)));
+      runtime?.release((actor) => repoKeys.has(actor.actorId) && pick(repoKeys.get(actor.actorId) ?? null));
+    };
     hooks.gained = async (repoKeys) => {
       const mine = inRepos(repoKeys);
       // Copies left from an earlier time this node owned them are stale: hosted again from the store.
-      runtime?.release((actor) => mine(repositoryOfActor(store, actor)));
-      await runtime?.restoreAll((rec) => mine(repositoryOfActor(store, rec)));
+      await releaseActorsOf(mine);
+      const repositories = await actorRepositories();
+      await runtime?.restoreAll((rec) => mine(repositories.get(rec.actorId) ?? null));
       // (Owner records may spell a repository in other letter case than its tasks: compared folded.)
-      if (store.list<TaskRecord>('tasks', (t) => mine(t.repoKey)).length > 0) await scheduler.recover((repoKey) => mine(repoKey));
+      if ((await store.list<TaskRecord>('tasks', (t) => mine(t.repoKey))).length > 0) await scheduler.recover((repoKey) => mine(repoKey));
     };
     // Hosted, and acted for from here on: receipts, notices and progress edits the stopped node left
     // unsent are this node's now.
@@ -527,9 +603,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       void scheduler.wake();
     };
     // Taken from this node (it was seen as stopped): the new owner hosts those actors from the store.
+    // (Ownership calls this without waiting: the actors' repositories are read, then they are released.)
     hooks.lost = (repoKeys) => {
-      const theirs = inRepos(repoKeys);
-      runtime?.release((actor) => theirs(repositoryOfActor(store, actor)));
+      void releaseActorsOf(inRepos(repoKeys)).catch((err: unknown) => logger.warn({ err: String(err) }, 'actors of repositories taken from this node not released'));
     };
     ownership.start();
     await ownership.refresh().catch((err: unknown) => logger.warn({ err: String(err) }, 'repository ownership pass failed'));

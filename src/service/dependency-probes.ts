@@ -51,7 +51,7 @@ export function startServiceProbes(deps: {
   const codexLogin = startDependencyProbe(
     async () => {
       // Asked only of a ready app-server (its own readiness part covers start-up and restarts).
-      if (supervisor.state()?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server', waiting: true };
+      if ((await supervisor.state())?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server', waiting: true };
       return codexLoginPart(await supervisor.connection({ timeoutMs: 5_000 }), 15_000);
     },
     { intervalMs: 5 * 60_000, retryMs: 5_000, timeoutMs: 30_000, onChange: onChange('codexLogin') },

@@ -7,6 +7,8 @@ import type { GiteaClient } from '../gitea/index.js';
 import { GiteaError } from '../gitea/index.js';
 import { resolveExecutable } from '../sessions/mcp-preflight.js';
 import { StoreError } from '../store/types.js';
+import { holdsJournalStore } from '../store/journal-to-sqlite.js';
+import { SQLITE_FILE } from '../store/sqlite-store.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { OperatorError, errnoOf } from './operator-error.js';
 import { refusal } from './start-refusals.js';
@@ -15,7 +17,8 @@ import { refusal } from './start-refusals.js';
 const NOT_STORAGE = ['/proc', '/sys', '/dev'];
 
 /** The data directory exists (created if needed) and takes a durable write. */
-export function checkDataDir(dataDir: string): void {
+/** `embedded`: the store is the data directory's own (no database URL), so its format is checked too. */
+export function checkDataDir(dataDir: string, options: { embedded: boolean }): void {
   const key = 'CCWEB_DATA_DIR';
   // Where it really is: the deepest existing ancestor, symbolic links resolved.
   let existing = path.resolve(dataDir);
@@ -47,6 +50,17 @@ export function checkDataDir(dataDir: string): void {
   } catch (error) {
     rmSync(probe, { force: true });
     throw dataDirError(dataDir, error);
+  }
+  if (options.embedded) {
+    const store = path.join(dataDir, 'store');
+    if (holdsJournalStore(store) && !existsSync(path.join(store, SQLITE_FILE))) {
+      throw refusal(
+        'store_needs_migration',
+        `${store} holds the store of an earlier ccweb-gitea (a journal); this version keeps it in SQLite`,
+        key,
+        'stop the service and run `ccweb-gitea migrate-store` once (it moves the store in place), then start it again',
+      );
+    }
   }
 }
 

@@ -57,7 +57,7 @@ export interface AppServerSupervisor {
   beginTurn(taskId: string): () => void;
   /** Called once a new process is ready (after start or a restart). */
   onReady(listener: (conn: CodexAppServerConnection, generation: number) => void): () => void;
-  state(): { state: AppServerState; context: AppServerContext } | undefined;
+  state(): Promise<{ state: AppServerState; context: AppServerContext } | undefined>;
   /**
    * Ends the current process at once (SIGKILL) and resolves when it is gone; the supervisor then
    * restarts it as after any exit. For a turn whose stop Codex never confirmed: its commands live in
@@ -109,8 +109,8 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     return next;
   };
 
-  const snapshot = () => {
-    const s = runtime.stateOf(actorId);
+  const snapshot = async () => {
+    const s = await runtime.stateOf(actorId);
     return s ? { state: s.state as AppServerState, context: s.context as AppServerContext } : undefined;
   };
 
@@ -180,41 +180,41 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
       }
     }
     await send({ type: 'EXITED', code, signal, reason, now: now() });
-    const failures = snapshot()?.context.consecutiveFailures ?? 1;
+    const failures = (await snapshot())?.context.consecutiveFailures ?? 1;
     const delayMs = Math.min(maxMs, baseMs * 2 ** Math.max(0, failures - 1));
     await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs });
-    armRestart();
+    await armRestart();
   }
 
   /** Re-arms the restart timer from the deadline in context (also after a service restart). */
-  function armRestart(): void {
-    const s = snapshot();
+  async function armRestart(): Promise<void> {
+    const s = await snapshot();
     if (!s || s.state !== 'restarting' || stopping) return;
     if (restartTimer) clearTimeout(restartTimer);
     const wait = Math.max(0, (s.context.restartAt ?? now()) - now());
     restartTimer = setTimeout(() => {
       restartTimer = null;
-      // Timers run on the monotonic loop clock and can fire a millisecond before the wall clock
-      // reaches restartAt; RESTART_DUE then would be refused by the guard (and audited as an
-      // illegal event). Wait for the deadline instead.
-      if (now() < (snapshot()?.context.restartAt ?? 0)) {
-        armRestart();
-        return;
-      }
       void (async () => {
+        // Timers run on the monotonic loop clock and can fire a millisecond before the wall clock
+        // reaches restartAt; RESTART_DUE then would be refused by the guard (and audited as an
+        // illegal event). Wait for the deadline instead.
+        if (now() < ((await snapshot())?.context.restartAt ?? 0)) {
+          await armRestart();
+          return;
+        }
         if (stopping) return;
         if (await send({ type: 'RESTART_DUE', now: now() })) await launch();
-        else armRestart();
+        else await armRestart();
       })();
     }, wait);
   }
 
   async function start(): Promise<CodexAppServerConnection> {
     stopping = false;
-    let s = snapshot();
+    let s = await snapshot();
     if (!s) {
       await runtime.create(APP_SERVER_KIND, actorId, { serviceId }, { by: 'system:app_server_supervisor' });
-      s = snapshot();
+      s = await snapshot();
     }
     if (conn) return ready.promise;
     ready = deferred();
@@ -225,7 +225,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
         // Left by a service that stopped without closing: that process is gone.
         await send({ type: 'EXITED', code: null, signal: null, reason: 'service_restart', now: now() });
         await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs: 0 });
-        armRestart();
+        await armRestart();
         break;
       case 'closing':
         await send({ type: 'EXITED', code: null, signal: null, reason: 'service_restart', now: now() });
@@ -233,10 +233,10 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
         break;
       case 'exited':
         await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs: 0 });
-        armRestart();
+        await armRestart();
         break;
       case 'restarting':
-        armRestart();
+        await armRestart();
         break;
       default:
         if (await send({ type: 'START', now: now() })) void launch();
@@ -287,7 +287,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
       restartTimer = null;
       const c = conn;
       ready.reject(new CodexRpcError('connection', 'app_server_unavailable', 'app-server supervisor stopped'));
-      const s = snapshot()?.state;
+      const s = (await snapshot())?.state;
       if (c && !c.exited) {
         if (s === 'starting' || s === 'initializing' || s === 'ready') await send({ type: 'STOP', now: now() });
         await c.close();

@@ -21,8 +21,8 @@ export interface GateCallSink {
 }
 
 /** The groups an operator allowed the agent on this repository (POST /repos/:repoKey/agent-tools). */
-export function agentToolGroupsOf(store: Pick<Store, 'get'>, repoKey: string): ExtraGroup[] {
-  const groups = store.get<RepositoryRecord>('repositories', repoKey)?.agentToolGroups;
+export async function agentToolGroupsOf(store: Pick<Store, 'get'>, repoKey: string): Promise<ExtraGroup[]> {
+  const groups = (await store.get<RepositoryRecord>('repositories', repoKey))?.agentToolGroups;
   return Array.isArray(groups) ? groups.filter((g): g is ExtraGroup => (EXTRA_GROUPS as readonly unknown[]).includes(g)) : [];
 }
 
@@ -61,14 +61,14 @@ export async function ingestGateCalls(store: Store, dir: string, sink: GateCallS
   }
   const lines = parseGateCalls(readFileSync(aside, 'utf8'));
   if (lines.length > 0) {
-    await store.transact((tx) => {
+    await store.transact(async (tx) => {
       const left: Record<string, number> = {};
-      lines.forEach((line, i) => {
-        if (i < MAX_EVENTS_PER_PASS) tx.appendAudit(auditInput(line));
+      for (const [i, line] of lines.entries()) {
+        if (i < MAX_EVENTS_PER_PASS) await tx.appendAudit(auditInput(line));
         else left[line.outcome] = (left[line.outcome] ?? 0) + 1;
-      });
+      }
       if (lines.length > MAX_EVENTS_PER_PASS) {
-        tx.appendAudit({ action: 'agent.gitea_calls_left_out', actor: 'system:session_manager', taskId: lines.at(-1)!.taskId, level: 'alert', metadata: { leftOut: left, kept: MAX_EVENTS_PER_PASS } });
+        await tx.appendAudit({ action: 'agent.gitea_calls_left_out', actor: 'system:session_manager', taskId: lines.at(-1)!.taskId, level: 'alert', metadata: { leftOut: left, kept: MAX_EVENTS_PER_PASS } });
       }
     });
     for (const line of lines) sink.onCall?.(line);

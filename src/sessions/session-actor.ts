@@ -19,11 +19,11 @@ export function sessionKind(machine: typeof sessionMachine = sessionMachine): Ac
   return { kind: SESSION_KIND, machine, machineVersion: SESSION_MACHINE_VERSION, project: projectSession };
 }
 
-function projectSession(tx: Tx, change: PersistedChange): void {
+async function projectSession(tx: Tx, change: PersistedChange): Promise<void> {
   const ctx = change.snapshot.context as SessionContext;
-  const rec = tx.get<SessionRecord>('sessions', ctx.sessionKey);
+  const rec = await tx.get<SessionRecord>('sessions', ctx.sessionKey);
   if (!rec) throw new Error(`session record ${ctx.sessionKey} missing for ${change.actorId}`);
-  tx.put<SessionRecord>(
+  await tx.put<SessionRecord>(
     'sessions',
     ctx.sessionKey,
     {

@@ -28,7 +28,7 @@ export interface SessionManagerOptions {
    * under `<dataDir>/mcp-gate/`; `token` is the agent's own narrower token (CCWEB_GITEA_MCP_TOKEN),
    * else the bot's is used, behind the gate.
    */
-  mcpGate: { dataDir: string; token?: string; extraFor?: (task: TaskRecord) => ExtraGroup[]; onCall?: (line: GateCallLine) => void };
+  mcpGate: { dataDir: string; token?: string; extraFor?: (task: TaskRecord) => Promise<ExtraGroup[]>; onCall?: (line: GateCallLine) => void };
   /** Default: the connection's model (CCWEB_CODEX_MODEL, else Codex's config/read). */
   model?: string;
   reasoningEffort?: string | null;

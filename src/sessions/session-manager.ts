@@ -29,7 +29,7 @@ import { runTurn as runCodexTurn, type CodexTurnOutcome } from '../codex/run-tur
 import { plainTurnStartParams, turnStartParams } from '../codex/thread-params.js';
 import { formatMarker, turnKeyFor } from '../domain/marker.js';
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
-import type { Store } from '../store/types.js';
+import type { Tx } from '../store/types.js';
 import { withFullTexts } from '../tasks/task-texts.js';
 import { developerInstructions, instructionContextFor, plainTurnText, turnInputText } from './developer-instructions.js';
 import { gateStateDir, writeGateTask } from '../mcp-gate/gate-files.js';
@@ -106,15 +106,19 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
   const { ensureThread } = createThreadKeeper({ options, logger, now, redact, loaded, locks, sessions, connect });
 
 
-  /** Writes one step of a turn's record (reads the current record inside the transaction). */
-  function updateTurn(turnKey: string, patch: Partial<TurnRecord>, extra?: (tx: Parameters<Parameters<Store['transact']>[0]>[0]) => void) {
-    return store.transact((tx) => {
-      const rec = tx.get<TurnRecord>('turns', turnKey);
-      if (!rec) return;
+  /**
+   * Writes one step of a turn's record (reads the current record inside the transaction); resolves
+   * to false when there is no such record (nothing written).
+   */
+  function updateTurn(turnKey: string, patch: Partial<TurnRecord>, extra?: (tx: Tx) => Promise<void>): Promise<boolean> {
+    return store.transact(async (tx) => {
+      const rec = await tx.get<TurnRecord>('turns', turnKey);
+      if (!rec) return false;
       // eventSeq only moves forward: a late write of an older count must not undo a newer one.
       const eventSeq = Math.max(rec.eventSeq, patch.eventSeq ?? 0);
-      tx.put<TurnRecord>('turns', turnKey, { ...rec, ...patch, eventSeq });
-      extra?.(tx);
+      await tx.put<TurnRecord>('turns', turnKey, { ...rec, ...patch, eventSeq });
+      await extra?.(tx);
+      return true;
     });
   }
 
@@ -123,7 +127,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
   }
 
   async function runTurnLocked(task: TaskRecord, opts: RunTurnOptions): Promise<TurnOutcome> {
-    const turns = store.byIndex<TurnRecord>('turns', 'taskId', task.taskId);
+    const turns = await store.byIndex<TurnRecord>('turns', 'taskId', task.taskId);
     const n = turns.length + 1;
     const turnKey = turnKeyFor(task.taskId, n);
     if (opts.signal?.aborted) return failed(turnKey, null, 'aborted_before_start', false);
@@ -133,7 +137,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     } catch {
       return failed(turnKey, null, 'app_server_unavailable', true);
     }
-    const s = sessions.state(task.sessionKey);
+    const s = await sessions.state(task.sessionKey);
     const threadId = s?.context.threadId ?? null;
     if (!turnSessionReady(s && { state: s.state, threadId, loadedIn: threadId ? loaded.get(threadId) : undefined, generation: supervisor.generation }) || !threadId) {
       return failed(turnKey, null, 'session_not_ready', true);
@@ -141,7 +145,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     const model = options.model ?? conn.model;
     if (!model) return failed(turnKey, null, 'codex_model_unknown', false);
     // A task that already used up a budget gets no new turn (its receipt names the limit).
-    const gate = options.usage?.beforeTurn(task) ?? { maxMs: null };
+    const gate = (await options.usage?.beforeTurn(task)) ?? { maxMs: null };
     if (gate.refuse) {
       logger.info({ taskId: task.taskId, turnKey, errorCode: gate.refuse }, 'turn not started: task budget used up');
       return failed(turnKey, null, gate.refuse, false);
@@ -149,7 +153,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
 
     const marker = markerForTurn(opts.kind, turns, () => formatMarker({ taskId: task.taskId, turnKey, resourceKey: task.resourceKey }));
     // Long comment texts are stored once, outside the task record (src/tasks/task-texts.ts).
-    const whole = withFullTexts(store, task);
+    const whole = await withFullTexts(store, task);
     const instructions = [developerInstructions(instructionContextFor(whole, options.giteaUrl, marker, options.botLogin)), options.dynamicTools?.instructions]
       .filter((x): x is string => typeof x === 'string' && x.length > 0)
       .join('\n\n');
@@ -162,9 +166,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     });
     const startedAt = now().toISOString();
     const gateDir = gateStateDir(options.mcpGate.dataDir, task.sessionKey);
-    writeGateTask(gateDir, { taskId: task.taskId, extra: options.mcpGate.extraFor?.(task) ?? [] });
+    writeGateTask(gateDir, { taskId: task.taskId, extra: (await options.mcpGate.extraFor?.(task)) ?? [] });
     // Intent first (§9.3): the turn record and its marker exist before Codex is asked.
-    await store.transact((tx) => {
+    await store.transact(async (tx) => {
       const rec: TurnRecord = {
         turnKey,
         turnId: null,
@@ -179,10 +183,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         startedAt,
         completedAt: null,
       };
-      tx.insert<TurnRecord>('turns', turnKey, rec);
-      const t = tx.get<TaskRecord>('tasks', task.taskId);
-      if (t) tx.put<TaskRecord>('tasks', task.taskId, { ...t, threadId, turnId: null });
-      tx.appendAudit({ action: 'codex.turn_start', actor: 'system:session_manager', taskId: task.taskId, metadata: { turnKey, threadId, kind: opts.kind } });
+      await tx.insert<TurnRecord>('turns', turnKey, rec);
+      const t = await tx.get<TaskRecord>('tasks', task.taskId);
+      if (t) await tx.put<TaskRecord>('tasks', task.taskId, { ...t, threadId, turnId: null });
+      await tx.appendAudit({ action: 'codex.turn_start', actor: 'system:session_manager', taskId: task.taskId, metadata: { turnKey, threadId, kind: opts.kind } });
     });
 
     let setTurnId!: (id: string | null) => void;
@@ -228,9 +232,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           a.turnId = turnId;
           setTurnId(turnId);
           queue(() =>
-            updateTurn(turnKey, { turnId }, (tx) => {
-              const t = tx.get<TaskRecord>('tasks', task.taskId);
-              if (t) tx.put<TaskRecord>('tasks', task.taskId, { ...t, turnId });
+            updateTurn(turnKey, { turnId }, async (tx) => {
+              const t = await tx.get<TaskRecord>('tasks', task.taskId);
+              if (t) await tx.put<TaskRecord>('tasks', task.taskId, { ...t, turnId });
             }),
           );
           queue(async () => {
@@ -241,7 +245,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
         onNotification: (n) => {
           const step = options.onStep ? agentStepOf(n) : null;
           if (step) options.onStep!(task.taskId, step);
-          const crossed = options.usage?.observe(task, turnKey, n) ?? null;
+          const crossed = options.usage?.observe(task, turnKey, n, gate) ?? null;
           if (crossed && a.stopReason === null) {
             logger.warn({ taskId: task.taskId, turnKey, errorCode: crossed }, 'task budget crossed: interrupting the turn');
             void stopTurn(a, `limit:${crossed}`);
@@ -286,8 +290,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     }
     const status = turnRecordStatus(outcome, a.stopReason, out);
     const sessionEvent = sessionEventForTurnEnd(outcome, turnId);
-    queue(() =>
-      updateTurn(
+    queue(async () => {
+      const usageInfo = { model, wallMs: now().getTime() - Date.parse(startedAt), stoppedBy: budgetLimitOf(a.stopReason) };
+      const written = await updateTurn(
         turnKey,
         {
           status,
@@ -298,13 +303,9 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           ...(outcome.kind === 'waiting_user' ? { question: redact(outcome.question) } : {}),
           commentCall: outcome.kind === 'replied' || outcome.kind === 'waiting_user' ? outcome.commentCall : null,
         },
-        (tx) => {
-          options.usage?.recordTurn(tx, task, turnKey, {
-            model,
-            wallMs: now().getTime() - Date.parse(startedAt),
-            stoppedBy: budgetLimitOf(a.stopReason),
-          });
-          tx.appendAudit({
+        async (tx) => {
+          await options.usage?.recordTurn(tx, task, turnKey, usageInfo);
+          await tx.appendAudit({
             action: 'codex.turn_completed',
             actor: 'system:session_manager',
             taskId: task.taskId,
@@ -313,8 +314,10 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
             metadata: { turnKey, outcome: outcome.kind, usedPlainFallback: out?.usedPlainFallback ?? false, durationMs: out?.durationMs ?? null },
           });
         },
-      ),
-    );
+      );
+      // Outside the transaction, which may run more than once: the turn's meter is let go once.
+      if (written) options.usage?.turnRecorded(task, turnKey, usageInfo);
+    });
     queue(async () => {
       if (sessionEvent && sessionTurnStarted) await sessions.send(task.sessionKey, sessionEvent);
     });

@@ -18,14 +18,14 @@ import { isDefinitiveResumeFailure, newThreadApprovedAutomatically, planThread }
 
 /** The session actor as the manager sees it: its state, and events sent to it (rejections logged). */
 export interface SessionPort {
-  state(sessionKey: string): { state: string; context: SessionContext } | undefined;
+  state(sessionKey: string): Promise<{ state: string; context: SessionContext } | undefined>;
   send(sessionKey: string, event: SessionEvent, by?: string): Promise<boolean>;
 }
 
 export function sessionPort(runtime: ActorRuntime, logger: SessionLogger): SessionPort {
   return {
-    state(sessionKey) {
-      const s = runtime.stateOf(sessionActorId(sessionKey));
+    async state(sessionKey) {
+      const s = await runtime.stateOf(sessionActorId(sessionKey));
       return s ? { state: s.state, context: s.context as SessionContext } : undefined;
     },
     async send(sessionKey, event, by = 'system:session_manager') {
@@ -84,11 +84,11 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
 
   async function ensureActor(task: TaskRecord): Promise<void> {
     const actorId = sessionActorId(task.sessionKey);
-    if (runtime.stateOf(actorId)) return;
-    const created = await store.transact((tx) => {
+    if (await runtime.stateOf(actorId)) return;
+    const created = await store.transact(async (tx) => {
       const at = now().toISOString();
-      const existing = tx.get<SessionRecord>('sessions', task.sessionKey);
-      if (!existing) tx.insert<SessionRecord>('sessions', task.sessionKey, newSessionRecord(task, options.hostRef ?? 'gitea-main', at));
+      const existing = await tx.get<SessionRecord>('sessions', task.sessionKey);
+      if (!existing) await tx.insert<SessionRecord>('sessions', task.sessionKey, newSessionRecord(task, options.hostRef ?? 'gitea-main', at));
       return runtime.createInTx(tx, SESSION_KIND, actorId, { sessionKey: task.sessionKey }, { by: 'system:session_manager' });
     });
     created.start();
@@ -150,7 +150,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
   async function ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }> {
     return locks.run(`thread:${task.sessionKey}`, async () => {
       // The gate lists its tools when Codex starts it: it must know the task (and its groups) first.
-      writeGateTask(gateStateDir(options.mcpGate.dataDir, task.sessionKey), { taskId: task.taskId, extra: options.mcpGate.extraFor?.(task) ?? [] });
+      writeGateTask(gateStateDir(options.mcpGate.dataDir, task.sessionKey), { taskId: task.taskId, extra: (await options.mcpGate.extraFor?.(task)) ?? [] });
       const pre = preflightMcpCommand(options.mcpCommand);
       if (!pre.ok) {
         logger.error({ taskId: task.taskId, errorCode: pre.errorCode, command: options.mcpCommand }, 'gitea-mcp preflight failed');
@@ -164,14 +164,14 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
       }
       const gen = supervisor.generation;
       await ensureActor(task);
-      const planFor = (restarted: boolean) => {
-        const { state, context } = sessions.state(task.sessionKey)!;
+      const planFor = async (restarted: boolean) => {
+        const { state, context } = (await sessions.state(task.sessionKey))!;
         return planThread({ state, threadId: context.threadId, lastErrorCode: context.lastErrorCode, loadedIn: context.threadId ? loaded.get(context.threadId) : undefined, generation: gen, restarted });
       };
-      let plan = planFor(false);
+      let plan = await planFor(false);
       if (plan.kind === 'restart') {
         await sessions.send(task.sessionKey, { type: 'RESTARTED' });
-        plan = planFor(true);
+        plan = await planFor(true);
       }
       switch (plan.kind) {
         case 'reuse':
@@ -186,7 +186,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
         case 'closed':
           throw new SessionError('session_closed', false, 'the session of this resource is closed');
         default:
-          throw new SessionError('session_not_ready', true, `session in ${sessions.state(task.sessionKey)!.state}`);
+          throw new SessionError('session_not_ready', true, `session in ${(await sessions.state(task.sessionKey))!.state}`);
       }
     });
   }

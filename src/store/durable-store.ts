@@ -57,6 +57,9 @@ export interface CommitReplicator {
 }
 
 export interface DurableStoreStats extends StoreStats {
+  journalBytes: number;
+  segments: number;
+  lastCheckpointSeq: number;
   compactions: number;
   checkpointBytes: number;
   /** Archived records indexed on disk, and those archived since the last compaction (still in memory). */
@@ -75,8 +78,22 @@ export interface DurableStoreStats extends StoreStats {
 const AUDIT_DROP_SLICE = 4096;
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-const isThenable = (value: unknown): value is PromiseLike<unknown> =>
-  value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+/** The transaction's synchronous operations behind the contract's promises. */
+function asyncTx(tx: Transaction, store: DurableStore): Tx {
+  return {
+    get: async (collection, key) => tx.get(collection, key),
+    has: async (collection, key) => tx.has(collection, key),
+    // Memory as the transactions before this one left it (bodies run one at a time).
+    list: async (collection, filter) => store.listNow(collection, filter),
+    byIndex: async (collection, field, value) => store.byIndex(collection, field, value),
+    insert: async (collection, key, record) => tx.insert(collection, key, record),
+    put: async (collection, key, record, options) => tx.put(collection, key, record, options),
+    delete: async (collection, key) => tx.delete(collection, key),
+    archive: async (collection, key) => tx.archive(collection, key),
+    appendAudit: async (event) => tx.appendAudit(event),
+    derive: async (format, payload) => tx.derive(format, payload),
+  };
+}
 
 export class DurableStore implements Store {
   readonly dir: string;
@@ -149,7 +166,9 @@ export class DurableStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.#phase === 'closed') return;
+    if (this.#phase === 'closed' || this.#closing) return;
+    this.#closing = true;
+    await this.#line;
     this.#phase = 'closed';
     // Commits on their way to the shared database still reach the journal after it acknowledged them.
     await this.#replicatedTail;
@@ -159,12 +178,22 @@ export class DurableStore implements Store {
     this.#releaseLock?.();
   }
 
-  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined {
+  async get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined> {
+    return this.getNow<T>(collection, key);
+  }
+
+  /** `get`, answered from memory at once (for the replica's own use). */
+  getNow<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined {
     this.#assertReadable();
     return this.#state.get(collection, key) as T | undefined;
   }
 
-  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
+  async list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]> {
+    return this.listNow<T>(collection, filter);
+  }
+
+  /** `list`, answered from memory at once. */
+  listNow<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
     this.#assertReadable();
     const matching = this.#state.collection(collection).entries.valuesWhere(filter ? ({ record }) => filter(record as T) : () => true);
     const out: T[] = [];
@@ -172,29 +201,29 @@ export class DurableStore implements Store {
     return out;
   }
 
-  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
+  async byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): Promise<T[]> {
     this.#assertReadable();
     const indexed = this.#state.collection(collection).byIndex(field, value);
     if (indexed) return indexed as T[];
     // No index configured for this field: a scan gives the same answer, only slower.
     const wanted = String(value);
-    return this.list<StoredRecord>(collection, (r) => {
+    return this.listNow<StoredRecord>(collection, (r) => {
       const v = r[field];
       return (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') && String(v) === wanted;
     }) as T[];
   }
 
-  count(collection: CollectionName): number {
+  async count(collection: CollectionName): Promise<number> {
     this.#assertReadable();
     return this.#state.collection(collection).entries.size;
   }
 
-  archivedCount(collection: CollectionName): number {
+  async archivedCount(collection: CollectionName): Promise<number> {
     this.#assertReadable();
     return this.#cold.count(collection);
   }
 
-  *scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): Generator<T> {
+  async *scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): AsyncGenerator<T> {
     this.#assertReadable();
     for (const record of this.#cold.scan(collection)) yield record as T;
   }
@@ -206,7 +235,12 @@ export class DurableStore implements Store {
     for (const [key, record] of this.#cold.scanWithKeys(collection)) yield [key, record as T, true];
   }
 
-  audit(query: AuditQuery = {}): AuditEvent[] {
+  async audit(query: AuditQuery = {}): Promise<AuditEvent[]> {
+    return this.auditNow(query);
+  }
+
+  /** `audit`, answered from memory and the archives at once. */
+  auditNow(query: AuditQuery = {}): AuditEvent[] {
     this.#assertReadable();
     const limit = query.limit ?? Number.POSITIVE_INFINITY;
     const archivedThrough = this.#cold.archivedThrough;
@@ -217,41 +251,54 @@ export class DurableStore implements Store {
     return archived.length === 0 ? recent : [...archived, ...recent];
   }
 
-  transact<R>(fn: (tx: Tx) => R): Promise<R> {
+  /**
+   * Bodies run one at a time, each from its first statement to its last (the line below): a body
+   * awaits only its transaction's operations, which answer from memory, so nothing else writes in
+   * between and what it read stays true until it commits. The line moves on once a body's changes
+   * are applied, not once they are durable: the bodies of one tick share a journal batch.
+   */
+  #line: Promise<unknown> = Promise.resolve();
+  #closing = false;
+
+  transact<R>(fn: (tx: Tx) => R | Promise<R>): Promise<R> {
+    // Asked for after close(): refused at once; asked for before: runs (close waits for it).
+    if (this.#closing) return Promise.reject(new StoreUnavailableError('store closed'));
+    const applied = this.#line.then(() => this.#runBody(fn));
+    this.#line = applied.catch(() => undefined);
+    return applied.then((durable) => durable());
+  }
+
+  /** Runs fn and applies what it wrote; resolves to a function giving the promise of its durability. */
+  async #runBody<R>(fn: (tx: Tx) => R | Promise<R>): Promise<() => Promise<R>> {
     const unavailable = this.#unavailable();
-    if (unavailable) return Promise.reject(unavailable);
+    if (unavailable) throw unavailable;
     const journal = this.#journal!;
     const tx = new Transaction(this.#state);
     let result: R;
     try {
-      result = fn(tx);
-      if (isThenable(result)) {
-        Promise.resolve(result).catch(() => {});
-        throw new TypeError('transact: fn must be synchronous (it returned a promise); nothing was applied');
-      }
-    } catch (error) {
-      return Promise.reject(error);
+      result = await fn(asyncTx(tx, this));
     } finally {
       tx.finish();
     }
-    try {
-      tx.seal();
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    tx.seal();
     // A read-only transaction writes nothing but may have read not-yet-durable state.
-    if (tx.ops.length === 0) return this.sync().then(() => result);
+    if (tx.ops.length === 0) return () => this.sync().then(() => result);
+    const failed = this.#unavailable();
+    if (failed) throw failed;
     const seq = ++this.#seq;
     this.#state.apply(tx.ops, seq);
     this.#commits += 1;
     const line = tx.line(seq);
     const replicator = this.#options.replicator;
-    if (!replicator) return journal.append(line, seq).then(() => result);
+    if (!replicator) {
+      const written = journal.append(line, seq);
+      return () => written.then(() => result);
+    }
     const shared = replicator.append(seq, tx.ops, line, tx.expectations);
     // Replicated commits resolve in seq order, so the journal still receives its lines in order.
     const written = shared.then(() => journal.append(line, seq));
     this.#replicatedTail = written.catch(() => undefined);
-    return written.then(() => result);
+    return () => written.then(() => result);
   }
 
   /** The last replicated commit's journal write (settled either way); what `sync` waits for first. */

@@ -1,9 +1,12 @@
-import { DurableStore, type StoreOptions } from './durable-store.js';
 import { PostgresStore, type PostgresStoreOptions } from './postgres/postgres-store.js';
 import type { Store } from './types.js';
+import { createSqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
+import type { SqlStore } from './sql/sql-store.js';
 
 export * from './types.js';
 export { DurableStore, type StoreOptions, type DurableStoreStats } from './durable-store.js';
+export { SqlStore } from './sql/sql-store.js';
+export { createSqliteStore, SQLITE_FILE, type SqliteStoreOptions } from './sqlite-store.js';
 export { PostgresStore, type PostgresStoreOptions, type PostgresStoreStats } from './postgres/postgres-store.js';
 export { JournalCorruptionError } from './journal-files.mjs';
 export { describeDatabase, isPostgresUrl } from './postgres/database-url.js';
@@ -11,10 +14,10 @@ export { probeDatabase, type DatabaseProbe } from './postgres/probe-database.js'
 export type { NodeStatus } from './postgres/log-writer.js';
 export { copyEmbeddedStore, storeDigest, type CopySummary } from './postgres/copy-embedded.js';
 
-export function createStore(options: StoreOptions): DurableStore;
+export function createStore(options: SqliteStoreOptions): SqlStore;
 export function createStore(options: PostgresStoreOptions): PostgresStore;
-export function createStore(options: StoreOptions | PostgresStoreOptions): Store;
-/** The embedded store (the default), or PostgreSQL when a database URL is given. */
-export function createStore(options: StoreOptions | PostgresStoreOptions): Store {
-  return 'url' in options ? new PostgresStore(options) : new DurableStore(options);
+export function createStore(options: SqliteStoreOptions | PostgresStoreOptions): Store;
+/** The embedded store (SQLite in the data directory, the default), or PostgreSQL when a database URL is given. */
+export function createStore(options: SqliteStoreOptions | PostgresStoreOptions): Store {
+  return 'url' in options ? new PostgresStore(options) : createSqliteStore(options);
 }

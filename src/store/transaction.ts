@@ -18,7 +18,6 @@ import {
   type PutOptions,
   type RecordType,
   type StoredRecord,
-  type Tx,
 } from './types.js';
 
 const DELETED = null;
@@ -38,7 +37,8 @@ function serializeRecord(collection: string, record: unknown): string {
   return JSON.stringify(record);
 }
 
-export class Transaction implements Tx {
+/** The in-memory engine's transaction: the contract's `Tx`, answered synchronously (durable-store.ts wraps it). */
+export class Transaction {
   readonly ops: Op[] = [];
   /** Checked against the stored version once more by a shared database (src/store/postgres/). */
   readonly expectations: CasExpectation[] = [];

@@ -1,13 +1,13 @@
 // The store's contract. Every other module talks to the store through these types only.
 //
-// Semantics in one paragraph: all state lives in memory; `transact(fn)` runs `fn` synchronously
-// against the in-memory state, validates unique keys and compare-and-swap versions, applies the
-// changes at once (so a later transaction sees them — needed for dedup under concurrency), appends
-// the transaction to a write-ahead journal, and resolves only when that journal entry is durable
-// (write + fdatasync, group-committed with every other transaction of the same tick). A transaction
-// that throws applies nothing. A read that leads to an acknowledgement to an outsider must first
-// `await store.sync()` so it never acknowledges something that is not yet durable.
-
+// Semantics in one paragraph: every read and every transaction is asynchronous, so an engine may
+// answer from a database across the network. `transact(fn)` runs `fn` against a transaction that
+// sees its own writes; transactions on one store are serializable (each sees every transaction that
+// committed before it began, and none commits a decision made on a read another transaction changed
+// meanwhile); unique keys and compare-and-swap versions are checked; the promise resolves only once
+// the transaction is durable. A transaction that throws applies nothing. `fn` may run more than once
+// (an engine retries a transaction a concurrent one invalidated), so it must not act outside the
+// transaction: collect what to do afterwards and do it once `transact` resolved.
 export const COLLECTIONS = [
   'webhook_deliveries',
   'comment_triggers',
@@ -89,62 +89,65 @@ export interface PutOptions {
 }
 
 export interface Tx {
-  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined;
-  /** Whether `get` would find the key; for an archived record without reading it (only its key, on disk). */
-  has(collection: CollectionName, key: string): boolean;
-  /** Unique insert: throws `UniqueViolationError` when the key exists. */
-  insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): T;
-  /** Upsert, optionally compare-and-swap (throws `VersionConflictError`). Returns the stored record. */
-  put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): T;
-  delete(collection: CollectionName, key: string): void;
+  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined>;
+  /** Whether `get` would find the key; for an archived record without reading it. */
+  has(collection: CollectionName, key: string): Promise<boolean>;
   /**
-   * Moves the record (as of this transaction) to the cold tier: it leaves memory and `list`,
-   * `byIndex` and `count`, and stays readable by key through `get`. Writing or deleting the key
-   * later brings it back / removes it as usual. No-op for a missing or already archived key.
+   * `Store.list` and `Store.byIndex` inside the transaction: they see every transaction committed before
+   * this one (whether or not it is durable yet). Whether they see this transaction's own writes is up to
+   * the engine: read them before writing.
    */
-  archive(collection: CollectionName, key: string): void;
+  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]>;
+  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): Promise<T[]>;
+  /** Unique insert: rejects with `UniqueViolationError` when the key exists. */
+  insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<T>;
+  /** Upsert, optionally compare-and-swap (rejects with `VersionConflictError`). Resolves to the stored record. */
+  put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): Promise<T>;
+  delete(collection: CollectionName, key: string): Promise<void>;
+  /**
+   * Archives the record (as of this transaction): it leaves `list`, `byIndex` and `count`, and stays
+   * readable by key through `get`. Writing or deleting the key later brings it back / removes it as
+   * usual. No-op for a missing or already archived key.
+   */
+  archive(collection: CollectionName, key: string): Promise<void>;
   /** Append-only: events are never updated or deleted. */
-  appendAudit(event: AuditEventInput): AuditEvent;
+  appendAudit(event: AuditEventInput): Promise<AuditEvent>;
   /**
-   * One compact journal op standing for the records and audit events a derived-record format
-   * (src/store/derived/) expands it to — in memory now, at replay, and in compaction alike. Each key
-   * it stands for is inserted (UniqueViolationError if it exists). Returns the first audit seq it took.
+   * The records and audit events a derived-record format (src/store/derived/) expands `payload` to,
+   * each key inserted (UniqueViolationError if it exists). Resolves to the first audit seq it took.
    */
-  derive(format: string, payload: Record<string, unknown>): number;
+  derive(format: string, payload: Record<string, unknown>): Promise<number>;
 }
 
 export interface StoreStats {
-  journalBytes: number;
-  segments: number;
-  lastCheckpointSeq: number;
   commits: number;
   /** Durable batches written (group commits). */
   batches: number;
 }
 
 export interface Store {
+  /** Where the store lives, for messages: a folder, a file or a database. */
   readonly dir: string;
-  /** Load the checkpoint and replay the journal. A torn last journal line (crash mid-write) is dropped. */
   open(): Promise<void>;
   /** Flush and close; after this every call rejects. */
   close(): Promise<void>;
-  /** A hot or archived record (an archived one is read from disk). */
-  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined;
+  /** A hot or archived record. */
+  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined>;
   /** All hot (not archived) records of a collection, optionally filtered. Order: insertion order. */
-  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[];
-  /** Hot records whose `field` equals `value`, through a maintained secondary index (see `indexes` option). */
-  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): T[];
+  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]>;
+  /** Hot records whose `field` equals `value`, in insertion order. */
+  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): Promise<T[]>;
   /** Hot records of a collection. */
-  count(collection: CollectionName): number;
+  count(collection: CollectionName): Promise<number>;
   /** Archived records of a collection. */
-  archivedCount(collection: CollectionName): number;
-  /** Every archived record of a collection, read from disk one at a time (no particular order). */
-  scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): Iterable<T>;
-  /** Archived events come from disk, recent ones from memory; the result is in seq order either way. */
-  audit(query?: AuditQuery): AuditEvent[];
-  /** Runs fn synchronously; applies atomically; resolves once durable. Rejects with the thrown error (nothing applied) or with `StoreUnavailableError`. */
-  transact<R>(fn: (tx: Tx) => R): Promise<R>;
-  /** Resolves once everything applied so far is durable. */
+  archivedCount(collection: CollectionName): Promise<number>;
+  /** Every archived record of a collection, one at a time (no particular order). */
+  scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): AsyncIterable<T>;
+  /** Audit events matching the query, in seq order. */
+  audit(query?: AuditQuery): Promise<AuditEvent[]>;
+  /** Runs fn in a transaction; applies atomically; resolves once durable. Rejects with fn's error (nothing applied) or `StoreUnavailableError`. */
+  transact<R>(fn: (tx: Tx) => Promise<R> | R): Promise<R>;
+  /** Resolves once everything committed so far is durable. */
   sync(): Promise<void>;
   stats(): StoreStats;
 }

@@ -27,11 +27,11 @@ export function taskKind(machine: typeof taskMachine = taskMachine): ActorKind<t
   };
 }
 
-function projectTask(tx: Tx, change: PersistedChange): void {
+async function projectTask(tx: Tx, change: PersistedChange): Promise<void> {
   const ctx = change.snapshot.context as TaskContext;
-  const task = tx.get<TaskRecord>('tasks', ctx.taskId);
+  const task = await tx.get<TaskRecord>('tasks', ctx.taskId);
   if (!task) throw new Error(`task record ${ctx.taskId} missing for ${change.actorId}`);
-  tx.put<TaskRecord>(
+  await tx.put<TaskRecord>(
     'tasks',
     ctx.taskId,
     {

@@ -54,16 +54,16 @@ export function taskWithExcerptOnly(task: TaskRecord): TaskRecord {
 
 type FollowUp = NonNullable<TaskRecord['followUps']>[number];
 
-function storeOnce(tx: Tx, key: string, taskId: string, text: string, at: string): void {
-  if (tx.get(TASK_TEXTS, key) === undefined) tx.insert<TaskTextRecord>(TASK_TEXTS, key, { key, taskId, text, createdAt: at });
-  tx.archive(TASK_TEXTS, key);
+async function storeOnce(tx: Tx, key: string, taskId: string, text: string, at: string): Promise<void> {
+  if ((await tx.get(TASK_TEXTS, key)) === undefined) await tx.insert<TaskTextRecord>(TASK_TEXTS, key, { key, taskId, text, createdAt: at });
+  await tx.archive(TASK_TEXTS, key);
 }
 
 /** The task record to insert: a long instruction moved to `task_texts` (inside the same transaction). */
-export function taskWithTextStoredOnce(tx: Tx, task: TaskRecord): TaskRecord {
+export async function taskWithTextStoredOnce(tx: Tx, task: TaskRecord): Promise<TaskRecord> {
   if (task.instruction.length <= INLINE_TEXT_LIMIT) return task;
   const key = `${task.taskId}:instruction`;
-  storeOnce(tx, key, task.taskId, task.instruction, task.createdAt);
+  await storeOnce(tx, key, task.taskId, task.instruction, task.createdAt);
   return { ...task, instruction: task.instruction.slice(0, INLINE_TEXT_LIMIT), instructionRef: key, instructionLength: task.instruction.length };
 }
 
@@ -77,24 +77,24 @@ export function taskWithTextDropped(task: TaskRecord): TaskRecord {
 }
 
 /** A follow-up entry for the task record: a long body moved to `task_texts`. */
-export function followUpWithTextStoredOnce(tx: Tx, taskId: string, entry: FollowUp): FollowUp {
+export async function followUpWithTextStoredOnce(tx: Tx, taskId: string, entry: FollowUp): Promise<FollowUp> {
   if (entry.body.length <= INLINE_TEXT_LIMIT) return entry;
   const key = `${taskId}:follow-up:${entry.commentId}`;
-  storeOnce(tx, key, taskId, entry.body, entry.at);
+  await storeOnce(tx, key, taskId, entry.body, entry.at);
   return { ...entry, body: entry.body.slice(0, INLINE_TEXT_LIMIT), bodyRef: key };
 }
 
 /** The task with its instruction and follow-up bodies whole (read back from `task_texts`). */
-export function withFullTexts(store: Pick<Store, 'get'>, task: TaskRecord): TaskRecord {
-  const full = (ref: string | undefined, inline: string): string => {
+export async function withFullTexts(store: Pick<Store, 'get'>, task: TaskRecord): Promise<TaskRecord> {
+  const full = async (ref: string | undefined, inline: string): Promise<string> => {
     if (typeof ref !== 'string') return inline;
-    return store.get<TaskTextRecord>(TASK_TEXTS, ref)?.text ?? inline;
+    return (await store.get<TaskTextRecord>(TASK_TEXTS, ref))?.text ?? inline;
   };
   const hasRefs = typeof task.instructionRef === 'string' || (task.followUps ?? []).some((f) => typeof f.bodyRef === 'string');
   if (!hasRefs) return task;
   return {
     ...task,
-    instruction: full(task.instructionRef, task.instruction),
-    ...(task.followUps ? { followUps: task.followUps.map((f) => ({ ...f, body: full(f.bodyRef, f.body) })) } : {}),
+    instruction: await full(task.instructionRef, task.instruction),
+    ...(task.followUps ? { followUps: await Promise.all(task.followUps.map(async (f) => ({ ...f, body: await full(f.bodyRef, f.body) }))) } : {}),
   };
 }

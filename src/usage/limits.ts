@@ -17,13 +17,13 @@ export function configuredLimits(config: LimitsConfig): UsageLimits {
 
 type Reader = Pick<Store, 'get'> | Pick<Tx, 'get'>;
 
-export function repoOverride(reader: Reader, repoKey: string): RepoLimitsRecord | undefined {
+export function repoOverride(reader: Reader, repoKey: string): Promise<RepoLimitsRecord | undefined> {
   return reader.get<RepoLimitsRecord>('usage', limitsKey(repoKey));
 }
 
 /** The configured limits with the repository's override applied. */
-export function effectiveLimits(global: UsageLimits, reader: Reader, repoKey: string): UsageLimits {
-  const override = repoOverride(reader, repoKey);
+export async function effectiveLimits(global: UsageLimits, reader: Reader, repoKey: string): Promise<UsageLimits> {
+  const override = await repoOverride(reader, repoKey);
   if (!override) return { ...global };
   const out: UsageLimits = { ...global };
   for (const name of LIMIT_NAMES) {

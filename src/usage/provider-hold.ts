@@ -90,19 +90,18 @@ export function isProviderLimitError(error: unknown): boolean {
   return false;
 }
 
-export function createProviderHold(options: ProviderHoldOptions): ProviderHold {
+/** Reads the stored hold once, then answers from memory. */
+export async function createProviderHold(options: ProviderHoldOptions): Promise<ProviderHold> {
   const { store } = options;
   const now = options.now ?? Date.now;
   const listeners = new Set<() => void>();
   let writes: Promise<unknown> = Promise.resolve();
 
-  // The record as this process knows it: updated synchronously (the executor asks for the hold's
-  // end right after a turn was refused), written to the store in order behind it.
-  let state: ProviderHoldRecord | null | undefined;
-  const current = (): ProviderHoldRecord | undefined => {
-    if (state === undefined) state = store.get<ProviderHoldRecord>('control', PROVIDER_HOLD_KEY) ?? null;
-    return state ?? undefined;
-  };
+  // The record as this process knows it: read from the store here, then updated synchronously (the
+  // executor asks for the hold's end right after a turn was refused), written to the store in order
+  // behind it.
+  let state: ProviderHoldRecord | null = (await store.get<ProviderHoldRecord>('control', PROVIDER_HOLD_KEY)) ?? null;
+  const current = (): ProviderHoldRecord | undefined => state ?? undefined;
 
   function save(patch: Partial<ProviderHoldRecord>): void {
     const prev = current();
@@ -119,10 +118,10 @@ export function createProviderHold(options: ProviderHoldOptions): ProviderHold {
     const started = patch.heldUntil !== undefined && patch.heldUntil !== null && patch.heldUntil !== prev?.heldUntil;
     writes = writes
       .then(() =>
-        store.transact((tx) => {
-          tx.put('control', PROVIDER_HOLD_KEY, next);
+        store.transact(async (tx) => {
+          await tx.put('control', PROVIDER_HOLD_KEY, next);
           if (started) {
-            tx.appendAudit({
+            await tx.appendAudit({
               action: 'provider.hold',
               actor: 'system:provider_hold',
               level: 'alert',

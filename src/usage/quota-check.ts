@@ -24,45 +24,45 @@ export interface QuotaSubject {
 
 export interface QuotaPort {
   /** A refusal when a new task would exceed a daily quota, else null. Reads only. */
-  check(tx: Pick<Tx, 'get'>, who: QuotaSubject, at: Date): QuotaRefusal | null;
+  check(tx: Pick<Tx, 'get'>, who: QuotaSubject, at: Date): Promise<QuotaRefusal | null>;
   /** Counts a task accepted now (same transaction as the task). */
-  countAccepted(tx: Tx, who: QuotaSubject, at: Date): void;
+  countAccepted(tx: Tx, who: QuotaSubject, at: Date): Promise<void>;
   /** Counts a refused mention (same transaction as the refusal). */
-  countRefused(tx: Tx, who: QuotaSubject, at: Date): void;
+  countRefused(tx: Tx, who: QuotaSubject, at: Date): Promise<void>;
 }
 
-function day(tx: Pick<Tx, 'get'>, scope: UsageScope, subject: string, at: Date): UsageDayRecord {
+async function day(tx: Pick<Tx, 'get'>, scope: UsageScope, subject: string, at: Date): Promise<UsageDayRecord> {
   const d = utcDay(at);
-  return tx.get<UsageDayRecord>('usage', dayKey(d, scope, subject)) ?? emptyDay(d, scope, subject, at);
+  return (await tx.get<UsageDayRecord>('usage', dayKey(d, scope, subject))) ?? emptyDay(d, scope, subject, at);
 }
 
-function bump(tx: Tx, scope: UsageScope, subject: string, at: Date, field: 'tasks' | 'refused'): void {
-  const cur = day(tx, scope, subject, at);
-  tx.put<UsageDayRecord>('usage', cur.key, { ...cur, [field]: cur[field] + 1, updatedAt: at.toISOString() });
+async function bump(tx: Tx, scope: UsageScope, subject: string, at: Date, field: 'tasks' | 'refused'): Promise<void> {
+  const cur = await day(tx, scope, subject, at);
+  await tx.put<UsageDayRecord>('usage', cur.key, { ...cur, [field]: cur[field] + 1, updatedAt: at.toISOString() });
 }
 
 export function createQuotaCheck(options: { limits: UsageLimits }): QuotaPort {
   return {
-    check(tx, who, at) {
-      const limits = effectiveLimits(options.limits, tx, who.repoKey);
+    async check(tx, who, at) {
+      const limits = await effectiveLimits(options.limits, tx, who.repoKey);
       const retryAt = nextUtcDay(at).toISOString();
       if (limits.userTasksPerDay !== undefined) {
-        const used = day(tx, 'user', who.login, at).tasks;
+        const used = (await day(tx, 'user', who.login, at)).tasks;
         if (used >= limits.userTasksPerDay) return { code: 'quota_user_tasks_per_day', limit: limits.userTasksPerDay, used, retryAt };
       }
       if (limits.repoTokensPerDay !== undefined) {
-        const used = day(tx, 'repo', who.repoKey, at).totalTokens;
+        const used = (await day(tx, 'repo', who.repoKey, at)).totalTokens;
         if (used >= limits.repoTokensPerDay) return { code: 'quota_repo_tokens_per_day', limit: limits.repoTokensPerDay, used, retryAt };
       }
       return null;
     },
-    countAccepted(tx, who, at) {
-      bump(tx, 'user', who.login, at, 'tasks');
-      bump(tx, 'repo', who.repoKey, at, 'tasks');
+    async countAccepted(tx, who, at) {
+      await bump(tx, 'user', who.login, at, 'tasks');
+      await bump(tx, 'repo', who.repoKey, at, 'tasks');
     },
-    countRefused(tx, who, at) {
-      bump(tx, 'user', who.login, at, 'refused');
-      bump(tx, 'repo', who.repoKey, at, 'refused');
+    async countRefused(tx, who, at) {
+      await bump(tx, 'user', who.login, at, 'refused');
+      await bump(tx, 'repo', who.repoKey, at, 'refused');
     },
   };
 }

@@ -1,16 +1,18 @@
 // Usage accounting and per-task budgets for Codex turns, plugged into the session
 // manager as `TurnUsageHooks`:
 // - `beforeTurn`: a task already at a limit gets no new turn; otherwise how long this turn may run
-//   before the task's wall-time budget is spent;
+//   before the task's wall-time budget is spent, and its token budget as the turn starts;
 // - `observe`: every notification of the running turn. `thread/tokenUsage/updated` carries the
 //   thread's running `total` and the last response's `last`: the turn's tokens are the sum of `last`
 //   over updates whose `total` moved (Codex repeats the last figures when a request is refused, which
-//   must not count twice). When the task's tokens cross its budget the turn is to be interrupted;
+//   must not count twice). When the task's tokens cross the budget `beforeTurn` read, the turn is to
+//   be interrupted;
 //   `turn/diff/updated` gives the turn's diff (only its size is kept, on the turn record; codex 0.171
 //   sends none for a file the agent wrote with its shell tool);
 // - `classifyFailure`: a provider rate limit (see provider-hold.ts);
 // - `recordTurn`: in the transaction that ends the turn, its usage on the turn record, the task's
-//   sums on the task record, and the day's sums per repository and per user.
+//   sums on the task record, and the day's sums per repository and per user; `turnRecorded` once
+//   that transaction committed (the transaction may run more than once: it changes nothing else).
 // - `countPublishedDiff`: the task's and the day's `diffBytes` are the bytes of the changes the task
 //   published (whatever tool wrote them), counted in the transaction that verifies the publish.
 import type { CodexNotification } from '../codex/jsonrpc-connection.js';
@@ -50,14 +52,33 @@ export interface TurnGate {
   refuse?: BudgetCode;
   /** The most this turn may run before the task's wall-time budget is spent; null = no such limit. */
   maxMs: number | null;
+  /**
+   * The task's token budget as the turn starts: the limit and the tokens its earlier turns used
+   * (only the end of a turn adds to them). `observe` checks against it; absent = no such limit.
+   */
+  tokens?: { limit: number; usedBefore: number };
 }
 
-/** What the session manager calls; every method is synchronous and never throws on bad input. */
+export interface TurnInfo {
+  model: string | null;
+  wallMs: number;
+  stoppedBy: string | null;
+}
+
+/**
+ * What the session manager calls. `observe` and `classifyFailure` are synchronous (once per
+ * notification) and never throw on bad input; `beforeTurn` reads the store, `recordTurn` writes in
+ * the caller's transaction.
+ */
 export interface TurnUsageHooks {
-  beforeTurn(task: TaskRecord): TurnGate;
-  observe(task: TaskRecord, turnKey: string, n: CodexNotification): BudgetCode | null;
+  beforeTurn(task: TaskRecord): Promise<TurnGate>;
+  /** `gate`: what `beforeTurn` answered for this turn. */
+  observe(task: TaskRecord, turnKey: string, n: CodexNotification, gate: TurnGate): BudgetCode | null;
   classifyFailure(error: unknown): string | null;
-  recordTurn(tx: Tx, task: TaskRecord, turnKey: string, info: { model: string | null; wallMs: number; stoppedBy: string | null }): void;
+  /** Writes only through `tx`: the transaction may run more than once. */
+  recordTurn(tx: Tx, task: TaskRecord, turnKey: string, info: TurnInfo): Promise<void>;
+  /** Once the transaction that called `recordTurn` committed: forgets the turn and tells `events`. */
+  turnRecorded(task: TaskRecord, turnKey: string, info: TurnInfo): void;
 }
 
 export interface UsageEvents {
@@ -96,11 +117,11 @@ export function taskUsageOf(task: { usage?: TaskUsage | undefined }): TaskUsage 
   return task.usage ?? { ...ZERO_TOKENS, turns: 0, wallMs: 0, diffBytes: 0, model: null };
 }
 
-function bumpDay(tx: Tx, scope: UsageScope, subject: string, at: Date, fn: (r: UsageDayRecord) => UsageDayRecord): void {
+async function bumpDay(tx: Tx, scope: UsageScope, subject: string, at: Date, fn: (r: UsageDayRecord) => UsageDayRecord): Promise<void> {
   const day = utcDay(at);
   const key = dayKey(day, scope, subject);
-  const cur = tx.get<UsageDayRecord>('usage', key) ?? emptyDay(day, scope, subject, at);
-  tx.put<UsageDayRecord>('usage', key, { ...fn(cur), updatedAt: at.toISOString() });
+  const cur = (await tx.get<UsageDayRecord>('usage', key)) ?? emptyDay(day, scope, subject, at);
+  await tx.put<UsageDayRecord>('usage', key, { ...fn(cur), updatedAt: at.toISOString() });
 }
 
 /**
@@ -108,19 +129,19 @@ function bumpDay(tx: Tx, scope: UsageScope, subject: string, at: Date, fn: (r: U
  * and author. The caller calls it once per publish, in the transaction that records the publish as
  * verified (src/publish/publisher.ts), so a retried or restarted publish never counts twice.
  */
-export function countPublishedDiff(tx: Tx, taskId: string, diff: DiffSize, at: Date): void {
-  const t = tx.get<TaskRecord>('tasks', taskId);
+export async function countPublishedDiff(tx: Tx, taskId: string, diff: DiffSize, at: Date): Promise<void> {
+  const t = await tx.get<TaskRecord>('tasks', taskId);
   if (!t) return;
   const prev = taskUsageOf(t);
-  tx.put<TaskRecord>('tasks', taskId, { ...t, usage: { ...prev, diffBytes: prev.diffBytes + diff.bytes } });
+  await tx.put<TaskRecord>('tasks', taskId, { ...t, usage: { ...prev, diffBytes: prev.diffBytes + diff.bytes } });
   const add = (r: UsageDayRecord): UsageDayRecord => addCounts(r, { ...ZERO_COUNTS, diffBytes: diff.bytes });
-  bumpDay(tx, 'repo', t.repoKey, at, add);
-  bumpDay(tx, 'user', t.author, at, add);
+  await bumpDay(tx, 'repo', t.repoKey, at, add);
+  await bumpDay(tx, 'user', t.author, at, add);
 }
 
 export function createUsageAccounting(options: UsageAccountingOptions): TurnUsageHooks & {
   /** Tokens of the task so far, including the running turn (for tests and the admin view). */
-  liveTokens(taskId: string): number;
+  liveTokens(taskId: string): Promise<number>;
 } {
   const { store } = options;
   const now = options.now ?? (() => new Date());
@@ -135,22 +156,26 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
     if (!m) meters.set(turnKey, (m = { tokens: { ...ZERO_TOKENS }, diff: null }));
     return m;
   };
+  // The turn's meter as it stands, without creating one (recordTurn may run more than once).
+  const meterFor = (turnKey: string): Meter => meters.get(turnKey) ?? { tokens: { ...ZERO_TOKENS }, diff: null };
+  const usageOf = (m: Meter, info: TurnInfo): TurnUsage => ({ ...m.tokens, model: info.model, wallMs: info.wallMs, diff: m.diff });
 
   return {
-    beforeTurn(task) {
-      const limits = limitsFor(task.repoKey);
-      const used = taskUsageOf(store.get<TaskRecord>('tasks', task.taskId) ?? task);
+    async beforeTurn(task) {
+      const limits = await limitsFor(task.repoKey);
+      const used = taskUsageOf((await store.get<TaskRecord>('tasks', task.taskId)) ?? task);
       if (limits.taskTurns !== undefined && used.turns >= limits.taskTurns) return { refuse: 'budget_task_turns', maxMs: null };
       if (limits.taskTokens !== undefined && used.totalTokens >= limits.taskTokens) return { refuse: 'budget_task_tokens', maxMs: null };
+      const tokens = limits.taskTokens !== undefined ? { tokens: { limit: limits.taskTokens, usedBefore: used.totalTokens } } : {};
       if (limits.taskWallMs !== undefined) {
         const left = limits.taskWallMs - used.wallMs;
         if (left <= 0) return { refuse: 'budget_task_wall_time', maxMs: null };
-        return { maxMs: left };
+        return { maxMs: left, ...tokens };
       }
-      return { maxMs: null };
+      return { maxMs: null, ...tokens };
     },
 
-    observe(task, turnKey, n) {
+    observe(task, turnKey, n, gate) {
       taskOfTurn.set(turnKey, task.taskId);
       if (n.method === 'turn/diff/updated' && typeof n.params?.diff === 'string') {
         meterOf(turnKey).diff = diffSize(n.params.diff);
@@ -165,25 +190,21 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
       threadTotals.set(threadId, total.totalTokens);
       const m = meterOf(turnKey);
       m.tokens = addTokens(m.tokens, last);
-      const limit = limitsFor(task.repoKey).taskTokens;
-      if (limit === undefined) return null;
-      const before = taskUsageOf(store.get<TaskRecord>('tasks', task.taskId) ?? task).totalTokens;
-      return before + m.tokens.totalTokens > limit ? 'budget_task_tokens' : null;
+      if (!gate.tokens) return null;
+      return gate.tokens.usedBefore + m.tokens.totalTokens > gate.tokens.limit ? 'budget_task_tokens' : null;
     },
 
     classifyFailure(error) {
       return options.providerHold?.classifyTurnError(error) ?? null;
     },
 
-    recordTurn(tx, task, turnKey, info) {
-      const m = meters.get(turnKey) ?? { tokens: { ...ZERO_TOKENS }, diff: null };
-      meters.delete(turnKey);
-      taskOfTurn.delete(turnKey);
+    async recordTurn(tx, task, turnKey, info) {
       const at = now();
-      const usage: TurnUsage = { ...m.tokens, model: info.model, wallMs: info.wallMs, diff: m.diff };
-      const turn = tx.get<TurnRecord>('turns', turnKey);
-      if (turn) tx.put<TurnRecord>('turns', turnKey, { ...turn, usage });
-      const t = tx.get<TaskRecord>('tasks', task.taskId);
+      const m = meterFor(turnKey);
+      const usage = usageOf(m, info);
+      const turn = await tx.get<TurnRecord>('turns', turnKey);
+      if (turn) await tx.put<TurnRecord>('turns', turnKey, { ...turn, usage });
+      const t = await tx.get<TaskRecord>('tasks', task.taskId);
       if (t) {
         const prev = taskUsageOf(t);
         const next: TaskUsage = {
@@ -193,7 +214,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
           diffBytes: prev.diffBytes,
           model: info.model ?? prev.model,
         };
-        tx.put<TaskRecord>('tasks', task.taskId, { ...t, usage: next });
+        await tx.put<TaskRecord>('tasks', task.taskId, { ...t, usage: next });
       }
       const turnCounts: UsageCounts = {
         ...ZERO_COUNTS,
@@ -203,13 +224,19 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
         budgetStops: info.stoppedBy ? 1 : 0,
       };
       const add = (r: UsageDayRecord): UsageDayRecord => addCounts(r, turnCounts);
-      bumpDay(tx, 'repo', task.repoKey, at, add);
-      bumpDay(tx, 'user', task.author, at, add);
+      await bumpDay(tx, 'repo', task.repoKey, at, add);
+      await bumpDay(tx, 'user', task.author, at, add);
+    },
+
+    turnRecorded(task, turnKey, info) {
+      const usage = usageOf(meterFor(turnKey), info);
+      meters.delete(turnKey);
+      taskOfTurn.delete(turnKey);
       options.events?.onTurnRecorded?.(usage, task, info.stoppedBy);
     },
 
-    liveTokens(taskId) {
-      let n = taskUsageOf(store.get<TaskRecord>('tasks', taskId) ?? {}).totalTokens;
+    async liveTokens(taskId) {
+      let n = taskUsageOf((await store.get<TaskRecord>('tasks', taskId)) ?? {}).totalTokens;
       for (const [turnKey, m] of meters) if (taskOfTurn.get(turnKey) === taskId) n += m.tokens.totalTokens;
       return n;
     },

@@ -18,10 +18,10 @@ export function registerUsageMetrics(registry: Registry, store: Pick<Store, 'byI
   const wall = new Counter({ name: 'ccweb_codex_turn_wall_seconds_total', help: 'Wall time of recorded Codex turns', registers });
   const stops = new Counter({ name: 'ccweb_task_budget_stops_total', help: 'Turns interrupted because a per-task limit was crossed, by limit', labelNames: ['limit'] as const, registers });
   const today = (field: 'totalTokens' | 'tasks' | 'refused') =>
-    function (this: Gauge<'repo'>) {
+    async function (this: Gauge<'repo'>) {
       this.reset();
       try {
-        for (const r of store.byIndex<UsageDayRecord>('usage', 'day', utcDay(now()))) if (r.scope === 'repo') this.set({ repo: r.subject }, r[field]);
+        for (const r of await store.byIndex<UsageDayRecord>('usage', 'day', utcDay(now()))) if (r.scope === 'repo') this.set({ repo: r.subject }, r[field]);
       } catch {
         // store closed: report nothing rather than fail the scrape
       }

@@ -23,7 +23,7 @@ function emptyRow(subject: string): UsageRow {
 }
 
 /** The last `days` UTC days up to and including `now`'s. */
-export function usageReport(store: Pick<Store, 'byIndex'>, now: Date, days = 7): UsageReport {
+export async function usageReport(store: Pick<Store, 'byIndex'>, now: Date, days = 7): Promise<UsageReport> {
   const list: string[] = [];
   for (let i = days - 1; i >= 0; i--) list.push(utcDay(now.getTime() - i * 86_400_000));
   const repos = new Map<string, UsageRow>();
@@ -32,7 +32,7 @@ export function usageReport(store: Pick<Store, 'byIndex'>, now: Date, days = 7):
   let totals = ZERO_COUNTS;
   for (const day of list) {
     let dayRow = ZERO_COUNTS;
-    for (const r of store.byIndex<UsageDayRecord>('usage', 'day', day)) {
+    for (const r of await store.byIndex<UsageDayRecord>('usage', 'day', day)) {
       const map = r.scope === 'repo' ? repos : users;
       map.set(r.subject, addCounts(map.get(r.subject) ?? emptyRow(r.subject), r));
       if (r.scope === 'repo') dayRow = addCounts(dayRow, r);
@@ -45,13 +45,13 @@ export function usageReport(store: Pick<Store, 'byIndex'>, now: Date, days = 7):
 }
 
 /** Per-repository overrides, for the limits view. */
-export function repoOverrides(store: Pick<Store, 'list'>): RepoLimitsRecord[] {
+export function repoOverrides(store: Pick<Store, 'list'>): Promise<RepoLimitsRecord[]> {
   return store.list<RepoLimitsRecord>('usage', (r) => typeof r.repoKey === 'string' && String(r.key).startsWith('limits:'));
 }
 
-export function limitsView(global: UsageLimits, store: Pick<Store, 'list'>): Record<string, unknown> {
+export async function limitsView(global: UsageLimits, store: Pick<Store, 'list'>): Promise<Record<string, unknown>> {
   return {
     configured: global,
-    repositories: repoOverrides(store).map((r) => ({ repoKey: r.repoKey, limits: r.limits, updatedBy: r.updatedBy, updatedAt: r.updatedAt, version: r.version })),
+    repositories: (await repoOverrides(store)).map((r) => ({ repoKey: r.repoKey, limits: r.limits, updatedBy: r.updatedBy, updatedAt: r.updatedAt, version: r.version })),
   };
 }

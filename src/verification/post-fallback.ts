@@ -22,7 +22,7 @@ export interface PostFallbackDeps {
   /** The verifier's read (reply-lookup.ts), audited under `step`. */
   lookUp: (task: TaskRecord, input: QueryReplyInput, step: string) => Promise<ReplyMatch>;
   /** When the verified turn started (epoch ms): the fallback check looks from there. */
-  turnStartOf: (turnKey: string) => number;
+  turnStartOf: (turnKey: string) => Promise<number>;
 }
 
 /** The `<turnKey>:reply` row while the fallback POST is in flight. */
@@ -68,8 +68,8 @@ export function fallbackFailedAudit(input: Pick<PostFallbackInput, 'turnKey' | '
   };
 }
 
-function taskOf(store: Store, taskId: string): TaskRecord {
-  const task = store.get<TaskRecord>('tasks', taskId);
+async function taskOf(store: Store, taskId: string): Promise<TaskRecord> {
+  const task = await store.get<TaskRecord>('tasks', taskId);
   if (!task) throw new VerificationStepError('task_missing', `task ${taskId} not found`);
   return task;
 }
@@ -78,23 +78,23 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   const { store } = deps;
   const actorId = verifierActorId(input.turnKey);
   const key = replyCommentKey(input.turnKey);
-  const task = taskOf(store, input.taskId);
+  const task = await taskOf(store, input.taskId);
   // A task stopped (or stopping) while the verifier waited must not get an answer posted on its behalf.
   if (isTerminalTaskState(task.state) || task.state === 'aborting') throw new VerificationStepError('task_stopped', `task is ${task.state}`);
 
   // Check, then act: a comment that is already there (ours before a restart, or a late retry turn) is adopted.
-  const existing = await deps.lookUp(task, { ...input, botLogin: deps.botLogin, since: deps.turnStartOf(input.turnKey) }, 'fallback_check');
+  const existing = await deps.lookUp(task, { ...input, botLogin: deps.botLogin, since: await deps.turnStartOf(input.turnKey) }, 'fallback_check');
   if (existing.first) {
     const commentId = existing.first.id;
-    await store.transact((tx) => {
-      const cur = tx.get<CommentRecord>('comments', key);
-      if (cur) tx.put<CommentRecord>('comments', key, { ...cur, status: cur.status === 'confirmed' ? 'confirmed' : 'sent', commentId, updatedAt: new Date().toISOString() });
-      tx.appendAudit({ action: 'reply.fallback_adopted', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey } });
+    await store.transact(async (tx) => {
+      const cur = await tx.get<CommentRecord>('comments', key);
+      if (cur) await tx.put<CommentRecord>('comments', key, { ...cur, status: cur.status === 'confirmed' ? 'confirmed' : 'sent', commentId, updatedAt: new Date().toISOString() });
+      await tx.appendAudit({ action: 'reply.fallback_adopted', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey } });
     });
     return { posted: true, commentId };
   }
 
-  const turn = store.get<TurnRecord>('turns', input.turnKey);
+  const turn = await store.get<TurnRecord>('turns', input.turnKey);
   // A turn that asked the user something: its question is what must land, not the final message
   // (which ends with the waiting line meant for the service).
   const text = typeof turn?.question === 'string' && turn.question.trim() !== '' ? turn.question : turn?.finalMessage;
@@ -114,9 +114,9 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   }
   const body = replyBodyWithMarker(text, input.marker);
   const bodyHash = bodyHashOf(body);
-  await store.transact((tx) => {
-    tx.put<CommentRecord>('comments', key, fallbackIntentRecord(input, turn, bodyHash, tx.get<CommentRecord>('comments', key), new Date().toISOString()));
-    tx.appendAudit({
+  await store.transact(async (tx) => {
+    await tx.put<CommentRecord>('comments', key, fallbackIntentRecord(input, turn, bodyHash, await tx.get<CommentRecord>('comments', key), new Date().toISOString()));
+    await tx.appendAudit({
       action: 'reply.fallback_intent',
       actor: 'system',
       actorId,
@@ -130,17 +130,17 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   try {
     commentId = (await deps.gitea.createIssueComment(task.owner, task.repo, task.resource.number, body)).id;
   } catch (error) {
-    await store.transact((tx) => {
-      const cur = tx.get<CommentRecord>('comments', key);
-      if (cur) tx.put<CommentRecord>('comments', key, { ...cur, status: 'failed', errorCode: verificationErrorCodeOf(error), updatedAt: new Date().toISOString() });
-      tx.appendAudit(fallbackFailedAudit(input, error));
+    await store.transact(async (tx) => {
+      const cur = await tx.get<CommentRecord>('comments', key);
+      if (cur) await tx.put<CommentRecord>('comments', key, { ...cur, status: 'failed', errorCode: verificationErrorCodeOf(error), updatedAt: new Date().toISOString() });
+      await tx.appendAudit(fallbackFailedAudit(input, error));
     });
     throw error;
   }
-  await store.transact((tx) => {
-    const cur = tx.get<CommentRecord>('comments', key);
-    if (cur) tx.put<CommentRecord>('comments', key, { ...cur, status: 'sent', commentId, updatedAt: new Date().toISOString() });
-    tx.appendAudit({ action: 'reply.fallback_result', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey, ok: true } });
+  await store.transact(async (tx) => {
+    const cur = await tx.get<CommentRecord>('comments', key);
+    if (cur) await tx.put<CommentRecord>('comments', key, { ...cur, status: 'sent', commentId, updatedAt: new Date().toISOString() });
+    await tx.appendAudit({ action: 'reply.fallback_result', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey, ok: true } });
   });
   return { posted: true, commentId };
 }

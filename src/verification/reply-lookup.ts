@@ -58,8 +58,11 @@ export async function lookUpReply(deps: ReplyLookupDeps, task: TaskRecord, input
     );
     throw error;
   }
-  await store.transact((tx) => {
-    tx.appendAudit({
+  // The extras this verifier recorded before, read ahead of the transaction (a transaction reads only
+  // through its tx); the verifier's steps run one at a time, so none is recorded in between.
+  const known = match.extras.length === 0 ? [] : await store.audit({ actorId });
+  await store.transact(async (tx) => {
+    await tx.appendAudit({
       action: 'reply.query_result',
       actor: 'system',
       actorId,
@@ -68,8 +71,8 @@ export async function lookUpReply(deps: ReplyLookupDeps, task: TaskRecord, input
       metadata: { turnKey: input.turnKey, step, ok: true, found: match.first !== undefined },
     });
     if (match.extras.length === 0) return;
-    for (const extra of unrecordedExtras(match.extras, store.audit({ actorId }))) {
-      tx.appendAudit({
+    for (const extra of unrecordedExtras(match.extras, known)) {
+      await tx.appendAudit({
         action: 'reply.extra_comment',
         actor: 'system',
         actorId,

@@ -94,22 +94,22 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
   const lookupDeps = { store, gitea, sinceMarginMs: options.sinceMarginMs ?? BOT_COMMENT_SINCE_MARGIN_MS };
   const follower = createVerifierFollower({ store, runtime: rt, log });
 
-  function taskOf(taskId: string): TaskRecord {
-    const task = store.get<TaskRecord>('tasks', taskId);
+  async function taskOf(taskId: string): Promise<TaskRecord> {
+    const task = await store.get<TaskRecord>('tasks', taskId);
     if (!task) throw new VerificationStepError('task_missing', `task ${taskId} not found`);
     return task;
   }
 
   async function queryReply(input: QueryReplyInput): Promise<QueryReplyOutput> {
-    const step = rt().stateOf(verifierActorId(input.turnKey))?.state ?? 'query';
-    const match = await lookUpReply(lookupDeps, taskOf(input.taskId), input, step);
+    const step = (await rt().stateOf(verifierActorId(input.turnKey)))?.state ?? 'query';
+    const match = await lookUpReply(lookupDeps, await taskOf(input.taskId), input, step);
     return match.first ? { found: true, commentId: match.first.id } : { found: false };
   }
 
-  function turnStartOf(turnKey: string): number {
-    const ctx = rt().stateOf(verifierActorId(turnKey))?.context as ReplyVerifierContext | undefined;
+  async function turnStartOf(turnKey: string): Promise<number> {
+    const ctx = (await rt().stateOf(verifierActorId(turnKey)))?.context as ReplyVerifierContext | undefined;
     if (ctx) return ctx.turnStartedAt;
-    const turn = store.get<TurnRecord>('turns', turnKey);
+    const turn = await store.get<TurnRecord>('turns', turnKey);
     return turn ? Date.parse(turn.startedAt) : Number.NaN;
   }
 
@@ -140,16 +140,18 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
     kind,
     replyRetryPrompt,
     questionRetryPrompt,
-    verify({ task, turn: given, runReplyRetryTurn }) {
-      const turn = verifiedTurnOf(given, store.byIndex<TurnRecord>('turns', 'taskId', given.taskId));
+    async verify({ task, turn: given, runReplyRetryTurn }) {
+      // Only a retry turn needs the task's other turns; a normal turn follows at once, before any read,
+      // so a re-attachment asked for in the same turn of the event loop joins this follow.
+      const turn = given.kind === 'reply_retry' ? verifiedTurnOf(given, await store.byIndex<TurnRecord>('turns', 'taskId', given.taskId)) : given;
       return follower.follow(turn.turnKey, async () => {
         const actorId = verifierActorId(turn.turnKey);
-        if (!rt().stateOf(actorId)) {
+        if (!(await rt().stateOf(actorId))) {
           try {
             await rt().create(VERIFIER_KIND, actorId, verifierInput(task, turn, botLogin), { taskId: task.taskId, by: 'system' });
           } catch (error) {
             // Another caller created it first: follow that one.
-            if (!rt().stateOf(actorId)) throw error;
+            if (!(await rt().stateOf(actorId))) throw error;
           }
           log('verifier started', { actorId, taskId: task.taskId });
         }

@@ -128,10 +128,14 @@ export function createVerifierFollower(deps: {
       const unsubscribe = rt().onTransition((n) => {
         if (n.actorId === actorId) consider(n.toState, n.context);
       });
-      const check = (settle: boolean) => {
+      const fail = (err: unknown) => finish(() => reject(err));
+      const check = async (settle: boolean): Promise<void> => {
         if (done) return;
-        const current = rt().stateOf(actorId);
-        const start = attachStart(current, rt().has(actorId));
+        const current = await rt().stateOf(actorId);
+        const running = await rt().has(actorId);
+        // A transition seen meanwhile may have settled it already.
+        if (done) return;
+        const start = attachStart(current, running);
         if (start === 'missing') {
           finish(() => reject(new VerificationStepError('verifier_missing', `no verifier ${actorId}`)));
           return;
@@ -139,7 +143,7 @@ export function createVerifierFollower(deps: {
         if (start === 'not_running') {
           // Another caller's create may be between its transaction and `start()`: look once more later.
           if (settle) {
-            void store.sync().then(() => setImmediate(() => check(false)), (err: unknown) => finish(() => reject(err)));
+            void store.sync().then(() => setImmediate(() => void check(false).catch(fail)), fail);
             return;
           }
           finish(() => reject(new VerificationStepError('verifier_not_restored', `${actorId} is stored but not running: call runtime.restoreAll() first`)));
@@ -147,7 +151,7 @@ export function createVerifierFollower(deps: {
         }
         consider(current!.state, current!.context);
       };
-      check(true);
+      check(true).catch(fail);
     });
   }
 

@@ -57,12 +57,12 @@ export function verdictAudit(ctx: ReplyVerifierContext, toState: string, actorId
 }
 
 /** Writes the `<turnKey>:reply` row and the verdict event with the verifier's final transition. */
-export function projectVerifier(tx: Tx, change: PersistedChange): void {
+export async function projectVerifier(tx: Tx, change: PersistedChange): Promise<void> {
   if (!FINAL_VERIFIER_STATES.has(change.toState) || change.fromState === change.toState) return;
   const ctx = change.snapshot.context as ReplyVerifierContext;
   const key = replyCommentKey(ctx.turnKey);
-  const current = tx.get<CommentRecord>('comments', key);
-  const turn = tx.get<TurnRecord>('turns', ctx.turnKey);
-  tx.put<CommentRecord>('comments', key, verdictRecord(ctx, change.toState, current, turn, new Date().toISOString()));
-  tx.appendAudit(verdictAudit(ctx, change.toState, change.actorId));
+  const current = await tx.get<CommentRecord>('comments', key);
+  const turn = await tx.get<TurnRecord>('turns', ctx.turnKey);
+  await tx.put<CommentRecord>('comments', key, verdictRecord(ctx, change.toState, current, turn, new Date().toISOString()));
+  await tx.appendAudit(verdictAudit(ctx, change.toState, change.actorId));
 }

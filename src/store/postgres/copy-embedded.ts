@@ -6,9 +6,8 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DurableStore } from '../durable-store.js';
 import type { Op } from '../memory-state.js';
-import { COLLECTIONS, StoreError, type AuditEvent, type Store, type StoredRecord } from '../types.js';
+import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type Store, type StoredRecord } from '../types.js';
 import { databaseClient, unreachable } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { LogWriter } from './log-writer.js';
@@ -27,32 +26,37 @@ const OPS_PER_LINE = 500;
 const AUDIT_PAGE = 5000;
 
 /** Every record and audit event of a store, in a fixed order, hashed. */
-export function storeDigest(store: Store): string {
+export async function storeDigest(store: Store): Promise<string> {
   const hash = createHash('sha256');
   for (const collection of COLLECTIONS) {
     const rows: [string, string][] = [];
-    for (const r of store.list(collection)) rows.push(['h', JSON.stringify(r)]);
-    for (const r of store.scanArchived(collection)) rows.push(['c', JSON.stringify(r)]);
+    for (const r of await store.list(collection)) rows.push(['h', JSON.stringify(r)]);
+    for await (const r of store.scanArchived(collection)) rows.push(['c', JSON.stringify(r)]);
     rows.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
     hash.update(`${collection}\n`);
     for (const [tier, json] of rows) hash.update(`${tier}${json}\n`);
   }
-  for (const event of allAudit(store)) hash.update(`a${JSON.stringify(event)}\n`);
+  for await (const event of allAudit(store)) hash.update(`a${JSON.stringify(event)}\n`);
   return hash.digest('hex');
 }
 
-function* allAudit(store: Store): Generator<AuditEvent> {
+async function* allAudit(store: Store): AsyncGenerator<AuditEvent> {
   let after = 0;
   for (;;) {
-    const page = store.audit({ afterSeq: after, limit: AUDIT_PAGE });
+    const page = await store.audit({ afterSeq: after, limit: AUDIT_PAGE });
     if (page.length === 0) return;
     yield* page;
     after = page.at(-1)!.seq;
   }
 }
 
+/** What the copy reads of the source: any embedded store (SQLite, or an earlier version's journal store). */
+export type CopySource = Store & {
+  entries(collection: CollectionName): Iterable<[string, StoredRecord, boolean]> | AsyncIterable<[string, StoredRecord, boolean]>;
+};
+
 export async function copyEmbeddedStore(
-  source: DurableStore,
+  source: CopySource,
   options: { url: string; nodeId: string; version: string; onProgress?: (line: string) => void },
 ): Promise<CopySummary> {
   const where = describeDatabase(options.url);
@@ -92,7 +96,7 @@ export async function copyEmbeddedStore(
   try {
     for (const collection of COLLECTIONS) {
       const counts = { hot: 0, archived: 0 };
-      for (const [key, record, archived] of source.entries<StoredRecord>(collection)) {
+      for await (const [key, record, archived] of source.entries(collection)) {
         ops.push([archived ? 'c' : 'p', collection, key, record, true] as Op);
         counts[archived ? 'archived' : 'hot'] += 1;
         await flush(false);
@@ -100,7 +104,7 @@ export async function copyEmbeddedStore(
       summary.records[collection] = counts;
       options.onProgress?.(`${collection}: ${counts.hot} record(s), ${counts.archived} archived`);
     }
-    for (const event of allAudit(source)) {
+    for await (const event of allAudit(source)) {
       ops.push(['a', event]);
       summary.auditEvents += 1;
       await flush(false);
@@ -117,8 +121,8 @@ export async function copyEmbeddedStore(
   const check = new PostgresStore({ dir: join(dir, 'replica'), url: options.url, nodeId: options.nodeId, version: options.version });
   try {
     await check.open();
-    const expected = storeDigest(source);
-    const found = storeDigest(check);
+    const expected = await storeDigest(source);
+    const found = await storeDigest(check);
     if (expected !== found) throw new StoreError('migration_mismatch', `the copy in ${where} does not read back as the source store (digest ${found.slice(0, 12)} ≠ ${expected.slice(0, 12)})`);
     summary.digest = found;
   } finally {

@@ -1,6 +1,6 @@
-// The store on PostgreSQL. The contract is the embedded store's, unchanged (src/store/types.ts):
-// reads are synchronous and a transaction's body runs synchronously against memory, so nothing in
-// the service knows which engine it runs on. Memory here is a replica of the database: a
+// The store on PostgreSQL, behind the store's contract (src/store/types.ts): reads answer from
+// memory and a transaction's body runs against it, so nothing in the service knows which engine it
+// runs on. Memory here is a replica of the database: a
 // DurableStore in the node's data directory (its journal unsynced: the database, not the disk, is
 // what makes a commit durable) whose every commit goes to PostgreSQL first (log-writer.ts) and is
 // acknowledged only once PostgreSQL has committed it.
@@ -330,7 +330,7 @@ export class PostgresStore implements Store {
   /** Only other nodes' lines are applied here (this node's own commits reach the replica through transact). */
   #tellOthersCommitted(auditBefore: number): void {
     if (this.#othersCommitted.size === 0 || this.#replica.lastAuditSeq <= auditBefore) return;
-    const events = this.#replica.audit({ afterSeq: auditBefore });
+    const events = this.#replica.auditNow({ afterSeq: auditBefore });
     const listeners = [...this.#othersCommitted];
     // Not while this node may hold the cluster's commit lock (a catch-up before its own batch).
     setImmediate(() => {
@@ -364,35 +364,35 @@ export class PostgresStore implements Store {
     await this.#writer.close();
   }
 
-  get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): T | undefined {
+  async get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined> {
     return this.#replica.get<T>(collection, key);
   }
 
-  list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): T[] {
+  async list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]> {
     return this.#replica.list<T>(collection, filter);
   }
 
-  byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): T[] {
+  async byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): Promise<T[]> {
     return this.#replica.byIndex<T>(collection, field, value);
   }
 
-  count(collection: CollectionName): number {
+  async count(collection: CollectionName): Promise<number> {
     return this.#replica.count(collection);
   }
 
-  archivedCount(collection: CollectionName): number {
+  async archivedCount(collection: CollectionName): Promise<number> {
     return this.#replica.archivedCount(collection);
   }
 
-  scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): Iterable<T> {
+  scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): AsyncIterable<T> {
     return this.#replica.scanArchived<T>(collection);
   }
 
-  audit(query?: AuditQuery): AuditEvent[] {
+  async audit(query?: AuditQuery): Promise<AuditEvent[]> {
     return this.#replica.audit(query);
   }
 
-  transact<R>(fn: (tx: Tx) => R): Promise<R> {
+  transact<R>(fn: (tx: Tx) => R | Promise<R>): Promise<R> {
     if (!this.#many) return this.#replica.transact(fn);
     const refused = this.#closing ? new StoreUnavailableError('store closed') : (this.#broken ?? this.#writer.failure);
     if (refused) return Promise.reject(refused);

@@ -1,0 +1,125 @@
+// PostgreSQL through pg: a pool of connections; each transaction runs on one of them between BEGIN
+// and COMMIT (a COMMIT returns once PostgreSQL has made it durable). A transaction the database
+// aborts as a serialization failure or a deadlock is run again, from the start.
+import pg from 'pg';
+import { describeDatabase } from '../postgres/database-url.js';
+import { StoreUnavailableError, UniqueViolationError, type CollectionName } from '../types.js';
+import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
+
+export interface PostgresOptions {
+  url: string;
+  /** Connections in the pool. Default 10. */
+  max?: number;
+  /** What this node's connections say they are in pg_stat_activity. */
+  applicationName?: string;
+}
+
+/** serialization_failure, deadlock_detected: the transaction may be run again as it is. */
+const RETRYABLE = new Set(['40001', '40P01']);
+const MAX_ATTEMPTS = 5;
+
+/** `?` placeholders as PostgreSQL's `$n` (the store's SQL has no `?` inside its literals). */
+export function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+// Rows come back as text for JSON (the store parses and freezes records itself) and as numbers for
+// bigint (sequence numbers stay far below 2^53).
+const TYPES = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') => {
+    if (oid === pg.types.builtins.JSON || oid === pg.types.builtins.JSONB) return (value: string) => value;
+    if (oid === pg.types.builtins.INT8) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+
+export class PostgresConnection implements SqlConnection {
+  readonly dialect = 'postgres' as const;
+  readonly #pool: pg.Pool;
+  readonly #where: string;
+  #closed = false;
+  commits = 0;
+  batches = 0;
+
+  constructor(options: PostgresOptions) {
+    this.#where = describeDatabase(options.url);
+    this.#pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.max ?? 10,
+      types: TYPES,
+      ...(options.applicationName ? { application_name: options.applicationName } : {}),
+      // A connection that stops answering (a half-open link) is given up instead of holding its rows.
+      keepAlive: true,
+      connectionTimeoutMillis: 10_000,
+    });
+    // An idle connection the server dropped: the next query on the pool opens another.
+    this.#pool.on('error', () => undefined);
+  }
+
+  async read(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+    this.#assertOpen();
+    const result = await this.#pool.query(numbered(sql), params as unknown[]).catch((error: unknown) => {
+      throw this.#mapped(error);
+    });
+    return result.rows as Row[];
+  }
+
+  async transaction<R>(fn: (session: SqlSession) => Promise<R>): Promise<R> {
+    this.#assertOpen();
+    const client = await this.#pool.connect().catch((error: unknown) => {
+      throw this.#mapped(error);
+    });
+    let broken = false;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const session: SqlSession = {
+          all: async (sql, params = []) => (await client.query(numbered(sql), params as unknown[])).rows as Row[],
+          run: async (sql, params = []) => (await client.query(numbered(sql), params as unknown[])).rowCount ?? 0,
+        };
+        await client.query('BEGIN');
+        try {
+          const result = await fn(session);
+          await client.query('COMMIT');
+          this.commits += 1;
+          this.batches += 1;
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+          const code = (error as { code?: string }).code;
+          if (!broken && code !== undefined && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) continue;
+          throw this.#mapped(error);
+        }
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async sync(): Promise<void> {
+    // Every transaction resolved only after its COMMIT returned: nothing is waiting to be made durable.
+    this.#assertOpen();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.end();
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new StoreUnavailableError('store closed');
+  }
+
+  /** A unique key PostgreSQL refused as the store's own error; a lost connection as unavailability. */
+  #mapped(error: unknown): unknown {
+    const e = error as { code?: string; table?: string; detail?: string; message?: string };
+    if (e.code === '23505' && e.table) return new UniqueViolationError(e.table as CollectionName, /\(key\)=\((.*)\) already exists/.exec(e.detail ?? '')?.[1] ?? '');
+    const lost =
+      (typeof e.code === 'string' && (e.code.startsWith('08') || e.code.startsWith('57P') || /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|HOSTUNREACH)$/.test(e.code))) ||
+      /Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? '');
+    return lost ? new StoreUnavailableError(`store unavailable: ${this.#where}: ${e.message ?? String(error)}`) : error;
+  }
+}

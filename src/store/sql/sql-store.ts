@@ -1,0 +1,421 @@
+// The store on a SQL database. One table per collection — `ord` (insertion order, kept across
+// updates), `key` (unique), `archived`, `body` (the record's JSON) — with an expression index on
+// each field the service looks records up by; one `audit` table whose `seq` the database assigns.
+// Reads are queries; a transaction is the database's own.
+import { randomUUID } from 'node:crypto';
+import { expandDerived } from '../derived/index.mjs';
+import { frozenJsonCopy } from '../plain-json.js';
+import {
+  COLLECTIONS,
+  StoreUnavailableError,
+  UniqueViolationError,
+  VersionConflictError,
+  type AuditEvent,
+  type AuditEventInput,
+  type AuditQuery,
+  type CollectionName,
+  type PutOptions,
+  type RecordType,
+  type Store,
+  type StoreStats,
+  type StoredRecord,
+  type Tx,
+} from '../types.js';
+import { jsonField, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
+import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
+
+export interface SqlStoreOptions {
+  /** Where the store lives, for messages. */
+  dir: string;
+  /** Fields looked up by `byIndex`, per collection: each gets an index. */
+  indexes?: Partial<Record<CollectionName, string[]>>;
+  connect: () => Promise<SqlConnection> | SqlConnection;
+  /** Called once the connection is closed (a lock of the data directory is released here). */
+  onClose?: () => void;
+}
+
+const COLLECTION_SET: ReadonlySet<string> = new Set(COLLECTIONS);
+const FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function table(collection: string): string {
+  if (!COLLECTION_SET.has(collection)) throw new TypeError(`unknown collection ${JSON.stringify(collection)}`);
+  return `"${collection}"`;
+}
+
+/** A record as JSON.parse gives it, frozen all the way down (records handed out are never copies to mutate). */
+function parseFrozen<T>(text: unknown): T {
+  return JSON.parse(String(text), (_key, value: unknown) => (value !== null && typeof value === 'object' ? Object.freeze(value) : value)) as T;
+}
+
+/** An audit event from its stored body (without `seq`) and its seq, fields in the order appendAudit gives them. */
+export function auditEvent(body: Omit<AuditEvent, 'seq'>, seq: number): AuditEvent {
+  const { eventId, timestamp, ...input } = body;
+  return Object.freeze({ ...input, eventId, seq, timestamp });
+}
+
+function auditFromRow(row: Row): AuditEvent {
+  return auditEvent(parseFrozen<Omit<AuditEvent, 'seq'>>(row['body']), Number(row['seq']));
+}
+
+function recordText(collection: string, record: unknown): string {
+  if (record === null || typeof record !== 'object' || Array.isArray(record)) throw new TypeError(`${collection}: a record must be a plain object`);
+  return JSON.stringify(record);
+}
+
+function checkKey(collection: string, key: string): void {
+  if (typeof key !== 'string' || key === '') throw new TypeError(`${collection}: key must be a non-empty string`);
+}
+
+function checkAudit(input: AuditEventInput): void {
+  if (typeof input?.action !== 'string' || input.action === '') throw new TypeError('audit: action is required');
+  if (typeof input.actor !== 'string' || input.actor === '') throw new TypeError('audit: actor is required');
+}
+
+export class SqlStore implements Store {
+  readonly dir: string;
+  readonly #options: SqlStoreOptions;
+  #connection: SqlConnection | undefined;
+  #phase: 'new' | 'open' | 'closed' = 'new';
+  #dialect: Dialect = 'sqlite';
+  /** Transactions that wrote something, and the connection's batches before this store's own began. */
+  #commits = 0;
+  #batchesBefore = 0;
+
+  constructor(options: SqlStoreOptions) {
+    this.dir = options.dir;
+    this.#options = options;
+    for (const [collection, fields] of Object.entries(options.indexes ?? {})) {
+      table(collection);
+      for (const field of fields ?? []) if (!FIELD.test(field)) throw new TypeError(`${collection}: index field ${JSON.stringify(field)} is not a plain name`);
+    }
+  }
+
+  async open(): Promise<void> {
+    if (this.#phase !== 'new') throw new StoreUnavailableError(`store cannot be opened twice (${this.#phase})`);
+    try {
+      const connection = await this.#options.connect();
+      this.#dialect = connection.dialect;
+      this.#connection = connection;
+      await this.#migrate(connection);
+      this.#batchesBefore = connection.batches;
+      this.#phase = 'open';
+    } catch (error) {
+      this.#phase = 'closed';
+      await this.#connection?.close().catch(() => undefined);
+      this.#options.onClose?.();
+      throw error;
+    }
+  }
+
+  /** Creates what is missing; refuses a database a newer version wrote. */
+  async #migrate(connection: SqlConnection): Promise<void> {
+    const statements = schemaStatements(connection.dialect, this.#options.indexes ?? {});
+    await connection.transaction(async (session) => {
+      for (const statement of statements) await session.run(statement);
+      const rows = await session.all(`SELECT value FROM store_meta WHERE name = 'schema'`);
+      const found = rows[0] ? Number(rows[0]['value']) : undefined;
+      if (found === undefined) await session.run(`INSERT INTO store_meta (name, value) VALUES ('schema', ?)`, [String(SCHEMA_VERSION)]);
+      else if (found > SCHEMA_VERSION) throw new StoreUnavailableError(`the store in ${this.dir} has schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION}): run that version`);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#phase === 'closed') return;
+    const wasOpen = this.#phase === 'open';
+    this.#phase = 'closed';
+    if (wasOpen) await this.#connection!.close();
+    this.#options.onClose?.();
+  }
+
+  async get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined> {
+    const rows = await this.#read(`SELECT body FROM ${table(collection)} WHERE key = ?`, [key]);
+    return rows[0] ? parseFrozen<T>(rows[0]['body']) : undefined;
+  }
+
+  async list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]> {
+    return listOf((sql, params) => this.#read(sql, params), collection, filter);
+  }
+
+  async byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): Promise<T[]> {
+    return byIndexOf((sql, params) => this.#read(sql, params), this.#dialect, collection, field, value);
+  }
+
+  async count(collection: CollectionName): Promise<number> {
+    const rows = await this.#read(`SELECT count(*) AS n FROM ${table(collection)} WHERE archived = 0`);
+    return Number(rows[0]!['n']);
+  }
+
+  async archivedCount(collection: CollectionName): Promise<number> {
+    const rows = await this.#read(`SELECT count(*) AS n FROM ${table(collection)} WHERE archived = 1`);
+    return Number(rows[0]!['n']);
+  }
+
+  /** Every record of a collection with its key and whether it is archived, in insertion order. */
+  async *entries<T extends RecordType = StoredRecord>(collection: CollectionName): AsyncGenerator<[key: string, record: T, archived: boolean]> {
+    let after = 0;
+    for (;;) {
+      const rows = await this.#read(`SELECT ord, key, archived, body FROM ${table(collection)} WHERE ord > ? ORDER BY ord LIMIT 500`, [after]);
+      if (rows.length === 0) return;
+      for (const row of rows) yield [String(row['key']), parseFrozen<T>(row['body']), Number(row['archived']) === 1];
+      after = Number(rows.at(-1)!['ord']);
+    }
+  }
+
+  async *scanArchived<T extends RecordType = StoredRecord>(collection: CollectionName): AsyncGenerator<T> {
+    let after = 0;
+    for (;;) {
+      const rows = await this.#read(`SELECT ord, body FROM ${table(collection)} WHERE archived = 1 AND ord > ? ORDER BY ord LIMIT 500`, [after]);
+      if (rows.length === 0) return;
+      for (const row of rows) yield parseFrozen<T>(row['body']);
+      after = Number(rows.at(-1)!['ord']);
+    }
+  }
+
+  async audit(query: AuditQuery = {}): Promise<AuditEvent[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const equal = (column: string, value: unknown) => {
+      if (value === undefined) return;
+      where.push(`${column} = ?`);
+      params.push(value);
+    };
+    equal('task_id', query.taskId);
+    equal('delivery_id', query.deliveryId);
+    equal('actor_id', query.actorId);
+    if (query.afterSeq !== undefined) (where.push('seq > ?'), params.push(query.afterSeq));
+    if (query.from !== undefined) (where.push('ts >= ?'), params.push(query.from));
+    if (query.to !== undefined) (where.push('ts <= ?'), params.push(query.to));
+    if (query.level !== undefined) where.push(query.level === 'info' ? `(level IS NULL OR level = 'info')` : `level = '${query.level === 'alert' ? 'alert' : 'security'}'`);
+    const limit = query.limit !== undefined && Number.isFinite(query.limit) ? ` LIMIT ${Math.max(0, Math.floor(query.limit))}` : '';
+    const rows = await this.#read(`SELECT seq, body FROM audit${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY seq${limit}`, params);
+    return rows.map(auditFromRow);
+  }
+
+  async transact<R>(fn: (tx: Tx) => Promise<R> | R): Promise<R> {
+    const connection = this.#usable();
+    let wrote = false;
+    const result = await connection.transaction(async (session) => {
+      const tx = new SqlTx(session, this.#dialect);
+      try {
+        return await fn(tx);
+      } finally {
+        tx.finish();
+        wrote = tx.wrote;
+      }
+    });
+    if (wrote) this.#commits += 1;
+    return result;
+  }
+
+  async sync(): Promise<void> {
+    await this.#usable().sync();
+  }
+
+  /** Everything committed so far in the database file itself (SQLite: the WAL folded in and emptied). */
+  async checkpoint(): Promise<void> {
+    await this.#usable().checkpoint?.();
+  }
+
+  /**
+   * Writes records and audit events exactly as given — keys, archived flags, audit seqs, ids and times —
+   * in one transaction: how `migrate-store` fills an empty store from an earlier engine's data.
+   */
+  async importRows(rows: ReadonlyArray<{ collection: CollectionName; key: string; record: StoredRecord; archived: boolean }>, events: readonly AuditEvent[]): Promise<void> {
+    await this.#usable().transaction(async (session) => {
+      for (const row of rows) {
+        checkKey(row.collection, row.key);
+        await session.run(`INSERT INTO ${table(row.collection)} (key, archived, body) VALUES (?, ?, ?)`, [row.key, row.archived ? 1 : 0, recordText(row.collection, row.record)]);
+      }
+      for (const event of events) {
+        const { seq, ...body } = event;
+        await session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+          seq,
+          event.taskId ?? null,
+          event.deliveryId ?? null,
+          event.actorId ?? null,
+          event.level ?? null,
+          event.timestamp,
+          JSON.stringify(body),
+        ]);
+      }
+    });
+  }
+
+  stats(): StoreStats {
+    return { commits: this.#commits, batches: (this.#connection?.batches ?? 0) - this.#batchesBefore };
+  }
+
+  #usable(): SqlConnection {
+    if (this.#phase === 'closed') throw new StoreUnavailableError('store closed');
+    if (this.#phase !== 'open') throw new StoreUnavailableError('store not open');
+    return this.#connection!;
+  }
+
+  #read(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+    return this.#usable().read(sql, params);
+  }
+}
+
+type Query = (sql: string, params?: readonly unknown[]) => Promise<Row[]>;
+
+async function listOf<T>(query: Query, collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]> {
+  const rows = await query(`SELECT body FROM ${table(collection)} WHERE archived = 0 ORDER BY ord`);
+  const records = rows.map((row) => parseFrozen<T>(row['body']));
+  return filter ? records.filter(filter) : records;
+}
+
+async function byIndexOf<T>(query: Query, dialect: Dialect, collection: CollectionName, field: string, value: string | number): Promise<T[]> {
+  if (!FIELD.test(field)) throw new TypeError(`${collection}: ${JSON.stringify(field)} is not a field name`);
+  // Compared as JSON text, the form the expression index holds: a string matches a string only.
+  const rows = await query(`SELECT body FROM ${table(collection)} WHERE archived = 0 AND ${jsonField(dialect, field)} = ? ORDER BY ord`, [JSON.stringify(value)]);
+  return rows.map((row) => parseFrozen<T>(row['body']));
+}
+
+class SqlTx implements Tx {
+  readonly #session: SqlSession;
+  readonly #dialect: Dialect;
+  #finished = false;
+  /** Whether anything was written (a transaction that only read is no commit). */
+  wrote = false;
+
+  constructor(session: SqlSession, dialect: Dialect) {
+    this.#session = session;
+    this.#dialect = dialect;
+  }
+
+  finish(): void {
+    this.#finished = true;
+  }
+
+  async get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined> {
+    this.#assertOpen();
+    const rows = await this.#session.all(`SELECT body FROM ${table(collection)} WHERE key = ?${this.#forUpdate()}`, [key]);
+    return rows[0] ? parseFrozen<T>(rows[0]['body']) : undefined;
+  }
+
+  async has(collection: CollectionName, key: string): Promise<boolean> {
+    this.#assertOpen();
+    const rows = await this.#session.all(`SELECT 1 AS found FROM ${table(collection)} WHERE key = ?`, [key]);
+    return rows.length > 0;
+  }
+
+  async list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]> {
+    this.#assertOpen();
+    return listOf((sql, params) => this.#session.all(sql, params), collection, filter);
+  }
+
+  async byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): Promise<T[]> {
+    this.#assertOpen();
+    return byIndexOf((sql, params) => this.#session.all(sql, params), this.#dialect, collection, field, value);
+  }
+
+  async insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<T> {
+    this.#assertWrite();
+    checkKey(collection, key);
+    const text = recordText(collection, record);
+    const changed = await this.#session.run(`INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, 0, ?) ON CONFLICT (key) DO NOTHING`, [key, text]);
+    if (changed === 0) throw new UniqueViolationError(collection, key);
+    return frozenJsonCopy(record, text);
+  }
+
+  async put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): Promise<T> {
+    this.#assertWrite();
+    checkKey(collection, key);
+    let stored: T = record;
+    if (options.expectVersion !== undefined) {
+      const field = options.versionField ?? 'version';
+      const current = await this.get<StoredRecord>(collection, key);
+      const actual = current?.[field];
+      // An absent record never matches: creation goes through insert.
+      if (typeof actual !== 'number' || actual !== options.expectVersion) {
+        throw new VersionConflictError(collection, key, options.expectVersion, typeof actual === 'number' ? actual : undefined);
+      }
+      stored = { ...record, [field]: options.expectVersion + 1 };
+    }
+    const text = recordText(collection, stored);
+    // Writing an archived key brings it back.
+    await this.#session.run(
+      `INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, 0, ?) ON CONFLICT (key) DO UPDATE SET body = excluded.body, archived = 0`,
+      [key, text],
+    );
+    return frozenJsonCopy(stored, text);
+  }
+
+  async delete(collection: CollectionName, key: string): Promise<void> {
+    this.#assertWrite();
+    await this.#session.run(`DELETE FROM ${table(collection)} WHERE key = ?`, [key]);
+  }
+
+  async archive(collection: CollectionName, key: string): Promise<void> {
+    this.#assertWrite();
+    await this.#session.run(`UPDATE ${table(collection)} SET archived = 1 WHERE key = ? AND archived = 0`, [key]);
+  }
+
+  async appendAudit(input: AuditEventInput): Promise<AuditEvent> {
+    this.#assertWrite();
+    checkAudit(input);
+    const event = { ...input, eventId: `audit-${randomUUID()}`, timestamp: new Date().toISOString() };
+    const text = JSON.stringify(event);
+    const rows = await this.#session.all(
+      'INSERT INTO audit (task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq',
+      [input.taskId ?? null, input.deliveryId ?? null, input.actorId ?? null, input.level ?? null, event.timestamp, text],
+    );
+    // What a read gives back: a frozen copy of the text stored, never the caller's objects.
+    return auditEvent(parseFrozen<Omit<AuditEvent, 'seq'>>(text), Number(rows[0]!['seq']));
+  }
+
+  async derive(format: string, payload: Record<string, unknown>): Promise<number> {
+    this.#assertWrite();
+    const a0 = (await this.#lastAuditSeq()) + 1;
+    const ops = expandDerived(format, { ...payload, a0 });
+    // Every key is checked before any is written, so a refused derive leaves the transaction as it was.
+    for (const op of ops) {
+      if (op[0] !== 'a' && (await this.has(op[1] as CollectionName, op[2]))) throw new UniqueViolationError(op[1] as CollectionName, op[2]);
+    }
+    let expectedSeq = a0;
+    for (const op of ops) {
+      if (op[0] === 'a') {
+        const event = op[1];
+        // The seqs taken must be exactly the ones the format used.
+        if (event.seq !== expectedSeq) throw new Error(`derived record ${format}: audit seq ${event.seq} is not ${expectedSeq}`);
+        expectedSeq += 1;
+        const { seq: _seq, ...body } = event;
+        await this.#session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+          event.seq,
+          event.taskId ?? null,
+          event.deliveryId ?? null,
+          event.actorId ?? null,
+          event.level ?? null,
+          event.timestamp,
+          JSON.stringify(body),
+        ]);
+        continue;
+      }
+      const [kind, collection, key, record] = op;
+      await this.insert(collection as CollectionName, key, record);
+      if (kind === 'c') await this.archive(collection as CollectionName, key);
+    }
+    return a0;
+  }
+
+  async #lastAuditSeq(): Promise<number> {
+    const rows =
+      this.#dialect === 'sqlite'
+        ? await this.#session.all(`SELECT seq FROM sqlite_sequence WHERE name = 'audit'`)
+        : await this.#session.all('SELECT coalesce(max(seq), 0) AS seq FROM audit');
+    return Number(rows[0]?.['seq'] ?? 0);
+  }
+
+  #forUpdate(): string {
+    return this.#dialect === 'postgres' ? ' FOR UPDATE' : '';
+  }
+
+  #assertOpen(): void {
+    if (this.#finished) throw new StoreUnavailableError('transaction already finished');
+  }
+
+  #assertWrite(): void {
+    this.#assertOpen();
+    this.wrote = true;
+  }
+}

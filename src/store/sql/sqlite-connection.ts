@@ -1,0 +1,183 @@
+// SQLite (sqlite-driver.ts says through which binding): two connections to one file. The writer holds one write
+// transaction per event-loop turn (group commit: every transaction of the turn is a savepoint in it,
+// and one COMMIT — one fsync of the WAL — makes them all durable). The reader answers reads outside
+// transactions from the last committed state, so nobody outside a transaction sees a transaction
+// half done or one that is not yet durable.
+import { StoreUnavailableError } from '../types.js';
+import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
+import { sqliteBinding, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
+
+export interface SqliteOptions {
+  file: string;
+  /** Test hook: runs before each COMMIT; throwing simulates an I/O failure of the batch. */
+  beforeCommit?: () => void;
+}
+
+
+/**
+ * The write-ahead log's size once a checkpoint has folded it in: SQLite checkpoints every 1,000 pages
+ * (≈ 4 MiB) by itself, and truncates the log back to at most this (it would otherwise keep its
+ * largest size for good).
+ */
+export const WAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
+
+function statements(db: SqliteDatabase) {
+  const cache = new Map<string, SqliteStatement>();
+  return (sql: string): SqliteStatement => {
+    let statement = cache.get(sql);
+    if (!statement) cache.set(sql, (statement = db.prepare(sql)));
+    return statement;
+  };
+}
+
+export class SqliteConnection implements SqlConnection {
+  readonly dialect = 'sqlite' as const;
+  readonly #writer: SqliteDatabase;
+  readonly #reader: SqliteDatabase;
+  readonly #write: (sql: string) => SqliteStatement;
+  readonly #read: (sql: string) => SqliteStatement;
+  readonly #beforeCommit: (() => void) | undefined;
+  /** Transactions run one after another; this is the tail of that line. */
+  #line: Promise<unknown> = Promise.resolve();
+  /** The batch the write transaction now open belongs to: resolved by its COMMIT. */
+  #batch: { done: Promise<void>; resolve: () => void; reject: (error: Error) => void } | undefined;
+  #failure: StoreUnavailableError | undefined;
+  #closed = false;
+  commits = 0;
+  batches = 0;
+
+  constructor(options: SqliteOptions) {
+    const { open } = sqliteBinding();
+    this.#writer = open(options.file, { readonly: false });
+    // WAL: readers never wait for the writer. synchronous=FULL: a COMMIT returns once the WAL is
+    // fsynced, so an acknowledged transaction survives a power loss, not only a process crash.
+    this.#writer.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}; PRAGMA foreign_keys = OFF`);
+    this.#reader = open(options.file, { readonly: true });
+    this.#write = statements(this.#writer);
+    this.#read = statements(this.#reader);
+    this.#beforeCommit = options.beforeCommit;
+  }
+
+  /** DDL, outside any batch. */
+  exec(sql: string): void {
+    this.#writer.exec(sql);
+  }
+
+  async read(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+    this.#assertUsable();
+    return this.#read(sql).all(...params) as Row[];
+  }
+
+  transaction<R>(fn: (session: SqlSession) => Promise<R>): Promise<R> {
+    // The line holds the next transaction back only while this one's body runs, not until its
+    // batch is durable: the bodies of one turn share that batch.
+    const body = this.#line.then(() => this.#runBody(fn));
+    this.#line = body.catch(() => undefined);
+    return body.then(async ({ result, durable }) => {
+      await durable;
+      return result;
+    });
+  }
+
+  async #runBody<R>(fn: (session: SqlSession) => Promise<R>): Promise<{ result: R; durable: Promise<void> }> {
+    this.#assertUsable();
+    const batch = this.#openBatch();
+    const write = this.#write;
+    const session: SqlSession = {
+      all: async (sql, params = []) => write(sql).all(...params) as Row[],
+      run: async (sql, params = []) => Number(write(sql).run(...params).changes),
+    };
+    this.#writer.exec('SAVEPOINT tx');
+    let result: R;
+    try {
+      result = await fn(session);
+    } catch (error) {
+      this.#writer.exec('ROLLBACK TO tx; RELEASE tx');
+      throw error;
+    }
+    this.#writer.exec('RELEASE tx');
+    this.commits += 1;
+    return { result, durable: batch };
+  }
+
+  /** The open batch's commit, opening one (and scheduling its COMMIT after this turn) if none is open. */
+  #openBatch(): Promise<void> {
+    if (this.#batch) return this.#batch.done;
+    this.#writer.exec('BEGIN IMMEDIATE');
+    let resolve!: () => void;
+    let reject!: (error: Error) => void;
+    const done = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    done.catch(() => undefined);
+    this.#batch = { done, resolve, reject };
+    // Queued behind the transactions already waiting, so they join this batch.
+    setImmediate(() => {
+      this.#line = this.#line.then(() => this.#commit());
+    });
+    return done;
+  }
+
+  #commit(): void {
+    const batch = this.#batch;
+    if (!batch) return;
+    this.#batch = undefined;
+    try {
+      this.#beforeCommit?.();
+      this.#writer.exec('COMMIT');
+      this.batches += 1;
+      batch.resolve();
+    } catch (error) {
+      // The outcome of a failed COMMIT is unknown and a retried fsync can report success after the
+      // kernel dropped the data: the store stops, and a restart reads what reached the disk.
+      this.#failure = new StoreUnavailableError(`store unavailable: a commit failed (${(error as Error).message})`);
+      try {
+        this.#writer.exec('ROLLBACK');
+      } catch {
+        // the failed COMMIT ended the transaction already
+      }
+      batch.reject(this.#failure);
+    }
+  }
+
+  /**
+   * Folds the WAL into the database file and empties it (what SQLite does by itself every 1,000 pages):
+   * after it the file's size is the store's.
+   */
+  checkpoint(): Promise<void> {
+    const done = this.#line.then(() => {
+      // No body runs now: the open batch commits here (its scheduled COMMIT then finds nothing to do).
+      this.#commit();
+      this.#assertUsable();
+      this.#writer.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    });
+    this.#line = done.catch(() => undefined);
+    return done;
+  }
+
+  async sync(): Promise<void> {
+    this.#assertUsable();
+    await this.#line;
+    if (this.#batch) await this.#batch.done;
+    if (this.#failure) throw this.#failure;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.#line.catch(() => undefined);
+    if (this.#batch) await this.#batch.done.catch(() => undefined);
+    this.#closed = true;
+    this.#reader.close();
+    this.#writer.close();
+  }
+
+  get failure(): StoreUnavailableError | undefined {
+    return this.#failure;
+  }
+
+  #assertUsable(): void {
+    if (this.#closed) throw new StoreUnavailableError('store closed');
+    if (this.#failure) throw this.#failure;
+  }
+}
