@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
  */
 const STORE_CONFORMANCE = [
   'test/unit/store.test.ts',
+  'test/unit/store-journal.test.ts',
   'test/unit/store-cold.test.ts',
   'test/unit/store-derived.test.ts',
   'test/unit/store-fresh-insert.test.ts',

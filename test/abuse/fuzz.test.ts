@@ -83,10 +83,10 @@ describe('abuse: hostile requests against the real service', () => {
 
     const store = createStore({ dir: join(cfg.CCWEB_DATA_DIR!, 'store'), indexes: STORE_INDEXES });
     await store.open();
-    const counts = Object.fromEntries(COLLECTIONS.map((c) => [c, store.count(c) + store.archivedCount(c)]));
-    const actorKinds = store.list<{ kind: string }>('actors').map((a) => a.kind);
-    const audit = store.audit();
-    const securityEventRecords = store.list<{ kind: string; count: number }>('security_events');
+    const counts = Object.fromEntries(await Promise.all(COLLECTIONS.map(async (c) => [c, (await store.count(c)) + (await store.archivedCount(c))] as const)));
+    const actorKinds = (await store.list<{ kind: string }>('actors')).map((a) => a.kind);
+    const audit = await store.audit();
+    const securityEventRecords = await store.list<{ kind: string; count: number }>('security_events');
     await store.close();
 
     // Per category: statuses seen, and anything outside what the case allows.

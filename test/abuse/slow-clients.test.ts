@@ -134,8 +134,8 @@ describe('slow clients against the real service', () => {
     service = null;
     const store = createStore({ dir: join(env.env['CCWEB_DATA_DIR']!, 'store'), indexes: STORE_INDEXES });
     await store.open();
-    const deliveries = store.count('webhook_deliveries') + store.archivedCount('webhook_deliveries');
-    const tasks = store.count('tasks') + store.archivedCount('tasks');
+    const deliveries = (await store.count('webhook_deliveries')) + (await store.archivedCount('webhook_deliveries'));
+    const tasks = (await store.count('tasks')) + (await store.archivedCount('tasks'));
     await store.close();
     expect({ deliveries, tasks }).toEqual({ deliveries: 0, tasks: 0 });
   });

@@ -77,8 +77,8 @@ describe('admin page', () => {
     expect(await page.textContent('#change')).toBe('Nothing was published.');
     await page.screenshot({ path: join(SHOTS, 'admin-task-cancelled.png'), fullPage: true });
 
-    expect(h.store.get<TaskRecord>('tasks', 'task-browser-1')).toMatchObject({ state: 'cancelled', stoppedBy: 'admin:alice' });
-    const control = h.store.audit({ taskId: 'task-browser-1' }).filter((e) => e.action === 'control.task_cancel');
+    expect(await h.store.get<TaskRecord>('tasks', 'task-browser-1')).toMatchObject({ state: 'cancelled', stoppedBy: 'admin:alice' });
+    const control = (await h.store.audit({ taskId: 'task-browser-1' })).filter((e) => e.action === 'control.task_cancel');
     expect(control).toHaveLength(1);
     expect(control[0]).toMatchObject({ actor: 'admin:alice', metadata: { reason: 'duplicate request from the browser test' } });
     expect(page.url()).not.toContain(ADMIN_TOKEN);
@@ -90,11 +90,11 @@ describe('admin page', () => {
     page.once('dialog', (d) => void d.accept('deploying'));
     await page.click('#pause');
     await page.waitForSelector('#resume');
-    expect(h.store.get<{ globalPaused: boolean; pauseReason: string }>('control', 'global')).toMatchObject({ globalPaused: true, pauseReason: 'deploying' });
+    expect(await h.store.get<{ globalPaused: boolean; pauseReason: string }>('control', 'global')).toMatchObject({ globalPaused: true, pauseReason: 'deploying' });
     page.once('dialog', (d) => void d.accept('deployed'));
     await page.click('#resume');
     await page.waitForSelector('#pause');
-    expect(h.store.get<{ globalPaused: boolean }>('control', 'global')!.globalPaused).toBe(false);
+    expect((await h.store.get<{ globalPaused: boolean }>('control', 'global'))!.globalPaused).toBe(false);
   });
 
   it('an archived task leaves the list, is counted, and still opens by id', async () => {
@@ -115,7 +115,7 @@ describe('admin page', () => {
     // A stop comment on the thread while the agent runs (intake's stop path), confirmed by the work in flight.
     const t = await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-stopped' });
     await driveTask(h.runtime, t.taskId, 'running');
-    await sendStops(h.runtime, stopTargets(h.store, t.resourceKey), 'gitea:user:bob');
+    await sendStops(h.runtime, await stopTargets(h.store, t.resourceKey), 'gitea:user:bob');
     expect((await h.runtime.send(taskActorId(t.taskId), { type: 'ABORT_CONFIRMED' })).ok).toBe(true);
     // An operator's abort with a reason.
     const u = await createQueuedTask(h.store, h.runtime, { taskId: 'task-browser-aborted' });

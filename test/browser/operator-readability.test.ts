@@ -56,8 +56,8 @@ async function seed(): Promise<void> {
     instruction: '@ccweb-bot please look into the flaky login test; it fails about one run in ten on the CI runners since the retry was added',
   });
   await driveTask(h.runtime, WORKED, 'running');
-  const created = await h.store.transact((tx) => {
-    tx.insert('sessions', RESOURCE, newSessionRecord(worked as TaskRecord, 'gitea-main', new Date().toISOString()));
+  const created = await h.store.transact(async (tx) => {
+    await tx.insert('sessions', RESOURCE, newSessionRecord(worked as TaskRecord, 'gitea-main', new Date().toISOString()));
     return h.runtime.createInTx(tx, 'session', sessionActorId(RESOURCE), { sessionKey: RESOURCE }, { by: 'system:session_manager' });
   });
   created.start();
@@ -71,13 +71,13 @@ async function seed(): Promise<void> {
 
   // What usage accounting (src/usage/) records for the turn that ran: on the turn and summed on the task.
   const turnUsage = { inputTokens: 12_345, cachedInputTokens: 4_096, outputTokens: 1_234, reasoningOutputTokens: 0, totalTokens: 13_579, model: 'gpt-test-model', wallMs: 42_500, diff: { bytes: 2_048, files: 3, added: 40, removed: 7 } };
-  await h.store.transact((tx) => {
-    tx.insert('turns', `${WORKED}:1`, {
+  await h.store.transact(async (tx) => {
+    await tx.insert('turns', `${WORKED}:1`, {
       turnKey: `${WORKED}:1`, turnId: 'turn-1', taskId: WORKED, threadId: 'thread-1', kind: 'normal', status: 'completed', eventSeq: 1,
       marker: '', finalMessage: null, commentCall: null, startedAt: new Date(Date.now() - 42_500).toISOString(), completedAt: new Date().toISOString(), usage: turnUsage,
     } satisfies TurnRecord);
-    const t = tx.get<TaskRecord>('tasks', WORKED)!;
-    tx.put('tasks', WORKED, { ...t, usage: { inputTokens: 12_345, cachedInputTokens: 4_096, outputTokens: 1_234, reasoningOutputTokens: 0, totalTokens: 13_579, turns: 1, wallMs: 42_500, diffBytes: 2_048, model: 'gpt-test-model' } });
+    const t = (await tx.get<TaskRecord>('tasks', WORKED))!;
+    await tx.put('tasks', WORKED, { ...t, usage: { inputTokens: 12_345, cachedInputTokens: 4_096, outputTokens: 1_234, reasoningOutputTokens: 0, totalTokens: 13_579, turns: 1, wallMs: 42_500, diffBytes: 2_048, model: 'gpt-test-model' } });
   });
 
   await createRejectedTask(h.store, h.runtime, { taskId: REJECTED, resource: { kind: 'issue', number: 1 }, resourceKey: RESOURCE, sessionKey: RESOURCE });

@@ -21,9 +21,9 @@ let page: Page;
 const consoleErrors: string[] = [];
 
 const patchTask = (taskId: string, patch: Partial<TaskRecord>) =>
-  h.store.transact((tx) => {
-    const t = tx.get<TaskRecord>('tasks', taskId)!;
-    tx.put('tasks', taskId, { ...t, ...patch });
+  h.store.transact(async (tx) => {
+    const t = (await tx.get<TaskRecord>('tasks', taskId))!;
+    await tx.put('tasks', taskId, { ...t, ...patch });
   });
 
 beforeAll(async () => {

@@ -15,6 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../src/cli/doctor.js';
 import { START_REFUSALS, type RefusalId, type SetupRefusalId } from '../../src/service/start-refusals.js';
+import { DurableStore } from '../../src/store/durable-store.js';
 import { repoRoot } from '../support/codex-harness.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
@@ -103,6 +104,18 @@ const ROWS: Record<SetupRefusalId, Row> = {
       return base({ CCWEB_DATA_DIR: file });
     },
     says: /is not usable \(E[A-Z]+\) \[CCWEB_DATA_DIR\]/,
+  },
+  store_needs_migration: {
+    setup: async () => {
+      // A data directory an earlier version wrote: its store is a journal (one transaction in it).
+      const e = base();
+      const journal = new DurableStore({ dir: join(e['CCWEB_DATA_DIR']!, 'store') });
+      await journal.open();
+      await journal.transact((tx) => tx.appendAudit({ action: 'earlier.version', actor: 'test' }));
+      await journal.close();
+      return e;
+    },
+    says: /holds the store of an earlier ccweb-gitea .*\[CCWEB_DATA_DIR\]/,
   },
   codex_command_missing: { setup: () => base({ CCWEB_CODEX_COMMAND: join(root, 'no-such-codex') }), says: /the Codex command .* was not found .*\[CCWEB_CODEX_COMMAND\]/ },
   codex_home_unusable: { setup: () => base({ CODEX_HOME: join(root, 'no-such-codex-home') }), says: /CODEX_HOME \S+ does not exist \[CODEX_HOME\]/ },

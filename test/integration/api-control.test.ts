@@ -17,8 +17,8 @@ afterEach(async () => {
 
 const body = (over: Record<string, unknown> = {}) => ({ requestId: randomUUID(), operator: 'alice', reason: 'testing the control plane', ...over });
 
-function transitions(taskId: string, to?: string) {
-  return h.store.audit({ actorId: taskActorId(taskId) }).filter((e) => e.action === 'task.transition' && (!to || e.toState === to));
+async function transitions(taskId: string, to?: string) {
+  return (await h.store.audit({ actorId: taskActorId(taskId) })).filter((e) => e.action === 'task.transition' && (!to || e.toState === to));
 }
 
 describe('authentication', () => {
@@ -45,7 +45,7 @@ describe('authentication', () => {
   it('answers 401 {error:"unauthorized"} without a token, with a wrong one, and with a non-bearer scheme, and changes nothing', async () => {
     await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
     await insertRepository(h.store, 'default:acme/widget');
-    const auditBefore = h.store.audit().length;
+    const auditBefore = (await h.store.audit()).length;
     for (const [method, path] of routes) {
       const payload = method === 'POST' ? body() : undefined;
       for (const token of [null, 'wrong-token', `${ADMIN_TOKEN}x`, ADMIN_TOKEN.slice(0, -1), '']) {
@@ -57,10 +57,10 @@ describe('authentication', () => {
       expect(basic.status).toBe(401);
       await basic.body?.cancel();
     }
-    expect(h.store.audit().length).toBe(auditBefore);
-    expect(h.store.get<TaskRecord>('tasks', 't-1')!.state).toBe('queued');
-    expect(h.store.get('control', 'global')).toBeUndefined();
-    expect(h.store.count('control_requests')).toBe(0);
+    expect((await h.store.audit()).length).toBe(auditBefore);
+    expect((await h.store.get<TaskRecord>('tasks', 't-1'))!.state).toBe('queued');
+    expect(await h.store.get('control', 'global')).toBeUndefined();
+    expect(await h.store.count('control_requests')).toBe(0);
   });
 
   it('accepts the right token (case-insensitive scheme)', async () => {
@@ -100,10 +100,10 @@ describe('validation', () => {
     const missing = await h.call('POST', '/api/gitea-workflow/control/pause', { requestId: randomUUID(), operator: 'alice' });
     expect(missing.body.issues.map((i: { path: string }) => i.path)).toEqual(['reason']);
     // Nothing happened: the task is still queued, no control record, no request stored.
-    expect(h.store.get<TaskRecord>('tasks', 't-1')!.state).toBe('queued');
-    expect(h.store.get('control', 'global')).toBeUndefined();
-    expect(h.store.count('control_requests')).toBe(0);
-    expect(transitions('t-1', 'cancelled')).toHaveLength(0);
+    expect((await h.store.get<TaskRecord>('tasks', 't-1'))!.state).toBe('queued');
+    expect(await h.store.get('control', 'global')).toBeUndefined();
+    expect(await h.store.count('control_requests')).toBe(0);
+    expect(await transitions('t-1', 'cancelled')).toHaveLength(0);
   });
 
   it('rejects malformed JSON, a wrong media type, and invalid query parameters', async () => {
@@ -136,7 +136,7 @@ describe('pause and resume', () => {
     const first = await h.call('POST', '/api/gitea-workflow/control/pause', req);
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ ok: true, changed: true, control: { globalPaused: true, pauseReason: 'maintenance window', updatedBy: 'admin:alice', version: 1 } });
-    const control = h.store.get<ControlRecord>('control', 'global')!;
+    const control = (await h.store.get<ControlRecord>('control', 'global'))!;
     expect(control).toMatchObject({ globalPaused: true, pauseReason: 'maintenance window', updatedBy: 'admin:alice', version: 1 });
     expect(h.controlChanges).toBe(1);
 
@@ -144,9 +144,9 @@ describe('pause and resume', () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('idempotent-replay')).toBe('true');
-    expect(h.store.get<ControlRecord>('control', 'global')!.version).toBe(1);
+    expect((await h.store.get<ControlRecord>('control', 'global'))!.version).toBe(1);
     expect(h.controlChanges).toBe(1);
-    const audits = h.store.audit().filter((e) => e.action === 'control.pause');
+    const audits = (await h.store.audit()).filter((e) => e.action === 'control.pause');
     expect(audits).toHaveLength(1);
     expect(audits[0]).toMatchObject({ actor: 'admin:alice', metadata: { reason: 'maintenance window', requestId: req.requestId } });
 
@@ -156,11 +156,11 @@ describe('pause and resume', () => {
     // Pausing again with a new request changes nothing but is still answered and audited.
     const twice = await h.call('POST', '/api/gitea-workflow/control/pause', body());
     expect(twice.body).toMatchObject({ ok: true, changed: false });
-    expect(h.store.get<ControlRecord>('control', 'global')!.version).toBe(1);
+    expect((await h.store.get<ControlRecord>('control', 'global'))!.version).toBe(1);
 
     const resume = await h.call('POST', '/api/gitea-workflow/control/resume', body({ operator: 'bob' }));
     expect(resume.body).toMatchObject({ ok: true, changed: true, control: { globalPaused: false, pauseReason: null, updatedBy: 'admin:bob', version: 2 } });
-    expect(h.store.get<ControlRecord>('control', 'global')).toMatchObject({ globalPaused: false, version: 2 });
+    expect(await h.store.get<ControlRecord>('control', 'global')).toMatchObject({ globalPaused: false, version: 2 });
     expect(h.controlChanges).toBe(3);
   });
 
@@ -170,7 +170,7 @@ describe('pause and resume', () => {
     const other = await h.call('POST', '/api/gitea-workflow/control/resume', req);
     expect(other.status).toBe(409);
     expect(other.body).toEqual({ error: 'request_id_conflict' });
-    expect(h.store.get<ControlRecord>('control', 'global')!.globalPaused).toBe(true);
+    expect((await h.store.get<ControlRecord>('control', 'global'))!.globalPaused).toBe(true);
   });
 });
 
@@ -182,10 +182,10 @@ describe('repositories', () => {
     const off = await h.call('POST', `${path}/disable`, req);
     expect(off.status).toBe(200);
     expect(off.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', status: 'disabled', version: 2 });
-    expect(h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')).toMatchObject({ status: 'disabled', version: 2 });
+    expect(await h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')).toMatchObject({ status: 'disabled', version: 2 });
     expect((await h.call('POST', `${path}/disable`, req)).body).toEqual(off.body);
-    expect(h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')!.version).toBe(2);
-    const audit = h.store.audit().filter((e) => e.action === 'control.repo_disable');
+    expect((await h.store.get<RepositoryRecord>('repositories', 'default:acme/widget'))!.version).toBe(2);
+    const audit = (await h.store.audit()).filter((e) => e.action === 'control.repo_disable');
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actor: 'admin:alice', fromState: 'active', toState: 'disabled', metadata: { repoKey: 'default:acme/widget', reason: 'runaway bot' } });
     expect(h.controlChanges).toBe(1);
@@ -209,16 +209,16 @@ describe('task controls', () => {
     const first = await h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req);
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ ok: true, taskId: 't-1', fromState: 'queued', toState: 'cancelled', stateVersion: 3 });
-    expect(h.store.get<TaskRecord>('tasks', 't-1')).toMatchObject({ state: 'cancelled', stoppedBy: 'admin:alice', stateVersion: 3 });
-    const t = transitions('t-1', 'cancelled');
+    expect(await h.store.get<TaskRecord>('tasks', 't-1')).toMatchObject({ state: 'cancelled', stoppedBy: 'admin:alice', stateVersion: 3 });
+    const t = await transitions('t-1', 'cancelled');
     expect(t).toHaveLength(1);
     expect(t[0]).toMatchObject({ actor: 'admin:alice', fromState: 'queued', metadata: { event: { type: 'CANCEL', by: 'admin:alice', requestId: req.requestId } } });
 
     const repeat = await h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req);
     expect(repeat.status).toBe(200);
     expect(repeat.body).toEqual(first.body);
-    expect(transitions('t-1', 'cancelled')).toHaveLength(1);
-    const controls = h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel');
+    expect(await transitions('t-1', 'cancelled')).toHaveLength(1);
+    const controls = (await h.store.audit({ taskId: 't-1' })).filter((e) => e.action === 'control.task_cancel');
     expect(controls).toHaveLength(1);
     expect(controls[0]).toMatchObject({ actor: 'admin:alice', level: 'security', metadata: { reason: 'wrong repository', requestId: req.requestId } });
 
@@ -226,8 +226,8 @@ describe('task controls', () => {
     expect(second.status).toBe(409);
     expect(second.body).toEqual({ error: 'illegal_state', state: 'cancelled' });
     // The refusal is answered before the runtime sees it: no event, no alert.
-    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'runtime.event_rejected')).toHaveLength(0);
-    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel')).toHaveLength(2);
+    expect((await h.store.audit({ taskId: 't-1' })).filter((e) => e.action === 'runtime.event_rejected')).toHaveLength(0);
+    expect((await h.store.audit({ taskId: 't-1' })).filter((e) => e.action === 'control.task_cancel')).toHaveLength(2);
   });
 
   it('two concurrent requests with one requestId make one transition and get the same answer', async () => {
@@ -239,8 +239,8 @@ describe('task controls', () => {
     ]);
     expect(a.status).toBe(200);
     expect(b.body).toEqual(a.body);
-    expect(transitions('t-1', 'cancelled')).toHaveLength(1);
-    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_cancel')).toHaveLength(1);
+    expect(await transitions('t-1', 'cancelled')).toHaveLength(1);
+    expect((await h.store.audit({ taskId: 't-1' })).filter((e) => e.action === 'control.task_cancel')).toHaveLength(1);
   });
 
   // Cancel and abort reach every non-terminal state, retry_wait, preparing, verifying_reply and
@@ -260,7 +260,7 @@ describe('task controls', () => {
   async function taskIn(taskId: string, state: string): Promise<void> {
     await createQueuedTask(h.store, h.runtime, { taskId });
     for (const e of INTO.find(([s]) => s === state)![1](taskId)) expect((await h.runtime.send(taskActorId(taskId), e as never)).ok).toBe(true);
-    expect(h.store.get<TaskRecord>('tasks', taskId)!.state).toBe(state);
+    expect((await h.store.get<TaskRecord>('tasks', taskId))!.state).toBe(state);
   }
 
   for (const action of ['cancel', 'abort'] as const) {
@@ -271,7 +271,7 @@ describe('task controls', () => {
         const res = await h.call('POST', `/api/gitea-workflow/tasks/${id}/${action}`, body());
         expect(res.status, state).toBe(200);
         expect(res.body, state).toMatchObject({ ok: true, taskId: id, fromState: state, toState: after });
-        expect(h.store.get<TaskRecord>('tasks', id), state).toMatchObject({ state: after, stoppedBy: 'admin:alice' });
+        expect(await h.store.get<TaskRecord>('tasks', id), state).toMatchObject({ state: after, stoppedBy: 'admin:alice' });
         expect(h.aborts.at(-1), state).toBe(id);
       }
     });
@@ -280,14 +280,14 @@ describe('task controls', () => {
   it('a task already aborting answers 200 alreadyStopping and is sent nothing; a terminal or unknown task is refused', async () => {
     await taskIn('t-run', 'running');
     expect((await h.call('POST', '/api/gitea-workflow/tasks/t-run/abort', body())).body).toMatchObject({ toState: 'aborting' });
-    const version = h.store.get<TaskRecord>('tasks', 't-run')!.stateVersion;
+    const version = (await h.store.get<TaskRecord>('tasks', 't-run'))!.stateVersion;
     for (const action of ['cancel', 'abort']) {
       const again = await h.call('POST', `/api/gitea-workflow/tasks/t-run/${action}`, body());
       expect(again.status).toBe(200);
       expect(again.body).toMatchObject({ ok: true, fromState: 'aborting', toState: 'aborting', alreadyStopping: true, stateVersion: version });
     }
-    expect(h.store.get<TaskRecord>('tasks', 't-run')!.stateVersion).toBe(version);
-    expect(transitions('t-run', 'aborting')).toHaveLength(1);
+    expect((await h.store.get<TaskRecord>('tasks', 't-run'))!.stateVersion).toBe(version);
+    expect(await transitions('t-run', 'aborting')).toHaveLength(1);
 
     await taskIn('t-done', 'queued');
     await h.call('POST', '/api/gitea-workflow/tasks/t-done/cancel', body());
@@ -307,12 +307,12 @@ describe('task controls', () => {
     const res = await h.call('POST', '/api/gitea-workflow/tasks/t-run/abort', req);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, fromState: 'running', toState: 'aborting' });
-    expect(h.store.get<TaskRecord>('tasks', 't-run')).toMatchObject({ state: 'aborting', stoppedBy: 'admin:alice' });
+    expect(await h.store.get<TaskRecord>('tasks', 't-run')).toMatchObject({ state: 'aborting', stoppedBy: 'admin:alice' });
     expect(h.aborts).toEqual(['t-run']);
     expect((await h.call('POST', '/api/gitea-workflow/tasks/t-run/abort', req)).body).toEqual(res.body);
     expect(h.aborts).toEqual(['t-run']);
-    expect(transitions('t-run', 'aborting')).toHaveLength(1);
-    expect(h.store.audit({ taskId: 't-run' }).filter((e) => e.action === 'control.task_abort')).toHaveLength(1);
+    expect(await transitions('t-run', 'aborting')).toHaveLength(1);
+    expect((await h.store.audit({ taskId: 't-run' })).filter((e) => e.action === 'control.task_abort')).toHaveLength(1);
   });
 
   it('a stopped task says who stopped it, why and how the stop ended, in its detail and in the list; a finished task says so', async () => {
@@ -322,7 +322,7 @@ describe('task controls', () => {
     // An operator's abort, confirmed by the work in flight (what the executor sends).
     await taskIn('t-op', 'running');
     await h.call('POST', '/api/gitea-workflow/tasks/t-op/abort', body({ reason: 'wrong repository' }));
-    const stopAt = transitions('t-op', 'aborting')[0]!.timestamp;
+    const stopAt = (await transitions('t-op', 'aborting'))[0]!.timestamp;
     expect((await detail('t-op')).stop).toEqual({ kind: 'operator', by: 'admin:alice', login: 'alice', reason: 'wrong repository', at: stopAt, outcome: 'stopping' });
     await send('t-op', { type: 'ABORT_CONFIRMED' });
     const op = await detail('t-op');
@@ -331,8 +331,8 @@ describe('task controls', () => {
     expect(op.finished).toBe(true);
     // A stop comment on the thread (intake's own stop path), the service restarting while it stops.
     await taskIn('t-comment', 'publishing');
-    const resourceKey = h.store.get<TaskRecord>('tasks', 't-comment')!.resourceKey;
-    await sendStops(h.runtime, stopTargets(h.store, resourceKey), 'gitea:user:bob');
+    const resourceKey = (await h.store.get<TaskRecord>('tasks', 't-comment'))!.resourceKey;
+    await sendStops(h.runtime, await stopTargets(h.store, resourceKey), 'gitea:user:bob');
     await send('t-comment', { type: 'RECOVER_INTERRUPTED', retryAt: Date.now() });
     expect((await detail('t-comment')).stop).toMatchObject({ kind: 'stop_comment', by: 'gitea:user:bob', login: 'bob', reason: null, outcome: 'stopped_at_restart' });
     // An abort the work in flight never confirmed: failed, abort_timeout.
@@ -363,8 +363,8 @@ describe('task controls', () => {
     await driveTask(h.runtime, 't-1', 'blocked_workspace');
     const res = await h.call('POST', '/api/gitea-workflow/tasks/t-1/unblock', body({ operator: 'carol', reason: 'workspace cleaned by hand' }));
     expect(res.body).toMatchObject({ ok: true, fromState: 'blocked_workspace', toState: 'queued' });
-    expect(h.store.get<TaskRecord>('tasks', 't-1')).toMatchObject({ state: 'queued', errorCode: null });
-    expect(transitions('t-1').at(-1)).toMatchObject({ actor: 'admin:carol', fromState: 'blocked_workspace', toState: 'queued' });
+    expect(await h.store.get<TaskRecord>('tasks', 't-1')).toMatchObject({ state: 'queued', errorCode: null });
+    expect((await transitions('t-1')).at(-1)).toMatchObject({ actor: 'admin:carol', fromState: 'blocked_workspace', toState: 'queued' });
   });
 
   it('after a crash between the transition and its record, a retried requestId answers from the transition and sends nothing', async () => {
@@ -376,8 +376,8 @@ describe('task controls', () => {
     const res = await h.call('POST', '/api/gitea-workflow/tasks/t-1/cancel', req);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, fromState: 'queued', toState: 'cancelled' });
-    expect(transitions('t-1', 'cancelled')).toHaveLength(1);
-    expect(h.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'runtime.event_rejected')).toHaveLength(0);
+    expect(await transitions('t-1', 'cancelled')).toHaveLength(1);
+    expect((await h.store.audit({ taskId: 't-1' })).filter((e) => e.action === 'runtime.event_rejected')).toHaveLength(0);
   });
 
   it('allows the agent more tools on one repository (audited, idempotent by requestId); an unknown group names the field; the gate reads it', async () => {
@@ -388,33 +388,33 @@ describe('task controls', () => {
     expect(on.status).toBe(200);
     expect(on.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', agentToolGroups: ['labels'], version: 2 });
     expect((await h.call('POST', path, req)).body).toEqual(on.body);
-    expect(agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual(['labels']);
-    const audit = h.store.audit().filter((e) => e.action === 'control.repo_agent_tools');
+    expect(await agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual(['labels']);
+    const audit = (await h.store.audit()).filter((e) => e.action === 'control.repo_agent_tools');
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actor: 'admin:alice', level: 'security', fromState: 'none', toState: 'labels', metadata: { groups: ['labels'] } });
 
     const bad = await h.call('POST', path, body({ groups: ['merge'] }));
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('groups');
-    expect(agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual(['labels']);
+    expect(await agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual(['labels']);
 
     const off = await h.call('POST', path, body({ groups: [] }));
     expect(off.body).toMatchObject({ changed: true, agentToolGroups: [], version: 3 });
-    expect(agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual([]);
+    expect(await agentToolGroupsOf(h.store, 'default:acme/widget')).toEqual([]);
   });
 
   it('sets what the publisher may commit on one repository (audited, idempotent by requestId); a bad path names itself; the publisher reads it', async () => {
     await insertRepository(h.store, 'default:acme/widget');
     const path = `/api/gitea-workflow/repos/${encodeURIComponent('default:acme/widget')}/publish-paths`;
-    const settings = () => publishPathSettings(h.store.get<RepositoryRecord>('repositories', 'default:acme/widget'));
-    expect(settings()).toEqual({ allowCiChanges: false, protectedPaths: [] });
+    const settings = async () => publishPathSettings(await h.store.get<RepositoryRecord>('repositories', 'default:acme/widget'));
+    expect(await settings()).toEqual({ allowCiChanges: false, protectedPaths: [] });
     const req = body({ reason: 'CI here is reviewed by hand', allowCiChanges: true, protectedPaths: ['deploy/', 'Makefile', 'deploy'] });
     const on = await h.call('POST', path, req);
     expect(on.status).toBe(200);
     expect(on.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', publishPaths: { allowCiChanges: true, protectedPaths: ['Makefile', 'deploy'] }, version: 2 });
     expect((await h.call('POST', path, req)).body).toEqual(on.body);
-    expect(settings()).toEqual({ allowCiChanges: true, protectedPaths: ['Makefile', 'deploy'] });
-    const audit = h.store.audit().filter((e) => e.action === 'control.repo_publish_paths');
+    expect(await settings()).toEqual({ allowCiChanges: true, protectedPaths: ['Makefile', 'deploy'] });
+    const audit = (await h.store.audit()).filter((e) => e.action === 'control.repo_publish_paths');
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({
       actor: 'admin:alice',
@@ -427,7 +427,7 @@ describe('task controls', () => {
     const bad = await h.call('POST', path, body({ allowCiChanges: false, protectedPaths: ['../outside'] }));
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('../outside');
-    expect(settings().allowCiChanges).toBe(true);
+    expect((await settings()).allowCiChanges).toBe(true);
     expect((await h.call('POST', path, body({ allowCiChanges: false }))).body).toMatchObject({ changed: true, publishPaths: { allowCiChanges: false, protectedPaths: [] }, version: 3 });
     expect((await h.call('POST', `/api/gitea-workflow/repos/${encodeURIComponent('default:no/such')}/publish-paths`, body({ allowCiChanges: true }))).status).toBe(404);
   });
@@ -435,15 +435,15 @@ describe('task controls', () => {
   it('switches "request changes on the bot\'s PR starts a task" per repository: off by default, audited, idempotent, any letter case', async () => {
     await insertRepository(h.store, 'default:acme/widget');
     const path = (key: string) => `/api/gitea-workflow/repos/${encodeURIComponent(key)}/review-triggers`;
-    const stored = () => h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')?.reviewTriggers;
-    expect(stored()).toBeUndefined();
+    const stored = async () => (await h.store.get<RepositoryRecord>('repositories', 'default:acme/widget'))?.reviewTriggers;
+    expect(await stored()).toBeUndefined();
     const req = body({ reason: 'the bot answers reviews of its PRs', requestChanges: true });
     const on = await h.call('POST', path('default:ACME/Widget'), req);
     expect(on.status).toBe(200);
     expect(on.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', reviewTriggers: { requestChanges: true }, version: 2 });
     expect((await h.call('POST', path('default:ACME/Widget'), req)).body).toEqual(on.body);
-    expect(stored()).toEqual({ requestChanges: true });
-    const audit = h.store.audit().filter((e) => e.action === 'control.repo_review_triggers');
+    expect(await stored()).toEqual({ requestChanges: true });
+    const audit = (await h.store.audit()).filter((e) => e.action === 'control.repo_review_triggers');
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actor: 'admin:alice', fromState: 'requestChanges=false', toState: 'requestChanges=true' });
     expect((await h.call('POST', path('default:acme/widget'), body({ requestChanges: 'yes' }))).status).toBe(400);
@@ -454,15 +454,15 @@ describe('task controls', () => {
   it("switches a reader's notice (only writers can ask) per repository: on by default, audited, idempotent, any letter case", async () => {
     await insertRepository(h.store, 'default:acme/widget');
     const path = (key: string) => `/api/gitea-workflow/repos/${encodeURIComponent(key)}/reader-notices`;
-    const stored = () => h.store.get<RepositoryRecord>('repositories', 'default:acme/widget')?.readerNotices;
-    expect(stored()).toBeUndefined();
+    const stored = async () => (await h.store.get<RepositoryRecord>('repositories', 'default:acme/widget'))?.readerNotices;
+    expect(await stored()).toBeUndefined();
     const req = body({ reason: 'readers here are bots that mention everyone', enabled: false });
     const off = await h.call('POST', path('default:ACME/Widget'), req);
     expect(off.status).toBe(200);
     expect(off.body).toEqual({ ok: true, changed: true, repoKey: 'default:acme/widget', readerNotices: { enabled: false }, version: 2 });
     expect((await h.call('POST', path('default:ACME/Widget'), req)).body).toEqual(off.body);
-    expect(stored()).toEqual({ enabled: false });
-    const audit = h.store.audit().filter((e) => e.action === 'control.repo_reader_notices');
+    expect(await stored()).toEqual({ enabled: false });
+    const audit = (await h.store.audit()).filter((e) => e.action === 'control.repo_reader_notices');
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actor: 'admin:alice', level: 'security', fromState: 'enabled=true', toState: 'enabled=false' });
     expect((await h.call('POST', path('default:acme/widget'), body({ enabled: 'no' }))).status).toBe(400);

@@ -70,7 +70,7 @@ describe('operator API with the webhook intake', () => {
     const first = newComment(910001);
     expect(await intake.post(first.body, first.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
     // No task runs; the thread's one notice of the day that the bot is disabled is a task that never runs.
-    const notices = intake.store.list<{ taskId: string; state: string }>('tasks');
+    const notices = await intake.store.list<{ taskId: string; state: string }>('tasks');
     expect(notices.map((t) => t.state)).toEqual(['rejected']);
 
     expect((await call('POST', `/repos/${encodeURIComponent(repoKey)}/enable`, control('calm again'))).body).toMatchObject({ status: 'active' });

@@ -44,7 +44,7 @@ describe('task list', () => {
     const widgetQueued = await h.call('GET', `/api/gitea-workflow/tasks?state=queued&repoKey=${encodeURIComponent('default:acme/widget')}`);
     expect(widgetQueued.body.items.map((t: { taskId: string }) => t.taskId)).toEqual(['t-5', 't-1']);
 
-    const t4 = h.store.get<{ resourceKey: string }>('tasks', 't-4')!;
+    const t4 = (await h.store.get<{ resourceKey: string }>('tasks', 't-4'))!;
     const byResource = await h.call('GET', `/api/gitea-workflow/tasks?resourceKey=${encodeURIComponent(t4.resourceKey)}`);
     expect(byResource.body.items.map((t: { taskId: string }) => t.taskId)).toEqual(['t-4']);
   });
@@ -99,15 +99,15 @@ describe('task detail', () => {
       createdAt: new Date().toISOString(),
       updatedAt: new Date().toISOString(),
     };
-    await h.store.transact((tx) => {
-      tx.insert('webhook_deliveries', delivery.deliveryKey, delivery);
-      tx.insert('comments', comment.commentKey, comment);
-      tx.insert('comments', 't-1:t:reply', { ...comment, commentKey: 't-1:t:reply', kind: 'mcp_final', commentId: 777, htmlUrl: 'https://gitea.example.com/acme/widget/issues/1#issuecomment-777' });
+    await h.store.transact(async (tx) => {
+      await tx.insert('webhook_deliveries', delivery.deliveryKey, delivery);
+      await tx.insert('comments', comment.commentKey, comment);
+      await tx.insert('comments', 't-1:t:reply', { ...comment, commentKey: 't-1:t:reply', kind: 'mcp_final', commentId: 777, htmlUrl: 'https://gitea.example.com/acme/widget/issues/1#issuecomment-777' });
       // A delivery event without a taskId is part of the chain through the deliveryId.
-      tx.appendAudit({ action: 'webhook.accept', actor: 'gitea:user:alice', deliveryId: task.deliveryId });
-      tx.appendAudit({ action: 'receipt.post', actor: 'system', taskId: 't-1', commentId: 555, errorCode: 'gitea_unavailable', level: 'alert' });
+      await tx.appendAudit({ action: 'webhook.accept', actor: 'gitea:user:alice', deliveryId: task.deliveryId });
+      await tx.appendAudit({ action: 'receipt.post', actor: 'system', taskId: 't-1', commentId: 555, errorCode: 'gitea_unavailable', level: 'alert' });
       // The session actor's events about another task stay out.
-      tx.appendAudit({ action: 'unrelated', actor: 'system', taskId: 't-other' });
+      await tx.appendAudit({ action: 'unrelated', actor: 'system', taskId: 't-other' });
     });
     await driveTask(h.runtime, 't-1', 'blocked_workspace');
     const d = await h.call('GET', '/api/gitea-workflow/tasks/t-1');
@@ -161,7 +161,7 @@ describe('audit export', () => {
     expect(events.every((e) => e.taskId === 't-1')).toBe(true);
     expect(events.at(-1)!.metadata!.reason).toBe('has "quotes" and unicode ✓');
 
-    const all = h.store.audit();
+    const all = await h.store.audit();
     const cut = all[3]!.timestamp;
     const from = await h.call('GET', `/api/gitea-workflow/audit?from=${encodeURIComponent(cut)}`);
     expect(from.body.events.length).toBeGreaterThan(0);
@@ -179,12 +179,12 @@ describe('audit by every correlation id', () => {
   it('filters by turn id, Gitea comment id and delivery key, alone or with the task; an unknown id finds nothing', async () => {
     const task = await createQueuedTask(h.store, h.runtime, { taskId: 't-1' });
     await createQueuedTask(h.store, h.runtime, { taskId: 't-2' });
-    await h.store.transact((tx) => {
-      tx.appendAudit({ action: 'codex.turn_completed', actor: 'system', taskId: 't-1', turnId: 'turn-a' });
-      tx.appendAudit({ action: 'gate.call', actor: 'system', taskId: 't-1', metadata: { turnId: 'turn-a' } });
-      tx.appendAudit({ action: 'codex.turn_completed', actor: 'system', taskId: 't-2', turnId: 'turn-b' });
-      tx.appendAudit({ action: 'receipt.progress_edited', actor: 'system', taskId: 't-1', commentId: 77 });
-      tx.appendAudit({ action: 'webhook.accepted', actor: 'system', deliveryId: task.deliveryId });
+    await h.store.transact(async (tx) => {
+      await tx.appendAudit({ action: 'codex.turn_completed', actor: 'system', taskId: 't-1', turnId: 'turn-a' });
+      await tx.appendAudit({ action: 'gate.call', actor: 'system', taskId: 't-1', metadata: { turnId: 'turn-a' } });
+      await tx.appendAudit({ action: 'codex.turn_completed', actor: 'system', taskId: 't-2', turnId: 'turn-b' });
+      await tx.appendAudit({ action: 'receipt.progress_edited', actor: 'system', taskId: 't-1', commentId: 77 });
+      await tx.appendAudit({ action: 'webhook.accepted', actor: 'system', deliveryId: task.deliveryId });
     });
     const get = async (q: string) => {
       const r = await h.call('GET', `/api/gitea-workflow/audit?${q}`);

@@ -119,7 +119,7 @@ describe('GET /api/gitea-workflow/security-events', () => {
       expect(Date.parse(e.firstAt)).toBeLessThanOrEqual(Date.parse(e.lastAt));
     }
     // The store holds the first request's count until the window closes; the answer has them all.
-    expect(h.store.list<SecurityEventRecord>(SECURITY_EVENTS).filter((r) => r.kind !== MENTION_REJECTED).map((r) => r.count)).toEqual([1, 1, 1]);
+    expect((await h.store.list<SecurityEventRecord>(SECURITY_EVENTS)).filter((r) => r.kind !== MENTION_REJECTED).map((r) => r.count)).toEqual([1, 1, 1]);
   });
 
   it("a reader's mention is not a failed authentication: its own category, counted per author and UTC day, the window stated", async () => {
@@ -199,7 +199,7 @@ describe('GET /api/gitea-workflow/security-events', () => {
 
   it('after the window is written the stored counts are the ones shown', async () => {
     await h.securityEvents!.flush();
-    const stored = h.store.list<SecurityEventRecord>(SECURITY_EVENTS).filter((r) => r.kind !== MENTION_REJECTED).map((r) => [r.source, r.count]).sort();
+    const stored = (await h.store.list<SecurityEventRecord>(SECURITY_EVENTS)).filter((r) => r.kind !== MENTION_REJECTED).map((r) => [r.source, r.count]).sort();
     expect(stored).toEqual([['127.0.0.2', 10], ['127.0.0.3', 3], ['127.0.0.4', 6], ['127.0.0.5', 1]]);
     const res = await h.call('GET', `${API_PREFIX}/security-events?category=authentication`);
     expect(res.body.items.map((e: any) => [e.source, e.count]).sort()).toEqual(stored);

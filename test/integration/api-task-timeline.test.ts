@@ -24,8 +24,8 @@ beforeAll(async () => {
   // First task: runs a turn on a new thread, then waits for the user.
   const first = await createQueuedTask(h.store, h.runtime, { taskId: 'first', ...onIssue7 });
   await driveTask(h.runtime, 'first', 'running');
-  const created = await h.store.transact((tx) => {
-    tx.insert('sessions', RESOURCE, newSessionRecord(first as TaskRecord, 'gitea-main', new Date().toISOString()));
+  const created = await h.store.transact(async (tx) => {
+    await tx.insert('sessions', RESOURCE, newSessionRecord(first as TaskRecord, 'gitea-main', new Date().toISOString()));
     return h.runtime.createInTx(tx, 'session', SESSION, { sessionKey: RESOURCE }, { by: 'system:session_manager' });
   });
   created.start();

@@ -116,7 +116,7 @@ function call(url: string, path: string, body: unknown, token: string | null = A
 }
 
 const command = () => ({ requestId: randomUUID(), operator: 'alice', reason: 'stop it' });
-const state = (taskId: string) => shared.store.get<TaskRecord>('tasks', taskId)!.state;
+const state = async (taskId: string) => (await shared.store.get<TaskRecord>('tasks', taskId))!.state;
 
 /** A running task of `Acme/Widget` (stored in that spelling), whose repository node-b owns for node-a. */
 async function runningTask(taskId: string): Promise<void> {
@@ -137,7 +137,7 @@ describe('a command about a task of a repository another node owns', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, taskId: 't-1', fromState: 'running', toState: 'aborting' });
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(state('t-1')).toBe('aborting');
+    expect(await state('t-1')).toBe('aborting');
     expect(a.asked).toEqual(['default:acme/widget']); // the folded name
     expect(a.sends).toEqual([]);
     expect(a.aborts).toEqual([]);
@@ -146,7 +146,7 @@ describe('a command about a task of a repository another node owns', () => {
     // The owner saw the same path and query, forwarded, and the client's address (not node-a's).
     expect(b.seen).toEqual([{ url: `${PREFIX}/tasks/t-1/abort?why=test`, forwarded: true, client: CLIENT }]);
     expect(b.asked).toEqual([]);
-    expect(shared.store.audit({ taskId: 't-1' }).filter((e) => e.action === 'control.task_abort')).toHaveLength(1);
+    expect((await shared.store.audit({ taskId: 't-1' })).filter((e) => e.action === 'control.task_abort')).toHaveLength(1);
 
     // A repeat is the owner's replay, answered as the owner answers it.
     const again = await call(a.url, '/tasks/t-1/abort', req);
@@ -186,7 +186,7 @@ describe('a command about a task of a repository another node owns', () => {
   });
 
   it('finds a task the replica does not hold yet by reading at the head, and routes it', async () => {
-    const notYet: Pick<Store, 'get' | 'transact'> = { get: () => undefined, transact: (fn) => shared.store.transact(fn) };
+    const notYet: Pick<Store, 'get' | 'transact'> = { get: async () => undefined, transact: (fn) => shared.store.transact(fn) };
     const a = await startNode('node-a', { routeStore: notYet });
     const b = await startNode('node-b');
     a.owners.set('default:acme/widget', owns(b));
@@ -212,10 +212,10 @@ describe('a command about a task of a repository another node owns', () => {
     expect(res.headers['retry-after']).toBe('2');
     expect(res.body.error).toBe('owner_unreachable');
     expect(res.body.message).toContain('node-gone');
-    expect(state('t-5')).toBe('running');
+    expect(await state('t-5')).toBe('running');
     expect(a.sends).toEqual([]);
     expect(a.aborts).toEqual([]);
-    expect(shared.store.count('control_requests')).toBe(0);
+    expect(await shared.store.count('control_requests')).toBe(0);
   });
 });
 
@@ -258,6 +258,6 @@ describe('a command handled where it arrives', () => {
 
     expect(b.seen).toEqual([]);
     expect(a.asked).toEqual([]);
-    expect(state('t-8')).toBe('running');
+    expect(await state('t-8')).toBe('running');
   });
 });

@@ -88,12 +88,12 @@ function forged(d: { body: Buffer; headers: Record<string, string> }, mutate: (p
 
 async function refusedCount(): Promise<number> {
   await harness.intake.flush();
-  return harness.store
-    .list<SecurityEventRecord>('security_events', (r) => r.kind === 'comment_not_confirmed')
+  return (await harness.store
+    .list<SecurityEventRecord>('security_events', (r) => r.kind === 'comment_not_confirmed'))
     .reduce((n, r) => n + r.count, 0);
 }
 
-const tasks = () => harness.store.count('tasks') + harness.store.archivedCount('tasks');
+const tasks = async () => await harness.store.count('tasks') + await harness.store.archivedCount('tasks');
 const issueComments = async (index: number) => (await gitea.comments(index)).length;
 
 describe('Gitea\'s comment API, as the confirmation reads it (real Gitea 1.26.3)', () => {
@@ -125,7 +125,7 @@ describe('a comment is confirmed with Gitea before anything runs', () => {
     const res = await harness.post(d.body, d.headers);
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ taskId: expect.any(String), state: 'queued' });
-    expect(harness.store.get<TaskRecord>('tasks', res.body.taskId)).toMatchObject({ commentId: d.commentId, author: 'alice', instruction: '@ccweb-bot please summarise this issue' });
+    expect(await harness.store.get<TaskRecord>('tasks', res.body.taskId)).toMatchObject({ commentId: d.commentId, author: 'alice', instruction: '@ccweb-bot please summarise this issue' });
   });
 
   const cases: Array<[string, (d: { commentId: number }) => (p: any) => void, string]> = [
@@ -138,16 +138,16 @@ describe('a comment is confirmed with Gitea before anything runs', () => {
     const author = what.startsWith('a reader') ? 'bob' : 'alice';
     const real = await realDelivery(author, gitea.issueNumber, text);
     const bad = forged(real, change(real));
-    const before = { refused: await refusedCount(), tasks: tasks(), comments: await issueComments(gitea.issueNumber), pending: harness.store.count('pending_intake'), intents: harness.store.count('comments'), accepted: harness.accepted.length };
+    const before = { refused: await refusedCount(), tasks: await tasks(), comments: await issueComments(gitea.issueNumber), pending: await harness.store.count('pending_intake'), intents: await harness.store.count('comments'), accepted: harness.accepted.length };
     const res = await harness.post(bad.body, bad.headers);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'rejected', reason: 'comment_not_confirmed', taskId: null });
     expect(await refusedCount()).toBe(before.refused + 1);
-    expect(tasks()).toBe(before.tasks);
-    expect(harness.store.count('pending_intake')).toBe(before.pending);
+    expect(await tasks()).toBe(before.tasks);
+    expect(await harness.store.count('pending_intake')).toBe(before.pending);
     expect(harness.accepted.length).toBe(before.accepted);
     // Nothing posted: no receipt intent was stored, and the thread has only the test's own comment.
-    expect(harness.store.count('comments')).toBe(before.intents);
+    expect(await harness.store.count('comments')).toBe(before.intents);
     expect(await issueComments(gitea.issueNumber)).toBe(before.comments);
     // The refusal answers the same delivery again, and costs no second event.
     expect((await harness.post(bad.body, bad.headers)).body).toEqual({ status: 'rejected', reason: 'comment_not_confirmed', taskId: null });
@@ -163,26 +163,26 @@ describe('a passing Gitea failure keeps the comment waiting', () => {
     expect(proxy.faulted.filter((p) => p.includes('/permission')).length).toBeGreaterThan(0);
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ taskId: null, state: 'pending_confirmation', attempts: 1 });
-    const [pending] = harness.store.list<PendingIntakeRecord>('pending_intake', (r) => r.comment.comment.id === d.commentId);
+    const [pending] = await harness.store.list<PendingIntakeRecord>('pending_intake', (r) => r.comment.comment.id === d.commentId);
     expect(pending).toMatchObject({ state: 'waiting', attempts: 1, lastError: expect.stringContaining('gitea_server_error 500'), bodyChars: '@ccweb-bot please add a test for login'.length });
     expect(pending!.comment.comment.body).toBe('');
     const accepted = harness.accepted.length;
     const queuedFor = () => harness.store.list<TaskRecord>('tasks', (t) => t.commentId === d.commentId);
-    expect(queuedFor()).toEqual([]);
+    expect(await queuedFor()).toEqual([]);
 
     // Not due yet: nothing is asked.
     expect(await harness.intake.retryDue()).toBe(0);
     clock += 61_000;
     expect(await harness.intake.retryDue()).toBe(1);
-    expect(queuedFor()).toHaveLength(1);
-    expect(queuedFor()[0]).toMatchObject({ state: 'queued', author: 'alice', instruction: '@ccweb-bot please add a test for login' });
+    expect(await queuedFor()).toHaveLength(1);
+    expect((await queuedFor())[0]).toMatchObject({ state: 'queued', author: 'alice', instruction: '@ccweb-bot please add a test for login' });
     expect(harness.accepted.length).toBe(accepted + 1);
-    expect(harness.store.count('pending_intake')).toBe(0);
+    expect(await harness.store.count('pending_intake')).toBe(0);
     // Once: no second pass, no second task; Gitea's repeat of the delivery gets the decided answer.
     clock += 3_600_000;
     expect(await harness.intake.retryDue()).toBe(0);
-    expect((await harness.post(d.body, d.headers)).body).toMatchObject({ taskId: queuedFor()[0]!.taskId, state: 'queued' });
-    expect(queuedFor()).toHaveLength(1);
+    expect((await harness.post(d.body, d.headers)).body).toMatchObject({ taskId: (await queuedFor())[0]!.taskId, state: 'queued' });
+    expect(await queuedFor()).toHaveLength(1);
   });
 
   it('a comment never decided (the comment API answering 502) is decided by Gitea\'s Replay, not answered `duplicate`', async () => {
@@ -190,7 +190,7 @@ describe('a passing Gitea failure keeps the comment waiting', () => {
     proxy.failNext(/\/issues\/comments\/\d+/, 502, 1);
     const first = await harness.post(d.body, d.headers);
     expect(first.body).toMatchObject({ taskId: null, state: 'pending_confirmation' });
-    expect(harness.store.list<PendingIntakeRecord>('pending_intake', (r) => r.comment.comment.id === d.commentId)).toEqual([
+    expect(await harness.store.list<PendingIntakeRecord>('pending_intake', (r) => r.comment.comment.id === d.commentId)).toEqual([
       expect.objectContaining({ state: 'waiting', attempts: 1, lastError: expect.stringContaining('comment lookup: gitea_server_error 502') }),
     ]);
 
@@ -202,7 +202,7 @@ describe('a passing Gitea failure keeps the comment waiting', () => {
     const res = await harness.post(replayed.body, Object.fromEntries(Object.entries(replayed.headers).filter(([k]) => k.startsWith('x-') || k === 'content-type')));
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ deliveryId: replayed.headers['x-gitea-delivery'], taskId: expect.any(String), state: 'queued' });
-    expect(harness.store.count('pending_intake')).toBe(0);
+    expect(await harness.store.count('pending_intake')).toBe(0);
     // The loop has nothing left to decide; the first delivery, sent again, is the known comment.
     clock += 3_600_000;
     expect(await harness.intake.retryDue()).toBe(0);

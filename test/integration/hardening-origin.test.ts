@@ -69,10 +69,10 @@ describe('payload repository URLs naming another host are refused', () => {
       const res = await harness.post(d.body, d.headers);
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ error: 'foreign_repository_origin' });
-      expect(harness.store.count('tasks')).toBe(0);
-      expect(harness.store.count('repositories')).toBe(0);
+      expect(await harness.store.count('tasks')).toBe(0);
+      expect(await harness.store.count('repositories')).toBe(0);
       expect(harness.permissionCalls).toEqual([]);
-      const events = harness.store.audit().filter((e) => e.action === 'webhook.foreign_repository_origin');
+      const events = (await harness.store.audit()).filter((e) => e.action === 'webhook.foreign_repository_origin');
       expect(events).toHaveLength(1);
       expect(events[0]).toMatchObject({ level: 'security', errorCode: 'foreign_repository_origin', metadata: { field: `repository.${field}`, host: 'attacker.example' } });
     });
@@ -109,8 +109,8 @@ describe('git goes to CCWEB_GITEA_URL only; repositories follow Gitea by id; git
     const root = path.join(tmp, `ws-${randomBytes(4).toString('hex')}`);
     const repoKey = `default:${repo.owner}/${repo.name}`;
     const taskId = `t-${randomBytes(4).toString('hex')}`;
-    await rt.store.transact((tx) => {
-      tx.insert<RepositoryRecord>('repositories', repoKey, {
+    await rt.store.transact(async (tx) => {
+      await tx.insert<RepositoryRecord>('repositories', repoKey, {
         repoKey,
         instanceId: 'default',
         cloneUrl: `${attacker.url}/${repo.owner}/${repo.name}.git`,
@@ -150,9 +150,9 @@ describe('git goes to CCWEB_GITEA_URL only; repositories follow Gitea by id; git
       ...(currentRepository ? { currentRepository } : {}),
     });
     await executor.run(taskId, { repoKey, leaseId: 'lease-1', owner: 'test', expiresAt: Date.now() + 60_000 }, new AbortController().signal);
-    const task = rt.store.get<TaskRecord>('tasks', taskId)!;
-    const record = rt.store.get<RepositoryRecord>('repositories', repoKey)!;
-    const audit = rt.store.audit();
+    const task = (await rt.store.get<TaskRecord>('tasks', taskId))!;
+    const record = (await rt.store.get<RepositoryRecord>('repositories', repoKey))!;
+    const audit = await rt.store.audit();
     await rt.close();
     return { task, record, audit, threads, root };
   }

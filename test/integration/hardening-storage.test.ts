@@ -15,6 +15,7 @@ import type { TaskRecord } from '../../src/domain/records.js';
 import { createSecurityEvents, SECURITY_EVENTS, type SecurityEventRecord } from '../../src/intake/security-events.js';
 import { DAY_MS, sweepRetention } from '../../src/retention/retention-sweep.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
+import type { SqlStore } from '../../src/store/index.js';
 import { INLINE_TEXT_LIMIT, withFullTexts } from '../../src/tasks/task-texts.js';
 import { API_PREFIX } from '../../src/api/control-router.js';
 import { ADMIN_TOKEN, startApiHarness, type ApiHarness } from '../support/api-harness.js';
@@ -47,6 +48,8 @@ describe('a long comment is stored once per task', () => {
   it('a comment of a million characters, six transitions: the store grows by about one copy, the agent still gets it whole', { timeout: 60_000 }, async () => {
     intake = await startIntakeHarness();
     const dir = join(intake.dir, 'store');
+    // Sizes with the write-ahead log folded into the database file: what the store keeps.
+    await (intake.store as SqlStore).checkpoint();
     const before = dirBytes(dir);
     const text = `@ccweb-bot please read this log\n\n${'x'.repeat(120)}\n`.repeat(12_000).slice(0, COMMENT_MAX_CHARS);
     const d = mutatedDelivery('issue_comment_created_on_issue', (p) => {
@@ -64,15 +67,16 @@ describe('a long comment is stored once per task', () => {
       { type: 'FAIL', errorCode: 'y' },
     ];
     for (const e of events) await intake.runtime.send(id, e as never, { by: 'test' });
-    const task = intake.store.get<TaskRecord>('tasks', taskId)!;
+    const task = (await intake.store.get<TaskRecord>('tasks', taskId))!;
     expect(task.state).toBe('failed');
     expect(task.stateVersion).toBeGreaterThanOrEqual(6);
+    await (intake.store as SqlStore).checkpoint();
     const grown = dirBytes(dir) - before;
     console.log(`comment ${text.length} bytes, ${task.stateVersion} transitions: store grew by ${grown} bytes`);
     // One copy (in the payload-free journal line that stores it) plus small records, not one per transition.
     expect(grown).toBeLessThan(text.length * 1.25 + 200_000);
     expect(task.instruction.length).toBeLessThanOrEqual(INLINE_TEXT_LIMIT);
-    expect(withFullTexts(intake.store, task).instruction).toBe(text);
+    expect((await withFullTexts(intake.store, task)).instruction).toBe(text);
   });
 });
 
@@ -82,6 +86,7 @@ describe('10,000 bad-signature requests grow the data directory by a bounded amo
     let clock = Date.parse('2026-12-01T00:00:00Z');
     intake = await startIntakeHarness({ intake: { now: () => new Date(clock) } });
     const dir = join(intake.dir, 'store');
+    await (intake.store as SqlStore).checkpoint();
     const before = dirBytes(dir);
     const d = mutatedDelivery('issue_comment_created_on_issue', () => undefined);
     const headers = { ...d.headers, 'X-Gitea-Signature': 'ab'.repeat(32), 'X-Hub-Signature-256': `sha256=${'ab'.repeat(32)}` };
@@ -99,13 +104,13 @@ describe('10,000 bad-signature requests grow the data directory by a bounded amo
       }),
     );
     expect(statuses.get(401)).toBe(N);
-    await intake.store.sync();
+    await (intake.store as SqlStore).checkpoint();
     const grown = dirBytes(dir) - before;
-    const records = intake.store.list<SecurityEventRecord>(SECURITY_EVENTS);
-    console.log(`${N} bad signatures over ${(N / 3600).toFixed(1)} simulated hours: store grew by ${grown} bytes, ${records.length} security event records, ${intake.store.audit().length} audit events`);
+    const records = await intake.store.list<SecurityEventRecord>(SECURITY_EVENTS);
+    console.log(`${N} bad signatures over ${(N / 3600).toFixed(1)} simulated hours: store grew by ${grown} bytes, ${records.length} security event records, ${(await intake.store.audit()).length} audit events`);
     // About 17 ten-minute windows, one record each for the one source; nothing per request.
     expect(records.length).toBeLessThanOrEqual(Math.ceil(N / 600) + 1);
-    expect(intake.store.audit()).toEqual([]);
+    expect(await intake.store.audit()).toEqual([]);
     expect(grown).toBeLessThan(100_000);
     // Closed windows carry their counts (the open one is written at the next roll or at close).
     const counted = records.filter((r) => Date.parse(r.windowEnd) <= clock).reduce((n, r) => n + r.count, 0);
@@ -121,13 +126,13 @@ describe('10,000 bad-signature requests grow the data directory by a bounded amo
       await sink.record('invalid_signature', `10.0.0.${i % 20}`, { userAgent: 'x' });
     }
     await sink.flush();
-    const records = store.list<SecurityEventRecord>(SECURITY_EVENTS);
+    const records = await store.list<SecurityEventRecord>(SECURITY_EVENTS);
     expect(records.map((r) => r.source).sort()).toEqual(['10.0.0.0', '10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4', 'other'].sort());
     expect(records.reduce((n, r) => n + r.count, 0)).toBe(1000);
     // Not yet expired one day later; gone after the retention.
     expect((await sweepRetention(store, { deliveryRetentionMs: DAY_MS, taskRetentionMs: null }, { now: () => clock + DAY_MS })).securityEvents).toBe(0);
     expect((await sweepRetention(store, { deliveryRetentionMs: DAY_MS, taskRetentionMs: null }, { now: () => clock + 3 * DAY_MS })).securityEvents).toBe(6);
-    expect(store.list(SECURITY_EVENTS)).toEqual([]);
+    expect(await store.list(SECURITY_EVENTS)).toEqual([]);
     await sink.close();
   });
 });
@@ -166,7 +171,7 @@ describe('failed admin authentications are limited per client and counted', () =
       ({ path: `${API_PREFIX}/overview`, method: 'GET', status, req: { socket: { remoteAddress: '10.1.1.1' } }, get: () => 'curl', set: () => undefined }) as never;
     for (let i = 0; i < 3; i++) await guard(ctx(401), async () => undefined);
     await sink.flush();
-    const [record] = store.list<SecurityEventRecord>(SECURITY_EVENTS);
+    const [record] = await store.list<SecurityEventRecord>(SECURITY_EVENTS);
     expect(record).toMatchObject({ kind: 'admin_unauthorized', source: '10.1.1.1', count: 3 });
     await sink.close();
   });

@@ -64,8 +64,8 @@ function comment(body: string, id = 5000 + Math.floor(Math.random() * 1e6)) {
   };
 }
 
-function task(harness: IntakeHarness, taskId: string): TaskRecord {
-  return harness.store.get<TaskRecord>('tasks', taskId)!;
+async function task(harness: IntakeHarness, taskId: string): Promise<TaskRecord> {
+  return (await harness.store.get<TaskRecord>('tasks', taskId))!;
 }
 
 describe('202: a verified, first-time comment becomes one durable queued task', () => {
@@ -79,12 +79,12 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ deliveryId: d.deliveryId, taskId, state: 'queued' });
     expect(harness.store.stats().commits - commitsBefore).toBe(1);
-    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
-    expect(harness.auditActions()).toEqual(ACCEPT_AUDIT);
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect(await harness.auditActions()).toEqual(ACCEPT_AUDIT);
     expect(harness.accepted).toEqual([taskId]);
 
     const payload = JSON.parse(d.body.toString('utf8'));
-    const t = task(harness, taskId);
+    const t = await task(harness, taskId);
     expect(t).toMatchObject({
       taskId,
       deliveryKey: `default:${d.deliveryId}`,
@@ -102,22 +102,22 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
       stateVersion: 2,
       attempt: 0,
     });
-    const accept = harness.store.audit().find((e) => e.action === 'webhook.accept')!;
+    const accept = (await harness.store.audit()).find((e) => e.action === 'webhook.accept')!;
     expect(t.queueSeq).toBe(accept.seq);
     expect(accept).toMatchObject({ taskId, deliveryId: d.deliveryId, actor: 'gitea:user:bob' });
-    expect(harness.runtime.stateOf(taskActorId(taskId))?.state).toBe('queued');
+    expect((await harness.runtime.stateOf(taskActorId(taskId)))?.state).toBe('queued');
 
-    const del = harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)!;
+    const del = (await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`))!;
     expect(del).toMatchObject({ status: 'accepted', taskId, signatureValid: true, normalized: true, eventType: 'issue_comment', reason: null });
     expect(del.response).toEqual({ status: 202, body: res.body });
     expect(del.payloadHash).toBe('sha256:15591085bd76e376bd72d5e47d3da49f9a0f6f1c2e4430fa953532a3c456edb1');
     expect(Date.parse(del.expiresAt) - Date.parse(del.receivedAt)).toBe(30 * 24 * 3600 * 1000);
 
-    const repo = harness.store.get<RepositoryRecord>('repositories', 'default:alice/widgets')!;
+    const repo = (await harness.store.get<RepositoryRecord>('repositories', 'default:alice/widgets'))!;
     expect(repo).toMatchObject({ status: 'active', version: 1, owner: 'alice', name: 'widgets', defaultBranch: 'main' });
     expect(repo.workspacePath).toBe(`${harness.workspaceRoot}/default/alice/widgets`);
     expect(repo.cloneUrl).not.toMatch(/@/); // no credentials in the stored URL
-    expect(harness.store.get<SessionRecord>('sessions', 'default:alice/widgets:issue:7')).toMatchObject({
+    expect(await harness.store.get<SessionRecord>('sessions', 'default:alice/widgets:issue:7')).toMatchObject({
       status: 'active',
       threadId: null,
       // 0: the session actor takes the record over with its first projection (CAS on version).
@@ -125,9 +125,9 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
       kind: 'issue',
       number: 7,
     });
-    const receipt = harness.store.get<CommentRecord>('comments', `${taskId}:status:received`)!;
+    const receipt = (await harness.store.get<CommentRecord>('comments', `${taskId}:status:received`))!;
     expect(receipt).toMatchObject({ kind: 'status', status: 'pending', taskId, marker: formatReceiptMarker(`${taskId}:status:received`) });
-    expect(harness.store.get('comment_triggers', 'default:alice/widgets:comment:3:created:2026-12-01T11:12:17Z')).toMatchObject({ taskId });
+    expect(await harness.store.get('comment_triggers', 'default:alice/widgets:comment:3:created:2026-12-01T11:12:17Z')).toMatchObject({ taskId });
   });
 
   it('the 202 is durable: a reopened store holds the queued task', async () => {
@@ -140,8 +140,8 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const reopened = createStore({ dir: `${harness.dir}/store`, indexes: STORE_INDEXES });
     await reopened.open();
     try {
-      expect(reopened.get<TaskRecord>('tasks', res.body.taskId)?.state).toBe('queued');
-      expect(reopened.get('webhook_deliveries', `default:${d.deliveryId}`)).toBeDefined();
+      expect((await reopened.get<TaskRecord>('tasks', res.body.taskId))?.state).toBe('queued');
+      expect(await reopened.get('webhook_deliveries', `default:${d.deliveryId}`)).toBeDefined();
     } finally {
       await reopened.close();
     }
@@ -152,12 +152,12 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const d = exact('pull_request_comment_created');
     const res = await harness.post(d.body, d.headers);
     expect(res.status).toBe(202);
-    const t = task(harness, res.body.taskId);
+    const t = await task(harness, res.body.taskId);
     expect(t.resource).toEqual({ kind: 'pull_request', number: t.resource.number });
     expect(t.resourceKey).toBe(`default:alice/widgets:pull_request:${t.resource.number}`);
     expect(t.refs).not.toBeNull();
     expect(t.instruction).toBe('@ccweb-bot please fix the lint errors & the failing test');
-    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
   });
 
   it('a PR comment from Gitea < 1.23 (no pull_request object) is queued with refs null', async () => {
@@ -165,7 +165,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const d = delivery('pull_request_comment_created', { mutate: (p) => delete p.pull_request });
     const res = await harness.post(d.body, d.headers);
     expect(res.status).toBe(202);
-    expect(task(harness, res.body.taskId).refs).toBeNull();
+    expect((await task(harness, res.body.taskId)).refs).toBeNull();
   });
 
   it('a second comment on a known repository and resource reuses both records', async () => {
@@ -174,11 +174,11 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot and the docs too', 4099) });
     const res = await harness.post(d.body, d.headers);
     expect(res.status).toBe(202);
-    expect(harness.counts()).toEqual(
+    expect(await harness.counts()).toEqual(
       expectedCounts({ webhook_deliveries: 2, comment_triggers: 2, repositories: 1, sessions: 1, tasks: 2, actors: 2, comments: 2 }),
     );
-    expect(harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.accept', 'task.transition', 'task.transition']);
-    const [a, b] = harness.store.list<TaskRecord>('tasks');
+    expect(await harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.accept', 'task.transition', 'task.transition']);
+    const [a, b] = await harness.store.list<TaskRecord>('tasks');
     expect(b!.queueSeq).toBeGreaterThan(a!.queueSeq);
   });
 
@@ -189,8 +189,8 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const headers = { ...f.headers, 'Content-Type': 'application/x-www-form-urlencoded' };
     const res = await harness.post(body, headers);
     expect(res.status).toBe(202);
-    expect(task(harness, res.body.taskId).instruction).toBe(JSON.parse(f.body.toString('utf8')).comment.body);
-    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect((await task(harness, res.body.taskId)).instruction).toBe(JSON.parse(f.body.toString('utf8')).comment.body);
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
   });
 
   it('X-Hub-Signature-256 alone is enough', async () => {
@@ -208,8 +208,8 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     expect((await harness.post(fresh.body, fresh.headers)).status).toBe(202);
     const revoked = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot revoked', 4101), secret: 'revoked-secret' });
     expect((await harness.post(revoked.body, revoked.headers)).status).toBe(401);
-    expect(harness.store.count('tasks')).toBe(2);
-    expect(harness.store.list<{ kind: string; count: number }>('security_events')).toMatchObject([{ kind: 'invalid_signature', count: 1 }]);
+    expect(await harness.store.count('tasks')).toBe(2);
+    expect(await harness.store.list<{ kind: string; count: number }>('security_events')).toMatchObject([{ kind: 'invalid_signature', count: 1 }]);
   });
 
   it('unicode, RTL and bidi control characters are stored byte-exact as the instruction', async () => {
@@ -218,7 +218,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const d = delivery('issue_comment_created_on_issue', { mutate: comment(text, 4200) });
     const res = await harness.post(d.body, d.headers);
     expect(res.status).toBe(202);
-    const stored = task(harness, res.body.taskId).instruction;
+    const stored = (await task(harness, res.body.taskId)).instruction;
     expect(stored).toBe(text);
     expect(Buffer.from(stored, 'utf8').equals(Buffer.from(text, 'utf8'))).toBe(true);
   });
@@ -229,7 +229,7 @@ describe('202: a verified, first-time comment becomes one durable queued task', 
     const gitea = Buffer.from(d.body.toString('utf8').replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026'));
     const res = await harness.post(gitea, signedHeaders(d.headers, gitea));
     expect(res.status).toBe(202);
-    expect(task(harness, res.body.taskId).instruction).toBe('@ccweb-bot compare a<b && c>d');
+    expect((await task(harness, res.body.taskId)).instruction).toBe('@ccweb-bot compare a<b && c>d');
   });
 });
 
@@ -241,8 +241,8 @@ describe('200: repeats and duplicates return the original result', () => {
     const again = await harness.post(d.body, d.headers);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
-    expect(harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.duplicate_delivery']);
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect(await harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.duplicate_delivery']);
     expect(harness.accepted).toHaveLength(1);
   });
 
@@ -260,13 +260,13 @@ describe('200: repeats and duplicates return the original result', () => {
     const res = await harness.post(original.body, replay);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'duplicate', taskId: first.body.taskId });
-    expect(harness.counts()).toEqual(expectedCounts({ ...ONE_ACCEPTED_TASK, webhook_deliveries: 2 }));
-    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${replayId}`)).toMatchObject({
+    expect(await harness.counts()).toEqual(expectedCounts({ ...ONE_ACCEPTED_TASK, webhook_deliveries: 2 }));
+    expect(await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${replayId}`)).toMatchObject({
       status: 'duplicate',
       reason: 'duplicate_comment',
       taskId: first.body.taskId,
     });
-    expect(harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.duplicate_comment']);
+    expect(await harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.duplicate_comment']);
     // And the replay's own repeat answers with the replay's first answer.
     const again = await harness.post(original.body, replay);
     expect(again).toMatchObject({ status: 200, body: res.body });
@@ -285,7 +285,7 @@ describe('200: repeats and duplicates return the original result', () => {
     const results = await Promise.all(Array.from({ length: 50 }, () => harness.post(d.body, d.headers)));
     expect(results.filter((r) => r.status === 202)).toHaveLength(1);
     expect(results.filter((r) => r.status === 200)).toHaveLength(49);
-    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
   });
 
   it('50 concurrent identical posts yield exactly one task, all racing past a slow permission check', async () => {
@@ -297,8 +297,8 @@ describe('200: repeats and duplicates return the original result', () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(49);
     const taskId = taskIdFor(`default:${d.deliveryId}`);
     for (const r of results) expect(r.body).toEqual({ deliveryId: d.deliveryId, taskId, state: 'queued' });
-    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
-    const actions = harness.auditActions();
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    const actions = await harness.auditActions();
     expect(actions.filter((a) => a === 'webhook.duplicate_delivery')).toHaveLength(49);
     expect(actions.filter((a) => a !== 'webhook.duplicate_delivery')).toEqual(ACCEPT_AUDIT);
     expect(harness.permissionCalls.length).toBeGreaterThan(1); // they really raced
@@ -318,7 +318,7 @@ describe('200: repeats and duplicates return the original result', () => {
     const dups = results.filter((r) => r.status === 200);
     expect(dups).toHaveLength(49);
     for (const r of dups) expect(r.body).toEqual({ status: 'duplicate', taskId: winners[0]!.body.taskId });
-    expect(harness.counts()).toEqual(expectedCounts({ ...ONE_ACCEPTED_TASK, webhook_deliveries: 50 }));
+    expect(await harness.counts()).toEqual(expectedCounts({ ...ONE_ACCEPTED_TASK, webhook_deliveries: 50 }));
     expect(harness.permissionCalls.length).toBeGreaterThan(1);
   });
 
@@ -336,11 +336,11 @@ describe('200: repeats and duplicates return the original result', () => {
       }),
     );
     expect(results.every((r) => r.status === 202)).toBe(true);
-    expect(harness.counts()).toEqual(
+    expect(await harness.counts()).toEqual(
       expectedCounts({ webhook_deliveries: 10, comment_triggers: 10, repositories: 1, sessions: 10, tasks: 10, actors: 10, comments: 10 }),
     );
-    expect(harness.auditActions().filter((a) => a === 'repository.register')).toHaveLength(1);
-    const seqs = harness.store.list<TaskRecord>('tasks').map((t) => t.queueSeq);
+    expect((await harness.auditActions()).filter((a) => a === 'repository.register')).toHaveLength(1);
+    const seqs = (await harness.store.list<TaskRecord>('tasks')).map((t) => t.queueSeq);
     expect(new Set(seqs).size).toBe(10);
   });
 });
@@ -364,15 +364,15 @@ describe('200: ignored events and comments (delivery stored as ignored, audited,
       const res = await harness.post(d.body, d.headers);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ status: 'ignored', reason });
-      expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1 }));
-      expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({
+      expect(await harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1 }));
+      expect(await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({
         status: 'ignored',
         reason,
         taskId: null,
         response: { status: 200, body: res.body },
       });
-      expect(harness.auditActions()).toEqual(['webhook.ignored']);
-      expect(harness.store.audit()[0]!.errorCode).toBe(reason);
+      expect(await harness.auditActions()).toEqual(['webhook.ignored']);
+      expect((await harness.store.audit())[0]!.errorCode).toBe(reason);
     });
   }
 
@@ -392,9 +392,9 @@ describe('200: ignored events and comments (delivery stored as ignored, audited,
       });
       const res = await harness.post(body, headers);
       expect(res).toMatchObject({ status: 200, body: { status: 'ignored', reason: 'unsupported_event' } });
-      expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1 }));
-      expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${id}`)).toMatchObject({ normalized: false, eventType });
-      expect(harness.auditActions()).toEqual(['webhook.ignored']);
+      expect(await harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1 }));
+      expect(await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${id}`)).toMatchObject({ normalized: false, eventType });
+      expect(await harness.auditActions()).toEqual(['webhook.ignored']);
     });
   }
 });
@@ -417,9 +417,9 @@ describe('401: missing or wrong signature — a security audit event and nothing
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: 'unauthorized' });
       // Not one audit event per request, but one expiring record per source and window.
-      expect(harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
-      expect(harness.store.audit()).toEqual([]);
-      const events = harness.store.list('security_events');
+      expect(await harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
+      expect(await harness.store.audit()).toEqual([]);
+      const events = await harness.store.list('security_events');
       expect(events).toHaveLength(1);
       expect(events[0]).toMatchObject({
         kind: 'invalid_signature',
@@ -439,29 +439,29 @@ describe('401: missing or wrong signature — a security audit event and nothing
     const body = Buffer.from('other=1');
     const res = await harness.post(body, { ...signedHeaders(f().headers, body), 'Content-Type': 'application/x-www-form-urlencoded' });
     expect(res).toMatchObject({ status: 401, body: { error: 'unauthorized' } });
-    expect(harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
-    expect(harness.store.list('security_events')).toMatchObject([{ kind: 'invalid_form', count: 1 }]);
+    expect(await harness.counts()).toEqual(expectedCounts({ security_events: 1 }));
+    expect(await harness.store.list('security_events')).toMatchObject([{ kind: 'invalid_form', count: 1 }]);
   });
 });
 
 describe('400: unparseable or incomplete payloads, unsafe names — nothing queued', () => {
-  function expectInvalid(harness: IntakeHarness, res: { status: number; body: unknown }) {
+  async function expectInvalid(harness: IntakeHarness, res: { status: number; body: unknown }) {
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: 'invalid_payload' });
-    expect(harness.counts()).toEqual(expectedCounts({}));
-    expect(harness.auditActions()).toEqual(['webhook.invalid_payload']);
+    expect(await harness.counts()).toEqual(expectedCounts({}));
+    expect(await harness.auditActions()).toEqual(['webhook.invalid_payload']);
   }
 
   it('non-JSON body with a valid signature', async () => {
     const harness = await start();
     const body = Buffer.from('this is not json {');
-    expectInvalid(harness, await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body)));
+    await expectInvalid(harness, await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body)));
   });
 
   it('invalid UTF-8 with a valid signature', async () => {
     const harness = await start();
     const body = Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
-    expectInvalid(harness, await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body)));
+    await expectInvalid(harness, await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body)));
   });
 
   for (const [field, mutate] of [
@@ -475,7 +475,7 @@ describe('400: unparseable or incomplete payloads, unsafe names — nothing queu
     it(`missing or wrong required field: ${field}`, async () => {
       const harness = await start();
       const d = delivery('issue_comment_created_on_issue', { mutate });
-      expectInvalid(harness, await harness.post(d.body, d.headers));
+      await expectInvalid(harness, await harness.post(d.body, d.headers));
     });
   }
 
@@ -487,14 +487,14 @@ describe('400: unparseable or incomplete payloads, unsafe names — nothing queu
     it(`missing header ${title}`, async () => {
       const harness = await start();
       const d = exact('issue_comment_created_on_issue');
-      expectInvalid(harness, await harness.post(d.body, withoutHeader(d.headers, header)));
+      await expectInvalid(harness, await harness.post(d.body, withoutHeader(d.headers, header)));
     });
   }
 
   it('X-Gitea-Event-Type contradicting the signed is_pull', async () => {
     const harness = await start();
     const d = exact('issue_comment_created_on_issue');
-    expectInvalid(harness, await harness.post(d.body, { ...d.headers, 'X-Gitea-Event-Type': 'pull_request_comment' }));
+    await expectInvalid(harness, await harness.post(d.body, { ...d.headers, 'X-Gitea-Event-Type': 'pull_request_comment' }));
   });
 
   for (const [title, mutate] of [
@@ -511,7 +511,7 @@ describe('400: unparseable or incomplete payloads, unsafe names — nothing queu
     it(`path traversal / unsafe name: ${title}`, async () => {
       const harness = await start();
       const d = delivery('issue_comment_created_on_issue', { mutate });
-      expectInvalid(harness, await harness.post(d.body, d.headers));
+      await expectInvalid(harness, await harness.post(d.body, d.headers));
     });
   }
 });
@@ -528,8 +528,8 @@ describe('415 and 413: content type and size, checked before anything is read or
       const headers = type === undefined ? withoutHeader(d.headers, 'Content-Type') : { ...d.headers, 'Content-Type': type };
       const res = await harness.post(d.body, headers);
       expect(res).toMatchObject({ status: 415, body: { error: 'unsupported_media_type' } });
-      expect(harness.counts()).toEqual(expectedCounts({}));
-      expect(harness.auditActions()).toEqual([]);
+      expect(await harness.counts()).toEqual(expectedCounts({}));
+      expect(await harness.auditActions()).toEqual([]);
     });
   }
 
@@ -544,7 +544,7 @@ describe('415 and 413: content type and size, checked before anything is read or
     const d = exact('issue_comment_created_on_issue');
     const res = await harness.post(d.body, { ...d.headers, 'Content-Encoding': 'gzip' });
     expect(res.status).toBe(415);
-    expect(harness.counts()).toEqual(expectedCounts({}));
+    expect(await harness.counts()).toEqual(expectedCounts({}));
   });
 
   it('a declared Content-Length over the 2 MiB default → 413 and the connection closes', async () => {
@@ -553,8 +553,8 @@ describe('415 and 413: content type and size, checked before anything is read or
     const res = await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body));
     expect(res).toMatchObject({ status: 413, body: { error: 'payload_too_large' } });
     expect(res.headers['connection']).toBe('close');
-    expect(harness.counts()).toEqual(expectedCounts({}));
-    expect(harness.auditActions()).toEqual([]);
+    expect(await harness.counts()).toEqual(expectedCounts({}));
+    expect(await harness.auditActions()).toEqual([]);
   });
 
   it('a chunked upload (no Content-Length) is cut off at the limit → 413', async () => {
@@ -562,7 +562,7 @@ describe('415 and 413: content type and size, checked before anything is read or
     const body = Buffer.alloc(1024 * 1024, 0x20);
     const res = await harness.post(body, signedHeaders(loadFixture('issue_comment_created_on_issue').headers, body), { chunked: true });
     expect(res.status).toBe(413);
-    expect(harness.counts()).toEqual(expectedCounts({}));
+    expect(await harness.counts()).toEqual(expectedCounts({}));
   });
 
   it('a body of exactly the limit is read', async () => {
@@ -575,7 +575,7 @@ describe('415 and 413: content type and size, checked before anything is read or
     const harness = await start();
     const res = await harness.post(Buffer.alloc(0), {}, { method: 'GET' });
     expect(res.status).toBe(405);
-    expect(harness.counts()).toEqual(expectedCounts({}));
+    expect(await harness.counts()).toEqual(expectedCounts({}));
   });
 });
 
@@ -584,19 +584,19 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
    * `notice`: Gitea said the commenter has no write access (not the operator's lists), so the thread's
    * first such mention of the day gets the one receipt row saying only writers can ask.
    */
-  function expectRejectedTask(harness: IntakeHarness, res: { status: number; body: any }, reason: string, deliveryId: string, notice: boolean) {
+  async function expectRejectedTask(harness: IntakeHarness, res: { status: number; body: any }, reason: string, deliveryId: string, notice: boolean) {
     const taskId = taskIdFor(`default:${deliveryId}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'rejected', reason, taskId });
     // Visible to operators as a rejected task (and counted for its author's day); no
     // repository or session for it.
-    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, security_events: 1, ...(notice ? { comments: 1 } : {}) }));
-    if (notice) expect(harness.store.get<CommentRecord>('comments', `${taskId}:status:refused`)).toMatchObject({ kind: 'status', status: 'pending', readerNotice: true, errorCode: reason });
-    expect(task(harness, taskId)).toMatchObject({ state: 'rejected', author: expect.any(String) });
-    expect(harness.runtime.stateOf(taskActorId(taskId))?.state).toBe('rejected');
-    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${deliveryId}`)).toMatchObject({ status: 'rejected', reason, taskId });
-    expect(harness.auditActions()).toEqual(['webhook.rejected', 'task.transition', 'task.transition']);
-    expect(harness.store.audit()[0]!.errorCode).toBe(reason);
+    expect(await harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, security_events: 1, ...(notice ? { comments: 1 } : {}) }));
+    if (notice) expect(await harness.store.get<CommentRecord>('comments', `${taskId}:status:refused`)).toMatchObject({ kind: 'status', status: 'pending', readerNotice: true, errorCode: reason });
+    expect(await task(harness, taskId)).toMatchObject({ state: 'rejected', author: expect.any(String) });
+    expect((await harness.runtime.stateOf(taskActorId(taskId)))?.state).toBe('rejected');
+    expect(await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${deliveryId}`)).toMatchObject({ status: 'rejected', reason, taskId });
+    expect(await harness.auditActions()).toEqual(['webhook.rejected', 'task.transition', 'task.transition']);
+    expect((await harness.store.audit())[0]!.errorCode).toBe(reason);
     // The receipt outbox is woken for the notice; nothing else was accepted.
     expect(harness.accepted).toEqual(notice ? [taskId] : []);
   }
@@ -605,19 +605,19 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
    * A permission lookup that fails for a passing reason is no refusal — no task,
    * no trigger (a Replay is decided then), the comment waits in `pending_intake` and is asked again.
    */
-  function expectWaiting(harness: IntakeHarness, res: { status: number; body: any }, deliveryId: string) {
+  async function expectWaiting(harness: IntakeHarness, res: { status: number; body: any }, deliveryId: string) {
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ deliveryId, taskId: null, state: 'pending_confirmation', attempts: 1, gaveUp: false });
-    expect(harness.counts()).toEqual(expectedCounts({ pending_intake: 1 }));
-    expect(harness.store.list('pending_intake')[0]).toMatchObject({ deliveryId, state: 'waiting', attempts: 1, lastError: expect.stringContaining('permission lookup') });
-    expect(harness.auditActions()).toEqual([]);
+    expect(await harness.counts()).toEqual(expectedCounts({ pending_intake: 1 }));
+    expect((await harness.store.list('pending_intake'))[0]).toMatchObject({ deliveryId, state: 'waiting', attempts: 1, lastError: expect.stringContaining('permission lookup') });
+    expect(await harness.auditActions()).toEqual([]);
     expect(harness.accepted).toEqual([]);
   }
 
   it('read-only commenter (signed permissions) → rejected, permission API not asked', async () => {
     const harness = await start({ fetchPermission: async () => 'admin' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: false, push: false, pull: true }; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
+    await expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
     expect(harness.permissionCalls).toEqual([]);
   });
 
@@ -625,14 +625,14 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
   it('signed push: true for a user Gitea says has no access → rejected (the API decides)', async () => {
     const harness = await start({ fetchPermission: async () => 'none' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = { admin: true, push: true, pull: true }; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
+    await expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
     expect(harness.permissionCalls).toEqual([['alice', 'widgets', 'bob']]);
   });
 
   it('signed push: true and the permission API failing → not accepted: waits for Gitea (fail closed, not refused)', async () => {
     const harness = await start({ fetchPermission: async () => { throw new Error('connection refused'); } });
     const d = delivery('issue_comment_created_on_issue');
-    expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
+    await expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
   });
 
   it('admin without push (signed), API says admin → accepted', async () => {
@@ -647,43 +647,43 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     const res = await harness.post(d.body, d.headers);
     expect(res.status).toBe(202);
     expect(harness.permissionCalls).toEqual([['alice', 'widgets', 'bob']]);
-    expect(harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
   });
 
   it('permissions absent, permission API says read → rejected', async () => {
     const harness = await start({ fetchPermission: async () => 'read' });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { p.repository.permissions = null; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
+    await expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
   });
 
   it('permissions absent, permission API throws → waits for Gitea (fail closed, not refused)', async () => {
     const harness = await start({ fetchPermission: async () => { throw Object.assign(new Error('403 Forbidden'), { status: 403 }); } });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
-    expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
+    await expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
   });
 
   it('permissions absent, permission API answers 404 (no such user here) → rejected: a clear no', async () => {
     const harness = await start({ fetchPermission: async () => { throw Object.assign(new Error('user does not exist'), { status: 404 }); } });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
+    await expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, true);
   });
 
   it('permissions absent, permission API hangs → waits for Gitea after the timeout (fail closed, not refused)', async () => {
     const harness = await start({ fetchPermission: () => new Promise(() => undefined), intake: { permissionTimeoutMs: 50 } });
     const d = delivery('issue_comment_created_on_issue', { mutate: (p) => { delete p.repository.permissions; } });
-    expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
+    await expectWaiting(harness, await harness.post(d.body, d.headers), d.deliveryId);
   });
 
   it('deny list wins over write permission', async () => {
     const harness = await start({ denyUsers: ['BOB'] });
     const d = delivery('issue_comment_created_on_issue');
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, false);
+    await expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, false);
   });
 
   it('allow list without the commenter → rejected; with the commenter → accepted', async () => {
     const harness = await start({ allowUsers: ['carol'] });
     const d = delivery('issue_comment_created_on_issue');
-    expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, false);
+    await expectRejectedTask(harness, await harness.post(d.body, d.headers), 'actor_not_authorized', d.deliveryId, false);
     await harness.close();
     const allowed = await start({ allowUsers: ['carol', 'bob'] });
     const e = delivery('issue_comment_created_on_issue');
@@ -705,22 +705,22 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
       if (known) harness.comments.learn({ rawBody: d.body, headers: d.headers, contentType: 'application/json' });
       return (await harness.post(d.body, d.headers)).body;
     };
-    const notices = () => harness.store.list<CommentRecord>('comments').filter((c) => c.readerNotice === true).map((c) => c.resourceKey);
+    const notices = async () => (await harness.store.list<CommentRecord>('comments')).filter((c) => c.readerNotice === true).map((c) => c.resourceKey);
     // A mention Gitea does not have (a signed but forged payload): refused unconfirmed, nothing to post.
     expect(await mention(7, false)).toMatchObject({ status: 'rejected', reason: 'comment_not_confirmed' });
-    expect(notices()).toEqual([]);
+    expect(await notices()).toEqual([]);
     // The first confirmed one of the thread today gets it; the next ones of that thread do not; another thread does.
     expect(await mention(7)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
     expect(await mention(7)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
     expect(await mention(8)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
-    expect(notices()).toEqual(['default:alice/widgets:issue:7', 'default:alice/widgets:issue:8']);
+    expect(await notices()).toEqual(['default:alice/widgets:issue:7', 'default:alice/widgets:issue:8']);
     // The next UTC day, the thread may be told again.
     now = new Date('2026-03-02T00:00:01.000Z');
     await mention(7);
-    expect(notices()).toHaveLength(3);
+    expect(await notices()).toHaveLength(3);
     // An operator turned them off for the repository: no notice, the mention is still rejected and counted.
-    await harness.store.transact((tx) => {
-      tx.insert('repositories', 'default:alice/widgets', {
+    await harness.store.transact(async (tx) => {
+      await tx.insert('repositories', 'default:alice/widgets', {
         repoKey: 'default:alice/widgets', instanceId: 'default', owner: 'alice', name: 'widgets',
         cloneUrl: 'https://gitea.example.com/alice/widgets.git', workspacePath: '/w/default/alice/widgets',
         defaultBranch: 'main', status: 'active', registeredAt: '2026-01-01T00:00:00Z', lastFetchAt: null, version: 2,
@@ -728,7 +728,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
       } satisfies RepositoryRecord);
     });
     expect(await mention(9)).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
-    expect(notices()).toHaveLength(3);
+    expect(await notices()).toHaveLength(3);
   });
 
   it('a Replay of a rejected comment stays rejected (duplicate of the rejected task)', async () => {
@@ -737,7 +737,7 @@ describe('who may trigger: write/admin confirmed by the API (signed permissions 
     const first = await harness.post(d.body, d.headers);
     const res = await harness.post(d.body, { ...d.headers, 'X-Gitea-Delivery': randomUUID() });
     expect(res.body).toEqual({ status: 'duplicate', taskId: first.body.taskId });
-    expect(harness.store.count('tasks')).toBe(1);
+    expect(await harness.store.count('tasks')).toBe(1);
   });
 });
 
@@ -763,17 +763,17 @@ describe('409: a repository disabled by an operator gets no task', () => {
     const d = exact('issue_comment_created_on_issue');
     const res = await harness.post(d.body, d.headers);
     expect(res).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
-    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, repositories: 1 }));
-    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({
+    expect(await harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, repositories: 1 }));
+    expect(await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({
       status: 'rejected',
       reason: 'repository_disabled',
       taskId: null,
     });
-    expect(harness.auditActions()).toEqual(['webhook.repository_disabled']);
-    expect(harness.store.get<RepositoryRecord>('repositories', 'default:alice/widgets')?.version).toBe(2);
+    expect(await harness.auditActions()).toEqual(['webhook.repository_disabled']);
+    expect((await harness.store.get<RepositoryRecord>('repositories', 'default:alice/widgets'))?.version).toBe(2);
     const again = await harness.post(d.body, d.headers);
     expect(again).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
-    expect(harness.store.count('tasks')).toBe(0);
+    expect(await harness.store.count('tasks')).toBe(0);
   });
 
   // In a disabled repository a mention gets 409; the thread must not be left showing nothing.
@@ -798,25 +798,25 @@ describe('409: a repository disabled by an operator gets no task', () => {
       });
     const first = mention(7601);
     expect(await harness.post(first.body, first.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
-    const notices = () => harness.store.list<CommentRecord>('comments').filter((r) => r.repositoryDisabled === true);
-    expect(notices()).toHaveLength(1);
-    const noticeTask = task(harness, notices()[0]!.taskId);
+    const notices = async () => (await harness.store.list<CommentRecord>('comments')).filter((r) => r.repositoryDisabled === true);
+    expect(await notices()).toHaveLength(1);
+    const noticeTask = await task(harness, (await notices())[0]!.taskId);
     expect(noticeTask).toMatchObject({ state: 'rejected', resourceKey: 'default:alice/widgets:issue:7' });
     // The same thread, the same day: silence again; another thread gets its own notice.
     for (const d of [mention(7602), mention(7603, 'mallory', 8)]) expect((await harness.post(d.body, d.headers)).status).toBe(409);
-    expect(notices()).toHaveLength(1);
+    expect(await notices()).toHaveLength(1);
     const other = mention(7604, 'bob', 8);
     await harness.post(other.body, other.headers);
-    expect(notices()).toHaveLength(2);
+    expect(await notices()).toHaveLength(2);
     // The next day, the first thread is told once more.
     day = '2026-12-03T09:00:00.000Z';
     const next = mention(7605);
     await harness.post(next.body, next.headers);
-    expect(notices()).toHaveLength(3);
+    expect(await notices()).toHaveLength(3);
     // No trigger was kept: once enabled, a Replay of the first comment runs.
-    await harness.store.transact((tx) => {
-      const r = tx.get<RepositoryRecord>('repositories', 'default:alice/widgets')!;
-      tx.put('repositories', r.repoKey, { ...r, status: 'enabled' });
+    await harness.store.transact(async (tx) => {
+      const r = (await tx.get<RepositoryRecord>('repositories', 'default:alice/widgets'))!;
+      await tx.put('repositories', r.repoKey, { ...r, status: 'enabled' });
     });
     expect((await harness.post(first.body, { ...first.headers, 'X-Gitea-Delivery': randomUUID() })).status).toBe(202);
   });
@@ -832,11 +832,11 @@ describe('503: the store cannot make the task durable — never "queued"', () =>
     expect(harness.accepted).toEqual([]);
   });
 
-  it('journal write fails: 503, nothing acknowledged, and the failed write is not on disk', async () => {
+  it('a commit fails: 503, nothing acknowledged, and the failed write is not on disk', async () => {
     let fail = false;
     const harness = await start({
       store: {
-        beforeJournalWrite: () => {
+        beforeCommit: () => {
           if (fail) throw new Error('EIO: simulated disk failure');
         },
       },
@@ -854,8 +854,8 @@ describe('503: the store cannot make the task durable — never "queued"', () =>
     const reopened = createStore({ dir: `${harness.dir}/store`, indexes: STORE_INDEXES });
     await reopened.open();
     try {
-      expect(reopened.count('tasks')).toBe(0);
-      expect(reopened.count('webhook_deliveries') + reopened.archivedCount('webhook_deliveries')).toBe(0);
+      expect(await reopened.count('tasks')).toBe(0);
+      expect(await reopened.count('webhook_deliveries') + await reopened.archivedCount('webhook_deliveries')).toBe(0);
     } finally {
       await reopened.close();
     }
@@ -884,18 +884,18 @@ describe('@ccweb-bot stop', () => {
     expect((await harness.runtime.send(taskActorId(running), claim)).ok).toBe(true);
     expect((await harness.runtime.send(taskActorId(running), { type: 'WORKSPACE_READY' })).ok).toBe(true);
 
-    const before = harness.counts();
+    const before = await harness.counts();
     const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot STOP!', 7100) });
     const res = await harness.post(d.body, d.headers);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'stop', taskIds: [running, queued] });
-    expect(task(harness, running)).toMatchObject({ state: 'aborting', stoppedBy: 'gitea:user:bob' });
-    expect(task(harness, queued)).toMatchObject({ state: 'cancelled', stoppedBy: 'gitea:user:bob' });
-    expect(task(harness, elsewhere).state).toBe('queued');
+    expect(await task(harness, running)).toMatchObject({ state: 'aborting', stoppedBy: 'gitea:user:bob' });
+    expect(await task(harness, queued)).toMatchObject({ state: 'cancelled', stoppedBy: 'gitea:user:bob' });
+    expect((await task(harness, elsewhere)).state).toBe('queued');
     expect(harness.stops).toEqual([[running, queued]]);
-    expect(harness.counts()).toEqual({ ...before, webhook_deliveries: before.webhook_deliveries + 1, comment_triggers: before.comment_triggers + 1 });
-    expect(harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({ status: 'accepted', reason: 'stop', taskId: null });
-    const tail = harness.store.audit().slice(-3);
+    expect(await harness.counts()).toEqual({ ...before, webhook_deliveries: before.webhook_deliveries + 1, comment_triggers: before.comment_triggers + 1 });
+    expect(await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)).toMatchObject({ status: 'accepted', reason: 'stop', taskId: null });
+    const tail = (await harness.store.audit()).slice(-3);
     expect(tail.map((e) => [e.action, e.actor, e.toState ?? null])).toEqual([
       ['webhook.stop', 'gitea:user:bob', null],
       ['task.transition', 'gitea:user:bob', 'aborting'],
@@ -915,7 +915,7 @@ describe('@ccweb-bot stop', () => {
     });
     const res = await harness.post(d.body, d.headers);
     expect(res.body).toMatchObject({ status: 'rejected', reason: 'actor_not_authorized' });
-    expect(task(harness, queued).state).toBe('queued');
+    expect((await task(harness, queued)).state).toBe('queued');
     expect(harness.stops).toEqual([]);
   });
 
@@ -940,7 +940,7 @@ describe('@ccweb-bot stop', () => {
       const number = id; // one thread per state: a stop reaches only its own thread's tasks
       const taskId = await queue(harness, id++, number);
       for (const e of events) expect((await harness.runtime.send(taskActorId(taskId), e)).ok, `${state}: ${e.type}`).toBe(true);
-      expect(task(harness, taskId).state).toBe(state);
+      expect((await task(harness, taskId)).state).toBe(state);
       const d = delivery('issue_comment_created_on_issue', {
         mutate: (p) => {
           comment('@ccweb-bot stop', id++)(p);
@@ -949,11 +949,11 @@ describe('@ccweb-bot stop', () => {
       });
       const res = await harness.post(d.body, d.headers);
       expect(res.body, state).toEqual({ status: 'stop', taskIds: [taskId] });
-      expect(task(harness, taskId), state).toMatchObject({ state: after, stoppedBy: 'gitea:user:bob' });
+      expect(await task(harness, taskId), state).toMatchObject({ state: after, stoppedBy: 'gitea:user:bob' });
     }
     // A second stop finds the aborting task already stopping: reached, nothing sent, no comment of its own.
-    const aborting = harness.store.byIndex<TaskRecord>('tasks', 'state', 'aborting')[0]!;
-    const before = harness.store.count('comments');
+    const aborting = (await harness.store.byIndex<TaskRecord>('tasks', 'state', 'aborting'))[0]!;
+    const before = await harness.store.count('comments');
     const again = delivery('issue_comment_created_on_issue', {
       mutate: (p) => {
         comment('@ccweb-bot stop', 7499)(p);
@@ -961,8 +961,8 @@ describe('@ccweb-bot stop', () => {
       },
     });
     expect((await harness.post(again.body, again.headers)).body).toEqual({ status: 'stop', taskIds: [aborting.taskId] });
-    expect(task(harness, aborting.taskId).stateVersion).toBe(aborting.stateVersion);
-    expect(harness.store.count('comments')).toBe(before);
+    expect((await task(harness, aborting.taskId)).stateVersion).toBe(aborting.stateVersion);
+    expect(await harness.store.count('comments')).toBe(before);
   });
 
   it('a stop with nothing to stop is answered once: a task that never runs and its one comment', async () => {
@@ -970,16 +970,16 @@ describe('@ccweb-bot stop', () => {
     const d = delivery('issue_comment_created_on_issue', { mutate: comment('@ccweb-bot stop', 7301) });
     const res = await harness.post(d.body, d.headers);
     expect(res.body).toEqual({ status: 'stop', taskIds: [] });
-    const taskId = harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`)!.taskId!;
-    expect(task(harness, taskId)).toMatchObject({ state: 'ignored', resourceKey: expect.stringContaining(':issue:') });
-    const rows = harness.store.byIndex<CommentRecord>('comments', 'taskId', taskId);
+    const taskId = (await harness.store.get<DeliveryRecord>('webhook_deliveries', `default:${d.deliveryId}`))!.taskId!;
+    expect(await task(harness, taskId)).toMatchObject({ state: 'ignored', resourceKey: expect.stringContaining(':issue:') });
+    const rows = await harness.store.byIndex<CommentRecord>('comments', 'taskId', taskId);
     expect(rows).toMatchObject([{ commentKey: `${taskId}:status:refused`, status: 'pending', errorCode: 'nothing_to_stop', nothingToStop: true }]);
-    expect(harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, comments: 1 }));
-    expect(harness.auditActions()).toEqual(['webhook.stop', 'task.transition', 'task.transition']);
+    expect(await harness.counts()).toEqual(expectedCounts({ webhook_deliveries: 1, comment_triggers: 1, tasks: 1, actors: 1, comments: 1 }));
+    expect(await harness.auditActions()).toEqual(['webhook.stop', 'task.transition', 'task.transition']);
     // A Replay of the same stop is a duplicate: no second comment.
     const replay = await harness.post(d.body, { ...d.headers, 'X-Gitea-Delivery': randomUUID() });
     expect(replay.body).toEqual({ status: 'duplicate', taskId });
-    expect(harness.store.count('comments')).toBe(1);
+    expect(await harness.store.count('comments')).toBe(1);
   });
 });
 
@@ -1005,14 +1005,14 @@ describe('comments waiting for Gitea with several nodes: only the repository own
     // Due, but another node owns the repository: not asked here, still waiting as it was.
     expect(await harness.intake.retryDue()).toBe(0);
     expect(harness.permissionCalls.length).toBe(asked);
-    expect(harness.store.list('pending_intake')).toEqual([expect.objectContaining({ deliveryId: d.deliveryId, state: 'waiting', attempts: 1 })]);
-    expect(harness.store.count('tasks')).toBe(0);
+    expect(await harness.store.list('pending_intake')).toEqual([expect.objectContaining({ deliveryId: d.deliveryId, state: 'waiting', attempts: 1 })]);
+    expect(await harness.store.count('tasks')).toBe(0);
 
     // This node took the repository over: the next pass decides it.
     scope.owned = true;
     expect(await harness.intake.retryDue()).toBe(1);
-    expect(harness.store.count('pending_intake')).toBe(0);
-    expect(harness.store.list<TaskRecord>('tasks')).toEqual([expect.objectContaining({ state: 'queued' })]);
+    expect(await harness.store.count('pending_intake')).toBe(0);
+    expect(await harness.store.list<TaskRecord>('tasks')).toEqual([expect.objectContaining({ state: 'queued' })]);
     expect(harness.accepted).toHaveLength(1);
   });
 });

@@ -125,7 +125,7 @@ describe('the gate in front of the real gitea-mcp [real gitea-mcp]', () => {
     // What the service audits: one line per call, attributed to the task.
     const n = await ingestGateCalls(store, dir, { onCall: () => undefined });
     expect(n).toBe(7);
-    const audit = store.audit({}).filter((e) => e.taskId === 'gitea-task-gate-1');
+    const audit = (await store.audit({})).filter((e) => e.taskId === 'gitea-task-gate-1');
     expect(audit.filter((e) => e.action === 'agent.gitea_refused').map((e) => [e.metadata?.['tool'], e.level])).toEqual([
       ['issue_write', 'security'],
       ['issue_write', 'security'],

@@ -7,9 +7,9 @@ import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import { listTasks, taskDetail } from '../../src/api/task-queries.js';
 import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../../src/domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
-import type { DurableStore, Store } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { DAY_MS, sweepRetention, startRetention } from '../../src/retention/retention-sweep.js';
-import { archiveTask } from '../../src/retention/task-archiver.js';
+import { archiveTask, readTaskIndexes } from '../../src/retention/task-archiver.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
 import { FIXTURE_SECRET, loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
@@ -21,7 +21,11 @@ afterEach(async () => {
 });
 
 /** Intake archives trigger records as it writes them: live ones and archived ones. */
-const allTriggers = (store: Store) => [...store.list<CommentTriggerRecord>('comment_triggers'), ...store.scanArchived<CommentTriggerRecord>('comment_triggers')];
+const allTriggers = async (store: Store) => {
+  const all = await store.list<CommentTriggerRecord>('comment_triggers');
+  for await (const r of store.scanArchived<CommentTriggerRecord>('comment_triggers')) all.push(r);
+  return all;
+};
 
 const WINDOW = { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: null };
 
@@ -50,24 +54,24 @@ describe('retention sweep', () => {
   it('deletes expired deliveries in small batches, keeps recent ones, every task and the audit', async () => {
     const { harness, old, oldIgnored, recent } = await world();
     const { store } = harness;
-    const auditBefore = store.audit().length;
+    const auditBefore = (await store.audit()).length;
     const result = await sweepRetention(store, WINDOW, { batchSize: 1 });
     expect(result).toMatchObject({ deliveries: 2, triggers: 0, tasks: 0 });
     expect(result.batches).toBe(2);
-    expect(store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
-    expect(store.get('webhook_deliveries', `default:${oldIgnored.deliveryId}`)).toBeUndefined();
-    expect(store.get<DeliveryRecord>('webhook_deliveries', `default:${recent.deliveryId}`)?.taskId).toBe(recent.body.taskId);
-    expect(store.get<TaskRecord>('tasks', old.body.taskId)?.state).toBe('queued');
-    expect(store.get<TaskRecord>('tasks', recent.body.taskId)?.state).toBe('queued');
+    expect(await store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
+    expect(await store.get('webhook_deliveries', `default:${oldIgnored.deliveryId}`)).toBeUndefined();
+    expect((await store.get<DeliveryRecord>('webhook_deliveries', `default:${recent.deliveryId}`))?.taskId).toBe(recent.body.taskId);
+    expect((await store.get<TaskRecord>('tasks', old.body.taskId))?.state).toBe('queued');
+    expect((await store.get<TaskRecord>('tasks', recent.body.taskId))?.state).toBe('queued');
     // The old task still exists, so its comment's dedup record must too.
-    expect(allTriggers(store).map((t) => t.taskId).sort()).toEqual([old.body.taskId, recent.body.taskId].sort());
-    expect(store.audit().length).toBe(auditBefore);
+    expect((await allTriggers(store)).map((t) => t.taskId).sort()).toEqual([old.body.taskId, recent.body.taskId].sort());
+    expect((await store.audit()).length).toBe(auditBefore);
 
     // A late repeat of the forgotten delivery, and a Replay of its comment, are duplicates — no second task.
     const repeat = await post(harness, 7001, '@ccweb-bot old request', old.deliveryId);
     const replay = await post(harness, 7001, '@ccweb-bot old request');
     for (const r of [repeat, replay]) expect([r.status, r.body]).toEqual([200, { status: 'duplicate', taskId: old.body.taskId }]);
-    expect(store.count('tasks')).toBe(2);
+    expect(await store.count('tasks')).toBe(2);
   });
 
   it('with a task window, removes finished tasks with their records and then their triggers; the audit stays', async () => {
@@ -77,19 +81,19 @@ describe('retention sweep', () => {
     const sent = await runtime.send(taskActorId(old.body.taskId), cancel, { by: 'admin:test' });
     expect(sent.ok).toBe(true);
     await runtime.settled();
-    const oldAudit = store.audit({ taskId: old.body.taskId }).length;
-    expect(store.byIndex('comments', 'taskId', old.body.taskId).length).toBe(1);
+    const oldAudit = (await store.audit({ taskId: old.body.taskId })).length;
+    expect((await store.byIndex('comments', 'taskId', old.body.taskId)).length).toBe(1);
 
     const later = Date.now() + 2 * DAY_MS;
     const result = await sweepRetention(store, { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: DAY_MS }, { now: () => later });
     expect(result).toMatchObject({ tasks: 1, triggers: 1 });
-    expect(store.get('tasks', old.body.taskId)).toBeUndefined();
-    expect(store.byIndex('comments', 'taskId', old.body.taskId)).toEqual([]);
-    expect(store.get('actors', taskActorId(old.body.taskId))).toBeUndefined();
-    expect(store.get<TaskRecord>('tasks', recent.body.taskId)?.state).toBe('queued');
-    expect(store.get('actors', taskActorId(recent.body.taskId))).toBeDefined();
-    expect(allTriggers(store).map((t) => t.taskId)).toEqual([recent.body.taskId]);
-    expect(store.audit({ taskId: old.body.taskId }).length).toBe(oldAudit);
+    expect(await store.get('tasks', old.body.taskId)).toBeUndefined();
+    expect(await store.byIndex('comments', 'taskId', old.body.taskId)).toEqual([]);
+    expect(await store.get('actors', taskActorId(old.body.taskId))).toBeUndefined();
+    expect((await store.get<TaskRecord>('tasks', recent.body.taskId))?.state).toBe('queued');
+    expect(await store.get('actors', taskActorId(recent.body.taskId))).toBeDefined();
+    expect((await allTriggers(store)).map((t) => t.taskId)).toEqual([recent.body.taskId]);
+    expect((await store.audit({ taskId: old.body.taskId })).length).toBe(oldAudit);
   });
 
   it('the periodic worker sweeps only while its node leads the cluster, asked at each sweep', async () => {
@@ -104,32 +108,32 @@ describe('retention sweep', () => {
       },
     };
     const worker = startRetention({ store: harness.store, policy: WINDOW, firstDelayMs: 0, intervalMs: 20, scope });
-    const gone = () => harness.store.get('webhook_deliveries', `default:${old.deliveryId}`) === undefined;
-    const until = async (done: () => boolean) => {
+    const gone = async () => await harness.store.get('webhook_deliveries', `default:${old.deliveryId}`) === undefined;
+    const until = async (done: () => boolean | Promise<boolean>) => {
       const deadline = Date.now() + 10_000;
-      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     };
     // Several sweeps came round while another node led: nothing swept.
     await until(() => asked.length >= 3);
-    expect(gone()).toBe(false);
+    expect(await gone()).toBe(false);
     // Leadership moved here: the next sweep runs.
     leading = true;
     await until(gone);
     await worker.stop();
-    expect(gone()).toBe(true);
-    expect(harness.store.count('tasks')).toBe(2);
+    expect(await gone()).toBe(true);
+    expect(await harness.store.count('tasks')).toBe(2);
   });
 
   it('the periodic worker sweeps on its own and stops cleanly', async () => {
     const { harness, old } = await world();
     const worker = startRetention({ store: harness.store, policy: WINDOW, firstDelayMs: 0, intervalMs: 60_000 });
     const deadline = Date.now() + 10_000;
-    while (harness.store.get('webhook_deliveries', `default:${old.deliveryId}`) !== undefined && Date.now() < deadline) {
+    while (await harness.store.get('webhook_deliveries', `default:${old.deliveryId}`) !== undefined && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
     await worker.stop();
-    expect(harness.store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
-    expect(harness.store.count('tasks')).toBe(2);
+    expect(await harness.store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
+    expect(await harness.store.count('tasks')).toBe(2);
   });
 });
 
@@ -139,11 +143,11 @@ describe('archiving finished tasks', () => {
     const { store, runtime } = harness;
     expect((await runtime.send(taskActorId(taskId), { type: 'CANCEL', by: 'admin:test' } as TaskEvent, { by: 'admin:test' })).ok).toBe(true);
     await runtime.settled();
-    await store.transact((tx) => {
-      const received = tx.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received'))!;
-      tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
+    await store.transact(async (tx) => {
+      const received = (await tx.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received')))!;
+      await tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
       const failure = pendingReceiptRecord({ taskId, resourceKey: received.resourceKey }, 'cancelled');
-      tx.insert('comments', failure.commentKey, { ...failure, status: 'sent', commentId: 2 });
+      await tx.insert('comments', failure.commentKey, { ...failure, status: 'sent', commentId: 2 });
     });
   }
 
@@ -158,35 +162,32 @@ describe('archiving finished tasks', () => {
     const unsettled = await post(harness, 7004, '@ccweb-bot cancelled, receipt not sent yet');
     expect((await harness.runtime.send(taskActorId(String(unsettled.body.taskId)), { type: 'CANCEL', by: 'admin:test' } as TaskEvent, { by: 'admin:test' })).ok).toBe(true);
     await harness.runtime.settled();
-    const detailBefore = taskDetail(store, freshId)!;
-    const hotBefore = { comments: store.count('comments'), actors: store.count('actors') };
+    const detailBefore = (await taskDetail(store, freshId))!;
+    const hotBefore = { comments: await store.count('comments'), actors: await store.count('actors') };
 
     // Too recent for the window: nothing moves.
     expect((await sweepRetention(store, { ...WINDOW, archiveAfterMs: DAY_MS })).archived).toBe(0);
     const result = await sweepRetention(store, { ...WINDOW, archiveAfterMs: 0 }, { now: () => Date.now() + 60_000 });
     // The queued task and the one whose failure receipt is still pending stay.
     expect(result.archived).toBe(2);
-    expect(store.list<TaskRecord>('tasks').map((t) => t.taskId).sort()).toEqual([recent.body.taskId, unsettled.body.taskId].sort());
-    expect(store.archivedCount('tasks')).toBe(2);
-    expect(store.count('comments')).toBe(hotBefore.comments - 4);
-    expect(store.count('actors')).toBe(hotBefore.actors - 2);
+    expect((await store.list<TaskRecord>('tasks')).map((t) => t.taskId).sort()).toEqual([recent.body.taskId, unsettled.body.taskId].sort());
+    expect(await store.archivedCount('tasks')).toBe(2);
+    expect(await store.count('comments')).toBe(hotBefore.comments - 4);
+    expect(await store.count('actors')).toBe(hotBefore.actors - 2);
     // The old delivery expired in the same sweep; the fresh one is archived, not gone.
-    expect(store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
-    expect(store.get('webhook_deliveries', `default:${fresh.deliveryId}`)).toBeDefined();
+    expect(await store.get('webhook_deliveries', `default:${old.deliveryId}`)).toBeUndefined();
+    expect(await store.get('webhook_deliveries', `default:${fresh.deliveryId}`)).toBeDefined();
     // Intake archived the delivery records as it wrote them: none is in memory.
-    expect(store.count('webhook_deliveries')).toBe(0);
+    expect(await store.count('webhook_deliveries')).toBe(0);
 
-    const durable = store as DurableStore;
-    await durable.compact();
-    expect(durable.stats().pendingColdRecords).toBe(0);
-    const archived = store.get<TaskRecord & { archive?: { records: Record<string, string[]> } }>('tasks', oldId)!;
+    const archived = (await store.get<TaskRecord & { archive?: { records: Record<string, string[]> } }>('tasks', oldId))!;
     expect(detailBefore['comments']).toHaveLength(2);
     expect(archived.state).toBe('cancelled');
     expect(archived.archive?.records['comments']).toHaveLength(2);
     // The operators' detail view is unchanged apart from the archive note.
-    const detailAfter = taskDetail(store, freshId)!;
+    const detailAfter = (await taskDetail(store, freshId))!;
     expect({ ...detailAfter, task: undefined }).toEqual({ ...detailBefore, task: undefined });
-    expect(listTasks(store, { page: 1, pageSize: 50 })).toMatchObject({ total: 2, archivedTasks: 2 });
+    expect(await listTasks(store, { page: 1, pageSize: 50 })).toMatchObject({ total: 2, archivedTasks: 2 });
 
     // Repeats of a delivery and Replays of a comment are still duplicates of the archived task.
     const repeat = await post(harness, 7001, '@ccweb-bot old request', old.deliveryId);
@@ -195,17 +196,17 @@ describe('archiving finished tasks', () => {
     const freshRepeat = await post(harness, 7005, '@ccweb-bot finished recently', fresh.deliveryId);
     // Answered from the archived delivery record: the first answer again (202 becomes 200).
     expect([freshRepeat.status, freshRepeat.body]).toEqual([200, fresh.body]);
-    expect(store.count('tasks') + store.archivedCount('tasks')).toBe(4);
+    expect(await store.count('tasks') + await store.archivedCount('tasks')).toBe(4);
 
     // With a task window, an archived task goes with every record it listed.
     const later = Date.now() + 2 * DAY_MS;
     const expired = await sweepRetention(store, { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: DAY_MS, archiveAfterMs: null }, { now: () => later });
     expect(expired.tasks).toBe(3); // both archived ones and the unsettled cancelled one
-    expect(store.get('tasks', oldId)).toBeUndefined();
-    expect(store.get('actors', taskActorId(oldId))).toBeUndefined();
-    for (const key of archived.archive!.records['comments']!) expect(store.get('comments', key)).toBeUndefined();
-    expect(store.archivedCount('tasks')).toBe(0);
-    expect(store.list<TaskRecord>('tasks').map((t) => t.taskId).sort()).toEqual([recent.body.taskId].sort());
+    expect(await store.get('tasks', oldId)).toBeUndefined();
+    expect(await store.get('actors', taskActorId(oldId))).toBeUndefined();
+    for (const key of archived.archive!.records['comments']!) expect(await store.get('comments', key)).toBeUndefined();
+    expect(await store.archivedCount('tasks')).toBe(0);
+    expect((await store.list<TaskRecord>('tasks')).map((t) => t.taskId).sort()).toEqual([recent.body.taskId].sort());
   });
 
   it('a task another sweep archived meanwhile is left as it is (two nodes sweeping while the leader changes)', async () => {
@@ -217,18 +218,19 @@ describe('archiving finished tasks', () => {
       expect((await runtime.send(taskActorId(oldId), event, { by: 'system' })).ok).toBe(true);
     }
     await runtime.settled();
-    await store.transact((tx) => {
-      const received = tx.get<CommentRecord>('comments', receiptCommentKey(oldId, 'received'))!;
-      tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
+    await store.transact(async (tx) => {
+      const received = (await tx.get<CommentRecord>('comments', receiptCommentKey(oldId, 'received')))!;
+      await tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
     });
     const now = Date.now() + 60_000;
     expect((await sweepRetention(store, { ...WINDOW, archiveAfterMs: 0 }, { now: () => now })).archived).toBe(1);
-    const archived = store.get<TaskRecord>('tasks', oldId)!;
+    const archived = (await store.get<TaskRecord>('tasks', oldId))!;
     expect(archived.archive?.records.comments).toHaveLength(1);
 
     // The other node picked its candidates before this archive was applied; its batch runs now.
-    expect(await store.transact((tx) => archiveTask(tx, store, oldId, now, new Date(now + 1).toISOString()))).toBe(false);
-    expect(store.get<TaskRecord>('tasks', oldId)).toEqual(archived);
-    expect(store.list<TaskRecord>('tasks').map((t) => t.taskId)).not.toContain(oldId);
+    const seen = await readTaskIndexes(store, oldId);
+    expect(await store.transact((tx) => archiveTask(tx, seen, oldId, now, new Date(now + 1).toISOString()))).toBe(false);
+    expect(await store.get<TaskRecord>('tasks', oldId)).toEqual(archived);
+    expect((await store.list<TaskRecord>('tasks')).map((t) => t.taskId)).not.toContain(oldId);
   });
 });

@@ -33,11 +33,11 @@ async function setup(locale?: Locale, receipt: 'pending' | 'failed' = 'pending',
   await w.outbox.start();
   await notices.start();
   const task = taskRecord(21, { state: 'received' });
-  const created = await w.store.transact((tx) => {
-    tx.insert('tasks', task.taskId, task);
-    const c = w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }] as EventObject[], taskId: task.taskId });
+  const created = await w.store.transact(async (tx) => {
+    await tx.insert('tasks', task.taskId, task);
+    const c = await w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }] as EventObject[], taskId: task.taskId });
     // `failed`: as if Gitea had refused the receipt for good (the outbox's permanent-failure outcome).
-    tx.insert('comments', receiptCommentKey(task.taskId, 'received'), { ...pendingReceiptRecord(task, 'received'), status: receipt, errorCode: receipt === 'failed' ? 'gitea_forbidden' : null });
+    await tx.insert('comments', receiptCommentKey(task.taskId, 'received'), { ...pendingReceiptRecord(task, 'received'), status: receipt, errorCode: receipt === 'failed' ? 'gitea_forbidden' : null });
     return c;
   });
   created.start();
@@ -74,9 +74,9 @@ describe('receipt notices', () => {
     await settle(w, n);
     await send(w, task, { type: 'CLAIM', leaseId: 'l1' });
     await send(w, task, { type: 'WORKSPACE_READY' });
-    await w.store.transact((tx) => {
-      const t = tx.get<TaskRecord>('tasks', task.taskId)!;
-      tx.put<TaskRecord>('tasks', task.taskId, { ...t, usage: { totalTokens: 10, inputTokens: 8, cachedInputTokens: 0, outputTokens: 2, reasoningOutputTokens: 0, turns: 1, wallMs: 6_200, diffBytes: 0, model: null } });
+    await w.store.transact(async (tx) => {
+      const t = (await tx.get<TaskRecord>('tasks', task.taskId))!;
+      await tx.put<TaskRecord>('tasks', task.taskId, { ...t, usage: { totalTokens: 10, inputTokens: 8, cachedInputTokens: 0, outputTokens: 2, reasoningOutputTokens: 0, turns: 1, wallMs: 6_200, diffBytes: 0, model: null } });
     });
     await send(w, task, { type: 'TURN_FAILED', errorCode: 'budget_task_wall_time', retryable: false });
     await settle(w, n);
@@ -95,7 +95,7 @@ describe('receipt notices', () => {
     expect(resumed).toHaveLength(1);
     expect(resumed[0]).toMatch(/^giteabot: received — the request from @alice is queued \(task \S+\)\.\n\n\*\*Resumed:\*\* an operator unblocked task \S+; it is queued again\./);
     expect(resumed[0]).not.toContain('Paused');
-    expect(w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'resumed'))).toMatchObject({ status: 'sent', kind: 'notice' });
+    expect(await w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'resumed'))).toMatchObject({ status: 'sent', kind: 'notice' });
     expect(edits(g)).toBe(2);
 
     // Once: more transitions, kicks and a restart of the notices edit nothing again.
@@ -104,7 +104,7 @@ describe('receipt notices', () => {
     await send(w, task, { type: 'CLAIM', leaseId: 'l2' });
     await settle(w, n);
     expect(edits(g)).toBe(2);
-    expect(w.store.audit({ taskId: task.taskId }).filter((e) => e.action === 'receipt.notice_edited')).toHaveLength(2);
+    expect((await w.store.audit({ taskId: task.taskId })).filter((e) => e.action === 'receipt.notice_edited')).toHaveLength(2);
   });
 
   it('speaks the default language (zh): 已暂停, then 已收到 with 已恢复', async () => {
@@ -158,7 +158,7 @@ describe('receipt notices', () => {
     await settle(w, n);
     await send(w, task, { type: 'CANCEL', by: 'admin:ops' }, 'admin:ops');
     await settle(w, n);
-    expect(w.store.get('comments', noticeKey(task.taskId, 'resumed'))).toBeUndefined();
+    expect(await w.store.get('comments', noticeKey(task.taskId, 'resumed'))).toBeUndefined();
     expect(edits(g)).toBe(1);
   });
 });
@@ -179,14 +179,14 @@ describe('receipt notices with several nodes: only the repository owner edits', 
     // drain() waits only for this node's notices: it returns with the notice still pending.
     await settle(w, n);
     expect(edits(g)).toBe(0);
-    expect(w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace'))?.status).toBe('pending');
+    expect((await w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')))?.status).toBe('pending');
 
     scope.owned = true;
     await n.catchUp();
     await settle(w, n);
     expect(edits(g)).toBe(1);
     expect(g.comments(21)[0]!.body).toContain('**Paused:**');
-    expect(w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace'))?.status).toBe('sent');
+    expect((await w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')))?.status).toBe('sent');
   });
 
   it("start's catch-up records no notice for another node's repository; the owner's catch-up does", async () => {
@@ -200,13 +200,13 @@ describe('receipt notices with several nodes: only the repository owner edits', 
     scope.owned = false;
     await n.start();
     await settle(w, n);
-    expect(w.store.get('comments', noticeKey(task.taskId, 'blocked_workspace'))).toBeUndefined();
+    expect(await w.store.get('comments', noticeKey(task.taskId, 'blocked_workspace'))).toBeUndefined();
     expect(edits(g)).toBe(0);
 
     scope.owned = true;
     await n.catchUp();
     await settle(w, n);
-    expect(w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace'))?.status).toBe('sent');
+    expect((await w.store.get<CommentRecord>('comments', noticeKey(task.taskId, 'blocked_workspace')))?.status).toBe('sent');
     expect(edits(g)).toBe(1);
   });
 
@@ -227,10 +227,10 @@ describe('receipt notices with several nodes: only the repository owner edits', 
     const n = notices;
     const tasks = [taskRecord(21, { taskId: 'task-21', state: 'received' }), taskRecord(22, { taskId: 'task-22', state: 'received' })];
     for (const task of tasks) {
-      const created = await w.store.transact((tx) => {
-        tx.insert('tasks', task.taskId, task);
-        const c = w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }, { type: 'CLAIM', leaseId: `l-${task.taskId}` }, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' }] as EventObject[], taskId: task.taskId });
-        tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
+      const created = await w.store.transact(async (tx) => {
+        await tx.insert('tasks', task.taskId, task);
+        const c = await w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }, { type: 'CLAIM', leaseId: `l-${task.taskId}` }, { type: 'WORKSPACE_BLOCKED', errorCode: 'workspace_dirty' }] as EventObject[], taskId: task.taskId });
+        await tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
         return c;
       });
       created.start();
@@ -241,7 +241,8 @@ describe('receipt notices with several nodes: only the repository owner edits', 
     // Both receipts posted; both tasks blocked before the notices started: one pass for both.
     await n.start();
     await settle(w, n);
-    const sent = tasks.filter((t) => w.store.get<CommentRecord>('comments', noticeKey(t.taskId, 'blocked_workspace'))?.status === 'sent');
+    const notes = await Promise.all(tasks.map((t) => w.store.get<CommentRecord>('comments', noticeKey(t.taskId, 'blocked_workspace'))));
+    const sent = notes.filter((c) => c?.status === 'sent');
     expect(sent).toHaveLength(1);
     expect(edits(gitea)).toBe(1);
   });

@@ -33,17 +33,17 @@ async function setup(scope: ReturnType<typeof movableScope>, intervalMs = 0) {
   world = await openWorld(gitea, { locale: 'en' });
   const w = world;
   const task = taskRecord(31, { state: 'received' });
-  const created = await w.store.transact((tx) => {
-    tx.insert('tasks', task.taskId, task);
-    const c = w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }] as EventObject[], taskId: task.taskId });
-    tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
+  const created = await w.store.transact(async (tx) => {
+    await tx.insert('tasks', task.taskId, task);
+    const c = await w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }] as EventObject[], taskId: task.taskId });
+    await tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
     return c;
   });
   created.start();
   await w.outbox.start();
   await w.runtime.settled();
   await w.outbox.drain();
-  expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.status).toBe('sent');
+  expect((await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.status).toBe('sent');
   progress = createReceiptProgress({ store: w.store, runtime: w.runtime, gitea: w.gitea, locale: 'en', intervalMs, tickMs: 10, scope });
   return { w, g: gitea, p: progress, task };
 }
@@ -51,9 +51,9 @@ async function setup(scope: ReturnType<typeof movableScope>, intervalMs = 0) {
 const edits = (g: GiteaFixture) => g.double.requests.filter((r) => r.method === 'PATCH').length;
 const ticks = (n: number) => new Promise((r) => setTimeout(r, n * 10));
 
-async function until(done: () => boolean): Promise<void> {
+async function until(done: () => boolean | Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 10_000;
-  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 }
 
 describe('receipt progress with several nodes: only the repository owner edits', () => {
@@ -73,13 +73,13 @@ describe('receipt progress with several nodes: only the repository owner edits',
     await p.drain();
     expect(edits(g)).toBe(1);
     expect(g.comments(31)[0]!.body).toContain('**Stage:** stopped');
-    expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.progress).toMatchObject({ final: true });
+    expect((await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.progress).toMatchObject({ final: true });
   });
 
   it("start looks at no receipt of another node's repository; catchUp after a takeover does", async () => {
     const scope = movableScope(false);
     const { w, g, p, task } = await setup(scope);
-    expect(w.store.get<TaskRecord>('tasks', task.taskId)?.state).toBe('queued');
+    expect((await w.store.get<TaskRecord>('tasks', task.taskId))?.state).toBe('queued');
     await p.start();
     await p.drain();
     await ticks(5);
@@ -89,7 +89,7 @@ describe('receipt progress with several nodes: only the repository owner edits',
     p.catchUp();
     await until(() => edits(g) > 0);
     expect(edits(g)).toBeGreaterThan(0);
-    expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.progress).toMatchObject({ stage: 'queued' });
+    expect((await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.progress).toMatchObject({ stage: 'queued' });
   });
 });
 
@@ -112,6 +112,9 @@ describe('the final edit does not wait for the edit interval', () => {
     const body = g.comments(31)[0]!.body;
     expect(body.split('\n')[0]).toContain('was stopped');
     expect(body).not.toContain('queued');
-    expect(w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received'))?.progress).toMatchObject({ final: true });
+    // The edit is recorded once Gitea has it: a moment after the edit is visible there.
+    const finalRecorded = async () => (await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.progress?.final === true;
+    await until(finalRecorded);
+    expect(await finalRecorded()).toBe(true);
   });
 });

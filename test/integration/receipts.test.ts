@@ -41,13 +41,13 @@ afterEach(async () => {
 /** What intake does: task record + task actor (received → queued) + pending receipt, in one transaction. */
 async function queueTask(number: number, events: TaskEvent[] = []): Promise<TaskRecord> {
   const task = taskRecord(number, { state: 'received' });
-  const created = await world.store.transact((tx) => {
-    tx.insert('tasks', task.taskId, task);
-    const c = world.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, {
+  const created = await world.store.transact(async (tx) => {
+    await tx.insert('tasks', task.taskId, task);
+    const c = await world.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, {
       events: [{ type: 'ACCEPT' }, ...events] as EventObject[],
       taskId: task.taskId,
     });
-    tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
+    await tx.insert('comments', receiptCommentKey(task.taskId, 'received'), pendingReceiptRecord(task, 'received'));
     return c;
   });
   created.start();
@@ -59,7 +59,7 @@ async function send(task: TaskRecord, event: TaskEvent, by?: string): Promise<vo
   expect(r.ok).toBe(true);
 }
 
-function row(taskId: string, state: string): CommentRecord | undefined {
+async function row(taskId: string, state: string): Promise<CommentRecord | undefined> {
   return world.store.get<CommentRecord>('comments', receiptCommentKey(taskId, state));
 }
 
@@ -85,8 +85,8 @@ describe('receipt outbox', () => {
       // Nothing of the untrusted comment text is echoed.
       expect(onGitea[0]!.body).not.toContain('IGNORE-ALL-RULES');
       expect(onGitea[0]!.body).not.toContain('<script>');
-      expect(row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
-      const a = world.store.audit({ taskId: task.taskId }).map((e) => e.action);
+      expect(await row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
+      const a = (await world.store.audit({ taskId: task.taskId })).map((e) => e.action);
       expect(a.filter((x) => x === 'receipt.send_intent')).toHaveLength(1);
       expect(a.indexOf('receipt.send_intent')).toBeLessThan(a.indexOf('receipt.send_result'));
     }
@@ -103,7 +103,7 @@ describe('receipt outbox', () => {
     await world.runtime.settled();
     await world.outbox.drain();
     expect(bodies(11)).toHaveLength(1);
-    expect(row(task.taskId, 'received')?.status).toBe('sent');
+    expect((await row(task.taskId, 'received'))?.status).toBe('sent');
   });
 
   it('retries transient 500s with backoff, then posts once', async () => {
@@ -112,7 +112,7 @@ describe('receipt outbox', () => {
     await world.outbox.start();
     await world.outbox.drain();
 
-    expect(row(task.taskId, 'received')?.status).toBe('sent');
+    expect((await row(task.taskId, 'received'))?.status).toBe('sent');
     expect(gitea.posts(11)).toBe(3);
     expect(bodies(11)).toHaveLength(1);
   });
@@ -125,8 +125,8 @@ describe('receipt outbox', () => {
 
     const onGitea = gitea.comments(11);
     expect(onGitea).toHaveLength(1);
-    expect(row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
-    expect(world.store.audit({ taskId: task.taskId }).map((e) => e.action)).toContain('receipt.adopted');
+    expect(await row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
+    expect((await world.store.audit({ taskId: task.taskId })).map((e) => e.action)).toContain('receipt.adopted');
     expect(gitea.posts(11)).toBe(1);
   });
 
@@ -142,14 +142,14 @@ describe('receipt outbox', () => {
     await world.crash();
 
     world = await openWorld(gitea, { dir: world.dir });
-    expect(row(task.taskId, 'received')?.status).toBe('pending');
+    expect((await row(task.taskId, 'received'))?.status).toBe('pending');
     await world.outbox.start();
     await world.outbox.drain();
 
     const onGitea = gitea.comments(11);
     expect(onGitea).toHaveLength(1);
-    expect(row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
-    expect(world.store.audit({ taskId: task.taskId }).map((e) => e.action)).toContain('receipt.adopted');
+    expect(await row(task.taskId, 'received')).toMatchObject({ status: 'sent', commentId: onGitea[0]!.id });
+    expect((await world.store.audit({ taskId: task.taskId })).map((e) => e.action)).toContain('receipt.adopted');
     expect(gitea.posts(11)).toBe(1);
   });
 
@@ -168,7 +168,7 @@ describe('receipt outbox', () => {
     await world.outbox.drain();
 
     expect(bodies(11)).toHaveLength(1);
-    expect(row(task.taskId, 'received')?.status).toBe('sent');
+    expect((await row(task.taskId, 'received'))?.status).toBe('sent');
     const gets = gitea.double.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/issues/11/comments'));
     expect(gets).toHaveLength(1);
     expect(gitea.posts(11)).toBe(1);
@@ -180,8 +180,8 @@ describe('receipt outbox', () => {
     await world.outbox.start();
     await world.outbox.drain();
 
-    expect(row(task.taskId, 'received')).toMatchObject({ status: 'failed', errorCode: 'gitea_forbidden' });
-    expect(world.store.audit({ taskId: task.taskId }).some((e) => e.action === 'receipt.failed' && e.level === 'alert')).toBe(true);
+    expect(await row(task.taskId, 'received')).toMatchObject({ status: 'failed', errorCode: 'gitea_forbidden' });
+    expect((await world.store.audit({ taskId: task.taskId })).some((e) => e.action === 'receipt.failed' && e.level === 'alert')).toBe(true);
     expect(gitea.posts(11)).toBe(1);
     expect(bodies(11)).toHaveLength(0);
   });
@@ -192,7 +192,7 @@ describe('receipt outbox', () => {
     await world.outbox.start();
     await world.outbox.drain();
 
-    expect(row(task.taskId, 'received')).toMatchObject({ status: 'failed', errorCode: 'gitea_server_error' });
+    expect(await row(task.taskId, 'received')).toMatchObject({ status: 'failed', errorCode: 'gitea_server_error' });
     // 1 attempt + 3 retries (retryDelaysMs has 3 entries); the retries looked for an earlier copy first.
     expect(gitea.posts(11)).toBe(4);
     expect(bodies(11)).toHaveLength(0);
@@ -239,9 +239,9 @@ describe('receipt outbox', () => {
     expect(bodies(15)).toHaveLength(1);
     expect(bodies(15)[0]).toContain('已收到');
 
-    expect(row(failed.taskId, 'failed')).toMatchObject({ status: 'sent', kind: 'status' });
+    expect(await row(failed.taskId, 'failed')).toMatchObject({ status: 'sent', kind: 'status' });
     expect(bodies(11)[1]).toContain(formatReceiptMarker(receiptCommentKey(failed.taskId, 'failed')));
-    expect(world.store.list<CommentRecord>('comments', (r) => r.taskId === succeeded.taskId).map((r) => r.commentKey)).toEqual([
+    expect((await world.store.list<CommentRecord>('comments', (r) => r.taskId === succeeded.taskId)).map((r) => r.commentKey)).toEqual([
       receiptCommentKey(succeeded.taskId, 'received'),
     ]);
     // A restart of the outbox does not add any.
@@ -268,8 +268,8 @@ describe('receipt outbox', () => {
     expect(bodies(11)[1]).toMatch(/failed: the workspace has local changes/);
     expect(bodies(12)).toHaveLength(2);
     expect(bodies(12)[1]).toMatch(/cancelled by operator carol/);
-    expect(row(failed.taskId, 'failed')?.status).toBe('sent');
-    expect(row(cancelled.taskId, 'cancelled')?.status).toBe('sent');
+    expect((await row(failed.taskId, 'failed'))?.status).toBe('sent');
+    expect((await row(cancelled.taskId, 'cancelled'))?.status).toBe('sent');
   });
 });
 
@@ -294,17 +294,17 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
     // drain() waits only for this node's rows: it returns although the row is still pending.
     await world.outbox.drain();
     expect(gitea.posts()).toBe(0);
-    expect(row(task.taskId, 'received')?.status).toBe('pending');
+    expect((await row(task.taskId, 'received'))?.status).toBe('pending');
     // Not even the failure receipt row is made here at start: that is the owner's catch-up.
-    expect(row(task.taskId, 'cancelled')).toBeUndefined();
+    expect(await row(task.taskId, 'cancelled')).toBeUndefined();
 
     // This node takes the repository over: its catch-up makes the failure receipt, its pass sends both.
     scope.owned = true;
     await world.outbox.catchUp();
     await world.outbox.drain();
     expect(bodies(11)).toHaveLength(2);
-    expect(row(task.taskId, 'received')?.status).toBe('sent');
-    expect(row(task.taskId, 'cancelled')?.status).toBe('sent');
+    expect((await row(task.taskId, 'received'))?.status).toBe('sent');
+    expect((await row(task.taskId, 'cancelled'))?.status).toBe('sent');
   });
 
   it('asks at every row: ownership lost during a pass stops the sends that follow', async () => {
@@ -322,8 +322,8 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
     const second = await queueTask(12);
     await world.outbox.start();
     await world.outbox.drain();
-    expect(row(first.taskId, 'received')?.status).toBe('sent');
-    expect(row(second.taskId, 'received')?.status).toBe('pending');
+    expect((await row(first.taskId, 'received'))?.status).toBe('sent');
+    expect((await row(second.taskId, 'received'))?.status).toBe('pending');
     expect(gitea.posts()).toBe(1);
   });
 
@@ -336,11 +336,11 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
     await world.store.transact((tx) => tx.insert('comments', orphan.commentKey, orphan));
     await world.outbox.start();
     await world.outbox.drain();
-    expect(world.store.get<CommentRecord>('comments', orphan.commentKey)?.status).toBe('pending');
+    expect((await world.store.get<CommentRecord>('comments', orphan.commentKey))?.status).toBe('pending');
     scope.leading = true;
     world.outbox.kick();
     await world.outbox.drain();
-    expect(world.store.get<CommentRecord>('comments', orphan.commentKey)).toMatchObject({ status: 'failed', errorCode: 'task_missing' });
+    expect(await world.store.get<CommentRecord>('comments', orphan.commentKey)).toMatchObject({ status: 'failed', errorCode: 'task_missing' });
     expect(gitea.posts()).toBe(0);
   });
 });

@@ -94,10 +94,10 @@ describe('repository names compare case-insensitively', () => {
     const variant = comment('ALICE', 'Widgets', 920002);
     expect(await h.post(variant.body, variant.headers)).toMatchObject({ status: 409, body: { error: 'repository_disabled' } });
     // The thread's one disabled notice of the day is a task that never runs, under the stored keys.
-    expect(h.store.count('tasks')).toBe(2);
-    const notice = h.store.list<TaskRecord>('tasks').find((t) => t.state === 'rejected')!;
+    expect(await h.store.count('tasks')).toBe(2);
+    const notice = (await h.store.list<TaskRecord>('tasks')).find((t) => t.state === 'rejected')!;
     expect(notice.repoKey).toBe(CANONICAL);
-    const refused = h.store.audit().filter((e) => e.action === 'webhook.repository_disabled');
+    const refused = (await h.store.audit()).filter((e) => e.action === 'webhook.repository_disabled');
     expect(refused.map((e) => e.metadata?.['repoKey'])).toEqual([CANONICAL]);
 
     // The control API finds the repository in any case, and answers with its stored key.
@@ -105,16 +105,16 @@ describe('repository names compare case-insensitively', () => {
 
     const accepted = await h.post(...post(comment('ALICE', 'Widgets', 920003)));
     expect(accepted.status).toBe(202);
-    const task = h.store.get<TaskRecord>('tasks', accepted.body.taskId)!;
+    const task = (await h.store.get<TaskRecord>('tasks', accepted.body.taskId))!;
     expect(task).toMatchObject({ repoKey: CANONICAL, resourceKey: `${CANONICAL}:issue:7`, sessionKey: `${CANONICAL}:issue:7`, owner: 'alice', repo: 'widgets' });
     // Write access is asked of Gitea under the stored name too (Gitea would find either).
     expect(h.permissionCalls.at(-1)).toEqual(['alice', 'widgets', expect.any(String)]);
-    expect(h.store.get<SessionRecord>('sessions', `${CANONICAL}:issue:7`)).toBeDefined();
+    expect(await h.store.get<SessionRecord>('sessions', `${CANONICAL}:issue:7`)).toBeDefined();
 
     const overview = await call('GET', '/overview');
     expect(overview.body.repos.map((r: { repoKey: string; queued: number }) => [r.repoKey, r.queued])).toEqual([[CANONICAL, 2]]);
-    expect(h.store.list('repositories').map((r) => r['repoKey'])).toEqual([CANONICAL]);
-    expect(h.store.count('sessions') + h.store.archivedCount('sessions')).toBe(1);
+    expect((await h.store.list('repositories')).map((r) => r['repoKey'])).toEqual([CANONICAL]);
+    expect(await h.store.count('sessions') + await h.store.archivedCount('sessions')).toBe(1);
   });
 
   it('the same comment under another letter case and a new delivery id is a duplicate, not a second task', async () => {
@@ -124,7 +124,7 @@ describe('repository names compare case-insensitively', () => {
     expect(first.status).toBe(202);
     const again = await h.post(...post(comment('Alice', 'WIDGETS', 920101, updatedAt)));
     expect(again).toMatchObject({ status: 200, body: { status: 'duplicate', taskId: first.body.taskId } });
-    expect(h.store.count('tasks')).toBe(1);
+    expect(await h.store.count('tasks')).toBe(1);
   });
 
   it('existing keys in mixed case keep their form: a stored default:Alice/Widgets is found by either case and never lowercased', async () => {
@@ -136,15 +136,15 @@ describe('repository names compare case-insensitively', () => {
     for (const [owner, name, id] of [['Alice', 'Widgets', 920201], ['alice', 'widgets', 920202]] as const) {
       const res = await h.post(...post(comment(owner, name, id)));
       expect(res.status).toBe(202);
-      expect(h.store.get<TaskRecord>('tasks', res.body.taskId)).toMatchObject({ repoKey: stored, resourceKey: `${stored}:issue:7`, owner: 'Alice', repo: 'Widgets' });
+      expect(await h.store.get<TaskRecord>('tasks', res.body.taskId)).toMatchObject({ repoKey: stored, resourceKey: `${stored}:issue:7`, owner: 'Alice', repo: 'Widgets' });
     }
-    expect(h.store.list('repositories').map((r) => r['repoKey'])).toEqual([stored]);
-    expect(h.auditActions()).not.toContain('repository.register');
+    expect((await h.store.list('repositories')).map((r) => r['repoKey'])).toEqual([stored]);
+    expect(await h.auditActions()).not.toContain('repository.register');
 
     // Limits set under a lower-case key land on the stored key, the one intake's quota check reads.
     const limits = await call('POST', `${repoPath('default:alice/widgets')}/limits`, { ...control('cap'), limits: { repoTokensPerDay: 1000 } });
     expect(limits).toMatchObject({ status: 200, body: { repoKey: stored } });
-    expect(h.store.get('usage', `limits:${stored}`)).toMatchObject({ limits: { repoTokensPerDay: 1000 } });
+    expect(await h.store.get('usage', `limits:${stored}`)).toMatchObject({ limits: { repoTokensPerDay: 1000 } });
     expect((await call('POST', `${repoPath('default:nobody/widgets')}/limits`, { ...control('x'), limits: { repoTokensPerDay: 1 } })).status).toBe(404);
   });
 
@@ -164,10 +164,10 @@ describe('repository names compare case-insensitively', () => {
     });
     const [a, b] = await Promise.all([h.post(...post(comment('alice', 'widgets', 920301))), h.post(...post(comment('ALICE', 'WIDGETS', 920302)))]);
     expect([a.status, b.status]).toEqual([202, 202]);
-    const repos = h.store.list<RepositoryRecord>('repositories');
+    const repos = await h.store.list<RepositoryRecord>('repositories');
     expect(repos).toHaveLength(1);
     const key = repos[0]!.repoKey;
-    expect(h.store.list<TaskRecord>('tasks').map((t) => [t.repoKey, t.resourceKey])).toEqual([
+    expect((await h.store.list<TaskRecord>('tasks')).map((t) => [t.repoKey, t.resourceKey])).toEqual([
       [key, `${key}:issue:7`],
       [key, `${key}:issue:7`],
     ]);
@@ -195,38 +195,38 @@ describe('repository names compare case-insensitively', () => {
     expect((await h.post(quiet.body, quiet.headers)).body).toMatchObject({ status: 'ignored' });
     expect(asked).toEqual([]);
     const first = await h.post(...post(comment('ALICE', 'Widgets', 920501)));
-    expect(h.store.get<TaskRecord>('tasks', first.body.taskId)).toMatchObject({ repoKey: CANONICAL, owner: 'alice', repo: 'widgets' });
-    expect(h.store.get<RepositoryRecord>('repositories', CANONICAL)?.workspacePath).toMatch(/alice[/\\]widgets$/);
+    expect(await h.store.get<TaskRecord>('tasks', first.body.taskId)).toMatchObject({ repoKey: CANONICAL, owner: 'alice', repo: 'widgets' });
+    expect((await h.store.get<RepositoryRecord>('repositories', CANONICAL))?.workspacePath).toMatch(/alice[/\\]widgets$/);
     // Stored now: no more lookups for it, in any case.
     await h.post(...post(comment('Alice', 'WIDGETS', 920502)));
     expect(asked).toEqual([1]);
 
     const failed = await h.post(...post(comment('Bob', 'Gadget', 920503)));
-    expect(h.store.get<TaskRecord>('tasks', failed.body.taskId)).toMatchObject({ repoKey: 'default:Bob/Gadget' });
+    expect(await h.store.get<TaskRecord>('tasks', failed.body.taskId)).toMatchObject({ repoKey: 'default:Bob/Gadget' });
     // The payload's repository id is not its repository's (another one on Gitea) → refused.
     const other = await h.post(...post(comment('Carol', 'Thing', 920504)));
     expect(other.body).toEqual({ status: 'rejected', reason: 'comment_not_confirmed', taskId: null });
-    expect(h.store.get('repositories', 'default:Carol/Thing')).toBeUndefined();
+    expect(await h.store.get('repositories', 'default:Carol/Thing')).toBeUndefined();
     expect(asked).toEqual([1, 1, 1]);
   });
 
   it('case variants an older version stored as second records: disable/enable switches them all, and a new comment goes to the first registered', async () => {
     const { h, call } = await start();
     const legacy = 'default:ALICE/Widgets';
-    await h.store.transact((tx) => {
-      tx.insert('repositories', CANONICAL, repository(CANONICAL, 'alice', 'widgets'));
-      tx.insert('repositories', legacy, repository(legacy, 'ALICE', 'Widgets', { registeredAt: '2026-02-01T00:00:00.000Z' }));
+    await h.store.transact(async (tx) => {
+      await tx.insert('repositories', CANONICAL, repository(CANONICAL, 'alice', 'widgets'));
+      await tx.insert('repositories', legacy, repository(legacy, 'ALICE', 'Widgets', { registeredAt: '2026-02-01T00:00:00.000Z' }));
     });
     const off = await call('POST', `${repoPath(legacy)}/disable`, control('stop it'));
     expect(off.body).toMatchObject({ repoKey: legacy, status: 'disabled' });
-    expect(h.store.list<RepositoryRecord>('repositories').map((r) => r.status)).toEqual(['disabled', 'disabled']);
+    expect((await h.store.list<RepositoryRecord>('repositories')).map((r) => r.status)).toEqual(['disabled', 'disabled']);
     expect((await h.post(...post(comment('alice', 'widgets', 920401)))).status).toBe(409);
 
     await call('POST', `${repoPath(CANONICAL)}/enable`, control('ok'));
-    expect(h.store.list<RepositoryRecord>('repositories').map((r) => r.status)).toEqual(['active', 'active']);
+    expect((await h.store.list<RepositoryRecord>('repositories')).map((r) => r.status)).toEqual(['active', 'active']);
     const res = await h.post(...post(comment('ALICE', 'Widgets', 920402)));
     expect(res.status).toBe(202);
-    expect(h.store.get<TaskRecord>('tasks', res.body.taskId)).toMatchObject({ repoKey: CANONICAL });
+    expect(await h.store.get<TaskRecord>('tasks', res.body.taskId)).toMatchObject({ repoKey: CANONICAL });
 
     // A comment that became a task under the old variant key, replayed in that case: still a duplicate
     // (its trigger is under the variant's key, the comment now resolves to the canonical one).

@@ -38,8 +38,8 @@ async function openNode(url: string, nodeId: string): Promise<PostgresStore> {
   return store;
 }
 
-function ownershipOf(store: PostgresStore, nodeId: string, extra: Partial<OwnershipOptions> = {}): Ownership {
-  const o = createOwnership({ store, nodeId, nodes: () => store.nodes(), liveWindowMs: 1_000, heartbeatMs: 200, ownHeartbeat: () => store.ownHeartbeat(), intervalMs: 100, ...extra });
+async function ownershipOf(store: PostgresStore, nodeId: string, extra: Partial<OwnershipOptions> = {}): Promise<Ownership> {
+  const o = await createOwnership({ store, nodeId, nodes: () => store.nodes(), liveWindowMs: 1_000, heartbeatMs: 200, ownHeartbeat: () => store.ownHeartbeat(), intervalMs: 100, ...extra });
   cleanups.push(() => o.stop());
   return o;
 }
@@ -63,8 +63,8 @@ describe('repository ownership', () => {
     const a = await openNode(url, 'node-a');
     const b = await openNode(url, 'node-b');
     await bothLive(a, b);
-    const oa = ownershipOf(a, 'node-a');
-    const ob = ownershipOf(b, 'node-b');
+    const oa = await ownershipOf(a, 'node-a');
+    const ob = await ownershipOf(b, 'node-b');
     const repos = Array.from({ length: 12 }, (_, i) => `org/r${i}`);
     // Both nodes are asked about every repository at once (a load balancer spreads the webhooks).
     const routes = await Promise.all(repos.flatMap((r) => [oa.routeOf(r), ob.routeOf(r.toUpperCase())]));
@@ -79,15 +79,15 @@ describe('repository ownership', () => {
     }
     await a.sync();
     await b.sync();
-    await until('both replicas hold every owner', () => b.list('repository_owners').length === repos.length && a.list('repository_owners').length === repos.length, 5_000);
+    await until('both replicas hold every owner', async () => (await b.list('repository_owners')).length === repos.length && (await a.list('repository_owners')).length === repos.length, 5_000);
     for (const r of repos) {
       const owner = rendezvousOwner(r, ['node-a', 'node-b']);
       expect(oa.owns(r)).toBe(owner === 'node-a');
       expect(ob.owns(r.toUpperCase())).toBe(owner === 'node-b');
     }
-    expect(oa.owned().length + ob.owned().length).toBe(repos.length);
+    expect((await oa.owned()).length + (await ob.owned()).length).toBe(repos.length);
     // Each repository was taken exactly once.
-    const taken = a.audit().filter((e) => e.action === 'cluster.repository_taken');
+    const taken = (await a.audit()).filter((e) => e.action === 'cluster.repository_taken');
     expect(taken).toHaveLength(repos.length);
     expect(new Set(taken.map((e) => String(e.metadata?.['repoKey']).toLowerCase())).size).toBe(repos.length);
   });
@@ -98,8 +98,8 @@ describe('repository ownership', () => {
     const b = await openNode(url, 'node-b');
     await bothLive(a, b);
     // b has not seen a's heartbeat yet (it just started): every repository hashes to b in its view.
-    const ob = ownershipOf(b, 'node-b', { nodes: () => b.nodes().filter((x) => x.nodeId === 'node-b') });
-    const oa = ownershipOf(a, 'node-a');
+    const ob = await ownershipOf(b, 'node-b', { nodes: () => b.nodes().filter((x) => x.nodeId === 'node-b') });
+    const oa = await ownershipOf(a, 'node-a');
     const repos = Array.from({ length: 12 }, (_, i) => `org/d${i}`).filter((r) => rendezvousOwner(r, ['node-a', 'node-b']) === 'node-a');
     expect(repos.length).toBeGreaterThan(0);
     for (const r of repos) expect((await ob.routeOf(r)).self).toBe(true);
@@ -109,7 +109,7 @@ describe('repository ownership', () => {
       expect(route).toMatchObject({ self: false, nodeId: 'node-b' });
     }
     await a.sync();
-    expect(a.audit().filter((e) => e.action.startsWith('cluster.repository_taken'))).toHaveLength(repos.length);
+    expect((await a.audit()).filter((e) => e.action.startsWith('cluster.repository_taken'))).toHaveLength(repos.length);
   });
 
   it("a node that stopped heartbeating loses its repositories to the live one, with an alert naming it; the live one's own stay", async () => {
@@ -119,15 +119,15 @@ describe('repository ownership', () => {
     await bothLive(a, b);
     const gainedByA: string[][] = [];
     const lostByB: string[][] = [];
-    const oa = ownershipOf(a, 'node-a', { onGained: async (r) => void gainedByA.push(r) });
-    const ob = ownershipOf(b, 'node-b', { onLost: (r) => void lostByB.push(r) });
+    const oa = await ownershipOf(a, 'node-a', { onGained: async (r) => void gainedByA.push(r) });
+    const ob = await ownershipOf(b, 'node-b', { onLost: (r) => void lostByB.push(r) });
     ob.start();
     const repos = Array.from({ length: 10 }, (_, i) => `org/s${i}`);
     for (const r of repos) await (rendezvousOwner(r, ['node-a', 'node-b']) === 'node-a' ? oa : ob).routeOf(r);
     const ofB = repos.filter((r) => rendezvousOwner(r, ['node-a', 'node-b']) === 'node-b');
     expect(ofB.length).toBeGreaterThan(0);
     await b.sync();
-    await until("a's replica holds every owner", () => a.list('repository_owners').length === repos.length, 5_000);
+    await until("a's replica holds every owner", async () => (await a.list('repository_owners')).length === repos.length, 5_000);
     gainedByA.length = 0;
     // While b heartbeats, a's passes take nothing.
     await oa.refresh();
@@ -158,7 +158,7 @@ describe('repository ownership', () => {
     await oa.refresh();
     expect(gainedByA.flat().sort()).toEqual([...ofB].sort());
     for (const r of repos) expect(oa.owns(r)).toBe(true);
-    const alerts = a.audit({ level: 'alert' }).filter((e) => e.action === 'cluster.repository_taken_over');
+    const alerts = (await a.audit({ level: 'alert' })).filter((e) => e.action === 'cluster.repository_taken_over');
     expect(alerts.map((e) => e.metadata?.['repoKey']).sort()).toEqual([...ofB].sort());
     expect(alerts.every((e) => e.metadata?.['previous'] === 'node-b')).toBe(true);
     // Once gained, a later pass takes nothing more.
@@ -175,16 +175,16 @@ describe('repository ownership', () => {
     let frozen: ReturnType<PostgresStore['ownHeartbeat']> | null = null;
     let resumedAt = 0;
     const gained: string[] = [];
-    const oa = ownershipOf(a, 'node-a', {
+    const oa = await ownershipOf(a, 'node-a', {
       // Back from the outage: the first beat after a gap starts a new steady run.
       ownHeartbeat: () => frozen ?? (resumedAt > 0 ? { lastAt: a.ownHeartbeat().lastAt, steadySince: resumedAt } : a.ownHeartbeat()),
       onGained: async (r) => void gained.push(...r),
     });
-    const ob = ownershipOf(b, 'node-b');
+    const ob = await ownershipOf(b, 'node-b');
     const ofB = Array.from({ length: 10 }, (_, i) => `org/q${i}`).filter((r) => rendezvousOwner(r, ['node-a', 'node-b']) === 'node-b');
     for (const r of ofB) await ob.routeOf(r);
     await b.sync();
-    await until("a's replica holds b's owners", () => a.list('repository_owners').length === ofB.length, 5_000);
+    await until("a's replica holds b's owners", async () => (await a.list('repository_owners')).length === ofB.length, 5_000);
     await sleep(1_100);
     // The outage: a's view stops moving, and b's heartbeat in it grows old (b's own stopped too).
     await b.close();
@@ -215,7 +215,7 @@ describe('repository ownership', () => {
     let attempts = 0;
     let release!: () => void;
     const hosting = new Promise<void>((r) => (release = r));
-    const oa = ownershipOf(a, 'node-a', {
+    const oa = await ownershipOf(a, 'node-a', {
       onGained: async () => {
         attempts += 1;
         if (attempts === 1) throw new Error('store unavailable');
@@ -225,7 +225,7 @@ describe('repository ownership', () => {
     // A comment parked for Gitea's confirmation, in a repository nobody owns yet.
     await a.transact((tx) => tx.insert('pending_intake', 'k1', { key: 'k1', state: 'waiting', comment: { repoKey: 'default:org/p' } }));
     await expect(oa.refresh()).rejects.toThrow('store unavailable');
-    expect(a.list<RepositoryOwnerRecord>('repository_owners').map((r) => r.repoKey)).toEqual(['default:org/p']);
+    expect((await a.list<RepositoryOwnerRecord>('repository_owners')).map((r) => r.repoKey)).toEqual(['default:org/p']);
     expect(oa.owns('default:org/p')).toBe(false);
     const second = oa.refresh();
     await until('the second gain to start', () => attempts === 2, 5_000);
@@ -243,19 +243,19 @@ describe('repository ownership', () => {
     const a = await openNode(url, 'node-a');
     const b = await openNode(url, 'node-b');
     await bothLive(a, b);
-    const oa = ownershipOf(a, 'node-a');
-    const ob = ownershipOf(b, 'node-b');
+    const oa = await ownershipOf(a, 'node-a');
+    const ob = await ownershipOf(b, 'node-b');
     expect([oa.leads(), ob.leads()].filter(Boolean)).toHaveLength(1);
     // Tasks written before any node owned their repositories (a store moved from standby mode).
-    await a.transact((tx) => {
-      for (let i = 0; i < 8; i++) tx.insert('tasks', `t${i}`, { taskId: `t${i}`, repoKey: `org/u${i}`, state: i === 7 ? 'succeeded' : 'queued' });
+    await a.transact(async (tx) => {
+      for (let i = 0; i < 8; i++) await tx.insert('tasks', `t${i}`, { taskId: `t${i}`, repoKey: `org/u${i}`, state: i === 7 ? 'succeeded' : 'queued' });
     });
     await b.sync();
-    await until('b sees the tasks', () => b.list('tasks').length === 8, 5_000);
+    await until('b sees the tasks', async () => (await b.list('tasks')).length === 8, 5_000);
     await Promise.all([oa.refresh(), ob.refresh()]);
     await a.sync();
-    await until('both replicas hold the owners', () => a.list('repository_owners').length === 7 && b.list('repository_owners').length === 7, 5_000);
-    const owners = a.list<RepositoryOwnerRecord>('repository_owners');
+    await until('both replicas hold the owners', async () => (await a.list('repository_owners')).length === 7 && (await b.list('repository_owners')).length === 7, 5_000);
+    const owners = await a.list<RepositoryOwnerRecord>('repository_owners');
     // A finished task's repository needs no owner.
     expect(owners.map((o) => o.repoKey).sort()).toEqual(Array.from({ length: 7 }, (_, i) => `org/u${i}`));
     for (const o of owners) expect(o.nodeId).toBe(rendezvousOwner(o.repoKey, ['node-a', 'node-b']));

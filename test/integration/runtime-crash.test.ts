@@ -57,8 +57,8 @@ describe('runtime survives SIGKILL mid-lifecycle', () => {
       const store = createStore({ dir });
       await store.open();
       try {
-        const actors = store.list<ActorRecord>('actors');
-        const audit = store.audit({});
+        const actors = await store.list<ActorRecord>('actors');
+        const audit = await store.audit({});
         // Sequence numbers and ids unique and increasing: nothing duplicated by recovery.
         const seqs = audit.map((e) => e.seq);
         expect(new Set(seqs).size).toBe(seqs.length);
@@ -75,7 +75,7 @@ describe('runtime survives SIGKILL mid-lifecycle', () => {
           expect(rec, actorId).toBeDefined();
           // Durable means: at least what was acknowledged (later, unacknowledged writes may also have landed).
           expect(rec!.stateVersion).toBeGreaterThanOrEqual(ack.stateVersion);
-          const task = store.get<{ state: string; stateVersion: number }>('tasks', (rec!.taskId as string));
+          const task = await store.get<{ state: string; stateVersion: number }>('tasks', (rec!.taskId as string));
           expect(task?.state).toBe(rec!.state);
           expect(task?.stateVersion).toBe(rec!.stateVersion);
         }
@@ -94,7 +94,7 @@ describe('runtime survives SIGKILL mid-lifecycle', () => {
     // Actors restored in later rounds kept moving to the end of their lifecycle.
     const store = createStore({ dir });
     await store.open();
-    const done = store.list<ActorRecord>('actors', (r) => r.state === 'succeeded').length;
+    const done = (await store.list<ActorRecord>('actors', (r) => r.state === 'succeeded')).length;
     await store.close();
     expect(done).toBeGreaterThan(0);
   }, 120_000);
@@ -105,8 +105,8 @@ describe('runtime graceful restart', () => {
     const { createTestRuntime } = await import('../support/test-runtime.js');
     const { taskKind, taskActorId } = await import('../../src/tasks/task-actor.js');
     const first = await createTestRuntime([taskKind()]);
-    const created = await first.store.transact((tx) => {
-      tx.insert('tasks', 't1', { taskId: 't1', state: 'received', stateVersion: 0 });
+    const created = await first.store.transact(async (tx) => {
+      await tx.insert('tasks', 't1', { taskId: 't1', state: 'received', stateVersion: 0 });
       return first.runtime.createInTx(tx, 'task', taskActorId('t1'), { taskId: 't1' }, { events: [{ type: 'ACCEPT' }], taskId: 't1' });
     });
     created.start();
@@ -115,7 +115,7 @@ describe('runtime graceful restart', () => {
     const second = await createTestRuntime([taskKind()], first.dir);
     // Tasks come back lazily: on the first event after the restart.
     expect(await second.runtime.restoreAll()).toEqual({ restored: 0, skipped: 0, deferred: 1 });
-    expect(second.runtime.has(taskActorId('t1'))).toBe(true);
+    expect(await second.runtime.has(taskActorId('t1'))).toBe(true);
     const r = await second.runtime.send(taskActorId('t1'), { type: 'WORKSPACE_READY' });
     expect(r).toMatchObject({ ok: true, fromState: 'preparing', toState: 'running', stateVersion: 4 });
     await second.close();

@@ -26,7 +26,7 @@ describe('a stale copy of an actor (another node wrote it since)', () => {
       // as the machine refuses it (not a stale success), and a RELEASE of a's lease is accepted.
       a.runtime.stopAll();
       expect((await b.send(id, lockEvent({ type: 'RELEASE', leaseId: 'l1' }))).ok).toBe(true);
-      expect(b.stateOf(id)?.stateVersion).toBe(3);
+      expect((await b.stateOf(id))?.stateVersion).toBe(3);
     } finally {
       b.stopAll();
       await a.close();
@@ -46,7 +46,7 @@ describe('a stale copy of an actor (another node wrote it since)', () => {
       const second = b.send(id, lockEvent({ type: 'RELEASE', leaseId: 'l2' }));
       await expect(first).rejects.toBeInstanceOf(VersionConflictError);
       await expect(second).rejects.toBeInstanceOf(VersionConflictError);
-      expect(a.store.get<{ state: string; leaseId: string | null }>('leases', 'default:org/s')).toMatchObject({ state: 'held', leaseId: 'l1' });
+      expect(await a.store.get<{ state: string; leaseId: string | null }>('leases', 'default:org/s')).toMatchObject({ state: 'held', leaseId: 'l1' });
     } finally {
       b.stopAll();
       await a.close();

@@ -59,8 +59,8 @@ async function rig(script: (call: ExecutorCall) => Promise<void>, options: Parti
   return { store, runtime, scheduler, calls, clock };
 }
 
-const lease = (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey);
-const task = (store: Store, taskId: string) => store.get<TaskRecord>('tasks', taskId)!;
+const lease = async (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey);
+const task = async (store: Store, taskId: string) => (await store.get<TaskRecord>('tasks', taskId))!;
 const R = 'default:org/alpha';
 const S = 'default:org/beta';
 
@@ -76,7 +76,7 @@ describe('repository leases', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
     await r.scheduler.settled();
     r.clock.advance(1000); // the lease expires: A's first executor is an orphan now
-    await waitUntil(() => r.store.audit({}).some((e) => e.action === 'scheduler.lease_lost'), 'the lease to be lost');
+    await waitUntil(async () => (await r.store.audit({})).some((e) => e.action === 'scheduler.lease_lost'), 'the lease to be lost');
     expect(r.calls[0]!.signal.aborted).toBe(true);
     let stopped = false;
     const stopping = r.scheduler.stop().then(() => (stopped = true));
@@ -98,13 +98,13 @@ describe('repository leases', () => {
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
     await r.scheduler.settled();
-    const first = lease(r.store, R)!;
+    const first = (await lease(r.store, R))!;
     expect(first).toMatchObject({ state: 'held', taskId: 'A', owner: OWNER });
-    expect(task(r.store, 'B').state).toBe('queued');
+    expect((await task(r.store, 'B')).state).toBe('queued');
 
     r.clock.advance(999);
     await r.scheduler.settled();
-    expect(lease(r.store, R)!.leaseId).toBe(first.leaseId);
+    expect((await lease(r.store, R))!.leaseId).toBe(first.leaseId);
     expect(r.calls[0]!.signal.aborted).toBe(false);
 
     r.clock.advance(1); // expiresAt reached: the wake timer expires the lease
@@ -112,7 +112,7 @@ describe('repository leases', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
     expect(r.calls[0]!.signal.aborted).toBe(true);
 
-    const audit = r.store.audit({});
+    const audit = await r.store.audit({});
     const expired = audit.filter((e) => e.action === 'lease.expired');
     expect(expired).toHaveLength(1);
     expect(expired[0]!.metadata).toMatchObject({ leaseId: first.leaseId, owner: OWNER });
@@ -126,16 +126,14 @@ describe('repository leases', () => {
     // The orphaned executor comes back: its RELEASE names the expired lease and is rejected.
     stall.resolve();
     await waitUntil(
-      () =>
-        r.store
-          .audit({ actorId: lockActorId(R) })
-          .some((e) => e.action === 'runtime.event_rejected' && (e.metadata?.['event'] as { leaseId?: string }).leaseId === first.leaseId),
+      async () =>
+        (await r.store.audit({ actorId: lockActorId(R) })).some((e) => e.action === 'runtime.event_rejected' && (e.metadata?.['event'] as { leaseId?: string }).leaseId === first.leaseId),
       'the stale RELEASE to be rejected',
     );
-    const rejected = r.store.audit({ actorId: lockActorId(R) }).filter((e) => e.action === 'runtime.event_rejected');
+    const rejected = (await r.store.audit({ actorId: lockActorId(R) })).filter((e) => e.action === 'runtime.event_rejected');
     expect(rejected).toHaveLength(1);
     expect(rejected[0]).toMatchObject({ level: 'alert', errorCode: 'illegal_transition', metadata: { event: { type: 'RELEASE', leaseId: first.leaseId } } });
-    expect(lease(r.store, R)!.state).toBe('free');
+    expect((await lease(r.store, R))!.state).toBe('free');
   });
 
   it('rejects and alert-audits a RELEASE by an old leaseId; the current lease stays held', async () => {
@@ -150,8 +148,8 @@ describe('repository leases', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
     await waitForTaskState(r.store, r.runtime, 'B', ['preparing']);
     await r.scheduler.settled();
-    const oldLeaseId = task(r.store, 'A').leaseId!;
-    const current = lease(r.store, R)!;
+    const oldLeaseId = (await task(r.store, 'A')).leaseId!;
+    const current = (await lease(r.store, R))!;
     expect(current.taskId).toBe('B');
     expect(current.leaseId).not.toBe(oldLeaseId);
 
@@ -159,14 +157,14 @@ describe('repository leases', () => {
       const res = await r.runtime.send(lockActorId(R), { type: 'RELEASE', leaseId: stale } as never, { by: 'test' });
       expect(res).toMatchObject({ ok: false, reason: 'illegal_transition', state: 'held' });
     }
-    expect(lease(r.store, R)).toEqual(current);
-    const alerts = r.store.audit({ actorId: lockActorId(R) }).filter((e) => e.action === 'runtime.event_rejected');
+    expect(await lease(r.store, R)).toEqual(current);
+    const alerts = (await r.store.audit({ actorId: lockActorId(R) })).filter((e) => e.action === 'runtime.event_rejected');
     expect(alerts.map((e) => (e.metadata!['event'] as { leaseId: string }).leaseId)).toEqual([oldLeaseId, expect.any(String)]);
     expect(alerts.every((e) => e.level === 'alert')).toBe(true);
 
     gate.resolve();
     await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
-    await waitUntil(() => lease(r.store, R)!.state === 'free', 'B to release its lease');
+    await waitUntil(async () => (await lease(r.store, R))!.state === 'free', 'B to release its lease');
   });
 
   it('renews the lease by heartbeat (expiresAt moves) and never expires while the worker runs', async () => {
@@ -183,24 +181,24 @@ describe('repository leases', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
     await r.scheduler.settled();
     const t0 = r.clock.now();
-    expect(Date.parse(lease(r.store, R)!.expiresAt!)).toBe(t0 + 1000);
+    expect(Date.parse((await lease(r.store, R))!.expiresAt!)).toBe(t0 + 1000);
 
     for (let k = 1; k <= 10; k++) {
       r.clock.advance(300);
       await r.scheduler.settled();
-      expect(Date.parse(lease(r.store, R)!.expiresAt!)).toBe(t0 + 300 * k + 1000);
+      expect(Date.parse((await lease(r.store, R))!.expiresAt!)).toBe(t0 + 300 * k + 1000);
     }
     // Three TTLs later: still the same lease, the executor's view moved with it, nothing expired.
-    expect(lease(r.store, R)!.leaseId).toBe(r.calls[0]!.lease.leaseId);
+    expect((await lease(r.store, R))!.leaseId).toBe(r.calls[0]!.lease.leaseId);
     expect(r.calls[0]!.lease.expiresAt).toBe(t0 + 3000 + 1000);
     expect(r.scheduler.running()).toEqual([{ repoKey: R, taskId: 'A', leaseId: r.calls[0]!.lease.leaseId, expiresAt: t0 + 4000 }]);
     expect(r.calls[0]!.signal.aborted).toBe(false);
-    expect(r.store.audit({}).filter((e) => e.action === 'lease.expired')).toEqual([]);
-    expect(auditWithEvent(r.store.audit({}), 'lock.transition', 'HEARTBEAT')).toHaveLength(10);
+    expect((await r.store.audit({})).filter((e) => e.action === 'lease.expired')).toEqual([]);
+    expect(auditWithEvent(await r.store.audit({}), 'lock.transition', 'HEARTBEAT')).toHaveLength(10);
 
     gate.resolve();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
-    await waitUntil(() => lease(r.store, R)!.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))!.state === 'free', 'the lease to be released');
   });
 
   it('aborts the executor signal when a heartbeat is rejected (lease lost to someone else)', async () => {
@@ -222,8 +220,8 @@ describe('repository leases', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['retry_wait', 'preparing']);
     await r.scheduler.settled();
     expect(r.calls[0]!.signal.aborted).toBe(true);
-    expect(r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost').map((e) => e.errorCode)).toEqual(['lease_lost']);
-    const moved = auditWithEvent(r.store.audit({ taskId: 'A' }), 'task.transition', 'PREPARE_FAILED');
+    expect((await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost').map((e) => e.errorCode)).toEqual(['lease_lost']);
+    const moved = auditWithEvent(await r.store.audit({ taskId: 'A' }), 'task.transition', 'PREPARE_FAILED');
     expect(moved.map((e) => (e.metadata!['event'] as { errorCode: string }).errorCode)).toEqual(['lease_lost']);
   });
 
@@ -236,9 +234,9 @@ describe('repository leases', () => {
     });
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'A', ['cancelled']);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
-    const audit = r.store.audit({});
+    const audit = await r.store.audit({});
     const rejectedClaim = auditWithEvent(audit, 'runtime.event_rejected', 'CLAIM');
     expect(rejectedClaim).toHaveLength(1);
     const acquired = auditWithEvent(audit, 'lock.transition', 'ACQUIRE')[0]!;
@@ -262,26 +260,26 @@ describe('scheduling rules', () => {
     await r.scheduler.settled();
 
     await setPaused(r.store, true);
-    const pausedAt = r.store.audit({}).at(-1)!.seq;
+    const pausedAt = (await r.store.audit({})).at(-1)!.seq;
     await submitTask(r.store, r.runtime, 'B1', S);
     gate.resolve(); // A1 finishes while paused; its repository's lock goes free
     await waitForTaskState(r.store, r.runtime, 'A1', ['succeeded']);
-    await waitUntil(() => lease(r.store, R)!.state === 'free', 'A1 to release');
+    await waitUntil(async () => (await lease(r.store, R))!.state === 'free', 'A1 to release');
     r.clock.advance(60_000); // safety polls fire too
     await r.scheduler.wake();
     await r.scheduler.settled();
-    expect(task(r.store, 'A2').state).toBe('queued');
-    expect(task(r.store, 'B1').state).toBe('queued');
-    const claimsWhilePaused = auditWithEvent(r.store.audit({ afterSeq: pausedAt }), 'task.transition', 'CLAIM');
+    expect((await task(r.store, 'A2')).state).toBe('queued');
+    expect((await task(r.store, 'B1')).state).toBe('queued');
+    const claimsWhilePaused = auditWithEvent(await r.store.audit({ afterSeq: pausedAt }), 'task.transition', 'CLAIM');
     expect(claimsWhilePaused).toEqual([]);
-    expect(lease(r.store, S)).toBeUndefined();
+    expect(await lease(r.store, S)).toBeUndefined();
 
     await setPaused(r.store, false);
-    const resumedAt = r.store.audit({}).at(-1)!.seq;
+    const resumedAt = (await r.store.audit({})).at(-1)!.seq;
     await r.scheduler.wake();
     await waitForTaskState(r.store, r.runtime, 'A2', ['succeeded']);
     await waitForTaskState(r.store, r.runtime, 'B1', ['succeeded']);
-    const claims = auditWithEvent(r.store.audit({ afterSeq: pausedAt }), 'task.transition', 'CLAIM');
+    const claims = auditWithEvent(await r.store.audit({ afterSeq: pausedAt }), 'task.transition', 'CLAIM');
     expect(claims.map((e) => e.taskId).sort()).toEqual(['A2', 'B1']);
     expect(claims.every((e) => e.seq > resumedAt)).toBe(true);
   });
@@ -303,15 +301,15 @@ describe('scheduling rules', () => {
     await r.scheduler.settled();
     await r.scheduler.wake();
     await r.scheduler.settled();
-    const states = () => ids.map((id) => task(r.store, id).state);
-    expect(states()).toEqual(['preparing', 'preparing', 'queued', 'queued', 'queued']);
+    const states = async () => (await Promise.all(ids.map((id) => task(r.store, id)))).map((t) => t.state);
+    expect(await states()).toEqual(['preparing', 'preparing', 'queued', 'queued', 'queued']);
     expect(r.scheduler.running().map((x) => x.taskId)).toEqual(['t0', 't1']);
 
     for (const id of ids) {
       gateOf(id).resolve();
       await waitForTaskState(r.store, r.runtime, id, ['succeeded']);
     }
-    const intervals = holdIntervals(r.store.audit({}), (id) => id);
+    const intervals = holdIntervals(await r.store.audit({}), (id) => id);
     let live = 0;
     let peak = 0;
     for (const p of intervals.flatMap((i) => [{ s: i.enter, d: 1 }, { s: i.leave, d: -1 }]).sort((a, b) => a.s - b.s)) {
@@ -345,21 +343,21 @@ describe('scheduling rules', () => {
 
     r.clock.advance(4999);
     await r.scheduler.settled();
-    expect(task(r.store, 'D').state).toBe('retry_wait');
-    expect(auditWithEvent(r.store.audit({}), 'task.transition', 'RETRY_DUE')).toEqual([]);
+    expect((await task(r.store, 'D')).state).toBe('retry_wait');
+    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'RETRY_DUE')).toEqual([]);
 
     r.clock.advance(1); // nextRetryAt: D's repository is free, A's is busy with B
     await waitForTaskState(r.store, r.runtime, 'D', ['succeeded']);
-    expect(task(r.store, 'A').state).toBe('retry_wait');
-    expect(task(r.store, 'C').state).toBe('queued');
+    expect((await task(r.store, 'A')).state).toBe('retry_wait');
+    expect((await task(r.store, 'C')).state).toBe('queued');
 
     gateB.resolve();
     for (const id of ['A', 'B', 'C']) await waitForTaskState(r.store, r.runtime, id, ['succeeded']);
-    const order = holdIntervals(r.store.audit({}), (id) => (id === 'D' ? S : R))
+    const order = holdIntervals(await r.store.audit({}), (id) => (id === 'D' ? S : R))
       .filter((i) => i.repoKey === R)
       .map((i) => i.taskId);
     expect(order).toEqual(['A', 'B', 'A', 'C']);
-    expect(task(r.store, 'A').attempt).toBe(1);
+    expect((await task(r.store, 'A')).attempt).toBe(1);
   });
 
   it('leaves blocked_workspace alone until an operator UNBLOCKs it', async () => {
@@ -377,14 +375,14 @@ describe('scheduling rules', () => {
     r.clock.advance(120_000);
     await r.scheduler.wake();
     await r.scheduler.settled();
-    expect(task(r.store, 'A')).toMatchObject({ state: 'blocked_workspace', errorCode: 'workspace_dirty' });
+    expect(await task(r.store, 'A')).toMatchObject({ state: 'blocked_workspace', errorCode: 'workspace_dirty' });
     expect(r.calls.filter((c) => c.taskId === 'A')).toHaveLength(1);
 
     const unblock = await r.runtime.send(taskActorId('A'), ev({ type: 'UNBLOCK', by: 'admin:alice' }), { by: 'admin:alice' });
     expect(unblock).toMatchObject({ ok: true, toState: 'queued' });
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
     expect(r.calls.filter((c) => c.taskId === 'A')).toHaveLength(2);
-    const audit = r.store.audit({ taskId: 'A' });
+    const audit = await r.store.audit({ taskId: 'A' });
     const unblockSeq = auditWithEvent(audit, 'task.transition', 'UNBLOCK')[0]!.seq;
     const claims = auditWithEvent(audit, 'task.transition', 'CLAIM').map((e) => e.seq);
     expect(claims).toHaveLength(2);
@@ -413,8 +411,8 @@ describe('scheduling rules', () => {
     await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
     await r.scheduler.wake();
     await r.scheduler.settled();
-    expect(task(r.store, 'A').state).toBe('queued');
-    expect(lease(r.store, R)).toBeUndefined();
+    expect((await task(r.store, 'A')).state).toBe('queued');
+    expect(await lease(r.store, R)).toBeUndefined();
 
     await r.store.transact((tx) => tx.put('repositories', R, repo('active', 2)));
     await r.scheduler.wake();

@@ -53,15 +53,15 @@ describe('scheduler under load: 200 tasks over 20 repositories', () => {
     await Promise.all(taskIds.map((id) => submitTask(store, runtime, id, repoOf.get(id)!)));
     await Promise.all(taskIds.map((id) => waitForTaskState(store, runtime, id, ['succeeded'], 30_000)));
     // The last executors return right after their task's final transition; their RELEASE follows.
-    await waitUntil(() => store.list<{ state: string }>('leases').every((l) => l.state === 'free'), 'every lease released');
+    await waitUntil(async () => (await store.list<{ state: string }>('leases')).every((l) => l.state === 'free'), 'every lease released');
     await scheduler.settled();
     await runtime.settled();
 
     expect(calls).toHaveLength(200);
-    const tasks = store.list<TaskRecord>('tasks');
+    const tasks = await store.list<TaskRecord>('tasks');
     expect(tasks.filter((t) => t.state === 'succeeded')).toHaveLength(200);
 
-    const audit = store.audit({});
+    const audit = await store.audit({});
     const intervals = holdIntervals(audit, (id) => repoOf.get(id)!);
     expect(intervals).toHaveLength(200);
     expect(intervals.every((i) => Number.isFinite(i.leave))).toBe(true);
@@ -112,7 +112,7 @@ describe('scheduler under load: 200 tasks over 20 repositories', () => {
     }
 
     // One lock per repository, and nothing was rejected on the way.
-    expect(store.list('leases')).toHaveLength(REPOS);
+    expect(await store.list('leases')).toHaveLength(REPOS);
     expect(audit.filter((e) => e.level === 'alert')).toEqual([]);
   });
 });

@@ -57,8 +57,8 @@ function runChildAndKill(dir: string): Promise<{ owner: string }> {
   });
 }
 
-const tasksIn = (store: Store) => Object.fromEntries(store.list<TaskRecord>('tasks').map((t) => [t.taskId, t]));
-const heldLeases = (store: Store) => store.list<LeaseRecord>('leases', (l) => l.state === 'held');
+const tasksIn = async (store: Store) => Object.fromEntries((await store.list<TaskRecord>('tasks')).map((t) => [t.taskId, t]));
+const heldLeases = async (store: Store) => store.list<LeaseRecord>('leases', (l) => l.state === 'held');
 
 /** Never two valid leases per repository, and every task's holding interval inside the lease it claimed. */
 function expectOneLeaseAtATime(audit: AuditEvent[], taskIds: string[]): void {
@@ -92,7 +92,7 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     const { owner: childOwner } = await runChildAndKill(dir);
 
     const { store, runtime, close } = await createSchedulerRuntime(dir);
-    const before = tasksIn(store);
+    const before = await tasksIn(store);
     // What the crash left behind.
     expect(Object.fromEntries(Object.entries(before).map(([id, t]) => [id, t.state]))).toEqual({
       prep: 'preparing',
@@ -105,8 +105,8 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
       verify: 'verifying_reply',
       done: 'succeeded',
     });
-    expect(heldLeases(store).map((l) => l.repoKey).sort()).toEqual([...HELD_AT_KILL].sort());
-    expect(heldLeases(store).every((l) => l.owner === childOwner)).toBe(true);
+    expect((await heldLeases(store)).map((l) => l.repoKey).sort()).toEqual([...HELD_AT_KILL].sort());
+    expect((await heldLeases(store)).every((l) => l.owner === childOwner)).toBe(true);
 
     const owner = leaseOwnerId('default');
     expect(owner).not.toBe(childOwner);
@@ -118,7 +118,7 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
       await scheduler.stop();
       await close();
     };
-    const recoveryStart = store.audit({}).at(-1)!.seq;
+    const recoveryStart = (await store.audit({})).at(-1)!.seq;
     const result: RecoveryResult = await scheduler.recover();
 
     expect(result).toEqual({
@@ -133,10 +133,10 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
       verifyingReply: ['verify'],
       waitingUser: ['wait'],
     });
-    const after = tasksIn(store);
+    const after = await tasksIn(store);
     // Rule 1: every lease of the dead process released, audited; no valid lease remains.
-    expect(heldLeases(store)).toEqual([]);
-    const audit = store.audit({ afterSeq: recoveryStart });
+    expect(await heldLeases(store)).toEqual([]);
+    const audit = await store.audit({ afterSeq: recoveryStart });
     const released = audit.filter((e) => e.action === 'lease.released_after_restart');
     expect(released.map((e) => e.metadata!['repoKey']).sort()).toEqual([...HELD_AT_KILL].sort());
     expect(released.every((e) => e.metadata!['owner'] === childOwner)).toBe(true);
@@ -162,22 +162,22 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     await scheduler.settled();
     // The verification nobody was driving any more is resumed under a new lease (RESUME), once.
     expect(calls.map((c) => c.taskId).sort()).toEqual(['prep', 'prep-next', 'run', 'verify']);
-    expect(tasksIn(store)['retry']!.state).toBe('retry_wait'); // its nextRetryAt is 10 minutes away
+    expect((await tasksIn(store))['retry']!.state).toBe('retry_wait'); // its nextRetryAt is 10 minutes away
     // Rule 3: the retry_wait deadline written before the crash is honoured after it.
-    const retryAt = Date.parse(tasksIn(store)['retry']!.nextRetryAt!);
+    const retryAt = Date.parse((await tasksIn(store))['retry']!.nextRetryAt!);
     clock.advance(retryAt - clock.now() - 1);
     await scheduler.settled();
-    expect(tasksIn(store)['retry']!.state).toBe('retry_wait');
+    expect((await tasksIn(store))['retry']!.state).toBe('retry_wait');
     clock.advance(1);
     await waitForTaskState(store, runtime, 'retry', ['succeeded']);
-    const whole = store.audit({});
+    const whole = await store.audit({});
     const pOrder = holdIntervals(whole, (id) => REPO_OF[id]!)
       .filter((h) => h.repoKey === 'default:org/p')
       .map((h) => h.taskId);
     expect(pOrder).toEqual(['prep', 'prep', 'prep-next']);
     expectOneLeaseAtATime(whole, ['prep', 'prep-next', 'run', 'run-exhausted', 'abort']);
     // The restarted actors are live: waiting_user still accepts the user's reply.
-    expect(runtime.has(taskActorId('wait'))).toBe(true);
+    expect(await runtime.has(taskActorId('wait'))).toBe(true);
   });
 
   it('ends expired leases with EXPIRE (audited) instead of releasing them', async () => {
@@ -187,7 +187,7 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     const { owner: childOwner } = await runChildAndKill(dir);
 
     const { store, runtime, close } = await createSchedulerRuntime(dir);
-    const expiries = heldLeases(store).map((l) => Date.parse(l.expiresAt!));
+    const expiries = (await heldLeases(store)).map((l) => Date.parse(l.expiresAt!));
     const later = Math.max(...expiries) + 1; // the restart came after every lease's TTL
     const { executor } = scriptedExecutor(runtime, (call) => walkToSuccess(call));
     const scheduler = createScheduler({ store, runtime, executor, owner: leaseOwnerId('default'), now: () => later });
@@ -197,11 +197,11 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     };
     const result = await scheduler.recover();
     expect(result).toMatchObject({ leasesExpired: 5, leasesReleased: 0, leasesKept: 0 });
-    expect(heldLeases(store)).toEqual([]);
-    const expired = store.audit({}).filter((e) => e.action === 'lease.expired');
+    expect(await heldLeases(store)).toEqual([]);
+    const expired = (await store.audit({})).filter((e) => e.action === 'lease.expired');
     expect(expired.map((e) => e.metadata!['repoKey']).sort()).toEqual([...HELD_AT_KILL].sort());
     expect(expired.every((e) => e.metadata!['owner'] === childOwner)).toBe(true);
-    expect(store.audit({}).some((e) => e.action === 'lease.released_after_restart')).toBe(false);
+    expect((await store.audit({})).some((e) => e.action === 'lease.released_after_restart')).toBe(false);
     expect(result.interruptedToRetry).toEqual(['prep', 'run']);
   });
 
@@ -221,7 +221,7 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     await runtime.send(taskActorId('foreign'), { type: 'CLAIM', leaseId: 'lease-other' } as never);
     const result = await scheduler.recover();
     expect(result).toMatchObject({ leasesKept: 1, leasesReleased: 0, leasesExpired: 0, interruptedToRetry: [] });
-    expect(store.get<TaskRecord>('tasks', 'foreign')!.state).toBe('preparing');
-    expect(store.get<LeaseRecord>('leases', 'default:org/f')).toMatchObject({ state: 'held', leaseId: 'lease-other' });
+    expect((await store.get<TaskRecord>('tasks', 'foreign'))!.state).toBe('preparing');
+    expect(await store.get<LeaseRecord>('leases', 'default:org/f')).toMatchObject({ state: 'held', leaseId: 'lease-other' });
   });
 });

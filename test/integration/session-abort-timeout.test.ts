@@ -140,7 +140,7 @@ describe('a stop Codex never confirms ends the turn\'s processes before runTurn 
     // The supervisor restarts a fresh app-server; the task's thread resumes there and a turn works.
     const conn2 = await timedCase('restart after terminate', () => f.supervisor.connection());
     expect(conn2.pid).not.toBe(launcherPid);
-    expect((f.store.get<ActorRecord>('actors', f.supervisor.actorId)!.snapshot as any).context).toMatchObject({ restarts: 1, lastExit: { signal: 'SIGKILL' } });
+    expect(((await f.store.get<ActorRecord>('actors', f.supervisor.actorId))!.snapshot as any).context).toMatchObject({ restarts: 1, lastExit: { signal: 'SIGKILL' } });
     f.model.setResponder(() => ({ type: 'message', text: 'after the unconfirmed stop' }));
     expect((await mgr.ensureThread(t, f.workspace)).resumed).toBe(true);
     expect(await timedCase('second turn on the fresh app-server', () => mgr.runTurn(t, { kind: 'normal', cwd: f.workspace }))).toMatchObject({ kind: 'no_comment', turnKey: 'task-at:2', finalMessage: 'after the unconfirmed stop' });

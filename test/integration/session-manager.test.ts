@@ -36,22 +36,22 @@ const commentCall = (number: number, body: string) => ({
   arguments: { method: 'add_comment', owner: OWNER, repo: REPO, index: number, body },
 });
 
-function sessionStates(f: SessionFixture, sessionKey: string): string[] {
-  return f.store
-    .audit({ actorId: sessionActorId(sessionKey) })
+async function sessionStates(f: SessionFixture, sessionKey: string): Promise<string[]> {
+  return (await f.store
+    .audit({ actorId: sessionActorId(sessionKey) }))
     .filter((e) => e.action === 'session.transition')
     .map((e) => `${String(e.metadata?.event && (e.metadata.event as { type: string }).type)}→${e.toState}`);
 }
 
-function appServerState(f: SessionFixture) {
-  return f.store.get<ActorRecord>('actors', f.supervisor.actorId)!;
+async function appServerState(f: SessionFixture) {
+  return (await f.store.get<ActorRecord>('actors', f.supervisor.actorId))!;
 }
 
 /** The token must appear in no log line, no store file or audit event, nothing under the fixture root (CODEX_HOME included). */
-function assertTokenNowhere(f: SessionFixture, opts: { exceptFiles?: string[] } = {}) {
+async function assertTokenNowhere(f: SessionFixture, opts: { exceptFiles?: string[] } = {}) {
   expect(JSON.stringify(f.logs)).not.toContain(SESSION_TOKEN);
-  expect(JSON.stringify(f.store.audit())).not.toContain(SESSION_TOKEN);
-  for (const coll of ['sessions', 'turns', 'tasks', 'actors'] as const) expect(JSON.stringify(f.store.list(coll))).not.toContain(SESSION_TOKEN);
+  expect(JSON.stringify(await f.store.audit())).not.toContain(SESSION_TOKEN);
+  for (const coll of ['sessions', 'turns', 'tasks', 'actors'] as const) expect(JSON.stringify(await f.store.list(coll))).not.toContain(SESSION_TOKEN);
   expect(filesContaining(f.storeDir, SESSION_TOKEN)).toEqual([]);
   expect(filesContaining(f.codexHome, SESSION_TOKEN)).toEqual([]);
   expect(filesContaining(f.root, SESSION_TOKEN).filter((p) => !(opts.exceptFiles ?? []).includes(p))).toEqual([]);
@@ -87,10 +87,10 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     );
 
     await timedCase('supervisor start-up chain (spawn → ready)', () => f.supervisor.start());
-    const as = appServerState(f);
+    const as = await appServerState(f);
     expect(as.state).toBe('ready');
     expect((as.snapshot as any).context).toMatchObject({ model: 'fake-model', downgrades: [], restarts: 0 });
-    expect(f.store.audit({ actorId: f.supervisor.actorId }).map((e) => e.toState)).toEqual(['stopped', 'starting', 'initializing', 'ready']);
+    expect((await f.store.audit({ actorId: f.supervisor.actorId })).map((e) => e.toState)).toEqual(['stopped', 'starting', 'initializing', 'ready']);
 
     const first = await timedCase('ensureThread: thread/start with required gitea MCP', () => mgr.ensureThread(t1, f.workspace));
     expect(first.resumed).toBe(false);
@@ -105,11 +105,11 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     expect(comments.map((c) => c.body)).toEqual([`Answer one\n${markerFor(t1)}`]);
     expect((comments[0]!.user as { login: string }).login).toBe('giteabot');
 
-    const turn1 = f.store.get<TurnRecord>('turns', 'task-a:1')!;
+    const turn1 = (await f.store.get<TurnRecord>('turns', 'task-a:1'))!;
     expect(turn1).toMatchObject({ taskId: 'task-a', threadId: first.threadId, status: 'completed', marker: markerFor(t1), kind: 'normal' });
     expect(turn1.turnId).toBe(out1.turnId);
     expect(turn1.eventSeq).toBeGreaterThanOrEqual(4); // turn/started, userMessage, mcpToolCall, agentMessage, turn/completed …
-    expect(f.store.get<TaskRecord>('tasks', 'task-a')).toMatchObject({ threadId: first.threadId, turnId: out1.turnId });
+    expect(await f.store.get<TaskRecord>('tasks', 'task-a')).toMatchObject({ threadId: first.threadId, turnId: out1.turnId });
 
     // What the model saw: developer instructions via collaborationMode, the instruction fenced as untrusted data.
     const body = JSON.stringify(f.model.responsesBodies()[0].input);
@@ -125,10 +125,10 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     // Same thread: the model gets the earlier conversation.
     expect(JSON.stringify(f.model.responsesBodies().at(-1).input)).toContain('Posted answer one.');
 
-    const session = f.store.get<SessionRecord>('sessions', t1.sessionKey)!;
+    const session = (await f.store.get<SessionRecord>('sessions', t1.sessionKey))!;
     expect(session).toMatchObject({ threadId: first.threadId, status: 'active', lastTaskId: 'task-b', lastTurnId: out2.kind === 'replied' ? out2.turnId : null });
-    expect(session.version).toBe(f.store.get<ActorRecord>('actors', sessionActorId(t1.sessionKey))!.stateVersion);
-    expect(sessionStates(f, t1.sessionKey)).toEqual([
+    expect(session.version).toBe((await f.store.get<ActorRecord>('actors', sessionActorId(t1.sessionKey)))!.stateVersion);
+    expect(await sessionStates(f, t1.sessionKey)).toEqual([
       'undefined→no_thread',
       'START_THREAD→thread_starting',
       'THREAD_STARTED→idle',
@@ -137,7 +137,7 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
       'TURN_STARTED→turn_in_flight',
       'TURN_COMPLETED→idle',
     ]);
-    assertTokenNowhere(f);
+    await assertTokenNowhere(f);
   }, 60_000);
 
   it('thread/resume after an app-server restart resends the same MCP config; the agent can still comment', async () => {
@@ -172,16 +172,16 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     expect(gitea).toMatchObject({ command: process.execPath, env: { GITEA_ACCESS_TOKEN: SESSION_TOKEN, GITEA_HOST: f.giteaServer.url }, required: true });
     expect(JSON.parse(gitea.env.CCWEB_GATE_CHILD)).toEqual({ command: f.mcp.ok, args: ['-t', 'stdio', '-host', f.giteaServer.url] });
     expect(JSON.parse(gitea.env.CCWEB_GATE_SCOPE)).toEqual({ owner: OWNER, repo: REPO, number: 42 });
-    expect(sessionStates(f, t1.sessionKey).slice(-2)).toEqual(['RESTARTED→resuming', 'RESUME_OK→idle']);
+    expect((await sessionStates(f, t1.sessionKey)).slice(-2)).toEqual(['RESTARTED→resuming', 'RESUME_OK→idle']);
 
     const out = await mgr.runTurn(t2, { kind: 'normal', cwd: f.workspace });
     expect(out).toMatchObject({ kind: 'replied', commentCall: { accepted: true } });
     expect(f.gitea.comments(OWNER, REPO, 42).map((c) => c.body)).toEqual([`after resume\n${markerFor(t2)}`]);
-    const ctx = (appServerState(f).snapshot as any).context;
-    expect(appServerState(f).state).toBe('ready');
+    const ctx = ((await appServerState(f)).snapshot as any).context;
+    expect((await appServerState(f)).state).toBe('ready');
     expect(ctx).toMatchObject({ restarts: 1, consecutiveFailures: 0, lastExit: { reason: 'exited' } });
     expect(f.lostTurns).toEqual([]); // no turn was running
-    assertTokenNowhere(f);
+    await assertTokenNowhere(f);
   }, 60_000);
 
   it('a resume Codex rejects (thread gone) → resume_failed; a new thread only through NEW_THREAD_APPROVED by the policy', async () => {
@@ -207,18 +207,18 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     );
     console.log('[session] resume failure:', err?.message);
     expect(err).toMatchObject({ errorCode: 'resume_failed', retryable: false });
-    expect(f.runtime.stateOf(sessionActorId(t1.sessionKey))!.state).toBe('resume_failed');
+    expect((await f.runtime.stateOf(sessionActorId(t1.sessionKey)))!.state).toBe('resume_failed');
 
     const fresh = await timedCase('policy approval → new thread', () => f.manager().ensureThread(t2, f.workspace));
     expect(fresh.resumed).toBe(false);
     expect(fresh.threadId).not.toBe(threadId);
-    const ctx = f.runtime.stateOf(sessionActorId(t1.sessionKey))!.context as any;
+    const ctx = (await f.runtime.stateOf(sessionActorId(t1.sessionKey)))!.context as any;
     expect(ctx).toMatchObject({ threadId: fresh.threadId, previousThreadIds: [threadId], lastApproval: { by: 'system:resume_failed_policy', replacedThreadId: threadId } });
-    const approval = f.store.audit({ actorId: sessionActorId(t1.sessionKey) }).find((e) => (e.metadata?.event as any)?.type === 'NEW_THREAD_APPROVED')!;
+    const approval = (await f.store.audit({ actorId: sessionActorId(t1.sessionKey) })).find((e) => (e.metadata?.event as any)?.type === 'NEW_THREAD_APPROVED')!;
     expect(approval).toMatchObject({ actor: 'system:resume_failed_policy', fromState: 'resume_failed', toState: 'thread_starting' });
-    expect(sessionStates(f, t1.sessionKey).slice(-4)).toEqual(['RESTARTED→resuming', 'RESUME_FAILED→resume_failed', 'NEW_THREAD_APPROVED→thread_starting', 'THREAD_STARTED→idle']);
-    expect(f.store.get<SessionRecord>('sessions', t1.sessionKey)!.threadId).toBe(fresh.threadId);
-    assertTokenNowhere(f);
+    expect((await sessionStates(f, t1.sessionKey)).slice(-4)).toEqual(['RESTARTED→resuming', 'RESUME_FAILED→resume_failed', 'NEW_THREAD_APPROVED→thread_starting', 'THREAD_STARTED→idle']);
+    expect((await f.store.get<SessionRecord>('sessions', t1.sessionKey))!.threadId).toBe(fresh.threadId);
+    await assertTokenNowhere(f);
   }, 60_000);
 
   it('waiting_user: the agent posts its question and ends with the sentinel line', async () => {
@@ -234,7 +234,7 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     await mgr.ensureThread(t, f.workspace);
     const out = await timedCase('turn ending waiting_user', () => mgr.runTurn(t, { kind: 'normal', cwd: f.workspace }));
     expect(out).toMatchObject({ kind: 'waiting_user', question: 'Which branch should I use?', commentCall: { tool: 'issue_write', accepted: true } });
-    expect(f.store.get<SessionRecord>('sessions', t.sessionKey)!.status).toBe('waiting_user');
+    expect((await f.store.get<SessionRecord>('sessions', t.sessionKey))!.status).toBe('waiting_user');
     expect(f.gitea.comments(OWNER, REPO, 42)).toHaveLength(1);
     // The user's answer (a new task) continues on the same thread.
     const t2 = await f.task('task-w2', 42, 'main, please');
@@ -256,7 +256,7 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     expect(oa).toMatchObject({ kind: 'no_comment', finalMessage: 'answer A' });
     expect(ob).toMatchObject({ kind: 'no_comment', finalMessage: 'answer B' });
     expect((oa as { turnId: string }).turnId).not.toBe((ob as { turnId: string }).turnId);
-    expect(f.store.get<TurnRecord>('turns', 'task-cb:1')!.startedAt >= f.store.get<TurnRecord>('turns', 'task-ca:1')!.completedAt!).toBe(true);
+    expect((await f.store.get<TurnRecord>('turns', 'task-cb:1'))!.startedAt >= (await f.store.get<TurnRecord>('turns', 'task-ca:1'))!.completedAt!).toBe(true);
   }, 60_000);
 
   it('interrupt (explicit and through the abort signal) → interrupted, confirmed', async () => {
@@ -271,7 +271,7 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     const res = await timedCase('interrupt → turn/completed interrupted', () => mgr.interrupt('task-i'));
     expect(res).toEqual({ confirmed: true });
     expect(await running).toMatchObject({ kind: 'interrupted', turnKey: 'task-i:1' });
-    expect(f.store.get<TurnRecord>('turns', 'task-i:1')!.status).toBe('interrupted');
+    expect((await f.store.get<TurnRecord>('turns', 'task-i:1'))!.status).toBe('interrupted');
     expect(await mgr.interrupt('task-i')).toEqual({ confirmed: true }); // nothing running any more
 
     f.model.push({ type: 'stall' });
@@ -280,7 +280,7 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     await f.model.waitForResponsesRequests(2);
     ac.abort();
     expect(await timedCase('abort signal → interrupted', () => running2)).toMatchObject({ kind: 'interrupted', turnKey: 'task-i:2' });
-    expect(f.store.get<SessionRecord>('sessions', t.sessionKey)!.status).toBe('active');
+    expect((await f.store.get<SessionRecord>('sessions', t.sessionKey))!.status).toBe('active');
   }, 60_000);
 
   it('hard per-turn timeout → interrupt, failed turn_timeout (not retryable)', async () => {
@@ -293,8 +293,8 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     const out = await timedCase('turn timeout (1.5 s) → interrupt', () => mgr.runTurn(t, { kind: 'normal', cwd: f.workspace }));
     expect(out).toMatchObject({ kind: 'failed', errorCode: 'turn_timeout', retryable: false });
     expect((out as { turnId: string | null }).turnId).toEqual(expect.any(String));
-    expect(f.store.get<TurnRecord>('turns', 'task-t:1')!.status).toBe('failed');
-    expect(f.store.audit({ taskId: 'task-t' }).find((e) => e.action === 'codex.turn_completed')).toMatchObject({ errorCode: 'turn_timeout' });
+    expect((await f.store.get<TurnRecord>('turns', 'task-t:1'))!.status).toBe('failed');
+    expect((await f.store.audit({ taskId: 'task-t' })).find((e) => e.action === 'codex.turn_completed')).toMatchObject({ errorCode: 'turn_timeout' });
   }, 60_000);
 
   it('app-server killed mid-turn: onTurnsLost, failed app_server_exited (retryable), restart with backoff, thread resumed', async () => {
@@ -313,19 +313,19 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     expect(out).toMatchObject({ kind: 'failed', errorCode: 'app_server_exited', retryable: true });
     expect(f.lostTurns).toEqual([{ taskIds: ['task-k'], reason: 'app_server_exited' }]);
     await timedCase('supervisor restart after SIGKILL', () => f.supervisor.connection());
-    const rec = appServerState(f);
+    const rec = await appServerState(f);
     expect(rec.state).toBe('ready');
     expect((rec.snapshot as any).context).toMatchObject({ restarts: 1, lastExit: { signal: 'SIGKILL', reason: 'exited' } });
-    const states = f.store.audit({ actorId: f.supervisor.actorId }).map((e) => e.toState);
+    const states = (await f.store.audit({ actorId: f.supervisor.actorId })).map((e) => e.toState);
     expect(states.slice(-5)).toEqual(['exited', 'restarting', 'starting', 'initializing', 'ready']);
-    expect(f.store.get<TurnRecord>('turns', 'task-k:1')!.status).toBe('failed');
+    expect((await f.store.get<TurnRecord>('turns', 'task-k:1'))!.status).toBe('failed');
     // The retry of the task resumes the same thread in the new process.
     f.model.push({ type: 'message', text: 'after the crash' });
     const again = await mgr.ensureThread(t, f.workspace);
     expect(again.resumed).toBe(true);
     expect(await mgr.runTurn(t, { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'no_comment', turnKey: 'task-k:2', finalMessage: 'after the crash' });
-    expect(sessionStates(f, t.sessionKey).slice(-5)).toEqual(['TURN_FAILED→idle', 'RESTARTED→resuming', 'RESUME_OK→idle', 'TURN_STARTED→turn_in_flight', 'TURN_COMPLETED→idle']);
-    assertTokenNowhere(f);
+    expect((await sessionStates(f, t.sessionKey)).slice(-5)).toEqual(['TURN_FAILED→idle', 'RESTARTED→resuming', 'RESUME_OK→idle', 'TURN_STARTED→turn_in_flight', 'TURN_COMPLETED→idle']);
+    await assertTokenNowhere(f);
   }, 60_000);
 
   it('MCP missing / exiting at once / hanging → mcp_command_missing / mcp_start_failed / mcp_initialize_failed', async () => {
@@ -358,12 +358,12 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     console.log('[session] hang reason:', hanging!.message);
 
     expect(seen).toHaveLength(2);
-    const s2 = f.store.get<SessionRecord>('sessions', `default:${OWNER}/${REPO}:issue:44`)!;
+    const s2 = (await f.store.get<SessionRecord>('sessions', `default:${OWNER}/${REPO}:issue:44`))!;
     expect(s2).toMatchObject({ threadId: null, status: 'active' });
-    expect(f.runtime.stateOf(sessionActorId(s2.sessionKey))!.state).toBe('no_thread');
+    expect((await f.runtime.stateOf(sessionActorId(s2.sessionKey)))!.state).toBe('no_thread');
     // The server survives: a good command still works.
     expect((await f.manager().ensureThread(await f.task('task-m4', 46), f.workspace)).resumed).toBe(false);
-    assertTokenNowhere(f);
+    await assertTokenNowhere(f);
   }, 60_000);
 });
 
@@ -374,7 +374,7 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     args: stub.args,
     extraEnv: { STUB_APP_SERVER_LOG: join(root, 'stub.jsonl'), ...env },
   });
-  const downgrades = (f: SessionFixture) => (appServerState(f).snapshot as any).context.downgrades;
+  const downgrades = async (f: SessionFixture) => ((await appServerState(f)).snapshot as any).context.downgrades;
   const turnStarts = (f: SessionFixture) => readJsonLines(join(f.root, 'stub.jsonl')).filter((l) => l.method === 'turn/start');
 
   it('rejected probes → one capability_downgrade each, the server stays up, plain turns are used', async () => {
@@ -382,8 +382,8 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     const f = fx;
     const mgr = f.manager();
     await timedCase('stand-in start-up chain with rejected probes', () => f.supervisor.start());
-    expect(appServerState(f).state).toBe('ready');
-    expect(downgrades(f)).toEqual(['goals', 'collaborationMode/list']);
+    expect((await appServerState(f)).state).toBe('ready');
+    expect(await downgrades(f)).toEqual(['goals', 'collaborationMode/list']);
     const t = await f.task('task-s1');
     expect(await mgr.ensureThread(t, f.workspace)).toEqual({ threadId: 'thr-stub', resumed: false });
     const out = await mgr.runTurn(t, { kind: 'normal', cwd: f.workspace });
@@ -403,11 +403,11 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     await f.supervisor.connection();
     expect(f.supervisor.generation).toBe(2);
     await f.runtime.settled();
-    expect(downgrades(f)).toEqual(['goals', 'collaborationMode/list']);
-    const dg = f.store.audit({ actorId: f.supervisor.actorId }).filter((e) => (e.metadata?.event as any)?.type === 'CAPABILITY_DOWNGRADE');
+    expect(await downgrades(f)).toEqual(['goals', 'collaborationMode/list']);
+    const dg = (await f.store.audit({ actorId: f.supervisor.actorId })).filter((e) => (e.metadata?.event as any)?.type === 'CAPABILITY_DOWNGRADE');
     expect(dg.map((e) => (e.metadata?.event as any)?.capability)).toEqual(['goals', 'collaborationMode/list', 'goals', 'collaborationMode/list']);
     // The stand-in logs every message it receives, thread/start's MCP env included: that file is the only exception.
-    assertTokenNowhere(f, { exceptFiles: [join(f.root, 'stub.jsonl')] });
+    await assertTokenNowhere(f, { exceptFiles: [join(f.root, 'stub.jsonl')] });
   }, 30_000);
 
   it('restart timer firing before the wall clock reaches restartAt: it waits, no RESTART_DUE is refused', async () => {
@@ -424,9 +424,9 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     await f.supervisor.connection();
     expect(f.supervisor.generation).toBe(2);
     await f.runtime.settled();
-    const events = f.store.audit({ actorId: f.supervisor.actorId }).map((e) => (e.metadata?.event as { type?: string } | undefined)?.type);
+    const events = (await f.store.audit({ actorId: f.supervisor.actorId })).map((e) => (e.metadata?.event as { type?: string } | undefined)?.type);
     expect(events.filter((t) => t === 'RESTART_DUE')).toHaveLength(1);
-    expect(f.store.audit({ actorId: f.supervisor.actorId }).filter((e) => e.level === 'alert')).toEqual([]);
+    expect((await f.store.audit({ actorId: f.supervisor.actorId })).filter((e) => e.level === 'alert')).toEqual([]);
     expect(f.logs.filter((l) => l.msg?.endsWith('event rejected'))).toEqual([]);
   }, 30_000);
 
@@ -441,7 +441,7 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     const t = await f.task('task-late');
     await mgr.ensureThread(t, f.workspace);
     const running = mgr.runTurn(t, { kind: 'normal', cwd: f.workspace });
-    await until('the turn id', () => f.store.get<TurnRecord>('turns', 'task-late:1')?.turnId, 10_000);
+    await until('the turn id', async () => (await f.store.get<TurnRecord>('turns', 'task-late:1'))?.turnId, 10_000);
     expect(await mgr.interrupt('task-late')).toEqual({ confirmed: true });
     expect(await running).toMatchObject({ kind: 'interrupted', turnKey: 'task-late:1' });
     // Two refused, the third accepted.
@@ -454,7 +454,7 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     const f = fx;
     const mgr = f.manager();
     await f.supervisor.start();
-    expect(downgrades(f)).toEqual([]);
+    expect(await downgrades(f)).toEqual([]);
     const t1 = await f.task('task-s2');
     const t2 = await f.task('task-s3');
     await mgr.ensureThread(t1, f.workspace);
@@ -463,11 +463,11 @@ describe('session manager on a stand-in app-server (capability downgrades)', () 
     await mgr.ensureThread(t2, f.workspace);
     expect(await mgr.runTurn(t2, { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'no_comment' });
     await f.runtime.settled();
-    expect(downgrades(f)).toEqual(['collaborationMode']);
-    expect(f.store.audit({ actorId: f.supervisor.actorId }).filter((e) => (e.metadata?.event as any)?.type === 'CAPABILITY_DOWNGRADE')).toHaveLength(1);
+    expect(await downgrades(f)).toEqual(['collaborationMode']);
+    expect((await f.store.audit({ actorId: f.supervisor.actorId })).filter((e) => (e.metadata?.event as any)?.type === 'CAPABILITY_DOWNGRADE')).toHaveLength(1);
     // First turn/start carried collaborationMode (rejected), then plain; the second turn went plain at once.
     expect(turnStarts(f).map((l) => l.params.collaborationMode !== undefined)).toEqual([true, false, false]);
     // turn/started, item/completed, turn/completed — each sent twice by the stand-in, processed once.
-    expect(f.store.get<TurnRecord>('turns', 'task-s2:1')!.eventSeq).toBe(3);
+    expect((await f.store.get<TurnRecord>('turns', 'task-s2:1'))!.eventSeq).toBe(3);
   }, 30_000);
 });

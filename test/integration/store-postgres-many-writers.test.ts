@@ -58,11 +58,11 @@ interface Counter {
 
 /** One read-modify-write of the shared counter, compare-and-swapped on its version, plus a key of the node's own. */
 function bump(store: PostgresStore, node: string, i: number): Promise<number> {
-  return store.transact((tx) => {
-    const c = tx.get<Counter>('usage', 'counter')!;
-    tx.put<Counter>('usage', 'counter', { n: c.n + 1, version: c.version, by: [...c.by, `${node}${i}`] }, { expectVersion: c.version });
-    tx.insert('tasks', `${node}-${i}`, { state: 'queued', stateVersion: 1 });
-    return tx.appendAudit({ action: 'bumped', actor: node, metadata: { i } }).seq;
+  return store.transact(async (tx) => {
+    const c = (await tx.get<Counter>('usage', 'counter'))!;
+    await tx.put<Counter>('usage', 'counter', { n: c.n + 1, version: c.version, by: [...c.by, `${node}${i}`] }, { expectVersion: c.version });
+    await tx.insert('tasks', `${node}-${i}`, { state: 'queued', stateVersion: 1 });
+    return (await tx.appendAudit({ action: 'bumped', actor: node, metadata: { i } })).seq;
   });
 }
 
@@ -91,10 +91,10 @@ describe('PostgreSQL store: many writers', () => {
     expect(a.stats().commitLocks).toBeGreaterThan(0);
     expect(b.stats().commitLocks).toBeGreaterThan(0);
     // Each replica follows the other's commits (the tail), and then both hold the same.
-    await until('both replicas to reach the head', () => a.get<Counter>('usage', 'counter')!.n === total && b.get<Counter>('usage', 'counter')!.n === total, 20_000);
-    expect(storeDigest(a)).toBe(storeDigest(b));
-    expect(a.count('tasks')).toBe(total);
-    expect(a.audit({}).map((e) => e.seq)).toEqual(b.audit({}).map((e) => e.seq));
+    await until('both replicas to reach the head', async () => (await a.get<Counter>('usage', 'counter'))!.n === total && (await b.get<Counter>('usage', 'counter'))!.n === total, 20_000);
+    expect(await storeDigest(a)).toBe(await storeDigest(b));
+    expect(await a.count('tasks')).toBe(total);
+    expect((await a.audit({})).map((e) => e.seq)).toEqual((await b.audit({})).map((e) => e.seq));
     expect(a.stats().appliedFromOtherNodes).toBeGreaterThan(0);
     expect(b.stats().appliedFromOtherNodes).toBeGreaterThan(0);
   });
@@ -105,9 +105,9 @@ describe('PostgreSQL store: many writers', () => {
     const a = await openNode(url, 'node-a', { tailMs: 0 });
     const b = await openNode(url, 'node-b', { tailMs: 0 });
     const accept = (store: PostgresStore, key: string) =>
-      store.transact((tx) => {
-        if (tx.get('comment_triggers', key)) return 'duplicate';
-        tx.insert('comment_triggers', key, { key });
+      store.transact(async (tx) => {
+        if (await tx.get('comment_triggers', key)) return 'duplicate';
+        await tx.insert('comment_triggers', key, { key });
         return 'new';
       });
     for (let i = 0; i < 20; i++) {

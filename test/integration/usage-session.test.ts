@@ -20,7 +20,7 @@ const REPO_KEY = 'default:acme/widget';
 async function setup(steps: Parameters<typeof sessionFixture>[0], limits: UsageLimits = {}, backoffMs = 60_000) {
   fx = await sessionFixture(steps);
   const f = fx;
-  const hold = createProviderHold({ store: f.store, defaultBackoffMs: backoffMs });
+  const hold = await createProviderHold({ store: f.store, defaultBackoffMs: backoffMs });
   const usage = createUsageAccounting({ store: f.store, limits, providerHold: hold });
   const mgr = f.manager({ usage });
   f.supervisor.onReady((conn) => {
@@ -32,8 +32,8 @@ async function setup(steps: Parameters<typeof sessionFixture>[0], limits: UsageL
   return { f, mgr, hold, usage };
 }
 
-const task = (f: SessionFixture, id: string) => f.store.get<TaskRecord>('tasks', id)!;
-const turn = (f: SessionFixture, key: string) => f.store.get<TurnRecord>('turns', key)!;
+const task = async (f: SessionFixture, id: string) => (await f.store.get<TaskRecord>('tasks', id))!;
+const turn = async (f: SessionFixture, key: string) => (await f.store.get<TurnRecord>('turns', key))!;
 
 describe('usage accounting with the real app-server [real gitea-mcp]', () => {
   it('records each turn and sums per task, repository and user; a repeated total is not counted twice', async () => {
@@ -46,19 +46,19 @@ describe('usage accounting with the real app-server [real gitea-mcp]', () => {
     ]);
     const t = await f.task('task-u');
     await mgr.ensureThread(t, f.workspace);
-    const first = await mgr.runTurn(task(f, 'task-u'), { kind: 'normal', cwd: f.workspace });
+    const first = await mgr.runTurn(await task(f, 'task-u'), { kind: 'normal', cwd: f.workspace });
     expect(first.kind).toBe('no_comment');
-    expect(turn(f, 'task-u:1').usage).toMatchObject({ inputTokens: 2600, cachedInputTokens: 1000, outputTokens: 320, reasoningOutputTokens: 40, totalTokens: 2920, model: 'fake-model' });
-    expect(turn(f, 'task-u:1').usage!.wallMs).toBeGreaterThan(0);
+    expect((await turn(f, 'task-u:1')).usage).toMatchObject({ inputTokens: 2600, cachedInputTokens: 1000, outputTokens: 320, reasoningOutputTokens: 40, totalTokens: 2920, model: 'fake-model' });
+    expect((await turn(f, 'task-u:1')).usage!.wallMs).toBeGreaterThan(0);
 
-    const second = await mgr.runTurn(task(f, 'task-u'), { kind: 'normal', cwd: f.workspace });
+    const second = await mgr.runTurn(await task(f, 'task-u'), { kind: 'normal', cwd: f.workspace });
     expect(second).toMatchObject({ kind: 'failed', errorCode: 'provider_rate_limited', retryable: true });
-    expect(turn(f, 'task-u:2').usage?.totalTokens).toBe(0);
+    expect((await turn(f, 'task-u:2')).usage?.totalTokens).toBe(0);
 
-    expect(task(f, 'task-u').usage).toMatchObject({ turns: 2, totalTokens: 2920, inputTokens: 2600, outputTokens: 320, model: 'fake-model' });
+    expect((await task(f, 'task-u')).usage).toMatchObject({ turns: 2, totalTokens: 2920, inputTokens: 2600, outputTokens: 320, model: 'fake-model' });
     const day = utcDay(Date.now());
-    expect(f.store.get<UsageDayRecord>('usage', dayKey(day, 'repo', REPO_KEY))).toMatchObject({ turns: 2, totalTokens: 2920, cachedInputTokens: 1000 });
-    expect(f.store.get<UsageDayRecord>('usage', dayKey(day, 'user', 'alice'))).toMatchObject({ turns: 2, totalTokens: 2920 });
+    expect(await f.store.get<UsageDayRecord>('usage', dayKey(day, 'repo', REPO_KEY))).toMatchObject({ turns: 2, totalTokens: 2920, cachedInputTokens: 1000 });
+    expect(await f.store.get<UsageDayRecord>('usage', dayKey(day, 'user', 'alice'))).toMatchObject({ turns: 2, totalTokens: 2920 });
   }, 60_000);
 
   it('the wall-time budget interrupts the running turn: failed budget_task_wall_time, not retryable, turn interrupted', async () => {
@@ -66,14 +66,14 @@ describe('usage accounting with the real app-server [real gitea-mcp]', () => {
     const t = await f.task('task-w');
     await mgr.ensureThread(t, f.workspace);
     const t0 = Date.now();
-    const out = await mgr.runTurn(task(f, 'task-w'), { kind: 'normal', cwd: f.workspace });
+    const out = await mgr.runTurn(await task(f, 'task-w'), { kind: 'normal', cwd: f.workspace });
     expect(out).toMatchObject({ kind: 'failed', errorCode: 'budget_task_wall_time', retryable: false });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
-    expect(turn(f, 'task-w:1').status).toBe('interrupted');
-    expect(task(f, 'task-w').usage!.wallMs).toBeGreaterThanOrEqual(1400);
+    expect((await turn(f, 'task-w:1')).status).toBe('interrupted');
+    expect((await task(f, 'task-w')).usage!.wallMs).toBeGreaterThanOrEqual(1400);
     // Spent: the next turn is refused before Codex is asked.
     const requests = f.model.responsesBodies().length;
-    expect(await mgr.runTurn(task(f, 'task-w'), { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'failed', errorCode: 'budget_task_wall_time', turnId: null });
+    expect(await mgr.runTurn(await task(f, 'task-w'), { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'failed', errorCode: 'budget_task_wall_time', turnId: null });
     expect(f.model.responsesBodies().length).toBe(requests);
   }, 60_000);
 
@@ -81,11 +81,11 @@ describe('usage accounting with the real app-server [real gitea-mcp]', () => {
     const { f, mgr } = await setup([{ type: 'message', text: 'one' }], { taskTurns: 1 });
     const t = await f.task('task-n');
     await mgr.ensureThread(t, f.workspace);
-    expect((await mgr.runTurn(task(f, 'task-n'), { kind: 'normal', cwd: f.workspace })).kind).toBe('no_comment');
-    const out = await mgr.runTurn(task(f, 'task-n'), { kind: 'normal', cwd: f.workspace });
+    expect((await mgr.runTurn(await task(f, 'task-n'), { kind: 'normal', cwd: f.workspace })).kind).toBe('no_comment');
+    const out = await mgr.runTurn(await task(f, 'task-n'), { kind: 'normal', cwd: f.workspace });
     expect(out).toMatchObject({ kind: 'failed', errorCode: 'budget_task_turns', retryable: false });
     expect(f.model.responsesBodies()).toHaveLength(1);
-    expect(f.store.byIndex<TurnRecord>('turns', 'taskId', 'task-n')).toHaveLength(1);
+    expect(await f.store.byIndex<TurnRecord>('turns', 'taskId', 'task-n')).toHaveLength(1);
   }, 60_000);
 });
 
@@ -97,11 +97,11 @@ describe('provider rate limits from the real app-server [real gitea-mcp]', () =>
     ]);
     const t = await f.task('task-r');
     await mgr.ensureThread(t, f.workspace);
-    await mgr.runTurn(task(f, 'task-r'), { kind: 'normal', cwd: f.workspace });
+    await mgr.runTurn(await task(f, 'task-r'), { kind: 'normal', cwd: f.workspace });
     await hold.flush();
     expect(hold.heldUntil()).toBe(resetAt * 1000);
     expect(hold.status()).toMatchObject({ held: true, reason: 'rate_limit_window_exhausted', rateLimits: { primary: { usedPercent: 100, windowDurationMins: 300 } } });
-    expect(f.store.audit().filter((e) => e.action === 'provider.hold')).toHaveLength(1);
+    expect((await f.store.audit()).filter((e) => e.action === 'provider.hold')).toHaveLength(1);
   }, 60_000);
 
   it('a 429 after Codex gave up: provider_rate_limited, held for the configured backoff', async () => {
@@ -113,7 +113,7 @@ describe('provider rate limits from the real app-server [real gitea-mcp]', () =>
     const t = await f.task('task-q');
     await mgr.ensureThread(t, f.workspace);
     const before = Date.now();
-    const out = await mgr.runTurn(task(f, 'task-q'), { kind: 'normal', cwd: f.workspace });
+    const out = await mgr.runTurn(await task(f, 'task-q'), { kind: 'normal', cwd: f.workspace });
     expect(out).toMatchObject({ kind: 'failed', errorCode: 'provider_rate_limited', retryable: true });
     const until = hold.heldUntil()!;
     expect(until).toBeGreaterThanOrEqual(before + 45_000);
@@ -125,7 +125,7 @@ describe('provider rate limits from the real app-server [real gitea-mcp]', () =>
     const { f, mgr, hold } = await setup([{ type: 'fail', status: 500 }]);
     const t = await f.task('task-5');
     await mgr.ensureThread(t, f.workspace);
-    expect(await mgr.runTurn(task(f, 'task-5'), { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'failed', errorCode: 'turn_failed' });
+    expect(await mgr.runTurn(await task(f, 'task-5'), { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'failed', errorCode: 'turn_failed' });
     expect(hold.heldUntil()).toBeNull();
   }, 60_000);
 });

@@ -12,7 +12,7 @@ let gitea: GiteaFixture;
 let world: World;
 openWorldEachTest([ISSUE], { opened: (fresh) => ({ gitea, world } = fresh), current: () => world });
 
-const audits = (taskId: string) => world.store.audit({ taskId });
+const audits = async (taskId: string) => await world.store.audit({ taskId });
 
 describe('reply verification: failures outside Gitea', () => {
   it('no final text to post: the REST fallback writes nothing, fails with final_message_missing, and raises an alert', async () => {
@@ -21,9 +21,9 @@ describe('reply verification: failures outside Gitea', () => {
     expect(out.result).toBe('failed');
     expect(gitea.posts()).toBe(0);
     expect(gitea.comments(ISSUE)).toHaveLength(0);
-    const alert = audits(task.taskId).find((a) => a.action === 'reply.fallback_result');
+    const alert = (await audits(task.taskId)).find((a) => a.action === 'reply.fallback_result');
     expect(alert).toMatchObject({ level: 'alert', errorCode: 'final_message_missing', metadata: { turnKey: turn.turnKey, ok: false } });
-    expect(world.runtime.stateOf(verifierActorId(turn.turnKey))?.state).toBe('failed');
+    expect((await world.runtime.stateOf(verifierActorId(turn.turnKey)))?.state).toBe('failed');
   });
 
   it('a reply-retry turn that throws counts as a failed retry (retry_turn_error): on to the fallback, which posts once', async () => {
@@ -40,7 +40,7 @@ describe('reply verification: failures outside Gitea', () => {
     expect(calls).toBe(1);
     expect(out.result).toBe('confirmed_via_fallback');
     expect(gitea.posts()).toBe(1);
-    const result = audits(task.taskId).find((a) => a.action === 'reply.retry_turn_result');
+    const result = (await audits(task.taskId)).find((a) => a.action === 'reply.retry_turn_result');
     expect(result).toMatchObject({ errorCode: 'retry_turn_error', metadata: { turnKey: turn.turnKey, ok: false } });
   });
 
@@ -48,7 +48,7 @@ describe('reply verification: failures outside Gitea', () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE, { commentCall: null });
     const out = await world.verification.verify({ task, turn, runReplyRetryTurn: async () => ({ ok: false }) });
     expect(out.result).toBe('confirmed_via_fallback');
-    const result = audits(task.taskId).find((a) => a.action === 'reply.retry_turn_result');
+    const result = (await audits(task.taskId)).find((a) => a.action === 'reply.retry_turn_result');
     expect(result).toMatchObject({ errorCode: 'retry_turn_failed', metadata: { ok: false } });
   });
 });

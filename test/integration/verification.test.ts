@@ -39,12 +39,12 @@ function retryTurn(action: () => void = () => undefined) {
   return { calls, run };
 }
 
-function replyRow(turn: TurnRecord): CommentRecord | undefined {
-  return world.store.get<CommentRecord>('comments', replyCommentKey(turn.turnKey));
+async function replyRow(turn: TurnRecord): Promise<CommentRecord | undefined> {
+  return await world.store.get<CommentRecord>('comments', replyCommentKey(turn.turnKey));
 }
 
-function actions(taskId: string): string[] {
-  return world.store.audit({ taskId }).map((a) => a.action);
+async function actions(taskId: string): Promise<string[]> {
+  return (await world.store.audit({ taskId })).map((a) => a.action);
 }
 
 describe('reply verification', () => {
@@ -57,8 +57,8 @@ describe('reply verification', () => {
 
     expect(out).toEqual({ result: 'confirmed', commentId: id });
     expect(retry.calls.n).toBe(0);
-    expect(replyRow(turn)).toMatchObject({ kind: 'mcp_final', status: 'confirmed', commentId: id, turnId: turn.turnId });
-    expect(world.runtime.stateOf(verifierActorId(turn.turnKey))?.state).toBe('confirmed');
+    expect(await replyRow(turn)).toMatchObject({ kind: 'mcp_final', status: 'confirmed', commentId: id, turnId: turn.turnId });
+    expect((await world.runtime.stateOf(verifierActorId(turn.turnKey)))?.state).toBe('confirmed');
     expect(gitea.posts()).toBe(0);
     expect(gitea.comments(ISSUE)).toHaveLength(1);
   });
@@ -74,8 +74,8 @@ describe('reply verification', () => {
 
     expect(out).toEqual({ result: 'confirmed', commentId: postedId, mcpFailureReason: 'mcp_reply_missing' });
     expect(retry.calls.n).toBe(1);
-    expect(replyRow(turn)).toMatchObject({ kind: 'mcp_final', status: 'confirmed', commentId: postedId });
-    const a = actions(task.taskId);
+    expect(await replyRow(turn)).toMatchObject({ kind: 'mcp_final', status: 'confirmed', commentId: postedId });
+    const a = await actions(task.taskId);
     expect(a.indexOf('reply.retry_turn_intent')).toBeLessThan(a.indexOf('reply.retry_turn_result'));
     expect(gitea.posts()).toBe(0);
     expect(gitea.comments(ISSUE)).toHaveLength(1);
@@ -95,8 +95,8 @@ describe('reply verification', () => {
     expect(onGitea[0]!.user.login).toBe(BOT);
     expect(onGitea[0]!.body).toBe(`${turn.finalMessage}\n\n${turn.marker}`);
     expect(retry.calls.n).toBe(1);
-    expect(replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'confirmed', commentId: onGitea[0]!.id });
-    const a = actions(task.taskId);
+    expect(await replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'confirmed', commentId: onGitea[0]!.id });
+    const a = await actions(task.taskId);
     expect(a.indexOf('reply.fallback_intent')).toBeGreaterThan(-1);
     expect(a.indexOf('reply.fallback_intent')).toBeLessThan(a.indexOf('reply.fallback_result'));
     expect(gitea.posts()).toBe(1);
@@ -109,8 +109,8 @@ describe('reply verification', () => {
     const out = await world.verification.verify({ task, turn, runReplyRetryTurn: retryTurn().run });
 
     expect(out).toMatchObject({ result: 'failed', errorCode: 'rest_fallback_unconfirmed' });
-    expect(replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'failed', errorCode: 'rest_fallback_unconfirmed' });
-    expect(world.store.audit({ taskId: task.taskId }).some((e) => e.action === 'reply.failed' && e.level === 'alert')).toBe(true);
+    expect(await replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'failed', errorCode: 'rest_fallback_unconfirmed' });
+    expect((await world.store.audit({ taskId: task.taskId })).some((e) => e.action === 'reply.failed' && e.level === 'alert')).toBe(true);
     expect(gitea.posts()).toBe(1);
     expect(gitea.comments(ISSUE)).toHaveLength(0);
   });
@@ -126,8 +126,8 @@ describe('reply verification', () => {
     expect(retry.calls.n).toBe(0);
     // 1 attempt + 2 client retries, then nothing.
     expect(gitea.double.requests.filter((r) => r.method === 'GET' && r.status === 500)).toHaveLength(3);
-    expect(replyRow(turn)).toMatchObject({ kind: 'mcp_final', status: 'failed', errorCode: 'reply_query_failed' });
-    expect(world.store.audit({ taskId: task.taskId }).some((e) => e.action === 'reply.query_result' && e.level === 'alert')).toBe(true);
+    expect(await replyRow(turn)).toMatchObject({ kind: 'mcp_final', status: 'failed', errorCode: 'reply_query_failed' });
+    expect((await world.store.audit({ taskId: task.taskId })).some((e) => e.action === 'reply.query_result' && e.level === 'alert')).toBe(true);
     expect(gitea.posts()).toBe(0);
     expect(gitea.comments(ISSUE)).toHaveLength(0);
   });
@@ -167,7 +167,7 @@ describe('reply verification', () => {
     const out = await world.verification.verify({ task, turn, runReplyRetryTurn: retryTurn().run });
 
     expect(out).toEqual({ result: 'confirmed', commentId: first });
-    const extras = world.store.audit({ actorId: verifierActorId(turn.turnKey) }).filter((e) => e.action === 'reply.extra_comment');
+    const extras = (await world.store.audit({ actorId: verifierActorId(turn.turnKey) })).filter((e) => e.action === 'reply.extra_comment');
     expect(extras.map((e) => e.commentId)).toEqual([second]);
     expect(extras[0]!.metadata).toMatchObject({ confirmedCommentId: first, kept: true });
     expect(gitea.posts()).toBe(0);
@@ -184,13 +184,13 @@ describe('reply verification', () => {
     void world.verification.verify({ task, turn, runReplyRetryTurn: retryTurn().run });
     await posted; // Gitea stored the comment; the process "dies" before it hears back.
     expect(gitea.comments(ISSUE)).toHaveLength(1);
-    const a = actions(task.taskId);
+    const a = await actions(task.taskId);
     expect(a).toContain('reply.fallback_intent');
     expect(a).not.toContain('reply.fallback_result');
     await world.crash();
 
     world = await openWorld(gitea, { dir: world.dir });
-    expect(world.runtime.stateOf(verifierActorId(turn.turnKey))?.state).toBe('fallback_posting');
+    expect((await world.runtime.stateOf(verifierActorId(turn.turnKey)))?.state).toBe('fallback_posting');
     await world.runtime.restoreAll();
     const retryAgain = retryTurn();
     const out = await world.verification.resume(turn.turnKey, retryAgain.run);
@@ -199,8 +199,8 @@ describe('reply verification', () => {
     expect(onGitea).toHaveLength(1);
     expect(out).toEqual({ result: 'confirmed_via_fallback', commentId: onGitea[0]!.id, mcpFailureReason: 'mcp_reply_missing' });
     expect(retryAgain.calls.n).toBe(0);
-    expect(actions(task.taskId)).toContain('reply.fallback_adopted');
-    expect(replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'confirmed', commentId: onGitea[0]!.id });
+    expect(await actions(task.taskId)).toContain('reply.fallback_adopted');
+    expect(await replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'confirmed', commentId: onGitea[0]!.id });
     expect(gitea.posts()).toBe(1);
   });
 
@@ -215,7 +215,7 @@ describe('reply verification', () => {
     void world.verification.verify({ task, turn, runReplyRetryTurn: retryTurn().run });
     await readBack;
     await world.runtime.settled();
-    expect(world.runtime.stateOf(verifierActorId(turn.turnKey))?.state).toBe('fallback_checking');
+    expect((await world.runtime.stateOf(verifierActorId(turn.turnKey)))?.state).toBe('fallback_checking');
     await world.crash();
 
     world = await openWorld(gitea, { dir: world.dir });
@@ -245,7 +245,7 @@ describe('reply verification', () => {
 
     world = await openWorld(gitea, { dir: world.dir });
     await world.runtime.restoreAll();
-    expect(world.runtime.stateOf(verifierActorId(turn.turnKey))?.state).toBe('awaiting_retry_turn');
+    expect((await world.runtime.stateOf(verifierActorId(turn.turnKey)))?.state).toBe('awaiting_retry_turn');
     const retry = retryTurn(() => botPosts(`${turn.finalMessage}\n\n${turn.marker}`));
     const out = await world.verification.resume(turn.turnKey, retry.run);
 
@@ -272,7 +272,7 @@ describe('reply verification', () => {
     expect(onGitea).toHaveLength(1);
     for (const o of [...outs, ...late]) expect(o).toEqual({ result: 'confirmed_via_fallback', commentId: onGitea[0]!.id, mcpFailureReason: 'mcp_reply_missing' });
     expect(retry.calls.n).toBe(1);
-    expect(world.store.list('actors', (r) => r.kind === 'verifier')).toHaveLength(1);
+    expect(await world.store.list('actors', (r) => r.kind === 'verifier')).toHaveLength(1);
     expect(gitea.posts()).toBe(1);
   });
 
@@ -283,8 +283,8 @@ describe('reply verification', () => {
     const out = await world.verification.verify({ task, turn, runReplyRetryTurn: retryTurn().run });
 
     expect(out).toMatchObject({ result: 'failed', errorCode: 'rest_fallback_failed' });
-    expect(replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'failed', errorCode: 'rest_fallback_failed' });
-    const result = world.store.audit({ taskId: task.taskId }).find((e) => e.action === 'reply.fallback_result');
+    expect(await replyRow(turn)).toMatchObject({ kind: 'rest_fallback', status: 'failed', errorCode: 'rest_fallback_failed' });
+    const result = (await world.store.audit({ taskId: task.taskId })).find((e) => e.action === 'reply.fallback_result');
     expect(result).toMatchObject({ errorCode: 'gitea_forbidden', level: 'alert' });
     expect(gitea.double.requests.filter((r) => r.method === 'POST').map((r) => r.status)).toEqual([403]);
     expect(gitea.comments(ISSUE)).toHaveLength(0);
@@ -297,9 +297,9 @@ describe('reply verification', () => {
       task,
       turn,
       runReplyRetryTurn: async () => {
-        await world.store.transact((tx) => {
-          const cur = tx.get<Record<string, unknown>>('tasks', task.taskId)!;
-          tx.put('tasks', task.taskId, { ...cur, state: 'aborted' });
+        await world.store.transact(async (tx) => {
+          const cur = (await tx.get<Record<string, unknown>>('tasks', task.taskId))!;
+          await tx.put('tasks', task.taskId, { ...cur, state: 'aborted' });
         });
         return retry.run();
       },
@@ -326,7 +326,7 @@ describe('reply verification', () => {
     const out = await world.verification.verify({ task, turn: retryTurnRecord, runReplyRetryTurn: retryTurn().run });
 
     expect(out).toEqual({ result: 'confirmed', commentId: id });
-    expect(world.store.list('actors', (r) => r.kind === 'verifier')).toHaveLength(1);
+    expect(await world.store.list('actors', (r) => r.kind === 'verifier')).toHaveLength(1);
     expect(gitea.comments(ISSUE)).toHaveLength(1);
   });
 });

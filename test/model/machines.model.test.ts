@@ -92,7 +92,7 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 async function waitForVersion(store: Store, runtime: ActorRuntime, actorId: string, version: number): Promise<void> {
   for (let i = 0; i < 2_000; i++) {
     await runtime.settled();
-    const rec = store.get<ActorRecord>('actors', actorId);
+    const rec = await store.get<ActorRecord>('actors', actorId);
     if (rec && rec.stateVersion >= version) return;
     await new Promise((r) => setTimeout(r, 1));
   }
@@ -124,8 +124,8 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
       const id = `p${i}`;
       const actorId = `${kind.kind}:${id}`;
       if (kind.kind === 'task') {
-        const created = await store.transact((tx) => {
-          tx.insert('tasks', id, { taskId: id, state: 'received', stateVersion: 0 });
+        const created = await store.transact(async (tx) => {
+          await tx.insert('tasks', id, { taskId: id, state: 'received', stateVersion: 0 });
           return runtime.createInTx(tx, 'task', actorId, m.input(id), { taskId: id });
         });
         created.start();
@@ -137,11 +137,11 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
       // The same path stepped purely, with this actor's input: tells whether a step changes the snapshot.
       const pureScope = createPureScope(m.machine);
       let pure = m.machine.getInitialSnapshot(pureScope, m.input(id)) as AnyMachineSnapshot;
-      expect(store.get<ActorRecord>('actors', actorId)?.stateVersion).toBe(1);
+      expect((await store.get<ActorRecord>('actors', actorId))?.stateVersion).toBe(1);
 
       /** Executes one step of the @xstate/graph path on the runtime; the oracle must agree with it. */
       const exec = async (step: { event: AnyEventObject; state: AnyMachineSnapshot }) => {
-        const before = store.get<ActorRecord>('actors', actorId)!;
+        const before = (await store.get<ActorRecord>('actors', actorId))!;
         const expected = m.oracle.next(oracleState, step.event);
         expect(expected, `oracle forbids ${JSON.stringify(step.event)} in ${before.state}`).not.toBeNull();
         expect(m.oracle.value(expected), `oracle's next state for ${step.event.type} in ${before.state}`).toBe(stateValueKey(step.state.value));
@@ -152,37 +152,37 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
         const persisted = (x: AnyMachineSnapshot) => JSON.stringify(m.machine.getPersistedSnapshot(x));
         const changes = persisted(nextPure) !== persisted(pure);
         pure = nextPure;
-        const auditBefore = store.audit({ actorId }).length;
+        const auditBefore = (await store.audit({ actorId })).length;
         if (invokes?.settle(step.event)) {
           await waitForVersion(store, runtime, actorId, version + 1);
         } else {
           const r = await runtime.send(actorId, step.event, { by: 'model-test' });
           expect(r.ok, `${step.event.type} in ${before.state}`).toBe(true);
         }
-        const rec = store.get<ActorRecord>('actors', actorId)!;
+        const rec = (await store.get<ActorRecord>('actors', actorId))!;
         expect(rec.state).toBe(stateValueToString(step.state.value));
         if (!changes) {
           unchangedSteps += 1;
           expect(rec.stateVersion).toBe(version);
-          expect(store.audit({ actorId }).length).toBe(auditBefore);
+          expect((await store.audit({ actorId })).length).toBe(auditBefore);
           return;
         }
         version += 1;
         expect(rec.stateVersion).toBe(version);
-        expect(store.audit({ actorId }).at(-1)!).toMatchObject({
+        expect((await store.audit({ actorId })).at(-1)!).toMatchObject({
           action: `${kind.kind}.transition`,
           fromState: before.state,
           toState: stateValueToString(step.state.value),
           stateVersion: version,
         });
         if (kind.kind === 'task') {
-          expect(store.get<{ state: string; stateVersion: number }>('tasks', id)).toMatchObject({ state: rec.state, stateVersion: version });
+          expect(await store.get<{ state: string; stateVersion: number }>('tasks', id)).toMatchObject({ state: rec.state, stateVersion: version });
         }
       };
 
       /** At every state of the path: persisted state as planned; every forbidden event rejected and audited. */
       const check = async (planned: AnyMachineSnapshot) => {
-        const before = store.get<ActorRecord>('actors', actorId)!;
+        const before = (await store.get<ActorRecord>('actors', actorId))!;
         expect(before.state).toBe(stateValueToString(planned.value));
         reached.add(before.state);
         // The planned snapshot: the same context as the live actor's (same events), and still there
@@ -205,13 +205,13 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
           const key = `${m.oracle.key(oracleState)}|${m.serialize(snap)}|${JSON.stringify(probe)}`;
           if (probed.has(key)) continue;
           probed.add(key);
-          const auditBefore = store.audit({ actorId }).length;
+          const auditBefore = (await store.audit({ actorId })).length;
           const r = await runtime.send(actorId, probe, { by: 'model-test' });
           expect(r.ok, `${probe.type} in ${before.state} must be rejected`).toBe(false);
-          const after = store.get<ActorRecord>('actors', actorId)!;
+          const after = (await store.get<ActorRecord>('actors', actorId))!;
           expect(after.stateVersion).toBe(before.stateVersion);
           expect(after.state).toBe(before.state);
-          const newEvents = store.audit({ actorId }).slice(auditBefore);
+          const newEvents = (await store.audit({ actorId })).slice(auditBefore);
           expect(newEvents.map((e) => [e.action, e.level])).toEqual([['runtime.event_rejected', 'alert']]);
           rejectedProbes += 1;
         }

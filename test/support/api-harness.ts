@@ -169,12 +169,12 @@ export async function createQueuedTask(
 ): Promise<TaskRecord> {
   const id = overrides.taskId;
   const record = testTaskRecord(overrides, { author: 'alice', instruction: (n) => `@ccweb-bot please look at <b>this</b> #${n}` });
-  const created = await store.transact((tx) => {
-    tx.insert('tasks', id, record);
+  const created = await store.transact(async (tx) => {
+    await tx.insert('tasks', id, record);
     return runtime.createInTx(tx, 'task', taskActorId(id), { taskId: id }, { events: [{ type: 'ACCEPT' }], taskId: id });
   });
   created.start();
-  return store.get<TaskRecord>('tasks', id)!;
+  return (await store.get<TaskRecord>('tasks', id))!;
 }
 
 /**
@@ -191,9 +191,9 @@ export async function createRejectedTask(
   const id = overrides.taskId;
   const at = new Date();
   const record = testTaskRecord({ createdAt: at.toISOString(), ...overrides }, { author: 'mallory', instruction: () => '@ccweb-bot delete the repository' });
-  const created = await store.transact((tx) => {
-    tx.appendAudit({ action: 'webhook.rejected', actor: `gitea:user:${record.author}`, taskId: id, actorId: taskActorId(id), deliveryId: record.deliveryId, errorCode: reason });
-    tx.insert(
+  const created = await store.transact(async (tx) => {
+    await tx.appendAudit({ action: 'webhook.rejected', actor: `gitea:user:${record.author}`, taskId: id, actorId: taskActorId(id), deliveryId: record.deliveryId, errorCode: reason });
+    await tx.insert(
       'webhook_deliveries',
       record.deliveryKey,
       deliveryRecord({
@@ -210,11 +210,11 @@ export async function createRejectedTask(
         response: { status: 200, body: { status: 'rejected', reason, taskId: id } },
       }),
     );
-    tx.insert('tasks', id, record);
+    await tx.insert('tasks', id, record);
     return runtime.createInTx(tx, 'task', taskActorId(id), { taskId: id }, { events: [{ type: 'REJECT', reason } as { type: string }], by: `gitea:user:${record.author}`, taskId: id });
   });
   created.start();
-  return store.get<TaskRecord>('tasks', id)!;
+  return (await store.get<TaskRecord>('tasks', id))!;
 }
 
 /** Drives a queued task on to a later state with the events the scheduler/executor would send. */

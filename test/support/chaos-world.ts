@@ -143,8 +143,8 @@ export async function startChaosWorld(
     },
     async judge(store, sent) {
       await store.open();
-      const tasks = store.list<TaskRecord>('tasks').map((t) => ({ ...t }));
-      const events = store.audit();
+      const tasks = (await store.list<TaskRecord>('tasks')).map((t) => ({ ...t }));
+      const events = await store.audit();
       await store.close();
       return judgeChaosRun({ sent, tasks, events, commentsOn: (t) => commentsOn(t.owner, t.repo, t.resource.number), botLogin: gitea.botLogin });
     },

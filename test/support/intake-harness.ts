@@ -12,7 +12,7 @@ import { createWebhookRouter } from '../../src/intake/webhook-route.js';
 import { DEFAULT_HTTP_LIMITS, listen, type HttpLimits } from '../../src/service/listen.js';
 import type { RepoPermission } from '../../src/webhook/authorize-actor.js';
 import { COLLECTIONS, type CollectionName, type Store } from '../../src/store/types.js';
-import { createStore, type StoreOptions } from '../../src/store/index.js';
+import { createStore, type SqliteStoreOptions } from '../../src/store/index.js';
 import { STORE_INDEXES } from '../../src/domain/records.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
@@ -32,8 +32,8 @@ export interface HarnessOptions {
    * false: only what a test `put`s in `comments` exists — a forged payload finds nothing.
    */
   learnComments?: boolean;
-  /** Extra store options (e.g. `beforeJournalWrite` to make the journal fail). */
-  store?: Partial<StoreOptions>;
+  /** Extra store options (e.g. `beforeCommit` to make a commit fail). */
+  store?: Partial<SqliteStoreOptions>;
   intake?: Partial<IntakeOptions>;
   /** The HTTP server's limits (the service's `listen`); unset → the production defaults. */
   http?: Partial<HttpLimits>;
@@ -61,9 +61,9 @@ export interface IntakeHarness {
   stops: string[][];
   post(body: Buffer, headers: Record<string, string>, options?: { path?: string; method?: string; chunked?: boolean }): Promise<PostResult>;
   /** Records per collection (every collection, zeros included). */
-  counts(): Record<CollectionName, number>;
+  counts(): Promise<Record<CollectionName, number>>;
   /** Audit actions in order. */
-  auditActions(): string[];
+  auditActions(): Promise<string[]>;
   close(remove?: boolean): Promise<void>;
 }
 
@@ -162,8 +162,9 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
     stops,
     post,
     // Live and archived records alike: intake archives delivery and trigger records as it writes them.
-    counts: () => Object.fromEntries(COLLECTIONS.map((c) => [c, store.count(c) + store.archivedCount(c)])) as Record<CollectionName, number>,
-    auditActions: () => store.audit().map((e) => e.action),
+    counts: async () =>
+      Object.fromEntries(await Promise.all(COLLECTIONS.map(async (c) => [c, (await store.count(c)) + (await store.archivedCount(c))] as const))) as Record<CollectionName, number>,
+    auditActions: async () => (await store.audit()).map((e) => e.action),
     close: async (remove = true) => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await intake.close();

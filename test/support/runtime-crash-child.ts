@@ -35,8 +35,8 @@ function nextEvent(state: string, attempt: number): TaskEvent | null {
 async function drive(taskId: string): Promise<void> {
   const actorId = taskActorId(taskId);
   for (;;) {
-    const current = runtime.stateOf(actorId);
-    if (!current || !runtime.has(actorId)) return;
+    const current = await runtime.stateOf(actorId);
+    if (!current || !(await runtime.has(actorId))) return;
     const event = nextEvent(current.state, (current.context as { attempt: number }).attempt);
     if (!event) return;
     const result = await runtime.send(actorId, event);
@@ -46,7 +46,7 @@ async function drive(taskId: string): Promise<void> {
 }
 
 // Restored actors continue where they were; new ones are created alongside.
-const live = (store.list<{ actorId: string; taskId: string | null; status: string }>('actors', (r) => r.status === 'active'))
+const live = (await store.list<{ actorId: string; taskId: string | null; status: string }>('actors', (r) => r.status === 'active'))
   .map((r) => r.taskId!)
   .filter(Boolean);
 let n = 0;
@@ -57,8 +57,8 @@ for (;;) {
     const taskId = `crash-${round}-${n++}`;
     batch.push(
       (async () => {
-        const created = await store.transact((tx) => {
-          tx.insert('tasks', taskId, { taskId, state: 'received', stateVersion: 0 });
+        const created = await store.transact(async (tx) => {
+          await tx.insert('tasks', taskId, { taskId, state: 'received', stateVersion: 0 });
           return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { events: [{ type: 'ACCEPT' }], taskId });
         });
         created.start();

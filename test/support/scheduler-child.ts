@@ -74,7 +74,10 @@ await Promise.all(Object.entries(PLAN).map(([taskId, [, state]]) => waitForTaskS
 // Executors that returned give their lease back right after; wait for that so the kill finds
 // exactly the leases of parked tasks.
 const RETURNED = ['retry', 'wait', 'done'];
-await waitUntil(() => RETURNED.every((id) => store.get<{ state: string }>('leases', PLAN[id]![0])?.state === 'free'), 'returned leases');
+await waitUntil(
+  async () => (await Promise.all(RETURNED.map((id) => store.get<{ state: string }>('leases', PLAN[id]![0])))).every((lease) => lease?.state === 'free'),
+  'returned leases',
+);
 await scheduler.settled();
 await runtime.settled();
 process.stdout.write(`READY ${JSON.stringify({ owner, pid: process.pid })}\n`);

@@ -24,8 +24,8 @@ export const ev = (event: TaskEvent): EventObject => event;
  * sequence, so arrival order is the store's order) and create its actor with ACCEPT, in one tx.
  */
 export async function submitTask(store: Store, runtime: ActorRuntime, taskId: string, repoKey: string): Promise<number> {
-  const created = await store.transact((tx) => {
-    const { seq } = tx.appendAudit({ action: 'task.submitted', actor: 'test', taskId, metadata: { repoKey } });
+  const created = await store.transact(async (tx) => {
+    const { seq } = await tx.appendAudit({ action: 'task.submitted', actor: 'test', taskId, metadata: { repoKey } });
     const now = new Date().toISOString();
     const [owner, repo] = repoKey.replace(/^default:/, '').split('/');
     const record: TaskRecord = {
@@ -49,8 +49,8 @@ export async function submitTask(store: Store, runtime: ActorRuntime, taskId: st
       updatedAt: now,
       stateVersion: 0,
     };
-    tx.insert('tasks', taskId, record);
-    const actor = runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { events: [{ type: 'ACCEPT' }], taskId, by: 'test' });
+    await tx.insert('tasks', taskId, record);
+    const actor = await runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { events: [{ type: 'ACCEPT' }], taskId, by: 'test' });
     return { actor, seq };
   });
   created.actor.start();
@@ -58,8 +58,8 @@ export async function submitTask(store: Store, runtime: ActorRuntime, taskId: st
 }
 
 export async function setPaused(store: Store, paused: boolean): Promise<void> {
-  await store.transact((tx) => {
-    const prev = tx.get<ControlRecord>('control', GLOBAL_CONTROL_KEY);
+  await store.transact(async (tx) => {
+    const prev = await tx.get<ControlRecord>('control', GLOBAL_CONTROL_KEY);
     const next: ControlRecord = {
       globalPaused: paused,
       pauseReason: paused ? 'test' : null,
@@ -67,7 +67,7 @@ export async function setPaused(store: Store, paused: boolean): Promise<void> {
       updatedAt: new Date().toISOString(),
       version: (prev?.version ?? 0) + 1,
     };
-    tx.put('control', GLOBAL_CONTROL_KEY, next);
+    await tx.put('control', GLOBAL_CONTROL_KEY, next);
   });
 }
 
@@ -109,7 +109,7 @@ export interface ExecutorCall {
   /** How many times this task was run before (0 on the first run). */
   run: number;
   /** The task's current state. */
-  state: () => string | undefined;
+  state: () => Promise<string | undefined>;
 }
 
 /** An executor whose behaviour per call is a script; records every call. */
@@ -125,7 +125,7 @@ export function scriptedExecutor(runtime: ActorRuntime, script: (call: ExecutorC
         lease,
         signal,
         run: n,
-        state: () => runtime.stateOf(taskActorId(taskId))?.state,
+        state: async () => (await runtime.stateOf(taskActorId(taskId)))?.state,
         send: async (event) => {
           const res = await runtime.send(taskActorId(taskId), event, { by: 'executor' });
           if (!res.ok) throw new Error(`${event.type} rejected for ${taskId} in ${String(res.state)}`);
@@ -143,7 +143,7 @@ export async function walkToSuccess(call: ExecutorCall, jitterMs = 3): Promise<v
   const pause = () => new Promise((r) => setTimeout(r, Math.floor(Math.random() * jitterMs)));
   await pause();
   // A verification resumed after a restart only has its last step left.
-  if (call.state() !== 'verifying_reply') {
+  if ((await call.state()) !== 'verifying_reply') {
     await call.send({ type: 'WORKSPACE_READY' });
     await pause();
     await call.send({ type: 'TURN_REPLIED' });
@@ -161,21 +161,31 @@ export function deferred<T = void>() {
 /** Resolves when the task reaches one of `states` (checked now and on every transition). */
 export function waitForTaskState(store: Store, runtime: ActorRuntime, taskId: string, states: string[], timeoutMs = 20_000): Promise<string> {
   return new Promise((resolve, reject) => {
-    const check = () => store.get<TaskRecord>('tasks', taskId)?.state;
-    const now = check();
-    if (now && states.includes(now)) return resolve(now);
-    const timer = setTimeout(() => {
+    let done = false;
+    const finish = (settle: () => void) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
       off();
-      reject(new Error(`task ${taskId} did not reach ${states.join('|')} (is ${String(check())})`));
+      settle();
+    };
+    const check = () =>
+      store.get<TaskRecord>('tasks', taskId).then(
+        (task) => {
+          const s = task?.state;
+          if (s && states.includes(s)) finish(() => resolve(s));
+        },
+        (error: unknown) => finish(() => reject(error)),
+      );
+    const timer = setTimeout(() => {
+      void store.get<TaskRecord>('tasks', taskId).then(
+        (task) => finish(() => reject(new Error(`task ${taskId} did not reach ${states.join('|')} (is ${String(task?.state)})`))),
+        (error: unknown) => finish(() => reject(error)),
+      );
     }, timeoutMs);
-    const off = runtime.onTransition(() => {
-      const s = check();
-      if (s && states.includes(s)) {
-        clearTimeout(timer);
-        off();
-        resolve(s);
-      }
-    });
+    // Listening before the first read: a transition committed while it is under way is read again.
+    const off = runtime.onTransition(() => void check());
+    void check();
   });
 }
 
@@ -237,9 +247,9 @@ export function leaseIntervals(audit: AuditEvent[]): Array<{ repoKey: string; le
 }
 
 /** Polls `fn` until it returns true (a guard against hanging, not a timing assertion). */
-export async function waitUntil(fn: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+export async function waitUntil(fn: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!fn()) {
+  while (!(await fn())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }

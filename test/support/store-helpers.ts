@@ -3,13 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createStore, type DurableStore, type StoreOptions } from '../../src/store/index.js';
+import { createStore, DurableStore, type Store, type StoreOptions } from '../../src/store/index.js';
+import { createSqliteStore } from '../../src/store/sqlite-store.js';
 
 /**
- * Which engine the store tests run on: the embedded store, or (the `store-on-postgres` project of
- * vitest.config.ts, which starts a throwaway PostgreSQL) PostgreSQL with its replica in the test's dir.
+ * Which engine the store tests run on: SQLite (the embedded store, by default), or (the `store-on-postgres`
+ * projects of vitest.config.ts, which start a throwaway PostgreSQL) PostgreSQL with its replica in the
+ * test's dir. `journal`: the journal store of earlier versions, which the PostgreSQL replica is built on.
  */
-export const STORE_ENGINE: 'embedded' | 'postgres' = process.env['CCWEB_TEST_STORE_ENGINE'] === 'postgres' ? 'postgres' : 'embedded';
+const ENGINES = ['sqlite', 'journal', 'postgres'] as const;
+export const STORE_ENGINE: (typeof ENGINES)[number] = ENGINES.find((e) => e === process.env['CCWEB_TEST_STORE_ENGINE']) ?? 'sqlite';
 export const onPostgres = STORE_ENGINE === 'postgres';
 /**
  * On PostgreSQL, whether the store under test shares the writes with other nodes (`writers: 'many'`:
@@ -37,27 +40,42 @@ export async function freshDatabase(): Promise<string> {
   return url.toString();
 }
 
-/** Temp dirs for store tests, removed by `cleanup()`; on PostgreSQL each dir has its own database. */
-export function storeDirs() {
+type OpenOptions = StoreOptions & { failWrites?: () => boolean };
+
+/**
+ * Temp dirs for store tests, removed by `cleanup()`; on PostgreSQL each dir has its own database.
+ * `journal`: the tests are about the journal store's own files (on PostgreSQL, its replica's), so they
+ * get that engine instead of SQLite.
+ */
+export function storeDirs(kind: 'journal'): StoreDirs<DurableStore>;
+export function storeDirs(): StoreDirs<Store>;
+export function storeDirs(kind?: 'journal'): StoreDirs<Store> {
   const dirs: string[] = [];
-  const stores: DurableStore[] = [];
+  const stores: Store[] = [];
   const databaseOf = new Map<string, Promise<string>>();
+  const engine = kind === 'journal' && STORE_ENGINE === 'sqlite' ? 'journal' : STORE_ENGINE;
   return {
     async dir(): Promise<string> {
       const dir = await mkdtemp(join(tmpdir(), 'ccweb-store-test-'));
       dirs.push(dir);
       return dir;
     },
-    async open(options: StoreOptions): Promise<DurableStore> {
-      let store: DurableStore;
-      if (onPostgres) {
-        let url = databaseOf.get(options.dir);
-        if (!url) databaseOf.set(options.dir, (url = freshDatabase()));
-        // Typed as the embedded store the tests were written for: the PostgreSQL store has the same
-        // contract plus the replica's compaction controls they use.
-        store = createStore({ ...options, url: await url, nodeId: 'test-node', version: 'test', writers: WRITERS }) as unknown as DurableStore;
+    /** `failWrites`: while it answers true, every write to disk fails (an injected I/O error). */
+    async open(options: OpenOptions): Promise<Store> {
+      let store: Store;
+      const { failWrites, ...rest } = options;
+      const inject = () => {
+        if (failWrites?.()) throw new Error('EIO: injected');
+      };
+      const journalOptions: StoreOptions = failWrites ? { ...rest, beforeJournalWrite: inject } : rest;
+      if (engine === 'sqlite') {
+        store = createSqliteStore({ dir: rest.dir, ...(rest.indexes ? { indexes: rest.indexes } : {}), ...(failWrites ? { beforeCommit: inject } : {}) });
+      } else if (engine === 'postgres') {
+        let url = databaseOf.get(rest.dir);
+        if (!url) databaseOf.set(rest.dir, (url = freshDatabase()));
+        store = createStore({ ...journalOptions, url: await url, nodeId: 'test-node', version: 'test', writers: WRITERS });
       } else {
-        store = createStore(options);
+        store = new DurableStore(journalOptions);
       }
       stores.push(store);
       await store.open();
@@ -69,4 +87,11 @@ export function storeDirs() {
       databaseOf.clear();
     },
   };
+}
+
+export interface StoreDirs<S extends Store> {
+  dir(): Promise<string>;
+  /** The PostgreSQL store has the journal store's contract plus the replica's compaction controls its tests use. */
+  open(options: OpenOptions): Promise<S>;
+  cleanup(): Promise<void>;
 }

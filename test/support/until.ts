@@ -1,8 +1,8 @@
 /** Polls `f` every 100 ms until it gives a truthy value (which it returns), or throws after `timeoutMs`. */
-export async function until<T>(what: string, f: () => T | null | undefined | false, timeoutMs: number): Promise<T> {
+export async function until<T>(what: string, f: () => T | null | undefined | false | Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const v = f();
+    const v = await f();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));

@@ -196,9 +196,9 @@ export function turnRecord(task: TaskRecord, overrides: Partial<TurnRecord> = {}
 export async function seedTaskAndTurn(world: World, number: number, turn: Partial<TurnRecord> = {}, task: Partial<TaskRecord> = {}) {
   const t = taskRecord(number, task);
   const u = turnRecord(t, turn);
-  await world.store.transact((tx) => {
-    tx.insert('tasks', t.taskId, t);
-    tx.insert('turns', u.turnKey, u);
+  await world.store.transact(async (tx) => {
+    await tx.insert('tasks', t.taskId, t);
+    await tx.insert('turns', u.turnKey, u);
   });
   return { task: t, turn: u };
 }

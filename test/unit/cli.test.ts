@@ -14,7 +14,7 @@ import { runCli } from '../../src/cli/index.js';
 import { CONFIG_KEYS, KEYS } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/index.js';
 import { STORE_INDEXES } from '../../src/domain/records.js';
-import { createStore } from '../../src/store/index.js';
+import { createStore, DurableStore } from '../../src/store/index.js';
 import { repoRoot } from '../support/codex-harness.js';
 
 const dirs: string[] = [];
@@ -180,16 +180,19 @@ describe('retention keys', () => {
 });
 
 describe('export-audit', () => {
-  it('streams the audit as NDJSON, filtered by task and time, while the store is open in another owner', async () => {
+  // The embedded store (SQLite), and the journal store an earlier version left (before migrate-store).
+  it.each(['sqlite', 'journal'] as const)('streams the audit of a %s store as NDJSON, filtered by task and time, while the store is open in another owner', async (engine) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'ccweb-cli-'));
     dirs.push(dataDir);
-    const store = createStore({ dir: join(dataDir, 'store'), indexes: STORE_INDEXES, segmentBytes: 4096 });
+    const dir = join(dataDir, 'store');
+    const journal = engine === 'journal' ? new DurableStore({ dir, indexes: STORE_INDEXES, segmentBytes: 4096 }) : null;
+    const store = journal ?? createStore({ dir, indexes: STORE_INDEXES });
     await store.open();
     for (let i = 0; i < 60; i++) {
       await store.transact((tx) => tx.appendAudit({ action: 'test.event', actor: 'test', taskId: i % 2 === 0 ? 'task-even' : 'task-odd', metadata: { i } }));
     }
-    // Seal segments and fold them into a checkpoint + audit archive, then add journal-only events.
-    await store.compact();
+    // Journal: seal segments and fold them into a checkpoint + audit archive, then add journal-only events.
+    await journal?.compact();
     await store.transact((tx) => tx.appendAudit({ action: 'test.after', actor: 'test', taskId: 'task-even' }));
 
     const all = await cli(['export-audit', '--data-dir', dataDir]);

@@ -108,10 +108,10 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     stateVersion: 0,
     ...taskPatch,
   };
-  const created = await store.transact((tx) => {
-    if (script.repository !== false) tx.insert('repositories', REPO_KEY, repo);
-    tx.insert('tasks', taskId, task);
-    for (const r of script.seed ?? []) tx.insert(r.collection, r.key, r.value);
+  const created = await store.transact(async (tx) => {
+    if (script.repository !== false) await tx.insert('repositories', REPO_KEY, repo);
+    await tx.insert('tasks', taskId, task);
+    for (const r of script.seed ?? []) await tx.insert(r.collection, r.key, r.value);
     const events = script.startEvents ?? [{ type: 'CLAIM', leaseId: LEASE.leaseId } as TaskEvent];
     return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, ...events] });
   });
@@ -225,7 +225,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     log: (msg, fields) => logs.push({ msg, fields }),
   });
   const run = (signal = new AbortController().signal) => executor.run(taskId, LEASE, signal);
-  const record = () => store.get<TaskRecord>('tasks', taskId)!;
+  const record = async () => (await store.get<TaskRecord>('tasks', taskId))!;
   const types = () => sent.map((e) => e.type);
   return { store, runtime, run, record, sent, types, calls, taskId, executor, logs };
 }
@@ -247,7 +247,7 @@ describe('executor: workspace results → task events (§5.2.4, §8)', () => {
     const event = w.sent[0] as TaskEvent & { errorCode?: string; retryable?: boolean; retryAt?: number; resumeAt?: string };
     expect(event.errorCode).toBe(c.code);
     if (c.event === 'PREPARE_FAILED') expect(event).toMatchObject({ retryable: c.retryable, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' });
-    const r = w.record();
+    const r = await w.record();
     expect(r.state).toBe(c.state);
     expect(r.errorCode).toBe(c.code);
     if (c.state === 'retry_wait') expect(r).toMatchObject({ attempt: 1, nextRetryAt: new Date(NOW + RETRY_DELAY).toISOString() });
@@ -260,25 +260,25 @@ describe('executor: workspace results → task events (§5.2.4, §8)', () => {
     await w.run();
     expect(w.types().slice(0, 1)).toEqual(['WORKSPACE_READY']);
     expect(w.calls.ensureThread).toBeGreaterThanOrEqual(1);
-    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.lastFetchAt).toBe(new Date(NOW).toISOString());
+    expect((await w.store.get<RepositoryRecord>('repositories', REPO_KEY))!.lastFetchAt).toBe(new Date(NOW).toISOString());
   });
 
   it('a repository the store does not know → FAIL repository_unknown, no workspace touched', async () => {
     const w = await world({ repository: false });
     await w.run();
     expect(w.sent).toEqual([{ type: 'FAIL', errorCode: 'repository_unknown' }]);
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'repository_unknown' });
+    expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'repository_unknown' });
     expect(w.calls.prepare).toBe(0);
   });
 
   it('the second retryable failure fails the task (§8: at most one retry)', async () => {
     const w = await world({ workspace: { ok: false, code: 'auth_failed', retryable: true, message: 'scripted' } });
     await w.run();
-    expect(w.record().state).toBe('retry_wait');
+    expect((await w.record()).state).toBe('retry_wait');
     await w.runtime.send(taskActorId(w.taskId), { type: 'RETRY_DUE', leaseId: 'lease-2' } as TaskEvent);
     await w.run();
     expect(w.types()).toEqual(['PREPARE_FAILED', 'RETRY_DUE', 'PREPARE_FAILED']);
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'auth_failed', attempt: 1 });
+    expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'auth_failed', attempt: 1 });
   });
 });
 
@@ -288,7 +288,7 @@ describe('executor: thread start (MCP) errors → task events (§8 MCP rows)', (
     const w = await world({ threadError: code });
     await w.run();
     expect(w.sent).toEqual([{ type: 'FAIL', errorCode: code }]);
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: code, attempt: 0 });
+    expect(await w.record()).toMatchObject({ state: 'failed', errorCode: code, attempt: 0 });
   });
 
   // Anything else (app-server unreachable, thread/start refused, no code at all) → retry_wait (§8 "Codex App 不可达").
@@ -300,7 +300,7 @@ describe('executor: thread start (MCP) errors → task events (§8 MCP rows)', (
     const w = await world({ threadError: code });
     await w.run();
     expect(w.sent).toEqual([{ type: 'PREPARE_FAILED', errorCode: expected, retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' }]);
-    expect(w.record()).toMatchObject({ state: 'retry_wait', errorCode: expected, attempt: 1 });
+    expect(await w.record()).toMatchObject({ state: 'retry_wait', errorCode: expected, attempt: 1 });
   });
 
   it('a thread that cannot be ensured once the turn should start → TURN_FAILED executor_error (retry)', async () => {
@@ -308,7 +308,7 @@ describe('executor: thread start (MCP) errors → task events (§8 MCP rows)', (
     await w.run();
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_FAILED']);
     expect(w.sent[1]).toMatchObject({ errorCode: 'executor_error', retryable: true });
-    expect(w.record()).toMatchObject({ state: 'retry_wait', errorCode: 'executor_error' });
+    expect(await w.record()).toMatchObject({ state: 'retry_wait', errorCode: 'executor_error' });
   });
 });
 
@@ -318,11 +318,11 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     const w = await world({ outcome: { kind: 'replied', ...turn, finalMessage: 'ok' } });
     await w.run();
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_CONFIRMED']);
-    expect(w.record().state).toBe('succeeded');
+    expect((await w.record()).state).toBe('succeeded');
     expect(w.calls.runTurn).toEqual([{ kind: 'normal', replyRetryPrompt: undefined }]);
     // The turn runs in the repository's workspace; every transition is audited as the executor's.
     expect(w.calls.cwds).toEqual(['/nonexistent/workspace/acme/widget']);
-    const transitions = w.store.audit({ actorId: taskActorId('task-1') }).filter((e) => e.action === 'task.transition');
+    const transitions = (await w.store.audit({ actorId: taskActorId('task-1') })).filter((e) => e.action === 'task.transition');
     expect(transitions.slice(-3).map((e) => e.actor)).toEqual(['system:executor', 'system:executor', 'system:executor']);
   });
 
@@ -337,7 +337,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     const w = await world({
       outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' },
       verification: async () => {
-        states.push(w.record().state);
+        states.push((await w.record()).state);
         return { result: 'confirmed', commentId: 5 };
       },
     });
@@ -346,7 +346,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     // The task shows that it is verifying its question, not running.
     expect(states).toEqual(['verifying_reply']);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_CONFIRMED']);
-    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, attempt: 0 });
+    expect(await w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, attempt: 0 });
   });
 
   it('a question not on Gitea: one retry turn (through retry_wait → running, as for an answer) re-posts it with the question\'s prompt, then the fallback lands and the task waits', async () => {
@@ -355,9 +355,9 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
       // The retry turn ends asking again, as the question's prompt tells it to: that is a completed retry turn.
       outcome: (kind) => ({ kind: 'waiting_user', ...turn, question: 'which branch?', finalMessage: 'posted', commentCall: null }) as TurnOutcome,
       verification: async (retry) => {
-        states.push(w.record().state);
+        states.push((await w.record()).state);
         expect(await retry()).toEqual({ ok: true });
-        states.push(w.record().state);
+        states.push((await w.record()).state);
         return { result: 'confirmed_via_fallback', commentId: 9, mcpFailureReason: 'mcp_reply_missing' };
       },
     });
@@ -367,14 +367,14 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     expect(states).toEqual(['verifying_reply', 'verifying_reply']);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED_VIA_FALLBACK']);
     // Waiting: no lease, the fallback's reason kept, the task's one reply retry used, its execution retry not.
-    expect(w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, mcpFailureReason: 'mcp_reply_missing', replyAttempt: 1, attempt: 0 });
+    expect(await w.record()).toMatchObject({ state: 'waiting_user', leaseId: null, mcpFailureReason: 'mcp_reply_missing', replyAttempt: 1, attempt: 0 });
   });
 
   it('a question that cannot be confirmed on Gitea → REPLY_FAILED → failed_reply with the verifier\'s code: the task never waits on a question nobody sees', async () => {
     const w = await world({ outcome: { kind: 'waiting_user', ...turn, question: 'which branch?' }, verification: { result: 'failed', errorCode: 'reply_query_failed' } });
     await w.run();
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_FAILED']);
-    expect(w.record()).toMatchObject({ state: 'failed_reply', errorCode: 'reply_query_failed' });
+    expect(await w.record()).toMatchObject({ state: 'failed_reply', errorCode: 'reply_query_failed' });
   });
 
   const asked = { turnKey: 'task-1:0', turnId: 'codex-turn-0', taskId: 'task-1', threadId: 'thread-1', kind: 'normal', status: 'completed', eventSeq: 1, marker: '<!-- m0 -->', finalMessage: 'which branch?\nCCWEB_WAITING_USER', question: 'which branch?', commentCall: null, startedAt: new Date(NOW - 1000).toISOString(), completedAt: new Date(NOW - 500).toISOString() };
@@ -385,7 +385,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     expect(w.calls.runTurn).toEqual([]);
     expect(w.calls.verify).toBe(1);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_WAITING_USER', 'REPLY_CONFIRMED']);
-    expect(w.record().state).toBe('waiting_user');
+    expect((await w.record()).state).toBe('waiting_user');
   });
 
   it('a restart during the question\'s verification: verifying_reply (asking) is resumed as it is — no turn, no execution retry — and its retry turn still re-posts the question', async () => {
@@ -398,12 +398,12 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
       },
       outcome: () => ({ kind: 'waiting_user', turnKey: 'task-1:1', turnId: 'codex-turn-1', question: 'which branch?' }),
     });
-    expect(w.record().state).toBe('verifying_reply');
+    expect((await w.record()).state).toBe('verifying_reply');
     await w.run();
     expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['reply_retry']);
     expect(w.calls.runTurn[0]!.replyRetryPrompt).toBe('ask again: which branch? <!-- m0 -->');
     expect(w.types()).toEqual(['REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_CONFIRMED']);
-    expect(w.record()).toMatchObject({ state: 'waiting_user', attempt: 0, leaseId: null });
+    expect(await w.record()).toMatchObject({ state: 'waiting_user', attempt: 0, leaseId: null });
   });
 
   it.each([
@@ -417,14 +417,14 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     await w.run();
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_FAILED']);
     expect(w.sent[1]).toEqual({ type: 'TURN_FAILED', errorCode: code, retryable, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' });
-    expect(w.record()).toMatchObject({ state, errorCode: code });
+    expect(await w.record()).toMatchObject({ state, errorCode: code });
   });
 
   it('interrupted (not by an abort) → TURN_FAILED turn_interrupted, retryable → retry_wait', async () => {
     const w = await world({ outcome: { kind: 'interrupted', ...turn } });
     await w.run();
     expect(w.sent[1]).toEqual({ type: 'TURN_FAILED', errorCode: 'turn_interrupted', retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' });
-    expect(w.record().state).toBe('retry_wait');
+    expect((await w.record()).state).toBe('retry_wait');
   });
 
   it('an operator abort during the turn, turn interrupted → ABORT_CONFIRMED → aborted, without asking Codex again', async () => {
@@ -438,7 +438,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     holder.w = w;
     await w.run();
     expect(w.types()).toEqual(['WORKSPACE_READY', 'ABORT', 'ABORT_CONFIRMED']);
-    expect(w.record()).toMatchObject({ state: 'aborted', stoppedBy: 'admin:alice' });
+    expect(await w.record()).toMatchObject({ state: 'aborted', stoppedBy: 'admin:alice' });
     expect(w.calls.interrupt).toBe(0);
   });
 
@@ -458,7 +458,7 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     await w.run();
     expect(w.types()).toEqual(['WORKSPACE_READY', 'ABORT', event]);
     expect(w.calls.interrupt).toBe(1);
-    expect(w.record().state).toBe(state);
+    expect((await w.record()).state).toBe(state);
   });
 });
 
@@ -467,7 +467,7 @@ describe('executor: verification results → task events (§5.4)', () => {
     const w = await world({ verification: { result: 'confirmed_via_fallback', commentId: 9, mcpFailureReason: 'mcp_call_rejected' } });
     await w.run();
     expect(w.sent.at(-1)).toEqual({ type: 'REPLY_CONFIRMED_VIA_FALLBACK', mcpFailureReason: 'mcp_call_rejected' });
-    expect(w.record()).toMatchObject({ state: 'succeeded_with_rest_fallback', mcpFailureReason: 'mcp_call_rejected' });
+    expect(await w.record()).toMatchObject({ state: 'succeeded_with_rest_fallback', mcpFailureReason: 'mcp_call_rejected' });
   });
 
   it('confirmed_via_fallback without a reason → mcp_reply_missing is recorded', async () => {
@@ -483,7 +483,7 @@ describe('executor: verification results → task events (§5.4)', () => {
     const w = await world({ verification: v });
     await w.run();
     expect(w.sent.at(-1)).toEqual({ type: 'REPLY_FAILED', errorCode: code });
-    expect(w.record()).toMatchObject({ state: 'failed_reply', errorCode: code });
+    expect(await w.record()).toMatchObject({ state: 'failed_reply', errorCode: code });
   });
 
   it('the one reply_retry turn: REPLY_MISSING → RETRY_DUE (same lease) → a reply_retry turn with the re-post prompt → TURN_REPLIED, then the verifier decides', async () => {
@@ -501,7 +501,7 @@ describe('executor: verification results → task events (§5.4)', () => {
     expect(w.calls.runTurn.map((c) => c.kind)).toEqual(['normal', 'reply_retry']);
     expect(w.calls.runTurn[1]!.replyRetryPrompt).toBe('re-post only: final 1 <!-- ccweb taskId=task-1 turnKey=task-1:1 -->');
     expect(retry).toEqual({ ok: true });
-    expect(w.record()).toMatchObject({ state: 'succeeded', replyAttempt: 1, leaseId: LEASE.leaseId });
+    expect(await w.record()).toMatchObject({ state: 'succeeded', replyAttempt: 1, leaseId: LEASE.leaseId });
   });
 
   it('a reply_retry turn that throws reports ok: false and the task still goes back to verification', async () => {
@@ -540,7 +540,7 @@ describe('executor: verification results → task events (§5.4)', () => {
     await w.run();
     expect(results).toEqual([{ ok: false }, { ok: false }]);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'REPLY_MISSING', 'RETRY_DUE', 'TURN_REPLIED', 'REPLY_MISSING', 'REPLY_FAILED']);
-    expect(w.record()).toMatchObject({ state: 'failed_reply', replyAttempt: 1 });
+    expect(await w.record()).toMatchObject({ state: 'failed_reply', replyAttempt: 1 });
   });
 });
 
@@ -638,7 +638,7 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     const w = await world({ startEvents: [...RUNNING, { type: 'TURN_REPLIED' }] as TaskEvent[] });
     await w.run();
     expect(w.sent).toEqual([{ type: 'REPLY_FAILED', errorCode: 'turn_record_missing' }]);
-    expect(w.record()).toMatchObject({ state: 'failed_reply', errorCode: 'turn_record_missing' });
+    expect(await w.record()).toMatchObject({ state: 'failed_reply', errorCode: 'turn_record_missing' });
   });
 
   it('aborting when the executor picks it up → interrupt; confirmed → ABORT_CONFIRMED', async () => {
@@ -646,14 +646,14 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     await w.run();
     expect(w.calls.interrupt).toBe(1);
     expect(w.types()).toEqual(['ABORT_CONFIRMED']);
-    expect(w.record().state).toBe('aborted');
+    expect((await w.record()).state).toBe('aborted');
   });
 
   it('an interrupt that throws counts as unconfirmed → ABORT_TIMEOUT → failed', async () => {
     const w = await world({ startEvents: [...RUNNING, { type: 'ABORT', by: 'admin:bob' }] as TaskEvent[], interruptThrows: true });
     await w.run();
     expect(w.types()).toEqual(['ABORT_TIMEOUT']);
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
+    expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
   });
 
   it('a verifier that throws → REPLY_FAILED executor_error (verifying_reply never retries by itself)', async () => {
@@ -664,7 +664,7 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     });
     await w.run();
     expect(w.sent.at(-1)).toEqual({ type: 'REPLY_FAILED', errorCode: 'executor_error' });
-    expect(w.record().state).toBe('failed_reply');
+    expect((await w.record()).state).toBe('failed_reply');
     expect(w.logs.some((l) => l.msg === 'executor error' && l.fields.error === 'boom')).toBe(true);
   });
 
@@ -672,7 +672,7 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     const w = await world({ workspaceThrows: true });
     await w.run();
     expect(w.sent).toEqual([{ type: 'PREPARE_FAILED', errorCode: 'executor_error', retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' }]);
-    expect(w.record().state).toBe('retry_wait');
+    expect((await w.record()).state).toBe('retry_wait');
   });
 
   it('a task that is not in an active state is left alone', async () => {
@@ -690,7 +690,7 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     expect(w.calls.prepare).toBe(0);
     expect(w.calls.ensureThread).toBe(0);
     expect(w.sent).toEqual([]);
-    expect(w.record().state).toBe('preparing');
+    expect((await w.record()).state).toBe('preparing');
   });
 
   it('a signal aborted during a step stops the run before the next step', async () => {
@@ -700,7 +700,7 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     // The turn that was running when the lease was lost still reports its outcome; nothing runs after it.
     expect(w.calls.runTurn).toHaveLength(1);
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
-    expect(w.record().state).toBe('verifying_reply');
+    expect((await w.record()).state).toBe('verifying_reply');
   });
 
   it('abort(taskId) cancels the running step and asks Codex to interrupt', async () => {
@@ -729,7 +729,7 @@ describe('executor: a stop in every step with work in flight', () => {
     holder.w = w;
     await w.run();
     expect(w.types()).toEqual(['ABORT', 'PREPARE_FAILED', 'ABORT_CONFIRMED']);
-    expect(w.record()).toMatchObject({ state: 'aborted', stoppedBy: 'gitea:user:alice' });
+    expect(await w.record()).toMatchObject({ state: 'aborted', stoppedBy: 'gitea:user:alice' });
     expect([w.calls.ensureThread, w.calls.runTurn.length, w.calls.publish.length, w.calls.verify]).toEqual([0, 0, 0, 0]);
   });
 
@@ -741,7 +741,7 @@ describe('executor: a stop in every step with work in flight', () => {
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'ABORT', 'PUBLISH_FAILED', 'ABORT_CONFIRMED']);
     expect(w.calls.publish[0]!.signal!.aborted).toBe(true);
     expect(w.calls.verify).toBe(0);
-    expect(w.record().state).toBe('aborted');
+    expect((await w.record()).state).toBe('aborted');
   });
 
   it('during verification: the task stops now, without waiting for the verifier → aborted', async () => {
@@ -755,7 +755,7 @@ describe('executor: a stop in every step with work in flight', () => {
     await stopNow(holder)();
     await run;
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED', 'ABORT', 'ABORT_CONFIRMED']);
-    expect(w.record().state).toBe('aborted');
+    expect((await w.record()).state).toBe('aborted');
   });
 
   it('a turn whose stop Codex never confirmed (abort_timeout) → ABORT_TIMEOUT → failed, not "confirmed"', async () => {
@@ -766,7 +766,7 @@ describe('executor: a stop in every step with work in flight', () => {
     holder.w = w;
     await w.run();
     expect(w.types()).toEqual(['WORKSPACE_READY', 'ABORT', 'ABORT_TIMEOUT']);
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
+    expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
   });
 });
 
@@ -776,7 +776,7 @@ describe('executor: change delivery (publish after the turn, then verify)', () =
     await w.run();
     expect(w.sent.slice(0, 3)).toEqual([{ type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true }, { type: 'PUBLISHED' }]);
     expect(w.types().at(-1)).toBe('REPLY_CONFIRMED');
-    expect(w.record().state).toBe('succeeded');
+    expect((await w.record()).state).toBe('succeeded');
     // The publish step can be cancelled with the run (the lease lost, an abort).
     expect(w.calls.publish).toHaveLength(1);
     expect(w.calls.publish[0]!.taskId).toBe('task-1');
@@ -794,19 +794,19 @@ describe('executor: change delivery (publish after the turn, then verify)', () =
     const w = await world({ publish: { ok: false, errorCode: 'push_rejected', message: 'rejected by hook' } });
     await w.run();
     expect(w.sent.at(-1)).toEqual({ type: 'PUBLISH_FAILED', errorCode: 'push_rejected' });
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'push_rejected' });
+    expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'push_rejected' });
   });
 
   it('a publisher that throws → PUBLISH_FAILED executor_error → failed', async () => {
     const w = await world({ publish: 'throw' });
     await w.run();
     expect(w.sent.at(-1)).toEqual({ type: 'PUBLISH_FAILED', errorCode: 'executor_error' });
-    expect(w.record()).toMatchObject({ state: 'failed', errorCode: 'executor_error' });
+    expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'executor_error' });
   });
 
   it('a task found in publishing (a restart mid-publish) is published again without running the turn', async () => {
     const w = await world({ publish: { ok: true }, startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true }] as TaskEvent[] });
-    expect(w.record().state).toBe('publishing');
+    expect((await w.record()).state).toBe('publishing');
     await w.run();
     expect(w.calls.runTurn).toEqual([]);
     expect(w.calls.publish).toHaveLength(1);
@@ -816,7 +816,7 @@ describe('executor: change delivery (publish after the turn, then verify)', () =
 
   it('a task found in publishing after change delivery was switched off: PUBLISHED, nothing to publish', async () => {
     const w = await world({ startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED', publish: true }] as TaskEvent[] });
-    expect(w.record().state).toBe('publishing');
+    expect((await w.record()).state).toBe('publishing');
     await w.run();
     expect(w.calls.runTurn).toEqual([]);
     expect(w.types()[0]).toBe('PUBLISHED');
@@ -828,30 +828,30 @@ describe('executor: a repository renamed or transferred on Gitea', () => {
     const w = await world({ currentRepository: async () => ({ owner: 'acme-org', name: 'gadget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme-org', name: 'gadget' }]);
-    const repo = w.store.get<RepositoryRecord>('repositories', REPO_KEY)!;
+    const repo = (await w.store.get<RepositoryRecord>('repositories', REPO_KEY))!;
     expect(repo.currentFullName).toBe('acme-org/gadget');
     // The record keeps its key and name: only where it lives on Gitea moves.
     expect(repo).toMatchObject({ repoKey: REPO_KEY, owner: 'acme', name: 'widget' });
-    const moved = w.store.audit({}).filter((e) => e.action === 'repository.moved');
+    const moved = (await w.store.audit({})).filter((e) => e.action === 'repository.moved');
     expect(moved).toHaveLength(1);
     expect(moved[0]).toMatchObject({ actor: 'service:executor', metadata: { repoKey: REPO_KEY, from: 'acme/widget', to: 'acme-org/gadget' } });
-    expect(w.record().state).toBe('succeeded');
+    expect((await w.record()).state).toBe('succeeded');
   });
 
   it('a repository already known under its current name is not moved again', async () => {
     const w = await world({ currentRepository: async () => ({ owner: 'acme', name: 'widget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'acme', name: 'widget' }]);
-    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
-    expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
+    expect((await w.store.get<RepositoryRecord>('repositories', REPO_KEY))!.currentFullName).toBeUndefined();
+    expect((await w.store.audit({})).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
   it("Gitea naming it in another letter case is the same place: Gitea's form is used, no move recorded", async () => {
     const w = await world({ currentRepository: async () => ({ owner: 'Acme', name: 'Widget' }) });
     await w.run();
     expect(w.calls.prepareCurrent).toEqual([{ owner: 'Acme', name: 'Widget' }]);
-    expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
-    expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
+    expect((await w.store.get<RepositoryRecord>('repositories', REPO_KEY))!.currentFullName).toBeUndefined();
+    expect((await w.store.audit({})).filter((e) => e.action === 'repository.moved')).toEqual([]);
   });
 
   it('Gitea not knowing it (null) or not answering: the stored owner/name are used, nothing recorded', async () => {
@@ -859,9 +859,9 @@ describe('executor: a repository renamed or transferred on Gitea', () => {
       const w = await world({ currentRepository });
       await w.run();
       expect(w.calls.prepareCurrent).toEqual([undefined]);
-      expect(w.store.get<RepositoryRecord>('repositories', REPO_KEY)!.currentFullName).toBeUndefined();
-      expect(w.store.audit({}).filter((e) => e.action === 'repository.moved')).toEqual([]);
-      expect(w.record().state).toBe('succeeded');
+      expect((await w.store.get<RepositoryRecord>('repositories', REPO_KEY))!.currentFullName).toBeUndefined();
+      expect((await w.store.audit({})).filter((e) => e.action === 'repository.moved')).toEqual([]);
+      expect((await w.record()).state).toBe('succeeded');
       await cleanups.pop()!();
     }
   });
@@ -873,8 +873,8 @@ describe('executor: a failed workspace step is visible on the task (last git err
     const w = await world({ workspace: { ok: false, code: 'git_failed', retryable: true, message } });
     await w.run();
     const summary = `fatal: could not read from remote ${'x'.repeat(600)}`.slice(0, 500);
-    expect(w.record().lastGitError).toEqual({ code: 'git_failed', message: summary, at: new Date(NOW).toISOString() });
-    const failed = w.store.audit({}).filter((e) => e.action === 'workspace.failed');
+    expect((await w.record()).lastGitError).toEqual({ code: 'git_failed', message: summary, at: new Date(NOW).toISOString() });
+    const failed = (await w.store.audit({})).filter((e) => e.action === 'workspace.failed');
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ actor: 'service:executor', taskId: 'task-1', errorCode: 'git_failed', metadata: { message: summary } });
   });

@@ -12,7 +12,7 @@ import { STORE_INDEXES } from '../../src/domain/records.js';
 import { createCommentRegistry, learningIntake } from '../support/comment-registry.js';
 import { createIntake, type IntakeOptions } from '../../src/intake/accept-comment.js';
 import { ActorRuntime, type ActorKind } from '../../src/runtime/actor-runtime.js';
-import { COLLECTIONS, createStore, type DurableStore } from '../../src/store/index.js';
+import { COLLECTIONS, DurableStore } from '../../src/store/index.js';
 import { TASK_KIND, taskKind } from '../../src/tasks/task-actor.js';
 import { createQuotaCheck } from '../../src/usage/quota-check.js';
 import { loadFixture, signedHeaders, type FixtureName } from '../support/webhook-fixtures.js';
@@ -41,7 +41,7 @@ interface Env {
 async function env(writeModel: 'compact' | 'records', extra: Partial<IntakeOptions> = {}, kinds: ActorKind[] = [taskKind()]): Promise<Env> {
   const dir = mkdtempSync(join(tmpdir(), `ccweb-derive-${writeModel}-`));
   dirs.push(dir);
-  const store = createStore({ dir: join(dir, 'store'), indexes: STORE_INDEXES });
+  const store = new DurableStore({ dir: join(dir, 'store'), indexes: STORE_INDEXES });
   await store.open();
   const runtime = new ActorRuntime({ store, kinds });
   const comments = createCommentRegistry();
@@ -79,10 +79,10 @@ async function env(writeModel: 'compact' | 'records', extra: Partial<IntakeOptio
 }
 
 /** Everything a reader can see: hot records per collection (in list order), archived ones by key, the audit log. */
-function contents(store: DurableStore, archivedKeys: Array<[string, string]>) {
-  const hot = Object.fromEntries(COLLECTIONS.map((c) => [c, store.list(c)]));
-  const archived = archivedKeys.map(([c, k]) => [c, k, store.get(c as never, k) ?? null]);
-  const audit = store.audit().map(({ eventId: _id, ...rest }) => rest);
+async function contents(store: DurableStore, archivedKeys: Array<[string, string]>) {
+  const hot = Object.fromEntries(await Promise.all(COLLECTIONS.map(async (c) => [c, await store.list(c)])));
+  const archived = await Promise.all(archivedKeys.map(async ([c, k]) => [c, k, (await store.get(c as never, k)) ?? null]));
+  const audit = (await store.audit()).map(({ eventId: _id, ...rest }) => rest);
   return { hot, archived, audit };
 }
 
@@ -102,14 +102,14 @@ async function acceptAll(e: Env, ids: string[]): Promise<void> {
   }
 }
 
-function archivedKeysOf(e: Env, ids: string[]): Array<[string, string]> {
+async function archivedKeysOf(e: Env, ids: string[]): Promise<Array<[string, string]>> {
   const keys: Array<[string, string]> = [];
   for (const id of ids) {
-    const d = e.store.get<{ taskId: string }>('webhook_deliveries', `default:${id}`);
+    const d = await e.store.get<{ taskId: string }>('webhook_deliveries', `default:${id}`);
     keys.push(['webhook_deliveries', `default:${id}`]);
     if (d) keys.push(['tasks', d.taskId], ['actors', `task:${d.taskId}`], ['comments', `${d.taskId}:status:received`]);
   }
-  for (const t of e.store.list<{ triggerKey: string }>('comment_triggers')) keys.push(['comment_triggers', t.triggerKey]);
+  for (const t of await e.store.list<{ triggerKey: string }>('comment_triggers')) keys.push(['comment_triggers', t.triggerKey]);
   for (const r of ['default:alice/widgets:issue:7', 'default:alice/widgets:pull:8']) keys.push(['sessions', r]);
   return keys;
 }
@@ -124,7 +124,7 @@ function journalOps(dir: string): string[] {
 
 async function reopen(e: Env): Promise<DurableStore> {
   await e.close();
-  const store = createStore({ dir: join(e.dir, 'store'), indexes: STORE_INDEXES });
+  const store = new DurableStore({ dir: join(e.dir, 'store'), indexes: STORE_INDEXES });
   await store.open();
   return store;
 }
@@ -136,33 +136,33 @@ describe('intake.accept/1: one compact record, the same records and audit events
     const records = await env('records');
     await acceptAll(compact, ids);
     await acceptAll(records, ids);
-    const keys = archivedKeysOf(records, ids);
+    const keys = await archivedKeysOf(records, ids);
     expect(keys.length).toBeGreaterThan(12);
 
-    const expected = contents(records.store, keys);
+    const expected = await contents(records.store, keys);
     expect(expected.hot.tasks).toHaveLength(3);
     expect(expected.audit.map((a) => a.action)).toContain('repository.register');
-    expect(contents(compact.store, keys)).toEqual(expected);
+    expect(await contents(compact.store, keys)).toEqual(expected);
     // The compact path journalled one derived op per comment and no task, actor or audit op of its own.
     expect(journalOps(compact.dir)).toEqual(['x', 'x', 'x']);
 
     const replayedCompact = await reopen(compact);
     const replayedRecords = await reopen(records);
-    const afterReplay = contents(replayedRecords, keys);
-    expect(contents(replayedCompact, keys)).toEqual(afterReplay);
+    const afterReplay = await contents(replayedRecords, keys);
+    expect(await contents(replayedCompact, keys)).toEqual(afterReplay);
 
     await replayedCompact.compact();
     await replayedRecords.compact();
     await replayedCompact.close();
     await replayedRecords.close();
-    const folded = createStore({ dir: join(compact.dir, 'store'), indexes: STORE_INDEXES });
-    const foldedRecords = createStore({ dir: join(records.dir, 'store'), indexes: STORE_INDEXES });
+    const folded = new DurableStore({ dir: join(compact.dir, 'store'), indexes: STORE_INDEXES });
+    const foldedRecords = new DurableStore({ dir: join(records.dir, 'store'), indexes: STORE_INDEXES });
     await folded.open();
     await foldedRecords.open();
     expect(folded.stats().compactions + folded.stats().lastCheckpointSeq).toBeGreaterThan(0);
     // Delivery, trigger and session records now come from a cold file, audit events from an archive.
-    expect(folded.archivedCount('webhook_deliveries')).toBe(3);
-    expect(contents(folded, keys)).toEqual(contents(foldedRecords, keys));
+    expect(await folded.archivedCount('webhook_deliveries')).toBe(3);
+    expect(await contents(folded, keys)).toEqual(await contents(foldedRecords, keys));
     await folded.close();
     await foldedRecords.close();
   });
@@ -174,9 +174,9 @@ describe('intake.accept/1: one compact record, the same records and audit events
     const records = await env('records', { quota });
     await acceptAll(compact, ids);
     await acceptAll(records, ids);
-    const keys = archivedKeysOf(records, ids);
-    expect(records.store.list('usage').length).toBeGreaterThan(0);
-    expect(contents(compact.store, keys)).toEqual(contents(records.store, keys));
+    const keys = await archivedKeysOf(records, ids);
+    expect((await records.store.list('usage')).length).toBeGreaterThan(0);
+    expect(await contents(compact.store, keys)).toEqual(await contents(records.store, keys));
     await compact.close();
     await records.close();
   });
@@ -186,13 +186,13 @@ describe('intake.accept/1: one compact record, the same records and audit events
     const res = await long.handle('issue_comment_created_on_issue', randomUUID(), (p) => { p.comment.body = '@ccweb-bot ' + 'x'.repeat(5000); });
     expect(res.status).toBe(202);
     expect(journalOps(long.dir)).not.toContain('x');
-    expect(long.store.list('tasks')[0]).toMatchObject({ instructionRef: expect.any(String) });
+    expect((await long.store.list('tasks'))[0]).toMatchObject({ instructionRef: expect.any(String) });
     await long.close();
 
     const other = await env('compact', {}, [{ ...taskKind(), machineVersion: 2 }]);
     expect((await other.handle('issue_comment_created_on_issue', randomUUID(), (p) => { p.comment.body = '@ccweb-bot hi'; })).status).toBe(202);
     expect(journalOps(other.dir)).not.toContain('x');
-    expect(other.store.list<{ kind: string; machineVersion: number }>('actors').find((a) => a.kind === TASK_KIND)?.machineVersion).toBe(2);
+    expect((await other.store.list<{ kind: string; machineVersion: number }>('actors')).find((a) => a.kind === TASK_KIND)?.machineVersion).toBe(2);
     await other.close();
   });
 

@@ -17,7 +17,7 @@ describe('repeatOf', () => {
 });
 
 describe('stopTargets', () => {
-  it('every non-terminal state: CANCEL with nothing in flight, ABORT with work in flight, aborting reached without an event; in queue order', () => {
+  it('every non-terminal state: CANCEL with nothing in flight, ABORT with work in flight, aborting reached without an event; in queue order', async () => {
     const states: Array<[string, number]> = [
       ['running', 5],
       ['queued', 3],
@@ -32,8 +32,8 @@ describe('stopTargets', () => {
       ['cancelled', 11],
     ];
     const tasks = states.map(([state, queueSeq]) => ({ taskId: `t-${state}`, state, queueSeq, resourceKey: 'r' }) as unknown as TaskRecord);
-    const store = { byIndex: <T>() => tasks as unknown as T[] };
-    expect(stopTargets(store as never, 'r')).toEqual([
+    const store = { byIndex: async <T>() => tasks as unknown as T[] };
+    expect(await stopTargets(store as never, 'r')).toEqual([
       { taskId: 't-blocked_workspace', event: 'CANCEL' },
       { taskId: 't-preparing', event: 'ABORT' },
       { taskId: 't-queued', event: 'CANCEL' },

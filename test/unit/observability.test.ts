@@ -14,7 +14,7 @@ import { createApp } from '../../src/http/create-app.js';
 import { correlationFields, createLogger } from '../../src/observability/logger.js';
 import { createMetrics, queuedTasksByRepo, webhookOutcome } from '../../src/observability/metrics.js';
 import type { TransitionNotice } from '../../src/runtime/actor-runtime.js';
-import { createStore, type DurableStore } from '../../src/store/index.js';
+import { createStore, type Store } from '../../src/store/index.js';
 
 const TASK = 'gitea-task-0123456789abcdef01234567';
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -29,7 +29,7 @@ function logSink(): { stream: PassThrough; lines: () => Array<Record<string, unk
   return { stream, text: () => text, lines: () => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 
-async function openStore(): Promise<DurableStore> {
+async function openStore(): Promise<Store> {
   const dir = mkdtempSync(join(tmpdir(), 'ccweb-obs-'));
   const store = createStore({ dir, indexes: STORE_INDEXES });
   await store.open();
@@ -125,10 +125,10 @@ describe('metrics', () => {
     const m = createMetrics({ defaultMetrics: false });
     m.timeStoreCommits(store);
     m.watchQueue(() => queuedTasksByRepo(store));
-    await store.transact((tx) => {
-      tx.insert('tasks', 'a', { taskId: 'a', repoKey: 'default:acme/one', state: 'queued' });
-      tx.insert('tasks', 'b', { taskId: 'b', repoKey: 'default:acme/one', state: 'queued' });
-      tx.insert('tasks', 'c', { taskId: 'c', repoKey: 'default:acme/two', state: 'running' });
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'a', { taskId: 'a', repoKey: 'default:acme/one', state: 'queued' });
+      await tx.insert('tasks', 'b', { taskId: 'b', repoKey: 'default:acme/one', state: 'queued' });
+      await tx.insert('tasks', 'c', { taskId: 'c', repoKey: 'default:acme/two', state: 'running' });
     });
     await store.transact((tx) => tx.insert('tasks', 'd', { taskId: 'd', repoKey: 'default:acme/two', state: 'queued' }));
     const text = await m.render();
@@ -141,7 +141,7 @@ describe('metrics', () => {
 });
 
 describe('/healthz and /readyz', () => {
-  async function serve(store: DurableStore, appServerState: () => string | undefined): Promise<string> {
+  async function serve(store: Store, appServerState: () => string | undefined): Promise<string> {
     const metrics = createMetrics({ defaultMetrics: false });
     const app = createApp({ routers: [createOpsRouter({ metrics, webhookPath: '/hook', readiness: createReadiness({ store, appServerState }) })] });
     const server: Server = createServer(app.callback());
@@ -155,7 +155,7 @@ describe('/healthz and /readyz', () => {
     const url = await serve(store, () => 'ready');
     const ok = await fetch(`${url}/readyz`);
     expect(ok.status).toBe(200);
-    expect(store.get('control', READINESS_PROBE_KEY)).toBeDefined();
+    expect(await store.get('control', READINESS_PROBE_KEY)).toBeDefined();
     await store.close();
     const down = await fetch(`${url}/readyz`);
     expect(down.status).toBe(503);

@@ -109,18 +109,18 @@ describe('retention: excerpt-only tasks go with the security events, other tasks
     const store = await storeForTest();
     const created = '2026-05-06T10:00:00.000Z';
     const base = { createdAt: created, updatedAt: created, instruction: 'x' };
-    await store.transact((tx) => {
-      tx.insert('tasks', 'rejected-excerpt', { ...base, taskId: 'rejected-excerpt', state: 'rejected', instructionExcerptOnly: true });
-      tx.insert('tasks', 'rejected-full', { ...base, taskId: 'rejected-full', state: 'rejected' });
-      tx.insert('tasks', 'writer-failed', { ...base, taskId: 'writer-failed', state: 'failed' });
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'rejected-excerpt', { ...base, taskId: 'rejected-excerpt', state: 'rejected', instructionExcerptOnly: true });
+      await tx.insert('tasks', 'rejected-full', { ...base, taskId: 'rejected-full', state: 'rejected' });
+      await tx.insert('tasks', 'writer-failed', { ...base, taskId: 'writer-failed', state: 'failed' });
       const { record } = countRejectedMention(undefined, mention({ at: new Date(created), retentionMs: 3 * DAY_MS }));
-      tx.put(SECURITY_EVENTS, record.key, record);
+      await tx.put(SECURITY_EVENTS, record.key, record);
     });
     const policy = { deliveryRetentionMs: DAY_MS, taskRetentionMs: null, excerptOnlyTaskRetentionMs: 3 * DAY_MS };
     const at = (days: number) => ({ now: () => Date.parse(created) + days * DAY_MS });
     expect(await sweepRetention(store, policy, at(2.9))).toMatchObject({ tasks: 0, securityEvents: 0 });
     expect(await sweepRetention(store, policy, at(3.1))).toMatchObject({ tasks: 1, securityEvents: 0 });
-    expect(store.list<TaskRecord>('tasks').map((t) => t.taskId)).toEqual(['rejected-full', 'writer-failed']);
+    expect((await store.list<TaskRecord>('tasks')).map((t) => t.taskId)).toEqual(['rejected-full', 'writer-failed']);
     // The day's count lasts until its day ended plus the retention.
     expect(await sweepRetention(store, policy, at(3.6))).toMatchObject({ tasks: 0, securityEvents: 1 });
     // Without the setting, nothing changes for tasks.

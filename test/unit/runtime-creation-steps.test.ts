@@ -17,13 +17,13 @@ async function created(kind: ActorKind, inputs: Array<Record<string, unknown>>, 
     const out: unknown[] = [];
     for (const [i, input] of inputs.entries()) {
       const id = `t${i}`;
-      const result = await env.store.transact((tx) => {
-        if (withTask) tx.insert('tasks', String(input['taskId']), { taskId: input['taskId'], state: 'received', stateVersion: 0 });
+      const result = await env.store.transact(async (tx) => {
+        if (withTask) await tx.insert('tasks', String(input['taskId']), { taskId: input['taskId'], state: 'received', stateVersion: 0 });
         return env.runtime.createInTx(tx, kind.kind, `${kind.kind}:${id}`, input, { events, taskId: id, deferHosting: true });
       });
-      const actor = env.store.get<ActorRecord>('actors', `${kind.kind}:${id}`)!;
-      const audit = env.store.audit({ actorId: `${kind.kind}:${id}` }).map(({ eventId: _e, timestamp: _t, seq: _s, ...rest }) => rest);
-      const task = withTask ? env.store.get('tasks', String(input['taskId'])) : undefined;
+      const actor = (await env.store.get<ActorRecord>('actors', `${kind.kind}:${id}`))!;
+      const audit = (await env.store.audit({ actorId: `${kind.kind}:${id}` })).map(({ eventId: _e, timestamp: _t, seq: _s, ...rest }) => rest);
+      const task = withTask ? await env.store.get('tasks', String(input['taskId'])) : undefined;
       const { createdAt: _c, updatedAt: _u, ...actorRest } = actor;
       const { updatedAt: _tu, ...taskRest } = (task ?? {}) as Record<string, unknown>;
       out.push({ state: result.state, stateVersion: result.stateVersion, actor: actorRest, audit, task: taskRest });
@@ -83,8 +83,8 @@ describe('creation templates (ActorRuntime.createInTx)', () => {
     const env = await createTestRuntime([taskKind(taskMachine)]);
     try {
       const hosts = (env.runtime as unknown as { hosts: Map<string, unknown> }).hosts;
-      const created = await env.store.transact((tx) => {
-        tx.insert('tasks', 'd1', { taskId: 'd1', state: 'received', stateVersion: 0 });
+      const created = await env.store.transact(async (tx) => {
+        await tx.insert('tasks', 'd1', { taskId: 'd1', state: 'received', stateVersion: 0 });
         return env.runtime.createInTx(tx, 'task', 'task:d1', { taskId: 'd1' }, { events: [{ type: 'ACCEPT' }], taskId: 'd1', deferHosting: true });
       });
       const notices: string[] = [];
@@ -92,11 +92,11 @@ describe('creation templates (ActorRuntime.createInTx)', () => {
       created.start();
       expect(notices).toEqual(['task:d1 queued']);
       expect(hosts.has('task:d1')).toBe(false);
-      expect(env.runtime.has('task:d1')).toBe(true);
+      expect(await env.runtime.has('task:d1')).toBe(true);
       const sent = await env.runtime.send('task:d1', { type: 'CLAIM', leaseId: 'lease-1' } as never, { by: 'test' });
       expect(sent).toMatchObject({ ok: true, fromState: 'queued', toState: 'preparing', stateVersion: 3 });
       expect(hosts.has('task:d1')).toBe(true);
-      expect(env.store.get<ActorRecord>('actors', 'task:d1')).toMatchObject({ state: 'preparing', stateVersion: 3 });
+      expect(await env.store.get<ActorRecord>('actors', 'task:d1')).toMatchObject({ state: 'preparing', stateVersion: 3 });
     } finally {
       await env.close();
     }

@@ -59,8 +59,8 @@ async function restart(dir: string, close: (remove?: boolean) => Promise<void>) 
   return next;
 }
 
-const tasks = (store: Store) => Object.fromEntries(store.list<TaskRecord>('tasks').map((t) => [t.taskId, t]));
-const lease = (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey)!;
+const tasks = async (store: Store) => Object.fromEntries((await store.list<TaskRecord>('tasks')).map((t) => [t.taskId, t]));
+const lease = (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey);
 const recoveryAudit = (audit: AuditEvent[]) =>
   audit.filter((e) => e.action.startsWith('recovery.')).map((e) => ({ action: e.action, actor: e.actor, metadata: e.metadata }));
 
@@ -119,13 +119,13 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     await send(runtime, 'done', { type: 'CLAIM', leaseId: 'L-done' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' }, { type: 'REPLY_CONFIRMED' });
 
     const { store: s, runtime: rt } = await restart(first.dir, first.close);
-    const before = tasks(s);
+    const before = await tasks(s);
     expect(Object.fromEntries(Object.entries(before).map(([id, t]) => [id, t.state]))).toMatchObject({
       'late-run': 'running', prep: 'preparing', expired: 'running', foreign: 'preparing', mine: 'running', live: 'preparing',
       exhausted: 'running', abort: 'aborting', q1: 'queued', q2: 'queued', due: 'retry_wait', 'due-early': 'retry_wait', later: 'retry_wait', later2: 'retry_wait', later3: 'retry_wait', 'no-deadline': 'retry_wait',
       wait: 'waiting_user', verify: 'verifying_reply', done: 'succeeded',
     });
-    const startSeq = s.audit({}).at(-1)!.seq;
+    const startSeq = (await s.audit({})).at(-1)!.seq;
     const { warned, logger } = recordingLogger();
     const deps: RecoverDeps = { store: s, runtime: rt, owner: SELF, now, by: BY, hasLiveWorker: (id) => id === 'live', logger };
 
@@ -144,14 +144,14 @@ describe('recoverAfterRestart (spec §5.5)', () => {
       waitingUser: ['wait'],
     });
     expect(warned).toEqual([]);
-    const after = tasks(s);
+    const after = await tasks(s);
     // §7: a previous process's lease is released, an expired one ends by EXPIRE, anyone else's valid lease is kept.
-    expect(lease(s, 'default:org/late-run')).toMatchObject({ state: 'free', leaseId: null });
-    expect(lease(s, 'default:org/prep')).toMatchObject({ state: 'free', leaseId: null });
-    expect(lease(s, 'default:org/expired')).toMatchObject({ state: 'free', leaseId: null });
-    expect(lease(s, 'default:org/foreign')).toMatchObject({ state: 'held', leaseId: 'L-for', owner: FOREIGN });
-    expect(lease(s, 'default:org/mine')).toMatchObject({ state: 'held', leaseId: 'L-mine', owner: SELF });
-    const audit = s.audit({ afterSeq: startSeq });
+    expect(await lease(s, 'default:org/late-run')).toMatchObject({ state: 'free', leaseId: null });
+    expect(await lease(s, 'default:org/prep')).toMatchObject({ state: 'free', leaseId: null });
+    expect(await lease(s, 'default:org/expired')).toMatchObject({ state: 'free', leaseId: null });
+    expect(await lease(s, 'default:org/foreign')).toMatchObject({ state: 'held', leaseId: 'L-for', owner: FOREIGN });
+    expect(await lease(s, 'default:org/mine')).toMatchObject({ state: 'held', leaseId: 'L-mine', owner: SELF });
+    const audit = await s.audit({ afterSeq: startSeq });
     // The lock events themselves are the recovery's, too.
     const lockEvents = audit.filter((e) => e.action === 'lock.transition').map((e) => [e.actorId, (e.metadata?.['event'] as { type: string }).type, e.actor]);
     expect(lockEvents).toEqual([
@@ -211,7 +211,7 @@ describe('recoverAfterRestart (spec §5.5)', () => {
       interruptedToRetry: [], interruptedToFailed: [], abortingToAborted: [], verifyingReply: [], waitingUser: [],
     });
     expect(warned).toEqual([]);
-    expect(recoveryAudit(store.audit({}))).toEqual([
+    expect(recoveryAudit(await store.audit({}))).toEqual([
       { action: 'recovery.leases', actor: BY, metadata: { expired: 0, released: 0, kept: 0 } },
       { action: 'recovery.queued', actor: BY, metadata: { count: 0 } },
       { action: 'recovery.retry_wait', actor: BY, metadata: { count: 0, alreadyDue: 0 } },
@@ -226,15 +226,15 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     const now = Date.now();
     // Records without actors (the runtime answers unknown_actor): one expired lease, one lease of a
     // previous process, one running task.
-    await store.transact((tx) => {
-      tx.put<LeaseRecord>('leases', 'default:org/gone', { repoKey: 'default:org/gone', leaseId: 'L-g', owner: FOREIGN, taskId: null, expiresAt: new Date(now - 1).toISOString(), state: 'held' });
-      tx.put<LeaseRecord>('leases', 'default:org/old', { repoKey: 'default:org/old', leaseId: 'L-o', owner: PREVIOUS, taskId: null, expiresAt: new Date(now + 60_000).toISOString(), state: 'held' });
+    await store.transact(async (tx) => {
+      await tx.put<LeaseRecord>('leases', 'default:org/gone', { repoKey: 'default:org/gone', leaseId: 'L-g', owner: FOREIGN, taskId: null, expiresAt: new Date(now - 1).toISOString(), state: 'held' });
+      await tx.put<LeaseRecord>('leases', 'default:org/old', { repoKey: 'default:org/old', leaseId: 'L-o', owner: PREVIOUS, taskId: null, expiresAt: new Date(now + 60_000).toISOString(), state: 'held' });
     });
     await submitTask(store, runtime, 'ok', 'default:org/ok');
     await send(runtime, 'ok', { type: 'CLAIM', leaseId: 'L-ok' });
-    await store.transact((tx) => {
-      const t = tx.get<TaskRecord>('tasks', 'ok')!;
-      tx.put<TaskRecord>('tasks', 'orphan', { ...t, taskId: 'orphan', deliveryKey: 'default:orphan', state: 'running', queueSeq: 0 });
+    await store.transact(async (tx) => {
+      const t = (await tx.get<TaskRecord>('tasks', 'ok'))!;
+      await tx.put<TaskRecord>('tasks', 'orphan', { ...t, taskId: 'orphan', deliveryKey: 'default:orphan', state: 'running', queueSeq: 0 });
     });
     const { warned, logger } = recordingLogger();
     const result = await recoverAfterRestart({ store, runtime, owner: SELF, now, by: BY, hasLiveWorker: () => false, logger });
@@ -244,8 +244,8 @@ describe('recoverAfterRestart (spec §5.5)', () => {
       { obj: { repoKey: 'default:org/old', reason: 'unknown_actor' }, msg: 'lease of a previous process could not be released' },
       { obj: { taskId: 'orphan', state: 'running', reason: 'unknown_actor' }, msg: 'interrupted task could not be recovered' },
     ]);
-    expect(store.audit({}).some((e) => e.action === 'lease.released_after_restart')).toBe(false);
-    expect(recoveryAudit(store.audit({})).find((e) => e.action === 'recovery.interrupted')!.metadata).toEqual({
+    expect((await store.audit({})).some((e) => e.action === 'lease.released_after_restart')).toBe(false);
+    expect(recoveryAudit(await store.audit({})).find((e) => e.action === 'recovery.interrupted')!.metadata).toEqual({
       toRetryWait: 1, toFailed: 0, toAborted: 0, skipped: 1,
     });
   });

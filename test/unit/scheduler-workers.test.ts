@@ -154,7 +154,7 @@ async function rig(
 }
 
 const lease = (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey);
-const task = (store: Store, taskId: string) => store.get<TaskRecord>('tasks', taskId)!;
+const task = async (store: Store, taskId: string) => (await store.get<TaskRecord>('tasks', taskId))!;
 const eventOf = (e: AuditEvent) => e.metadata?.['event'] as { type: string; leaseId?: string; errorCode?: string };
 const waitForAbort = (call: ExecutorCall) => new Promise<void>((resolve) => call.signal.addEventListener('abort', () => resolve()));
 
@@ -195,15 +195,15 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     await submitTask(r.store, r.runtime, 'A', R);
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'A', ['failed']);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
 
-    expect(task(r.store, 'A')).toMatchObject({ state: 'failed', errorCode: 'executor_error' });
+    expect(await task(r.store, 'A')).toMatchObject({ state: 'failed', errorCode: 'executor_error' });
     expect(r.logged).toEqual([
       { level: 'error', obj: { taskId: 'A', err: 'workspace exploded' }, msg: 'executor failed' },
       { level: 'warn', obj: { taskId: 'A', state: 'preparing', errorCode: 'executor_error' }, msg: 'task left holding a lease; moving it on' },
     ]);
-    const audit = r.store.audit({});
+    const audit = await r.store.audit({});
     const acquire = auditWithEvent(audit, 'lock.transition', 'ACQUIRE');
     const release = auditWithEvent(audit, 'lock.transition', 'RELEASE');
     const claim = auditWithEvent(audit, 'task.transition', 'CLAIM');
@@ -220,9 +220,9 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     await submitTask(r.store, r.runtime, 'A', R);
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'A', ['failed']);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
-    expect(task(r.store, 'A')).toMatchObject({ state: 'failed', errorCode: 'executor_left_task' });
+    expect(await task(r.store, 'A')).toMatchObject({ state: 'failed', errorCode: 'executor_left_task' });
     expect(r.logged).toEqual([
       { level: 'warn', obj: { taskId: 'A', state: 'running', errorCode: 'executor_left_task' }, msg: 'task left holding a lease; moving it on' },
     ]);
@@ -231,13 +231,13 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
   it('an executor that finishes normally: nothing logged, the lease released, its view of the lease is the one granted', async () => {
     const { r, gate } = await rigHoldingA();
     const t0 = r.clock.now();
-    const held = lease(r.store, R)!;
+    const held = (await lease(r.store, R))!;
     expect(Date.parse(held.expiresAt!)).toBe(t0 + 1000);
     expect(r.calls[0]!.lease).toEqual({ repoKey: R, leaseId: held.leaseId, owner: OWNER, expiresAt: t0 + 1000 });
     expect(r.scheduler.running()).toEqual([{ repoKey: R, taskId: 'A', leaseId: held.leaseId, expiresAt: t0 + 1000 }]);
     gate.resolve();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
     expect(r.logged).toEqual([]);
     expect(r.scheduler.running()).toEqual([]);
@@ -252,11 +252,11 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     });
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'V', ['failed_reply']);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
     expect(r.calls.map((c) => [c.taskId, c.lease.repoKey])).toEqual([['V', R]]);
-    expect(task(r.store, 'V')).toMatchObject({ state: 'failed_reply', errorCode: 'executor_left_task' });
-    expect(auditWithEvent(r.store.audit({}), 'task.transition', 'REPLY_FAILED').map((e) => e.actor)).toEqual([BY]);
+    expect(await task(r.store, 'V')).toMatchObject({ state: 'failed_reply', errorCode: 'executor_left_task' });
+    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'REPLY_FAILED').map((e) => e.actor)).toEqual([BY]);
     expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'V', errorCode: 'executor_left_task' }, msg: 'verification left unfinished; failing the reply' }]);
   });
 
@@ -269,10 +269,10 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     });
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'P', ['failed']);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
     expect(r.calls).toHaveLength(1);
-    expect(task(r.store, 'P')).toMatchObject({ state: 'failed', errorCode: 'executor_left_task' });
+    expect(await task(r.store, 'P')).toMatchObject({ state: 'failed', errorCode: 'executor_left_task' });
     expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'P', errorCode: 'executor_left_task' }, msg: 'publishing left unfinished; failing the task' }]);
   });
 
@@ -288,10 +288,10 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     });
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'V', ['succeeded']);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
     expect(r.calls).toHaveLength(0);
-    expect(auditWithEvent(r.store.audit({}), 'lock.transition', 'RELEASE')).toHaveLength(1);
+    expect(auditWithEvent(await r.store.audit({}), 'lock.transition', 'RELEASE')).toHaveLength(1);
   });
 });
 
@@ -314,25 +314,25 @@ describe('leases this scheduler does not hold (spec §7)', () => {
     await waitForTaskState(r.store, r.runtime, 'Z', ['succeeded']);
     await r.scheduler.wake();
     await r.scheduler.settled();
-    expect(task(r.store, 'Y').state).toBe('queued');
-    expect(task(r.store, 'X').state).toBe('preparing');
-    expect(lease(r.store, R)).toMatchObject({ state: 'held', leaseId: 'L-foreign', owner: FOREIGN });
+    expect((await task(r.store, 'Y')).state).toBe('queued');
+    expect((await task(r.store, 'X')).state).toBe('preparing');
+    expect(await lease(r.store, R)).toMatchObject({ state: 'held', leaseId: 'L-foreign', owner: FOREIGN });
     // Not even tried: no ACQUIRE was refused by R's lock.
-    expect(r.store.audit({ actorId: lockActorId(R) }).filter((e) => e.action === 'runtime.event_rejected')).toEqual([]);
+    expect((await r.store.audit({ actorId: lockActorId(R) })).filter((e) => e.action === 'runtime.event_rejected')).toEqual([]);
 
     clock.advance(1000); // both foreign leases expire
     await waitForTaskState(r.store, r.runtime, 'Y', ['succeeded']);
     await waitForTaskState(r.store, r.runtime, 'X', ['succeeded']);
     await r.scheduler.settled();
-    const lost = r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost');
+    const lost = (await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost');
     expect(lost.map((e) => ({ actor: e.actor, level: e.level, taskId: e.taskId, errorCode: e.errorCode, metadata: e.metadata }))).toEqual([
       { actor: BY, level: 'alert', taskId: 'X', errorCode: 'lease_expired', metadata: { leaseId: 'L-foreign', liveWorker: false } },
       { actor: BY, level: 'alert', taskId: 'ghost', errorCode: 'lease_expired', metadata: { leaseId: 'L-ghost', liveWorker: false } },
     ]);
     // X was moved to a retry (§8: lease expired, one retry) and retried before the newer Y.
-    const failed = auditWithEvent(r.store.audit({ taskId: 'X' }), 'task.transition', 'PREPARE_FAILED');
+    const failed = auditWithEvent(await r.store.audit({ taskId: 'X' }), 'task.transition', 'PREPARE_FAILED');
     expect(failed.map((e) => [e.actor, e.toState, eventOf(e).errorCode])).toEqual([[BY, 'retry_wait', 'lease_expired']]);
-    expect(holdIntervals(r.store.audit({}), () => R).filter((i) => i.taskId !== 'Z').map((i) => i.taskId)).toEqual(['X', 'X', 'Y']);
+    expect(holdIntervals(await r.store.audit({}), () => R).filter((i) => i.taskId !== 'Z').map((i) => i.taskId)).toEqual(['X', 'X', 'Y']);
     expect(r.logged).toEqual([
       { level: 'warn', obj: { taskId: 'X', state: 'preparing', errorCode: 'lease_expired' }, msg: 'task left holding a lease; moving it on' },
     ]);
@@ -362,7 +362,7 @@ describe('leases this scheduler does not hold (spec §7)', () => {
 
     stall.resolve(); // the orphan returns: its RELEASE names the expired lease
     await waitUntil(
-      () => r.store.audit({ actorId: lockActorId(R) }).some((e) => e.action === 'runtime.event_rejected'),
+      async () => (await r.store.audit({ actorId: lockActorId(R) })).some((e) => e.action === 'runtime.event_rejected'),
       'the orphan to try its release',
     );
     await r.scheduler.settled();
@@ -370,9 +370,9 @@ describe('leases this scheduler does not hold (spec §7)', () => {
     await r.scheduler.settled();
     // The slot is still A's second worker's: with a cap of 1, B waits.
     expect(r.scheduler.running().map((x) => [x.taskId, x.leaseId])).toEqual([['A', retryLease]]);
-    expect(task(r.store, 'B').state).toBe('queued');
-    expect(lease(r.store, R)).toMatchObject({ state: 'held', leaseId: retryLease });
-    const lost = r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost');
+    expect((await task(r.store, 'B')).state).toBe('queued');
+    expect(await lease(r.store, R)).toMatchObject({ state: 'held', leaseId: retryLease });
+    const lost = (await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost');
     expect(lost.map((e) => [e.taskId, e.errorCode, e.metadata])).toEqual([['A', 'lease_expired', { leaseId: r.calls[0]!.lease.leaseId, liveWorker: true }]]);
     // An orphan's rejected release is expected (the runtime alert-audits it), not worth a warning.
     expect(r.logged.filter((l) => l.msg === 'lease release rejected')).toEqual([]);
@@ -384,7 +384,7 @@ describe('leases this scheduler does not hold (spec §7)', () => {
 
   it('warns when the release of a lease ended elsewhere is rejected', async () => {
     const { r, gate } = await rigHoldingA();
-    const leaseId = lease(r.store, R)!.leaseId;
+    const leaseId = (await lease(r.store, R))!.leaseId;
     // Another scheduler's expiry scan (its clock ahead) ends the lease; this one has no heartbeat to notice.
     expect((await r.runtime.send(lockActorId(R), { type: 'EXPIRE', now: r.clock.now() + 10_000 } as EventObject, { by: 'test' })).ok).toBe(true);
     gate.resolve();
@@ -404,12 +404,12 @@ describe('heartbeats (spec §7)', () => {
     expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'heartbeat failed' }]);
     r.clock.advance(300); // tried again, accepted
     await r.scheduler.settled();
-    expect(Date.parse(lease(r.store, R)!.expiresAt!)).toBe(t0 + 600 + 1000);
+    expect(Date.parse((await lease(r.store, R))!.expiresAt!)).toBe(t0 + 600 + 1000);
     r.clock.advance(400); // the first expiry has passed
     await r.scheduler.settled();
-    expect(lease(r.store, R)).toMatchObject({ state: 'held', leaseId: r.calls[0]!.lease.leaseId });
+    expect(await lease(r.store, R)).toMatchObject({ state: 'held', leaseId: r.calls[0]!.lease.leaseId });
     expect(r.calls[0]!.signal.aborted).toBe(false);
-    expect(r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost')).toEqual([]);
+    expect((await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost')).toEqual([]);
     gate.resolve();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
   });
@@ -426,7 +426,7 @@ describe('heartbeats (spec §7)', () => {
     await waitUntil(() => signal.aborted, 'the turn to be stopped');
     expect(String((signal.reason as Error).message)).toBe('lease_expired');
     expect(r.logged.some((l) => l.msg === 'lease not renewed before its expiry: stopping the turn')).toBe(true);
-    await waitUntil(() => r.store.audit({}).some((e) => e.action === 'scheduler.lease_lost' && e.errorCode === 'lease_expired'), 'the lease loss audited');
+    await waitUntil(async () => (await r.store.audit({})).some((e) => e.action === 'scheduler.lease_lost' && e.errorCode === 'lease_expired'), 'the lease loss audited');
     outage.end();
     gate.resolve();
   });
@@ -464,14 +464,14 @@ describe('heartbeats (spec §7)', () => {
     await waitUntil(() => heartbeats === 1, 'the heartbeat to be sent');
     gate.resolve();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
-    await waitUntil(() => auditWithEvent(r.store.audit({}), 'lock.transition', 'RELEASE').length === 1, 'the release');
+    await waitUntil(async () => auditWithEvent(await r.store.audit({}), 'lock.transition', 'RELEASE').length === 1, 'the release');
     heartbeatHeld.resolve(); // the late HEARTBEAT names a released lease: the lock rejects it
     await r.scheduler.settled();
     r.clock.advance(3000);
     await r.scheduler.settled();
     expect(heartbeats).toBe(1);
-    expect(r.store.audit({}).filter((e) => e.action === 'scheduler.lease_lost')).toEqual([]);
-    expect(task(r.store, 'A').state).toBe('succeeded');
+    expect((await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost')).toEqual([]);
+    expect((await task(r.store, 'A')).state).toBe('succeeded');
     expect(r.logged).toEqual([]);
   });
 });
@@ -498,7 +498,7 @@ describe('repository lock failures', () => {
         );
       },
     });
-    expect(r.runtime.has(lockActorId(R))).toBe(false);
+    expect(await r.runtime.has(lockActorId(R))).toBe(false);
     await submitTask(r.store, r.runtime, 'A', R);
     await submitTask(r.store, r.runtime, 'B', S);
     r.scheduler.start();
@@ -508,7 +508,7 @@ describe('repository lock failures', () => {
       await r.scheduler.wake();
       await r.scheduler.settled();
     }
-    expect(task(r.store, 'A').state).toBe('queued');
+    expect((await task(r.store, 'A')).state).toBe('queued');
     expect(r.calls.map((c) => c.taskId)).toEqual(['B']);
     expect(r.logged).toEqual([{ level: 'error', obj: { repoKey: R }, msg: 'repository lock is stored but not live; skipping the repository' }]);
   });
@@ -534,7 +534,7 @@ describe('repository lock failures', () => {
     expect(r.logged).toEqual([{ level: 'error', obj: { repoKey: R, err: 'disk full' }, msg: 'repository lock could not be created' }]);
     expect(r.calls).toHaveLength(1);
     // Refused before anything was sent to a lock that did not exist.
-    expect(r.store.audit({}).filter((e) => e.action === 'runtime.event_rejected')).toEqual([]);
+    expect((await r.store.audit({})).filter((e) => e.action === 'runtime.event_rejected')).toEqual([]);
   });
 
   it('a lock created by someone else in between: the claim goes on with a plain ACQUIRE, nothing logged', async () => {
@@ -558,7 +558,7 @@ describe('repository lock failures', () => {
     await r.scheduler.settled();
     expect(raced).toBe(true);
     expect(r.logged).toEqual([]);
-    const acquires = auditWithEvent(r.store.audit({}), 'lock.transition', 'ACQUIRE');
+    const acquires = auditWithEvent(await r.store.audit({}), 'lock.transition', 'ACQUIRE');
     expect(acquires.map((e) => e.actor)).toEqual([BY]);
     expect(eventOf(acquires[0]!).leaseId).toBe(r.calls[0]!.lease.leaseId);
   });
@@ -573,8 +573,8 @@ describe('repository lock failures', () => {
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
     await r.scheduler.settled();
-    expect(task(r.store, 'A').state).toBe('queued');
-    expect(lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
+    expect((await task(r.store, 'A')).state).toBe('queued');
+    expect(await lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
     expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'claim failed' }]);
     r.clock.advance(1000);
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
@@ -592,9 +592,9 @@ describe('repository lock failures', () => {
     await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
     await r.scheduler.settled();
     expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'lease release after the executor failed' }]);
-    expect(lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
+    expect(await lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
     r.clock.advance(1000);
-    await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to expire');
+    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to expire');
   });
 
   it('a scan that throws is logged, and the next wake-up scans again', async () => {
@@ -602,7 +602,7 @@ describe('repository lock failures', () => {
     const r = await rig(walkToSuccess, {
       wrap: (runtime) =>
         faultyRuntime(runtime, {
-          has: (actorId: string) => {
+          has: async (actorId: string) => {
             if (failNext) {
               failNext = false;
               throw new Error('index corrupt');
@@ -616,7 +616,7 @@ describe('repository lock failures', () => {
     failNext = true;
     await submitTask(r.store, r.runtime, 'A', R); // its ACCEPT wakes the scheduler: that scan throws
     await r.scheduler.settled();
-    expect(task(r.store, 'A').state).toBe('queued');
+    expect((await task(r.store, 'A')).state).toBe('queued');
     expect(r.logged).toEqual([{ level: 'error', obj: { err: 'index corrupt' }, msg: 'scheduler scan failed' }]);
     await r.scheduler.wake();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
@@ -627,9 +627,9 @@ describe('repository lock failures', () => {
       before: async (store, runtime) => {
         await submitTask(store, runtime, 'model', R);
         // A queued record older than everything, without an actor (its restore failed).
-        await store.transact((tx) => {
-          const t = tx.get<TaskRecord>('tasks', 'model')!;
-          tx.put<TaskRecord>('tasks', 'ghost', { ...t, taskId: 'ghost', deliveryKey: 'default:ghost', queueSeq: 0 });
+        await store.transact(async (tx) => {
+          const t = (await tx.get<TaskRecord>('tasks', 'model'))!;
+          await tx.put<TaskRecord>('tasks', 'ghost', { ...t, taskId: 'ghost', deliveryKey: 'default:ghost', queueSeq: 0 });
         });
       },
     });
@@ -637,7 +637,7 @@ describe('repository lock failures', () => {
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'model', ['succeeded']);
     await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
-    expect(task(r.store, 'ghost').state).toBe('queued');
+    expect((await task(r.store, 'ghost')).state).toBe('queued');
     expect(r.calls.map((c) => c.taskId)).toEqual(['model', 'B']);
   });
 
@@ -653,7 +653,7 @@ describe('start, stop and wake-ups', () => {
     await submitTask(r.store, r.runtime, 'A', R);
     await r.scheduler.wake();
     await r.scheduler.settled();
-    expect(task(r.store, 'A').state).toBe('queued');
+    expect((await task(r.store, 'A')).state).toBe('queued');
     await r.scheduler.stop();
     expect(r.calls).toEqual([]);
   });
@@ -672,15 +672,15 @@ describe('start, stop and wake-ups', () => {
     await r.scheduler.stop();
     expect(returned).toBe(true);
     expect((r.calls[0]!.signal.reason as Error).message).toBe('scheduler_stopping');
-    expect(lease(r.store, R)!.state).toBe('free');
+    expect((await lease(r.store, R))!.state).toBe('free');
     // Not failed here: the next start's recovery moves it to retry_wait (interrupted_by_restart).
-    expect(task(r.store, 'A').state).toBe('preparing');
+    expect((await task(r.store, 'A')).state).toBe('preparing');
     expect(r.logged).toEqual([]);
 
     await submitTask(r.store, r.runtime, 'B', S);
     await r.scheduler.wake();
     await r.scheduler.settled();
-    expect(task(r.store, 'B').state).toBe('queued');
+    expect((await task(r.store, 'B')).state).toBe('queued');
     expect(r.calls).toHaveLength(1);
   });
 
@@ -694,8 +694,8 @@ describe('start, stop and wake-ups', () => {
     r.scheduler.start();
     await waitUntil(() => stopping !== null, 'the lease to be acquired');
     await stopping;
-    expect(lease(r.store, R)!.state).toBe('free');
-    expect(task(r.store, 'A').state).toBe('queued');
+    expect((await lease(r.store, R))!.state).toBe('free');
+    expect((await task(r.store, 'A')).state).toBe('queued');
     expect(r.calls).toEqual([]);
   });
 
@@ -709,10 +709,10 @@ describe('start, stop and wake-ups', () => {
       await r.scheduler.settled();
       await setPaused(r.store, false); // a store write: no transition, no wake-up
       await r.scheduler.settled();
-      expect(task(r.store, id).state).toBe('queued');
+      expect((await task(r.store, id)).state).toBe('queued');
       r.clock.advance(5000);
       await waitForTaskState(r.store, r.runtime, id, ['succeeded']);
-      await waitUntil(() => lease(r.store, R)?.state === 'free', 'the lease to be released');
+      await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
       await r.scheduler.settled();
     }
   });
@@ -749,7 +749,7 @@ describe('the `now` shorthand', () => {
     await submitTask(r.store, r.runtime, 'A', R);
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
-    const acquire = auditWithEvent(r.store.audit({}), 'lock.transition', 'ACQUIRE')[0]!;
+    const acquire = auditWithEvent(await r.store.audit({}), 'lock.transition', 'ACQUIRE')[0]!;
     expect(eventOf(acquire)).toMatchObject({ now: at, ttlMs: 1000 });
   });
 });
@@ -777,8 +777,8 @@ describe('recover() through the scheduler (spec §5.5)', () => {
     await r.scheduler.settled();
     const result = await r.scheduler.recover();
     expect(result).toMatchObject({ leasesExpired: 0, leasesReleased: 0, leasesKept: 0, interruptedToRetry: ['B'] });
-    expect(task(r.store, 'A').state).toBe('preparing');
-    expect(task(r.store, 'C').state).toBe('preparing');
-    expect(task(r.store, 'B')).toMatchObject({ state: 'retry_wait', errorCode: 'interrupted_by_restart' });
+    expect((await task(r.store, 'A')).state).toBe('preparing');
+    expect((await task(r.store, 'C')).state).toBe('preparing');
+    expect(await task(r.store, 'B')).toMatchObject({ state: 'retry_wait', errorCode: 'interrupted_by_restart' });
   });
 });

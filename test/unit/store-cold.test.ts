@@ -9,7 +9,7 @@ import { hash32, recordId } from '../../src/store/cold-files.mjs';
 import { seededRandom as rng } from '../support/seeded-random.js';
 import { storeDirs } from '../support/store-helpers.js';
 
-const env = storeDirs();
+const env = storeDirs('journal');
 afterEach(() => env.cleanup());
 
 const INDEXES = { tasks: ['state'] };
@@ -19,17 +19,23 @@ interface Model {
   cold: Map<string, StoredRecord>;
 }
 
-function expectMatchesModel(store: DurableStore, model: Model, keys: Iterable<string>) {
+async function archived(store: DurableStore): Promise<StoredRecord[]> {
+  const out: StoredRecord[] = [];
+  for await (const r of store.scanArchived('tasks')) out.push(r);
+  return out;
+}
+
+async function expectMatchesModel(store: DurableStore, model: Model, keys: Iterable<string>) {
   for (const key of keys) {
     const expected = model.hot.get(key) ?? model.cold.get(key);
-    expect(store.get('tasks', key), key).toEqual(expected);
+    expect(await store.get('tasks', key), key).toEqual(expected);
   }
-  expect(new Set(store.list('tasks').map((r) => r['id']))).toEqual(new Set(model.hot.keys()));
-  expect(store.count('tasks')).toBe(model.hot.size);
-  expect(store.archivedCount('tasks')).toBe(model.cold.size);
-  expect(new Set([...store.scanArchived('tasks')].map((r) => r['id']))).toEqual(new Set(model.cold.keys()));
+  expect(new Set((await store.list('tasks')).map((r) => r['id']))).toEqual(new Set(model.hot.keys()));
+  expect(await store.count('tasks')).toBe(model.hot.size);
+  expect(await store.archivedCount('tasks')).toBe(model.cold.size);
+  expect(new Set((await archived(store)).map((r) => r['id']))).toEqual(new Set(model.cold.keys()));
   const queued = [...model.hot.values()].filter((r) => r['state'] === 'queued').map((r) => r['id']);
-  expect(store.byIndex('tasks', 'state', 'queued').map((r) => r['id']).sort()).toEqual(queued.sort());
+  expect((await store.byIndex('tasks', 'state', 'queued')).map((r) => r['id']).sort()).toEqual(queued.sort());
 }
 
 async function randomWorkload(store: DurableStore, model: Model, random: () => number, steps: number, keySpace: number) {
@@ -37,35 +43,42 @@ async function randomWorkload(store: DurableStore, model: Model, random: () => n
     const key = `k${Math.floor(random() * keySpace)}`;
     const roll = random();
     const state = random() < 0.5 ? 'queued' : 'succeeded';
-    await store.transact((tx) => {
+    // Drawn outside the body (a body may run more than once), always in this order: the seed fixes the workload.
+    const record = roll < 0.45 ? { id: key, state, n: i, pad: 'x'.repeat(Math.floor(random() * 300)) } : undefined;
+    // Archived in the same transaction that wrote it: the archived copy is the new value.
+    const archiveWritten = record !== undefined && random() < 0.3;
+    const exists = model.hot.has(key) || model.cold.has(key);
+    await store.transact(async (tx) => {
       // `has` first (it reads only a cold line's key), then `get`: both answer the model.
-      const exists = model.hot.has(key) || model.cold.has(key);
-      expect(tx.has('tasks', key), key).toBe(exists);
-      expect(tx.get('tasks', key) !== undefined, key).toBe(exists);
-      if (roll < 0.45) {
-        const record = { id: key, state, n: i, pad: 'x'.repeat(Math.floor(random() * 300)) };
-        tx.put('tasks', key, record);
-        model.cold.delete(key);
-        model.hot.set(key, record);
-        if (random() < 0.3) {
-          // Archived in the same transaction that wrote it: the archived copy is the new value.
-          tx.archive('tasks', key);
-          model.hot.delete(key);
-          model.cold.set(key, record);
-        }
+      expect(await tx.has('tasks', key), key).toBe(exists);
+      expect((await tx.get('tasks', key)) !== undefined, key).toBe(exists);
+      if (record) {
+        await tx.put('tasks', key, record);
+        if (archiveWritten) await tx.archive('tasks', key);
       } else if (roll < 0.75) {
-        tx.archive('tasks', key);
-        if (model.hot.has(key)) {
-          model.cold.set(key, model.hot.get(key)!);
-          model.hot.delete(key);
-        }
+        await tx.archive('tasks', key);
       } else if (roll < 0.9 && exists) {
-        tx.delete('tasks', key);
-        model.hot.delete(key);
-        model.cold.delete(key);
+        await tx.delete('tasks', key);
       }
-      tx.appendAudit({ action: 'step', actor: 'test', taskId: key, actorId: `a${i % 5}`, deliveryId: i % 3 === 0 ? `d${i % 11}` : null });
+      await tx.appendAudit({ action: 'step', actor: 'test', taskId: key, actorId: `a${i % 5}`, deliveryId: i % 3 === 0 ? `d${i % 11}` : null });
     });
+    // The model follows once the transaction committed.
+    if (record) {
+      model.cold.delete(key);
+      model.hot.set(key, record);
+      if (archiveWritten) {
+        model.hot.delete(key);
+        model.cold.set(key, record);
+      }
+    } else if (roll < 0.75) {
+      if (model.hot.has(key)) {
+        model.cold.set(key, model.hot.get(key)!);
+        model.hot.delete(key);
+      }
+    } else if (roll < 0.9 && exists) {
+      model.hot.delete(key);
+      model.cold.delete(key);
+    }
   }
 }
 
@@ -103,17 +116,17 @@ describe('store cold tier', () => {
       const allEvents: AuditEvent[] = [];
       for (let round = 0; round < 6; round++) {
         await randomWorkload(store, model, random, 150, 40);
-        expectMatchesModel(store, model, keys);
+        await expectMatchesModel(store, model, keys);
         if (round % 2 === 0) await store.compact();
         else await store.compactionIdle();
-        expectMatchesModel(store, model, keys);
+        await expectMatchesModel(store, model, keys);
         if (round % 3 === 2) {
           await store.close();
           store = await env.open({ dir, segmentBytes: 8 * 1024, indexes: INDEXES });
-          expectMatchesModel(store, model, keys);
+          await expectMatchesModel(store, model, keys);
         }
       }
-      allEvents.push(...store.audit());
+      allEvents.push(...(await store.audit()));
       expect(allEvents.map((e) => e.seq)).toEqual(Array.from({ length: 900 }, (_, i) => i + 1));
       // Every query answered from archives + memory equals filtering the whole log.
       for (const q of QUERIES) {
@@ -121,7 +134,7 @@ describe('store cold tier', () => {
           .filter((e) => (q.taskId === undefined || e.taskId === q.taskId) && (q.actorId === undefined || e.actorId === q.actorId))
           .filter((e) => (q.deliveryId === undefined || e.deliveryId === q.deliveryId) && (q.afterSeq === undefined || e.seq > q.afterSeq))
           .slice(0, q.limit ?? Infinity);
-        expect(store.audit(q), JSON.stringify(q)).toEqual(expected);
+        expect(await store.audit(q), JSON.stringify(q)).toEqual(expected);
       }
       expect(store.stats().auditArchives).toBeGreaterThan(1);
       expect(store.stats().coldRecords).toBeGreaterThan(0);
@@ -132,10 +145,10 @@ describe('store cold tier', () => {
     const dir = await env.dir();
     const store = await env.open({ dir, indexes: INDEXES });
     for (let i = 0; i < 200; i++) {
-      await store.transact((tx) => {
-        tx.insert('tasks', `t${i}`, { id: `t${i}`, state: 'succeeded' });
-        tx.archive('tasks', `t${i}`);
-        tx.appendAudit({ action: 'done', actor: 'test', taskId: `t${i}` });
+      await store.transact(async (tx) => {
+        await tx.insert('tasks', `t${i}`, { id: `t${i}`, state: 'succeeded' });
+        await tx.archive('tasks', `t${i}`);
+        await tx.appendAudit({ action: 'done', actor: 'test', taskId: `t${i}` });
       });
     }
     expect(store.stats().pendingColdRecords).toBe(200);
@@ -144,9 +157,9 @@ describe('store cold tier', () => {
     expect(stats.pendingColdRecords).toBe(0);
     expect(stats.coldRecords).toBe(200);
     expect(stats.auditEventsInMemory).toBe(0);
-    expect(store.get('tasks', 't150')).toEqual({ id: 't150', state: 'succeeded' });
-    expect(Object.isFrozen(store.get('tasks', 't150'))).toBe(true);
-    expect(store.audit({ taskId: 't150' }).map((e) => e.action)).toEqual(['done']);
+    expect(await store.get('tasks', 't150')).toEqual({ id: 't150', state: 'succeeded' });
+    expect(Object.isFrozen(await store.get('tasks', 't150'))).toBe(true);
+    expect((await store.audit({ taskId: 't150' })).map((e) => e.action)).toEqual(['done']);
     // A unique insert still sees the archived key.
     await expect(store.transact((tx) => tx.insert('tasks', 't7', { id: 't7' }))).rejects.toBeInstanceOf(UniqueViolationError);
   });
@@ -154,34 +167,34 @@ describe('store cold tier', () => {
   it('a deleted archived key stays deleted after later compactions and a reopen (its index entry is retired on disk)', async () => {
     const dir = await env.dir();
     let store = await env.open({ dir, indexes: INDEXES });
-    await store.transact((tx) => {
-      tx.insert('tasks', 'gone', { id: 'gone' });
-      tx.insert('tasks', 'back', { id: 'back', v: 1 });
-      tx.archive('tasks', 'gone');
-      tx.archive('tasks', 'back');
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'gone', { id: 'gone' });
+      await tx.insert('tasks', 'back', { id: 'back', v: 1 });
+      await tx.archive('tasks', 'gone');
+      await tx.archive('tasks', 'back');
     });
     await store.compact();
-    await store.transact((tx) => {
-      tx.delete('tasks', 'gone');
-      tx.put('tasks', 'back', { id: 'back', v: 2 });
+    await store.transact(async (tx) => {
+      await tx.delete('tasks', 'gone');
+      await tx.put('tasks', 'back', { id: 'back', v: 2 });
     });
-    expect(store.get('tasks', 'gone')).toBeUndefined();
+    expect(await store.get('tasks', 'gone')).toBeUndefined();
     await store.compact();
     await store.transact((tx) => tx.delete('tasks', 'back'));
     await store.compact();
     await store.close();
     store = await env.open({ dir, indexes: INDEXES });
-    expect(store.get('tasks', 'gone')).toBeUndefined();
-    expect(store.get('tasks', 'back')).toBeUndefined();
-    expect(store.archivedCount('tasks')).toBe(0);
+    expect(await store.get('tasks', 'gone')).toBeUndefined();
+    expect(await store.get('tasks', 'back')).toBeUndefined();
+    expect(await store.archivedCount('tasks')).toBe(0);
   });
 
   it('ignores an unlisted cold file and index (a compaction that died before its checkpoint)', async () => {
     const dir = await env.dir();
     let store = await env.open({ dir, indexes: INDEXES });
-    await store.transact((tx) => {
-      tx.insert('tasks', 'a', { id: 'a' });
-      tx.archive('tasks', 'a');
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'a', { id: 'a' });
+      await tx.archive('tasks', 'a');
     });
     await store.close();
     const leftover = 'cold-0000000000000001-0000000000000001.ndjson';
@@ -189,18 +202,18 @@ describe('store cold tier', () => {
     await writeFile(join(dir, leftover.replace('.ndjson', '.idx')), Buffer.alloc(16));
     store = await env.open({ dir, indexes: INDEXES });
     expect(await readdir(dir)).not.toContain(leftover);
-    expect(store.get('tasks', 'a')).toEqual({ id: 'a' });
-    expect(store.get('tasks', 'b')).toBeUndefined();
+    expect(await store.get('tasks', 'a')).toEqual({ id: 'a' });
+    expect(await store.get('tasks', 'b')).toBeUndefined();
     await store.compact();
-    expect(store.get('tasks', 'a')).toEqual({ id: 'a' });
+    expect(await store.get('tasks', 'a')).toEqual({ id: 'a' });
   });
 
   it('refuses to open with a damaged cold index, naming the file', async () => {
     const dir = await env.dir();
     const store = await env.open({ dir, indexes: INDEXES });
-    await store.transact((tx) => {
-      tx.insert('tasks', 'a', { id: 'a' });
-      tx.archive('tasks', 'a');
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'a', { id: 'a' });
+      await tx.archive('tasks', 'a');
     });
     await store.compact();
     await store.close();
@@ -215,25 +228,25 @@ describe('store cold tier', () => {
     const [x, y] = sessionKeysSharingAHash();
     const dir = await env.dir();
     let store = await env.open({ dir, indexes: INDEXES });
-    await store.transact((tx) => {
-      tx.insert('sessions', x, { v: 'x1' });
-      tx.archive('sessions', x);
+    await store.transact(async (tx) => {
+      await tx.insert('sessions', x, { v: 'x1' });
+      await tx.archive('sessions', x);
     });
-    await store.transact((tx) => {
-      tx.insert('sessions', y, { v: 'y1' });
-      tx.archive('sessions', y);
+    await store.transact(async (tx) => {
+      await tx.insert('sessions', y, { v: 'y1' });
+      await tx.archive('sessions', y);
     });
     const compaction = store.compact();
     await new Promise((r) => setTimeout(r, 5)); // the segment is rotated; the worker folds seq 1–2
     await store.transact((tx) => tx.put('sessions', x, { v: 'x2' }));
     await compaction;
-    expect(store.get('sessions', y)).toEqual({ v: 'y1' });
-    expect(store.get('sessions', x)).toEqual({ v: 'x2' });
+    expect(await store.get('sessions', y)).toEqual({ v: 'y1' });
+    expect(await store.get('sessions', x)).toEqual({ v: 'x2' });
     await store.transact((tx) => tx.delete('sessions', x));
-    expect(store.get('sessions', x)).toBeUndefined();
+    expect(await store.get('sessions', x)).toBeUndefined();
     await store.close();
     store = await env.open({ dir, indexes: INDEXES });
-    expect([store.get('sessions', x), store.get('sessions', y)]).toEqual([undefined, { v: 'y1' }]);
+    expect([await store.get('sessions', x), await store.get('sessions', y)]).toEqual([undefined, { v: 'y1' }]);
   });
 
   it('has: true for hot, pending and archived keys (escaped characters too), false for a key sharing an archived key\'s hash and for deleted ones', async () => {
@@ -241,15 +254,19 @@ describe('store cold tier', () => {
     const odd = 'repo "quoted" \\ é 😀\u0001:issue:7';
     const dir = await env.dir();
     let store = await env.open({ dir, indexes: INDEXES });
-    await store.transact((tx) => {
+    await store.transact(async (tx) => {
       for (const key of [x, odd, 'plain']) {
-        tx.insert('sessions', key, { v: key, pad: 'p'.repeat(200) });
-        tx.archive('sessions', key);
+        await tx.insert('sessions', key, { v: key, pad: 'p'.repeat(200) });
+        await tx.archive('sessions', key);
       }
-      tx.insert('sessions', 'hot', { v: 'hot' });
+      await tx.insert('sessions', 'hot', { v: 'hot' });
     });
     const answers = () =>
-      store.transact((tx) => [x, y, odd, 'plain', 'hot', 'plai', 'plainer', 'never'].map((key) => [key, tx.has('sessions', key)]));
+      store.transact(async (tx) => {
+        const out: Array<[string, boolean]> = [];
+        for (const key of [x, y, odd, 'plain', 'hot', 'plai', 'plainer', 'never']) out.push([key, await tx.has('sessions', key)]);
+        return out;
+      });
     const expected = [[x, true], [y, false], [odd, true], ['plain', true], ['hot', true], ['plai', false], ['plainer', false], ['never', false]];
     expect(await answers()).toEqual(expected); // archived, still pending in memory
     await store.compact();
@@ -259,35 +276,35 @@ describe('store cold tier', () => {
     store = await env.open({ dir, indexes: INDEXES });
     expect(await answers()).toEqual(expected);
     // Within a transaction: a deletion and an insert are seen; a refused transaction changes nothing.
-    await store.transact((tx) => {
-      tx.delete('sessions', odd);
-      expect(tx.has('sessions', odd)).toBe(false);
-      expect(tx.has('sessions', y)).toBe(false);
-      tx.insert('sessions', y, { v: 'y' });
-      expect(tx.has('sessions', y)).toBe(true);
+    await store.transact(async (tx) => {
+      await tx.delete('sessions', odd);
+      expect(await tx.has('sessions', odd)).toBe(false);
+      expect(await tx.has('sessions', y)).toBe(false);
+      await tx.insert('sessions', y, { v: 'y' });
+      expect(await tx.has('sessions', y)).toBe(true);
     });
-    expect(await store.transact((tx) => [tx.has('sessions', odd), tx.has('sessions', y), tx.has('sessions', x)])).toEqual([false, true, true]);
+    expect(await store.transact(async (tx) => [await tx.has('sessions', odd), await tx.has('sessions', y), await tx.has('sessions', x)])).toEqual([false, true, true]);
   });
 
   it('a store from before indexes (audit archives without .idx, a single-line checkpoint) opens and gets its indexes', async () => {
     const dir = await env.dir();
     let store = await env.open({ dir, indexes: INDEXES });
     for (let i = 0; i < 50; i++) {
-      await store.transact((tx) => {
-        tx.put('tasks', `t${i % 7}`, { id: `t${i % 7}`, state: 'queued', n: i });
-        tx.appendAudit({ action: 'step', actor: 'test', taskId: `t${i % 7}` });
+      await store.transact(async (tx) => {
+        await tx.put('tasks', `t${i % 7}`, { id: `t${i % 7}`, state: 'queued', n: i });
+        await tx.appendAudit({ action: 'step', actor: 'test', taskId: `t${i % 7}` });
       });
     }
     await store.compact();
-    const before = { t3: store.audit({ taskId: 't3' }), all: store.audit(), records: store.list('tasks') };
+    const before = { t3: await store.audit({ taskId: 't3' }), all: await store.audit(), records: await store.list('tasks') };
     await store.close();
     for (const name of await readdir(dir)) if (name.startsWith('audit-') && name.endsWith('.idx')) await rm(join(dir, name));
     const checkpoint = join(dir, 'checkpoint.json');
     await writeFile(checkpoint, JSON.stringify(JSON.parse(await readFile(checkpoint, 'utf8'))));
     store = await env.open({ dir, indexes: INDEXES });
-    expect(store.audit({ taskId: 't3' })).toEqual(before.t3);
-    expect(store.audit()).toEqual(before.all);
-    expect(store.list('tasks')).toEqual(before.records);
+    expect(await store.audit({ taskId: 't3' })).toEqual(before.t3);
+    expect(await store.audit()).toEqual(before.all);
+    expect(await store.list('tasks')).toEqual(before.records);
     expect((await readdir(dir)).some((n) => n.startsWith('audit-') && n.endsWith('.idx'))).toBe(true);
   });
 });

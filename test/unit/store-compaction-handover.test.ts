@@ -11,7 +11,7 @@ import { runCompaction } from '../../src/store/compaction.js';
 import type { DurableStore } from '../../src/store/index.js';
 import { storeDirs } from '../support/store-helpers.js';
 
-const env = storeDirs();
+const env = storeDirs('journal');
 afterEach(() => env.cleanup());
 
 const RECORDS = 20_000;
@@ -19,28 +19,28 @@ const SEGMENT = /^journal-\d+\.ndjson$/;
 
 async function fill(store: DurableStore): Promise<void> {
   for (let start = 0; start < RECORDS; start += 1000) {
-    await store.transact((tx) => {
+    await store.transact(async (tx) => {
       for (let i = start; i < start + 1000; i++) {
-        tx.insert('tasks', `t${i}`, { id: `t${i}`, state: 'succeeded', n: i });
-        tx.archive('tasks', `t${i}`);
-        tx.appendAudit({ action: 'step', actor: 'test', taskId: `t${i}`, deliveryId: `d${i % 7}` });
+        await tx.insert('tasks', `t${i}`, { id: `t${i}`, state: 'succeeded', n: i });
+        await tx.archive('tasks', `t${i}`);
+        await tx.appendAudit({ action: 'step', actor: 'test', taskId: `t${i}`, deliveryId: `d${i % 7}` });
       }
     });
   }
 }
 
 /** Runs `check` on every event-loop turn until `done` settles; returns what `check` returned per turn. */
-async function everyTurnUntil<T>(done: Promise<unknown>, check: () => T): Promise<T[]> {
+async function everyTurnUntil<T>(done: Promise<unknown>, check: () => Promise<T>): Promise<T[]> {
   const seen: T[] = [];
   let finished = false;
   void done.finally(() => {
     finished = true;
   });
   while (!finished) {
-    seen.push(check());
+    seen.push(await check());
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  seen.push(check());
+  seen.push(await check());
   return seen;
 }
 
@@ -51,9 +51,9 @@ describe('compaction handover on the main thread', () => {
     expect(store.stats().pendingColdRecords).toBe(RECORDS);
 
     const probes = [0, 1, 4095, 10_000, RECORDS - 1].map((i) => `t${i}`);
-    const pendingPerTurn = await everyTurnUntil(store.compact(), () => {
-      for (const key of probes) expect(store.get('tasks', key), key).toMatchObject({ id: key });
-      expect(store.archivedCount('tasks')).toBe(RECORDS);
+    const pendingPerTurn = await everyTurnUntil(store.compact(), async () => {
+      for (const key of probes) expect(await store.get('tasks', key), key).toMatchObject({ id: key });
+      expect(await store.archivedCount('tasks')).toBe(RECORDS);
       return store.stats().pendingColdRecords;
     });
 
@@ -61,29 +61,31 @@ describe('compaction handover on the main thread', () => {
     expect(pendingPerTurn.filter((n) => n > 0 && n < RECORDS).length).toBeGreaterThan(2);
     expect(pendingPerTurn.at(-1)).toBe(0);
     expect(store.stats().coldRecords).toBe(RECORDS);
-    for (let i = 0; i < RECORDS; i += 997) expect(store.get('tasks', `t${i}`)).toEqual({ id: `t${i}`, state: 'succeeded', n: i });
-    expect(new Set([...store.scanArchived('tasks')].map((r) => r['id'])).size).toBe(RECORDS);
+    for (let i = 0; i < RECORDS; i += 997) expect(await store.get('tasks', `t${i}`)).toEqual({ id: `t${i}`, state: 'succeeded', n: i });
+    const ids = new Set<unknown>();
+    for await (const r of store.scanArchived('tasks')) ids.add(r['id']);
+    expect(ids.size).toBe(RECORDS);
   });
 
   it('forgets archived audit events over several turns; every query answers each event once on every turn', async () => {
     const store = await env.open({ dir: await env.dir(), indexes: { tasks: ['state'] } });
     await fill(store);
-    const all = store.audit();
+    const all = await store.audit();
     expect(all).toHaveLength(RECORDS);
 
-    const inMemoryPerTurn = await everyTurnUntil(store.compact(), () => {
-      expect(store.audit({ taskId: 't12345' }).map((e) => e.seq)).toEqual([all[12_345]!.seq]);
-      expect(store.audit({ deliveryId: 'd3', afterSeq: all[RECORDS - 50]!.seq }).map((e) => e.seq)).toEqual(
+    const inMemoryPerTurn = await everyTurnUntil(store.compact(), async () => {
+      expect((await store.audit({ taskId: 't12345' })).map((e) => e.seq)).toEqual([all[12_345]!.seq]);
+      expect((await store.audit({ deliveryId: 'd3', afterSeq: all[RECORDS - 50]!.seq })).map((e) => e.seq)).toEqual(
         all.slice(RECORDS - 49).filter((e) => e.deliveryId === 'd3').map((e) => e.seq),
       );
-      expect(store.audit({ afterSeq: all[RECORDS - 10]!.seq })).toHaveLength(9);
+      expect(await store.audit({ afterSeq: all[RECORDS - 10]!.seq })).toHaveLength(9);
       return store.stats().auditEventsInMemory;
     });
 
     expect(inMemoryPerTurn.filter((n) => n > 0 && n < RECORDS).length).toBeGreaterThan(0);
     expect(inMemoryPerTurn.at(-1)).toBe(0);
-    expect(store.audit().map((e) => e.seq)).toEqual(all.map((e) => e.seq));
-    expect(store.audit({ taskId: 't7' })).toEqual([all[7]]);
+    expect((await store.audit()).map((e) => e.seq)).toEqual(all.map((e) => e.seq));
+    expect(await store.audit({ taskId: 't7' })).toEqual([all[7]]);
   });
 });
 
@@ -114,7 +116,7 @@ describe('compaction handover: readers and writers between slices', () => {
     while (store.stats().pendingColdRecords === RECORDS) await new Promise<void>((resolve) => setImmediate(resolve));
     expect(store.stats().pendingColdRecords).toBeGreaterThan(0);
     const seen: string[] = [];
-    for (const record of store.scanArchived('tasks')) {
+    for await (const record of store.scanArchived('tasks')) {
       seen.push(String(record['id']));
       if (seen.length % 500 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
@@ -140,48 +142,49 @@ describe('compaction handover: readers and writers between slices', () => {
       const a = `t${(turn * 4099) % RECORDS}`;
       const b = `t${(turn * 7919 + 1) % RECORDS}`;
       const c = `t${(turn * 104_729 + 2) % RECORDS}`;
-      await store.transact((tx) => {
-        const rewritten = { id: a, state: 'queued', turn };
-        tx.put('tasks', a, rewritten);
-        model.set(a, rewritten);
-        if (tx.get('tasks', b) !== undefined) {
-          tx.delete('tasks', b);
-          model.set(b, undefined);
-        }
-        const again = { id: c, state: 'succeeded', turn, again: true };
-        tx.put('tasks', c, again);
-        tx.archive('tasks', c);
-        model.set(c, again);
+      const rewritten = { id: a, state: 'queued', turn };
+      const again = { id: c, state: 'succeeded', turn, again: true };
+      const deletedB = await store.transact(async (tx) => {
+        await tx.put('tasks', a, rewritten);
+        const hasB = (await tx.get('tasks', b)) !== undefined;
+        if (hasB) await tx.delete('tasks', b);
+        await tx.put('tasks', c, again);
+        await tx.archive('tasks', c);
+        return hasB;
       });
+      // The model follows once the transaction committed (a body may run more than once).
+      model.set(a, rewritten);
+      if (deletedB) model.set(b, undefined);
+      model.set(c, again);
       turn += 1;
     }
     expect(turn).toBeGreaterThan(3);
-    const check = () => {
-      for (const [key, value] of model) expect(store.get('tasks', key), key).toEqual(value);
-      expect(store.get('tasks', 't19999')).toEqual(model.has('t19999') ? model.get('t19999') : { id: 't19999', state: 'succeeded', n: 19_999 });
+    const check = async () => {
+      for (const [key, value] of model) expect(await store.get('tasks', key), key).toEqual(value);
+      expect(await store.get('tasks', 't19999')).toEqual(model.has('t19999') ? model.get('t19999') : { id: 't19999', state: 'succeeded', n: 19_999 });
     };
-    check();
+    await check();
     await store.compact();
-    check();
+    await check();
     await store.close();
     store = await env.open(options);
-    check();
+    await check();
   });
 
   it('forgotten audit events leave the in-memory indexes too, a long list of one actor included', async () => {
     const store = await env.open({ dir: await env.dir() });
     for (let start = 0; start < RECORDS; start += 1000) {
-      await store.transact((tx) => {
-        for (let i = start; i < start + 1000; i++) tx.appendAudit({ action: 'lock.step', actor: 'test', actorId: 'lock:acme/widgets', taskId: `t${i % 50}` });
+      await store.transact(async (tx) => {
+        for (let i = start; i < start + 1000; i++) await tx.appendAudit({ action: 'lock.step', actor: 'test', actorId: 'lock:acme/widgets', taskId: `t${i % 50}` });
       });
     }
     expect(store.stats().auditIndexEntriesInMemory).toBe(2 * RECORDS);
     expect(store.stats().auditIndexKeysInMemory).toBe(51);
     await store.compact();
     expect(store.stats()).toMatchObject({ auditEventsInMemory: 0, auditIndexEntriesInMemory: 0, auditIndexKeysInMemory: 0 });
-    expect(store.audit({ actorId: 'lock:acme/widgets' })).toHaveLength(RECORDS);
+    expect(await store.audit({ actorId: 'lock:acme/widgets' })).toHaveLength(RECORDS);
     await store.transact((tx) => tx.appendAudit({ action: 'lock.step', actor: 'test', actorId: 'lock:acme/widgets' }));
-    expect(store.audit({ actorId: 'lock:acme/widgets' })).toHaveLength(RECORDS + 1);
+    expect(await store.audit({ actorId: 'lock:acme/widgets' })).toHaveLength(RECORDS + 1);
     expect(store.stats()).toMatchObject({ auditIndexEntriesInMemory: 1, auditIndexKeysInMemory: 1 });
   });
 });

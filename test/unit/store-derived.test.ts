@@ -8,7 +8,7 @@ import type { AcceptedCommentV1 } from '../../src/store/derived/intake-accept-v1
 import { JournalCorruptionError, UniqueViolationError } from '../../src/store/index.js';
 import { onPostgres, storeDirs } from '../support/store-helpers.js';
 
-const env = storeDirs();
+const env = storeDirs('journal');
 afterEach(() => env.cleanup());
 
 const FORMAT = 'intake.accept/1';
@@ -35,19 +35,19 @@ function accepted(n: number, first = true): Omit<AcceptedCommentV1, 'a0'> {
 describe('store: derived records', () => {
   it('reserves audit seqs in call order between ordinary audit events; records readable in the transaction, not writable', async () => {
     const store = await env.open({ dir: await env.dir() });
-    const a0 = await store.transact((tx) => {
-      tx.appendAudit({ action: 'before', actor: 't' });
-      const first = tx.derive(FORMAT, accepted(1));
+    const a0 = await store.transact(async (tx) => {
+      await tx.appendAudit({ action: 'before', actor: 't' });
+      const first = await tx.derive(FORMAT, accepted(1));
       // Readable for the rest of the transaction…
-      expect(tx.get('tasks', 'gitea-task-1')).toMatchObject({ state: 'queued', queueSeq: first });
+      expect(await tx.get('tasks', 'gitea-task-1')).toMatchObject({ state: 'queued', queueSeq: first });
       // …but written by the derived record only.
-      expect(() => tx.put('tasks', 'gitea-task-1', { x: 1 })).toThrow(/derived record/);
-      expect(() => tx.archive('tasks', 'gitea-task-1')).toThrow(/derived record/);
-      tx.appendAudit({ action: 'after', actor: 't' });
+      await expect(tx.put('tasks', 'gitea-task-1', { x: 1 })).rejects.toThrow(/derived record/);
+      await expect(tx.archive('tasks', 'gitea-task-1')).rejects.toThrow(/derived record/);
+      await tx.appendAudit({ action: 'after', actor: 't' });
       return first;
     });
     expect(a0).toBe(2);
-    const audit = store.audit();
+    const audit = await store.audit();
     expect(audit.map((e) => [e.seq, e.action])).toEqual([
       [1, 'before'],
       [2, 'webhook.accept'],
@@ -57,11 +57,11 @@ describe('store: derived records', () => {
       [6, 'after'],
     ]);
     expect(new Set(audit.map((e) => e.eventId)).size).toBe(6);
-    expect(store.get('webhook_deliveries', 'default:d-1')).toMatchObject({ taskId: 'gitea-task-1' });
+    expect(await store.get('webhook_deliveries', 'default:d-1')).toMatchObject({ taskId: 'gitea-task-1' });
     // Delivery, trigger and session go to the cold tier as the generic path archives them.
-    expect(store.count('webhook_deliveries')).toBe(0);
-    expect(store.archivedCount('sessions')).toBe(1);
-    expect(Object.isFrozen(store.get('tasks', 'gitea-task-1'))).toBe(true);
+    expect(await store.count('webhook_deliveries')).toBe(0);
+    expect(await store.archivedCount('sessions')).toBe(1);
+    expect(Object.isFrozen(await store.get('tasks', 'gitea-task-1'))).toBe(true);
   });
 
   it('a refused derive leaves the transaction as it was: none of its records is readable or blocks a later write', async () => {
@@ -72,13 +72,13 @@ describe('store: derived records', () => {
     // already looked at, so a write-as-you-check derive would leave the delivery behind.
     const clash = { ...accepted(2, false), taskId: 'gitea-task-1' };
     const fresh = accepted(2, false);
-    await store.transact((tx) => {
-      expect(() => tx.derive(FORMAT, clash)).toThrow(UniqueViolationError);
-      expect(tx.get('webhook_deliveries', fresh.deliveryKey as string)).toBeUndefined();
+    await store.transact(async (tx) => {
+      await expect(tx.derive(FORMAT, clash)).rejects.toThrow(UniqueViolationError);
+      expect(await tx.get('webhook_deliveries', fresh.deliveryKey as string)).toBeUndefined();
       // The caller may go on: the same comment under its own task id derives cleanly.
-      tx.derive(FORMAT, fresh);
+      await tx.derive(FORMAT, fresh);
     });
-    expect(store.get('tasks', fresh.taskId as string)).toMatchObject({ state: 'queued' });
+    expect(await store.get('tasks', fresh.taskId as string)).toMatchObject({ state: 'queued' });
   });
 
   it('an existing key (hot or archived) is a unique violation and nothing of the transaction is applied', async () => {
@@ -91,19 +91,19 @@ describe('store: derived records', () => {
     // The delivery exists in the cold tier only (archived, then compacted into a cold file).
     await store.compact();
     const sameDelivery = { ...accepted(3, false), deliveryKey: 'default:d-1' };
-    await expect(store.transact((tx) => {
-      tx.insert('control', 'marker', { v: 1 });
-      tx.derive(FORMAT, sameDelivery);
+    await expect(store.transact(async (tx) => {
+      await tx.insert('control', 'marker', { v: 1 });
+      await tx.derive(FORMAT, sameDelivery);
     })).rejects.toBeInstanceOf(UniqueViolationError);
-    expect(store.get('control', 'marker')).toBeUndefined();
-    expect(store.get('tasks', 'gitea-task-3')).toBeUndefined();
-    expect(store.audit().length).toBe(4);
+    expect(await store.get('control', 'marker')).toBeUndefined();
+    expect(await store.get('tasks', 'gitea-task-3')).toBeUndefined();
+    expect((await store.audit()).length).toBe(4);
     // Deleted, then derived again, in one transaction: refused (both would apply).
-    await expect(store.transact((tx) => {
-      tx.delete('tasks', 'gitea-task-1');
-      tx.derive(FORMAT, { ...accepted(4, false), taskId: 'gitea-task-1' });
+    await expect(store.transact(async (tx) => {
+      await tx.delete('tasks', 'gitea-task-1');
+      await tx.derive(FORMAT, { ...accepted(4, false), taskId: 'gitea-task-1' });
     })).rejects.toThrow(/written earlier in this transaction/);
-    expect(store.get('tasks', 'gitea-task-1')).toMatchObject({ deliveryKey: 'default:d-1' });
+    expect(await store.get('tasks', 'gitea-task-1')).toMatchObject({ deliveryKey: 'default:d-1' });
   });
 
   it('replays from the journal to the same state; an unknown format is corruption naming file and line', async () => {
@@ -111,10 +111,10 @@ describe('store: derived records', () => {
     const store = await env.open({ dir });
     await store.transact((tx) => tx.derive(FORMAT, accepted(1)));
     await store.transact((tx) => tx.derive(FORMAT, accepted(2, false)));
-    const before = { tasks: store.list('tasks'), actors: store.list('actors'), audit: store.audit(), delivery: store.get('webhook_deliveries', 'default:d-2') };
+    const before = { tasks: await store.list('tasks'), actors: await store.list('actors'), audit: await store.audit(), delivery: await store.get('webhook_deliveries', 'default:d-2') };
     await store.close();
     const reopened = await env.open({ dir });
-    expect({ tasks: reopened.list('tasks'), actors: reopened.list('actors'), audit: reopened.audit(), delivery: reopened.get('webhook_deliveries', 'default:d-2') }).toEqual(before);
+    expect({ tasks: await reopened.list('tasks'), actors: await reopened.list('actors'), audit: await reopened.audit(), delivery: await reopened.get('webhook_deliveries', 'default:d-2') }).toEqual(before);
     // The offline audit export (no store opened) sees the derived events too.
     const offline: number[] = [];
     await reopened.close();
@@ -126,7 +126,7 @@ describe('store: derived records', () => {
     if (onPostgres) {
       // The replica is only a cache of the database: one it cannot read is rebuilt from the log.
       const rebuilt = await env.open({ dir });
-      expect({ tasks: rebuilt.list('tasks'), actors: rebuilt.list('actors'), audit: rebuilt.audit() }).toEqual({ tasks: before.tasks, actors: before.actors, audit: before.audit });
+      expect({ tasks: await rebuilt.list('tasks'), actors: await rebuilt.list('actors'), audit: await rebuilt.audit() }).toEqual({ tasks: before.tasks, actors: before.actors, audit: before.audit });
       return;
     }
     const error = await env.open({ dir }).catch((e: unknown) => e);

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { storeDirs } from '../support/store-helpers.js';
 
-const env = storeDirs();
+const env = storeDirs('journal');
 afterEach(() => env.cleanup());
 
 describe('store: inserts and the cold tier', () => {
@@ -12,27 +12,29 @@ describe('store: inserts and the cold tier', () => {
     it(`delete + insert of an archived key in one transaction supersedes the archived copy (${compacted ? 'in a cold file' : 'pending'})`, async () => {
       const dir = await env.dir();
       const store = await env.open({ dir });
-      await store.transact((tx) => {
-        tx.insert('tasks', 'k', { v: 1 });
-        tx.archive('tasks', 'k');
-        tx.insert('tasks', 'other', { v: 1 });
-        tx.archive('tasks', 'other');
+      await store.transact(async (tx) => {
+        await tx.insert('tasks', 'k', { v: 1 });
+        await tx.archive('tasks', 'k');
+        await tx.insert('tasks', 'other', { v: 1 });
+        await tx.archive('tasks', 'other');
       });
       if (compacted) await store.compact();
-      expect(store.archivedCount('tasks')).toBe(2);
-      await store.transact((tx) => {
-        tx.delete('tasks', 'k');
-        tx.insert('tasks', 'k', { v: 2 });
-        tx.insert('tasks', 'new', { v: 3 });
+      expect(await store.archivedCount('tasks')).toBe(2);
+      await store.transact(async (tx) => {
+        await tx.delete('tasks', 'k');
+        await tx.insert('tasks', 'k', { v: 2 });
+        await tx.insert('tasks', 'new', { v: 3 });
       });
-      expect(store.get('tasks', 'k')).toEqual({ v: 2 });
-      expect(store.archivedCount('tasks')).toBe(1);
-      expect(store.count('tasks')).toBe(2);
+      expect(await store.get('tasks', 'k')).toEqual({ v: 2 });
+      expect(await store.archivedCount('tasks')).toBe(1);
+      expect(await store.count('tasks')).toBe(2);
       await store.close();
       const reopened = await env.open({ dir });
-      expect(reopened.get('tasks', 'k')).toEqual({ v: 2 });
-      expect(reopened.archivedCount('tasks')).toBe(1);
-      expect([...reopened.scanArchived('tasks')]).toEqual([{ v: 1 }]);
+      expect(await reopened.get('tasks', 'k')).toEqual({ v: 2 });
+      expect(await reopened.archivedCount('tasks')).toBe(1);
+      const archived: unknown[] = [];
+      for await (const r of reopened.scanArchived('tasks')) archived.push(r);
+      expect(archived).toEqual([{ v: 1 }]);
     });
   }
 });

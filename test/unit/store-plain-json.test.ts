@@ -65,16 +65,16 @@ describe('frozenJsonCopy', () => {
       odd: { at: new Date('2026-01-02T03:04:05.006Z'), gone: undefined, nan: Number.NaN, z: -0 },
     };
     const caller = { metadata: { list: ['x'] } };
-    await store.transact((tx) => {
-      for (const [key, record] of Object.entries(records)) tx.insert('tasks', key, record);
-      tx.appendAudit({ action: 'test.plain', actor: 'test', metadata: caller.metadata });
+    await store.transact(async (tx) => {
+      for (const [key, record] of Object.entries(records)) await tx.insert('tasks', key, record);
+      await tx.appendAudit({ action: 'test.plain', actor: 'test', metadata: caller.metadata });
     });
     caller.metadata.list.push('changed after commit');
-    const inMemory = { plain: store.get('tasks', 'plain'), odd: store.get('tasks', 'odd'), audit: store.audit() };
+    const inMemory = { plain: await store.get('tasks', 'plain'), odd: await store.get('tasks', 'odd'), audit: await store.audit() };
     expect(inMemory.audit[0]!.metadata).toStrictEqual({ list: ['x'] });
     await store.close();
     const reopened = await env.open({ dir });
-    expect({ plain: reopened.get('tasks', 'plain'), odd: reopened.get('tasks', 'odd'), audit: reopened.audit() }).toStrictEqual(inMemory);
+    expect({ plain: await reopened.get('tasks', 'plain'), odd: await reopened.get('tasks', 'odd'), audit: await reopened.audit() }).toStrictEqual(inMemory);
     for (const value of [inMemory.plain, inMemory.odd, ...inMemory.audit]) expect(isDeepFrozen(value)).toBe(true);
   });
 });

@@ -23,7 +23,7 @@ describe('store process lock', () => {
     await store.close();
     const again = createStore({ dir });
     await again.open();
-    expect(again.get('control', 'global')).toMatchObject({ globalPaused: false });
+    expect(await again.get('control', 'global')).toMatchObject({ globalPaused: false });
     await again.close();
   });
 });

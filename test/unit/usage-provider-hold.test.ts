@@ -19,7 +19,7 @@ describe('provider hold', () => {
   it('an exhausted window holds until its reset; a sparse update keeps the other window; a restart keeps the hold', async () => {
     const s = await storeForTest();
     let now = T0;
-    const hold = createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
+    const hold = await createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
     hold.observeRateLimits({ rateLimits: { primary: { usedPercent: 40, windowDurationMins: 300, resetsAt: T0 / 1000 + 600 }, secondary: { usedPercent: 10, windowDurationMins: 10080, resetsAt: null } } });
     expect(hold.heldUntil()).toBeNull();
     hold.observeRateLimits({ rateLimits: { primary: { usedPercent: 100, windowDurationMins: 300, resetsAt: T0 / 1000 + 600 }, secondary: null } });
@@ -29,18 +29,18 @@ describe('provider hold', () => {
     expect(hold.classifyTurnError({ codexErrorInfo: 'usageLimitExceeded' })).toBe('provider_rate_limited');
     expect(hold.heldUntil()).toBe(T0 + 600_000);
     await hold.flush();
-    const again = createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
+    const again = await createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
     expect(again.status()).toMatchObject({ held: true, heldUntil: new Date(T0 + 600_000).toISOString(), reason: 'rate_limit_window_exhausted' });
     now = T0 + 600_001;
     expect(again.heldUntil()).toBeNull();
     expect(again.status().held).toBe(false);
-    expect(s.audit().filter((e) => e.action === 'provider.hold')).toHaveLength(1);
+    expect((await s.audit()).filter((e) => e.action === 'provider.hold')).toHaveLength(1);
   });
 
   it('a refusal without a known reset holds for the backoff; a later one extends it, an earlier end never shortens it', async () => {
     const s = await storeForTest();
     let now = T0;
-    const hold = createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
+    const hold = await createProviderHold({ store: s, defaultBackoffMs: 60_000, now: () => now });
     let woken = 0;
     hold.onChange(() => (woken += 1));
     hold.classifyTurnError({ codexErrorInfo: 'rateLimitExceeded' });

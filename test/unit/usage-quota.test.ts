@@ -16,36 +16,36 @@ describe('daily quotas', () => {
     const s = await storeForTest();
     const quota = createQuotaCheck({ limits: { userTasksPerDay: 2 } });
     for (let i = 0; i < 2; i++) {
-      expect(quota.check(s, who, at)).toBeNull();
+      expect(await quota.check(s, who, at)).toBeNull();
       await s.transact((tx) => quota.countAccepted(tx, who, at));
     }
-    expect(quota.check(s, who, at)).toEqual({ code: 'quota_user_tasks_per_day', limit: 2, used: 2, retryAt: '2026-12-02T00:00:00.000Z' });
+    expect(await quota.check(s, who, at)).toEqual({ code: 'quota_user_tasks_per_day', limit: 2, used: 2, retryAt: '2026-12-02T00:00:00.000Z' });
     // Another user is not affected; the next day starts from zero.
-    expect(quota.check(s, { ...who, login: 'carol' }, at)).toBeNull();
-    expect(quota.check(s, who, new Date('2026-12-02T00:00:01Z'))).toBeNull();
+    expect(await quota.check(s, { ...who, login: 'carol' }, at)).toBeNull();
+    expect(await quota.check(s, who, new Date('2026-12-02T00:00:01Z'))).toBeNull();
   });
 
   it('tokens per repository per day; an operator override lifts it for one repository', async () => {
     const s = await storeForTest();
     const quota = createQuotaCheck({ limits: configuredLimits({ limitRepoTokensPerDay: 1000 }) });
     await s.transact((tx) => tx.put('usage', dayKey(utcDay(at), 'repo', REPO), { ...emptyDay(utcDay(at), 'repo', REPO, at), totalTokens: 1000 }));
-    expect(quota.check(s, who, at)).toMatchObject({ code: 'quota_repo_tokens_per_day', limit: 1000, used: 1000 });
+    expect(await quota.check(s, who, at)).toMatchObject({ code: 'quota_repo_tokens_per_day', limit: 1000, used: 1000 });
     const override: RepoLimitsRecord = { key: limitsKey(REPO), repoKey: REPO, limits: { repoTokensPerDay: null }, updatedBy: 'admin:ops', updatedAt: at.toISOString(), version: 1 };
     await s.transact((tx) => tx.put('usage', override.key, override));
-    expect(quota.check(s, who, at)).toBeNull();
-    expect(effectiveLimits({ repoTokensPerDay: 1000, taskTokens: 5 }, s, REPO)).toEqual({ taskTokens: 5 });
-    expect(effectiveLimits({ repoTokensPerDay: 1000 }, s, 'default:other/repo')).toEqual({ repoTokensPerDay: 1000 });
+    expect(await quota.check(s, who, at)).toBeNull();
+    expect(await effectiveLimits({ repoTokensPerDay: 1000, taskTokens: 5 }, s, REPO)).toEqual({ taskTokens: 5 });
+    expect(await effectiveLimits({ repoTokensPerDay: 1000 }, s, 'default:other/repo')).toEqual({ repoTokensPerDay: 1000 });
   });
 
   it('refusals are counted and reported; the report sums the last days per repository and user', async () => {
     const s = await storeForTest();
     const quota = createQuotaCheck({ limits: {} });
-    await s.transact((tx) => {
-      quota.countAccepted(tx, who, at);
-      quota.countRefused(tx, who, at);
-      quota.countAccepted(tx, who, new Date(at.getTime() - 8 * 86_400_000)); // outside 7 days
+    await s.transact(async (tx) => {
+      await quota.countAccepted(tx, who, at);
+      await quota.countRefused(tx, who, at);
+      await quota.countAccepted(tx, who, new Date(at.getTime() - 8 * 86_400_000)); // outside 7 days
     });
-    const r = usageReport(s, at, 7);
+    const r = await usageReport(s, at, 7);
     expect(r.days).toHaveLength(7);
     expect(r.to).toBe('2026-12-01');
     expect(r.byRepository).toEqual([expect.objectContaining({ subject: REPO, tasks: 1, refused: 1 })]);

@@ -56,13 +56,13 @@ function fallbackDeps(steps: string[] = []): PostFallbackDeps {
       steps.push(step);
       return lookUpReply(lookupDeps(), task, query, step);
     },
-    turnStartOf: (turnKey) => Date.parse(world.store.get<TurnRecord>('turns', turnKey)!.startedAt),
+    turnStartOf: async (turnKey) => Date.parse((await world.store.get<TurnRecord>('turns', turnKey))!.startedAt),
   };
 }
 
 const botPosts = (body: string, user = BOT) => gitea.double.addComment(OWNER, REPO, ISSUE, { user, body }).id as number;
 const row = (turn: TurnRecord) => world.store.get<CommentRecord>('comments', replyCommentKey(turn.turnKey));
-const eventsOf = (turn: TurnRecord, action: string) => world.store.audit({ actorId: verifierActorId(turn.turnKey) }).filter((e) => e.action === action);
+const eventsOf = async (turn: TurnRecord, action: string) => (await world.store.audit({ actorId: verifierActorId(turn.turnKey) })).filter((e) => e.action === action);
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
   return p.then(
@@ -77,21 +77,21 @@ describe('the read (lookUpReply)', () => {
     const id = botPosts(`done\n\n${turn.marker}`);
     const match = await lookUpReply(lookupDeps(), task, queryOf(task, turn), 'query');
     expect(match.first?.id).toBe(id);
-    expect(eventsOf(turn, 'reply.query_intent')[0]).toMatchObject({ taskId: task.taskId, metadata: { turnKey: turn.turnKey, step: 'query' } });
-    expect(eventsOf(turn, 'reply.query_result')[0]).toMatchObject({ commentId: id, metadata: { turnKey: turn.turnKey, step: 'query', ok: true, found: true } });
+    expect((await eventsOf(turn, 'reply.query_intent'))[0]).toMatchObject({ taskId: task.taskId, metadata: { turnKey: turn.turnKey, step: 'query' } });
+    expect((await eventsOf(turn, 'reply.query_result'))[0]).toMatchObject({ commentId: id, metadata: { turnKey: turn.turnKey, step: 'query', ok: true, found: true } });
   });
 
   it('a reply that is not there: found false and no comment id', async () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     expect((await lookUpReply(lookupDeps(), task, queryOf(task, turn), 'requery')).first).toBeUndefined();
-    expect(eventsOf(turn, 'reply.query_result')[0]).toMatchObject({ commentId: null, metadata: { step: 'requery', ok: true, found: false } });
+    expect((await eventsOf(turn, 'reply.query_result'))[0]).toMatchObject({ commentId: null, metadata: { step: 'requery', ok: true, found: false } });
   });
 
   it('a Gitea error is audited as an alert with ok false and the message, then thrown', async () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     gitea.double.faults.failNext(/\/issues\/9\/comments$/, 500, 10, { method: 'GET' });
     await rejection(lookUpReply(lookupDeps(), task, queryOf(task, turn), 'query'));
-    const [result] = eventsOf(turn, 'reply.query_result');
+    const [result] = await eventsOf(turn, 'reply.query_result');
     expect(result).toMatchObject({ level: 'alert', metadata: { turnKey: turn.turnKey, step: 'query', ok: false } });
     expect(String(result?.metadata?.['message'])).not.toBe('');
   });
@@ -106,7 +106,7 @@ describe('the read (lookUpReply)', () => {
     );
     await lookUpReply(lookupDeps(), task, queryOf(task, turn), 'query');
     await lookUpReply(lookupDeps(), task, queryOf(task, turn), 'requery');
-    expect(eventsOf(turn, 'reply.extra_comment').map((e) => [e.commentId, e.metadata])).toEqual([
+    expect((await eventsOf(turn, 'reply.extra_comment')).map((e) => [e.commentId, e.metadata])).toEqual([
       [extra, { turnKey: turn.turnKey, confirmedCommentId: first, kept: true }],
     ]);
   });
@@ -135,8 +135,8 @@ describe('the fallback (postFallbackReply): check, then act', () => {
     const steps: string[] = [];
     expect(await postFallbackReply(fallbackDeps(steps), fallbackInput(task, turn))).toEqual({ posted: true, commentId: late });
     expect(steps).toEqual(['fallback_check']);
-    expect(row(turn)).toMatchObject({ status: 'sent', commentId: late });
-    expect(eventsOf(turn, 'reply.fallback_adopted')[0]).toMatchObject({ commentId: late, metadata: { turnKey: turn.turnKey } });
+    expect(await row(turn)).toMatchObject({ status: 'sent', commentId: late });
+    expect((await eventsOf(turn, 'reply.fallback_adopted'))[0]).toMatchObject({ commentId: late, metadata: { turnKey: turn.turnKey } });
     expect(gitea.posts()).toBe(0);
   });
 
@@ -144,17 +144,17 @@ describe('the fallback (postFallbackReply): check, then act', () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     const late = botPosts(`late\n\n${turn.marker}`);
     expect(await postFallbackReply(fallbackDeps(), fallbackInput(task, turn))).toEqual({ posted: true, commentId: late });
-    expect(row(turn)).toBeUndefined();
+    expect(await row(turn)).toBeUndefined();
     await world.store.transact((tx) => tx.put('comments', replyCommentKey(turn.turnKey), { commentKey: replyCommentKey(turn.turnKey), status: 'confirmed', commentId: late }));
     await postFallbackReply(fallbackDeps(), fallbackInput(task, turn));
-    expect(row(turn)).toMatchObject({ status: 'confirmed', commentId: late });
+    expect(await row(turn)).toMatchObject({ status: 'confirmed', commentId: late });
   });
 
   it('no final message (or no turn at all): final_message_missing, nothing posted', async () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE, { finalMessage: null });
     const err = await rejection(postFallbackReply(fallbackDeps(), fallbackInput(task, turn)));
     expect(err).toMatchObject({ code: 'final_message_missing', message: 'the turn has no final message to post' });
-    const noTurn = { ...fallbackDeps(), turnStartOf: () => Date.parse(turn.startedAt) };
+    const noTurn = { ...fallbackDeps(), turnStartOf: async () => Date.parse(turn.startedAt) };
     const gone = await rejection(postFallbackReply(noTurn, { ...fallbackInput(task, turn), turnKey: `${task.taskId}:404` }));
     expect(gone).toMatchObject({ code: 'final_message_missing' });
     expect(gitea.posts()).toBe(0);
@@ -166,10 +166,10 @@ describe('the fallback (postFallbackReply): check, then act', () => {
     const [posted] = gitea.comments(ISSUE);
     expect(out).toEqual({ posted: true, commentId: posted!.id });
     expect(posted!.body).toBe(`${turn.finalMessage}\n\n${turn.marker}`);
-    expect(row(turn)).toMatchObject({ kind: 'rest_fallback', status: 'sent', commentId: posted!.id, errorCode: null });
-    const [intent] = eventsOf(turn, 'reply.fallback_intent');
-    expect(intent?.metadata).toEqual({ turnKey: turn.turnKey, bodyHash: row(turn)!.bodyHash, mcpFailureReason: 'mcp_reply_missing' });
-    expect(eventsOf(turn, 'reply.fallback_result').map((e) => [e.commentId, e.metadata])).toEqual([[posted!.id, { turnKey: turn.turnKey, ok: true }]]);
+    expect(await row(turn)).toMatchObject({ kind: 'rest_fallback', status: 'sent', commentId: posted!.id, errorCode: null });
+    const [intent] = await eventsOf(turn, 'reply.fallback_intent');
+    expect(intent?.metadata).toEqual({ turnKey: turn.turnKey, bodyHash: (await row(turn))!.bodyHash, mcpFailureReason: 'mcp_reply_missing' });
+    expect((await eventsOf(turn, 'reply.fallback_result')).map((e) => [e.commentId, e.metadata])).toEqual([[posted!.id, { turnKey: turn.turnKey, ok: true }]]);
   });
 
   it("a turn that asked the user something: the fallback posts its question, not the final message's waiting line", async () => {
@@ -182,7 +182,7 @@ describe('the fallback (postFallbackReply): check, then act', () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     gitea.double.setLocked(OWNER, REPO, ISSUE, true);
     await rejection(postFallbackReply(fallbackDeps(), fallbackInput(task, turn)));
-    expect(row(turn)).toMatchObject({ status: 'failed', errorCode: 'gitea_forbidden', commentId: null });
+    expect(await row(turn)).toMatchObject({ status: 'failed', errorCode: 'gitea_forbidden', commentId: null });
     expect(gitea.comments(ISSUE)).toHaveLength(0);
   });
 });
@@ -247,7 +247,7 @@ describe('the verifier follower', () => {
     const outs = await Promise.all([f.attach(id, retry), f.attach(id, retry)]);
     expect(outs.map((o) => o.result)).toEqual(['confirmed', 'confirmed']);
     expect(runs).toBe(1);
-    expect(eventsOf(turn, 'reply.retry_turn_intent').map((e) => e.metadata)).toEqual([{ turnKey: turn.turnKey }]);
+    expect((await eventsOf(turn, 'reply.retry_turn_intent')).map((e) => e.metadata)).toEqual([{ turnKey: turn.turnKey }]);
   });
 });
 
@@ -256,8 +256,8 @@ describe('a whole verification', () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     const out = await world.verification.verify({ task, turn, runReplyRetryTurn: async () => ({ ok: true }) });
     expect(out.result).toBe('confirmed_via_fallback');
-    expect(eventsOf(turn, 'reply.query_intent').map((e) => e.metadata?.['step'])).toEqual(['querying', 'querying', 'fallback_check', 'fallback_checking']);
-    expect(world.store.get<{ taskId: string | null }>('actors', verifierActorId(turn.turnKey))?.taskId).toBe(task.taskId);
+    expect((await eventsOf(turn, 'reply.query_intent')).map((e) => e.metadata?.['step'])).toEqual(['querying', 'querying', 'fallback_check', 'fallback_checking']);
+    expect((await world.store.get<{ taskId: string | null }>('actors', verifierActorId(turn.turnKey)))?.taskId).toBe(task.taskId);
   });
 
   it("a follower resolves with its own verifier's outcome, not with another verifier's that finished first", async () => {
@@ -295,11 +295,11 @@ describe('small rules', () => {
       ({ actorId: verifierActorId(turn.turnKey), kind: VERIFIER_KIND, fromState, toState, stateVersion: 2, snapshot: { context: ctx }, event: { type: 'x' }, by: 'system' }) as never;
     await world.store.transact((tx) => projectVerifier(tx, change('query', 'awaiting_retry_turn')));
     await world.store.transact((tx) => projectVerifier(tx, change('confirmed', 'confirmed')));
-    expect(row(turn)).toBeUndefined();
-    expect(eventsOf(turn, 'reply.confirmed')).toHaveLength(0);
+    expect(await row(turn)).toBeUndefined();
+    expect(await eventsOf(turn, 'reply.confirmed')).toHaveLength(0);
     await world.store.transact((tx) => projectVerifier(tx, change('query', 'confirmed')));
-    expect(row(turn)).toMatchObject({ status: 'confirmed', commentId: 5 });
-    expect(eventsOf(turn, 'reply.confirmed')).toHaveLength(1);
+    expect(await row(turn)).toMatchObject({ status: 'confirmed', commentId: 5 });
+    expect(await eventsOf(turn, 'reply.confirmed')).toHaveLength(1);
   });
 
   it('a verdict without a turn or an earlier row has no turn id', async () => {
