@@ -1,13 +1,18 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The store tests that run on both engines: the contract, its cold tier, derived records,
- * fresh inserts and compaction. The `store-on-postgres` project runs them once more against a
- * throwaway PostgreSQL (CCWEB_TEST_STORE_ENGINE=postgres; test/support/store-helpers.ts); tests that
- * are about the embedded store's own files say so and run on it only.
+ * The store's contract, which every engine passes: the `store-on-postgres` project runs it once more
+ * on the SQL store against a throwaway PostgreSQL (CCWEB_TEST_STORE_ENGINE=postgres;
+ * test/support/store-helpers.ts).
+ */
+const STORE_CONTRACT = ['test/unit/store.test.ts'];
+
+/**
+ * The earlier PostgreSQL engine (a journal replica on every node) against the same contract and its
+ * journal's own tests, while it still serves several nodes.
  */
 const STORE_CONFORMANCE = [
-  'test/unit/store.test.ts',
+  ...STORE_CONTRACT,
   'test/unit/store-journal.test.ts',
   'test/unit/store-cold.test.ts',
   'test/unit/store-derived.test.ts',
@@ -30,8 +35,18 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'store-on-postgres',
-          include: STORE_CONFORMANCE,
+          include: STORE_CONTRACT,
           env: { CCWEB_TEST_STORE_ENGINE: 'postgres' },
+          testTimeout: 240_000,
+          globalSetup: ['test/support/postgres-global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'store-replica-on-postgres',
+          include: STORE_CONFORMANCE,
+          env: { CCWEB_TEST_STORE_ENGINE: 'postgres-replica' },
           // Every commit is a round trip to PostgreSQL: the random workloads of thousands of
           // transactions take a few times longer than on the embedded store (54–61 s under load).
           testTimeout: 240_000,
@@ -43,9 +58,9 @@ export default defineConfig({
         // 'many'`): every body runs under the cluster's commit lock, later than its call.
         extends: true,
         test: {
-          name: 'store-on-postgres-many-writers',
+          name: 'store-replica-on-postgres-many-writers',
           include: STORE_CONFORMANCE,
-          env: { CCWEB_TEST_STORE_ENGINE: 'postgres', CCWEB_TEST_STORE_WRITERS: 'many' },
+          env: { CCWEB_TEST_STORE_ENGINE: 'postgres-replica', CCWEB_TEST_STORE_WRITERS: 'many' },
           testTimeout: 240_000,
           globalSetup: ['test/support/postgres-global-setup.ts'],
         },

@@ -1,13 +1,15 @@
-// `ccweb-gitea migrate-store`: the data directory's store of an earlier version into this version's:
-// without CCWEB_DATABASE_URL, the journal store into SQLite in place; with it, the embedded store into PostgreSQL.
+// `ccweb-gitea migrate-store`: the store of an earlier version into this version's: without
+// CCWEB_DATABASE_URL, the journal store into SQLite in place; with it, an earlier version's PostgreSQL
+// store into this version's tables in place, or else the embedded store into PostgreSQL.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, defaultNodeId, loadConfig } from '../config/index.js';
+import { ConfigError, loadConfig } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { copyEmbeddedStore, createStore, describeDatabase, StoreError } from '../store/index.js';
 import { holdsJournalStore, JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
 import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
-import { VERSION } from './version.js';
+import { EARLIER_SCHEMA, holdsEarlierPostgresStore, moveEarlierPostgresStore } from '../store/sql/earlier-postgres.js';
+import { PostgresConnection } from '../store/sql/postgres-connection.js';
 
 export interface MigrateStoreIo {
   env: Readonly<Record<string, string | undefined>>;
@@ -31,6 +33,8 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   }
   const dir = join(config.dataDir, 'store');
   if (!config.databaseUrl) return journalToSqlite(dir, io);
+  const moved = await earlierPostgresInPlace(config.databaseUrl, io);
+  if (moved !== undefined) return moved;
   // The embedded store is SQLite; a journal store an earlier version left is copied as it is.
   const source = holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE)) ? createStore({ dir }) : createSqliteStore({ dir, indexes: STORE_INDEXES });
   try {
@@ -42,8 +46,8 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   }
   try {
     io.out(`copying ${dir} into ${describeDatabase(config.databaseUrl)}`);
-    const summary = await copyEmbeddedStore(source, { url: config.databaseUrl, nodeId: config.nodeId ?? defaultNodeId(config.dataDir), version: VERSION, onProgress: io.out });
-    io.out(`done: ${summary.logLines} log line(s); read back and compared (digest ${summary.digest.slice(0, 16)})`);
+    const summary = await copyEmbeddedStore(source, { url: config.databaseUrl, indexes: STORE_INDEXES, onProgress: io.out });
+    io.out(`done: ${summary.auditEvents} audit event(s) and every record copied, read back and compared (digest ${summary.digest.slice(0, 16)})`);
     io.out('start the service with CCWEB_DATABASE_URL set; the embedded store is left as it was');
     return 0;
   } catch (error) {
@@ -51,6 +55,25 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
     return 1;
   } finally {
     await source.close();
+  }
+}
+
+/** The earlier PostgreSQL store moved in place; undefined when the database holds none. */
+async function earlierPostgresInPlace(url: string, io: MigrateStoreIo): Promise<number | undefined> {
+  const where = describeDatabase(url);
+  const connection = new PostgresConnection({ url, max: 1 });
+  try {
+    if (!(await holdsEarlierPostgresStore(connection))) return undefined;
+    io.out(`moving the store of an earlier version in ${where} into this version's tables (one transaction)`);
+    const result = await moveEarlierPostgresStore(connection, { indexes: STORE_INDEXES, onProgress: io.out });
+    io.out(`done: ${result.auditEvents} audit event(s) and every record moved, read back and compared (digest ${result.digest.slice(0, 16)})`);
+    io.out(`the earlier tables are kept in the schema ${EARLIER_SCHEMA}: drop it (DROP SCHEMA ${EARLIER_SCHEMA} CASCADE) once the nodes run`);
+    return 0;
+  } catch (error) {
+    io.err(`migrate-store: ${where}: ${(error as Error).message}`);
+    return 1;
+  } finally {
+    await connection.close().catch(() => undefined);
   }
 }
 

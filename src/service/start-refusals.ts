@@ -40,6 +40,11 @@ export const START_REFUSALS = {
   store_locked: { exitCode: EXIT_CODES.tempFail, check: 'store-lock', setup: false },
   database_writer_taken: { exitCode: EXIT_CODES.tempFail, check: 'database', setup: false },
   database_migration_blocked: { exitCode: EXIT_CODES.tempFail, check: 'database', setup: false },
+  /**
+   * Another live process runs under this CCWEB_NODE_ID (src/store/sql/nodes.ts). A setup error (two
+   * nodes given one id), so not restarted; doctor, run beside the node itself, cannot tell it apart.
+   */
+  node_id_in_use: { exitCode: EXIT_CODES.config, check: 'database', setup: false },
 } as const satisfies Record<string, StartRefusal>;
 
 export type RefusalId = keyof typeof START_REFUSALS;

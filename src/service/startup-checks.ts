@@ -187,6 +187,12 @@ export function storeOpenError(error: unknown, dataDir: string): unknown {
   if (error instanceof StoreError && error.code === 'database_writer_taken') {
     return refusal('database_writer_taken', error.message, 'CCWEB_DATABASE_URL', 'stop the other node, or give this one its own database');
   }
+  if (error instanceof StoreError && error.code === 'node_id_in_use') {
+    return refusal('node_id_in_use', error.message, 'CCWEB_NODE_ID', 'give each node its own CCWEB_NODE_ID, or stop the other process first');
+  }
+  if (error instanceof StoreError && error.code === 'store_needs_migration') {
+    return refusal('store_needs_migration', error.message, 'CCWEB_DATABASE_URL', 'stop every node, run `ccweb-gitea migrate-store` once, then start them again');
+  }
   if (error instanceof StoreError && error.code === 'database_schema_too_new') {
     return refusal('database_schema_too_new', error.message, 'CCWEB_DATABASE_URL', 'upgrade this node');
   }

@@ -12,7 +12,9 @@ export { JournalCorruptionError } from './journal-files.mjs';
 export { describeDatabase, isPostgresUrl } from './postgres/database-url.js';
 export { probeDatabase, type DatabaseProbe } from './postgres/probe-database.js';
 export type { NodeStatus } from './postgres/log-writer.js';
-export { copyEmbeddedStore, storeDigest, type CopySummary } from './postgres/copy-embedded.js';
+export { copyEmbeddedStore, type CopySummary } from './embedded-to-postgres.js';
+export { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
+export { storeDigest } from './store-digest.js';
 
 export function createStore(options: SqliteStoreOptions): SqlStore;
 export function createStore(options: PostgresStoreOptions): PostgresStore;

@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DurableStore } from './durable-store.js';
-import { storeDigest } from './postgres/copy-embedded.js';
+import { storeDigest } from './store-digest.js';
 import { SqliteConnection } from './sql/sqlite-connection.js';
 import { SqlStore } from './sql/sql-store.js';
 import { SQLITE_FILE } from './sqlite-store.js';

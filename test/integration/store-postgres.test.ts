@@ -2,17 +2,15 @@
 // on both: vitest project store-on-postgres): the database is the store, the replica a cache; the
 // database itself refuses a second writer's stale view; a database that goes away is waited for
 // and nothing is lost or written twice; the schema's version is checked; the audit table is
-// append-only; a store with history moves over by `migrate-store`. A real PostgreSQL throughout
-// (test/support/postgres-server.ts), crashed with kill -9 where a crash is the point.
-import { spawn } from 'node:child_process';
+// append-only. A real PostgreSQL throughout (test/support/postgres-server.ts), crashed with kill -9
+// where a crash is the point.
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { copyEmbeddedStore, createStore, PostgresStore, storeDigest, StoreError, StoreUnavailableError, type PostgresStoreOptions, type SqlStore } from '../../src/store/index.js';
-import { migrateStore } from '../../src/cli/migrate-store.js';
+import { createStore, PostgresStore, storeDigest, StoreError, StoreUnavailableError, type PostgresStoreOptions } from '../../src/store/index.js';
 import { migrate, MIGRATIONS, MigrationNeedsNodesStoppedError, SCHEMA_VERSION, WRITER_LOCK, type Migration } from '../../src/store/postgres/schema.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { until } from '../support/until.js';
@@ -439,82 +437,5 @@ describe('PostgreSQL store: the database goes away', () => {
     const again = await openStore(url, dir);
     expect(await again.get('tasks', 'before')).toEqual({});
     expect(await again.get('tasks', 'during')).toBeUndefined();
-  });
-});
-
-describe('migrate-store', () => {
-  async function embeddedWithHistory(dir: string): Promise<SqlStore> {
-    const store = createStore({ dir, indexes: { tasks: ['state'] } });
-    await store.open();
-    for (let i = 0; i < 300; i++) {
-      await store.transact(async (tx) => {
-        await tx.insert('tasks', `t${i}`, { state: i % 3 ? 'succeeded' : 'queued', stateVersion: 1, n: i });
-        await tx.insert('webhook_deliveries', `default:d-${i}`, { taskId: `t${i}` });
-        await tx.appendAudit({ action: 'task.created', actor: 'test', taskId: `t${i}`, deliveryId: `d-${i}` });
-      });
-    }
-    for (let i = 0; i < 300; i += 2) await store.transact((tx) => tx.archive('tasks', `t${i}`));
-    await store.transact((tx) => tx.put('tasks', 't1', { state: 'failed', stateVersion: 2, n: 1 }, { expectVersion: 1, versionField: 'stateVersion' }));
-    return store;
-  }
-
-  it('copies every record (archived ones too) and the audit history into an empty database, which then reads the same', async () => {
-    const source = await embeddedWithHistory(join(await tempDir(), 'store'));
-    cleanups.push(() => source.close());
-    expect(await source.archivedCount('tasks')).toBe(150);
-    const url = await database();
-    const summary = await copyEmbeddedStore(source, { url, nodeId: 'migrate', version: 'test' });
-    expect(summary.records['tasks']).toEqual({ hot: 150, archived: 150 });
-    expect(summary.auditEvents).toBe(300);
-
-    const store = await openStore(url, join(await tempDir(), 'replica'));
-    expect(await storeDigest(store)).toBe(await storeDigest(source));
-    expect(await store.get('tasks', 't0')).toEqual({ state: 'queued', stateVersion: 1, n: 0 });
-    expect((await store.audit({ deliveryId: 'd-42' })).map((e) => e.seq)).toEqual((await source.audit({ deliveryId: 'd-42' })).map((e) => e.seq));
-    // It goes on from there: the next audit seq follows the copied ones, dedupe keys are there.
-    await expect(store.transact((tx) => tx.insert('webhook_deliveries', 'default:d-7', {}))).rejects.toMatchObject({ code: 'unique_violation' });
-    const next = await store.transact((tx) => tx.appendAudit({ action: 'after', actor: 'test' }));
-    expect(next.seq).toBe(301);
-  });
-
-  it('the command: refuses a running service’s data directory and a database that is not empty; copies otherwise', async () => {
-    const dataDir = await tempDir();
-    const source = await embeddedWithHistory(join(dataDir, 'store'));
-    const url = await database();
-    const lines: string[] = [];
-    const io = (extra: Record<string, string> = {}) => ({
-      env: {
-        CCWEB_DATA_DIR: dataDir,
-        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
-        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
-        CCWEB_GITEA_TOKEN: 'token',
-        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
-        CCWEB_DATABASE_URL: url,
-        ...extra,
-      },
-      argv: [],
-      cwd: dataDir,
-      out: (s: string) => void lines.push(s),
-      err: (s: string) => void lines.push(`ERR ${s}`),
-    });
-    await source.close();
-    // The service is running: another live process holds the data directory's lock.
-    const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
-    await writeFile(join(dataDir, 'store', 'LOCK'), String(service.pid));
-    expect(await migrateStore(io())).toBe(1);
-    expect(lines.at(-1)).toMatch(/the service is running on this data directory; stop it first/);
-    service.kill('SIGKILL');
-    await new Promise((resolve) => service.once('exit', resolve));
-
-    expect(await migrateStore(io())).toBe(0);
-    expect(lines.at(-2)).toMatch(/done: \d+ log line\(s\); read back and compared/);
-    expect(await migrateStore(io())).toBe(1);
-    expect(lines.at(-1)).toMatch(/already holds a store \(its log is at seq \d+\): migrate into an empty database/);
-    expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/); // the URL is only ever described
-
-    lines.length = 0;
-    // Without a database URL the command moves an earlier version's journal store into SQLite: none here.
-    expect(await migrateStore({ ...io(), env: { ...io().env, CCWEB_DATABASE_URL: '' } })).toBe(1);
-    expect(lines.at(-1)).toMatch(/holds no store of an earlier version: nothing to migrate/);
   });
 });

@@ -4,16 +4,18 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createStore, DurableStore, type Store, type StoreOptions } from '../../src/store/index.js';
+import { createPostgresSqlStore } from '../../src/store/postgres-sql-store.js';
 import { createSqliteStore } from '../../src/store/sqlite-store.js';
 
 /**
- * Which engine the store tests run on: SQLite (the embedded store, by default), or (the `store-on-postgres`
- * projects of vitest.config.ts, which start a throwaway PostgreSQL) PostgreSQL with its replica in the
- * test's dir. `journal`: the journal store of earlier versions, which the PostgreSQL replica is built on.
+ * Which engine the store tests run on: SQLite (the embedded store, by default), or (the projects of
+ * vitest.config.ts that start a throwaway PostgreSQL) the SQL store on PostgreSQL (`postgres`), or the
+ * earlier PostgreSQL engine with its replica in the test's dir (`postgres-replica`). `journal`: the journal
+ * store of earlier versions, which that replica is built on.
  */
-const ENGINES = ['sqlite', 'journal', 'postgres'] as const;
+const ENGINES = ['sqlite', 'journal', 'postgres', 'postgres-replica'] as const;
 export const STORE_ENGINE: (typeof ENGINES)[number] = ENGINES.find((e) => e === process.env['CCWEB_TEST_STORE_ENGINE']) ?? 'sqlite';
-export const onPostgres = STORE_ENGINE === 'postgres';
+export const onPostgres = STORE_ENGINE === 'postgres' || STORE_ENGINE === 'postgres-replica';
 /**
  * On PostgreSQL, whether the store under test shares the writes with other nodes (`writers: 'many'`:
  * every body runs under the commit lock, later than its call): the `store-on-postgres-many-writers`
@@ -53,7 +55,8 @@ export function storeDirs(kind?: 'journal'): StoreDirs<Store> {
   const dirs: string[] = [];
   const stores: Store[] = [];
   const databaseOf = new Map<string, Promise<string>>();
-  const engine = kind === 'journal' && STORE_ENGINE === 'sqlite' ? 'journal' : STORE_ENGINE;
+  // The SQL store on PostgreSQL has no journal: the journal's tests run on the engine built on one.
+  const engine = kind === 'journal' ? (STORE_ENGINE === 'sqlite' ? 'journal' : 'postgres-replica') : STORE_ENGINE;
   return {
     async dir(): Promise<string> {
       const dir = await mkdtemp(join(tmpdir(), 'ccweb-store-test-'));
@@ -71,6 +74,11 @@ export function storeDirs(kind?: 'journal'): StoreDirs<Store> {
       if (engine === 'sqlite') {
         store = createSqliteStore({ dir: rest.dir, ...(rest.indexes ? { indexes: rest.indexes } : {}), ...(failWrites ? { beforeCommit: inject } : {}) });
       } else if (engine === 'postgres') {
+        let url = databaseOf.get(rest.dir);
+        if (!url) databaseOf.set(rest.dir, (url = freshDatabase()));
+        if (failWrites) throw new Error('the SQL store on PostgreSQL has no injected write failures: the database fails on its own');
+        store = createPostgresSqlStore({ url: await url, ...(rest.indexes ? { indexes: rest.indexes } : {}) });
+      } else if (engine === 'postgres-replica') {
         let url = databaseOf.get(rest.dir);
         if (!url) databaseOf.set(rest.dir, (url = freshDatabase()));
         store = createStore({ ...journalOptions, url: await url, nodeId: 'test-node', version: 'test', writers: WRITERS });

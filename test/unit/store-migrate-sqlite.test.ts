@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DurableStore } from '../../src/store/durable-store.js';
 import { holdsJournalStore, JOURNAL_BACKUP_DIR, migrateJournalToSqlite, refuseJournalStore } from '../../src/store/journal-to-sqlite.js';
-import { storeDigest } from '../../src/store/postgres/copy-embedded.js';
+import { storeDigest } from '../../src/store/store-digest.js';
 import { createSqliteStore, SQLITE_FILE } from '../../src/store/sqlite-store.js';
 
 const dirs: string[] = [];

@@ -2,7 +2,8 @@
 // (test/support/store-helpers.ts): what every engine must do, nothing about how it keeps its data.
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError, UniqueViolationError, VersionConflictError, type AuditEvent } from '../../src/store/index.js';
-import { storeDirs } from '../support/store-helpers.js';
+import type { AcceptedCommentV1 } from '../../src/store/derived/intake-accept-v1.mjs';
+import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
 
 const env = storeDirs();
 afterEach(() => env.cleanup());
@@ -73,9 +74,12 @@ describe('store transactions', () => {
     expect((await store.audit()).length).toBe(auditBefore);
     expect(store.stats().commits).toBe(1);
 
-    // The aborted event never existed.
+    // The aborted event never existed. Its seq is never reused; whether it is left as a gap is the
+    // engine's: SQLite numbers under its one writer, PostgreSQL by a sequence no rollback undoes.
     await store.transact((tx) => tx.appendAudit({ action: 'y', actor: 'system' }));
-    expect((await store.audit()).map((e) => e.seq)).toEqual([1]);
+    const after = await store.audit();
+    expect(after.map((e) => e.action)).toEqual(['y']);
+    if (STORE_ENGINE === 'sqlite') expect(after.map((e) => e.seq)).toEqual([1]);
   });
 
   it('a transaction sees its own writes, and nothing of a concurrent one until that one committed', async () => {
@@ -111,7 +115,9 @@ describe('store transactions', () => {
     expect(await store.audit({ deliveryId: 'delivery-1' })).toHaveLength(1);
   });
 
-  it('group-commits concurrent transactions into few batches', async () => {
+  // The embedded engine makes one commit of many transactions itself; PostgreSQL commits each one and
+  // groups the flushes of its write-ahead log on its own.
+  it.skipIf(STORE_ENGINE === 'postgres')('group-commits concurrent transactions into few batches', async () => {
     const store = await env.open({ dir: await env.dir() });
     await Promise.all(Array.from({ length: 100 }, (_, i) => store.transact((tx) => tx.insert('turns', `t${i}`, { i }))));
     expect(store.stats().commits).toBe(100);
@@ -232,6 +238,51 @@ describe('store transactions', () => {
   });
 });
 
+function acceptedComment(n: number): Omit<AcceptedCommentV1, 'a0'> {
+  return {
+    at: '2026-01-02T03:04:05.000Z',
+    receivedAt: '2026-01-02T03:04:05.000Z',
+    expiresAt: '2026-02-01T03:04:05.000Z',
+    deliveryKey: `default:d-${n}`,
+    deliveryId: `d-${n}`,
+    eventType: 'issue_comment',
+    payloadHash: 'sha256:00',
+    taskId: `gitea-task-${n}`,
+    triggerKey: `default:o/r:comment:${n}:created:x`,
+    by: 'gitea:user:bob',
+    task: { repoKey: `default:o/r${n}`, resourceKey: `default:o/r${n}:issue:1`, kind: 'issue', number: 1, owner: 'o', repo: `r${n}`, commentId: n, commentUrl: 'u', author: 'bob', instruction: 'hi', refs: null },
+    repository: { instanceId: 'default', repoId: n, cloneUrl: 'c', defaultBranch: 'main', workspacePath: `/w${n}` },
+    session: { hostRef: 'gitea-main' },
+  };
+}
+
+describe('store derived records', () => {
+  it('concurrent derives take distinct audit seqs, in order within each; the task queues at its first one; a duplicate applies nothing', async () => {
+    const store = await env.open({ dir: await env.dir(), indexes: INDEXES });
+    const firsts = await Promise.all(Array.from({ length: 12 }, (_, i) => store.transact((tx) => tx.derive('intake.accept/1', acceptedComment(i)))));
+    const audit = await store.audit();
+    expectUniqueSeqs(audit);
+    expect(audit).toHaveLength(12 * 4);
+    for (const [i, a0] of firsts.entries()) {
+      const events = await store.audit({ taskId: `gitea-task-${i}` });
+      expect(events.map((e) => e.action)).toEqual(['webhook.accept', 'task.transition', 'task.transition']);
+      expect(events[0]!.seq).toBe(a0);
+      expect(events.map((e) => e.eventId)).toEqual(events.map((e) => `audit-${e.seq}`));
+      expect(await store.get('tasks', `gitea-task-${i}`)).toMatchObject({ state: 'queued', queueSeq: a0 });
+      expect(await store.get('webhook_deliveries', `default:d-${i}`)).toMatchObject({ taskId: `gitea-task-${i}`, status: 'accepted' });
+    }
+    await expect(
+      store.transact(async (tx) => {
+        await tx.insert('control', 'marker', {});
+        await tx.derive('intake.accept/1', { ...acceptedComment(99), deliveryKey: 'default:d-3' });
+      }),
+    ).rejects.toBeInstanceOf(UniqueViolationError);
+    expect(await store.get('control', 'marker')).toBeUndefined();
+    expect(await store.get('tasks', 'gitea-task-99')).toBeUndefined();
+    expect(await store.audit()).toHaveLength(12 * 4);
+  });
+});
+
 describe('store durability', () => {
   it('reopen restores records, order, lookups and audit events', async () => {
     const dir = await env.dir();
@@ -258,7 +309,9 @@ describe('store durability', () => {
 });
 
 describe('store failure and lifecycle', () => {
-  it('fail-stops after a failed write: the transactions of that batch and every later one are refused', async () => {
+  // An engine that writes its own files stops at the first failed write (a retried fsync may lie);
+  // on PostgreSQL the database does that, and a lost server is test/integration/store-postgres-sql.test.ts's.
+  it.skipIf(STORE_ENGINE === 'postgres')('fail-stops after a failed write: the transactions of that batch and every later one are refused', async () => {
     const failing = { now: false };
     const store = await env.open({ dir: await env.dir(), failWrites: () => failing.now });
     await store.transact((tx) => tx.insert('tasks', 'ok', {}));

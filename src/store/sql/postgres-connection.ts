@@ -39,6 +39,8 @@ export class PostgresConnection implements SqlConnection {
   readonly #pool: pg.Pool;
   readonly #where: string;
   #closed = false;
+  /** Transactions begun and not yet ended: close waits for them. */
+  readonly #running = new Set<Promise<unknown>>();
   commits = 0;
   batches = 0;
 
@@ -65,8 +67,16 @@ export class PostgresConnection implements SqlConnection {
     return result.rows as Row[];
   }
 
-  async transaction<R>(fn: (session: SqlSession) => Promise<R>): Promise<R> {
+  transaction<R>(fn: (session: SqlSession) => Promise<R>): Promise<R> {
     this.#assertOpen();
+    const running = this.#transaction(fn);
+    const tracked = running.catch(() => undefined);
+    this.#running.add(tracked);
+    void tracked.then(() => this.#running.delete(tracked));
+    return running;
+  }
+
+  async #transaction<R>(fn: (session: SqlSession) => Promise<R>): Promise<R> {
     const client = await this.#pool.connect().catch((error: unknown) => {
       throw this.#mapped(error);
     });
@@ -106,6 +116,7 @@ export class PostgresConnection implements SqlConnection {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await Promise.all(this.#running);
     await this.#pool.end();
   }
 

@@ -7,6 +7,7 @@ import { expandDerived } from '../derived/index.mjs';
 import { frozenJsonCopy } from '../plain-json.js';
 import {
   COLLECTIONS,
+  StoreError,
   StoreUnavailableError,
   UniqueViolationError,
   VersionConflictError,
@@ -21,7 +22,8 @@ import {
   type StoredRecord,
   type Tx,
 } from '../types.js';
-import { jsonField, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
+import { beatNode, listNodes, registerNode, stopNode, type NodeIdentity, type NodeRow } from './nodes.js';
+import { EARLIER_POSTGRES_TABLE, jsonField, SCHEMA_LOCK, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
 import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
 
 export interface SqlStoreOptions {
@@ -32,6 +34,12 @@ export interface SqlStoreOptions {
   connect: () => Promise<SqlConnection> | SqlConnection;
   /** Called once the connection is closed (a lock of the data directory is released here). */
   onClose?: () => void;
+  /**
+   * This process as a node of the database (nodes.ts): registered at open (refused while another live
+   * process holds the id), its heartbeat written every `heartbeatMs`, marked stopped at close.
+   * `onNodeIdTaken`: a heartbeat found the id taken by another process (this one was gone too long).
+   */
+  node?: NodeIdentity & { onNodeIdTaken?: () => void };
 }
 
 const COLLECTION_SET: ReadonlySet<string> = new Set(COLLECTIONS);
@@ -80,6 +88,9 @@ export class SqlStore implements Store {
   /** Transactions that wrote something, and the connection's batches before this store's own began. */
   #commits = 0;
   #batchesBefore = 0;
+  /** Names this process's tenure of its node id (nodes.ts). */
+  readonly #incarnation = randomUUID();
+  #heartbeat: NodeJS.Timeout | undefined;
 
   constructor(options: SqlStoreOptions) {
     this.dir = options.dir;
@@ -97,8 +108,10 @@ export class SqlStore implements Store {
       this.#dialect = connection.dialect;
       this.#connection = connection;
       await this.#migrate(connection);
+      if (this.#options.node) await registerNode(connection, this.#options.node, this.#incarnation);
       this.#batchesBefore = connection.batches;
       this.#phase = 'open';
+      this.#startHeartbeat();
     } catch (error) {
       this.#phase = 'closed';
       await this.#connection?.close().catch(() => undefined);
@@ -107,10 +120,21 @@ export class SqlStore implements Store {
     }
   }
 
-  /** Creates what is missing; refuses a database a newer version wrote. */
+  /** Creates what is missing; refuses a database a newer version wrote, or one an earlier version's PostgreSQL store holds. */
   async #migrate(connection: SqlConnection): Promise<void> {
     const statements = schemaStatements(connection.dialect, this.#options.indexes ?? {});
     await connection.transaction(async (session) => {
+      if (connection.dialect === 'postgres') {
+        // Two nodes starting at once would both create the tables (CREATE … IF NOT EXISTS is not safe concurrently).
+        await session.all('SELECT pg_advisory_xact_lock(?)', [SCHEMA_LOCK.toString()]);
+        const [earlier] = await session.all(`SELECT to_regclass(?)::text AS t`, [EARLIER_POSTGRES_TABLE]);
+        if (earlier?.['t']) {
+          throw new StoreError(
+            'store_needs_migration',
+            `${this.dir} holds the store of an earlier ccweb-gitea (its ${EARLIER_POSTGRES_TABLE} table), which \`ccweb-gitea migrate-store\` moves into this version's tables`,
+          );
+        }
+      }
       for (const statement of statements) await session.run(statement);
       const rows = await session.all(`SELECT value FROM store_meta WHERE name = 'schema'`);
       const found = rows[0] ? Number(rows[0]['value']) : undefined;
@@ -123,8 +147,37 @@ export class SqlStore implements Store {
     if (this.#phase === 'closed') return;
     const wasOpen = this.#phase === 'open';
     this.#phase = 'closed';
-    if (wasOpen) await this.#connection!.close();
+    clearTimeout(this.#heartbeat);
+    this.#heartbeat = undefined;
+    if (wasOpen) {
+      const node = this.#options.node;
+      // Best effort: a node that cannot say it stopped frees its id when its heartbeat gets old.
+      if (node) await stopNode(this.#connection!, node.nodeId, this.#incarnation).catch(() => undefined);
+      await this.#connection!.close();
+    }
     this.#options.onClose?.();
+  }
+
+  #startHeartbeat(): void {
+    const node = this.#options.node;
+    if (!node) return;
+    this.#heartbeat = setTimeout(() => {
+      if (this.#phase !== 'open') return;
+      beatNode(this.#connection!, node.nodeId, this.#incarnation).then(
+        (held) => {
+          if (held) return this.#startHeartbeat();
+          node.onNodeIdTaken?.();
+        },
+        // The database does not answer now: the next beat tries again.
+        () => this.#startHeartbeat(),
+      );
+    }, node.heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  /** Every node that has opened this store, with its last heartbeat on the database's clock. */
+  async nodes(): Promise<NodeRow[]> {
+    return listNodes(this.#usable());
   }
 
   async get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined> {
@@ -238,6 +291,8 @@ export class SqlStore implements Store {
           JSON.stringify(body),
         ]);
       }
+      // An explicit seq does not move PostgreSQL's sequence: the next event must follow the imported ones.
+      if (this.#dialect === 'postgres' && events.length > 0) await session.all(`SELECT setval(pg_get_serial_sequence('audit', 'seq'), (SELECT max(seq) FROM audit))`);
     });
   }
 
@@ -366,27 +421,27 @@ class SqlTx implements Tx {
 
   async derive(format: string, payload: Record<string, unknown>): Promise<number> {
     this.#assertWrite();
-    const a0 = (await this.#lastAuditSeq()) + 1;
+    const seqs = await this.#reserveAuditSeqs(expandDerived(format, { ...payload, a0: 1 }).filter((op) => op[0] === 'a').length);
+    const a0 = seqs[0]!;
     const ops = expandDerived(format, { ...payload, a0 });
     // Every key is checked before any is written, so a refused derive leaves the transaction as it was.
     for (const op of ops) {
       if (op[0] !== 'a' && (await this.has(op[1] as CollectionName, op[2]))) throw new UniqueViolationError(op[1] as CollectionName, op[2]);
     }
-    let expectedSeq = a0;
+    let next = 0;
     for (const op of ops) {
       if (op[0] === 'a') {
-        const event = op[1];
-        // The seqs taken must be exactly the ones the format used.
-        if (event.seq !== expectedSeq) throw new Error(`derived record ${format}: audit seq ${event.seq} is not ${expectedSeq}`);
-        expectedSeq += 1;
-        const { seq: _seq, ...body } = event;
+        // The format numbers its events a0, a0 + 1, …; they take the seqs reserved, in that order.
+        const { seq: _seq, eventId: _eventId, timestamp, ...rest } = op[1];
+        const seq = seqs[next++]!;
+        const body = { ...rest, eventId: `audit-${seq}`, timestamp };
         await this.#session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-          event.seq,
-          event.taskId ?? null,
-          event.deliveryId ?? null,
-          event.actorId ?? null,
-          event.level ?? null,
-          event.timestamp,
+          seq,
+          body.taskId ?? null,
+          body.deliveryId ?? null,
+          body.actorId ?? null,
+          body.level ?? null,
+          timestamp,
           JSON.stringify(body),
         ]);
         continue;
@@ -398,12 +453,19 @@ class SqlTx implements Tx {
     return a0;
   }
 
-  async #lastAuditSeq(): Promise<number> {
-    const rows =
-      this.#dialect === 'sqlite'
-        ? await this.#session.all(`SELECT seq FROM sqlite_sequence WHERE name = 'audit'`)
-        : await this.#session.all('SELECT coalesce(max(seq), 0) AS seq FROM audit');
-    return Number(rows[0]?.['seq'] ?? 0);
+  /**
+   * `count` audit seqs for this transaction, increasing. SQLite has one writer: the next ones in a row.
+   * PostgreSQL: from the table's sequence, so concurrent transactions never take the same one (not
+   * necessarily consecutive; a rolled-back transaction leaves its seqs unused).
+   */
+  async #reserveAuditSeqs(count: number): Promise<number[]> {
+    if (this.#dialect === 'postgres') {
+      const rows = await this.#session.all(`SELECT nextval(pg_get_serial_sequence('audit', 'seq')) AS seq FROM generate_series(1, ?::int)`, [count]);
+      return rows.map((row) => Number(row['seq'])).sort((a, b) => a - b);
+    }
+    const rows = await this.#session.all(`SELECT seq FROM sqlite_sequence WHERE name = 'audit'`);
+    const last = Number(rows[0]?.['seq'] ?? 0);
+    return Array.from({ length: count }, (_, i) => last + 1 + i);
   }
 
   #forUpdate(): string {

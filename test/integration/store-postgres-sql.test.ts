@@ -1,0 +1,267 @@
+// The SQL store on PostgreSQL beyond the contract every engine passes (test/unit/store.test.ts runs on
+// it in the store-on-postgres project): one live process per node id, on the database's clock; an
+// earlier version's PostgreSQL store refused at open and moved in place by `migrate-store`; the
+// embedded store copied into an empty database. A real PostgreSQL throughout.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { migrateStore } from '../../src/cli/migrate-store.js';
+import { formatOperatorError, OperatorError } from '../../src/service/operator-error.js';
+import { storeOpenError } from '../../src/service/startup-checks.js';
+import { copyEmbeddedStore, createPostgresSqlStore, createStore, PostgresStore, storeDigest, type SqlStore } from '../../src/store/index.js';
+import { EARLIER_SCHEMA } from '../../src/store/sql/earlier-postgres.js';
+import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
+import { until } from '../support/until.js';
+
+let server: ThrowawayPostgres;
+let n = 0;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  server = await startThrowawayPostgres();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'ccweb-pg-sql-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const database = () => server.createDatabase(`q${process.pid}_${++n}`);
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+type NodeOptions = NonNullable<Parameters<typeof createPostgresSqlStore>[0]['node']>;
+
+async function openNode(url: string, node: Partial<NodeOptions> = {}): Promise<SqlStore> {
+  const store = createPostgresSqlStore({ url, node: { nodeId: 'node-a', url: 'http://10.0.0.1:8080', version: 'test', heartbeatMs: 200, ...node } });
+  cleanups.push(() => store.close());
+  await store.open();
+  return store;
+}
+
+describe('PostgreSQL SQL store: one live process per node id', () => {
+  it('a second process with a live node id is refused in one line naming the other (host, pid, url, last heartbeat); after a clean stop it starts', async () => {
+    const url = await database();
+    const first = await openNode(url, { host: 'machine-one', pid: 4242 });
+    const error = await openNode(url, { host: 'machine-two', url: 'http://10.0.0.2:8080' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NodeIdInUseError);
+    const heartbeat = (await first.nodes())[0]!.heartbeatAt;
+    expect((error as Error).message).toBe(`node id node-a is in use by a running process: host machine-one, pid 4242, url http://10.0.0.1:8080, last heartbeat ${(error as NodeIdInUseError).other.heartbeatAt} (database clock)`);
+    expect(Date.parse((error as NodeIdInUseError).other.heartbeatAt)).toBeLessThanOrEqual(Date.parse(heartbeat) + 1000);
+    // How serve reports it: exit 78 (a setup error: not restarted), one line naming the key.
+    const refusal = storeOpenError(error, '/data');
+    expect(refusal).toBeInstanceOf(OperatorError);
+    expect((refusal as OperatorError).exitCode).toBe(78);
+    expect((refusal as OperatorError).refusal).toBe('node_id_in_use');
+    expect(formatOperatorError(refusal as OperatorError)).toMatch(/^ccweb-gitea: node id node-a is in use by a running process: host machine-one, pid 4242, .* \[CCWEB_NODE_ID\]: give each node its own CCWEB_NODE_ID, or stop the other process first \(exit 78\)$/);
+    // Another id on the same database is another node.
+    await openNode(url, { nodeId: 'node-b', host: 'machine-two' });
+
+    await first.close();
+    const second = await openNode(url, { host: 'machine-two', url: 'http://10.0.0.2:8080' });
+    expect((await second.nodes()).map((r) => [r.nodeId, r.host, r.state])).toEqual([
+      ['node-a', 'machine-two', 'running'],
+      ['node-b', 'machine-two', 'running'],
+    ]);
+  });
+
+  it('the heartbeat keeps the id; three missed heartbeats (on the database clock) free it', async () => {
+    const url = await database();
+    // Its heartbeat is far apart: as if its process were stopped (SIGSTOP) right after starting.
+    await openNode(url, { host: 'machine-one', heartbeatMs: 60_000 });
+    await openNode(url, { nodeId: 'node-b', host: 'machine-one', heartbeatMs: 100 });
+    // Right away, with the check's own window of 3 × 200 ms, both count as live.
+    await expect(openNode(url, { host: 'machine-two' })).rejects.toBeInstanceOf(NodeIdInUseError);
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const taker = await openNode(url, { host: 'machine-two' });
+    expect((await taker.nodes()).find((r) => r.nodeId === 'node-a')!.host).toBe('machine-two');
+    // node-b kept beating all along: still refused.
+    await expect(openNode(url, { nodeId: 'node-b', host: 'machine-two' })).rejects.toBeInstanceOf(NodeIdInUseError);
+  });
+
+  it("on this host, a row whose process no longer runs is this node's previous life (killed, restarted at once): it starts", async () => {
+    const url = await database();
+    const gone = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    await new Promise((resolve) => gone.once('exit', resolve));
+    let taken = 0;
+    await openNode(url, { host: hostname(), pid: gone.pid!, heartbeatMs: 100, onNodeIdTaken: () => void (taken += 1) });
+    const restarted = await openNode(url, { heartbeatMs: 100 });
+    expect((await restarted.nodes())[0]).toMatchObject({ host: hostname(), pid: process.pid, state: 'running' });
+    // The earlier store object (standing for the dead process) hears at its next heartbeat that it lost the id.
+    await until('the earlier store to hear its id was taken', () => taken === 1, 5000);
+    // A process of this host that does run is another live node: refused.
+    const alive = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    cleanups.push(async () => alive.kill('SIGKILL'));
+    const url2 = await database();
+    await openNode(url2, { host: hostname(), pid: alive.pid!, heartbeatMs: 100 });
+    await expect(openNode(url2, { heartbeatMs: 100 })).rejects.toBeInstanceOf(NodeIdInUseError);
+  });
+});
+
+/** An earlier version's PostgreSQL store with history: updates, deletes, archives, a derived record, audit. */
+async function earlierStoreWithHistory(url: string): Promise<{ digest: string; audit: number }> {
+  const dir = await tempDir();
+  const store = new PostgresStore({ dir: join(dir, 'replica'), url, nodeId: 'old-node', version: 'old', indexes: { tasks: ['state'] } });
+  await store.open();
+  try {
+    for (let i = 0; i < 120; i++) {
+      await store.transact(async (tx) => {
+        await tx.insert('tasks', `t${i}`, { state: i % 3 ? 'succeeded' : 'queued', stateVersion: 1, n: i, nested: { z: 1, a: [i, 'x'] } });
+        await tx.insert('webhook_deliveries', `default:d-${i}`, { taskId: `t${i}` });
+        await tx.appendAudit({ action: 'task.created', actor: 'test', taskId: `t${i}`, deliveryId: `d-${i}`, ...(i % 10 === 0 ? { level: 'alert' as const } : {}) });
+      });
+    }
+    for (let i = 0; i < 120; i += 2) await store.transact((tx) => tx.archive('tasks', `t${i}`));
+    await store.transact((tx) => tx.put('tasks', 't1', { state: 'failed', stateVersion: 2, n: 1 }, { expectVersion: 1, versionField: 'stateVersion' }));
+    await store.transact((tx) => tx.delete('webhook_deliveries', 'default:d-5'));
+    return { digest: await storeDigest(store), audit: (await store.audit()).length };
+  } finally {
+    await store.close();
+  }
+}
+
+function commandIo(dataDir: string, url: string, lines: string[]) {
+  return {
+    env: {
+      CCWEB_DATA_DIR: dataDir,
+      CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+      CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+      CCWEB_GITEA_TOKEN: 'token',
+      CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+      CCWEB_DATABASE_URL: url,
+    },
+    argv: [],
+    cwd: dataDir,
+    out: (s: string) => void lines.push(s),
+    err: (s: string) => void lines.push(`ERR ${s}`),
+  };
+}
+
+describe('an earlier version’s PostgreSQL store', () => {
+  it('is refused at open in one line naming migrate-store; the command moves it in place in one transaction (history, archives, audit), refusing while an earlier node runs', async () => {
+    const url = await database();
+    const before = await earlierStoreWithHistory(url);
+
+    const refused = await createPostgresSqlStore({ url }).open().catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'store_needs_migration' });
+    expect((refused as Error).message).toMatch(/holds the store of an earlier ccweb-gitea \(its ccweb_records table\), which `ccweb-gitea migrate-store` moves into this version's tables$/);
+    const line = formatOperatorError(storeOpenError(refused, '/data') as OperatorError);
+    expect(line).toMatch(/\[CCWEB_DATABASE_URL\]: stop every node, run `ccweb-gitea migrate-store` once, then start them again \(exit 78\)$/);
+    // Refusing changed nothing: no table of this version was made.
+    expect(await sql(url, `SELECT to_regclass('tasks')::text AS t`)).toEqual([{ t: null }]);
+
+    const dataDir = await tempDir();
+    const lines: string[] = [];
+    // An earlier node still running on the database: the move waits for it to stop.
+    const oldNode = new PostgresStore({ dir: join(await tempDir(), 'replica'), url, nodeId: 'old-node', version: 'old' });
+    await oldNode.open();
+    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(lines.at(-1)).toMatch(/^ERR migrate-store: postgres:\/\/127\.0\.0\.1:\d+\/q\d+_\d+: nodes still write the earlier store: old-node: stop every node first$/);
+    await oldNode.close();
+    // A move that fails at its last step (the schema it keeps the earlier tables in is taken) leaves
+    // everything as it was: one transaction.
+    await sql(url, `CREATE SCHEMA ${EARLIER_SCHEMA}`);
+    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(lines.at(-1)).toMatch(/schema "ccweb_before_sql" already exists/);
+    expect(await sql(url, `SELECT to_regclass('tasks')::text AS t, to_regclass('public.ccweb_records')::text AS r`)).toEqual([{ t: null, r: 'ccweb_records' }]);
+    await sql(url, `DROP SCHEMA ${EARLIER_SCHEMA}`);
+
+    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(0);
+    expect(lines.join('\n')).toMatch(/tasks: 60 record\(s\), 60 archived/);
+    expect(lines.join('\n')).toMatch(new RegExp(`done: ${before.audit} audit event\\(s\\) and every record moved, read back and compared`));
+    expect(lines.at(-1)).toMatch(/kept in the schema ccweb_before_sql: drop it/);
+    expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/);
+
+    const store = createPostgresSqlStore({ url, indexes: { tasks: ['state'] } });
+    cleanups.push(() => store.close());
+    await store.open();
+    expect(await storeDigest(store)).toBe(before.digest);
+    expect(await store.get('tasks', 't0')).toEqual({ state: 'queued', stateVersion: 1, n: 0, nested: { z: 1, a: [0, 'x'] } });
+    expect(await store.get('tasks', 't1')).toEqual({ state: 'failed', stateVersion: 2, n: 1 });
+    expect(await store.get('webhook_deliveries', 'default:d-5')).toBeUndefined();
+    expect(await store.archivedCount('tasks')).toBe(60);
+    expect((await store.byIndex('tasks', 'state', 'failed')).length).toBe(1);
+    expect((await store.audit({ level: 'alert' })).map((e) => e.taskId)).toEqual(Array.from({ length: 12 }, (_, i) => `t${i * 10}`));
+    // It goes on from there: dedupe keys are there, the next audit seq follows the moved ones.
+    await expect(store.transact((tx) => tx.insert('webhook_deliveries', 'default:d-7', {}))).rejects.toMatchObject({ code: 'unique_violation' });
+    expect((await store.transact((tx) => tx.appendAudit({ action: 'after', actor: 'test' }))).seq).toBe(before.audit + 1);
+    // The earlier tables are kept aside, out of the way of the check at open.
+    expect(await sql(url, `SELECT count(*)::int AS n FROM ${EARLIER_SCHEMA}.ccweb_records`)).toEqual([{ n: 240 - 1 }]);
+  });
+});
+
+describe('migrate-store: the embedded store into PostgreSQL', () => {
+  async function embeddedWithHistory(dir: string): Promise<SqlStore> {
+    const store = createStore({ dir, indexes: { tasks: ['state'] } });
+    await store.open();
+    for (let i = 0; i < 300; i++) {
+      await store.transact(async (tx) => {
+        await tx.insert('tasks', `t${i}`, { state: i % 3 ? 'succeeded' : 'queued', stateVersion: 1, n: i });
+        await tx.insert('webhook_deliveries', `default:d-${i}`, { taskId: `t${i}` });
+        await tx.appendAudit({ action: 'task.created', actor: 'test', taskId: `t${i}`, deliveryId: `d-${i}` });
+      });
+    }
+    for (let i = 0; i < 300; i += 2) await store.transact((tx) => tx.archive('tasks', `t${i}`));
+    await store.transact((tx) => tx.put('tasks', 't1', { state: 'failed', stateVersion: 2, n: 1 }, { expectVersion: 1, versionField: 'stateVersion' }));
+    return store;
+  }
+
+  it('copies every record (archived ones too) and the audit history into an empty database, which then reads the same', async () => {
+    const source = await embeddedWithHistory(join(await tempDir(), 'store'));
+    cleanups.push(() => source.close());
+    expect(await source.archivedCount('tasks')).toBe(150);
+    const url = await database();
+    const summary = await copyEmbeddedStore(source, { url, indexes: { tasks: ['state'] } });
+    expect(summary.records['tasks']).toEqual({ hot: 150, archived: 150 });
+    expect(summary.auditEvents).toBe(300);
+
+    const store = createPostgresSqlStore({ url, indexes: { tasks: ['state'] } });
+    cleanups.push(() => store.close());
+    await store.open();
+    expect(await storeDigest(store)).toBe(await storeDigest(source));
+    expect(await store.get('tasks', 't0')).toEqual({ state: 'queued', stateVersion: 1, n: 0 });
+    expect((await store.audit({ deliveryId: 'd-42' })).map((e) => e.seq)).toEqual((await source.audit({ deliveryId: 'd-42' })).map((e) => e.seq));
+    await expect(store.transact((tx) => tx.insert('webhook_deliveries', 'default:d-7', {}))).rejects.toMatchObject({ code: 'unique_violation' });
+    expect((await store.transact((tx) => tx.appendAudit({ action: 'after', actor: 'test' }))).seq).toBe(301);
+  });
+
+  it('the command: refuses a running service’s data directory and a database that is not empty; copies otherwise', async () => {
+    const dataDir = await tempDir();
+    const source = await embeddedWithHistory(join(dataDir, 'store'));
+    const url = await database();
+    const lines: string[] = [];
+    await source.close();
+    // The service is running: another live process holds the data directory's lock.
+    const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    await writeFile(join(dataDir, 'store', 'LOCK'), String(service.pid));
+    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(lines.at(-1)).toMatch(/the service is running on this data directory; stop it first/);
+    service.kill('SIGKILL');
+    await new Promise((resolve) => service.once('exit', resolve));
+
+    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(0);
+    expect(lines.at(-2)).toMatch(/done: 300 audit event\(s\) and every record copied, read back and compared/);
+    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(lines.at(-1)).toMatch(/already holds a store: migrate into an empty database/);
+    expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/); // the URL is only ever described
+  });
+});
