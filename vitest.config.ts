@@ -5,14 +5,14 @@ import { defineConfig } from 'vitest/config';
  * on the SQL store against a throwaway PostgreSQL (CCWEB_TEST_STORE_ENGINE=postgres;
  * test/support/store-helpers.ts).
  */
-const STORE_CONTRACT = ['test/unit/store.test.ts'];
+const STORE_CONTRACT = ['test/unit/store.test.ts', 'test/unit/store-leases.test.ts'];
 
 /**
  * The earlier PostgreSQL engine (a journal replica on every node) against the same contract and its
  * journal's own tests, while it still serves several nodes.
  */
 const STORE_CONFORMANCE = [
-  ...STORE_CONTRACT,
+  'test/unit/store.test.ts',
   'test/unit/store-journal.test.ts',
   'test/unit/store-cold.test.ts',
   'test/unit/store-derived.test.ts',

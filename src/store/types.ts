@@ -119,6 +119,49 @@ export interface Tx {
   derive(format: string, payload: Record<string, unknown>): Promise<number>;
 }
 
+/** A transaction of an engine that keeps leases (the SQL store on SQLite and on PostgreSQL). */
+export interface LeaseStoreTx extends Tx, LeaseTx {
+  /**
+   * Tells `channel`'s listeners (`LeaseStore.listen`, on every node of the store) `payload` once this
+   * transaction commits; never if it does not. A wake-up, not a queue (see `listen`).
+   */
+  notify(channel: string, payload: string): Promise<void>;
+}
+
+/**
+ * A repository's lease (the `repo_leases` row): at most one holder per repository, decided by the
+ * database on the database's clock; `epoch` grows at every grant, so a write made for a task can check
+ * in its own transaction that the lease it runs under is still the current one (`fenceLease`).
+ * Times are milliseconds since 1970 on the database's clock, never a node's.
+ */
+export interface LeaseRow {
+  repoKey: string;
+  epoch: number;
+  holder: string;
+  taskId: string | null;
+  expiresAt: number;
+}
+
+export type LeaseGrant =
+  | { granted: true; epoch: number; expiresAt: number; now: number }
+  /** Refused: another holder's lease has not expired (`current`). */
+  | { granted: false; current: LeaseRow; now: number };
+
+export interface LeaseTx {
+  /** Grants the repository's lease when it is free or expired (a takeover); the epoch grows by one. */
+  grantLease(repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant>;
+  /** Moves the expiry to now + ttl (never earlier) while `epoch` holds and has not expired; null when it does not. */
+  renewLease(repoKey: string, epoch: number, ttlMs: number): Promise<{ expiresAt: number; now: number } | null>;
+  /** Ends the lease `epoch`: `release` (its holder is done) or `expire` (only once past its expiry). False when it is not the current one. */
+  endLease(repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<boolean>;
+  /**
+   * Rejects with LeaseLostError unless `epoch` is the repository's current, unexpired lease; on PostgreSQL
+   * the row stays locked until this transaction ends, so no grant passes it meanwhile: a holder that lost
+   * its lease commits nothing more for it.
+   */
+  fenceLease(repoKey: string, epoch: number): Promise<void>;
+}
+
 export interface StoreStats {
   commits: number;
   /** Durable batches written (group commits). */
@@ -152,6 +195,20 @@ export interface Store {
   stats(): StoreStats;
 }
 
+/** A store that keeps repository leases (the SQL store, on SQLite and on PostgreSQL). */
+export interface LeaseStore extends Store {
+  transact<R>(fn: (tx: LeaseStoreTx) => Promise<R> | R): Promise<R>;
+  /** Every held lease (expired ones too, until someone ends them), with the database's clock to judge them by. */
+  heldLeases(): Promise<{ leases: LeaseRow[]; now: number }>;
+  /**
+   * Calls `listener` with each payload committed to `channel` (`notify`) by any node, this one
+   * included. A notification sent while this node's listening connection is down is lost: what it
+   * announces is in the tables too, and listeners look there again now and then. Resolves, once
+   * listening, to the unsubscribe.
+   */
+  listen(channel: string, listener: (payload: string) => void): Promise<() => void>;
+}
+
 export class StoreError extends Error {
   constructor(
     readonly code: string,
@@ -179,6 +236,15 @@ export class VersionConflictError extends StoreError {
     readonly actual: number | undefined,
   ) {
     super('version_conflict', `${collection}: expected version ${expected}, found ${String(actual)}`);
+  }
+}
+
+export class LeaseLostError extends StoreError {
+  constructor(
+    readonly repoKey: string,
+    readonly epoch: number,
+  ) {
+    super('lease_lost', `the lease ${epoch} of ${repoKey} is no longer the current one`);
   }
 }
 

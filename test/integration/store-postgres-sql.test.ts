@@ -117,6 +117,30 @@ describe('PostgreSQL SQL store: one live process per node id', () => {
   });
 });
 
+describe('PostgreSQL SQL store: what one node commits, the others hear', () => {
+  it('a notify committed on one node reaches another; after a PostgreSQL crash and restart the listener is back', async () => {
+    const url = await database();
+    const a = await openNode(url, { nodeId: 'node-a' });
+    const b = await openNode(url, { nodeId: 'node-b' });
+    const heard: string[] = [];
+    await b.listen('ccweb_control', (payload) => heard.push(payload));
+    await a.transact((tx) => tx.notify('ccweb_control', 'stop:t1'));
+    await until('node-b to hear node-a', () => heard.includes('stop:t1'), 5000);
+
+    await server.crash();
+    await server.restart();
+    // The listening session is opened again (a notify sent meanwhile is lost: it is only a wake-up).
+    await until(
+      'node-b to hear node-a after the restart',
+      async () => {
+        await a.transact((tx) => tx.notify('ccweb_control', 'stop:t2')).catch(() => undefined);
+        return heard.includes('stop:t2');
+      },
+      20_000,
+    );
+  });
+});
+
 /** An earlier version's PostgreSQL store with history: updates, deletes, archives, a derived record, audit. */
 async function earlierStoreWithHistory(url: string): Promise<{ digest: string; audit: number }> {
   const dir = await tempDir();

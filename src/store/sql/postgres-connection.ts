@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { describeDatabase } from '../postgres/database-url.js';
 import { StoreUnavailableError, UniqueViolationError, type CollectionName } from '../types.js';
-import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
+import { CHANNEL, type Row, type SqlConnection, type SqlSession } from './sql-connection.js';
 
 export interface PostgresOptions {
   url: string;
@@ -39,6 +39,11 @@ export class PostgresConnection implements SqlConnection {
   readonly #pool: pg.Pool;
   readonly #where: string;
   #closed = false;
+  readonly #url: string;
+  readonly #listeners = new Map<string, Set<(payload: string) => void>>();
+  /** The one session that LISTENs, opened at the first listen and again after it is lost. */
+  #listener: { client: pg.Client; ready: Promise<void> } | undefined;
+  #listenerRetry: NodeJS.Timeout | undefined;
   /** Transactions begun and not yet ended: close waits for them. */
   readonly #running = new Set<Promise<unknown>>();
   commits = 0;
@@ -46,6 +51,7 @@ export class PostgresConnection implements SqlConnection {
 
   constructor(options: PostgresOptions) {
     this.#where = describeDatabase(options.url);
+    this.#url = options.url;
     this.#pool = new pg.Pool({
       connectionString: options.url,
       max: options.max ?? 10,
@@ -86,6 +92,11 @@ export class PostgresConnection implements SqlConnection {
         const session: SqlSession = {
           all: async (sql, params = []) => (await client.query(numbered(sql), params as unknown[])).rows as Row[],
           run: async (sql, params = []) => (await client.query(numbered(sql), params as unknown[])).rowCount ?? 0,
+          // PostgreSQL delivers it at COMMIT, to every session that listens, and drops it on ROLLBACK.
+          notify: async (channel, payload) => {
+            if (!CHANNEL.test(channel)) throw new TypeError(`notify: ${JSON.stringify(channel)} is not a channel name`);
+            await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
+          },
         };
         await client.query('BEGIN');
         try {
@@ -108,6 +119,51 @@ export class PostgresConnection implements SqlConnection {
     }
   }
 
+  async listen(channel: string, listener: (payload: string) => void): Promise<() => void> {
+    if (!CHANNEL.test(channel)) throw new TypeError(`listen: ${JSON.stringify(channel)} is not a channel name`);
+    this.#assertOpen();
+    let set = this.#listeners.get(channel);
+    const fresh = !set;
+    if (!set) this.#listeners.set(channel, (set = new Set()));
+    set.add(listener);
+    const unsubscribe = () => void set.delete(listener);
+    if (!this.#listener) this.#openListener();
+    else if (fresh) await this.#listener.ready.then(() => this.#listener?.client.query(`LISTEN ${channel}`)).catch(() => this.#dropListener());
+    // Resolved once this channel is listened to (or the session failed: a new one follows, and then it is).
+    await this.#listener?.ready.catch(() => undefined);
+    return unsubscribe;
+  }
+
+  #openListener(): void {
+    if (this.#closed || this.#listener || this.#listenerRetry) return;
+    const client = new pg.Client({ connectionString: this.#url, keepAlive: true, connectionTimeoutMillis: 10_000 });
+    client.on('notification', (message) => {
+      for (const listener of this.#listeners.get(message.channel) ?? []) listener(message.payload ?? '');
+    });
+    client.on('error', () => this.#dropListener());
+    client.on('end', () => this.#dropListener());
+    const ready = (async () => {
+      await client.connect();
+      for (const channel of this.#listeners.keys()) await client.query(`LISTEN ${channel}`);
+    })();
+    ready.catch(() => this.#dropListener());
+    this.#listener = { client, ready };
+  }
+
+  /** The listening session is gone (a restart, a cut link): another one in a second. */
+  #dropListener(): void {
+    const current = this.#listener;
+    if (!current) return;
+    this.#listener = undefined;
+    void current.client.end().catch(() => undefined);
+    if (this.#closed) return;
+    this.#listenerRetry = setTimeout(() => {
+      this.#listenerRetry = undefined;
+      this.#openListener();
+    }, 1000);
+    this.#listenerRetry.unref();
+  }
+
   async sync(): Promise<void> {
     // Every transaction resolved only after its COMMIT returned: nothing is waiting to be made durable.
     this.#assertOpen();
@@ -116,6 +172,10 @@ export class PostgresConnection implements SqlConnection {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#listenerRetry);
+    const listener = this.#listener;
+    this.#listener = undefined;
+    await listener?.client.end().catch(() => undefined);
     await Promise.all(this.#running);
     await this.#pool.end();
   }

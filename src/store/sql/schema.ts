@@ -43,6 +43,8 @@ export function schemaStatements(dialect: Dialect, indexes: Partial<Record<Colle
     `CREATE INDEX IF NOT EXISTS audit_actor ON audit (actor_id, seq)`,
     `CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)`,
     // Each node that opened the store: one live process per node id (nodes.ts), on the database's clock.
+    // One row per repository that ever had a lease: at most one holder, an epoch that grows at every grant (leases.ts).
+    `CREATE TABLE IF NOT EXISTS repo_leases (repo_key TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, task_id TEXT, expires_at BIGINT NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS nodes (node_id TEXT PRIMARY KEY, incarnation TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, url TEXT, version TEXT NOT NULL, state TEXT NOT NULL, started_at ${timestamp} NOT NULL, heartbeat_at ${timestamp} NOT NULL)`,
   ];
   for (const collection of COLLECTIONS) {

@@ -15,13 +15,16 @@ import {
   type AuditEventInput,
   type AuditQuery,
   type CollectionName,
+  type LeaseGrant,
+  type LeaseRow,
+  type LeaseStore,
+  type LeaseStoreTx,
   type PutOptions,
   type RecordType,
-  type Store,
   type StoreStats,
   type StoredRecord,
-  type Tx,
 } from '../types.js';
+import * as leases from './leases.js';
 import { beatNode, listNodes, registerNode, stopNode, type NodeIdentity, type NodeRow } from './nodes.js';
 import { EARLIER_POSTGRES_TABLE, jsonField, SCHEMA_LOCK, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
 import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
@@ -79,7 +82,7 @@ function checkAudit(input: AuditEventInput): void {
   if (typeof input.actor !== 'string' || input.actor === '') throw new TypeError('audit: actor is required');
 }
 
-export class SqlStore implements Store {
+export class SqlStore implements LeaseStore {
   readonly dir: string;
   readonly #options: SqlStoreOptions;
   #connection: SqlConnection | undefined;
@@ -244,7 +247,15 @@ export class SqlStore implements Store {
     return rows.map(auditFromRow);
   }
 
-  async transact<R>(fn: (tx: Tx) => Promise<R> | R): Promise<R> {
+  listen(channel: string, listener: (payload: string) => void): Promise<() => void> {
+    return this.#usable().listen(channel, listener);
+  }
+
+  async heldLeases(): Promise<{ leases: LeaseRow[]; now: number }> {
+    return leases.heldLeases((sql, params) => this.#read(sql, params), this.#dialect);
+  }
+
+  async transact<R>(fn: (tx: LeaseStoreTx) => Promise<R> | R): Promise<R> {
     const connection = this.#usable();
     let wrote = false;
     const result = await connection.transaction(async (session) => {
@@ -326,7 +337,7 @@ async function byIndexOf<T>(query: Query, dialect: Dialect, collection: Collecti
   return rows.map((row) => parseFrozen<T>(row['body']));
 }
 
-class SqlTx implements Tx {
+class SqlTx implements LeaseStoreTx {
   readonly #session: SqlSession;
   readonly #dialect: Dialect;
   #finished = false;
@@ -466,6 +477,31 @@ class SqlTx implements Tx {
     const rows = await this.#session.all(`SELECT seq FROM sqlite_sequence WHERE name = 'audit'`);
     const last = Number(rows[0]?.['seq'] ?? 0);
     return Array.from({ length: count }, (_, i) => last + 1 + i);
+  }
+
+  async grantLease(repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant> {
+    this.#assertWrite();
+    return leases.grantLease(this.#session, this.#dialect, repoKey, request);
+  }
+
+  async renewLease(repoKey: string, epoch: number, ttlMs: number): Promise<{ expiresAt: number; now: number } | null> {
+    this.#assertWrite();
+    return leases.renewLease(this.#session, this.#dialect, repoKey, epoch, ttlMs);
+  }
+
+  async endLease(repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<boolean> {
+    this.#assertWrite();
+    return leases.endLease(this.#session, this.#dialect, repoKey, epoch, how);
+  }
+
+  async notify(channel: string, payload: string): Promise<void> {
+    this.#assertOpen();
+    await this.#session.notify(channel, payload);
+  }
+
+  async fenceLease(repoKey: string, epoch: number): Promise<void> {
+    this.#assertOpen();
+    return leases.fenceLease(this.#session, this.#dialect, repoKey, epoch);
   }
 
   #forUpdate(): string {

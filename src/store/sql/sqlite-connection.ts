@@ -4,7 +4,7 @@
 // transactions from the last committed state, so nobody outside a transaction sees a transaction
 // half done or one that is not yet durable.
 import { StoreUnavailableError } from '../types.js';
-import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
+import { CHANNEL, type Row, type SqlConnection, type SqlSession } from './sql-connection.js';
 import { sqliteBinding, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 
 export interface SqliteOptions {
@@ -43,6 +43,8 @@ export class SqliteConnection implements SqlConnection {
   #batch: { done: Promise<void>; resolve: () => void; reject: (error: Error) => void } | undefined;
   #failure: StoreUnavailableError | undefined;
   #closed = false;
+  /** One process holds the file: its own listeners are all there are. */
+  readonly #listeners = new Map<string, Set<(payload: string) => void>>();
   commits = 0;
   batches = 0;
 
@@ -56,6 +58,14 @@ export class SqliteConnection implements SqlConnection {
     this.#write = statements(this.#writer);
     this.#read = statements(this.#reader);
     this.#beforeCommit = options.beforeCommit;
+  }
+
+  async listen(channel: string, listener: (payload: string) => void): Promise<() => void> {
+    if (!CHANNEL.test(channel)) throw new TypeError(`listen: ${JSON.stringify(channel)} is not a channel name`);
+    let set = this.#listeners.get(channel);
+    if (!set) this.#listeners.set(channel, (set = new Set()));
+    set.add(listener);
+    return () => void set.delete(listener);
   }
 
   /** DDL, outside any batch. */
@@ -83,9 +93,14 @@ export class SqliteConnection implements SqlConnection {
     this.#assertUsable();
     const batch = this.#openBatch();
     const write = this.#write;
+    const notes: Array<[string, string]> = [];
     const session: SqlSession = {
       all: async (sql, params = []) => write(sql).all(...params) as Row[],
       run: async (sql, params = []) => Number(write(sql).run(...params).changes),
+      notify: async (channel, payload) => {
+        if (!CHANNEL.test(channel)) throw new TypeError(`notify: ${JSON.stringify(channel)} is not a channel name`);
+        notes.push([channel, payload]);
+      },
     };
     this.#writer.exec('SAVEPOINT tx');
     let result: R;
@@ -97,6 +112,14 @@ export class SqliteConnection implements SqlConnection {
     }
     this.#writer.exec('RELEASE tx');
     this.commits += 1;
+    if (notes.length > 0) {
+      void batch.then(
+        () => {
+          for (const [channel, payload] of notes) for (const listener of this.#listeners.get(channel) ?? []) listener(payload);
+        },
+        () => undefined,
+      );
+    }
     return { result, durable: batch };
   }
 

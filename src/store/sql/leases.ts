@@ -1,0 +1,71 @@
+// Repository leases in SQL (the contract: LeaseTx in types.ts). One row per repository; the database
+// decides every grant, renewal and expiry on its own clock, in milliseconds since 1970 (PostgreSQL:
+// clock_timestamp(), the time of the statement, not of the transaction's start, so a long transaction
+// cannot judge an expiry by a stale clock).
+import { LeaseLostError, type LeaseGrant, type LeaseRow } from '../types.js';
+import type { Dialect } from './schema.js';
+import type { Row, SqlSession } from './sql-connection.js';
+
+export function databaseNowMs(dialect: Dialect): string {
+  return dialect === 'sqlite' ? `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)` : `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+}
+
+const COLUMNS = 'repo_key, epoch, holder, task_id, expires_at';
+
+function leaseRow(row: Row): LeaseRow {
+  return {
+    repoKey: String(row['repo_key']),
+    epoch: Number(row['epoch']),
+    holder: String(row['holder']),
+    taskId: row['task_id'] === null ? null : String(row['task_id']),
+    expiresAt: Number(row['expires_at']),
+  };
+}
+
+export async function grantLease(session: SqlSession, dialect: Dialect, repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant> {
+  const now = databaseNowMs(dialect);
+  const [granted] = await session.all(
+    `INSERT INTO repo_leases (repo_key, epoch, holder, task_id, expires_at) VALUES (?, 1, ?, ?, ${now} + ?)
+     ON CONFLICT (repo_key) DO UPDATE SET epoch = repo_leases.epoch + 1, holder = excluded.holder, task_id = excluded.task_id, expires_at = excluded.expires_at
+     WHERE repo_leases.holder IS NULL OR repo_leases.expires_at <= ${now}
+     RETURNING epoch, expires_at, ${now} AS now`,
+    [repoKey, request.holder, request.taskId, Math.max(1, Math.round(request.ttlMs))],
+  );
+  if (granted) return { granted: true, epoch: Number(granted['epoch']), expiresAt: Number(granted['expires_at']), now: Number(granted['now']) };
+  const [current] = await session.all(`SELECT ${COLUMNS}, ${now} AS now FROM repo_leases WHERE repo_key = ?`, [repoKey]);
+  return { granted: false, current: leaseRow(current!), now: Number(current!['now']) };
+}
+
+export async function renewLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number, ttlMs: number): Promise<{ expiresAt: number; now: number } | null> {
+  const now = databaseNowMs(dialect);
+  const [row] = await session.all(
+    `UPDATE repo_leases SET expires_at = ${dialect === 'sqlite' ? 'max' : 'greatest'}(expires_at, ${now} + ?)
+     WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL AND expires_at > ${now}
+     RETURNING expires_at, ${now} AS now`,
+    [Math.max(1, Math.round(ttlMs)), repoKey, epoch],
+  );
+  return row ? { expiresAt: Number(row['expires_at']), now: Number(row['now']) } : null;
+}
+
+export async function endLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<boolean> {
+  const changed = await session.run(
+    `UPDATE repo_leases SET holder = NULL, task_id = NULL WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL${how === 'expire' ? ` AND expires_at <= ${databaseNowMs(dialect)}` : ''}`,
+    [repoKey, epoch],
+  );
+  return changed === 1;
+}
+
+export async function fenceLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number): Promise<void> {
+  const rows = await session.all(
+    `SELECT epoch FROM repo_leases WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL AND expires_at > ${databaseNowMs(dialect)}${dialect === 'postgres' ? ' FOR SHARE' : ''}`,
+    [repoKey, epoch],
+  );
+  if (rows.length === 0) throw new LeaseLostError(repoKey, epoch);
+}
+
+/** Every held lease, and the database's clock when they were read (to judge expiry by). */
+export async function heldLeases(read: (sql: string, params?: readonly unknown[]) => Promise<Row[]>, dialect: Dialect): Promise<{ leases: LeaseRow[]; now: number }> {
+  const [clock] = await read(`SELECT ${databaseNowMs(dialect)} AS now`);
+  const rows = await read(`SELECT ${COLUMNS} FROM repo_leases WHERE holder IS NOT NULL ORDER BY repo_key`);
+  return { leases: rows.map(leaseRow), now: Number(clock!['now']) };
+}

@@ -1,0 +1,146 @@
+// Repository leases in the store (LeaseTx, src/store/types.ts), on each engine that keeps them: the
+// SQL store on SQLite (project main) and on PostgreSQL (project store-on-postgres). The database
+// decides every grant and expiry on its own clock; the epoch grows at every grant; a transaction
+// fenced on an epoch commits nothing once another holder could have it. Notifications: what a
+// transaction announces reaches the listeners once it committed, never if it did not.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LeaseLostError, type LeaseStore } from '../../src/store/index.js';
+import { storeDirs } from '../support/store-helpers.js';
+
+const env = storeDirs();
+afterEach(() => {
+  vi.restoreAllMocks();
+  return env.cleanup();
+});
+
+const open = async () => (await env.open({ dir: await env.dir() })) as LeaseStore;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const R = 'default:o/r';
+
+describe('store leases', () => {
+  it('one holder per repository; the epoch grows at every grant; only the current epoch renews or releases', async () => {
+    const store = await open();
+    const first = await store.transact((tx) => tx.grantLease(R, { holder: 'node-a', taskId: 't1', ttlMs: 60_000 }));
+    expect(first).toMatchObject({ granted: true, epoch: 1 });
+    if (!first.granted) throw new Error('unreachable');
+    expect(first.expiresAt - first.now).toBe(60_000);
+    const refused = await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }));
+    expect(refused).toMatchObject({ granted: false, current: { repoKey: R, epoch: 1, holder: 'node-a', taskId: 't1', expiresAt: first.expiresAt } });
+    // Another repository is another lease.
+    expect(await store.transact((tx) => tx.grantLease('default:o/other', { holder: 'node-b', taskId: 't3', ttlMs: 60_000 }))).toMatchObject({ granted: true, epoch: 1 });
+
+    const renewed = await store.transact((tx) => tx.renewLease(R, 1, 120_000));
+    expect(renewed!.expiresAt - renewed!.now).toBe(120_000);
+    // A shorter renewal never moves the expiry back.
+    expect((await store.transact((tx) => tx.renewLease(R, 1, 1)))!.expiresAt).toBe(renewed!.expiresAt);
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'expire'))).toBe(false); // not expired
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBe(true);
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBe(false);
+
+    const second = await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }));
+    expect(second).toMatchObject({ granted: true, epoch: 2 });
+    // The first holder's epoch is over: nothing it sends counts.
+    expect(await store.transact((tx) => tx.renewLease(R, 1, 60_000))).toBeNull();
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBe(false);
+    expect((await store.heldLeases()).leases.map((l) => [l.repoKey, l.epoch, l.holder])).toEqual([
+      ['default:o/other', 1, 'node-b'],
+      [R, 2, 'node-b'],
+    ]);
+  });
+
+  it("expiry is the database's: a lease unrenewed past its ttl is taken over (epoch + 1); its holder can neither renew it nor commit a write fenced on it", async () => {
+    const store = await open();
+    await store.transact((tx) => tx.grantLease(R, { holder: 'node-a', taskId: 't1', ttlMs: 300 }));
+    expect(await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 300 }))).toMatchObject({ granted: false });
+    await sleep(400);
+    const held = await store.heldLeases();
+    expect(held.leases[0]!.expiresAt).toBeLessThanOrEqual(held.now); // expired, still listed until ended
+    expect(await store.transact((tx) => tx.renewLease(R, 1, 60_000))).toBeNull();
+    const fenced = await store
+      .transact(async (tx) => {
+        await tx.insert('comments', 'late-answer', { by: 'node-a' });
+        await tx.fenceLease(R, 1);
+      })
+      .catch((e: unknown) => e);
+    expect(fenced).toBeInstanceOf(LeaseLostError);
+    expect(fenced).toMatchObject({ code: 'lease_lost', repoKey: R, epoch: 1 });
+    expect(await store.get('comments', 'late-answer')).toBeUndefined();
+    expect(await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }))).toMatchObject({ granted: true, epoch: 2 });
+    // While it holds, a fenced write commits.
+    await store.transact(async (tx) => {
+      await tx.fenceLease(R, 2);
+      await tx.insert('comments', 'answer', { by: 'node-b' });
+    });
+    expect(await store.get('comments', 'answer')).toEqual({ by: 'node-b' });
+  });
+
+  it("a node's own clock plays no part: one running an hour ahead cannot take a live lease over", async () => {
+    const store = await open();
+    await store.transact((tx) => tx.grantLease(R, { holder: 'node-a', taskId: 't1', ttlMs: 60_000 }));
+    const ahead = Date.now() + 3_600_000;
+    vi.spyOn(Date, 'now').mockImplementation(() => ahead);
+    expect(await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }))).toMatchObject({ granted: false });
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'expire'))).toBe(false);
+    await store.transact((tx) => tx.fenceLease(R, 1));
+  });
+
+  it('20 concurrent grants for one repository: exactly one is granted', async () => {
+    const store = await open();
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.transact((tx) => tx.grantLease(R, { holder: `node-${i}`, taskId: `t${i}`, ttlMs: 60_000 }))),
+    );
+    expect(outcomes.filter((o) => o.granted)).toHaveLength(1);
+    const winner = outcomes.findIndex((o) => o.granted);
+    for (const o of outcomes) if (!o.granted) expect(o.current).toMatchObject({ holder: `node-${winner}`, epoch: 1 });
+  });
+
+  it('a takeover waits for a fenced transaction still running: the write it commits comes before the new epoch', async () => {
+    const store = await open();
+    await store.transact((tx) => tx.grantLease(R, { holder: 'node-a', taskId: 't1', ttlMs: 300 }));
+    const order: string[] = [];
+    const fenced = store.transact(async (tx) => {
+      await tx.fenceLease(R, 1);
+      await sleep(600); // the lease expires meanwhile
+      await tx.insert('comments', 'answer', { by: 'node-a' });
+      order.push('fenced write committing');
+    });
+    await sleep(400);
+    const takeover = await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }));
+    order.push('takeover granted');
+    await fenced;
+    expect(takeover).toMatchObject({ granted: true, epoch: 2 });
+    expect(order).toEqual(['fenced write committing', 'takeover granted']);
+    expect(await store.get('comments', 'answer')).toEqual({ by: 'node-a' });
+  });
+});
+
+describe('store notifications', () => {
+  it('a committed notify reaches every listener of its channel, in commit order; a rolled-back one never does', async () => {
+    const store = await open();
+    const heard: string[] = [];
+    const other: string[] = [];
+    const stop = await store.listen('ccweb_control', (payload) => heard.push(payload));
+    await store.listen('ccweb_audit', (payload) => other.push(payload));
+    await store.transact(async (tx) => {
+      await tx.insert('control_requests', 'r1', { action: 'stop' });
+      await tx.notify('ccweb_control', 'r1');
+    });
+    await expect(
+      store.transact(async (tx) => {
+        await tx.notify('ccweb_control', 'never');
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    for (const i of [1, 2, 3]) await store.transact((tx) => tx.notify('ccweb_control', `n${i}`));
+    await store.transact((tx) => tx.notify('ccweb_audit', '7'));
+    const deadline = Date.now() + 5000;
+    while ((heard.length < 4 || other.length < 1) && Date.now() < deadline) await sleep(20);
+    expect(heard).toEqual(['r1', 'n1', 'n2', 'n3']);
+    expect(other).toEqual(['7']);
+    stop();
+    await store.transact((tx) => tx.notify('ccweb_control', 'after'));
+    await sleep(200);
+    expect(heard).toHaveLength(4);
+    await expect(store.transact((tx) => tx.notify('Robert"); DROP TABLE tasks; --', 'x'))).rejects.toThrow(/not a channel name/);
+  });
+});
