@@ -117,6 +117,28 @@ describe('PostgreSQL SQL store: one live process per node id', () => {
   });
 });
 
+describe('PostgreSQL SQL store: opening', () => {
+  it('a server that does not answer: database_unreachable, naming the database without its password', async () => {
+    const error = await createPostgresSqlStore({ url: 'postgres://ccweb:s3cret-pass@127.0.0.1:1/ccweb' }).open().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'database_unreachable' });
+    expect((error as Error).message).toMatch(/^cannot reach postgres:\/\/127\.0\.0\.1:1\/ccweb: /);
+    expect((error as Error).message).not.toMatch(/s3cret/);
+    expect((storeOpenError(error, '/data') as OperatorError).exitCode).toBe(75);
+  });
+});
+
+describe('PostgreSQL SQL store: the audit', () => {
+  it('is append-only, enforced by the database: UPDATE, DELETE and TRUNCATE are refused', async () => {
+    const url = await database();
+    const store = await openNode(url);
+    await store.transact((tx) => tx.appendAudit({ action: 'x', actor: 'test' }));
+    for (const statement of ["UPDATE audit SET level = 'alert'", 'DELETE FROM audit', 'TRUNCATE audit']) {
+      await expect(sql(url, statement)).rejects.toThrow(/audit is append-only \((UPDATE|DELETE|TRUNCATE) refused\)/);
+    }
+    expect(await store.audit()).toHaveLength(1);
+  });
+});
+
 describe('PostgreSQL SQL store: what one node commits, the others hear', () => {
   it('a notify committed on one node reaches another; after a PostgreSQL crash and restart the listener is back', async () => {
     const url = await database();

@@ -283,6 +283,32 @@ describe('store derived records', () => {
   });
 });
 
+describe('store audit order', () => {
+  // Not yet on PostgreSQL: it hands out seqs at INSERT and commits in any order, so a cursor by seq can
+  // pass a lower seq that commits later. What fixes it (a cursor ordered by the writing transaction's
+  // xid8 below pg_snapshot_xmin, then seq) changes the audit cursor's contract: not done here.
+  it.skipIf(STORE_ENGINE === 'postgres')('a reader paging by seq never skips an event: one committed after a higher seq was read shows up only once nothing below it is pending', async () => {
+    const store = await env.open({ dir: await env.dir() });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const slow = store.transact(async (tx) => {
+      await tx.appendAudit({ action: 'slow', actor: 'test' });
+      await gate;
+    });
+    // Wait until the slow transaction has written its event (it holds the lower seq).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const fast = store.transact((tx) => tx.appendAudit({ action: 'fast', actor: 'test' }));
+    // PostgreSQL commits the fast one now; SQLite queues it behind the slow one.
+    await Promise.race([fast, new Promise((resolve) => setTimeout(resolve, 500))]);
+    const seen = (await store.audit({ afterSeq: 0 })).map((e) => e.action);
+    // A cursor at the highest seq seen would never come back for the slow event: it must not see past it.
+    expect(seen).toEqual([]);
+    open();
+    await Promise.all([slow, fast]);
+    expect((await store.audit({ afterSeq: 0 })).map((e) => e.action)).toEqual(['slow', 'fast']);
+  });
+});
+
 describe('store durability', () => {
   it('reopen restores records, order, lookups and audit events', async () => {
     const dir = await env.dir();

@@ -12,6 +12,10 @@ export function databaseNowMs(dialect: Dialect): string {
 
 const COLUMNS = 'repo_key, epoch, holder, task_id, expires_at';
 
+/** One reading of the clock for a whole statement (PostgreSQL's clock_timestamp() moves within one). */
+const withClock = (dialect: Dialect) => `WITH clock AS (SELECT ${databaseNowMs(dialect)} AS now) `;
+const NOW = '(SELECT now FROM clock)';
+
 function leaseRow(row: Row): LeaseRow {
   return {
     repoKey: String(row['repo_key']),
@@ -23,23 +27,23 @@ function leaseRow(row: Row): LeaseRow {
 }
 
 export async function grantLease(session: SqlSession, dialect: Dialect, repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant> {
-  const now = databaseNowMs(dialect);
+  const now = NOW;
   const [granted] = await session.all(
-    `INSERT INTO repo_leases (repo_key, epoch, holder, task_id, expires_at) VALUES (?, 1, ?, ?, ${now} + ?)
+    `${withClock(dialect)}INSERT INTO repo_leases (repo_key, epoch, holder, task_id, expires_at) VALUES (?, 1, ?, ?, ${now} + ?)
      ON CONFLICT (repo_key) DO UPDATE SET epoch = repo_leases.epoch + 1, holder = excluded.holder, task_id = excluded.task_id, expires_at = excluded.expires_at
      WHERE repo_leases.holder IS NULL OR repo_leases.expires_at <= ${now}
      RETURNING epoch, expires_at, ${now} AS now`,
     [repoKey, request.holder, request.taskId, Math.max(1, Math.round(request.ttlMs))],
   );
   if (granted) return { granted: true, epoch: Number(granted['epoch']), expiresAt: Number(granted['expires_at']), now: Number(granted['now']) };
-  const [current] = await session.all(`SELECT ${COLUMNS}, ${now} AS now FROM repo_leases WHERE repo_key = ?`, [repoKey]);
+  const [current] = await session.all(`SELECT ${COLUMNS}, ${databaseNowMs(dialect)} AS now FROM repo_leases WHERE repo_key = ?`, [repoKey]);
   return { granted: false, current: leaseRow(current!), now: Number(current!['now']) };
 }
 
 export async function renewLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number, ttlMs: number): Promise<{ expiresAt: number; now: number } | null> {
-  const now = databaseNowMs(dialect);
+  const now = NOW;
   const [row] = await session.all(
-    `UPDATE repo_leases SET expires_at = ${dialect === 'sqlite' ? 'max' : 'greatest'}(expires_at, ${now} + ?)
+    `${withClock(dialect)}UPDATE repo_leases SET expires_at = ${dialect === 'sqlite' ? 'max' : 'greatest'}(expires_at, ${now} + ?)
      WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL AND expires_at > ${now}
      RETURNING expires_at, ${now} AS now`,
     [Math.max(1, Math.round(ttlMs)), repoKey, epoch],

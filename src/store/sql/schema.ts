@@ -42,6 +42,14 @@ export function schemaStatements(dialect: Dialect, indexes: Partial<Record<Colle
     `CREATE INDEX IF NOT EXISTS audit_delivery ON audit (delivery_id, seq)`,
     `CREATE INDEX IF NOT EXISTS audit_actor ON audit (actor_id, seq)`,
     `CREATE INDEX IF NOT EXISTS audit_ts ON audit (ts)`,
+    // Append-only, enforced by the database: no statement of ours or of an operator's rewrites history.
+    ...(sqlite
+      ? ['UPDATE', 'DELETE'].map((op) => `CREATE TRIGGER IF NOT EXISTS audit_no_${op.toLowerCase()} BEFORE ${op} ON audit BEGIN SELECT RAISE(ABORT, 'audit is append-only (${op} refused)'); END`)
+      : [
+          `CREATE OR REPLACE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit is append-only (% refused)', TG_OP; END $$`,
+          `CREATE OR REPLACE TRIGGER audit_no_update_delete BEFORE UPDATE OR DELETE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only()`,
+          `CREATE OR REPLACE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only()`,
+        ]),
     // Each node that opened the store: one live process per node id (nodes.ts), on the database's clock.
     // One row per repository that ever had a lease: at most one holder, an epoch that grows at every grant (leases.ts).
     `CREATE TABLE IF NOT EXISTS repo_leases (repo_key TEXT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT, task_id TEXT, expires_at BIGINT NOT NULL)`,

@@ -119,6 +119,8 @@ export class SqlStore implements LeaseStore {
       this.#phase = 'closed';
       await this.#connection?.close().catch(() => undefined);
       this.#options.onClose?.();
+      // A database server that does not answer at start: a refusal of its own (a supervisor retries).
+      if (this.#dialect === 'postgres' && error instanceof StoreUnavailableError) throw new StoreError('database_unreachable', error.message.replace(/^store unavailable: /, 'cannot reach '));
       throw error;
     }
   }
