@@ -237,6 +237,11 @@ export interface LeaseRecord {
   taskId: string | null;
   expiresAt: string | null;
   state: 'free' | 'held';
+  /**
+   * The lease row's epoch (src/store/sql/leases.ts) of the current or last lease: what a write made for
+   * the task checks. Absent on an engine without lease rows.
+   */
+  epoch?: number | null;
 }
 
 /**

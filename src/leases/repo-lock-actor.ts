@@ -1,4 +1,4 @@
-import type { Tx } from '../store/types.js';
+import { LeaseLostError, LeaseRefusedError, type LeaseStoreTx, type Tx } from '../store/types.js';
 import type { ActorKind, PersistedChange } from '../runtime/actor-runtime.js';
 import type { LeaseRecord } from '../domain/records.js';
 import { REPO_LOCK_MACHINE_VERSION, repoLockMachine, type RepoLockContext } from '../../machines/repo-lock.js';
@@ -28,6 +28,7 @@ export function repoLockKind(machine: typeof repoLockMachine = repoLockMachine):
 async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
   const ctx = change.snapshot.context as RepoLockContext;
   const held = ctx.leaseId !== null;
+  const previous = await tx.get<LeaseRecord>('leases', ctx.repoKey);
   const record: LeaseRecord = {
     repoKey: ctx.repoKey,
     leaseId: ctx.leaseId,
@@ -35,6 +36,7 @@ async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
     taskId: ctx.taskId,
     expiresAt: ctx.expiresAt === null ? null : new Date(ctx.expiresAt).toISOString(),
     state: held ? 'held' : 'free',
+    epoch: await followLeaseRow(tx, change, ctx, previous?.epoch ?? null),
   };
   await tx.put<LeaseRecord>('leases', ctx.repoKey, record);
 
@@ -57,5 +59,37 @@ async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
         replacedBy: ended.replacedBy,
       },
     });
+  }
+}
+
+function keepsLeaseRows(tx: Tx): tx is LeaseStoreTx {
+  return 'grantLease' in tx;
+}
+
+/**
+ * The repository's lease row (src/store/sql/leases.ts) is the authority: this transition changes it in
+ * the same transaction, on the database's clock, and throws (so nothing of the transition is kept) when
+ * the row does not agree — a takeover the node's clock allowed but the database's does not, a renewal
+ * or an expiry of a lease that is no longer current. Returns the epoch the lease record carries.
+ * An engine without lease rows (the earlier PostgreSQL engine, until it goes) only has the actor.
+ */
+async function followLeaseRow(tx: Tx, change: PersistedChange, ctx: RepoLockContext, epoch: number | null): Promise<number | null> {
+  if (!keepsLeaseRows(tx)) return epoch;
+  const event = change.event as { type?: string; ttlMs?: number } | null;
+  switch (event?.type) {
+    case 'ACQUIRE': {
+      const grant = await tx.grantLease(ctx.repoKey, { holder: ctx.owner ?? '', taskId: ctx.taskId, ttlMs: event.ttlMs ?? 0 });
+      if (!grant.granted) throw new LeaseRefusedError(grant.current);
+      return grant.epoch;
+    }
+    case 'HEARTBEAT':
+      if (epoch !== null && !(await tx.renewLease(ctx.repoKey, epoch, event.ttlMs ?? 0))) throw new LeaseLostError(ctx.repoKey, epoch);
+      return epoch;
+    case 'RELEASE':
+    case 'EXPIRE':
+      if (epoch !== null && !(await tx.endLease(ctx.repoKey, epoch, event.type === 'RELEASE' ? 'release' : 'expire'))) throw new LeaseLostError(ctx.repoKey, epoch);
+      return epoch;
+    default:
+      return epoch;
   }
 }

@@ -1,7 +1,7 @@
 import type { RepoLockEvent } from '../../machines/repo-lock.js';
 import { LOCK_KIND, lockActorId } from '../leases/repo-lock-actor.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
+import { isLeaseRefusal, type Store } from '../store/types.js';
 import { lockEvent } from './events.js';
 import type { HeldLease, SchedulerLogger } from './types.js';
 
@@ -19,7 +19,15 @@ export interface RepoLockClient {
 /** The scheduler's side of the repo-lock actors: one event each, sent through the runtime. */
 export function repoLockClient(deps: { store: Store; runtime: ActorRuntime; by: string; logger: SchedulerLogger }): RepoLockClient {
   const { store, runtime, by, logger } = deps;
-  const send = async (repoKey: string, event: RepoLockEvent) => (await runtime.send(lockActorId(repoKey), lockEvent(event), { by })).ok;
+  // The database refusing the lease change (its clock, its row) is a plain no, as the machine's own would be.
+  const send = async (repoKey: string, event: RepoLockEvent) => {
+    try {
+      return (await runtime.send(lockActorId(repoKey), lockEvent(event), { by })).ok;
+    } catch (err) {
+      if (isLeaseRefusal(err)) return false;
+      throw err;
+    }
+  };
   return {
     async acquire(repoKey, event) {
       const actorId = lockActorId(repoKey);
@@ -32,6 +40,7 @@ export function repoLockClient(deps: { store: Store; runtime: ActorRuntime; by: 
           await runtime.create(LOCK_KIND, actorId, { repoKey }, { events: [event], by });
           return 'acquired';
         } catch (err) {
+          if (isLeaseRefusal(err)) return 'refused';
           // Created by someone else in between: fall through to a plain ACQUIRE.
           if (!(await runtime.has(actorId))) {
             logger.error({ repoKey, err: errorMessage(err) }, 'repository lock could not be created');

@@ -248,6 +248,18 @@ export class LeaseLostError extends StoreError {
   }
 }
 
+/** The lease row refused a grant: another holder's lease has not expired on the database's clock. */
+export class LeaseRefusedError extends StoreError {
+  constructor(readonly current: LeaseRow) {
+    super('lease_refused', `the lease of ${current.repoKey} is held by ${current.holder} (epoch ${current.epoch}) until ${new Date(current.expiresAt).toISOString()} (database clock)`);
+  }
+}
+
+/** Whether a store error is the database refusing a lease change (the lease row decides; the actor follows). */
+export function isLeaseRefusal(error: unknown): error is StoreError {
+  return error instanceof StoreError && (error.code === 'lease_lost' || error.code === 'lease_refused');
+}
+
 export class StoreUnavailableError extends StoreError {
   constructor(message = 'store unavailable') {
     super('store_unavailable', message);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LeaseRecord, RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
 import { lockActorId } from '../../src/leases/repo-lock-actor.js';
-import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
+import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createScheduler, type Scheduler, type SchedulerOptions } from '../../src/scheduler/index.js';
 import type { Store } from '../../src/store/types.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
@@ -13,6 +13,7 @@ import {
   ev,
   FakeClock,
   holdIntervals,
+  schedulerKinds,
   scriptedExecutor,
   setPaused,
   submitTask,
@@ -30,6 +31,8 @@ interface Rig {
   scheduler: Scheduler;
   calls: ExecutorCall[];
   clock: FakeClock;
+  /** How far the database's clock (the store's, which judges leases) runs ahead of the scheduler's. */
+  db: { ahead: number };
 }
 
 let teardown: Array<() => Promise<void>> = [];
@@ -48,15 +51,16 @@ afterEach(async () => {
 });
 
 async function rig(script: (call: ExecutorCall) => Promise<void>, options: Partial<SchedulerOptions> = {}): Promise<Rig> {
-  const { store, runtime, close } = await createSchedulerRuntime();
+  const clock = (options.clock as FakeClock | undefined) ?? new FakeClock();
+  const db = { ahead: 0 };
+  const { store, runtime, close } = await createSchedulerRuntime(undefined, { now: () => clock.now() + db.ahead });
   const { executor, calls } = scriptedExecutor(runtime, script);
-  const clock = new FakeClock();
   const scheduler = createScheduler({ store, runtime, executor, owner: OWNER, leaseTtlMs: 1000, heartbeatMs: 0, clock, ...options });
   teardown.push(async () => {
     await scheduler.stop();
     await close();
   });
-  return { store, runtime, scheduler, calls, clock };
+  return { store, runtime, scheduler, calls, clock, db };
 }
 
 const lease = async (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey);
@@ -201,6 +205,40 @@ describe('repository leases', () => {
     await waitUntil(async () => (await lease(r.store, R))!.state === 'free', 'the lease to be released');
   });
 
+  it("a node whose clock runs 30 s ahead of the database's can neither end nor take over a live lease: the lease row decides", async () => {
+    const r = await rig((call) => new Promise<void>((resolve) => call.signal.addEventListener('abort', () => resolve())));
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
+    await r.scheduler.settled();
+    const held = (await r.store.get<LeaseRecord>('leases', R))!;
+    expect(held).toMatchObject({ state: 'held', epoch: 1 });
+
+    // Another node: its own runtime (its own copies of the actors, hosted from the store as at its
+    // start) on the same database, its clock 30 s ahead; by that clock the lease expired long ago.
+    const other = new ActorRuntime({ store: r.store, kinds: schedulerKinds() });
+    await other.restoreAll();
+    await submitTask(r.store, other, 'B', R);
+    const clockB = new FakeClock(r.clock.now() + 30_000);
+    const { executor, calls } = scriptedExecutor(other, walkToSuccess);
+    const nodeB = createScheduler({ store: r.store, runtime: other, executor, owner: 'default/200/2', leaseTtlMs: 1000, heartbeatMs: 0, clock: clockB });
+    teardown.push(async () => {
+      await nodeB.stop();
+      other.stopAll();
+    });
+    nodeB.start();
+    // Bounded: a node that did take the lease over would go on to run its task here.
+    await Promise.race([nodeB.wake().then(() => nodeB.settled()), new Promise((resolve) => setTimeout(resolve, 3000))]);
+
+    // It tried (its EXPIRE by its clock), and the database refused: nothing of it was kept.
+    expect(await r.store.get<LeaseRecord>('leases', R)).toEqual(held);
+    expect((await r.store.audit({})).filter((e) => e.action === 'lease.expired' || e.action === 'lease.taken_over')).toEqual([]);
+    expect(calls).toEqual([]);
+    expect((await r.store.get<TaskRecord>('tasks', 'B'))!.state).toBe('queued');
+    expect((await r.store.get<TaskRecord>('tasks', 'A'))!.state).toBe('preparing');
+    expect(r.calls[0]!.signal.aborted).toBe(false);
+  }, 15_000);
+
   it('aborts the executor signal when a heartbeat is rejected (lease lost to someone else)', async () => {
     const r = await rig(
       (call) =>
@@ -213,7 +251,9 @@ describe('repository leases', () => {
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
     await r.scheduler.settled();
-    // Someone else ends the lease (as another scheduler's expiry scan with a later clock would).
+    // Someone else ends the lease: the database's clock (the one that counts) is past its expiry while
+    // this scheduler's runs 10 s behind, so another node's expiry scan ends it on time.
+    r.db.ahead = 10_000;
     const res = await r.runtime.send(lockActorId(R), { type: 'EXPIRE', now: r.clock.now() + 10_000 } as never, { by: 'test' });
     expect(res.ok).toBe(true);
     r.clock.advance(300);

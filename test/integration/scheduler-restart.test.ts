@@ -186,9 +186,13 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     await first.close(false);
     const { owner: childOwner } = await runChildAndKill(dir);
 
-    const { store, runtime, close } = await createSchedulerRuntime(dir);
+    // The database's clock (the store's, which judges leases) moves with the scheduler's below.
+    let dbNow: number | undefined;
+    const { store, runtime, close } = await createSchedulerRuntime(dir, { now: () => dbNow ?? Date.now() });
     const expiries = (await heldLeases(store)).map((l) => Date.parse(l.expiresAt!));
     const later = Math.max(...expiries) + 1; // the restart came after every lease's TTL
+    // The database read its clock for each grant a moment after the node did: a second covers that.
+    dbNow = later + 1000;
     const { executor } = scriptedExecutor(runtime, (call) => walkToSuccess(call));
     const scheduler = createScheduler({ store, runtime, executor, owner: leaseOwnerId('default'), now: () => later });
     cleanup = async () => {

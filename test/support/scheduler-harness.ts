@@ -13,8 +13,9 @@ import { createTestRuntime } from './test-runtime.js';
 
 export const schedulerKinds = () => [taskKind(), repoLockKind()];
 
-export function createSchedulerRuntime(dir?: string) {
-  return createTestRuntime(schedulerKinds(), dir);
+/** `clock`: the store judges leases by it too (the database's clock, moved by hand with the scheduler's). */
+export function createSchedulerRuntime(dir?: string, clock?: Pick<SchedulerClock, 'now'>) {
+  return createTestRuntime(schedulerKinds(), dir, clock ? { clockMs: () => clock.now() } : {});
 }
 
 export const ev = (event: TaskEvent): EventObject => event;

@@ -19,6 +19,10 @@ const PREVIOUS = 'default/100/1000';
 const FOREIGN = 'other/300/3000';
 const BY = 'scheduler:recovery-test';
 
+/** The database's clock for these stores (it judges leases): set to the time each planted event happened. */
+let dbNow = Date.now();
+const dbClock = { now: () => dbNow };
+
 let closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of closers.reverse()) await c();
@@ -33,6 +37,7 @@ async function send(runtime: ActorRuntime, taskId: string, ...events: Parameters
 }
 
 async function hold(runtime: ActorRuntime, repoKey: string, leaseId: string, owner: string, taskId: string, now: number, ttlMs: number) {
+  dbNow = now;
   await runtime.create('lock', lockActorId(repoKey), { repoKey }, {
     events: [{ type: 'ACQUIRE', leaseId, owner, taskId, now, ttlMs } as never],
   });
@@ -54,7 +59,7 @@ function recordingLogger() {
 /** Closes the first runtime (actors stop, store closes) and opens the same directory again. */
 async function restart(dir: string, close: (remove?: boolean) => Promise<void>) {
   await close(false);
-  const next = await createSchedulerRuntime(dir);
+  const next = await createSchedulerRuntime(dir, dbClock);
   closers.push(() => next.close());
   return next;
 }
@@ -66,7 +71,7 @@ const recoveryAudit = (audit: AuditEvent[]) =>
 
 describe('recoverAfterRestart (spec §5.5)', () => {
   it('deals with leases first, then interrupts preparing/running/aborting, counts queued and retry_wait, lists the rest', async () => {
-    const first = await createSchedulerRuntime();
+    const first = await createSchedulerRuntime(undefined, dbClock);
     const { store, runtime } = first;
     const now = Date.parse('2026-12-01T12:00:00.000Z');
     // Submission order = queueSeq order. `late-run` is running but was submitted before `prep`, which
@@ -128,6 +133,7 @@ describe('recoverAfterRestart (spec §5.5)', () => {
     const startSeq = (await s.audit({})).at(-1)!.seq;
     const { warned, logger } = recordingLogger();
     const deps: RecoverDeps = { store: s, runtime: rt, owner: SELF, now, by: BY, hasLiveWorker: (id) => id === 'live', logger };
+    dbNow = now;
 
     const result = await recoverAfterRestart(deps);
 

@@ -117,6 +117,8 @@ interface Rig {
   calls: ExecutorCall[];
   clock: FakeClock;
   logged: Logged[];
+  /** How far the database's clock (the store's, which judges leases) runs ahead of the scheduler's. */
+  db: { ahead: number };
 }
 
 async function rig(
@@ -124,10 +126,12 @@ async function rig(
   options: Partial<SchedulerOptions> & { wrap?: (runtime: ActorRuntime) => ActorRuntime; before?: (store: Store, runtime: ActorRuntime) => Promise<void> } = {},
 ): Promise<Rig> {
   const { wrap, before, ...schedulerOptions } = options;
-  const { store, runtime, close } = await createSchedulerRuntime();
+  // The store judges leases by the scheduler's clock: the database's clock, moved by hand.
+  const clock = (schedulerOptions.clock as FakeClock | undefined) ?? new FakeClock();
+  const db = { ahead: 0 };
+  const { store, runtime, close } = await createSchedulerRuntime(undefined, { now: () => clock.now() + db.ahead });
   await before?.(store, runtime);
   const { executor, calls } = scriptedExecutor(runtime, script);
-  const clock = new FakeClock();
   const logged: Logged[] = [];
   const logger = {
     info: (obj: Record<string, unknown>, msg?: string) => void logged.push({ level: 'info', obj, msg }),
@@ -150,7 +154,7 @@ async function rig(
     await scheduler.stop();
     await close();
   });
-  return { store, runtime, scheduler, calls, clock, logged };
+  return { store, runtime, scheduler, calls, clock, logged, db };
 }
 
 const lease = (store: Store, repoKey: string) => store.get<LeaseRecord>('leases', repoKey);
@@ -385,7 +389,9 @@ describe('leases this scheduler does not hold (spec §7)', () => {
   it('warns when the release of a lease ended elsewhere is rejected', async () => {
     const { r, gate } = await rigHoldingA();
     const leaseId = (await lease(r.store, R))!.leaseId;
-    // Another scheduler's expiry scan (its clock ahead) ends the lease; this one has no heartbeat to notice.
+    // Another scheduler's expiry scan ends the lease on the database's clock, which runs ahead of this
+    // scheduler's; this one has no heartbeat to notice.
+    r.db.ahead = 10_000;
     expect((await r.runtime.send(lockActorId(R), { type: 'EXPIRE', now: r.clock.now() + 10_000 } as EventObject, { by: 'test' })).ok).toBe(true);
     gate.resolve();
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
@@ -770,7 +776,9 @@ describe('recover() through the scheduler (spec §5.5)', () => {
     await waitForTaskState(r.store, r.runtime, 'A', ['preparing']);
     await waitForTaskState(r.store, r.runtime, 'C', ['preparing']);
     await r.scheduler.settled();
-    // Both leases end elsewhere (another scheduler's expiry scan); the workers go on without heartbeats.
+    // Both leases end elsewhere (another scheduler's expiry scan, on the database's clock, which runs
+    // ahead of this scheduler's); the workers go on without heartbeats.
+    r.db.ahead = 10_000;
     for (const repoKey of [R, T]) {
       expect((await r.runtime.send(lockActorId(repoKey), { type: 'EXPIRE', now: r.clock.now() + 10_000 } as EventObject, { by: 'test' })).ok).toBe(true);
     }

@@ -7,7 +7,10 @@ import type { Dialect } from './schema.js';
 import type { Row, SqlSession } from './sql-connection.js';
 
 export function databaseNowMs(dialect: Dialect): string {
-  return dialect === 'sqlite' ? `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)` : `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+  // SQLite: its own clock, unless a test set one (SqliteOptions.clockMs).
+  return dialect === 'sqlite'
+    ? `CAST(coalesce(ccweb_now_ms(), (julianday('now') - 2440587.5) * 86400000) AS INTEGER)`
+    : `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 }
 
 const COLUMNS = 'repo_key, epoch, holder, task_id, expires_at';

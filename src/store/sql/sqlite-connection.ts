@@ -11,6 +11,11 @@ export interface SqliteOptions {
   file: string;
   /** Test hook: runs before each COMMIT; throwing simulates an I/O failure of the batch. */
   beforeCommit?: () => void;
+  /**
+   * Test hook: the database's clock (ms) as the lease statements read it (`ccweb_now_ms()`), for tests
+   * that move time by hand. Without it they read SQLite's own clock (this host's: one node writes the file).
+   */
+  clockMs?: () => number;
 }
 
 
@@ -55,6 +60,8 @@ export class SqliteConnection implements SqlConnection {
     // fsynced, so an acknowledged transaction survives a power loss, not only a process crash.
     this.#writer.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}; PRAGMA foreign_keys = OFF`);
     this.#reader = open(options.file, { readonly: true });
+    const clock = options.clockMs ?? (() => null);
+    for (const db of [this.#writer, this.#reader]) db.function('ccweb_now_ms', clock);
     this.#write = statements(this.#writer);
     this.#read = statements(this.#reader);
     this.#beforeCommit = options.beforeCommit;

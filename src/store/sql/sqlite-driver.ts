@@ -13,6 +13,8 @@ export interface SqliteStatement {
 
 export interface SqliteDatabase {
   exec(sql: string): void;
+  /** Defines an SQL function of this connection (both bindings have it). */
+  function(name: string, fn: () => number | null): void;
   prepare(sql: string): SqliteStatement;
   close(): void;
 }
