@@ -13,7 +13,7 @@ Commands:
   demo               run the service against a local Gitea and show what happens
   visualize          write every state machine as Stately code, Mermaid and SVG
   export-audit       print the audit history as NDJSON, read offline from the data directory
-  migrate-store      copy the embedded store into the (empty) PostgreSQL database of CCWEB_DATABASE_URL
+  migrate-store      move an earlier version's store into this one's (SQLite; PostgreSQL with CCWEB_DATABASE_URL)
   config-reference   print the configuration reference table (Markdown)
   help [command]     show help for a command
 
@@ -132,12 +132,15 @@ Examples:
 `,
   'migrate-store': `Usage: ccweb-gitea migrate-store [--config PATH]
 
-Copies the embedded store of the data directory (<dataDir>/store: every record, archived ones
-included, and the whole audit history with its sequence numbers) into the PostgreSQL database of
-CCWEB_DATABASE_URL (or CCWEB_DATABASE_URL_FILE), which must be empty (its tables are created).
-The copy is read back and compared with the source before it is reported done; the embedded store
-is left as it was. Stop the service first (the data directory's lock is taken). Run it with the
-service's configuration; afterwards start the service with CCWEB_DATABASE_URL set.
+Moves the store an earlier version left into this version's, every record (archived ones included)
+and the whole audit history with its sequence numbers, read back and compared before it is reported
+done. Stop the service first (every node of it); run it with the service's configuration.
+  Without CCWEB_DATABASE_URL: the data directory's journal store into SQLite, in place (the journal's
+  files are kept beside it).
+  With CCWEB_DATABASE_URL (or CCWEB_DATABASE_URL_FILE), a database an earlier version used: its store
+  into this version's tables, in place and in one transaction (the earlier tables are kept in the
+  schema ccweb_before_sql). Otherwise the embedded store of the data directory into that database,
+  which must be empty; the embedded store is left as it was.
 
 Options:
   --config PATH    JSON file of camelCase keys, as for serve
