@@ -9,11 +9,10 @@ import { acquireProcessLock } from './process-lock.js';
 import { SqliteConnection } from './sql/sqlite-connection.js';
 import { SqlStore } from './sql/sql-store.js';
 import { SQLITE_FILE } from './sqlite-store.js';
-import { contentsDigest, storeDigest, type StoreRow } from './store-contents.js';
-import { StoreUnavailableError, type AuditEvent, type CollectionName } from './types.js';
+import { contentsDigest, importContents, storeDigest } from './store-contents.js';
+import { StoreUnavailableError, type CollectionName } from './types.js';
 
 export const JOURNAL_BACKUP_DIR = 'journal-before-sqlite';
-const PER_TRANSACTION = 2000;
 
 export interface JournalMigration {
   records: number;
@@ -38,39 +37,13 @@ async function copyAndSwap(dir: string, options: { indexes?: Partial<Record<Coll
   const temporary = `${SQLITE_FILE}.migrating`;
   for (const name of [temporary, `${temporary}-wal`, `${temporary}-shm`]) rmSync(join(dir, name), { force: true });
   const target = new SqlStore({ dir, ...(options.indexes ? { indexes: options.indexes } : {}), connect: () => new SqliteConnection({ file: join(dir, temporary) }) });
-  let records = 0;
-  let auditEvents = 0;
+  let copied: { records: number; auditEvents: number };
   let digest: string;
   try {
     await target.open();
-    let rows: StoreRow[] = [];
-    for await (const row of source.records()) {
-      rows.push(row);
-      if (rows.length >= PER_TRANSACTION) {
-        await target.importRows(rows, []);
-        records += rows.length;
-        rows = [];
-      }
-    }
-    await target.importRows(rows, []);
-    records += rows.length;
-    options.onProgress?.(`records: ${records} copied`);
-    let events: AuditEvent[] = [];
-    for await (const event of source.audit()) {
-      events.push(event);
-      if (events.length >= PER_TRANSACTION) {
-        await target.importRows([], events);
-        auditEvents += events.length;
-        events = [];
-        options.onProgress?.(`audit: ${auditEvents} event(s) copied`);
-      }
-    }
-    await target.importRows([], events);
-    auditEvents += events.length;
-    options.onProgress?.(`audit: ${auditEvents} event(s) copied`);
+    copied = await importContents(target, source, options.onProgress);
     digest = await contentsDigest(source.records(), source.audit());
-    const copied = await storeDigest(target);
-    if (copied !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
+    if ((await storeDigest(target)) !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
   } finally {
     await target.close();
   }
@@ -90,5 +63,5 @@ async function copyAndSwap(dir: string, options: { indexes?: Partial<Record<Coll
   // An earlier version started here by mistake finds a checkpoint it refuses ("unknown format"), instead
   // of an empty directory it would start a new, empty store in.
   writeFileSync(join(dir, 'checkpoint.json'), `${JSON.stringify({ format: 'ccweb-store/moved-to-sqlite', seq: 0, note: `the store is ${SQLITE_FILE} (SQLite): start a ccweb-gitea that reads it` })}\n`);
-  return { records, auditEvents, digest };
+  return { ...copied, digest };
 }

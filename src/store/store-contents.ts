@@ -18,6 +18,7 @@ export interface StoreContents {
 }
 
 const AUDIT_PAGE = 5000;
+const PER_TRANSACTION = 2000;
 const MOD = 1n << 256n;
 
 async function* allAudit(store: Store): AsyncGenerator<AuditEvent> {
@@ -39,6 +40,38 @@ export function sqlStoreContents(store: SqlStore): StoreContents {
     },
     audit: () => allAudit(store),
   };
+}
+
+/** Writes every record and audit event of `source` into `target` (empty), a transaction per 2,000. */
+export async function importContents(target: SqlStore, source: StoreContents, onProgress?: (line: string) => void): Promise<{ records: number; auditEvents: number }> {
+  let records = 0;
+  let rows: StoreRow[] = [];
+  for await (const row of source.records()) {
+    rows.push(row);
+    if (rows.length >= PER_TRANSACTION) {
+      await target.importRows(rows, []);
+      records += rows.length;
+      rows = [];
+    }
+  }
+  await target.importRows(rows, []);
+  records += rows.length;
+  onProgress?.(`records: ${records} copied`);
+  let auditEvents = 0;
+  let events: AuditEvent[] = [];
+  for await (const event of source.audit()) {
+    events.push(event);
+    if (events.length >= PER_TRANSACTION) {
+      await target.importRows([], events);
+      auditEvents += events.length;
+      events = [];
+      onProgress?.(`audit: ${auditEvents} event(s) copied`);
+    }
+  }
+  await target.importRows([], events);
+  auditEvents += events.length;
+  onProgress?.(`audit: ${auditEvents} event(s) copied`);
+  return { records, auditEvents };
 }
 
 /**
