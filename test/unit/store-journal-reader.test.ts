@@ -82,6 +82,12 @@ describe('journal store reader', () => {
     await expect(openJournalStore(dir)).rejects.toThrow(/corrupt at line 8: unknown collection "nope"/);
   });
 
+  it('refuses a derived record of a format it does not know (a journal a newer version wrote), naming it', async () => {
+    const dir = copy('journal-only');
+    appendFileSync(join(dir, 'journal-0000000000000001.ndjson'), '{"seq":8,"ops":[["x","intake.accept/9",{"a0":5}]]}\n');
+    await expect(openJournalStore(dir)).rejects.toThrow(/corrupt at line 8: unknown derived-record format "intake.accept\/9"/);
+  });
+
   it('refuses a checkpoint it does not know, and a directory without a journal store', async () => {
     const dir = copy('old-layout');
     writeFileSync(join(dir, 'checkpoint.json'), JSON.stringify({ format: 'ccweb-store/moved-to-sqlite', seq: 0 }));
