@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { migrateStore } from '../../src/cli/migrate-store.js';
 import { checkDataDir } from '../../src/service/startup-checks.js';
 import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../../src/store/journal-to-sqlite.js';
 import { holdsJournalStore, openJournalStore } from '../../src/store/legacy/journal-reader.js';
@@ -65,6 +66,35 @@ describe('migrate-store: the journal store into SQLite', () => {
     const events = [];
     for await (const e of kept.audit()) events.push(e);
     expect(events).toEqual(expectedDump('history').audit);
+  });
+
+  it('the command: moves the store, says what it copied and where the journal went; refuses a running earlier version', async () => {
+    const { dataDir, dir } = fixture('crash-leftovers');
+    const lines: string[] = [];
+    const io = {
+      env: {
+        CCWEB_DATA_DIR: dataDir,
+        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+        CCWEB_GITEA_TOKEN: 'token',
+        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+      },
+      argv: [],
+      cwd: dataDir,
+      out: (l: string) => void lines.push(l),
+      err: (l: string) => void lines.push(`ERR ${l}`),
+    };
+    writeFileSync(join(dir, 'LOCK'), String(process.ppid));
+    expect(await migrateStore(io)).toBe(1);
+    expect(lines.at(-1)).toBe('ERR migrate-store: the service is running on this data directory; stop it first');
+    rmSync(join(dir, 'LOCK'));
+    const expected = expectedDump('crash-leftovers');
+    expect(await migrateStore(io)).toBe(0);
+    expect(lines.filter((l) => l.startsWith('done:'))).toEqual([
+      expect.stringMatching(new RegExp(`^done: ${expected.records.length} record\\(s\\) and ${expected.audit.length} audit event\\(s\\) copied and compared \\(digest [0-9a-f]{16}\\)$`)),
+    ]);
+    expect(lines.at(-1)).toBe(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
+    expect(() => checkDataDir(dataDir, { embedded: true })).not.toThrow();
   });
 
   it('refuses while a live process holds the directory (an earlier version still running), changing nothing', async () => {
