@@ -4,8 +4,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, defaultNodeId, loadConfig } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
-import { copyEmbeddedStore, createStore, describeDatabase, StoreError } from '../store/index.js';
-import { holdsJournalStore, JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
+import { copyEmbeddedStore, describeDatabase, sqlStoreContents, StoreError, type StoreContents } from '../store/index.js';
+import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
+import { holdsJournalStore, openJournalStore } from '../store/legacy/journal-reader.js';
+import { acquireProcessLock } from '../store/process-lock.js';
 import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
 import { VERSION } from './version.js';
 
@@ -31,11 +33,22 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   }
   const dir = join(config.dataDir, 'store');
   if (!config.databaseUrl) return journalToSqlite(dir, io);
-  // The embedded store is SQLite; a journal store an earlier version left is copied as it is.
-  const source = holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE)) ? createStore({ dir }) : createSqliteStore({ dir, indexes: STORE_INDEXES });
+  // The embedded store is SQLite; a journal store an earlier version left is read from its files as it is.
+  const journal = holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE));
+  let close: () => Promise<void> | void = () => undefined;
+  let source: StoreContents;
   try {
-    await source.open();
+    if (journal) {
+      close = acquireProcessLock(dir);
+      source = await openJournalStore(dir);
+    } else {
+      const sqlite = createSqliteStore({ dir, indexes: STORE_INDEXES });
+      await sqlite.open();
+      close = () => sqlite.close();
+      source = sqlStoreContents(sqlite);
+    }
   } catch (error) {
+    await close();
     const locked = error instanceof StoreError && error.code === 'store_locked';
     io.err(`migrate-store: cannot open ${dir}: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
     return 1;
@@ -50,7 +63,7 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
     io.err(`migrate-store: ${(error as Error).message}`);
     return 1;
   } finally {
-    await source.close();
+    await close();
   }
 }
 

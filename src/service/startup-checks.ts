@@ -7,7 +7,7 @@ import type { GiteaClient } from '../gitea/index.js';
 import { GiteaError } from '../gitea/index.js';
 import { resolveExecutable } from '../sessions/mcp-preflight.js';
 import { StoreError } from '../store/types.js';
-import { holdsJournalStore } from '../store/journal-to-sqlite.js';
+import { holdsJournalStore } from '../store/legacy/journal-reader.js';
 import { SQLITE_FILE } from '../store/sqlite-store.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { OperatorError, errnoOf } from './operator-error.js';

@@ -4,31 +4,15 @@
 // the journal's files move into `journal-before-sqlite/` (kept for the operator to delete).
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DurableStore } from './durable-store.js';
-import { storeDigest } from './postgres/copy-embedded.js';
+import { holdsJournalStore, openJournalStore } from './legacy/journal-reader.js';
+import { acquireProcessLock } from './process-lock.js';
 import { SqliteConnection } from './sql/sqlite-connection.js';
 import { SqlStore } from './sql/sql-store.js';
 import { SQLITE_FILE } from './sqlite-store.js';
-import { COLLECTIONS, StoreUnavailableError, type AuditEvent, type CollectionName, type StoredRecord } from './types.js';
+import { contentsDigest, importContents, storeDigest } from './store-contents.js';
+import { StoreUnavailableError, type CollectionName } from './types.js';
 
 export const JOURNAL_BACKUP_DIR = 'journal-before-sqlite';
-const AUDIT_PAGE = 5000;
-const ROWS_PER_TRANSACTION = 2000;
-
-/** Whether `dir` holds the journal store's files (a checkpoint or journal segments). */
-export function holdsJournalStore(dir: string): boolean {
-  if (!existsSync(dir)) return false;
-  return readdirSync(dir).some((name) => name === 'checkpoint.json' || /^journal-\d+\.ndjson$/.test(name));
-}
-
-/** Refuses to start on a data directory an earlier version wrote, naming the command that moves it. */
-export function refuseJournalStore(dir: string): void {
-  if (holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE))) {
-    throw new StoreUnavailableError(
-      `${dir} holds the store of an earlier ccweb-gitea (a journal); this version keeps it in SQLite: stop the service and run \`ccweb-gitea migrate-store\` once, then start it again`,
-    );
-  }
-}
 
 export interface JournalMigration {
   records: number;
@@ -39,43 +23,29 @@ export interface JournalMigration {
 export async function migrateJournalToSqlite(dir: string, options: { indexes?: Partial<Record<CollectionName, string[]>>; onProgress?: (line: string) => void } = {}): Promise<JournalMigration> {
   if (existsSync(join(dir, SQLITE_FILE))) throw new StoreUnavailableError(`${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
   if (!holdsJournalStore(dir)) throw new StoreUnavailableError(`${dir} holds no journal store to migrate`);
-  const source = new DurableStore({ dir, ...(options.indexes ? { indexes: options.indexes } : {}) });
-  await source.open();
+  // The lock an earlier version's service holds while it runs: the files must not move under it.
+  const release = acquireProcessLock(dir);
+  try {
+    return await copyAndSwap(dir, options);
+  } finally {
+    release();
+  }
+}
+
+async function copyAndSwap(dir: string, options: { indexes?: Partial<Record<CollectionName, string[]>>; onProgress?: (line: string) => void }): Promise<JournalMigration> {
+  const source = await openJournalStore(dir);
   const temporary = `${SQLITE_FILE}.migrating`;
   for (const name of [temporary, `${temporary}-wal`, `${temporary}-shm`]) rmSync(join(dir, name), { force: true });
   const target = new SqlStore({ dir, ...(options.indexes ? { indexes: options.indexes } : {}), connect: () => new SqliteConnection({ file: join(dir, temporary) }) });
-  let records = 0;
-  let auditEvents = 0;
+  let copied: { records: number; auditEvents: number };
   let digest: string;
   try {
     await target.open();
-    for (const collection of COLLECTIONS) {
-      let rows: Array<{ collection: CollectionName; key: string; record: StoredRecord; archived: boolean }> = [];
-      for (const [key, record, archived] of source.entries<StoredRecord>(collection)) {
-        rows.push({ collection, key, record, archived });
-        if (rows.length >= ROWS_PER_TRANSACTION) {
-          await target.importRows(rows, []);
-          records += rows.length;
-          rows = [];
-        }
-      }
-      await target.importRows(rows, []);
-      records += rows.length;
-    }
-    for (let after = 0; ; ) {
-      const page: AuditEvent[] = await source.audit({ afterSeq: after, limit: AUDIT_PAGE });
-      if (page.length === 0) break;
-      await target.importRows([], page);
-      auditEvents += page.length;
-      after = page.at(-1)!.seq;
-      options.onProgress?.(`audit: ${auditEvents} event(s) copied`);
-    }
-    digest = await storeDigest(source);
-    const copied = await storeDigest(target);
-    if (copied !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
+    copied = await importContents(target, source, options.onProgress);
+    digest = await contentsDigest(source.records(), source.audit());
+    if ((await storeDigest(target)) !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
   } finally {
     await target.close();
-    await source.close();
   }
   // Closing the last connection folds the WAL into the file; a WAL left over would be lost by the rename.
   if (existsSync(join(dir, `${temporary}-wal`)) && statSync(join(dir, `${temporary}-wal`)).size > 0) {
@@ -93,5 +63,5 @@ export async function migrateJournalToSqlite(dir: string, options: { indexes?: P
   // An earlier version started here by mistake finds a checkpoint it refuses ("unknown format"), instead
   // of an empty directory it would start a new, empty store in.
   writeFileSync(join(dir, 'checkpoint.json'), `${JSON.stringify({ format: 'ccweb-store/moved-to-sqlite', seq: 0, note: `the store is ${SQLITE_FILE} (SQLite): start a ccweb-gitea that reads it` })}\n`);
-  return { records, auditEvents, digest };
+  return { ...copied, digest };
 }

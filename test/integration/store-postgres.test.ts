@@ -11,11 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { copyEmbeddedStore, createStore, PostgresStore, storeDigest, StoreError, StoreUnavailableError, type PostgresStoreOptions, type SqlStore } from '../../src/store/index.js';
+import { copyEmbeddedStore, createStore, PostgresStore, sqlStoreContents, storeDigest, StoreError, StoreUnavailableError, type PostgresStoreOptions, type SqlStore } from '../../src/store/index.js';
 import { migrateStore } from '../../src/cli/migrate-store.js';
 import { migrate, MIGRATIONS, MigrationNeedsNodesStoppedError, SCHEMA_VERSION, WRITER_LOCK, type Migration } from '../../src/store/postgres/schema.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { until } from '../support/until.js';
+import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 
 let server: ThrowawayPostgres;
 let n = 0;
@@ -463,7 +464,7 @@ describe('migrate-store', () => {
     cleanups.push(() => source.close());
     expect(await source.archivedCount('tasks')).toBe(150);
     const url = await database();
-    const summary = await copyEmbeddedStore(source, { url, nodeId: 'migrate', version: 'test' });
+    const summary = await copyEmbeddedStore(sqlStoreContents(source), { url, nodeId: 'migrate', version: 'test' });
     expect(summary.records['tasks']).toEqual({ hot: 150, archived: 150 });
     expect(summary.auditEvents).toBe(300);
 
@@ -517,4 +518,34 @@ describe('migrate-store', () => {
     expect(await migrateStore({ ...io(), env: { ...io().env, CCWEB_DATABASE_URL: '' } })).toBe(1);
     expect(lines.at(-1)).toMatch(/holds no store of an earlier version: nothing to migrate/);
   });
+
+  async function journalIntoDatabase(name: (typeof JOURNAL_FIXTURES)[number]): Promise<void> {
+    const { parent: dataDir, dir } = copyFixture(name);
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const before = await readdir(dir);
+    const url = await database();
+    const lines: string[] = [];
+    const env = {
+      CCWEB_DATA_DIR: dataDir,
+      CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+      CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+      CCWEB_GITEA_TOKEN: 'token',
+      CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+      CCWEB_DATABASE_URL: url,
+    };
+    const code = await migrateStore({ env, argv: [], cwd: dataDir, out: (l) => void lines.push(l), err: (l) => void lines.push(`ERR ${l}`) });
+    expect(code, lines.join('\n')).toBe(0);
+    // Nothing of the journal store was changed or added (no SQLite store in its place either).
+    expect((await readdir(dir)).sort()).toEqual(before.sort());
+    const store = await openStore(url, join(await tempDir(), 'replica'));
+    await expectStoreHolds(store, expectedDump(name));
+  }
+
+  const WITHOUT_NUL = JOURNAL_FIXTURES.filter((name) => name !== 'history');
+  it.each(WITHOUT_NUL)('the command copies the journal store an earlier version left (%s) as that version read it, and leaves it in place', journalIntoDatabase);
+
+  // `history` holds a record whose text has a NUL (U+0000; a comment's text can). This engine's log keeps
+  // ops as jsonb, which refuses it: the copy stops with an error. The SQL engine keeps bodies as text;
+  // once migrate-store copies into it, this passes and `.fails` must go.
+  it.fails('the command copies a journal store holding a NUL in a record’s text (history)', () => journalIntoDatabase('history'));
 });

@@ -2,12 +2,12 @@
 // record, hot and archived, and every audit event with its own seq, written as log lines through
 // the same writer a node uses, so the database ends up as if it had always been the store. The copy
 // is then read back through a fresh replica and compared with the source before it is reported done.
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Op } from '../memory-state.js';
-import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type Store, type StoredRecord } from '../types.js';
+import { contentsDigest, storeDigest, type StoreContents } from '../store-contents.js';
+import { COLLECTIONS, StoreError } from '../types.js';
 import { databaseClient, unreachable } from './client.js';
 import { describeDatabase } from './database-url.js';
 import { LogWriter } from './log-writer.js';
@@ -23,40 +23,10 @@ export interface CopySummary {
 }
 
 const OPS_PER_LINE = 500;
-const AUDIT_PAGE = 5000;
 
-/** Every record and audit event of a store, in a fixed order, hashed. */
-export async function storeDigest(store: Store): Promise<string> {
-  const hash = createHash('sha256');
-  for (const collection of COLLECTIONS) {
-    const rows: [string, string][] = [];
-    for (const r of await store.list(collection)) rows.push(['h', JSON.stringify(r)]);
-    for await (const r of store.scanArchived(collection)) rows.push(['c', JSON.stringify(r)]);
-    rows.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
-    hash.update(`${collection}\n`);
-    for (const [tier, json] of rows) hash.update(`${tier}${json}\n`);
-  }
-  for await (const event of allAudit(store)) hash.update(`a${JSON.stringify(event)}\n`);
-  return hash.digest('hex');
-}
-
-async function* allAudit(store: Store): AsyncGenerator<AuditEvent> {
-  let after = 0;
-  for (;;) {
-    const page = await store.audit({ afterSeq: after, limit: AUDIT_PAGE });
-    if (page.length === 0) return;
-    yield* page;
-    after = page.at(-1)!.seq;
-  }
-}
-
-/** What the copy reads of the source: any embedded store (SQLite, or an earlier version's journal store). */
-export type CopySource = Store & {
-  entries(collection: CollectionName): Iterable<[string, StoredRecord, boolean]> | AsyncIterable<[string, StoredRecord, boolean]>;
-};
-
+/** Copies `source` (the embedded store: SQLite, or an earlier version's journal store) into an empty database. */
 export async function copyEmbeddedStore(
-  source: CopySource,
+  source: StoreContents,
   options: { url: string; nodeId: string; version: string; onProgress?: (line: string) => void },
 ): Promise<CopySummary> {
   const where = describeDatabase(options.url);
@@ -94,17 +64,17 @@ export async function copyEmbeddedStore(
     }
   };
   try {
+    for (const collection of COLLECTIONS) summary.records[collection] = { hot: 0, archived: 0 };
+    for await (const { collection, key, record, archived } of source.records()) {
+      ops.push([archived ? 'c' : 'p', collection, key, record, true] as Op);
+      summary.records[collection]![archived ? 'archived' : 'hot'] += 1;
+      await flush(false);
+    }
     for (const collection of COLLECTIONS) {
-      const counts = { hot: 0, archived: 0 };
-      for await (const [key, record, archived] of source.entries(collection)) {
-        ops.push([archived ? 'c' : 'p', collection, key, record, true] as Op);
-        counts[archived ? 'archived' : 'hot'] += 1;
-        await flush(false);
-      }
-      summary.records[collection] = counts;
+      const counts = summary.records[collection]!;
       options.onProgress?.(`${collection}: ${counts.hot} record(s), ${counts.archived} archived`);
     }
-    for await (const event of allAudit(source)) {
+    for await (const event of source.audit()) {
       ops.push(['a', event]);
       summary.auditEvents += 1;
       await flush(false);
@@ -121,7 +91,7 @@ export async function copyEmbeddedStore(
   const check = new PostgresStore({ dir: join(dir, 'replica'), url: options.url, nodeId: options.nodeId, version: options.version });
   try {
     await check.open();
-    const expected = await storeDigest(source);
+    const expected = await contentsDigest(source.records(), source.audit());
     const found = await storeDigest(check);
     if (expected !== found) throw new StoreError('migration_mismatch', `the copy in ${where} does not read back as the source store (digest ${found.slice(0, 12)} ≠ ${expected.slice(0, 12)})`);
     summary.digest = found;
