@@ -14,6 +14,8 @@ export interface SqliteStoreOptions {
   indexes?: Partial<Record<CollectionName, string[]>>;
   /** Test hook: runs before each COMMIT; throwing simulates an I/O failure. */
   beforeCommit?: () => void;
+  /** Called once when the store stops for good (a commit SQLite could not make). */
+  onFailure?: (error: Error) => void;
 }
 
 export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
@@ -25,7 +27,11 @@ export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
       mkdirSync(options.dir, { recursive: true, mode: 0o700 });
       // SQLite would let a second process write the file too: two services would then both run tasks.
       release = acquireProcessLock(options.dir);
-      return new SqliteConnection({ file: join(options.dir, SQLITE_FILE), ...(options.beforeCommit ? { beforeCommit: options.beforeCommit } : {}) });
+      return new SqliteConnection({
+        file: join(options.dir, SQLITE_FILE),
+        ...(options.beforeCommit ? { beforeCommit: options.beforeCommit } : {}),
+        ...(options.onFailure ? { onFailure: options.onFailure } : {}),
+      });
     },
     onClose: () => release?.(),
   });
