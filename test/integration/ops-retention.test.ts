@@ -11,6 +11,7 @@ import type { Store } from '../../src/store/index.js';
 import { DAY_MS, sweepRetention, startRetention } from '../../src/retention/retention-sweep.js';
 import { archiveFinishedTasks, archiveTask } from '../../src/retention/task-archiver.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
+import { writeBeforeFirstTransaction } from '../support/interleaved-store.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
 import { FIXTURE_SECRET, loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
 
@@ -28,29 +29,6 @@ const allTriggers = async (store: Store) => {
 };
 
 const WINDOW = { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: null };
-
-/**
- * The store, with `write` committed just before the first transaction run through it: another
- * writer landing between the archiver's candidate scan and its archiving transaction, a moment a
- * real race reaches but a test cannot aim at otherwise. Everything else is the store itself.
- */
-function writeBeforeFirstTransaction(store: Store, write: () => Promise<unknown>): Store {
-  let pending: (() => Promise<unknown>) | null = write;
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'transact') {
-        return async (fn: Parameters<Store['transact']>[0]) => {
-          const w = pending;
-          pending = null;
-          await w?.();
-          return target.transact(fn);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
 
 function post(harness: IntakeHarness, commentId: number, body: string, deliveryId = randomUUID()) {
   const fixture = loadFixture('issue_comment_created_on_issue');
