@@ -16,8 +16,11 @@ import { refusal } from './start-refusals.js';
 /** Pseudo file systems: files there are not storage (writes to /proc or /sys loop or vanish). */
 const NOT_STORAGE = ['/proc', '/sys', '/dev'];
 
-/** The data directory exists (created if needed) and takes a durable write. */
-/** `embedded`: the store is the data directory's own (no database URL), so its format is checked too. */
+/**
+ * The data directory exists (created if needed) and takes a durable write. `embedded`: the store is
+ * the data directory's own (no database URL), so its format is checked too: an earlier version's
+ * journal without the SQLite file is refused until `migrate-store` moved it.
+ */
 export function checkDataDir(dataDir: string, options: { embedded: boolean }): void {
   const key = 'CCWEB_DATA_DIR';
   // Where it really is: the deepest existing ancestor, symbolic links resolved.

@@ -3,7 +3,11 @@ import { COLLECTIONS, type CollectionName } from '../types.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
-/** The schema this code writes; a database holding another one is refused (see `checkSchemaVersion`). */
+/**
+ * The schema this code writes (`SqlStore.#migrate`, sql-store.ts): a new database is stamped with it,
+ * one stamped with a newer schema is refused, one with this or an older schema is opened (missing
+ * tables and indexes created, nothing else changed).
+ */
 export const SCHEMA_VERSION = 1;
 
 /** The JSON text of a record's field: what the expression indexes are built on, and what lookups compare. */
