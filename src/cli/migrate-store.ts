@@ -1,14 +1,14 @@
 // `ccweb-gitea migrate-store`: the data directory's store of an earlier version into this version's:
 // without CCWEB_DATABASE_URL, the journal store into SQLite in place; with it, the embedded store into PostgreSQL.
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, defaultNodeId, loadConfig } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { copyEmbeddedStore, describeDatabase, sqlStoreContents, StoreError, type StoreContents } from '../store/index.js';
 import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
-import { holdsJournalStore, openJournalStore } from '../store/legacy/journal-reader.js';
+import { openJournalStore } from '../store/legacy/journal-reader.js';
 import { acquireProcessLock } from '../store/process-lock.js';
 import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
+import { storeFormatOf } from '../store/store-format.js';
 import { VERSION } from './version.js';
 
 export interface MigrateStoreIo {
@@ -34,7 +34,7 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   const dir = join(config.dataDir, 'store');
   if (!config.databaseUrl) return journalToSqlite(dir, io);
   // The embedded store is SQLite; a journal store an earlier version left is read from its files as it is.
-  const journal = holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE));
+  const journal = storeFormatOf(dir) === 'journal';
   let close: () => Promise<void> | void = () => undefined;
   let source: StoreContents;
   try {
@@ -68,7 +68,7 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
 }
 
 async function journalToSqlite(dir: string, io: MigrateStoreIo): Promise<number> {
-  if (!holdsJournalStore(dir)) {
+  if (storeFormatOf(dir) === 'none') {
     io.err(`migrate-store: ${dir} holds no store of an earlier version: nothing to migrate (to copy this store into PostgreSQL, set CCWEB_DATABASE_URL)`);
     return 1;
   }

@@ -5,10 +5,11 @@
 // starts again.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { holdsJournalStore, openJournalStore } from '../store/legacy/journal-reader.js';
+import { openJournalStore } from '../store/legacy/journal-reader.js';
 import type { AuditEvent } from '../store/types.js';
 import { readSqliteAudit } from '../store/sql/sqlite-audit-reader.js';
 import { SQLITE_FILE } from '../store/sqlite-store.js';
+import { storeFormatOf } from '../store/store-format.js';
 
 export interface AuditFilter {
   taskId?: string;
@@ -28,19 +29,19 @@ export function matches(event: AuditEvent, filter: AuditFilter): boolean {
 /** Streams the matching audit events of the store in `dir` to `emit`; returns how many. */
 export async function readAuditOffline(dir: string, filter: AuditFilter, emit: (e: AuditEvent) => void): Promise<number> {
   if (!existsSync(dir)) throw new Error(`no store at ${dir}`);
-  const sqlite = join(dir, SQLITE_FILE);
-  if (existsSync(sqlite)) {
+  const format = storeFormatOf(dir);
+  if (format === 'sqlite') {
     // Bounds compared as the ISO strings the events carry (`matches` below compares the same instants).
     const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
     let n = 0;
-    for (const event of readSqliteAudit(sqlite, { ...(filter.taskId !== undefined ? { taskId: filter.taskId } : {}), ...(filter.from !== undefined ? { from: iso(filter.from)! } : {}), ...(filter.to !== undefined ? { to: iso(filter.to)! } : {}) })) {
+    for (const event of readSqliteAudit(join(dir, SQLITE_FILE), { ...(filter.taskId !== undefined ? { taskId: filter.taskId } : {}), ...(filter.from !== undefined ? { from: iso(filter.from)! } : {}), ...(filter.to !== undefined ? { to: iso(filter.to)! } : {}) })) {
       n += 1;
       emit(event);
     }
     return n;
   }
   // A journal store an earlier version left (before `migrate-store`): read from its files.
-  if (!holdsJournalStore(dir)) return 0;
+  if (format === 'none') return 0;
   for (let attempt = 0; ; attempt++) {
     const buffered: AuditEvent[] = [];
     try {

@@ -4,11 +4,12 @@
 // the journal's files move into `journal-before-sqlite/` (kept for the operator to delete).
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { holdsJournalStore, openJournalStore } from './legacy/journal-reader.js';
+import { openJournalStore } from './legacy/journal-reader.js';
 import { acquireProcessLock } from './process-lock.js';
 import { SqliteConnection } from './sql/sqlite-connection.js';
 import { SqlStore } from './sql/sql-store.js';
 import { SQLITE_FILE } from './sqlite-store.js';
+import { storeFormatOf } from './store-format.js';
 import { contentsDigest, importContents, storeDigest } from './store-contents.js';
 import { StoreUnavailableError, type CollectionName } from './types.js';
 
@@ -21,8 +22,9 @@ export interface JournalMigration {
 }
 
 export async function migrateJournalToSqlite(dir: string, options: { indexes?: Partial<Record<CollectionName, string[]>>; onProgress?: (line: string) => void } = {}): Promise<JournalMigration> {
-  if (existsSync(join(dir, SQLITE_FILE))) throw new StoreUnavailableError(`${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
-  if (!holdsJournalStore(dir)) throw new StoreUnavailableError(`${dir} holds no journal store to migrate`);
+  const format = storeFormatOf(dir);
+  if (format === 'sqlite') throw new StoreUnavailableError(`${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
+  if (format === 'none') throw new StoreUnavailableError(`${dir} holds no journal store to migrate`);
   // The lock an earlier version's service holds while it runs: the files must not move under it.
   const release = acquireProcessLock(dir);
   try {

@@ -11,6 +11,7 @@ import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../../src/store/jour
 import { holdsJournalStore, openJournalStore } from '../../src/store/legacy/journal-reader.js';
 import { createSqliteStore, SQLITE_FILE } from '../../src/store/sqlite-store.js';
 import { storeDigest } from '../../src/store/store-contents.js';
+import { storeFormatOf } from '../../src/store/store-format.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 
 const parents: string[] = [];
@@ -53,7 +54,11 @@ describe('migrate-store: the journal store into SQLite', () => {
   it('moves the journal files aside, leaves a checkpoint an earlier version refuses, and does not run twice', async () => {
     const { dir } = fixture('history');
     const before = readdirSync(dir).sort();
+    expect(storeFormatOf(dir)).toBe('journal');
+    expect(storeFormatOf(join(dir, 'nothing-here'))).toBe('none');
     await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    // The marker checkpoint beside store.db is not a journal store.
+    expect(storeFormatOf(dir)).toBe('sqlite');
     expect(readdirSync(join(dir, JOURNAL_BACKUP_DIR)).sort()).toEqual(before);
     expect(readdirSync(dir).sort()).toEqual(['checkpoint.json', JOURNAL_BACKUP_DIR, SQLITE_FILE]);
     // An earlier version started on the directory finds a checkpoint of another format (its load refuses it).
