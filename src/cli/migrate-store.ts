@@ -34,7 +34,13 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   const dir = join(config.dataDir, 'store');
   if (!config.databaseUrl) return journalToSqlite(dir, io);
   // The embedded store is SQLite; a journal store an earlier version left is read from its files as it is.
-  const journal = storeFormatOf(dir) === 'journal';
+  const format = storeFormatOf(dir);
+  if (format === 'none') {
+    // Opening it would create an empty store.db and copy nothing into the database, "done".
+    io.err(`migrate-store: ${dir} holds no store (neither ${SQLITE_FILE} nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${config.dataDir})`);
+    return 1;
+  }
+  const journal = format === 'journal';
   let close: () => Promise<void> | void = () => undefined;
   let source: StoreContents;
   try {
