@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ConfigError, defaultNodeId, loadConfig } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { copyEmbeddedStore, describeDatabase, sqlStoreContents, StoreError, type StoreContents } from '../store/index.js';
-import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
+import { finishJournalMove, JOURNAL_BACKUP_DIR, journalMoveUnfinished, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
 import { openJournalStore } from '../store/legacy/journal-reader.js';
 import { acquireProcessLock } from '../store/process-lock.js';
 import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
@@ -78,10 +78,16 @@ async function journalToSqlite(dir: string, io: MigrateStoreIo): Promise<number>
     io.err(`migrate-store: ${dir} holds no store of an earlier version: nothing to migrate (to copy this store into PostgreSQL, set CCWEB_DATABASE_URL)`);
     return 1;
   }
-  io.out(`moving the journal store in ${dir} into SQLite (${join(dir, SQLITE_FILE)})`);
   try {
-    const result = await migrateJournalToSqlite(dir, { indexes: STORE_INDEXES, onProgress: io.out });
-    io.out(`done: ${result.records} record(s) and ${result.auditEvents} audit event(s) copied and compared (digest ${result.digest.slice(0, 16)})`);
+    if (journalMoveUnfinished(dir)) {
+      // An earlier run stopped after store.db (complete and checked) took its name, before the journal's files had all moved.
+      io.out(`finishing the move of the journal's files in ${dir} (${join(dir, SQLITE_FILE)} was copied and compared before)`);
+      io.out(`done: ${await finishJournalMove(dir)} file(s) moved`);
+    } else {
+      io.out(`moving the journal store in ${dir} into SQLite (${join(dir, SQLITE_FILE)})`);
+      const result = await migrateJournalToSqlite(dir, { indexes: STORE_INDEXES, onProgress: io.out });
+      io.out(`done: ${result.records} record(s) and ${result.auditEvents} audit event(s) copied and compared (digest ${result.digest.slice(0, 16)})`);
+    }
     io.out(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
     return 0;
   } catch (error) {

@@ -2,7 +2,7 @@
 // test/fixtures/journal-stores/: history, archives, audit archives, derived records, crash leftovers,
 // a torn last line, the layout from before indexes) moved into SQLite in place; the service refuses the
 // old data until then.
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateStore } from '../../src/cli/migrate-store.js';
@@ -100,6 +100,43 @@ describe('migrate-store: the journal store into SQLite', () => {
     ]);
     expect(lines.at(-1)).toBe(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
     expect(() => checkDataDir(dataDir, { embedded: true })).not.toThrow();
+  });
+
+  // A crash while the journal's files moved aside: store.db (renamed only once checked) with part of
+  // the journal beside it and no marker. The re-run finishes the move instead of "exists already".
+  it.each([
+    ['right after store.db took its name', 0],
+    ['half way through the moves', 6],
+    ['after the moves, before the marker', Number.POSITIVE_INFINITY],
+  ])('a move interrupted %s is finished by running migrate-store again', async (_when, movedBeforeCrash) => {
+    const { dataDir, dir } = fixture('history');
+    const before = readdirSync(dir).sort();
+    await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    // Back to the state the crash left.
+    const backup = join(dir, JOURNAL_BACKUP_DIR);
+    rmSync(join(dir, 'checkpoint.json'));
+    for (const name of readdirSync(backup).sort().slice(Math.min(movedBeforeCrash, before.length))) renameSync(join(backup, name), join(dir, name));
+    if (movedBeforeCrash === 0) rmSync(backup, { recursive: true });
+    expect(storeFormatOf(dir)).toBe('sqlite');
+    const lines: string[] = [];
+    const io = {
+      env: { CCWEB_DATA_DIR: dataDir, CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789', CCWEB_GITEA_URL: 'http://127.0.0.1:1', CCWEB_GITEA_TOKEN: 'token', CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789' },
+      argv: [],
+      cwd: dataDir,
+      out: (l: string) => void lines.push(l),
+      err: (l: string) => void lines.push(`ERR ${l}`),
+    };
+    expect(await migrateStore(io)).toBe(0);
+    expect(lines).toContain(`done: ${before.length - Math.min(movedBeforeCrash, before.length)} file(s) moved`);
+    expect(readdirSync(dir).sort()).toEqual(['checkpoint.json', JOURNAL_BACKUP_DIR, SQLITE_FILE]);
+    expect(readdirSync(backup).sort()).toEqual(before);
+    await expect(openJournalStore(dir)).rejects.toThrow(/unknown format/);
+    const events = [];
+    for await (const e of (await openJournalStore(backup)).audit()) events.push(e);
+    expect(events).toEqual(expectedDump('history').audit);
+    // Done now: a third run has nothing to do.
+    expect(await migrateStore(io)).toBe(1);
+    expect(lines.at(-1)).toBe(`ERR migrate-store: ${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
   });
 
   it('with a database URL, a data directory without any store is refused naming CCWEB_DATA_DIR, and left empty', async () => {
