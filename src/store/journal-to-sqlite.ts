@@ -13,7 +13,7 @@ import { SqliteConnection } from './sql/sqlite-connection.js';
 import { SqlStore } from './sql/sql-store.js';
 import { SQLITE_FILE } from './sqlite-store.js';
 import { storeFormatOf } from './store-format.js';
-import { contentsDigest, importContents, storeDigest } from './store-contents.js';
+import { contentsDigest, importContents, sqlStoreContents } from './store-contents.js';
 import { StoreUnavailableError, type CollectionName } from './types.js';
 
 export const JOURNAL_BACKUP_DIR = 'journal-before-sqlite';
@@ -48,8 +48,8 @@ async function copyAndSwap(dir: string, options: { indexes?: Partial<Record<Coll
   try {
     await target.open();
     copied = await importContents(target, source, options.onProgress);
-    digest = await contentsDigest(source.records(), source.audit());
-    if ((await storeDigest(target)) !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
+    digest = await contentsDigest(source);
+    if ((await contentsDigest(sqlStoreContents(target))) !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
   } finally {
     await target.close();
   }

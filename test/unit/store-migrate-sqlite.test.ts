@@ -10,7 +10,8 @@ import { checkDataDir } from '../../src/service/startup-checks.js';
 import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../../src/store/journal-to-sqlite.js';
 import { holdsJournalStore, openJournalStore } from '../../src/store/legacy/journal-reader.js';
 import { createSqliteStore, SQLITE_FILE } from '../../src/store/sqlite-store.js';
-import { storeDigest } from '../../src/store/store-contents.js';
+import type { StoredRecord } from '../../src/store/types.js';
+import { contentsDigest, sqlStoreContents } from '../../src/store/store-contents.js';
 import { storeFormatOf } from '../../src/store/store-format.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 
@@ -42,10 +43,29 @@ describe('migrate-store: the journal store into SQLite', () => {
     await store.open();
     try {
       await expectStoreHolds(store, expected);
-      expect(await storeDigest(store)).toBe(result.digest);
+      expect(await contentsDigest(sqlStoreContents(store))).toBe(result.digest);
       // New audit events continue after the migrated ones.
       const next = await store.transact((tx) => tx.appendAudit({ action: 'after', actor: 'system' }));
       expect(next.seq).toBe(expected.audit.at(-1)!.seq + 1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('the digest the copy is checked by covers keys: a record under another key differs', async () => {
+    const { dir } = fixture('history');
+    const result = await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    const store = createSqliteStore({ dir, indexes: INDEXES });
+    await store.open();
+    try {
+      let hot: [string, StoredRecord] | undefined;
+      for await (const [key, record, archived] of store.entries('tasks')) if (!archived) hot ??= [key, record];
+      const [key, record] = hot!;
+      await store.transact(async (tx) => {
+        await tx.delete('tasks', key);
+        await tx.insert('tasks', `${key}-elsewhere`, record);
+      });
+      expect(await contentsDigest(sqlStoreContents(store))).not.toBe(result.digest);
     } finally {
       await store.close();
     }
