@@ -55,8 +55,7 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
     }
   } catch (error) {
     await close();
-    const locked = error instanceof StoreError && error.code === 'store_locked';
-    io.err(`migrate-store: cannot open ${dir}: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
+    io.err(`migrate-store: cannot open ${dir}: ${whyNot(error)}`);
     return 1;
   }
   try {
@@ -91,8 +90,13 @@ async function journalToSqlite(dir: string, io: MigrateStoreIo): Promise<number>
     io.out(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
     return 0;
   } catch (error) {
-    const locked = error instanceof StoreError && error.code === 'store_locked';
-    io.err(`migrate-store: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
+    io.err(`migrate-store: ${whyNot(error)}`);
     return 1;
   }
+}
+
+/** The lock's message names its holder (pid, host, since): the service to stop, perhaps in another container. */
+function whyNot(error: unknown): string {
+  const locked = error instanceof StoreError && error.code === 'store_locked';
+  return locked ? `the service is running on this data directory (${error.message}); stop it first` : (error as Error).message;
 }

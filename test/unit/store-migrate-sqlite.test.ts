@@ -111,7 +111,7 @@ describe('migrate-store: the journal store into SQLite', () => {
     };
     writeFileSync(join(dir, 'LOCK'), String(process.ppid));
     expect(await migrateStore(io)).toBe(1);
-    expect(lines.at(-1)).toBe('ERR migrate-store: the service is running on this data directory; stop it first');
+    expect(lines.at(-1)).toBe(`ERR migrate-store: the service is running on this data directory (store ${dir} is in use by process ${process.ppid}); stop it first`);
     rmSync(join(dir, 'LOCK'));
     const expected = expectedDump('crash-leftovers');
     expect(await migrateStore(io)).toBe(0);
