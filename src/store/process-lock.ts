@@ -1,4 +1,4 @@
-import { linkSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, readlinkSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StoreError } from './types.js';
@@ -9,16 +9,23 @@ import { StoreError } from './types.js';
  * loudly instead. A lock left by a process that died (SIGKILL) is taken over.
  *
  * A pid means something only on its host and in its pid namespace: in containers every service is
- * pid 1, so a LOCK says where its pid lives (`{pid, host, pidNamespace, since}`), and a lock from
- * another host or namespace, whose process cannot be looked at from here, counts as live. A LOCK of
- * an earlier version (the pid alone) is judged by its pid, as that version did.
+ * pid 1, so a LOCK says where its pid lives (`{pid, host, pidNamespace, since}`). A lock from another
+ * host or namespace, whose process cannot be looked at from here, counts as live while its holder
+ * keeps touching it (every 15 s): one untouched for 2 minutes was left by a process that is gone (a
+ * container killed, a host that lost power), and the service restarted in a new container takes it
+ * over. A LOCK of an earlier version (the pid alone) is judged by its pid, as that version did.
  */
 export interface LockHolder {
   pid: number;
   host?: string;
   pidNamespace?: string;
   since?: string;
+  /** When the LOCK was last touched (its mtime), epoch ms. */
+  touchedAt?: number;
 }
+
+export const LOCK_HEARTBEAT_MS = 15_000;
+export const LOCK_STALE_AFTER_MS = 120_000;
 
 /** This process's pid namespace (`pid:[4026531836]`), or undefined where /proc does not say. */
 function pidNamespace(): string | undefined {
@@ -31,7 +38,8 @@ function pidNamespace(): string | undefined {
 
 export function describeLockHolder(holder: LockHolder): string {
   const where = [holder.host !== undefined ? `on host ${holder.host}` : '', holder.pidNamespace !== undefined && holder.pidNamespace !== pidNamespace() ? `in pid namespace ${holder.pidNamespace}` : '', holder.since !== undefined ? `since ${holder.since}` : ''];
-  return [`process ${holder.pid}`, ...where.filter((w) => w !== '')].join(' ');
+  const touched = elsewhere(holder) && holder.touchedAt !== undefined ? ` (its LOCK touched ${new Date(holder.touchedAt).toISOString()}; taken over once untouched for ${LOCK_STALE_AFTER_MS / 60_000} minutes)` : '';
+  return [`process ${holder.pid}`, ...where.filter((w) => w !== '')].join(' ') + touched;
 }
 
 export function acquireProcessLock(dir: string): () => void {
@@ -49,7 +57,18 @@ export function acquireProcessLock(dir: string): () => void {
       } finally {
         unlinkSync(tmp);
       }
+      // The heartbeat that tells processes elsewhere (which cannot see this pid) that the lock is held.
+      const heartbeat = setInterval(() => {
+        try {
+          const now = new Date();
+          if (readFileSync(path, 'utf8') === text) utimesSync(path, now, now);
+        } catch {
+          // gone: nothing to keep alive
+        }
+      }, LOCK_HEARTBEAT_MS);
+      heartbeat.unref();
       return () => {
+        clearInterval(heartbeat);
         try {
           if (readFileSync(path, 'utf8') === text) unlinkSync(path);
         } catch {
@@ -83,10 +102,14 @@ export function parseLock(text: string): LockHolder | undefined {
   return { pid: pid as number, ...(str(host) !== undefined ? { host: str(host)! } : {}), ...(str(ns) !== undefined ? { pidNamespace: str(ns)! } : {}), ...(str(since) !== undefined ? { since: str(since)! } : {}) };
 }
 
-/** Whether the process a LOCK names is alive; one on another host or in another pid namespace is taken to be. */
-export function holderIsLive(holder: LockHolder): boolean {
-  if (holder.host !== undefined && holder.host !== hostname()) return true;
-  if (holder.pidNamespace !== undefined && holder.pidNamespace !== pidNamespace()) return true;
+/** Whether the LOCK's pid lives on another host or in another pid namespace, where it cannot be looked at. */
+function elsewhere(holder: LockHolder): boolean {
+  return (holder.host !== undefined && holder.host !== hostname()) || (holder.pidNamespace !== undefined && holder.pidNamespace !== pidNamespace());
+}
+
+/** Whether the process a LOCK names is alive; one elsewhere is taken to be while it touches its LOCK. */
+export function holderIsLive(holder: LockHolder, now = Date.now()): boolean {
+  if (elsewhere(holder)) return holder.touchedAt === undefined || now - holder.touchedAt < LOCK_STALE_AFTER_MS;
   return holder.pid !== process.pid && isAlive(holder.pid);
 }
 
@@ -97,7 +120,9 @@ export function holderIsLive(holder: LockHolder): boolean {
 export function liveLockHolder(dir: string): LockHolder | null {
   let holder: LockHolder | undefined;
   try {
-    holder = parseLock(readFileSync(join(dir, 'LOCK'), 'utf8'));
+    const path = join(dir, 'LOCK');
+    holder = parseLock(readFileSync(path, 'utf8'));
+    if (holder !== undefined) holder.touchedAt = statSync(path).mtimeMs;
   } catch {
     return null;
   }

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createStore } from '../../src/store/index.js';
-import { acquireProcessLock, liveLockHolder } from '../../src/store/process-lock.js';
+import { acquireProcessLock, liveLockHolder, LOCK_HEARTBEAT_MS, LOCK_STALE_AFTER_MS } from '../../src/store/process-lock.js';
 
 describe('store process lock', () => {
   const dirs: string[] = [];
@@ -57,7 +57,32 @@ describe('store process lock', () => {
     writeFileSync(join(dir, 'LOCK'), String(process.pid));
     acquireProcessLock(dir)();
     writeFileSync(join(dir, 'LOCK'), String(process.ppid));
-    expect(liveLockHolder(dir)).toEqual({ pid: process.ppid });
+    expect(liveLockHolder(dir)).toMatchObject({ pid: process.ppid });
     expect(() => acquireProcessLock(dir)).toThrow(`in use by process ${process.ppid}`);
+  });
+
+  // A container killed (or a host that lost power) leaves its LOCK; the service restarted in a new
+  // container (a new pid namespace) takes it over once its holder stopped touching it.
+  it('a lock from elsewhere that its holder stopped touching is taken over; the holder touches its own', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ccweb-lock-'));
+    dirs.push(dir);
+    const path = join(dir, 'LOCK');
+    writeFileSync(path, JSON.stringify({ pid: 1, host: hostname(), pidNamespace: 'pid:[1]', since: '2026-12-01T10:00:00.000Z' }));
+    const at = (msAgo: number) => new Date(Date.now() - msAgo);
+    utimesSync(path, at(LOCK_STALE_AFTER_MS / 2), at(LOCK_STALE_AFTER_MS / 2));
+    expect(() => acquireProcessLock(dir)).toThrow(/in use by process 1 .*its LOCK touched/);
+    utimesSync(path, at(LOCK_STALE_AFTER_MS + 1000), at(LOCK_STALE_AFTER_MS + 1000));
+    expect(liveLockHolder(dir)).toBeNull();
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const release = acquireProcessLock(dir);
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ pid: process.pid });
+      utimesSync(path, at(LOCK_STALE_AFTER_MS + 1000), at(LOCK_STALE_AFTER_MS + 1000));
+      vi.advanceTimersByTime(LOCK_HEARTBEAT_MS);
+      expect(Date.now() - statSync(path).mtimeMs).toBeLessThan(LOCK_HEARTBEAT_MS);
+      release();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
