@@ -1,14 +1,14 @@
 // `ccweb-gitea migrate-store`: the data directory's store of an earlier version into this version's:
 // without CCWEB_DATABASE_URL, the journal store into SQLite in place; with it, the embedded store into PostgreSQL.
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, defaultNodeId, loadConfig } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
 import { copyEmbeddedStore, describeDatabase, sqlStoreContents, StoreError, type StoreContents } from '../store/index.js';
-import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
-import { holdsJournalStore, openJournalStore } from '../store/legacy/journal-reader.js';
+import { finishJournalMove, JOURNAL_BACKUP_DIR, journalMoveUnfinished, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
+import { openJournalStore } from '../store/legacy/journal-reader.js';
 import { acquireProcessLock } from '../store/process-lock.js';
 import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
+import { storeFormatOf } from '../store/store-format.js';
 import { VERSION } from './version.js';
 
 export interface MigrateStoreIo {
@@ -34,7 +34,13 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   const dir = join(config.dataDir, 'store');
   if (!config.databaseUrl) return journalToSqlite(dir, io);
   // The embedded store is SQLite; a journal store an earlier version left is read from its files as it is.
-  const journal = holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE));
+  const format = storeFormatOf(dir);
+  if (format === 'none') {
+    // Opening it would create an empty store.db and copy nothing into the database, "done".
+    io.err(`migrate-store: ${dir} holds no store (neither ${SQLITE_FILE} nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${config.dataDir})`);
+    return 1;
+  }
+  const journal = format === 'journal';
   let close: () => Promise<void> | void = () => undefined;
   let source: StoreContents;
   try {
@@ -49,8 +55,7 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
     }
   } catch (error) {
     await close();
-    const locked = error instanceof StoreError && error.code === 'store_locked';
-    io.err(`migrate-store: cannot open ${dir}: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
+    io.err(`migrate-store: cannot open ${dir}: ${whyNot(error)}`);
     return 1;
   }
   try {
@@ -68,19 +73,30 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
 }
 
 async function journalToSqlite(dir: string, io: MigrateStoreIo): Promise<number> {
-  if (!holdsJournalStore(dir)) {
+  if (storeFormatOf(dir) === 'none') {
     io.err(`migrate-store: ${dir} holds no store of an earlier version: nothing to migrate (to copy this store into PostgreSQL, set CCWEB_DATABASE_URL)`);
     return 1;
   }
-  io.out(`moving the journal store in ${dir} into SQLite (${join(dir, SQLITE_FILE)})`);
   try {
-    const result = await migrateJournalToSqlite(dir, { indexes: STORE_INDEXES, onProgress: io.out });
-    io.out(`done: ${result.records} record(s) and ${result.auditEvents} audit event(s) copied and compared (digest ${result.digest.slice(0, 16)})`);
+    if (journalMoveUnfinished(dir)) {
+      // An earlier run stopped after store.db (complete and checked) took its name, before the journal's files had all moved.
+      io.out(`finishing the move of the journal's files in ${dir} (${join(dir, SQLITE_FILE)} was copied and compared before)`);
+      io.out(`done: ${await finishJournalMove(dir)} file(s) moved`);
+    } else {
+      io.out(`moving the journal store in ${dir} into SQLite (${join(dir, SQLITE_FILE)})`);
+      const result = await migrateJournalToSqlite(dir, { indexes: STORE_INDEXES, onProgress: io.out });
+      io.out(`done: ${result.records} record(s) and ${result.auditEvents} audit event(s) copied and compared (digest ${result.digest.slice(0, 16)})`);
+    }
     io.out(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
     return 0;
   } catch (error) {
-    const locked = error instanceof StoreError && error.code === 'store_locked';
-    io.err(`migrate-store: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
+    io.err(`migrate-store: ${whyNot(error)}`);
     return 1;
   }
+}
+
+/** The lock's message names its holder (pid, host, since): the service to stop, perhaps in another container. */
+function whyNot(error: unknown): string {
+  const locked = error instanceof StoreError && error.code === 'store_locked';
+  return locked ? `the service is running on this data directory (${error.message}); stop it first` : (error as Error).message;
 }

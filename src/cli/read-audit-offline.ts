@@ -1,14 +1,16 @@
-// Reads a store directory's audit history without opening the store (SQLite: a read-only connection;
-// an earlier version's journal store: straight from its files, src/store/legacy/journal-reader.ts):
-// no lock is taken and nothing is written, so it works beside a running service (or on a copy of
-// the directory). A running earlier version that compacts mid-read replaces files (ENOENT): the read
+// Reads a store directory's audit history without opening the store (SQLite: a read-only connection,
+// src/store/sql/sqlite-audit-reader.ts, which leaves no -wal/-shm of its own behind; an earlier
+// version's journal store: straight from its files, src/store/legacy/journal-reader.ts): no lock is
+// taken and no store data is written, so it works beside a running service (or on a copy of the
+// directory). A running earlier version that compacts mid-read replaces files (ENOENT): the read
 // starts again.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { holdsJournalStore, openJournalStore } from '../store/legacy/journal-reader.js';
+import { openJournalStore } from '../store/legacy/journal-reader.js';
 import type { AuditEvent } from '../store/types.js';
 import { readSqliteAudit } from '../store/sql/sqlite-audit-reader.js';
 import { SQLITE_FILE } from '../store/sqlite-store.js';
+import { storeFormatOf } from '../store/store-format.js';
 
 export interface AuditFilter {
   taskId?: string;
@@ -28,19 +30,19 @@ export function matches(event: AuditEvent, filter: AuditFilter): boolean {
 /** Streams the matching audit events of the store in `dir` to `emit`; returns how many. */
 export async function readAuditOffline(dir: string, filter: AuditFilter, emit: (e: AuditEvent) => void): Promise<number> {
   if (!existsSync(dir)) throw new Error(`no store at ${dir}`);
-  const sqlite = join(dir, SQLITE_FILE);
-  if (existsSync(sqlite)) {
+  const format = storeFormatOf(dir);
+  if (format === 'sqlite') {
     // Bounds compared as the ISO strings the events carry (`matches` below compares the same instants).
     const iso = (t: number | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
     let n = 0;
-    for (const event of readSqliteAudit(sqlite, { ...(filter.taskId !== undefined ? { taskId: filter.taskId } : {}), ...(filter.from !== undefined ? { from: iso(filter.from)! } : {}), ...(filter.to !== undefined ? { to: iso(filter.to)! } : {}) })) {
+    for (const event of readSqliteAudit(join(dir, SQLITE_FILE), { ...(filter.taskId !== undefined ? { taskId: filter.taskId } : {}), ...(filter.from !== undefined ? { from: iso(filter.from)! } : {}), ...(filter.to !== undefined ? { to: iso(filter.to)! } : {}) })) {
       n += 1;
       emit(event);
     }
     return n;
   }
   // A journal store an earlier version left (before `migrate-store`): read from its files.
-  if (!holdsJournalStore(dir)) return 0;
+  if (format === 'none') return 0;
   for (let attempt = 0; ; attempt++) {
     const buffered: AuditEvent[] = [];
     try {

@@ -13,7 +13,7 @@ export { describeDatabase, isPostgresUrl } from './postgres/database-url.js';
 export { probeDatabase, type DatabaseProbe } from './postgres/probe-database.js';
 export type { NodeStatus } from './postgres/log-writer.js';
 export { copyEmbeddedStore, type CopySummary } from './postgres/copy-embedded.js';
-export { contentsDigest, sqlStoreContents, storeDigest, type StoreContents, type StoreRow } from './store-contents.js';
+export { contentsDigest, sqlStoreContents, storeDigest, unkeyedContentsDigest, type StoreContents, type StoreRow } from './store-contents.js';
 
 export function createStore(options: SqliteStoreOptions): SqlStore;
 export function createStore(options: PostgresStoreOptions): PostgresStore;

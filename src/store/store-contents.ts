@@ -1,6 +1,7 @@
 // What a store holds, as `migrate-store` copies it and then compares the copy with its source: every
 // record with its key and tier, and every audit event in seq order. The digest of two stores is equal
-// when they hold the same records in each collection and tier (in any order) and the same audit.
+// when they hold the same records under the same keys in each collection and tier (in any order) and
+// the same audit.
 import { createHash } from 'node:crypto';
 import type { SqlStore } from './sql/sql-store.js';
 import { COLLECTIONS, type AuditEvent, type CollectionName, type Store, type StoredRecord } from './types.js';
@@ -77,23 +78,17 @@ export async function importContents(target: SqlStore, source: StoreContents, on
 /**
  * A digest of records and audit events. Records are summed (each row's SHA-256 as a number, modulo
  * 2^256), so their order does not matter and nothing is held to sort them; audit events are hashed in
- * seq order. Keys are not part of it: a store's reads by collection give records without them.
+ * seq order. Each row's hash covers its key: a copy that put a record under another key differs.
  */
-export async function contentsDigest(
-  records: AsyncIterable<Pick<StoreRow, 'collection' | 'archived' | 'record'>>,
-  audit: AsyncIterable<AuditEvent>,
-): Promise<string> {
-  let sum = 0n;
-  for await (const row of records) {
-    const h = createHash('sha256').update(`${row.collection}\n${row.archived ? 'c' : 'h'}${JSON.stringify(row.record)}`).digest('hex');
-    sum = (sum + BigInt(`0x${h}`)) % MOD;
-  }
-  const hash = createHash('sha256').update(`${sum.toString(16)}\n`);
-  for await (const event of audit) hash.update(`a${JSON.stringify(event)}\n`);
-  return hash.digest('hex');
+export function contentsDigest(contents: StoreContents): Promise<string> {
+  return digest(contents.records(), contents.audit(), true);
 }
 
-/** The digest of any store, through its contract's reads. */
+/**
+ * The same digest without keys, of any store through its contract's reads (which give records
+ * without their keys): for the PostgreSQL replica, which has no other way to list its contents.
+ * Compare it only with `unkeyedContentsDigest`.
+ */
 export function storeDigest(store: Store): Promise<string> {
   async function* records() {
     for (const collection of COLLECTIONS) {
@@ -101,5 +96,21 @@ export function storeDigest(store: Store): Promise<string> {
       for await (const record of store.scanArchived(collection)) yield { collection, archived: true, record };
     }
   }
-  return contentsDigest(records(), allAudit(store));
+  return digest(records(), allAudit(store), false);
+}
+
+export function unkeyedContentsDigest(contents: StoreContents): Promise<string> {
+  return digest(contents.records(), contents.audit(), false);
+}
+
+async function digest(records: AsyncIterable<Pick<StoreRow, 'collection' | 'archived' | 'record'> & { key?: string }>, audit: AsyncIterable<AuditEvent>, keyed: boolean): Promise<string> {
+  let sum = 0n;
+  for await (const row of records) {
+    const key = keyed ? `${JSON.stringify(row.key)}\n` : '';
+    const h = createHash('sha256').update(`${row.collection}\n${key}${row.archived ? 'c' : 'h'}${JSON.stringify(row.record)}`).digest('hex');
+    sum = (sum + BigInt(`0x${h}`)) % MOD;
+  }
+  const hash = createHash('sha256').update(`${sum.toString(16)}\n`);
+  for await (const event of audit) hash.update(`a${JSON.stringify(event)}\n`);
+  return hash.digest('hex');
 }

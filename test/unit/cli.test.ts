@@ -1,7 +1,7 @@
 // The command line: parsing, help on every level, usage errors (exit 2), the configuration
 // reference staying equal to docs/configuration.md, and export-audit reading a store offline.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -211,6 +211,11 @@ describe('export-audit', () => {
     const past = await cli(['export-audit', '--data-dir', dataDir, '--to', '2000-01-01']);
     expect(past.stdout).toBe('');
     await store.close();
+    // With no service running, the read-only connection creates -wal and -shm (as the reading user, root
+    // say): it removes them again, or the service user could not open its store.
+    expect(readdirSync(join(dataDir, 'store')).sort()).toEqual(['store.db']);
+    expect((await cli(['export-audit', '--data-dir', dataDir])).stderr).toBe('61 audit event(s)\n');
+    expect(readdirSync(join(dataDir, 'store')).sort()).toEqual(['store.db']);
   });
 
   it('streams the audit of a journal store an earlier version left (not yet migrated), from its archives, checkpoint and journal', async () => {

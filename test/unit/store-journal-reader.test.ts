@@ -82,6 +82,28 @@ describe('journal store reader', () => {
     await expect(openJournalStore(dir)).rejects.toThrow(/corrupt at line 8: unknown collection "nope"/);
   });
 
+  it('skips a journal audit event the checkpoint holds already, as compaction did; refuses one out of order after it', async () => {
+    const dir = copy('history');
+    const file = join(dir, 'journal-0000000000000048.ndjson');
+    const text = readFileSync(file, 'utf8');
+    const expected = expectedDump('history').audit;
+    const auditSeq = (JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8').split('\n')[0]!.replace(/"collections":\{$/, '"collections":{}}')) as { auditSeq: number }).auditSeq;
+    const held = expected.find((e) => e.seq === auditSeq)!;
+    const last = expected.at(-1)!;
+    expect(last.seq).toBeGreaterThan(auditSeq + 1);
+    const next = { ...last, eventId: 'audit-next', seq: last.seq + 1 };
+    writeFileSync(file, `${text}${JSON.stringify({ seq: 49, ops: [['a', held], ['a', next]] })}\n`);
+    const events = [];
+    for await (const e of (await openJournalStore(dir)).audit()) events.push(e);
+    expect(events).toEqual([...expected, next]);
+    // After the checkpoint's events, a journal event that does not follow the one before is disorder the engine refused.
+    writeFileSync(file, `${text}${JSON.stringify({ seq: 49, ops: [['a', { ...next, seq: auditSeq + 1 }]] })}\n`);
+    const store = await openJournalStore(dir);
+    await expect((async () => {
+      for await (const e of store.audit()) void e;
+    })()).rejects.toThrow(`audit event ${auditSeq + 1} does not follow ${last.seq}`);
+  });
+
   it('refuses a derived record of a format it does not know (a journal a newer version wrote), naming it', async () => {
     const dir = copy('journal-only');
     appendFileSync(join(dir, 'journal-0000000000000001.ndjson'), '{"seq":8,"ops":[["x","intake.accept/9",{"a0":5}]]}\n');

@@ -2,7 +2,7 @@
 // test/fixtures/journal-stores/: history, archives, audit archives, derived records, crash leftovers,
 // a torn last line, the layout from before indexes) moved into SQLite in place; the service refuses the
 // old data until then.
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateStore } from '../../src/cli/migrate-store.js';
@@ -10,7 +10,9 @@ import { checkDataDir } from '../../src/service/startup-checks.js';
 import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../../src/store/journal-to-sqlite.js';
 import { holdsJournalStore, openJournalStore } from '../../src/store/legacy/journal-reader.js';
 import { createSqliteStore, SQLITE_FILE } from '../../src/store/sqlite-store.js';
-import { storeDigest } from '../../src/store/store-contents.js';
+import type { StoredRecord } from '../../src/store/types.js';
+import { contentsDigest, sqlStoreContents } from '../../src/store/store-contents.js';
+import { storeFormatOf } from '../../src/store/store-format.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 
 const parents: string[] = [];
@@ -41,7 +43,7 @@ describe('migrate-store: the journal store into SQLite', () => {
     await store.open();
     try {
       await expectStoreHolds(store, expected);
-      expect(await storeDigest(store)).toBe(result.digest);
+      expect(await contentsDigest(sqlStoreContents(store))).toBe(result.digest);
       // New audit events continue after the migrated ones.
       const next = await store.transact((tx) => tx.appendAudit({ action: 'after', actor: 'system' }));
       expect(next.seq).toBe(expected.audit.at(-1)!.seq + 1);
@@ -50,10 +52,33 @@ describe('migrate-store: the journal store into SQLite', () => {
     }
   });
 
+  it('the digest the copy is checked by covers keys: a record under another key differs', async () => {
+    const { dir } = fixture('history');
+    const result = await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    const store = createSqliteStore({ dir, indexes: INDEXES });
+    await store.open();
+    try {
+      let hot: [string, StoredRecord] | undefined;
+      for await (const [key, record, archived] of store.entries('tasks')) if (!archived) hot ??= [key, record];
+      const [key, record] = hot!;
+      await store.transact(async (tx) => {
+        await tx.delete('tasks', key);
+        await tx.insert('tasks', `${key}-elsewhere`, record);
+      });
+      expect(await contentsDigest(sqlStoreContents(store))).not.toBe(result.digest);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('moves the journal files aside, leaves a checkpoint an earlier version refuses, and does not run twice', async () => {
     const { dir } = fixture('history');
     const before = readdirSync(dir).sort();
+    expect(storeFormatOf(dir)).toBe('journal');
+    expect(storeFormatOf(join(dir, 'nothing-here'))).toBe('none');
     await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    // The marker checkpoint beside store.db is not a journal store.
+    expect(storeFormatOf(dir)).toBe('sqlite');
     expect(readdirSync(join(dir, JOURNAL_BACKUP_DIR)).sort()).toEqual(before);
     expect(readdirSync(dir).sort()).toEqual(['checkpoint.json', JOURNAL_BACKUP_DIR, SQLITE_FILE]);
     // An earlier version started on the directory finds a checkpoint of another format (its load refuses it).
@@ -86,7 +111,7 @@ describe('migrate-store: the journal store into SQLite', () => {
     };
     writeFileSync(join(dir, 'LOCK'), String(process.ppid));
     expect(await migrateStore(io)).toBe(1);
-    expect(lines.at(-1)).toBe('ERR migrate-store: the service is running on this data directory; stop it first');
+    expect(lines.at(-1)).toBe(`ERR migrate-store: the service is running on this data directory (store ${dir} is in use by process ${process.ppid}); stop it first`);
     rmSync(join(dir, 'LOCK'));
     const expected = expectedDump('crash-leftovers');
     expect(await migrateStore(io)).toBe(0);
@@ -95,6 +120,66 @@ describe('migrate-store: the journal store into SQLite', () => {
     ]);
     expect(lines.at(-1)).toBe(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
     expect(() => checkDataDir(dataDir, { embedded: true })).not.toThrow();
+  });
+
+  // A crash while the journal's files moved aside: store.db (renamed only once checked) with part of
+  // the journal beside it and no marker. The re-run finishes the move instead of "exists already".
+  it.each([
+    ['right after store.db took its name', 0],
+    ['half way through the moves', 6],
+    ['after the moves, before the marker', Number.POSITIVE_INFINITY],
+  ])('a move interrupted %s is finished by running migrate-store again', async (_when, movedBeforeCrash) => {
+    const { dataDir, dir } = fixture('history');
+    const before = readdirSync(dir).sort();
+    await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    // Back to the state the crash left.
+    const backup = join(dir, JOURNAL_BACKUP_DIR);
+    rmSync(join(dir, 'checkpoint.json'));
+    for (const name of readdirSync(backup).sort().slice(Math.min(movedBeforeCrash, before.length))) renameSync(join(backup, name), join(dir, name));
+    if (movedBeforeCrash === 0) rmSync(backup, { recursive: true });
+    expect(storeFormatOf(dir)).toBe('sqlite');
+    const lines: string[] = [];
+    const io = {
+      env: { CCWEB_DATA_DIR: dataDir, CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789', CCWEB_GITEA_URL: 'http://127.0.0.1:1', CCWEB_GITEA_TOKEN: 'token', CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789' },
+      argv: [],
+      cwd: dataDir,
+      out: (l: string) => void lines.push(l),
+      err: (l: string) => void lines.push(`ERR ${l}`),
+    };
+    expect(await migrateStore(io)).toBe(0);
+    expect(lines).toContain(`done: ${before.length - Math.min(movedBeforeCrash, before.length)} file(s) moved`);
+    expect(readdirSync(dir).sort()).toEqual(['checkpoint.json', JOURNAL_BACKUP_DIR, SQLITE_FILE]);
+    expect(readdirSync(backup).sort()).toEqual(before);
+    await expect(openJournalStore(dir)).rejects.toThrow(/unknown format/);
+    const events = [];
+    for await (const e of (await openJournalStore(backup)).audit()) events.push(e);
+    expect(events).toEqual(expectedDump('history').audit);
+    // Done now: a third run has nothing to do.
+    expect(await migrateStore(io)).toBe(1);
+    expect(lines.at(-1)).toBe(`ERR migrate-store: ${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
+  });
+
+  it('with a database URL, a data directory without any store is refused naming CCWEB_DATA_DIR, and left empty', async () => {
+    const { dataDir } = fixture('journal-only');
+    const empty = join(dataDir, 'elsewhere');
+    const lines: string[] = [];
+    const code = await migrateStore({
+      env: {
+        CCWEB_DATA_DIR: empty,
+        CCWEB_DATABASE_URL: 'postgres://ccweb@127.0.0.1:1/ccweb',
+        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+        CCWEB_GITEA_TOKEN: 'token',
+        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+      },
+      argv: [],
+      cwd: dataDir,
+      out: (l: string) => void lines.push(l),
+      err: (l: string) => void lines.push(`ERR ${l}`),
+    });
+    expect(code).toBe(1);
+    expect(lines).toEqual([`ERR migrate-store: ${join(empty, 'store')} holds no store (neither ${SQLITE_FILE} nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${empty})`]);
+    expect(existsSync(join(empty, 'store', SQLITE_FILE))).toBe(false);
   });
 
   it('refuses while a live process holds the directory (an earlier version still running), changing nothing', async () => {

@@ -1,7 +1,7 @@
 // Reads the store an earlier ccweb-gitea kept in its data directory (the journal engine) without
 // writing a byte: what `migrate-store` moves into SQLite or PostgreSQL, and what `export-audit` reads
 // before that. The directory holds
-//   - `checkpoint.json`: `{format: "ccweb-store/1", seq, audit, auditArchives, coldFiles, collections}`,
+//   - `checkpoint.json`: `{format: "ccweb-store/1", seq, auditSeq, audit, auditArchives, coldFiles, collections}`,
 //     one collection entry `[key, record]` per line (older ones: the same document on one line);
 //   - `journal-<firstSeq>.ndjson`: one transaction per line, `{seq, ops}`, those with seq ≤ the
 //     checkpoint's already inside it; ops `["p"|"c", collection, key, record]` (put | archive),
@@ -94,6 +94,8 @@ async function* jsonLines<T>(file: string): AsyncGenerator<T> {
 
 interface Head {
   seq: number;
+  /** The last audit event the checkpoint's archives and `audit` hold. */
+  auditSeq: number;
   audit: AuditEvent[];
   auditArchives: string[];
   coldFiles: string[];
@@ -109,7 +111,8 @@ function checkHead(file: string, doc: Record<string, unknown>): Head {
     throw new StoreError('journal_corrupt', `store checkpoint ${file} has an unknown format ${JSON.stringify(doc['format'])} (not an earlier version's journal store)`);
   }
   const list = (v: unknown) => (Array.isArray(v) ? (v as never[]) : []);
-  return { seq: doc['seq'] as number, audit: list(doc['audit']), auditArchives: list(doc['auditArchives']), coldFiles: list(doc['coldFiles']) };
+  const auditSeq = Number.isSafeInteger(doc['auditSeq']) ? (doc['auditSeq'] as number) : 0;
+  return { seq: doc['seq'] as number, auditSeq, audit: list(doc['audit']), auditArchives: list(doc['auditArchives']), coldFiles: list(doc['coldFiles']) };
 }
 
 /**
@@ -204,7 +207,7 @@ export async function openJournalStore(dir: string): Promise<JournalStore> {
   const checkpoint = join(dir, CHECKPOINT);
   const head: Head = existsSync(checkpoint)
     ? await readCheckpoint(checkpoint, (collection, key, record) => void state.hot.get(collection)!.set(key, record))
-    : { seq: 0, audit: [], auditArchives: [], coldFiles: [] };
+    : { seq: 0, auditSeq: 0, audit: [], auditArchives: [], coldFiles: [] };
   let seq = head.seq;
   const segments = readdirSync(dir).filter((name) => SEGMENT.test(name)).sort();
   for (const [i, name] of segments.entries()) {
@@ -273,7 +276,9 @@ export async function openJournalStore(dir: string): Promise<JournalStore> {
       };
       for (const name of head.auditArchives) for await (const event of jsonLines<AuditEvent>(join(dir, name))) yield inOrder(event, join(dir, name));
       for (const event of head.audit) yield inOrder(event, checkpoint);
-      for (const event of state.audit) yield inOrder(event, `${dir} journal`);
+      // A journal event the checkpoint holds already is skipped, as the compaction that folds the
+      // journal skipped it (compaction-worker.mjs); after those, the journal's events must follow in order.
+      for (const event of state.audit) if (!(Number.isSafeInteger(event.seq) && event.seq <= head.auditSeq)) yield inOrder(event, `${dir} journal`);
     },
   };
 }
