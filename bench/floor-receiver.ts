@@ -1,5 +1,5 @@
 // The least a durable webhook receiver can do before its 202 while keeping intake's guarantees
-// (durable before the 202, no duplicate task) — a floor for `npm run bench:webhook`, not a design:
+// (durable before the 202, no duplicate task) — a floor for `npm run bench:webhook-receivers`, not a design:
 // HMAC over the raw bytes, both dedupe keys (delivery id; the comment trigger, which needs the parsed
 // payload), a write-access decision (a cached answer), and one fsync'd journal line (group commit)
 // before answering. No schema check,

@@ -1,5 +1,5 @@
-// What makes the webhook's latency tail: the real server of bench/webhook.ts driven at a fixed rate
-// (default 80 % of its saturation, measured first, as bench:webhook does), in windows; for each
+// What makes the webhook's latency tail: the real server of bench/webhook-receivers.ts driven at a fixed rate
+// (default 80 % of its saturation, measured first, as bench:webhook-receivers does), in windows; for each
 // window autocannon's p50/p99 next to the server's own event-loop delay (p99, max), garbage-collection
 // pauses and compactions. A latency p99 far above the event loop's max is CPU contention (another
 // thread or process had the core); a loop max near the latency p99 is a stall on the main thread.

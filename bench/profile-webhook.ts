@@ -1,4 +1,4 @@
-// Where an accepted webhook's CPU goes: the real intake server of bench/webhook.ts, run under
+// Where an accepted webhook's CPU goes: the real intake server of bench/webhook-receivers.ts, run under
 // `node --cpu-prof` while autocannon drives it at saturation with unique signed deliveries, then
 // the samples of the measured window (warm-up and start-up cut off by timestamp) summed per function.
 // Also measures CPU per request (process.cpuUsage of the server: main thread, GC, fsync threads)

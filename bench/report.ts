@@ -1,8 +1,8 @@
 // `npm run bench`: one report of the service's production figures — webhook ack vs a bare-Koa HMAC
-// baseline (bench/webhook.ts, run as it is), ack latency at 1k vs 100k stored tasks (same), webhook →
+// baseline (bench/webhook-receivers.ts, run as it is), ack latency at 1k vs 100k stored tasks (same), webhook →
 // `已收到` receipt on the sandbox, orchestration overhead per task, restart-to-ready with 10,000
 // unfinished tasks, and RSS at 100,000 stored tasks; targets with PASS/MISS and the machine it ran on.
-// BENCH_QUICK=1 scales everything down (and skips bench/webhook.ts) for a quick look.
+// BENCH_QUICK=1 scales everything down (and skips bench/webhook-receivers.ts) for a quick look.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -56,16 +56,16 @@ const say = (line = '') => {
 };
 
 // ---------------------------------------------------------------------------------------------
-// 1+2. Webhook ack vs baseline, and ack latency at 1k vs 100k stored tasks: bench/webhook.ts as is.
+// 1+2. Webhook ack vs baseline, and ack latency at 1k vs 100k stored tasks: bench/webhook-receivers.ts as is.
 
 async function webhookBench(): Promise<string[]> {
-  if (QUICK) return ['(skipped in quick mode: npm run bench:webhook)'];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'bench', 'webhook.ts')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  if (QUICK) return ['(skipped in quick mode: npm run bench:webhook-receivers)'];
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'bench', 'webhook-receivers.ts')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
   let text = '';
   child.stdout.on('data', (d: Buffer) => (text += d.toString()));
   const code = await new Promise<number | null>((r) => child.on('exit', r));
   const lines = text.split('\n').filter((l) => l.trim() !== '');
-  return code === 0 ? lines : [...lines, `bench/webhook.ts exited with ${code}`];
+  return code === 0 ? lines : [...lines, `bench/webhook-receivers.ts exited with ${code}`];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -357,7 +357,7 @@ async function main(): Promise<void> {
   const verdicts: string[] = [];
 
   if (!ONLY_BOOT) {
-    say('\n[1,2] webhook ack: durable intake vs bare-Koa HMAC baseline; ack latency at 1k vs 100k stored tasks (bench/webhook.ts)');
+    say('\n[1,2] webhook ack: durable intake vs bare-Koa HMAC baseline; ack latency at 1k vs 100k stored tasks (bench/webhook-receivers.ts)');
     for (const l of await webhookBench()) say(`  ${l}`);
 
     say(`\n[3] webhook → 已收到 receipt on the sandbox Gitea (${P.receiptTasks} comments, 200 ms apart; real service, real Codex app-server, scripted model)`);

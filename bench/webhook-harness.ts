@@ -1,5 +1,6 @@
-// The servers and the load driver shared by `npm run bench:webhook` (bench/webhook.ts) and
-// `npm run profile:webhook` (bench/profile-webhook.ts). Servers run in child processes forked from
+// The servers and the load driver shared by `npm run bench:webhook` (bench/webhook.ts, the store
+// engines), `npm run bench:webhook-receivers` (bench/webhook-receivers.ts) and `npm run
+// profile:webhook` (bench/profile-webhook.ts). Servers run in child processes forked from
 // this file (`--serve real|baseline`); autocannon drives them from the parent over loopback with
 // unique, signed deliveries (new delivery UUID, new comment id per request).
 import { fork, type ChildProcess } from 'node:child_process';
@@ -28,7 +29,8 @@ import {
 import { pendingReceiptRecord } from '../src/receipts/receipt-record.js';
 import { accepted } from '../src/intake/intake-response.js';
 import { ActorRuntime, type ActorRecord } from '../src/runtime/actor-runtime.js';
-import { createStore, DurableStore, type Store } from '../src/store/index.js';
+import { createStore, describeDatabase, DurableStore, SqlStore, type Store } from '../src/store/index.js';
+import { PostgresConnection } from '../src/store/sql/postgres-connection.js';
 import { TASK_KIND, taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { commentTriggerKey, normalizeComment, taskIdFor } from '../src/webhook/normalize-comment.js';
 import { createWebhookRouter } from '../src/intake/webhook-route.js';
@@ -63,13 +65,21 @@ function cpuMicros(): number {
 }
 
 /**
- * The store the real server runs on: the embedded one, or (kind `real-postgres`, BENCH_DATABASE_URL
- * naming an empty database) PostgreSQL with its replica in `dir` — the same code either way.
+ * The store the real server runs on: the embedded one (SQLite); `real-journal`, the journal engine
+ * (DurableStore, the embedded store before SQLite) constructed directly under today's code;
+ * `real-sql-postgres` (BENCH_DATABASE_URL naming an empty database), the SQL store on PostgreSQL;
+ * `real-postgres` (the same variable), PostgreSQL as `createStore` opens it (its replica in `dir`).
  */
 function benchStore(dir: string): Store {
-  const url = process.argv[3] === 'real-postgres' ? process.env['BENCH_DATABASE_URL'] : undefined;
-  if (process.argv[3] === 'real-postgres' && !url) throw new Error('real-postgres: set BENCH_DATABASE_URL');
-  return url ? createStore({ dir: join(dir, 'replica'), indexes: STORE_INDEXES, url, nodeId: 'bench', version: 'bench' }) : createStore({ dir, indexes: STORE_INDEXES });
+  const kind = process.argv[3] as ServerKind;
+  if (kind === 'real-journal') return new DurableStore({ dir, indexes: STORE_INDEXES });
+  const url = process.env['BENCH_DATABASE_URL'];
+  if (kind === 'real-postgres' || kind === 'real-sql-postgres') {
+    if (!url) throw new Error(`${kind}: set BENCH_DATABASE_URL`);
+    if (kind === 'real-sql-postgres') return new SqlStore({ dir: describeDatabase(url), indexes: STORE_INDEXES, connect: () => new PostgresConnection({ url, applicationName: 'ccweb-bench' }) });
+    return createStore({ dir: join(dir, 'replica'), indexes: STORE_INDEXES, url, nodeId: 'bench', version: 'bench' });
+  }
+  return createStore({ dir, indexes: STORE_INDEXES });
 }
 
 export async function serveReal(): Promise<void> {
@@ -299,7 +309,7 @@ async function prefill(store: Store, runtime: ActorRuntime, total: number): Prom
 // ---------------------------------------------------------------------------------------------
 // Driver (this process)
 
-export type ServerKind = 'real' | 'real-postgres' | 'baseline' | 'octokit' | 'floor';
+export type ServerKind = 'real' | 'real-journal' | 'real-sql-postgres' | 'real-postgres' | 'baseline' | 'octokit' | 'floor';
 
 export interface Child {
   proc: ChildProcess;
@@ -307,9 +317,12 @@ export interface Child {
   ask(msg: Command): Promise<any>;
 }
 
-/** A server in a child process of its own; `execArgv` adds Node flags (e.g. `--cpu-prof`). */
-export async function spawnServer(kind: ServerKind, execArgv: readonly string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<Child> {
-  const proc = fork(fileURLToPath(import.meta.url), ['--serve', kind], {
+/**
+ * A server in a child process of its own; `execArgv` adds Node flags (e.g. `--cpu-prof`). `harness`:
+ * another tree's copy of this file (bench/baseline-commit.ts), whose servers speak the same messages.
+ */
+export async function spawnServer(kind: ServerKind, execArgv: readonly string[] = [], env: NodeJS.ProcessEnv = process.env, harness = fileURLToPath(import.meta.url)): Promise<Child> {
+  const proc = fork(harness, ['--serve', kind], {
     env,
     execArgv: [...process.execArgv, '--max-old-space-size=6144', ...execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

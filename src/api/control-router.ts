@@ -210,11 +210,10 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
 
   const setRepo = (status: 'active' | 'disabled') => async (_ctx: Context, req: ControlBody, repoKey: string | null): Promise<Answer> => {
     const action = status === 'disabled' ? 'control.repo_disable' : 'control.repo_enable';
-    const listed = await store.list<RepositoryRecord>('repositories');
     const answer = await commit(req, action, repoKey, async (tx) => {
       // Any letter case names the repository (Gitea's rule); a case variant stored as a second
       // record by an older version gets the same status, so the repository is one thing to switch.
-      const all = await fresh(tx, matchingRepositories(repoKey!, listed));
+      const all = matchingRepositories(repoKey!, await tx.list<RepositoryRecord>('repositories'));
       const repo = findRepository(repoKey!, all);
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const changed = repo.status !== status;
@@ -240,9 +239,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   // What the agent may do through Gitea here beyond reading and answering (src/mcp-gate/gate-policy.ts);
   // the gate reads it before each thread start and turn.
   const setAgentTools = async (_ctx: Context, req: AgentToolsBody, repoKey: string | null): Promise<Answer> => {
-    const listed = await store.list<RepositoryRecord>('repositories');
     return commit(req, 'control.repo_agent_tools', repoKey, async (tx) => {
-      const repo = await freshOne(tx, findRepository(repoKey!, listed));
+      const repo = findRepository(repoKey!, await tx.list<RepositoryRecord>('repositories'));
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = Array.isArray(repo.agentToolGroups) ? repo.agentToolGroups : [];
       const groups = [...req.groups].sort();
@@ -278,9 +276,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   // Whether a "request changes" review on the bot's own pull request starts a task without a mention
   // (src/intake/review-tasks.ts); intake reads the record at each review delivery. Off unless set here.
   const setReviewTriggers = async (_ctx: Context, req: ReviewTriggersBody, repoKey: string | null): Promise<Answer> => {
-    const listed = await store.list<RepositoryRecord>('repositories');
     return commit(req, 'control.repo_review_triggers', repoKey, async (tx) => {
-      const repo = await freshOne(tx, findRepository(repoKey!, listed));
+      const repo = findRepository(repoKey!, await tx.list<RepositoryRecord>('repositories'));
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = repo.reviewTriggers?.requestChanges === true;
       const changed = before !== req.requestChanges;
@@ -298,9 +295,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
   // Whether a mention by someone without write access gets the thread's one notice of the day that only
   // writers can ask (src/intake/write-outcome.ts); intake reads the record at each such mention. On unless set off here.
   const setReaderNotices = async (_ctx: Context, req: ReaderNoticesBody, repoKey: string | null): Promise<Answer> => {
-    const listed = await store.list<RepositoryRecord>('repositories');
     return commit(req, 'control.repo_reader_notices', repoKey, async (tx) => {
-      const all = await fresh(tx, matchingRepositories(repoKey!, listed));
+      const all = matchingRepositories(repoKey!, await tx.list<RepositoryRecord>('repositories'));
       const repo = findRepository(repoKey!, all);
       if (!repo) return { status: 404, body: { error: 'repo_not_found' }, audit: { errorCode: 'repo_not_found', metadata: { repoKey } } };
       const before = repo.readerNotices?.enabled !== false;
@@ -388,24 +384,6 @@ async function notify(fn: (() => void | Promise<void>) | undefined, logger: ApiL
   } catch (err) {
     logger?.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'operator callback failed');
   }
-}
-
-/**
- * The repositories picked from a list read before the transaction (a transaction reads by key), as
- * the transaction sees them: its compare-and-swap writes then start from current versions. One gone
- * meanwhile is left out.
- */
-async function fresh(tx: Tx, picked: readonly RepositoryRecord[]): Promise<RepositoryRecord[]> {
-  const found: RepositoryRecord[] = [];
-  for (const r of picked) {
-    const rec = await tx.get<RepositoryRecord>('repositories', r.repoKey);
-    if (rec) found.push(rec);
-  }
-  return found;
-}
-
-async function freshOne(tx: Tx, picked: RepositoryRecord | undefined): Promise<RepositoryRecord | undefined> {
-  return picked ? tx.get<RepositoryRecord>('repositories', picked.repoKey) : undefined;
 }
 
 /**

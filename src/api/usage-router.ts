@@ -56,8 +56,6 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
     const req = parseOr400(LimitsBody, await readJsonBody(ctx));
     const requested = String(ctx.params['repoKey']);
     const action = 'control.repo_limits';
-    // Read before the transaction, which reads by key only.
-    const repositories = await store.list<RepositoryRecord>('repositories');
     const answer = await store.transact(async (tx) => {
       const prior = await tx.get<ControlRequestRecord>('control_requests', req.requestId);
       if (prior) {
@@ -66,7 +64,7 @@ export function createUsageRouter(deps: UsageRouterDeps): Router {
       }
       // Any letter case names the repository (Gitea's rule); the override is kept under the stored
       // key, which is the one intake's quota check asks for.
-      const repo = findRepository(requested, repositories);
+      const repo = findRepository(requested, await tx.list<RepositoryRecord>('repositories'));
       const repoKey = repo?.repoKey ?? requested;
       const before = await repoOverride(tx, repoKey);
       let response: { status: number; body: Record<string, unknown> };

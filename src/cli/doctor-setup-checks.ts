@@ -11,7 +11,7 @@ import { nodeVersionVerdict } from '../service/node-version.js';
 import { OperatorError } from '../service/operator-error.js';
 import { checkDataDir, listenError, storeDirOf, storeOpenError } from '../service/startup-checks.js';
 import { probeDatabase } from '../store/index.js';
-import { liveLockHolder } from '../store/process-lock.js';
+import { describeLockHolder, liveLockHolder } from '../store/process-lock.js';
 import type { CheckResult, DoctorCheck, Quote } from './doctor-checks.js';
 
 /**
@@ -85,7 +85,7 @@ export async function checkPort(config: Config): Promise<CheckResult> {
       return {
         status: 'warn',
         check: 'port',
-        detail: `${where} is in use, and process ${holder} holds this data directory: presumably the running service`,
+        detail: `${where} is in use, and ${describeLockHolder(holder)} holds this data directory: presumably the running service`,
         fix: 'fine if that is the running service; a second serve with this configuration would refuse to start',
       };
     }
@@ -118,7 +118,7 @@ export function checkStoreLock(config: Config): CheckResult {
   return {
     status: 'warn',
     check: 'store-lock',
-    detail: `store in use by live process ${holder}`,
+    detail: `store in use by live ${describeLockHolder(holder)}`,
     fix: 'fine if that is the running service; a second serve on this data directory would refuse to start (exit 75)',
   };
 }

@@ -1,15 +1,17 @@
 // `ccweb-gitea migrate-store`: the store of an earlier version into this version's: without
 // CCWEB_DATABASE_URL, the journal store into SQLite in place; with it, an earlier version's PostgreSQL
 // store into this version's tables in place, or else the embedded store into PostgreSQL.
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
-import { copyEmbeddedStore, createStore, describeDatabase, StoreError } from '../store/index.js';
-import { holdsJournalStore, JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
+import { copyEmbeddedStore, describeDatabase, sqlStoreContents, StoreError, type StoreContents } from '../store/index.js';
+import { finishJournalMove, JOURNAL_BACKUP_DIR, journalMoveUnfinished, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
+import { openJournalStore } from '../store/legacy/journal-reader.js';
+import { acquireProcessLock } from '../store/process-lock.js';
 import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
 import { EARLIER_SCHEMA, holdsEarlierPostgresStore, moveEarlierPostgresStore } from '../store/sql/earlier-postgres.js';
 import { PostgresConnection } from '../store/sql/postgres-connection.js';
+import { storeFormatOf } from '../store/store-format.js';
 
 export interface MigrateStoreIo {
   env: Readonly<Record<string, string | undefined>>;
@@ -35,13 +37,29 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   if (!config.databaseUrl) return journalToSqlite(dir, io);
   const moved = await earlierPostgresInPlace(config.databaseUrl, io);
   if (moved !== undefined) return moved;
-  // The embedded store is SQLite; a journal store an earlier version left is copied as it is.
-  const source = holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE)) ? createStore({ dir }) : createSqliteStore({ dir, indexes: STORE_INDEXES });
+  // The embedded store is SQLite; a journal store an earlier version left is read from its files as it is.
+  const format = storeFormatOf(dir);
+  if (format === 'none') {
+    // Opening it would create an empty store.db and copy nothing into the database, "done".
+    io.err(`migrate-store: ${dir} holds no store (neither ${SQLITE_FILE} nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${config.dataDir})`);
+    return 1;
+  }
+  const journal = format === 'journal';
+  let close: () => Promise<void> | void = () => undefined;
+  let source: StoreContents;
   try {
-    await source.open();
+    if (journal) {
+      close = acquireProcessLock(dir);
+      source = await openJournalStore(dir);
+    } else {
+      const sqlite = createSqliteStore({ dir, indexes: STORE_INDEXES });
+      await sqlite.open();
+      close = () => sqlite.close();
+      source = sqlStoreContents(sqlite);
+    }
   } catch (error) {
-    const locked = error instanceof StoreError && error.code === 'store_locked';
-    io.err(`migrate-store: cannot open ${dir}: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
+    await close();
+    io.err(`migrate-store: cannot open ${dir}: ${whyNot(error)}`);
     return 1;
   }
   try {
@@ -54,7 +72,7 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
     io.err(`migrate-store: ${(error as Error).message}`);
     return 1;
   } finally {
-    await source.close();
+    await close();
   }
 }
 
@@ -78,19 +96,30 @@ async function earlierPostgresInPlace(url: string, io: MigrateStoreIo): Promise<
 }
 
 async function journalToSqlite(dir: string, io: MigrateStoreIo): Promise<number> {
-  if (!holdsJournalStore(dir)) {
+  if (storeFormatOf(dir) === 'none') {
     io.err(`migrate-store: ${dir} holds no store of an earlier version: nothing to migrate (to copy this store into PostgreSQL, set CCWEB_DATABASE_URL)`);
     return 1;
   }
-  io.out(`moving the journal store in ${dir} into SQLite (${join(dir, SQLITE_FILE)})`);
   try {
-    const result = await migrateJournalToSqlite(dir, { indexes: STORE_INDEXES, onProgress: io.out });
-    io.out(`done: ${result.records} record(s) and ${result.auditEvents} audit event(s) copied and compared (digest ${result.digest.slice(0, 16)})`);
+    if (journalMoveUnfinished(dir)) {
+      // An earlier run stopped after store.db (complete and checked) took its name, before the journal's files had all moved.
+      io.out(`finishing the move of the journal's files in ${dir} (${join(dir, SQLITE_FILE)} was copied and compared before)`);
+      io.out(`done: ${await finishJournalMove(dir)} file(s) moved`);
+    } else {
+      io.out(`moving the journal store in ${dir} into SQLite (${join(dir, SQLITE_FILE)})`);
+      const result = await migrateJournalToSqlite(dir, { indexes: STORE_INDEXES, onProgress: io.out });
+      io.out(`done: ${result.records} record(s) and ${result.auditEvents} audit event(s) copied and compared (digest ${result.digest.slice(0, 16)})`);
+    }
     io.out(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
     return 0;
   } catch (error) {
-    const locked = error instanceof StoreError && error.code === 'store_locked';
-    io.err(`migrate-store: ${locked ? 'the service is running on this data directory; stop it first' : (error as Error).message}`);
+    io.err(`migrate-store: ${whyNot(error)}`);
     return 1;
   }
+}
+
+/** The lock's message names its holder (pid, host, since): the service to stop, perhaps in another container. */
+function whyNot(error: unknown): string {
+  const locked = error instanceof StoreError && error.code === 'store_locked';
+  return locked ? `the service is running on this data directory (${error.message}); stop it first` : (error as Error).message;
 }

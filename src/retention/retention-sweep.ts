@@ -21,8 +21,8 @@
 // The sweep runs off the hot path: candidates are picked with one pass over a collection's hot
 // records and one over its archived ones, yielding to the loop every 500 records, then deleted in
 // small transactions with a macrotask yield between them, so intake and the scheduler interleave
-// with it. Every deletion is re-checked inside its transaction (by key: what only an index finds is
-// read just before it).
+// with it. Every deletion is re-checked inside its transaction, which also reads (by key and by
+// index) the records going with it: what was written after the candidates were picked is seen.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
@@ -78,26 +78,15 @@ async function candidates<T extends RecordType>(store: Store, collection: Collec
   return keys;
 }
 
-/**
- * Removes in transactions of `batchSize` keys. `read` (optional) gives what `remove` needs that a
- * transaction cannot read (an index), read for each key of a batch just before its transaction.
- */
-async function inBatches<R = undefined>(
-  store: Store,
-  keys: string[],
-  batchSize: number,
-  remove: (tx: Tx, key: string, readBefore: R | undefined) => Promise<boolean>,
-  read?: (key: string) => Promise<R>,
-): Promise<{ removed: number; batches: number }> {
+/** Removes in transactions of `batchSize` keys; `remove` decides on each inside its transaction. */
+async function inBatches(store: Store, keys: string[], batchSize: number, remove: (tx: Tx, key: string) => Promise<boolean>): Promise<{ removed: number; batches: number }> {
   let removed = 0;
   let batches = 0;
   for (let i = 0; i < keys.length; i += batchSize) {
     const slice = keys.slice(i, i + batchSize);
-    const before = new Map<string, R>();
-    if (read) for (const key of slice) before.set(key, await read(key));
     removed += await store.transact(async (tx) => {
       let n = 0;
-      for (const key of slice) if (await remove(tx, key, before.get(key))) n += 1;
+      for (const key of slice) if (await remove(tx, key)) n += 1;
       return n;
     });
     batches += 1;
@@ -142,37 +131,26 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
       ((taskCutoff !== null && Date.parse(t.updatedAt) <= taskCutoff) ||
         (excerptCutoff !== null && t.state === 'rejected' && t.instructionExcerptOnly === true && Date.parse(t.createdAt) <= excerptCutoff));
     const tasks = await candidates<TaskRecord>(store, 'tasks', taskExpired, (t) => t.taskId);
-    // The task's records by the `taskId` index.
-    const indexed = async (taskId: string) => ({
-      turns: await store.byIndex<{ turnKey: string }>('turns', 'taskId', taskId),
-      comments: await store.byIndex<{ commentKey: string }>('comments', 'taskId', taskId),
-      actors: await store.byIndex<ActorRecord>('actors', 'taskId', taskId),
-    });
     add(
-      await inBatches(
-        store,
-        tasks,
-        Math.max(1, Math.floor(batchSize / 10)),
-        async (tx, taskId, related) => {
-          const task = await tx.get<TaskRecord>('tasks', taskId);
-          if (!taskExpired(task) || !related) return false;
-          for (const t of related.turns) await tx.delete('turns', t.turnKey);
-          for (const c of related.comments) await tx.delete('comments', c.commentKey);
-          // Whether an actor still runs is asked as of this transaction.
-          for (const listed of related.actors) {
-            const a = await tx.get<ActorRecord>('actors', listed.actorId);
-            if (a && a.status !== 'active') await tx.delete('actors', a.actorId);
-          }
-          // An archived task's records left the indexes; the task lists their keys.
-          const archived: Partial<ArchivedRecordKeys> = task?.archive?.records ?? {};
-          for (const collection of ['turns', 'comments', 'actors'] as const) {
-            for (const key of archived[collection] ?? []) await tx.delete(collection, key);
-          }
-          await tx.delete('tasks', taskId);
-          return true;
-        },
-        indexed,
-      ),
+      await inBatches(store, tasks, Math.max(1, Math.floor(batchSize / 10)), async (tx, taskId) => {
+        const task = await tx.get<TaskRecord>('tasks', taskId);
+        if (!taskExpired(task)) return false;
+        // The task's records by the `taskId` index, read before this task's deletes.
+        const turns = await tx.byIndex<{ turnKey: string }>('turns', 'taskId', taskId);
+        const comments = await tx.byIndex<{ commentKey: string }>('comments', 'taskId', taskId);
+        const actors = await tx.byIndex<ActorRecord>('actors', 'taskId', taskId);
+        for (const t of turns) await tx.delete('turns', t.turnKey);
+        for (const c of comments) await tx.delete('comments', c.commentKey);
+        // Whether an actor still runs is read as of this transaction (an active one stays).
+        for (const a of actors) if (a.status !== 'active') await tx.delete('actors', a.actorId);
+        // An archived task's records left the indexes; the task lists their keys.
+        const archived: Partial<ArchivedRecordKeys> = task?.archive?.records ?? {};
+        for (const collection of ['turns', 'comments', 'actors'] as const) {
+          for (const key of archived[collection] ?? []) await tx.delete(collection, key);
+        }
+        await tx.delete('tasks', taskId);
+        return true;
+      }),
       'tasks',
     );
   }

@@ -33,11 +33,8 @@ export interface ArchiveOptions {
   batchSize?: number;
 }
 
-/**
- * What archiving a task reads through the indexes, which a transaction cannot (it reads by key):
- * read just before the archiving transaction, by `readTaskIndexes`.
- */
-export interface TaskIndexes {
+/** What archiving a task reads through the indexes, as of the archiving transaction. */
+interface TaskIndexes {
   comments: CommentRecord[];
   actors: ActorRecord[];
   /** The keys of the task's records in each collection archived with it (the `taskId` index). */
@@ -48,14 +45,17 @@ export interface TaskIndexes {
   resourceTasks: TaskRecord[];
 }
 
-/** The task's index reads for `archiveTask`; undefined when the task is gone. */
-export async function readTaskIndexes(store: Store, taskId: string): Promise<TaskIndexes | undefined> {
-  const task = await store.get<TaskRecord>('tasks', taskId);
-  if (!task) return undefined;
+/**
+ * Read inside the archiving transaction, so the decision stands on what it commits against: a
+ * comment, task or lease committed after the candidates were picked is seen. Read before this task's
+ * writes (whether index reads see a transaction's own writes is up to the engine); an earlier task of
+ * the batch archived on the same resource is terminal whether or not `resourceTasks` still lists it.
+ */
+async function readTaskIndexes(tx: Tx, task: TaskRecord): Promise<TaskIndexes> {
   const keys = async (collection: keyof ArchivedRecordKeys) =>
-    (await store.byIndex(collection, 'taskId', taskId)).map((r) => String(r[ARCHIVED_WITH_TASK[collection]]));
-  const comments = await store.byIndex<CommentRecord>('comments', 'taskId', taskId);
-  const actors = await store.byIndex<ActorRecord>('actors', 'taskId', taskId);
+    (await tx.byIndex(collection, 'taskId', task.taskId)).map((r) => String(r[ARCHIVED_WITH_TASK[collection]]));
+  const comments = await tx.byIndex<CommentRecord>('comments', 'taskId', task.taskId);
+  const actors = await tx.byIndex<ActorRecord>('actors', 'taskId', task.taskId);
   return {
     comments,
     actors,
@@ -66,14 +66,13 @@ export async function readTaskIndexes(store: Store, taskId: string): Promise<Tas
       webhook_deliveries: await keys('webhook_deliveries'),
       comment_triggers: await keys('comment_triggers'),
     },
-    heldLeases: await store.list<LeaseRecord>('leases', (l) => l.state === 'held' && l.taskId === taskId),
-    resourceTasks: await store.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey),
+    heldLeases: await tx.list<LeaseRecord>('leases', (l) => l.state === 'held' && l.taskId === task.taskId),
+    resourceTasks: await tx.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey),
   };
 }
 
-/** Why a task may not be archived yet, or null when it may. `task` is read inside the archiving transaction. */
-function notArchivable(seen: TaskIndexes, task: TaskRecord | undefined, cutoff: number): string | null {
-  if (!task) return 'gone';
+/** Why a task may not be archived yet, or null when it may. */
+function notArchivable(seen: TaskIndexes, task: TaskRecord, cutoff: number): string | null {
   if (!isTerminalTaskState(task.state)) return 'not_terminal';
   if (Date.parse(task.updatedAt) > cutoff) return 'too_recent';
   const comments = seen.comments;
@@ -83,6 +82,9 @@ function notArchivable(seen: TaskIndexes, task: TaskRecord | undefined, cutoff: 
   if ((FAILURE_RECEIPT_STATES as readonly string[]).includes(task.state) && !comments.some((c) => c.commentKey === failureReceipt)) return 'receipt_missing';
   if (seen.actors.some((a) => a.status === 'active')) return 'actor_active';
   if (seen.heldLeases.length > 0) return 'lease_held';
+  // Archived already (another node's sweep: the candidates were picked before it was
+  // applied): archiving again would list none of its records, which left the indexes with it.
+  if (!seen.resourceTasks.some((t) => t.taskId === task.taskId)) return 'archived';
   return null;
 }
 
@@ -93,24 +95,20 @@ async function recordsOf(tx: Tx, seen: TaskIndexes, task: TaskRecord): Promise<A
   return { ...seen.keys, webhook_deliveries: [...deliveries] };
 }
 
-/**
- * Archives one task inside `tx`, given its index reads made just before (`readTaskIndexes`); returns
- * false when it is not (or no longer) archivable.
- */
-export async function archiveTask(tx: Tx, seen: TaskIndexes | undefined, taskId: string, cutoff: number, at: string): Promise<boolean> {
+/** Archives one task inside `tx`; returns false when it is not (or no longer) archivable. */
+export async function archiveTask(tx: Tx, taskId: string, cutoff: number, at: string): Promise<boolean> {
   const task = await tx.get<TaskRecord>('tasks', taskId);
-  if (!task || !seen || notArchivable(seen, task, cutoff) !== null) return false;
-  // Archived already (another node's sweep: the candidates were picked before it was
-  // applied): archiving again would list none of its records, which left the indexes with it.
-  if (!seen.resourceTasks.some((t) => t.taskId === taskId)) return false;
+  if (!task) return false;
+  const seen = await readTaskIndexes(tx, task);
+  if (notArchivable(seen, task, cutoff) !== null) return false;
   const records = await recordsOf(tx, seen, task);
+  const session = await tx.get<SessionRecord>('sessions', task.sessionKey);
   for (const [collection, list] of Object.entries(records) as Array<[keyof ArchivedRecordKeys, string[]]>) {
     for (const key of list) await tx.archive(collection, key);
   }
   await tx.put<TaskRecord>('tasks', taskId, { ...task, archive: { at, records } });
   await tx.archive('tasks', taskId);
   // The session goes too once no live task of its resource is left; a later comment reads it back.
-  const session = await tx.get<SessionRecord>('sessions', task.sessionKey);
   const live = seen.resourceTasks.some((t) => t.taskId !== taskId && !isTerminalTaskState(t.state));
   if (session && !live) await tx.archive('sessions', task.sessionKey);
   return true;
@@ -132,11 +130,9 @@ export async function archiveFinishedTasks(store: Store, options: ArchiveOptions
   let batches = 0;
   for (let i = 0; i < candidates.length; i += batchSize) {
     const slice = candidates.slice(i, i + batchSize);
-    const seen = new Map<string, TaskIndexes | undefined>();
-    for (const taskId of slice) seen.set(taskId, await readTaskIndexes(store, taskId));
     tasks += await store.transact(async (tx) => {
       let archived = 0;
-      for (const taskId of slice) if (await archiveTask(tx, seen.get(taskId), taskId, cutoff, at)) archived += 1;
+      for (const taskId of slice) if (await archiveTask(tx, taskId, cutoff, at)) archived += 1;
       return archived;
     });
     batches += 1;

@@ -83,7 +83,7 @@ export interface ServiceOptions {
   logDestination?: NodeJS.WritableStream;
   /** Aborts a start-up that waits for Gitea (SIGTERM during start). */
   signal?: AbortSignal;
-  /** When the PostgreSQL store stops for good (default: log it and exit 75, so the supervisor restarts the node). */
+  /** When the store stops for good (default: log it and exit 75, so the supervisor restarts the node). */
   onStoreLost?: (error: Error, logger: Logger) => void;
 }
 
@@ -91,7 +91,7 @@ export interface ServiceOptions {
 const DELIVERY_ID_CACHE = 10_000;
 
 function exitOnStoreLost(error: Error, logger: Logger): void {
-  logger.fatal({ part: 'store', err: { message: error.message } }, `the store stopped: ${error.message}; exiting (${EXIT_CODES.tempFail}) so a restart reloads from the database`);
+  logger.fatal({ part: 'store', err: { message: error.message } }, `the store stopped: ${error.message}; exiting (${EXIT_CODES.tempFail}) so a restart reads what the store holds`);
   setImmediate(() => process.exit(EXIT_CODES.tempFail));
 }
 
@@ -190,7 +190,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         // would be kept, so it stops, and its restart reloads from the database (or waits as a standby).
         onUnavailable: (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger),
       })
-    : createStore({ dir: storeDirOf(config), indexes: STORE_INDEXES });
+    : createStore({
+        dir: storeDirOf(config),
+        indexes: STORE_INDEXES,
+        // A commit SQLite could not make: what reached the disk is known only to a restart.
+        onFailure: (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger),
+      });
   metrics.timeStoreCommits(store);
   if (early) logger.info({ url: nodeUrl, node: nodeId }, 'ccweb-gitea standby listening (forwarding to the writer until this node writes)');
   try {

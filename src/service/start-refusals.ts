@@ -24,7 +24,7 @@ export const START_REFUSALS = {
   weak_secret: { exitCode: EXIT_CODES.config, check: 'webhook-secret', setup: true },
   data_dir_not_storage: { exitCode: EXIT_CODES.config, check: 'data-dir', setup: true },
   data_dir_unusable: { exitCode: EXIT_CODES.cantCreate, check: 'data-dir', setup: true },
-  /** The embedded store is an earlier version's journal (refuseJournalStore): `migrate-store` moves it. */
+  /** The embedded store is an earlier version's journal (checkDataDir, startup-checks.ts): `migrate-store` moves it. */
   store_needs_migration: { exitCode: EXIT_CODES.config, check: 'data-dir', setup: true },
   codex_command_missing: { exitCode: EXIT_CODES.config, check: 'codex', setup: true },
   codex_home_unusable: { exitCode: EXIT_CODES.config, check: 'codex', setup: true },

@@ -7,8 +7,7 @@ import type { GiteaClient } from '../gitea/index.js';
 import { GiteaError } from '../gitea/index.js';
 import { resolveExecutable } from '../sessions/mcp-preflight.js';
 import { StoreError } from '../store/types.js';
-import { holdsJournalStore } from '../store/journal-to-sqlite.js';
-import { SQLITE_FILE } from '../store/sqlite-store.js';
+import { storeFormatOf } from '../store/store-format.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { OperatorError, errnoOf } from './operator-error.js';
 import { refusal } from './start-refusals.js';
@@ -16,8 +15,11 @@ import { refusal } from './start-refusals.js';
 /** Pseudo file systems: files there are not storage (writes to /proc or /sys loop or vanish). */
 const NOT_STORAGE = ['/proc', '/sys', '/dev'];
 
-/** The data directory exists (created if needed) and takes a durable write. */
-/** `embedded`: the store is the data directory's own (no database URL), so its format is checked too. */
+/**
+ * The data directory exists (created if needed) and takes a durable write. `embedded`: the store is
+ * the data directory's own (no database URL), so its format is checked too: an earlier version's
+ * journal without the SQLite file is refused until `migrate-store` moved it.
+ */
 export function checkDataDir(dataDir: string, options: { embedded: boolean }): void {
   const key = 'CCWEB_DATA_DIR';
   // Where it really is: the deepest existing ancestor, symbolic links resolved.
@@ -53,7 +55,7 @@ export function checkDataDir(dataDir: string, options: { embedded: boolean }): v
   }
   if (options.embedded) {
     const store = path.join(dataDir, 'store');
-    if (holdsJournalStore(store) && !existsSync(path.join(store, SQLITE_FILE))) {
+    if (storeFormatOf(store) === 'journal') {
       throw refusal(
         'store_needs_migration',
         `${store} holds the store of an earlier ccweb-gitea (a journal); this version keeps it in SQLite`,

@@ -161,19 +161,14 @@ export class ColdTier {
 
   /** Every cold record of a collection (no particular order). Reads one record per step. */
   *scan(collection: CollectionName): Generator<StoredRecord> {
-    for (const [, record] of this.scanWithKeys(collection)) yield record;
-  }
-
-  /** `scan` with each record's key. */
-  *scanWithKeys(collection: CollectionName): Generator<[string, StoredRecord]> {
     // Both lists are taken before the first record is handed out: an adoption step between two
     // records moves keys from pending to the index, and a key must be seen once.
     const pending = [...this.#pending.values()];
     const located = [...this.#index.entries(COLLECTION_NO.get(collection)!)];
-    for (const p of pending) if (p.collection === collection) yield [p.key, p.record];
+    for (const p of pending) if (p.collection === collection) yield p.record;
     for (const loc of located) {
       const line = this.#read(loc);
-      if (line) yield [line[1], line[2]];
+      if (line) yield line[2];
     }
   }
 

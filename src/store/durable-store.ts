@@ -228,13 +228,6 @@ export class DurableStore implements Store {
     for (const record of this.#cold.scan(collection)) yield record as T;
   }
 
-  /** Every record of a collection with its key: the hot ones in insertion order, then the archived ones. */
-  *entries<T extends RecordType = StoredRecord>(collection: CollectionName): Generator<[key: string, record: T, archived: boolean]> {
-    this.#assertReadable();
-    for (const [key, entry] of [...this.#state.collection(collection).entries.entries()].sort((a, b) => a[1].ord - b[1].ord)) yield [key, entry.record as T, false];
-    for (const [key, record] of this.#cold.scanWithKeys(collection)) yield [key, record as T, true];
-  }
-
   async audit(query: AuditQuery = {}): Promise<AuditEvent[]> {
     return this.auditNow(query);
   }

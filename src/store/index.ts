@@ -15,6 +15,7 @@ export type { NodeStatus } from './postgres/log-writer.js';
 export { copyEmbeddedStore, type CopySummary } from './embedded-to-postgres.js';
 export { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
 export { storeDigest } from './store-digest.js';
+export { contentsDigest, sqlStoreContents, type StoreContents, type StoreRow } from './store-contents.js';
 
 export function createStore(options: SqliteStoreOptions): SqlStore;
 export function createStore(options: PostgresStoreOptions): PostgresStore;

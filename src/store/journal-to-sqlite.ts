@@ -1,34 +1,23 @@
 // The embedded journal store of an earlier version, moved into SQLite in place (`migrate-store`): every
 // record (hot and archived, in order) and every audit event (seq, id and time kept) is copied into a new
 // database beside it, the two are compared by digest, and only then does the database take its name and
-// the journal's files move into `journal-before-sqlite/` (kept for the operator to delete).
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// the journal's files move into `journal-before-sqlite/` (kept for the operator to delete), and last a
+// marker checkpoint says the move is complete. Each step is fsynced before the next; a run that stopped
+// after store.db took its name is finished by the next (journalMoveUnfinished).
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { DurableStore } from './durable-store.js';
-import { storeDigest } from './store-digest.js';
+import { fsyncDir, writeFileDurably } from './durable-json-file.mjs';
+import { holdsJournalStore, openJournalStore } from './legacy/journal-reader.js';
+import { acquireProcessLock } from './process-lock.js';
 import { SqliteConnection } from './sql/sqlite-connection.js';
 import { SqlStore } from './sql/sql-store.js';
 import { SQLITE_FILE } from './sqlite-store.js';
-import { COLLECTIONS, StoreUnavailableError, type AuditEvent, type CollectionName, type StoredRecord } from './types.js';
+import { storeFormatOf } from './store-format.js';
+import { contentsDigest, importContents, sqlStoreContents } from './store-contents.js';
+import { StoreUnavailableError, type CollectionName } from './types.js';
 
 export const JOURNAL_BACKUP_DIR = 'journal-before-sqlite';
-const AUDIT_PAGE = 5000;
-const ROWS_PER_TRANSACTION = 2000;
-
-/** Whether `dir` holds the journal store's files (a checkpoint or journal segments). */
-export function holdsJournalStore(dir: string): boolean {
-  if (!existsSync(dir)) return false;
-  return readdirSync(dir).some((name) => name === 'checkpoint.json' || /^journal-\d+\.ndjson$/.test(name));
-}
-
-/** Refuses to start on a data directory an earlier version wrote, naming the command that moves it. */
-export function refuseJournalStore(dir: string): void {
-  if (holdsJournalStore(dir) && !existsSync(join(dir, SQLITE_FILE))) {
-    throw new StoreUnavailableError(
-      `${dir} holds the store of an earlier ccweb-gitea (a journal); this version keeps it in SQLite: stop the service and run \`ccweb-gitea migrate-store\` once, then start it again`,
-    );
-  }
-}
+const MOVED_FORMAT = 'ccweb-store/moved-to-sqlite';
 
 export interface JournalMigration {
   records: number;
@@ -37,61 +26,99 @@ export interface JournalMigration {
 }
 
 export async function migrateJournalToSqlite(dir: string, options: { indexes?: Partial<Record<CollectionName, string[]>>; onProgress?: (line: string) => void } = {}): Promise<JournalMigration> {
-  if (existsSync(join(dir, SQLITE_FILE))) throw new StoreUnavailableError(`${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
-  if (!holdsJournalStore(dir)) throw new StoreUnavailableError(`${dir} holds no journal store to migrate`);
-  const source = new DurableStore({ dir, ...(options.indexes ? { indexes: options.indexes } : {}) });
-  await source.open();
+  const format = storeFormatOf(dir);
+  if (format === 'sqlite') throw new StoreUnavailableError(`${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
+  if (format === 'none') throw new StoreUnavailableError(`${dir} holds no journal store to migrate`);
+  // The lock an earlier version's service holds while it runs: the files must not move under it.
+  const release = acquireProcessLock(dir);
+  try {
+    return await copyAndSwap(dir, options);
+  } finally {
+    release();
+  }
+}
+
+async function copyAndSwap(dir: string, options: { indexes?: Partial<Record<CollectionName, string[]>>; onProgress?: (line: string) => void }): Promise<JournalMigration> {
+  const source = await openJournalStore(dir);
   const temporary = `${SQLITE_FILE}.migrating`;
   for (const name of [temporary, `${temporary}-wal`, `${temporary}-shm`]) rmSync(join(dir, name), { force: true });
   const target = new SqlStore({ dir, ...(options.indexes ? { indexes: options.indexes } : {}), connect: () => new SqliteConnection({ file: join(dir, temporary) }) });
-  let records = 0;
-  let auditEvents = 0;
+  let copied: { records: number; auditEvents: number };
   let digest: string;
   try {
     await target.open();
-    for (const collection of COLLECTIONS) {
-      let rows: Array<{ collection: CollectionName; key: string; record: StoredRecord; archived: boolean }> = [];
-      for (const [key, record, archived] of source.entries<StoredRecord>(collection)) {
-        rows.push({ collection, key, record, archived });
-        if (rows.length >= ROWS_PER_TRANSACTION) {
-          await target.importRows(rows, []);
-          records += rows.length;
-          rows = [];
-        }
-      }
-      await target.importRows(rows, []);
-      records += rows.length;
-    }
-    for (let after = 0; ; ) {
-      const page: AuditEvent[] = await source.audit({ afterSeq: after, limit: AUDIT_PAGE });
-      if (page.length === 0) break;
-      await target.importRows([], page);
-      auditEvents += page.length;
-      after = page.at(-1)!.seq;
-      options.onProgress?.(`audit: ${auditEvents} event(s) copied`);
-    }
-    digest = await storeDigest(source);
-    const copied = await storeDigest(target);
-    if (copied !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
+    copied = await importContents(target, source, options.onProgress);
+    digest = await contentsDigest(source);
+    if ((await contentsDigest(sqlStoreContents(target))) !== digest) throw new StoreUnavailableError('migrate-store: the SQLite copy differs from the journal store after the copy; nothing was changed');
   } finally {
     await target.close();
-    await source.close();
   }
   // Closing the last connection folds the WAL into the file; a WAL left over would be lost by the rename.
   if (existsSync(join(dir, `${temporary}-wal`)) && statSync(join(dir, `${temporary}-wal`)).size > 0) {
     throw new StoreUnavailableError(`migrate-store: ${join(dir, `${temporary}-wal`)} was not folded into the copy; nothing was changed`);
   }
-  // The copy is complete and checked: it takes its name, and the journal's files step aside.
+  // The copy is complete and checked: it takes its name (durably, before any journal file moves).
+  fsyncFile(join(dir, temporary));
   renameSync(join(dir, temporary), join(dir, SQLITE_FILE));
   for (const name of [`${temporary}-wal`, `${temporary}-shm`]) rmSync(join(dir, name), { force: true });
+  await fsyncDir(dir);
+  await moveJournalAside(dir);
+  return { ...copied, digest };
+}
+
+function fsyncFile(file: string): void {
+  const fd = openSync(file, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function hasMovedMarker(dir: string): boolean {
+  try {
+    return (JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')) as { format?: unknown }).format === MOVED_FORMAT;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A move that stopped part way (a crash after store.db took its name): store.db, checked complete
+ * before it was renamed, with journal files still beside it or a backup folder, and no marker yet.
+ */
+export function journalMoveUnfinished(dir: string): boolean {
+  return storeFormatOf(dir) === 'sqlite' && !hasMovedMarker(dir) && (holdsJournalStore(dir) || existsSync(join(dir, JOURNAL_BACKUP_DIR)));
+}
+
+/** Finishes a move that stopped part way (see journalMoveUnfinished); the number of files it moved. */
+export async function finishJournalMove(dir: string): Promise<number> {
+  if (!journalMoveUnfinished(dir)) throw new StoreUnavailableError(`${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
+  const release = acquireProcessLock(dir);
+  try {
+    return await moveJournalAside(dir);
+  } finally {
+    release();
+  }
+}
+
+/** The journal's files into the backup folder, then the marker; each step durable before the next. */
+async function moveJournalAside(dir: string): Promise<number> {
   const backup = join(dir, JOURNAL_BACKUP_DIR);
   mkdirSync(backup, { recursive: true });
+  await fsyncDir(dir);
+  let moved = 0;
   for (const name of readdirSync(dir)) {
-    if (name === SQLITE_FILE || name === JOURNAL_BACKUP_DIR || name === 'LOCK' || name.startsWith(`${SQLITE_FILE}-`)) continue;
+    if (name === SQLITE_FILE || name === JOURNAL_BACKUP_DIR || name === 'LOCK' || name.startsWith('LOCK.') || name.startsWith(`${SQLITE_FILE}-`)) continue;
+    // Renames are atomic: a file is in one place or the other, never both (a second copy is not ours to overwrite).
+    if (existsSync(join(backup, name))) throw new StoreUnavailableError(`migrate-store: ${join(dir, name)} is also in ${backup}; move one of them away by hand`);
     renameSync(join(dir, name), join(backup, name));
+    moved += 1;
   }
+  await fsyncDir(backup);
+  await fsyncDir(dir);
   // An earlier version started here by mistake finds a checkpoint it refuses ("unknown format"), instead
-  // of an empty directory it would start a new, empty store in.
-  writeFileSync(join(dir, 'checkpoint.json'), `${JSON.stringify({ format: 'ccweb-store/moved-to-sqlite', seq: 0, note: `the store is ${SQLITE_FILE} (SQLite): start a ccweb-gitea that reads it` })}\n`);
-  return { records, auditEvents, digest };
+  // of an empty directory it would start a new, empty store in. Written last: its presence says the move is complete.
+  await writeFileDurably(join(dir, 'checkpoint.json'), `${JSON.stringify({ format: MOVED_FORMAT, seq: 0, note: `the store is ${SQLITE_FILE} (SQLite): start a ccweb-gitea that reads it` })}\n`);
+  return moved;
 }

@@ -54,6 +54,11 @@ export function frozenJsonCopy<T>(value: T, json: string): T {
   return deepFreezeParsed(JSON.parse(json) as T);
 }
 
+/** `JSON.parse(json)`, deep-frozen (freezing the parsed tree afterwards is several times faster than a reviver). */
+export function parseFrozenJson<T>(json: string): T {
+  return deepFreezeParsed(JSON.parse(json) as T);
+}
+
 function deepFreezeParsed<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);

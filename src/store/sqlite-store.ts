@@ -16,6 +16,8 @@ export interface SqliteStoreOptions {
   beforeCommit?: () => void;
   /** Test hook: the clock leases are judged by (SqliteOptions.clockMs). */
   clockMs?: () => number;
+  /** Called once when the store stops for good (a commit SQLite could not make). */
+  onFailure?: (error: Error) => void;
 }
 
 export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
@@ -31,6 +33,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
         file: join(options.dir, SQLITE_FILE),
         ...(options.beforeCommit ? { beforeCommit: options.beforeCommit } : {}),
         ...(options.clockMs ? { clockMs: options.clockMs } : {}),
+        ...(options.onFailure ? { onFailure: options.onFailure } : {}),
       });
     },
     onClose: () => release?.(),

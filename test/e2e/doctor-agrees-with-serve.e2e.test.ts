@@ -7,7 +7,7 @@
 // thing of: the real Gitea, the real Codex app-server and sandbox, the real gitea-mcp, a real
 // PostgreSQL for the database rows.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,8 +15,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../src/cli/doctor.js';
 import { START_REFUSALS, type RefusalId, type SetupRefusalId } from '../../src/service/start-refusals.js';
-import { DurableStore } from '../../src/store/durable-store.js';
 import { repoRoot } from '../support/codex-harness.js';
+import { fixtureDir } from '../support/journal-fixtures.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 
@@ -107,12 +107,9 @@ const ROWS: Record<SetupRefusalId, Row> = {
   },
   store_needs_migration: {
     setup: async () => {
-      // A data directory an earlier version wrote: its store is a journal (one transaction in it).
+      // A data directory an earlier version wrote: its store is a journal (test/fixtures/journal-stores/).
       const e = base();
-      const journal = new DurableStore({ dir: join(e['CCWEB_DATA_DIR']!, 'store') });
-      await journal.open();
-      await journal.transact((tx) => tx.appendAudit({ action: 'earlier.version', actor: 'test' }));
-      await journal.close();
+      cpSync(fixtureDir('journal-only'), join(e['CCWEB_DATA_DIR']!, 'store'), { recursive: true });
       return e;
     },
     says: /holds the store of an earlier ccweb-gitea .*\[CCWEB_DATA_DIR\]/,

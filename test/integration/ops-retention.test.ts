@@ -9,8 +9,9 @@ import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, TaskRecord } 
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
 import type { Store } from '../../src/store/index.js';
 import { DAY_MS, sweepRetention, startRetention } from '../../src/retention/retention-sweep.js';
-import { archiveTask, readTaskIndexes } from '../../src/retention/task-archiver.js';
+import { archiveFinishedTasks, archiveTask } from '../../src/retention/task-archiver.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
+import { writeBeforeFirstTransaction } from '../support/interleaved-store.js';
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
 import { FIXTURE_SECRET, loadFixture, signedHeaders } from '../support/webhook-fixtures.js';
 
@@ -96,6 +97,25 @@ describe('retention sweep', () => {
     expect((await store.audit({ taskId: old.body.taskId })).length).toBe(oldAudit);
   });
 
+  it('a record of an expired task written after the candidates were picked goes with it', async () => {
+    h = await startIntakeHarness();
+    const { store, runtime } = h;
+    const old = await post(h, 7201, '@ccweb-bot soon finished');
+    const oldId = String(old.body.taskId);
+    expect((await runtime.send(taskActorId(oldId), { type: 'CANCEL', by: 'admin:test' } as TaskEvent, { by: 'admin:test' })).ok).toBe(true);
+    await runtime.settled();
+    const task = (await store.get<TaskRecord>('tasks', oldId))!;
+    const late = { ...pendingReceiptRecord(task, 'cancelled'), status: 'sent' as const, commentId: 2 };
+    const racing = writeBeforeFirstTransaction(store, () => store.transact((tx) => tx.insert('comments', late.commentKey, late)));
+    // No delivery has expired: the sweep's first transaction is the one deleting the task.
+    const later = Date.now() + 2 * DAY_MS;
+    const result = await sweepRetention(racing, { deliveryRetentionMs: 30 * DAY_MS, taskRetentionMs: DAY_MS }, { now: () => later });
+    expect(result).toMatchObject({ deliveries: 0, tasks: 1 });
+    expect(await store.get('tasks', oldId)).toBeUndefined();
+    expect(await store.get('comments', late.commentKey)).toBeUndefined();
+    expect(await store.byIndex('comments', 'taskId', oldId)).toEqual([]);
+  });
+
   it('the periodic worker sweeps only while its node leads the cluster, asked at each sweep', async () => {
     const { harness, old } = await world();
     let leading = false;
@@ -150,6 +170,70 @@ describe('archiving finished tasks', () => {
       await tx.insert('comments', failure.commentKey, { ...failure, status: 'sent', commentId: 2 });
     });
   }
+
+  /** Takes a task to `succeeded` and marks its receipt sent: no failure receipt holds it back. */
+  async function succeed(harness: IntakeHarness, taskId: string) {
+    const { store, runtime } = harness;
+    for (const event of [{ type: 'CLAIM', leaseId: `lease-${taskId}` }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' }, { type: 'REPLY_CONFIRMED' }] as TaskEvent[]) {
+      expect((await runtime.send(taskActorId(taskId), event, { by: 'system' })).ok).toBe(true);
+    }
+    await runtime.settled();
+    await store.transact(async (tx) => {
+      const received = (await tx.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received')))!;
+      await tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
+    });
+  }
+
+  it.each(['pending', 'sent'] as const)('a %s comment of the task committed after the candidates were picked is decided on and archived with it', async (status) => {
+    const { harness, old } = await world();
+    const { store } = harness;
+    const oldId = String(old.body.taskId);
+    await succeed(harness, oldId);
+    const task = (await store.get<TaskRecord>('tasks', oldId))!;
+    const late = { ...pendingReceiptRecord(task, 'late'), status, commentId: status === 'sent' ? 3 : null };
+    const racing = writeBeforeFirstTransaction(store, () => store.transact((tx) => tx.insert('comments', late.commentKey, late)));
+    const now = Date.now() + 60_000;
+    const result = await archiveFinishedTasks(racing, { archiveAfterMs: 0, now: () => now });
+    const after = (await store.get<TaskRecord>('tasks', oldId))!;
+    const hot = (await store.list<TaskRecord>('tasks')).map((t) => t.taskId);
+    if (status === 'pending') {
+      // Its receipt is still to post: the task stays, with every record, in memory.
+      expect(result.tasks).toBe(0);
+      expect(hot).toContain(oldId);
+      expect(after.archive).toBeUndefined();
+    } else {
+      expect(result.tasks).toBe(1);
+      expect(hot).not.toContain(oldId);
+      expect(after.archive?.records.comments).toContain(late.commentKey);
+      expect((await store.byIndex<CommentRecord>('comments', 'taskId', oldId)).map((c) => c.commentKey)).toEqual([]);
+    }
+  });
+
+  it('a task arriving on the resource after the candidates were picked keeps the session in memory', async () => {
+    h = await startIntakeHarness();
+    const harness = h;
+    const { store } = harness;
+    const first = await post(harness, 7101, '@ccweb-bot first request');
+    const firstId = String(first.body.taskId);
+    await succeed(harness, firstId);
+    const { sessionKey } = (await store.get<TaskRecord>('tasks', firstId))!;
+    // The session manager's first write brings the session back to memory.
+    await store.transact(async (tx) => {
+      await tx.put('sessions', sessionKey, (await tx.get('sessions', sessionKey))!);
+    });
+    expect((await store.list('sessions')).length).toBe(1);
+    let second: Awaited<ReturnType<typeof post>> | undefined;
+    const racing = writeBeforeFirstTransaction(store, async () => {
+      second = await post(harness, 7102, '@ccweb-bot second request, same issue');
+    });
+    const result = await archiveFinishedTasks(racing, { archiveAfterMs: 0, now: () => Date.now() + 60_000 });
+    expect(second?.status).toBe(202);
+    const secondTask = (await store.get<TaskRecord>('tasks', String(second?.body.taskId)))!;
+    expect([secondTask.state, secondTask.sessionKey]).toEqual(['queued', sessionKey]);
+    // The finished task goes; the session its resource's queued task will resume stays.
+    expect(result.tasks).toBe(1);
+    expect((await store.list<{ resourceKey: string }>('sessions')).length).toBe(1);
+  });
 
   it('moves settled finished tasks and their records to the cold tier; reads by key, dedup and the detail view still work', async () => {
     const { harness, old, recent } = await world();
@@ -211,25 +295,16 @@ describe('archiving finished tasks', () => {
 
   it('a task another sweep archived meanwhile is left as it is (two nodes sweeping while the leader changes)', async () => {
     const { harness, old } = await world();
-    const { store, runtime } = harness;
+    const { store } = harness;
     const oldId = String(old.body.taskId);
-    // A task that succeeded: it has no failure receipt whose absence would hold it back.
-    for (const event of [{ type: 'CLAIM', leaseId: 'l1' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' }, { type: 'REPLY_CONFIRMED' }] as TaskEvent[]) {
-      expect((await runtime.send(taskActorId(oldId), event, { by: 'system' })).ok).toBe(true);
-    }
-    await runtime.settled();
-    await store.transact(async (tx) => {
-      const received = (await tx.get<CommentRecord>('comments', receiptCommentKey(oldId, 'received')))!;
-      await tx.put('comments', received.commentKey, { ...received, status: 'sent', commentId: 1 });
-    });
+    await succeed(harness, oldId);
     const now = Date.now() + 60_000;
     expect((await sweepRetention(store, { ...WINDOW, archiveAfterMs: 0 }, { now: () => now })).archived).toBe(1);
     const archived = (await store.get<TaskRecord>('tasks', oldId))!;
     expect(archived.archive?.records.comments).toHaveLength(1);
 
     // The other node picked its candidates before this archive was applied; its batch runs now.
-    const seen = await readTaskIndexes(store, oldId);
-    expect(await store.transact((tx) => archiveTask(tx, seen, oldId, now, new Date(now + 1).toISOString()))).toBe(false);
+    expect(await store.transact((tx) => archiveTask(tx, oldId, now, new Date(now + 1).toISOString()))).toBe(false);
     expect(await store.get<TaskRecord>('tasks', oldId)).toEqual(archived);
     expect((await store.list<TaskRecord>('tasks')).map((t) => t.taskId)).not.toContain(oldId);
   });

@@ -87,9 +87,11 @@ describe('receipt progress with several nodes: only the repository owner edits',
 
     scope.owned = true;
     p.catchUp();
-    await until(() => edits(g) > 0);
+    // The edit reaches Gitea first; what it said is recorded once Gitea answered.
+    const recorded = async () => (await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.progress;
+    await until(async () => edits(g) > 0 && (await recorded()) !== undefined);
     expect(edits(g)).toBeGreaterThan(0);
-    expect((await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.progress).toMatchObject({ stage: 'queued' });
+    expect(await recorded()).toMatchObject({ stage: 'queued' });
   });
 });
 

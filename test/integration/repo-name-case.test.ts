@@ -14,6 +14,8 @@ import type { RepositoryRecord, SessionRecord, TaskRecord } from '../../src/doma
 import { startIntakeHarness, type HarnessOptions, type IntakeHarness } from '../support/intake-harness.js';
 import { mutatedDelivery, withFreshDeliveryId } from '../support/webhook-fixtures.js';
 import { ADMIN_TOKEN } from '../support/api-harness.js';
+import { writeBeforeFirstTransaction } from '../support/interleaved-store.js';
+import type { Store } from '../../src/store/types.js';
 
 const CANONICAL = 'default:alice/widgets';
 
@@ -41,12 +43,14 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function start(options: HarnessOptions = {}) {
+/** `apiStore` gives the store the operators' API works on (default: the intake's). */
+async function start(options: HarnessOptions = {}, apiStore: (h: IntakeHarness) => Store = (h) => h.store) {
   intake = await startIntakeHarness(options);
+  const store = apiStore(intake);
   const app = createApp({
     routers: [
-      createControlRouter({ store: intake.store, runtime: intake.runtime, adminToken: ADMIN_TOKEN }),
-      createUsageRouter({ store: intake.store, adminToken: ADMIN_TOKEN, limits: {} }),
+      createControlRouter({ store, runtime: intake.runtime, adminToken: ADMIN_TOKEN }),
+      createUsageRouter({ store, adminToken: ADMIN_TOKEN, limits: {} }),
     ],
   });
   server = createServer(app.callback());
@@ -115,6 +119,18 @@ describe('repository names compare case-insensitively', () => {
     expect(overview.body.repos.map((r: { repoKey: string; queued: number }) => [r.repoKey, r.queued])).toEqual([[CANONICAL, 2]]);
     expect((await h.store.list('repositories')).map((r) => r['repoKey'])).toEqual([CANONICAL]);
     expect(await h.store.count('sessions') + await h.store.archivedCount('sessions')).toBe(1);
+  });
+
+  it.each([
+    ['disable', (key: string) => `${repoPath(key)}/disable`, {}],
+    ['agent-tools', (key: string) => `${repoPath(key)}/agent-tools`, { groups: [] }],
+    ['limits', (key: string) => `${repoPath(key)}/limits`, { limits: { taskTurns: 3 } }],
+  ] as const)('%s finds a repository registered after the request began, in another letter case', async (_name, path, extra) => {
+    // Intake registers the repository between the request's first read and its transaction.
+    const { h, call } = await start({}, (h) => writeBeforeFirstTransaction(h.store, async () => expect((await h.post(...post(comment('alice', 'widgets', 920101)))).status).toBe(202)));
+    const answer = await call('POST', path('default:Alice/Widgets'), { ...control('racing'), ...extra });
+    expect(answer).toMatchObject({ status: 200, body: { repoKey: CANONICAL } });
+    expect((await h.store.list<RepositoryRecord>('repositories')).map((r) => r.repoKey)).toEqual([CANONICAL]);
   });
 
   it('the same comment under another letter case and a new delivery id is a duplicate, not a second task', async () => {

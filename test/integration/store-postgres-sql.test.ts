@@ -3,7 +3,7 @@
 // earlier version's PostgreSQL store refused at open and moved in place by `migrate-store`; the
 // embedded store copied into an empty database. A real PostgreSQL throughout.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -11,10 +11,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { migrateStore } from '../../src/cli/migrate-store.js';
 import { formatOperatorError, OperatorError } from '../../src/service/operator-error.js';
 import { storeOpenError } from '../../src/service/startup-checks.js';
-import { copyEmbeddedStore, createPostgresSqlStore, createStore, PostgresStore, storeDigest, type SqlStore } from '../../src/store/index.js';
+import { copyEmbeddedStore, createPostgresSqlStore, createStore, PostgresStore, sqlStoreContents, storeDigest, type SqlStore } from '../../src/store/index.js';
 import { EARLIER_SCHEMA } from '../../src/store/sql/earlier-postgres.js';
 import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
+import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 import { until } from '../support/until.js';
 
 let server: ThrowawayPostgres;
@@ -276,7 +277,7 @@ describe('migrate-store: the embedded store into PostgreSQL', () => {
     cleanups.push(() => source.close());
     expect(await source.archivedCount('tasks')).toBe(150);
     const url = await database();
-    const summary = await copyEmbeddedStore(source, { url, indexes: { tasks: ['state'] } });
+    const summary = await copyEmbeddedStore(sqlStoreContents(source), { url, indexes: { tasks: ['state'] } });
     expect(summary.records['tasks']).toEqual({ hot: 150, archived: 150 });
     expect(summary.auditEvents).toBe(300);
 
@@ -309,5 +310,21 @@ describe('migrate-store: the embedded store into PostgreSQL', () => {
     expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
     expect(lines.at(-1)).toMatch(/already holds a store: migrate into an empty database/);
     expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/); // the URL is only ever described
+  });
+  // Each journal store an earlier version left (test/fixtures/journal-stores/; `history` holds a record
+  // whose text has a NUL, U+0000, which a comment's text can), copied as that version read it.
+  it.each(JOURNAL_FIXTURES)('the command copies the journal store an earlier version left (%s) as that version read it, and leaves it in place', async (name) => {
+    const { parent: dataDir, dir } = copyFixture(name);
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const before = (await readdir(dir)).sort();
+    const url = await database();
+    const lines: string[] = [];
+    expect(await migrateStore(commandIo(dataDir, url, lines)), lines.join('\n')).toBe(0);
+    // Nothing of the journal store was changed or added (no SQLite store in its place either).
+    expect((await readdir(dir)).sort()).toEqual(before);
+    const store = createPostgresSqlStore({ url });
+    cleanups.push(() => store.close());
+    await store.open();
+    await expectStoreHolds(store, expectedDump(name));
   });
 });

@@ -1,7 +1,7 @@
 // The command line: parsing, help on every level, usage errors (exit 2), the configuration
 // reference staying equal to docs/configuration.md, and export-audit reading a store offline.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -14,8 +14,9 @@ import { runCli } from '../../src/cli/index.js';
 import { CONFIG_KEYS, KEYS } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/index.js';
 import { STORE_INDEXES } from '../../src/domain/records.js';
-import { createStore, DurableStore } from '../../src/store/index.js';
+import { createStore } from '../../src/store/index.js';
 import { repoRoot } from '../support/codex-harness.js';
+import { copyFixture, expectedDump } from '../support/journal-fixtures.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -180,19 +181,14 @@ describe('retention keys', () => {
 });
 
 describe('export-audit', () => {
-  // The embedded store (SQLite), and the journal store an earlier version left (before migrate-store).
-  it.each(['sqlite', 'journal'] as const)('streams the audit of a %s store as NDJSON, filtered by task and time, while the store is open in another owner', async (engine) => {
+  it('streams the audit of the store as NDJSON, filtered by task and time, while the store is open in another owner', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'ccweb-cli-'));
     dirs.push(dataDir);
-    const dir = join(dataDir, 'store');
-    const journal = engine === 'journal' ? new DurableStore({ dir, indexes: STORE_INDEXES, segmentBytes: 4096 }) : null;
-    const store = journal ?? createStore({ dir, indexes: STORE_INDEXES });
+    const store = createStore({ dir: join(dataDir, 'store'), indexes: STORE_INDEXES });
     await store.open();
     for (let i = 0; i < 60; i++) {
       await store.transact((tx) => tx.appendAudit({ action: 'test.event', actor: 'test', taskId: i % 2 === 0 ? 'task-even' : 'task-odd', metadata: { i } }));
     }
-    // Journal: seal segments and fold them into a checkpoint + audit archive, then add journal-only events.
-    await journal?.compact();
     await store.transact((tx) => tx.appendAudit({ action: 'test.after', actor: 'test', taskId: 'task-even' }));
 
     const all = await cli(['export-audit', '--data-dir', dataDir]);
@@ -215,6 +211,24 @@ describe('export-audit', () => {
     const past = await cli(['export-audit', '--data-dir', dataDir, '--to', '2000-01-01']);
     expect(past.stdout).toBe('');
     await store.close();
+    // With no service running, the read-only connection creates -wal and -shm (as the reading user, root
+    // say): it removes them again, or the service user could not open its store.
+    expect(readdirSync(join(dataDir, 'store')).sort()).toEqual(['store.db']);
+    expect((await cli(['export-audit', '--data-dir', dataDir])).stderr).toBe('61 audit event(s)\n');
+    expect(readdirSync(join(dataDir, 'store')).sort()).toEqual(['store.db']);
+  });
+
+  it('streams the audit of a journal store an earlier version left (not yet migrated), from its archives, checkpoint and journal', async () => {
+    const { parent: dataDir } = copyFixture('history');
+    dirs.push(dataDir);
+    const expected = expectedDump('history').audit;
+    const all = await cli(['export-audit', '--data-dir', dataDir]);
+    expect(all.code).toBe(0);
+    expect(all.stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual(expected);
+    expect(all.stderr).toBe(`${expected.length} audit event(s)\n`);
+    const one = await cli(['export-audit', '--data-dir', dataDir, '--task', 't6']);
+    expect(one.stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual(expected.filter((e) => e.taskId === 't6'));
+    expect(expected.filter((e) => e.taskId === 't6').length).toBeGreaterThan(2);
   });
 
   it('fails with exit 1 when there is no store', async () => {

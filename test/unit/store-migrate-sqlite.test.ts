@@ -1,84 +1,201 @@
-// `migrate-store` without a database URL: the journal store of an earlier version, with history, archived
-// records and archived audit events, moved into SQLite in place; the service refuses the old data until then.
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// `migrate-store` without a database URL: the journal store an earlier version wrote (the fixtures of
+// test/fixtures/journal-stores/: history, archives, audit archives, derived records, crash leftovers,
+// a torn last line, the layout from before indexes) moved into SQLite in place; the service refuses the
+// old data until then.
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DurableStore } from '../../src/store/durable-store.js';
-import { holdsJournalStore, JOURNAL_BACKUP_DIR, migrateJournalToSqlite, refuseJournalStore } from '../../src/store/journal-to-sqlite.js';
-import { storeDigest } from '../../src/store/store-digest.js';
+import { migrateStore } from '../../src/cli/migrate-store.js';
+import { checkDataDir } from '../../src/service/startup-checks.js';
+import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../../src/store/journal-to-sqlite.js';
+import { holdsJournalStore, openJournalStore } from '../../src/store/legacy/journal-reader.js';
 import { createSqliteStore, SQLITE_FILE } from '../../src/store/sqlite-store.js';
+import type { StoredRecord } from '../../src/store/types.js';
+import { contentsDigest, sqlStoreContents } from '../../src/store/store-contents.js';
+import { storeFormatOf } from '../../src/store/store-format.js';
+import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 
-const dirs: string[] = [];
+const parents: string[] = [];
 afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  for (const parent of parents.splice(0)) rmSync(parent, { recursive: true, force: true });
 });
 
 const INDEXES = { tasks: ['state'], comments: ['taskId'] };
 
-/** A journal store with updates, deletes, archived records and audit events in archives and in the journal. */
-async function journalStoreWithHistory(): Promise<{ dir: string; digest: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'ccweb-migrate-'));
-  dirs.push(dir);
-  const store = new DurableStore({ dir, indexes: INDEXES, segmentBytes: 4096 });
-  await store.open();
-  for (let i = 0; i < 60; i++) {
-    await store.transact(async (tx) => {
-      await tx.insert('tasks', `t${i}`, { taskId: `t${i}`, state: 'queued', stateVersion: 1, text: 'é😀'.repeat(i % 5) });
-      await tx.insert('comments', `c${i}`, { taskId: `t${i}`, kind: 'status' });
-      await tx.appendAudit({ action: 'task.create', actor: 'system', taskId: `t${i}`, deliveryId: `d${i % 7}`, ...(i % 3 === 0 ? { level: 'alert' as const } : {}) });
-    });
-  }
-  for (let i = 0; i < 60; i += 2) {
-    await store.transact((tx) => tx.put('tasks', `t${i}`, { taskId: `t${i}`, state: 'succeeded', stateVersion: 1 }, { expectVersion: 1, versionField: 'stateVersion' }));
-  }
-  for (let i = 0; i < 20; i += 2) {
-    await store.transact(async (tx) => {
-      await tx.archive('tasks', `t${i}`);
-      await tx.archive('comments', `c${i}`);
-    });
-  }
-  await store.transact((tx) => tx.delete('tasks', 't59'));
-  await store.compact(); // archived records into a cold file, the audit so far into an archive
-  for (let i = 60; i < 70; i++) await store.transact((tx) => tx.appendAudit({ action: 'late', actor: 'system', taskId: `t${i}` }));
-  const digest = await storeDigest(store);
-  await store.close();
-  return { dir, digest };
+function fixture(name: (typeof JOURNAL_FIXTURES)[number]): { dataDir: string; dir: string } {
+  const { parent, dir } = copyFixture(name);
+  parents.push(parent);
+  return { dataDir: parent, dir };
 }
 
 describe('migrate-store: the journal store into SQLite', () => {
-  it('copies every record, archived flag and audit event; the service opens the result; the journal files step aside', async () => {
-    const { dir, digest } = await journalStoreWithHistory();
-    expect(holdsJournalStore(dir)).toBe(true);
-    expect(() => refuseJournalStore(dir)).toThrow(/holds the store of an earlier ccweb-gitea .*run `ccweb-gitea migrate-store` once/);
+  it.each(JOURNAL_FIXTURES)('%s: every record under its key and tier and every audit event, as the earlier version read them', async (name) => {
+    const { dataDir, dir } = fixture(name);
+    expect(() => checkDataDir(dataDir, { embedded: true })).toThrow(/holds the store of an earlier ccweb-gitea/);
 
+    const expected = expectedDump(name);
     const result = await migrateJournalToSqlite(dir, { indexes: INDEXES });
-    expect(result.digest).toBe(digest);
-    expect(result.auditEvents).toBe(70);
-    expect(result.records).toBe(59 + 60);
-    expect(existsSync(join(dir, SQLITE_FILE))).toBe(true);
-    expect(() => refuseJournalStore(dir)).not.toThrow();
-    // An earlier version started on the directory refuses it rather than starting an empty store.
-    await expect(new DurableStore({ dir }).open()).rejects.toThrow(/has an unknown format/);
-    expect(readdirSync(join(dir, JOURNAL_BACKUP_DIR)).some((name) => name === 'checkpoint.json')).toBe(true);
+    expect(result.records).toBe(expected.records.length);
+    expect(result.auditEvents).toBe(expected.audit.length);
+    expect(() => checkDataDir(dataDir, { embedded: true })).not.toThrow();
 
     const store = createSqliteStore({ dir, indexes: INDEXES });
     await store.open();
     try {
-      expect(await storeDigest(store)).toBe(digest);
-      expect(await store.get('tasks', 't0')).toEqual({ taskId: 't0', state: 'succeeded', stateVersion: 2 });
-      expect(await store.archivedCount('tasks')).toBe(10);
-      expect(await store.get('tasks', 't59')).toBeUndefined();
-      expect((await store.byIndex<{ taskId: string }>('tasks', 'state', 'succeeded')).map((t) => t.taskId)).toEqual(
-        Array.from({ length: 20 }, (_, k) => `t${20 + 2 * k}`),
-      );
-      expect((await store.audit({ level: 'alert' })).length).toBe(20);
+      await expectStoreHolds(store, expected);
+      expect(await contentsDigest(sqlStoreContents(store))).toBe(result.digest);
       // New audit events continue after the migrated ones.
       const next = await store.transact((tx) => tx.appendAudit({ action: 'after', actor: 'system' }));
-      expect(next.seq).toBe(71);
+      expect(next.seq).toBe(expected.audit.at(-1)!.seq + 1);
     } finally {
       await store.close();
     }
+  });
+
+  it('the digest the copy is checked by covers keys: a record under another key differs', async () => {
+    const { dir } = fixture('history');
+    const result = await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    const store = createSqliteStore({ dir, indexes: INDEXES });
+    await store.open();
+    try {
+      let hot: [string, StoredRecord] | undefined;
+      for await (const [key, record, archived] of store.entries('tasks')) if (!archived) hot ??= [key, record];
+      const [key, record] = hot!;
+      await store.transact(async (tx) => {
+        await tx.delete('tasks', key);
+        await tx.insert('tasks', `${key}-elsewhere`, record);
+      });
+      expect(await contentsDigest(sqlStoreContents(store))).not.toBe(result.digest);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('moves the journal files aside, leaves a checkpoint an earlier version refuses, and does not run twice', async () => {
+    const { dir } = fixture('history');
+    const before = readdirSync(dir).sort();
+    expect(storeFormatOf(dir)).toBe('journal');
+    expect(storeFormatOf(join(dir, 'nothing-here'))).toBe('none');
+    await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    // The marker checkpoint beside store.db is not a journal store.
+    expect(storeFormatOf(dir)).toBe('sqlite');
+    expect(readdirSync(join(dir, JOURNAL_BACKUP_DIR)).sort()).toEqual(before);
+    expect(readdirSync(dir).sort()).toEqual(['checkpoint.json', JOURNAL_BACKUP_DIR, SQLITE_FILE]);
+    // An earlier version started on the directory finds a checkpoint of another format (its load refuses it).
+    expect((JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')) as { format: string }).format).not.toBe('ccweb-store/1');
+    expect(holdsJournalStore(dir)).toBe(true);
+    await expect(openJournalStore(dir)).rejects.toThrow(/unknown format/);
     await expect(migrateJournalToSqlite(dir)).rejects.toThrow(/exists already/);
+    // The backup is the journal store as it was.
+    const kept = await openJournalStore(join(dir, JOURNAL_BACKUP_DIR));
+    const events = [];
+    for await (const e of kept.audit()) events.push(e);
+    expect(events).toEqual(expectedDump('history').audit);
+  });
+
+  it('the command: moves the store, says what it copied and where the journal went; refuses a running earlier version', async () => {
+    const { dataDir, dir } = fixture('crash-leftovers');
+    const lines: string[] = [];
+    const io = {
+      env: {
+        CCWEB_DATA_DIR: dataDir,
+        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+        CCWEB_GITEA_TOKEN: 'token',
+        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+      },
+      argv: [],
+      cwd: dataDir,
+      out: (l: string) => void lines.push(l),
+      err: (l: string) => void lines.push(`ERR ${l}`),
+    };
+    writeFileSync(join(dir, 'LOCK'), String(process.ppid));
+    expect(await migrateStore(io)).toBe(1);
+    expect(lines.at(-1)).toBe(`ERR migrate-store: the service is running on this data directory (store ${dir} is in use by process ${process.ppid}); stop it first`);
+    rmSync(join(dir, 'LOCK'));
+    const expected = expectedDump('crash-leftovers');
+    expect(await migrateStore(io)).toBe(0);
+    expect(lines.filter((l) => l.startsWith('done:'))).toEqual([
+      expect.stringMatching(new RegExp(`^done: ${expected.records.length} record\\(s\\) and ${expected.audit.length} audit event\\(s\\) copied and compared \\(digest [0-9a-f]{16}\\)$`)),
+    ]);
+    expect(lines.at(-1)).toBe(`the journal's files are kept in ${join(dir, JOURNAL_BACKUP_DIR)}: delete them once the service runs`);
+    expect(() => checkDataDir(dataDir, { embedded: true })).not.toThrow();
+  });
+
+  // A crash while the journal's files moved aside: store.db (renamed only once checked) with part of
+  // the journal beside it and no marker. The re-run finishes the move instead of "exists already".
+  it.each([
+    ['right after store.db took its name', 0],
+    ['half way through the moves', 6],
+    ['after the moves, before the marker', Number.POSITIVE_INFINITY],
+  ])('a move interrupted %s is finished by running migrate-store again', async (_when, movedBeforeCrash) => {
+    const { dataDir, dir } = fixture('history');
+    const before = readdirSync(dir).sort();
+    await migrateJournalToSqlite(dir, { indexes: INDEXES });
+    // Back to the state the crash left.
+    const backup = join(dir, JOURNAL_BACKUP_DIR);
+    rmSync(join(dir, 'checkpoint.json'));
+    for (const name of readdirSync(backup).sort().slice(Math.min(movedBeforeCrash, before.length))) renameSync(join(backup, name), join(dir, name));
+    if (movedBeforeCrash === 0) rmSync(backup, { recursive: true });
+    expect(storeFormatOf(dir)).toBe('sqlite');
+    const lines: string[] = [];
+    const io = {
+      env: { CCWEB_DATA_DIR: dataDir, CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789', CCWEB_GITEA_URL: 'http://127.0.0.1:1', CCWEB_GITEA_TOKEN: 'token', CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789' },
+      argv: [],
+      cwd: dataDir,
+      out: (l: string) => void lines.push(l),
+      err: (l: string) => void lines.push(`ERR ${l}`),
+    };
+    expect(await migrateStore(io)).toBe(0);
+    expect(lines).toContain(`done: ${before.length - Math.min(movedBeforeCrash, before.length)} file(s) moved`);
+    expect(readdirSync(dir).sort()).toEqual(['checkpoint.json', JOURNAL_BACKUP_DIR, SQLITE_FILE]);
+    expect(readdirSync(backup).sort()).toEqual(before);
+    await expect(openJournalStore(dir)).rejects.toThrow(/unknown format/);
+    const events = [];
+    for await (const e of (await openJournalStore(backup)).audit()) events.push(e);
+    expect(events).toEqual(expectedDump('history').audit);
+    // Done now: a third run has nothing to do.
+    expect(await migrateStore(io)).toBe(1);
+    expect(lines.at(-1)).toBe(`ERR migrate-store: ${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
+  });
+
+  it('with a database URL, a data directory without any store is refused naming CCWEB_DATA_DIR, and left empty', async () => {
+    const { dataDir } = fixture('journal-only');
+    const empty = join(dataDir, 'elsewhere');
+    const lines: string[] = [];
+    const code = await migrateStore({
+      env: {
+        CCWEB_DATA_DIR: empty,
+        CCWEB_DATABASE_URL: 'postgres://ccweb@127.0.0.1:1/ccweb',
+        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+        CCWEB_GITEA_TOKEN: 'token',
+        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+      },
+      argv: [],
+      cwd: dataDir,
+      out: (l: string) => void lines.push(l),
+      err: (l: string) => void lines.push(`ERR ${l}`),
+    });
+    expect(code).toBe(1);
+    expect(lines).toEqual([`ERR migrate-store: ${join(empty, 'store')} holds no store (neither ${SQLITE_FILE} nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${empty})`]);
+    expect(existsSync(join(empty, 'store', SQLITE_FILE))).toBe(false);
+  });
+
+  it('refuses while a live process holds the directory (an earlier version still running), changing nothing', async () => {
+    const { dir } = fixture('journal-only');
+    // The parent process is alive and is not this one: the lock is taken.
+    writeFileSync(join(dir, 'LOCK'), String(process.ppid));
+    await expect(migrateJournalToSqlite(dir)).rejects.toMatchObject({ code: 'store_locked' });
+    expect(existsSync(join(dir, SQLITE_FILE))).toBe(false);
+    expect(readdirSync(dir).sort()).toEqual(['LOCK', 'journal-0000000000000001.ndjson']);
+  });
+
+  it('a corrupt journal stops the move before anything is renamed', async () => {
+    const { dir } = fixture('journal-only');
+    const file = join(dir, 'journal-0000000000000001.ndjson');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('"seq":3', '"seq":33'));
+    await expect(migrateJournalToSqlite(dir)).rejects.toThrow(/corrupt at line 3: seq 33 does not follow 2/);
+    expect(readdirSync(dir)).toEqual(['journal-0000000000000001.ndjson']);
   });
 });

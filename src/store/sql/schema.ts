@@ -3,7 +3,11 @@ import { COLLECTIONS, type CollectionName } from '../types.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
-/** The schema this code writes; a database a newer version wrote is refused (SqlStore.open). */
+/**
+ * The schema this code writes (`SqlStore.#migrate`, sql-store.ts): a new database is stamped with it,
+ * one stamped with a newer schema is refused, one with this or an older schema is opened (missing
+ * tables and indexes created, nothing else changed).
+ */
 export const SCHEMA_VERSION = 1;
 
 /** Advisory-lock key under which PostgreSQL sessions create, check or move the schema one at a time. */

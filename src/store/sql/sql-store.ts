@@ -4,7 +4,7 @@
 // Reads are queries; a transaction is the database's own.
 import { randomUUID } from 'node:crypto';
 import { expandDerived } from '../derived/index.mjs';
-import { frozenJsonCopy } from '../plain-json.js';
+import { frozenJsonCopy, parseFrozenJson } from '../plain-json.js';
 import {
   COLLECTIONS,
   StoreError,
@@ -55,7 +55,7 @@ function table(collection: string): string {
 
 /** A record as JSON.parse gives it, frozen all the way down (records handed out are never copies to mutate). */
 function parseFrozen<T>(text: unknown): T {
-  return JSON.parse(String(text), (_key, value: unknown) => (value !== null && typeof value === 'object' ? Object.freeze(value) : value)) as T;
+  return parseFrozenJson<T>(String(text));
 }
 
 /** An audit event from its stored body (without `seq`) and its seq, fields in the order appendAudit gives them. */

@@ -3,7 +3,7 @@
 // and one COMMIT — one fsync of the WAL — makes them all durable). The reader answers reads outside
 // transactions from the last committed state, so nobody outside a transaction sees a transaction
 // half done or one that is not yet durable.
-import { StoreUnavailableError } from '../types.js';
+import { StoreError, StoreUnavailableError } from '../types.js';
 import { CHANNEL, type Row, type SqlConnection, type SqlSession } from './sql-connection.js';
 import { sqliteBinding, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 
@@ -16,8 +16,9 @@ export interface SqliteOptions {
    * that move time by hand. Without it they read SQLite's own clock (this host's: one node writes the file).
    */
   clockMs?: () => number;
+  /** Called once when the connection stops for good (a failed commit, a batch SQLite rolled back). */
+  onFailure?: (error: StoreUnavailableError) => void;
 }
-
 
 /**
  * The write-ahead log's size once a checkpoint has folded it in: SQLite checkpoints every 1,000 pages
@@ -25,6 +26,19 @@ export interface SqliteOptions {
  * largest size for good).
  */
 export const WAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How long a connection waits for a lock another process holds (a backup's reader, `export-audit`)
+ * before its statement fails; the two bindings' defaults differ (5 s and 0).
+ */
+const BUSY_TIMEOUT_MS = 5_000;
+
+// WAL: readers never wait for the writer. synchronous=FULL: a COMMIT returns once the WAL is
+// fsynced, so an acknowledged transaction survives a power loss, not only a process crash.
+// temp_store=MEMORY: each transaction is a savepoint in the batch's write transaction, and SQLite
+// keeps the pages a savepoint changes in a statement journal to roll back to; on disk that is one
+// more write of every such page (two system calls each), for a file no recovery ever reads.
+const PRAGMAS = `PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}; PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY`;
 
 function statements(db: SqliteDatabase) {
   const cache = new Map<string, SqliteStatement>();
@@ -42,6 +56,7 @@ export class SqliteConnection implements SqlConnection {
   readonly #write: (sql: string) => SqliteStatement;
   readonly #read: (sql: string) => SqliteStatement;
   readonly #beforeCommit: (() => void) | undefined;
+  readonly #onFailure: ((error: StoreUnavailableError) => void) | undefined;
   /** Transactions run one after another; this is the tail of that line. */
   #line: Promise<unknown> = Promise.resolve();
   /** The batch the write transaction now open belongs to: resolved by its COMMIT. */
@@ -55,16 +70,30 @@ export class SqliteConnection implements SqlConnection {
 
   constructor(options: SqliteOptions) {
     const { open } = sqliteBinding();
-    this.#writer = open(options.file, { readonly: false });
-    // WAL: readers never wait for the writer. synchronous=FULL: a COMMIT returns once the WAL is
-    // fsynced, so an acknowledged transaction survives a power loss, not only a process crash.
-    this.#writer.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}; PRAGMA foreign_keys = OFF`);
-    this.#reader = open(options.file, { readonly: true });
-    const clock = options.clockMs ?? (() => null);
-    for (const db of [this.#writer, this.#reader]) db.function('ccweb_now_ms', clock);
+    const opened: SqliteDatabase[] = [];
+    try {
+      this.#writer = open(options.file, { readonly: false });
+      opened.push(this.#writer);
+      this.#writer.exec(PRAGMAS);
+      // On a file system without shared memory (NFS, CIFS) SQLite stays in its rollback journal, where
+      // readers wait for the writer: refused rather than run slower than the store promises.
+      const mode = String(this.#writer.prepare('PRAGMA journal_mode').all()[0]?.['journal_mode'] ?? '');
+      if (mode.toLowerCase() !== 'wal') {
+        throw new StoreError('store_not_wal', `SQLite could not use its write-ahead log for ${options.file} (journal mode ${mode || 'unknown'}): CCWEB_DATA_DIR must be on a local file system`);
+      }
+      this.#reader = open(options.file, { readonly: true });
+      opened.push(this.#reader);
+      this.#reader.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      const clock = options.clockMs ?? (() => null);
+      for (const db of [this.#writer, this.#reader]) db.function('ccweb_now_ms', clock);
+    } catch (error) {
+      for (const db of opened) db.close();
+      throw error;
+    }
     this.#write = statements(this.#writer);
     this.#read = statements(this.#reader);
     this.#beforeCommit = options.beforeCommit;
+    this.#onFailure = options.onFailure;
   }
 
   async listen(channel: string, listener: (payload: string) => void): Promise<() => void> {
@@ -114,10 +143,21 @@ export class SqliteConnection implements SqlConnection {
     try {
       result = await fn(session);
     } catch (error) {
-      this.#writer.exec('ROLLBACK TO tx; RELEASE tx');
+      try {
+        this.#writer.exec('ROLLBACK TO tx; RELEASE tx');
+      } catch (rollback) {
+        // SQLite itself rolled the whole batch back (a full disk, an I/O error, no memory): the
+        // savepoint is gone with the other bodies' writes, and nothing later may commit as if it were not.
+        this.#fail(error as Error, rollback as Error);
+      }
       throw error;
     }
-    this.#writer.exec('RELEASE tx');
+    try {
+      this.#writer.exec('RELEASE tx');
+    } catch (release) {
+      this.#fail(release as Error);
+      throw this.#failure!;
+    }
     this.commits += 1;
     if (notes.length > 0) {
       void batch.then(
@@ -128,6 +168,21 @@ export class SqliteConnection implements SqlConnection {
       );
     }
     return { result, durable: batch };
+  }
+
+  /** The connection stops: the open batch (if any) is rejected and every later call refused. */
+  #fail(cause: Error, detail?: Error): void {
+    if (this.#failure) return;
+    this.#failure = new StoreUnavailableError(`store unavailable: SQLite ended the write transaction (${cause.message}${detail ? `; ${detail.message}` : ''})`);
+    const batch = this.#batch;
+    this.#batch = undefined;
+    try {
+      this.#writer.exec('ROLLBACK');
+    } catch {
+      // no transaction left to roll back
+    }
+    batch?.reject(this.#failure);
+    this.#onFailure?.(this.#failure);
   }
 
   /** The open batch's commit, opening one (and scheduling its COMMIT after this turn) if none is open. */
@@ -168,6 +223,7 @@ export class SqliteConnection implements SqlConnection {
         // the failed COMMIT ended the transaction already
       }
       batch.reject(this.#failure);
+      this.#onFailure?.(this.#failure);
     }
   }
 
