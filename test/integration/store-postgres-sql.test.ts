@@ -301,7 +301,7 @@ describe('migrate-store: the embedded store into PostgreSQL', () => {
     const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     await writeFile(join(dataDir, 'store', 'LOCK'), String(service.pid));
     expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
-    expect(lines.at(-1)).toMatch(/the service is running on this data directory; stop it first/);
+    expect(lines.at(-1)).toMatch(/the service is running on this data directory.*; stop it first/);
     service.kill('SIGKILL');
     await new Promise((resolve) => service.once('exit', resolve));
 
@@ -326,5 +326,13 @@ describe('migrate-store: the embedded store into PostgreSQL', () => {
     cleanups.push(() => store.close());
     await store.open();
     await expectStoreHolds(store, expectedDump(name));
+  });
+  it('a data directory without any store and a database without an earlier one: refused naming CCWEB_DATA_DIR, nothing created', async () => {
+    const dataDir = await tempDir();
+    const url = await database();
+    const lines: string[] = [];
+    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(lines).toEqual([`ERR migrate-store: ${join(dataDir, 'store')} holds no store (neither store.db nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${dataDir})`]);
+    expect(await readdir(dataDir)).toEqual([]);
   });
 });

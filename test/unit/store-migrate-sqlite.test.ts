@@ -159,29 +159,6 @@ describe('migrate-store: the journal store into SQLite', () => {
     expect(lines.at(-1)).toBe(`ERR migrate-store: ${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
   });
 
-  it('with a database URL, a data directory without any store is refused naming CCWEB_DATA_DIR, and left empty', async () => {
-    const { dataDir } = fixture('journal-only');
-    const empty = join(dataDir, 'elsewhere');
-    const lines: string[] = [];
-    const code = await migrateStore({
-      env: {
-        CCWEB_DATA_DIR: empty,
-        CCWEB_DATABASE_URL: 'postgres://ccweb@127.0.0.1:1/ccweb',
-        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
-        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
-        CCWEB_GITEA_TOKEN: 'token',
-        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
-      },
-      argv: [],
-      cwd: dataDir,
-      out: (l: string) => void lines.push(l),
-      err: (l: string) => void lines.push(`ERR ${l}`),
-    });
-    expect(code).toBe(1);
-    expect(lines).toEqual([`ERR migrate-store: ${join(empty, 'store')} holds no store (neither ${SQLITE_FILE} nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${empty})`]);
-    expect(existsSync(join(empty, 'store', SQLITE_FILE))).toBe(false);
-  });
-
   it('refuses while a live process holds the directory (an earlier version still running), changing nothing', async () => {
     const { dir } = fixture('journal-only');
     // The parent process is alive and is not this one: the lock is taken.
