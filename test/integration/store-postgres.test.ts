@@ -503,7 +503,7 @@ describe('migrate-store', () => {
     const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     await writeFile(join(dataDir, 'store', 'LOCK'), String(service.pid));
     expect(await migrateStore(io())).toBe(1);
-    expect(lines.at(-1)).toMatch(/the service is running on this data directory; stop it first/);
+    expect(lines.at(-1)).toMatch(/the service is running on this data directory.*; stop it first/);
     service.kill('SIGKILL');
     await new Promise((resolve) => service.once('exit', resolve));
 
@@ -514,9 +514,9 @@ describe('migrate-store', () => {
     expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/); // the URL is only ever described
 
     lines.length = 0;
-    // Without a database URL the command moves an earlier version's journal store into SQLite: none here.
+    // Without a database URL the command moves an earlier version's journal store into SQLite: this one is SQLite already.
     expect(await migrateStore({ ...io(), env: { ...io().env, CCWEB_DATABASE_URL: '' } })).toBe(1);
-    expect(lines.at(-1)).toMatch(/holds no store of an earlier version: nothing to migrate/);
+    expect(lines.at(-1)).toMatch(/store\.db exists already: nothing to migrate/);
   });
 
   async function journalIntoDatabase(name: (typeof JOURNAL_FIXTURES)[number]): Promise<void> {
