@@ -62,6 +62,20 @@ function recordText(collection: string, record: unknown): string {
   return JSON.stringify(record);
 }
 
+/** An audit event whose seq is already decided (an import, a derived format), as appendAudit stores one. */
+async function insertAuditWithSeq(session: SqlSession, event: AuditEvent): Promise<void> {
+  const { seq, ...body } = event;
+  await session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+    seq,
+    event.taskId ?? null,
+    event.deliveryId ?? null,
+    event.actorId ?? null,
+    event.level ?? null,
+    event.timestamp,
+    JSON.stringify(body),
+  ]);
+}
+
 function checkKey(collection: string, key: string): void {
   if (typeof key !== 'string' || key === '') throw new TypeError(`${collection}: key must be a non-empty string`);
 }
@@ -227,16 +241,7 @@ export class SqlStore implements Store {
         await session.run(`INSERT INTO ${table(row.collection)} (key, archived, body) VALUES (?, ?, ?)`, [row.key, row.archived ? 1 : 0, recordText(row.collection, row.record)]);
       }
       for (const event of events) {
-        const { seq, ...body } = event;
-        await session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-          seq,
-          event.taskId ?? null,
-          event.deliveryId ?? null,
-          event.actorId ?? null,
-          event.level ?? null,
-          event.timestamp,
-          JSON.stringify(body),
-        ]);
+        await insertAuditWithSeq(session, event);
       }
     });
   }
@@ -379,16 +384,7 @@ class SqlTx implements Tx {
         // The seqs taken must be exactly the ones the format used.
         if (event.seq !== expectedSeq) throw new Error(`derived record ${format}: audit seq ${event.seq} is not ${expectedSeq}`);
         expectedSeq += 1;
-        const { seq: _seq, ...body } = event;
-        await this.#session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-          event.seq,
-          event.taskId ?? null,
-          event.deliveryId ?? null,
-          event.actorId ?? null,
-          event.level ?? null,
-          event.timestamp,
-          JSON.stringify(body),
-        ]);
+        await insertAuditWithSeq(this.#session, event);
         continue;
       }
       const [kind, collection, key, record] = op;
