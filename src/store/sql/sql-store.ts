@@ -73,6 +73,20 @@ function recordText(collection: string, record: unknown): string {
   return JSON.stringify(record);
 }
 
+/** An audit event whose seq is already decided (an import, a derived format), as appendAudit stores one. */
+async function insertAuditWithSeq(session: SqlSession, event: AuditEvent): Promise<void> {
+  const { seq, ...body } = event;
+  await session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+    seq,
+    event.taskId ?? null,
+    event.deliveryId ?? null,
+    event.actorId ?? null,
+    event.level ?? null,
+    event.timestamp,
+    JSON.stringify(body),
+  ]);
+}
+
 function checkKey(collection: string, key: string): void {
   if (typeof key !== 'string' || key === '') throw new TypeError(`${collection}: key must be a non-empty string`);
 }
@@ -293,16 +307,7 @@ export class SqlStore implements LeaseStore {
         await session.run(`INSERT INTO ${table(row.collection)} (key, archived, body) VALUES (?, ?, ?)`, [row.key, row.archived ? 1 : 0, recordText(row.collection, row.record)]);
       }
       for (const event of events) {
-        const { seq, ...body } = event;
-        await session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-          seq,
-          event.taskId ?? null,
-          event.deliveryId ?? null,
-          event.actorId ?? null,
-          event.level ?? null,
-          event.timestamp,
-          JSON.stringify(body),
-        ]);
+        await insertAuditWithSeq(session, event);
       }
       // An explicit seq does not move PostgreSQL's sequence: the next event must follow the imported ones.
       if (this.#dialect === 'postgres' && events.length > 0) await session.all(`SELECT setval(pg_get_serial_sequence('audit', 'seq'), (SELECT max(seq) FROM audit))`);
@@ -447,16 +452,7 @@ class SqlTx implements LeaseStoreTx {
         // The format numbers its events a0, a0 + 1, …; they take the seqs reserved, in that order.
         const { seq: _seq, eventId: _eventId, timestamp, ...rest } = op[1];
         const seq = seqs[next++]!;
-        const body = { ...rest, eventId: `audit-${seq}`, timestamp };
-        await this.#session.run('INSERT INTO audit (seq, task_id, delivery_id, actor_id, level, ts, body) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-          seq,
-          body.taskId ?? null,
-          body.deliveryId ?? null,
-          body.actorId ?? null,
-          body.level ?? null,
-          timestamp,
-          JSON.stringify(body),
-        ]);
+        await insertAuditWithSeq(this.#session, { ...rest, seq, eventId: `audit-${seq}`, timestamp });
         continue;
       }
       const [kind, collection, key, record] = op;
