@@ -68,7 +68,7 @@ function cpuMicros(): number {
  * The store the real server runs on: the embedded one (SQLite); `real-journal`, the journal engine
  * (DurableStore, the embedded store before SQLite) constructed directly under today's code;
  * `real-sql-postgres` (BENCH_DATABASE_URL naming an empty database), the SQL store on PostgreSQL;
- * `real-postgres` (the same variable), PostgreSQL as `createStore` opens it (its replica in `dir`).
+ * `real-postgres` (the same variable), PostgreSQL as `createStore` opens it (the same SQL store).
  */
 function benchStore(dir: string): Store {
   const kind = process.argv[3] as ServerKind;
@@ -77,7 +77,7 @@ function benchStore(dir: string): Store {
   if (kind === 'real-postgres' || kind === 'real-sql-postgres') {
     if (!url) throw new Error(`${kind}: set BENCH_DATABASE_URL`);
     if (kind === 'real-sql-postgres') return new SqlStore({ dir: describeDatabase(url), indexes: STORE_INDEXES, connect: () => new PostgresConnection({ url, applicationName: 'ccweb-bench' }) });
-    return createStore({ dir: join(dir, 'replica'), indexes: STORE_INDEXES, url, nodeId: 'bench', version: 'bench' });
+    return createStore({ url, indexes: STORE_INDEXES });
   }
   return createStore({ dir, indexes: STORE_INDEXES });
 }

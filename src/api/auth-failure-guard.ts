@@ -6,7 +6,7 @@
 // events (security-events.ts); memory is bounded by `maxClients`.
 import type { Context, Next } from 'koa';
 import type { SecurityEvents } from '../intake/security-events.js';
-import { clientAddress } from '../http/forwarded-client.js';
+import { clientAddress } from '../http/client-address.js';
 
 export interface AuthFailureGuardOptions {
   /** Path prefixes guarded, e.g. `/api/gitea-workflow`. */

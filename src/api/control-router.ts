@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { EventObject } from 'xstate';
 import { taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
@@ -40,12 +40,6 @@ export interface ControlRouterDeps {
   concurrency?: () => { limit: number; busy: number };
   /** The nodes sharing this store, this one included (`/overview`). */
   nodes?: () => { self: string; nodes: NodeStatus[] } | Promise<{ self: string; nodes: NodeStatus[] }>;
-  /**
-   * Several nodes: run after the token check on the task commands (cancel, unblock,
-   * abort), before their handler; sends the request to the node owning the task's repository
-   * (src/cluster/route-commands.ts) or calls `next` to handle it here.
-   */
-  routeTaskCommand?: (ctx: Context, next: Next) => Promise<void>;
 }
 
 type Answer = { status: number; body: Record<string, unknown> };
@@ -131,9 +125,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     target: (ctx: Context) => string | null,
     perform: (ctx: Context, req: B, target: string | null) => Promise<Answer>,
     schema: z.ZodType<B> = ControlBody as unknown as z.ZodType<B>,
-    via: ReadonlyArray<(ctx: Context, next: Next) => Promise<void>> = [],
   ) => {
-    router.post(path, auth, ...via, h(async (ctx) => {
+    router.post(path, auth, h(async (ctx) => {
       const req = parseOr400(schema, await readJsonBody(ctx));
       const t = target(ctx);
       for (;;) {
@@ -360,11 +353,9 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     return answer;
   };
   const taskIdOf = (ctx: Context) => String(ctx.params['taskId']);
-  // The task's actor lives on the node owning its repository: the command runs there.
-  const viaOwner = deps.routeTaskCommand ? [deps.routeTaskCommand] : [];
-  control('/tasks/:taskId/cancel', 'control.task_cancel', taskIdOf, taskAction('cancel'), undefined, viaOwner);
-  control('/tasks/:taskId/unblock', 'control.task_unblock', taskIdOf, taskAction('unblock'), undefined, viaOwner);
-  control('/tasks/:taskId/abort', 'control.task_abort', taskIdOf, taskAction('abort'), undefined, viaOwner);
+  control('/tasks/:taskId/cancel', 'control.task_cancel', taskIdOf, taskAction('cancel'));
+  control('/tasks/:taskId/unblock', 'control.task_unblock', taskIdOf, taskAction('unblock'));
+  control('/tasks/:taskId/abort', 'control.task_abort', taskIdOf, taskAction('abort'));
 
   return router;
 }

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
@@ -24,17 +24,11 @@ export interface LiveEventsDeps {
   ticketTtlMs?: number;
   heartbeatMs?: number;
   /**
-   * Several nodes at work (CCWEB_CLUSTER_MODE=active): the audit events of the other nodes' commits,
-   * as this node applies them. Their transitions join the stream, so each node's live view shows the
-   * whole cluster's.
+   * Several nodes on one database: every node's committed audit events, this one's included
+   * (audit-follower.ts). The stream's transitions then come from them rather than from this node's
+   * runtime, so each node's live view shows every node's work.
    */
-  auditFromOtherNodes?: (listener: (events: AuditEvent[]) => void) => () => void;
-  /**
-   * Several nodes behind one URL: the cluster's key. A ticket is then signed with it (its expiry and
-   * a nonce) rather than kept in this node's memory, so a browser that got it from one node opens
-   * its stream on whichever node the load balancer picks; each node still admits it once.
-   */
-  ticketKey?: () => string | undefined;
+  auditFeed?: (listener: (events: AuditEvent[]) => void) => () => void;
 }
 
 export interface LiveTransition {
@@ -72,8 +66,6 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
   const heartbeatMs = deps.heartbeatMs ?? 15_000;
   const auth = requireAdminToken(deps.adminToken);
   const tickets = new Map<string, number>();
-  /** Signed tickets admitted on this node, with their expiry: each opens one stream. */
-  const used = new Map<string, number>();
   const streams = new Set<Client>();
   let nextId = 0;
 
@@ -83,17 +75,14 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     for (const s of streams) s.write(frame);
   };
 
-  const fromHere = deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now())));
-  const fromOthers = deps.auditFromOtherNodes?.((events) => {
-    for (const e of events) {
-      const t = liveFromAudit(e);
-      if (t) write('transition', t);
-    }
-  });
-  const unsubscribe = () => {
-    fromHere();
-    fromOthers?.();
-  };
+  const unsubscribe = deps.auditFeed
+    ? deps.auditFeed((events) => {
+        for (const e of events) {
+          const t = liveFromAudit(e);
+          if (t) write('transition', t);
+        }
+      })
+    : deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now())));
   const heartbeat = setInterval(() => {
     for (const s of streams) s.write(': ping\n\n');
   }, heartbeatMs);
@@ -109,9 +98,8 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
       ctx.body = { error: 'too_many_tickets' };
       return;
     }
-    const key = deps.ticketKey?.();
-    const ticket = key !== undefined ? signedTicket(key, at + ttl) : randomBytes(32).toString('base64url');
-    if (key === undefined) tickets.set(ticket, at + ttl);
+    const ticket = randomBytes(32).toString('base64url');
+    tickets.set(ticket, at + ttl);
     ctx.body = { ticket, expiresAt: new Date(at + ttl).toISOString() };
   }));
 
@@ -148,16 +136,6 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     if (token !== null) return tokenMatches(token, deps.adminToken);
     const ticket = typeof ctx.query['ticket'] === 'string' ? ctx.query['ticket'] : null;
     if (!ticket) return false;
-    const key = deps.ticketKey?.();
-    // Signed (several nodes): issued by any node; `used` holds the ones admitted here, until they expire.
-    if (key !== undefined && ticket.startsWith(SIGNED_PREFIX)) {
-      const exp = signedTicketExpiry(key, ticket);
-      const at = Date.now();
-      for (const [t, until] of used) if (until <= at) used.delete(t);
-      if (exp === undefined || exp <= at || used.has(ticket)) return false;
-      used.set(ticket, exp);
-      return true;
-    }
     const exp = tickets.get(ticket);
     tickets.delete(ticket);
     return exp !== undefined && exp > Date.now();
@@ -176,26 +154,7 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
   };
 }
 
-const SIGNED_PREFIX = 's1.';
-
-const ticketMac = (key: string, payload: string) => createHmac('sha256', key).update(`ccweb-events-ticket\n${payload}`).digest('base64url');
-
-/** `s1.<expiry ms>.<nonce>.<mac>`: any node with the cluster's key can check it. */
-function signedTicket(key: string, expiresAt: number): string {
-  const payload = `${expiresAt}.${randomBytes(18).toString('base64url')}`;
-  return `${SIGNED_PREFIX}${payload}.${ticketMac(key, payload)}`;
-}
-
-function signedTicketExpiry(key: string, ticket: string): number | undefined {
-  const parts = ticket.slice(SIGNED_PREFIX.length).split('.');
-  if (parts.length !== 3 || !/^\d{1,16}$/.test(parts[0]!)) return undefined;
-  const payload = `${parts[0]}.${parts[1]}`;
-  const expected = Buffer.from(ticketMac(key, payload));
-  const given = Buffer.from(parts[2]!);
-  return expected.length === given.length && timingSafeEqual(expected, given) ? Number(parts[0]) : undefined;
-}
-
-/** A transition another node committed, from its `<kind>.transition` audit event; null for any other event. */
+/** A committed transition, from its `<kind>.transition` audit event; null for any other event. */
 export function liveFromAudit(e: AuditEvent): LiveTransition | null {
   if (!e.action.endsWith('.transition') || typeof e.actorId !== 'string' || typeof e.toState !== 'string' || typeof e.stateVersion !== 'number') return null;
   const event = (e.metadata?.['event'] as { type?: unknown } | undefined)?.type;

@@ -13,7 +13,7 @@ import { createUsageRouter } from './usage-router.js';
 import type { ProviderHold } from '../usage/provider-hold.js';
 import type { UsageLimits } from '../domain/usage-records.js';
 
-export interface OperatorDeps extends ControlRouterDeps, Pick<LiveEventsDeps, 'auditFromOtherNodes' | 'ticketKey'> {
+export interface OperatorDeps extends ControlRouterDeps, Pick<LiveEventsDeps, 'auditFeed'> {
   machines?: AnyStateMachine[];
   /** Where failed admin authentications are counted (aggregated, expiring); `current` shows the open window on GET /security-events. */
   securityEvents?: Pick<SecurityEvents, 'record'> & Partial<Pick<SecurityEvents, 'current'>>;

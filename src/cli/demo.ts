@@ -86,10 +86,10 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   let root: string | null = null;
   let world: DemoWorld | null = null;
   let service: Awaited<ReturnType<typeof startService>> | null = null;
-  // --nodes 2|3: a throwaway PostgreSQL, the first node writing, the others waiting as standbys.
+  // --nodes 2|3: a throwaway PostgreSQL shared by every node, each one alike.
   let postgres: ThrowawayPostgres | null = null;
-  const standbys: Array<Promise<Awaited<ReturnType<typeof startService>>>> = [];
-  const stopStandbys = new AbortController();
+  const otherNodes: Array<Promise<Awaited<ReturnType<typeof startService>>>> = [];
+  const stopOthers = new AbortController();
   // One cleanup, however many signals arrive: Ctrl-C under `npm run demo` delivers SIGINT twice (the terminal's
   // to the whole group, and npm forwards its own), and a second call that exited at once would cut the first
   // short before the folder was removed. Every caller waits for the same promise.
@@ -97,8 +97,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const cleanup = (): Promise<void> =>
     (cleaning ??= (async () => {
       await service?.close().catch(() => undefined);
-      stopStandbys.abort();
-      for (const standby of standbys) await standby.then((s) => s.close(), () => undefined).catch(() => undefined);
+      stopOthers.abort();
+      for (const other of otherNodes) await other.then((s) => s.close(), () => undefined).catch(() => undefined);
       await postgres?.stop().catch(() => undefined);
       await world?.close().catch(() => undefined);
       if (root) rmSync(root, { recursive: true, force: true });
@@ -153,17 +153,17 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     } catch (err) {
       throw portProblem(err, PORTS[0], config.port);
     }
-    // The other nodes start now and wait: they take over when node 1 stops.
+    // The other nodes start now, alike: any of them accepts webhooks and runs tasks.
     for (let n = 2; n <= options.nodes; n++) {
-      const standby = startService({
+      const node = startService({
         config: configOf(n, '0'),
         codexEnv,
         retryDelayMs: 1_000,
-        signal: stopStandbys.signal,
+        signal: stopOthers.signal,
         onStoreLost: (error) => console.error(`node ${n}: the store stopped: ${error.message}`),
       });
-      standby.catch(() => undefined);
-      standbys.push(standby);
+      node.catch(() => undefined);
+      otherNodes.push(node);
     }
     await w.connectWebhook(service.url, config.webhookPath);
     const { alice, bob } = w.people;
@@ -239,7 +239,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
 
     let allDone = tasks.length >= mentions && tasks.every((t) => isTerminalTaskState(t.state));
     if (options.nodes > 1 && w.kind === 'double') {
-      allDone = (await showFailover(w.sandbox, service, standbys, config.webhookPath, (s) => (service = s))) && allDone;
+      allDone = (await showFailover(w.sandbox, service, otherNodes, config.webhookPath, (s) => (service = s))) && allDone;
     }
     if (options.once) {
       await cleanup();
@@ -284,38 +284,39 @@ function printNodes(nodes: OverviewNodes['nodes']): void {
 }
 
 /**
- * --nodes 2|3: the nodes as the writer sees them, then node 1 stops and node 2 takes over; one more
- * comment is answered by node 2. True when that answer arrived.
+ * --nodes 2|3: the nodes as node 1 sees them, then node 1 stops; one more comment, sent to node 2, is
+ * answered by it. True when that answer arrived.
  */
 async function showFailover(
   env: SandboxEnvironment,
   first: RunningService,
-  standbys: Array<Promise<RunningService>>,
+  otherNodes: Array<Promise<RunningService>>,
   webhookPath: string,
   replace: (s: RunningService) => void,
 ): Promise<boolean> {
   const gitea = env.gitea;
-  // A standby registers while it waits; the writer reads the list with its heartbeat (every 10 s).
+  // Every node registers in the database as it opens the store.
+  const others = await Promise.all(otherNodes);
   let nodes: OverviewNodes['nodes'] = [];
   for (const until = Date.now() + 15_000; Date.now() < until; await new Promise((r) => setTimeout(r, 500))) {
     nodes = (await api<OverviewNodes>(first.url, env.adminToken, '/overview')).nodes;
-    if (nodes.filter((n) => n.role === 'standby').length >= standbys.length) break;
+    if (nodes.filter((n) => n.role === 'writer').length >= others.length + 1) break;
   }
   console.log('\n== nodes (one PostgreSQL) ==');
   printNodes(nodes);
-  console.log('\nstopping node 1: node 2 takes over …');
-  const t0 = Date.now();
+  console.log('\nstopping node 1: node 2 answers from here on …');
   await first.close();
-  const second = await standbys.shift()!;
-  replace(second);
-  console.log(`node 2 listens at ${second.url} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  gitea.connectWebhook(`${second.url}${webhookPath}`, env.webhookSecret);
+  const second = otherNodes.shift()!;
+  replace(await second);
+  const node2 = await second;
+  console.log(`node 2 listens at ${node2.url}`);
+  gitea.connectWebhook(`${node2.url}${webhookPath}`, env.webhookSecret);
   const body = '@ccweb-bot one more line in CHANGES.md, please';
   const { delivery } = await gitea.comment('alice', 1, body);
   console.log(`alice on #1: "${body}"\n    → webhook ${delivery.deliveryId.slice(0, 8)}… answered ${delivery.status} by node 2`);
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const items = (await api<{ items: TaskView[] }>(second.url, env.adminToken, '/tasks?pageSize=50')).items;
+    const items = (await api<{ items: TaskView[] }>(node2.url, env.adminToken, '/tasks?pageSize=50')).items;
     const last = items[0];
     if (last && isTerminalTaskState(last.state)) {
       console.log(`    → ${last.taskId} ${last.state}`);
@@ -324,8 +325,8 @@ async function showFailover(
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 250));
   }
-  console.log('\n== nodes after the take-over ==');
-  printNodes((await api<OverviewNodes>(second.url, env.adminToken, '/overview')).nodes);
+  console.log('\n== nodes after node 1 stopped ==');
+  printNodes((await api<OverviewNodes>(node2.url, env.adminToken, '/overview')).nodes);
   return true;
 }
 

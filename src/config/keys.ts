@@ -177,7 +177,7 @@ export const KEYS = {
     env: 'CCWEB_NODE_URL',
     schema: baseUrl,
     expect: 'an http(s) URL without credentials, query or fragment',
-    fix: "Set it to the URL the other nodes reach this one at, e.g. http://node-a.internal:8080 (default: http://CCWEB_HOST:port, with the host name when CCWEB_HOST listens on every address). A standby forwards the requests it receives there.",
+    fix: "Set it to the URL this node is reached at, e.g. http://node-a.internal:8080 (default: http://CCWEB_HOST:port, with the host name when CCWEB_HOST listens on every address). The nodes list and a refused duplicate CCWEB_NODE_ID name it.",
   },
   databaseOutageSeconds: {
     env: 'CCWEB_DATABASE_OUTAGE_SECONDS',
@@ -185,17 +185,19 @@ export const KEYS = {
     expect: 'an integer from 1 to 3600',
     fix: 'Set how long a PostgreSQL that went away is waited for before the service stops (commits wait meanwhile, nothing is acknowledged), e.g. 120 (default).',
   },
+  // Gone: every node is alike (the database coordinates them). Still read, so that a setup that sets it
+  // is refused with the upgrade instead of running in a mode that no longer exists.
   clusterMode: {
     env: 'CCWEB_CLUSTER_MODE',
-    schema: z.string().trim().toLowerCase().pipe(z.enum(['standby', 'active'])),
-    expect: 'one of standby, active',
-    fix: 'Set it to standby (default: one node writes and runs every task, the others wait and forward to it) or active (every node writes and runs the tasks of the repositories it owns; every node of the cluster must say active), or unset it. It needs CCWEB_DATABASE_URL.',
+    schema: z.string(),
+    expect: 'unset',
+    fix: 'Remove it: every node is alike (each accepts any webhook and runs any repository\'s tasks, one at a time per repository).',
   },
   nodeHeartbeatSeconds: {
     env: 'CCWEB_NODE_HEARTBEAT_SECONDS',
     schema: integer(1, 60),
     expect: 'an integer from 1 to 60',
-    fix: 'Set how often a node writes its heartbeat to the database, e.g. 10 (default). With CCWEB_CLUSTER_MODE=active a node whose heartbeat is 3 intervals old has stopped, and the others take its repositories over.',
+    fix: 'Set how often a node writes its heartbeat to the database, e.g. 10 (default). A node id whose heartbeat is 3 intervals old is free for another process.',
   },
   // Secrets from files (the `_FILE` convention of container secrets): the value is the
   // file's content without its trailing newline. Set either the variable or its _FILE, not both.

@@ -32,11 +32,9 @@ export interface Config extends LimitsConfig {
   databaseUrl?: string;
   /** This node's name in a shared database (heartbeats, log lines, leases). */
   nodeId?: string;
-  /** Where the other nodes reach this one (a standby forwards requests to the writer's); unset → derived from host and port. */
+  /** Where this node serves, as the nodes list and a refused duplicate node id name it; unset → derived from host and port. */
   nodeUrl?: string;
   databaseOutageSeconds?: number;
-  /** CCWEB_CLUSTER_MODE: unset → standby (one node writes, the others wait). */
-  clusterMode?: 'standby' | 'active';
   nodeHeartbeatSeconds?: number;
   host: string;
   port: number;
@@ -134,6 +132,9 @@ export const SECRET_KEYS: readonly ConfigKey[] = CONFIG_KEYS.filter((k) => (KEYS
 export const DEFAULT_CONFIG_FILE = 'ccweb.config.json';
 
 /** Invalid configuration. `problems` holds one line per bad key; `message` joins them. */
+/** The refusal of a setup that still names a cluster mode (the modes went: every node is alike). */
+export const CLUSTER_MODE_GONE = 'CCWEB_CLUSTER_MODE is gone: every node is alike; remove it';
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   constructor(readonly problems: string[]) {
@@ -373,11 +374,8 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   config.nodeId = (v['nodeId'] as string | undefined) ?? defaultNodeId(dataDir);
   if (v['nodeUrl'] !== undefined) config.nodeUrl = v['nodeUrl'] as string;
   if (v['databaseOutageSeconds'] !== undefined) config.databaseOutageSeconds = v['databaseOutageSeconds'] as number;
-  if (v['clusterMode'] !== undefined) config.clusterMode = v['clusterMode'] as Config['clusterMode'];
   if (v['nodeHeartbeatSeconds'] !== undefined) config.nodeHeartbeatSeconds = v['nodeHeartbeatSeconds'] as number;
-  if (config.clusterMode === 'active' && config.databaseUrl === undefined) {
-    throw new ConfigError([`${keyLabel('clusterMode')} is active but CCWEB_DATABASE_URL is not set: nodes that share the work share one PostgreSQL database; set CCWEB_DATABASE_URL (or _FILE), or unset CCWEB_CLUSTER_MODE for one node on the embedded store`]);
-  }
+  if (v['clusterMode'] !== undefined) throw new ConfigError([CLUSTER_MODE_GONE]);
   return config;
 }
 

@@ -3,7 +3,6 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import { StoreUnavailableError } from '../store/types.js';
-import { acceptForwardedClient } from './forwarded-client.js';
 
 export interface AppLogger {
   error(obj: Record<string, unknown>, msg?: string): void;
@@ -14,11 +13,6 @@ export interface CreateAppOptions {
   /** Run after the error handler, before the routers (e.g. the admin authentication guard). */
   middleware?: readonly Koa.Middleware[];
   logger?: AppLogger;
-  /**
-   * The cluster's key for requests a standby forwarded (forwarded-client.ts); without one (the
-   * embedded store) their header is dropped and the TCP peer is the client.
-   */
-  forwardKey?: () => string | undefined;
 }
 
 /** A client error raised by Koa itself or a router (`ctx.throw(4xx)`): its status is safe to show. */
@@ -29,13 +23,8 @@ function clientStatus(error: unknown): number | undefined {
 
 export function createApp(options: CreateAppOptions): Koa {
   const app = new Koa();
-  // Never trust X-Forwarded-*: the audit records the TCP peer, or the client a standby vouched for
-  // with the cluster's key (forwarded-client.ts), checked here before any route reads it.
+  // Never trust X-Forwarded-*: the audit records the TCP peer (client-address.ts).
   app.proxy = false;
-  app.use((ctx, next) => {
-    acceptForwardedClient(ctx.req, options.forwardKey?.());
-    return next();
-  });
 
   app.use(async (ctx, next) => {
     try {

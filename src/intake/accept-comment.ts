@@ -58,7 +58,7 @@ import {
 } from './intake-response.js';
 import type { Outcome, Plan, Subject } from './intake-types.js';
 import type { Tx } from '../store/types.js';
-import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { createSecurityEvents, safeValue, type SecurityEvents } from './security-events.js';
 import { sendStops } from './stop-tasks.js';
 import { withTimeout } from './with-timeout.js';

@@ -4,11 +4,11 @@
 // In intake/, next to what it calls: webhook/ reads a delivery as Gitea sends it and
 // imports nothing of intake, so intake/ → webhook/ is the one arrow between them.
 import Router, { type RouterContext } from '@koa/router';
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Intake } from './accept-comment.js';
 import { PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, type IntakeResponse } from './intake-response.js';
 import { mediaType } from '../webhook/verify-signature.js';
-import { clientAddress, wasForwarded } from '../http/forwarded-client.js';
+import { clientAddress } from '../http/client-address.js';
 
 export const DEFAULT_WEBHOOK_PATH = '/api/gitea/webhook';
 /** The answer's header naming the node that handled a delivery (several nodes). */
@@ -18,19 +18,6 @@ export const DEFAULT_WEBHOOK_BODY_TIMEOUT_MS = 30_000;
 
 const SUPPORTED_TYPES = new Set(['application/json', 'application/x-www-form-urlencoded']);
 
-/** A delivery whose body is read, as the `route` option sees it. */
-export interface WebhookDelivery {
-  rawBody: Buffer;
-  headers: IncomingHttpHeaders;
-  contentType: string | undefined;
-  /** The path and query as received. */
-  url: string;
-  remoteAddress: string | undefined;
-}
-
-/** An answer given instead of intake's (another node's, or 503 when it cannot be had), with its own headers. */
-export type RoutedAnswer = IntakeResponse & { headers?: Readonly<Record<string, string>> };
-
 export interface WebhookRouterOptions {
   intake: Pick<Intake, 'handle'>;
   path?: string;
@@ -38,14 +25,8 @@ export interface WebhookRouterOptions {
   /** The whole body must arrive within this (CCWEB_HTTP_BODY_TIMEOUT_SECONDS); later → 408. */
   bodyTimeoutMs?: number;
   /**
-   * Several nodes: asked once the body is read and before intake, unless another node
-   * forwarded the request here already. Undefined: intake handles it here; an answer: that is the
-   * answer (the owner's, src/cluster/forward-to-owner.ts).
-   */
-  route?: (delivery: WebhookDelivery) => Promise<RoutedAnswer | undefined>;
-  /**
    * Named in every answer as `X-Ccweb-Node` (several nodes): which node handled the delivery, as
-   * Gitea's delivery history shows it. A forwarded answer names the owner.
+   * Gitea's delivery history shows it.
    */
   nodeId?: string;
 }
@@ -103,8 +84,7 @@ function readRawBody(req: IncomingMessage, maxBytes: number, timeoutMs: number):
   });
 }
 
-function send(ctx: RouterContext, response: RoutedAnswer): void {
-  for (const [name, value] of Object.entries(response.headers ?? {})) ctx.set(name, value);
+function send(ctx: RouterContext, response: IntakeResponse): void {
   ctx.status = response.status;
   ctx.body = response.body;
 }
@@ -133,10 +113,8 @@ export function createWebhookRouter(options: WebhookRouterOptions): Router {
       send(ctx, read.reason === 'timeout' ? REQUEST_TIMEOUT : PAYLOAD_TOO_LARGE);
       return;
     }
-    const delivery: WebhookDelivery = { rawBody: read.body, headers: ctx.req.headers, contentType, url: ctx.originalUrl, remoteAddress: clientAddress(ctx.req) };
-    const routed = options.route && !wasForwarded(ctx.req) ? await options.route(delivery) : undefined;
-    if (!routed && options.nodeId !== undefined) ctx.set(NODE_HEADER, options.nodeId);
-    send(ctx, routed ?? (await options.intake.handle({ rawBody: delivery.rawBody, headers: delivery.headers, contentType, remoteAddress: delivery.remoteAddress })));
+    if (options.nodeId !== undefined) ctx.set(NODE_HEADER, options.nodeId);
+    send(ctx, await options.intake.handle({ rawBody: read.body, headers: ctx.req.headers, contentType, remoteAddress: clientAddress(ctx.req) }));
   });
 
   return router;

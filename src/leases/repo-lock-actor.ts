@@ -80,6 +80,14 @@ async function followLeaseRow(tx: Tx, change: PersistedChange, ctx: RepoLockCont
     case 'ACQUIRE': {
       const grant = await tx.grantLease(ctx.repoKey, { holder: ctx.owner ?? '', taskId: ctx.taskId, ttlMs: event.ttlMs ?? 0 });
       if (!grant.granted) throw new LeaseRefusedError(grant.current);
+      // The grant as the database made it, on its clock: what a history check of the leases reads.
+      await tx.appendAudit({
+        action: 'lease.granted',
+        actor: change.by,
+        actorId: change.actorId,
+        taskId: ctx.taskId,
+        metadata: { repoKey: ctx.repoKey, leaseId: ctx.leaseId, epoch: grant.epoch, grantedAt: new Date(grant.now).toISOString(), expiresAt: new Date(grant.expiresAt).toISOString() },
+      });
       return grant.epoch;
     }
     case 'HEARTBEAT':

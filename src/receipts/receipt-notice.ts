@@ -15,7 +15,7 @@ import { formatReceiptMarker } from '../domain/marker.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store, Tx } from '../store/types.js';
-import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { isBudgetCode, type BudgetCode } from '../usage/usage-accounting.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';

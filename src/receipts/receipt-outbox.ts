@@ -18,7 +18,7 @@ import { BOT_COMMENT_SINCE_MARGIN_MS, listBotComments, threadOf } from '../gitea
 import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
-import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import { FAILURE_RECEIPT_STATES } from './receipt-text.js';
@@ -53,6 +53,8 @@ export interface ReceiptOutboxOptions {
   scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
   /** Told once a row's comment is on Gitea (posted or adopted): the progress worker can edit that receipt now. */
   onSent?: (taskId: string) => void;
+  /** This node's name when several nodes send from one store: each send is claimed under it (recordSendIntent). */
+  claimAs?: string;
 }
 
 export interface ReceiptOutbox {
@@ -194,7 +196,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     const body = receiptBody(task, rec, locale);
     const bodyHash = bodyHashOf(body);
     const attempt = (backoff.get(rec.commentKey)?.failures ?? 0) + 1;
-    const proceed = await recordSendIntent(store, rec, { attempt, bodyHash }, now());
+    const proceed = await recordSendIntent(store, rec, { attempt, bodyHash }, now(), options.claimAs);
     if (!proceed || worker.stopped) return;
 
     let posted: GiteaComment;

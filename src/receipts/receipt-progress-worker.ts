@@ -19,7 +19,7 @@ import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
-import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, receiptCommentKey } from './receipt-record.js';

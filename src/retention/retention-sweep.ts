@@ -29,7 +29,7 @@ import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain
 import type { ActorRecord } from '../runtime/actor-runtime.js';
 import type { CollectionName, Store, RecordType, Tx } from '../store/types.js';
 import { SECURITY_EVENTS, type SecurityEventRecord } from '../intake/security-events.js';
-import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { archiveFinishedTasks, type ArchivedRecordKeys } from './task-archiver.js';
 
 export const DAY_MS = 24 * 60 * 60 * 1000;

@@ -46,6 +46,7 @@ export class ActorRuntime {
   private readonly now: () => Date;
   private readonly inspect: RuntimeOptions['inspect'];
   private readonly onAlert: RuntimeOptions['onAlert'];
+  private readonly shared: boolean;
   private readonly listeners = new Set<(change: TransitionNotice) => void>();
   private readonly templates = new CreationTemplates();
   private readonly facts = new MachineFacts();
@@ -63,6 +64,7 @@ export class ActorRuntime {
     this.now = options.now ?? (() => new Date());
     this.inspect = options.inspect;
     this.onAlert = options.onAlert;
+    this.shared = options.shared === true;
     for (const k of options.kinds) this.kinds.set(k.kind, k);
   }
 
@@ -91,7 +93,39 @@ export class ActorRuntime {
     if (this.hosts.has(actorId)) return true;
     if (this.finishing.has(actorId)) return false;
     const rec = await this.store.get<ActorRecord>('actors', actorId);
-    return rec !== undefined && rec.status === 'active' && (this.kinds.get(rec.kind)?.restore === 'lazy' || this.outdated.has(actorId)) && this.restorable(rec) !== undefined;
+    return rec !== undefined && rec.status === 'active' && this.hostedOnUse(rec.kind, actorId) && this.restorable(rec) !== undefined;
+  }
+
+  /**
+   * Live after this call if it can be: hosted already, or a stored unfinished actor hosted now from
+   * the store when its kind comes to life on first use (lazy kinds; every kind on a shared store).
+   */
+  async ensureHosted(actorId: string): Promise<boolean> {
+    return this.hosts.has(actorId) || (await this.hostLazy(actorId)) !== undefined;
+  }
+
+  /** Whether a stored actor comes to life on its first use rather than at `restoreAll`. */
+  private hostedOnUse(kindName: string, actorId: string): boolean {
+    return this.shared || this.kinds.get(kindName)?.restore === 'lazy' || this.outdated.has(actorId);
+  }
+
+  /**
+   * On a shared store: the live copy, unless another node wrote the actor since (its stored version
+   * moved on), in which case the copy is dropped and the stored one hosted instead.
+   */
+  private async freshHost(actorId: string): Promise<Host | undefined> {
+    const host = this.hosts.get(actorId);
+    if (!host || !this.shared) return host;
+    // This copy's own transitions first: until they commit, the stored version lags behind it.
+    await host.lastCommit.catch(() => undefined);
+    if (this.hosts.get(actorId) !== host) return this.hosts.get(actorId);
+    const stored = await this.store.get<ActorRecord>('actors', actorId);
+    if (this.hosts.get(actorId) !== host || host.failed || stored?.stateVersion === host.stateVersion) return this.hosts.get(actorId);
+    host.unsubscribe();
+    host.actor.stop();
+    this.hosts.delete(actorId);
+    this.outdated.add(actorId);
+    return undefined;
   }
 
   /** Current state of a live actor, or of a stored (possibly final) one. */
@@ -148,7 +182,8 @@ export class ActorRuntime {
       stateVersion,
       start: () => {
         const deferred = options.deferHosting === true && kind.restore === 'lazy';
-        if (last.snapshot.status === 'active' && !deferred) this.host(kind, actorId, taskId, last.persisted, state, stateVersion);
+        // Hosted from the store meanwhile (a follower on a shared store): that copy is this one.
+        if (last.snapshot.status === 'active' && !deferred && !this.hosts.has(actorId)) this.host(kind, actorId, taskId, last.persisted, state, stateVersion);
         this.emit({ actorId, kind: kind.kind, taskId, fromState: null, toState: state, stateVersion, context: last.snapshot.context, event: null, by });
       },
     };
@@ -190,7 +225,7 @@ export class ActorRuntime {
   /** Sends an event; resolves once the resulting transition is durable, or with the rejection. */
   async send(actorId: string, event: EventObject, options: SendOptions = {}): Promise<SendResult> {
     const by = options.by ?? 'system';
-    const host = this.hosts.get(actorId) ?? (await this.hostLazy(actorId));
+    const host = (await this.freshHost(actorId)) ?? (await this.hostLazy(actorId));
     if (!host) {
       const rec = await this.store.get<ActorRecord>('actors', actorId);
       await this.alert({
@@ -237,7 +272,8 @@ export class ActorRuntime {
    * Brings every stored, unfinished actor back to life. A snapshot from another machine version is
    * migrated when the kind knows how, otherwise left stopped with an alert. In-flight invokes start
    * again (effects are idempotent by key); timers are re-armed by their owners from context deadlines.
-   * `include` restores only some (a node that shares the cluster: the actors of its own repositories).
+   * `include` restores only some (a node on a shared store: its own app-server; the others come to
+   * life on first use).
    */
   async restoreAll(include?: (rec: ActorRecord) => boolean): Promise<{ restored: number; skipped: number; deferred: number }> {
     let restored = 0;
@@ -252,7 +288,8 @@ export class ActorRuntime {
         await this.alertRestoreFailed(rec);
         continue;
       }
-      if (kind.restore === 'lazy') {
+      // On a shared store only what `include` names is hosted from the start (this node's own app-server).
+      if (this.shared ? include === undefined : kind.restore === 'lazy') {
         deferred += 1;
         continue;
       }
@@ -273,7 +310,7 @@ export class ActorRuntime {
     if (this.finishing.has(actorId)) return undefined;
     const rec = await this.store.get<ActorRecord>('actors', actorId);
     const kind = rec ? this.kinds.get(rec.kind) : undefined;
-    if (!rec || !kind || rec.status !== 'active' || (kind.restore !== 'lazy' && !this.outdated.has(actorId))) return undefined;
+    if (!rec || !kind || rec.status !== 'active' || !this.hostedOnUse(kind.kind, actorId)) return undefined;
     const snapshot = this.restorable(rec);
     if (snapshot === undefined) {
       await this.alertRestoreFailed(rec);

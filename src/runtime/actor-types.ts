@@ -83,4 +83,10 @@ export interface RuntimeOptions {
   /** Receives every inspection event of every hosted actor (coverage measurement, visualizer). */
   inspect?: (actorId: string, event: InspectionEvent) => void;
   onAlert?: (event: AuditEvent) => void;
+  /**
+   * The store is shared with other nodes, any of which may write any actor: every kind is hosted on
+   * its first use (none at `restoreAll` but those its filter picks), and an event for a hosted actor
+   * first checks that the stored version is still this copy's (else the copy is read again).
+   */
+  shared?: boolean;
 }

@@ -36,11 +36,10 @@ export interface SchedulerOptions {
    */
   holdClaimsUntil?: (now: number) => number | null;
   /**
-   * The repositories this node acts for (default: all). When every node writes, each claims, expires
-   * the leases of and recovers only the repositories it owns (src/cluster/ownership.ts); the check is
-   * made at every scan, since a node takes over the repositories of one that stopped.
+   * Other nodes share the store and may take a repository over once its lease expires on the
+   * database's clock: a lease this node could not renew in time counts as lost here, and its turn stops.
    */
-  owns?: (repoKey: string) => boolean;
+  othersMayTakeOver?: boolean;
   /**
    * Which stored actors this node hosts (restart recovery restores those; default: all): the filter
    * as of now, read afresh at each recovery (the runtime's filter decides synchronously).

@@ -93,8 +93,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const isPaused = async () => (await store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY))?.globalPaused === true;
   const isDisabled = async (repoKey: string) => (await store.get<RepositoryRecord>('repositories', repoKey))?.status === 'disabled';
   const leaseHeld = async (repoKey: string) => (await store.get<LeaseRecord>('leases', repoKey))?.state === 'held';
-  const owns = options.owns ?? (() => true);
-  const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held' && owns(r.repoKey));
+  const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held');
 
   async function tick(): Promise<void> {
     const now = clock.now();
@@ -106,7 +105,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
 
     // Only tasks with a live actor can be claimed; one whose restore failed would be retried forever.
-    const owned = (await Promise.all(SCANNED_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat().filter((t) => owns(t.repoKey));
+    const owned = (await Promise.all(SCANNED_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat();
     const live = await Promise.all(owned.map((t) => runtime.has(taskActorId(t.taskId))));
     const tasks = owned.filter((_, i) => live[i]);
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
@@ -257,7 +256,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   /**
-   * When several nodes act (options.owns): a lease this node could not renew (the store does not
+   * When several nodes share the store (options.othersMayTakeOver): a lease this node could not renew (the store does not
    * answer: a database outage, a node cut off from it) ends at its expiry on the other nodes'
    * clocks whether or not this node hears of it, and another node may run the task from then on.
    * So a heartbeat before its expiry, still unrenewed, the lease counts as lost here: the turn stops
@@ -266,7 +265,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    */
   function watchExpiry(worker: Worker): void {
     const lease = worker.lease;
-    if (!options.owns || heartbeatMs <= 0 || stopped || !lease || worker.finished || worker.lost) return;
+    if (!options.othersMayTakeOver || heartbeatMs <= 0 || stopped || !lease || worker.finished || worker.lost) return;
     worker.cancelWatch = clock.setTimer(() => {
       worker.cancelWatch = null;
       if (worker.finished || worker.lost || worker.lease !== lease) return;
@@ -377,7 +376,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     },
     wake,
     async recover(repos) {
-      const only = repos ?? options.owns;
+      const only = repos;
       const restore = options.hosts ? await options.hosts() : undefined;
       return recoverAfterRestart({
         store,

@@ -1,4 +1,4 @@
-import type { RequestListener, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { isTerminalTaskState, TASK_STATES } from '../../machines/task-lifecycle.js';
@@ -13,7 +13,6 @@ import { createPublishToolHandler, PUBLISH_TOOL_INSTRUCTIONS, publishToolSpecs }
 import { createGiteaClient } from '../gitea/index.js';
 import { currentRepositoryOnGitea, repositoryNameOnGitea } from '../gitea/current-repository.js';
 import { createApp } from '../http/create-app.js';
-import { standbyProxy, type StandbyTarget } from '../http/standby-proxy.js';
 import { createIntake } from '../intake/accept-comment.js';
 import { commentOnGitea } from '../gitea/comment-on-gitea.js';
 import { reviewOnGitea } from '../gitea/review-on-gitea.js';
@@ -26,7 +25,6 @@ import { createReadiness } from '../health/readiness.js';
 import { DAY_MS, startRetention } from '../retention/retention-sweep.js';
 import { DEFAULTS } from '../config/keys.js';
 import type { TaskRecord } from '../domain/records.js';
-import type { AuditEvent } from '../store/types.js';
 import { createReceiptOutbox } from '../receipts/receipt-outbox.js';
 import { DEFAULT_LOCALE } from '../messages/catalogue.js';
 import { ActorRuntime } from '../runtime/actor-runtime.js';
@@ -34,7 +32,9 @@ import { createScheduler } from '../scheduler/index.js';
 import { APP_SERVER_KIND, appServerActorId, appServerKind, createAppServerSupervisor } from '../sessions/app-server-supervisor.js';
 import { sessionKind } from '../sessions/session-actor.js';
 import { createSessionManager } from '../sessions/session-manager.js';
-import { createStore, PostgresStore } from '../store/index.js';
+import { AUDIT_CHANNEL, createStore } from '../store/index.js';
+import type { AuditEvent } from '../store/types.js';
+import { followAudit } from '../api/audit-follower.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
 import { replyExistsOnGitea } from '../verification/reply-exists.js';
@@ -60,13 +60,9 @@ import { registerUsageMetrics } from '../usage/usage-metrics.js';
 import { agentToolGroupsOf, ingestAllGateCalls } from '../sessions/gate-calls.js';
 import { sweepLeftovers } from '../isolation/agent-containment.js';
 import { codexHomeOf, serviceCodexSetup, verifyAgentIsolation, type AgentIsolationStatus } from '../isolation/service-isolation.js';
-import { createOwnership, type Ownership } from '../cluster/ownership.js';
-import { EVERY_REPOSITORY, type RepositoryScope } from '../cluster/repository-scope.js';
-import { repositoryOfActor } from '../cluster/actor-repository.js';
-import { ownerKey } from '../cluster/ownership-decisions.js';
-import { nodeLoads } from '../cluster/node-load.js';
-import { routeWebhookToOwner } from '../cluster/forward-to-owner.js';
-import { routeTaskCommands } from '../cluster/route-commands.js';
+import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
+import { nodeLoads } from '../api/node-load.js';
+import type { NodeStatus } from '../api/nodes-view.js';
 import type { ActorRecord } from '../runtime/actor-runtime.js';
 
 export interface ServiceOptions {
@@ -89,6 +85,9 @@ export interface ServiceOptions {
 
 /** Tasks whose delivery id the logger keeps at hand (see `correlation.deliveryIdOf`). */
 const DELIVERY_ID_CACHE = 10_000;
+
+/** Where a node that took a stop, cancel or abort tells every node to stop that task's turn (payload: the task id). */
+const CONTROL_CHANNEL = 'ccweb_control';
 
 function exitOnStoreLost(error: Error, logger: Logger): void {
   logger.fatal({ part: 'store', err: { message: error.message } }, `the store stopped: ${error.message}; exiting (${EXIT_CODES.tempFail}) so a restart reads what the store holds`);
@@ -135,8 +134,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const gitea = createGiteaClient({ baseUrl: config.giteaUrl, token: config.giteaToken });
   const botLogin = await resolveBotLogin(config, gitea, logger, options.signal);
 
-  // The embedded store by default; with CCWEB_DATABASE_URL, PostgreSQL with a replica in the data
-  // directory (src/store/postgres/). Nothing past this line knows which.
+  // The embedded store by default; with CCWEB_DATABASE_URL, PostgreSQL, shared by every node as it
+  // is: the same tables, the database deciding leases and order. Nothing past this line knows which.
   const nodeId = config.nodeId ?? defaultNodeId(config.dataDir);
   const startedAt = new Date().toISOString();
   const httpLimits: HttpLimits = {
@@ -145,68 +144,36 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     bodyTimeoutMs: (config.httpBodyTimeoutSeconds ?? DEFAULTS.httpBodyTimeoutSeconds) * 1000,
     maxConnections: config.httpMaxConnections ?? DEFAULTS.httpMaxConnections,
   };
-  // On a shared database the node listens before it opens the store: while it waits as a standby,
-  // every request it receives goes on to the writer (standby-proxy.ts), so a load balancer may send
-  // anything to any node. Once it writes, the same server serves the app.
-  let writerSeen: StandbyTarget | undefined;
-  let serving: RequestListener | undefined;
-  let early: Server | undefined;
-  let nodeUrl: string | undefined;
-  // The cluster's key for forwarded requests: the standby signs with it, the app checks it.
-  const forwardKey = () => (store instanceof PostgresStore ? store.forwardKey : undefined);
-  // CCWEB_CLUSTER_MODE=active: every node writes, and runs the repositories it owns (src/cluster/).
-  const active = config.databaseUrl !== undefined && config.clusterMode === 'active';
   const heartbeatMs = (config.nodeHeartbeatSeconds ?? 10) * 1000;
-  if (config.databaseUrl) {
-    const proxy = standbyProxy({ nodeId, writer: () => writerSeen, key: forwardKey, logger: logger.child({ part: 'standby' }) });
-    try {
-      early = await listen((req, res) => (serving ?? proxy)(req, res), config.host, config.port, httpLimits);
-    } catch (error) {
-      throw listenError(error, config);
-    }
-    nodeUrl = config.nodeUrl ?? defaultNodeUrl(config.host, (early.address() as AddressInfo).port);
-  }
+  const storeLost = (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger);
   const store = config.databaseUrl
     ? createStore({
-        dir: storeDirOf(config),
-        indexes: STORE_INDEXES,
         url: config.databaseUrl,
-        nodeId,
-        version: VERSION,
-        ...(nodeUrl !== undefined ? { nodeUrl } : {}),
-        outageMs: (config.databaseOutageSeconds ?? 120) * 1000,
-        heartbeatMs,
-        ...(active ? { writers: 'many' as const } : {}),
-        // A second node waits for the one that writes to stop (or die) and then takes over.
-        ...(active ? {} : { standby: {
-          onWaiting: (message: string) => logger.warn({ part: 'store' }, `standby: ${message}; this node takes over when it stops, and forwards what it receives to it meanwhile`),
-          onWriter: (writer: StandbyTarget | undefined) => {
-            if (writer?.nodeId !== writerSeen?.nodeId || writer?.url !== writerSeen?.url) logger.info({ part: 'standby', writer: writer?.nodeId ?? null, writerUrl: writer?.url ?? null }, 'standby: forwarding requests to the writer');
-            writerSeen = writer;
-          },
-          ...(options.signal ? { signal: options.signal } : {}),
-        } }),
-        // The database refused this node or stayed away too long: nothing it does from here on
-        // would be kept, so it stops, and its restart reloads from the database (or waits as a standby).
-        onUnavailable: (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger),
+        indexes: STORE_INDEXES,
+        node: {
+          nodeId,
+          // Named in the nodes list and in the refusal of a second process under this id.
+          url: config.nodeUrl ?? (config.port !== 0 ? defaultNodeUrl(config.host, config.port) : null),
+          version: VERSION,
+          heartbeatMs,
+          // Another process holds this node id now (this one missed three heartbeats): whatever this
+          // one still did would be done twice.
+          onNodeIdTaken: () => storeLost(new Error(`node id ${nodeId} was taken by another process while this one missed its heartbeats`)),
+        },
       })
     : createStore({
         dir: storeDirOf(config),
         indexes: STORE_INDEXES,
         // A commit SQLite could not make: what reached the disk is known only to a restart.
-        onFailure: (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger),
+        onFailure: storeLost,
       });
   metrics.timeStoreCommits(store);
-  if (early) logger.info({ url: nodeUrl, node: nodeId }, 'ccweb-gitea standby listening (forwarding to the writer until this node writes)');
   try {
     await store.open();
   } catch (error) {
-    if (early) await closeServer(early);
     if (options.signal?.aborted) throw new StartAborted();
     throw storeOpenError(error, config.dataDir);
   }
-  // This node writes now: until the app serves, requests get "starting" rather than a dead writer's address.
-  writerSeen = undefined;
   // With the data directory's lock held and no app-server of ours started yet, whatever carries this
   // data directory's agent marks was left by an earlier instance (killed, crashed, or without
   // containment): end it before the workspaces are used again.
@@ -243,49 +210,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     return undefined;
   };
 
-  // Which repositories this node acts for: all of them, unless every node writes (then the ones it
-  // owns; src/cluster/ownership.ts). Gains and losses reach the parts below once they exist.
-  const hooks: { gained?: (repoKeys: string[]) => Promise<void>; acting?: (repoKeys: string[]) => Promise<void>; lost?: (repoKeys: string[]) => void } = {};
-  const ownership: Ownership | undefined =
-    active && store instanceof PostgresStore
-      ? await createOwnership({
-          store,
-          nodeId,
-          nodes: () => store.nodes(),
-          // Three heartbeats: one late heartbeat (a busy database, a long batch) does not hand a repository over.
-          liveWindowMs: 3 * heartbeatMs,
-          heartbeatMs,
-          ownHeartbeat: () => store.ownHeartbeat(),
-          onGained: (repoKeys) => hooks.gained?.(repoKeys) ?? Promise.resolve(),
-          onActing: (repoKeys) => hooks.acting?.(repoKeys) ?? Promise.resolve(),
-          onLost: (repoKeys) => hooks.lost?.(repoKeys),
-          logger: logger.child({ part: 'cluster' }),
-        })
-      : undefined;
-  const scope: RepositoryScope = ownership ?? EVERY_REPOSITORY;
-  const serviceId = active ? nodeId : undefined;
+  // Every node acts for every repository: the database's lease row lets one task of a repository run at a time.
+  const scope: RepositoryScope = EVERY_REPOSITORY;
+  // On a shared database each node runs its own app-server: its actor names the node.
+  const serviceId = config.databaseUrl ? nodeId : undefined;
   /**
-   * Each stored unfinished actor's repository, read now: the runtime's `restoreAll` filter decides
-   * synchronously. An actor stored after this read is not in it.
+   * The stored actors this node brings to life at start: on a shared database only its own app-server's.
+   * Every other actor is read from the store when an event for it comes (a task's or a lock's by the node
+   * that holds the repository's lease; the other nodes' copies would be stale).
    */
-  const actorRepositories = async (): Promise<Map<string, string | null>> => {
-    const actors = await store.byIndex<ActorRecord>('actors', 'status', 'active');
-    const repoKeys = await Promise.all(actors.map((rec) => repositoryOfActor(store, rec)));
-    return new Map(actors.map((rec, i) => [rec.actorId, repoKeys[i] ?? null]));
-  };
-  /** The stored actors this node hosts: its repositories' and its own app-server's (as read now). */
-  const hosts = ownership
-    ? async () => {
-        const repositories = await actorRepositories();
-        return (rec: ActorRecord) => {
-          // Stored after the read: left to whoever created it, as before a restart.
-          if (!repositories.has(rec.actorId)) return false;
-          const repoKey = repositories.get(rec.actorId) ?? null;
-          if (repoKey !== null) return scope.owns(repoKey);
-          return rec.kind === APP_SERVER_KIND ? rec.actorId === appServerActorId(nodeId) : scope.leads();
-        };
-      }
-    : undefined;
+  const hosts = config.databaseUrl ? (rec: ActorRecord) => rec.kind === APP_SERVER_KIND && rec.actorId === appServerActorId(nodeId) : undefined;
   metrics.watchQueue(() => queuedTasksByRepo(store));
 
   let runtime: ActorRuntime | null = null;
@@ -297,10 +231,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   runtime = new ActorRuntime({
     store,
     kinds: [taskKind(), repoLockKind(), sessionKind(), appServerKind(), verification.kind],
+    // Any node may write any actor: each is hosted where it is used, and re-read when another node moved it.
+    ...(config.databaseUrl ? { shared: true } : {}),
     onAlert: (event) => logger.warn({ audit: event }, 'alert'),
   });
   runtime.onTransition((change) => metrics.onTransition(change));
-  const restored = await runtime.restoreAll(hosts ? await hosts() : undefined);
+  const restored = await runtime.restoreAll(hosts);
   logger.info(restored, 'actors restored');
 
   // Usage and budgets (src/usage/): limits from the configuration, per-repository overrides from the
@@ -408,6 +344,13 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     log: (msg, fields) => logger.info(fields, msg),
   });
   executorRef = executor;
+  // A task's turn runs on the node that holds its repository's lease; a stop, cancel or abort may
+  // come to any node. The task's new state is in the store already (the request's transaction); on a
+  // shared database every node is told to stop the turn, and the one running it does.
+  const stopTurn = config.databaseUrl
+    ? (taskId: string) => void store.transact((tx) => tx.notify(CONTROL_CHANNEL, taskId)).catch((err: unknown) => logger.warn({ taskId, err: String(err) }, 'stop not announced to the other nodes'))
+    : (taskId: string) => executorRef?.abort(taskId);
+  const stopListening = config.databaseUrl ? await store.listen(CONTROL_CHANNEL, (taskId) => executorRef?.abort(taskId)) : () => undefined;
   const scheduler = createScheduler({
     store,
     runtime,
@@ -421,7 +364,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
-    ...(ownership ? { owns: (repoKey: string) => scope.owns(repoKey), ...(hosts ? { hosts } : {}) } : {}),
+    // Another node may take a repository over once this node's lease expires on the database's clock.
+    ...(hosts ? { hosts: async () => hosts, othersMayTakeOver: true } : {}),
   });
   providerHold.onChange(() => void scheduler.wake());
   // What agents did through Gitea before a crash, still in the gate's files: audited before anything runs.
@@ -438,6 +382,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
     // A task that ended before its receipt was posted gets its final edit right after the post.
     onSent: (taskId) => progressRef?.touch(taskId),
+    // Every node sends receipts: each send is claimed in the database first.
+    ...(config.databaseUrl ? { claimAs: nodeId } : {}),
   });
   // The receipt as the task's tracking comment: edited at each stage, at most once per interval.
   const progress = createReceiptProgress({
@@ -470,9 +416,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'security' }),
   });
   const intake = createIntake({
-    // The compact accepted-comment record is the journal's (the PostgreSQL replica's) way to keep a
-    // comment's records small; in SQLite the records are rows of their own.
-    writeModel: config.databaseUrl ? 'compact' : 'records',
+    writeModel: 'records',
     scope,
     securityEvents,
     securityEventRetentionMs,
@@ -498,35 +442,31 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     deliveryRetentionMs: (config.deliveryRetentionDays ?? DEFAULTS.deliveryRetentionDays) * DAY_MS,
     onAccepted: (taskId, deliveryId) => {
       rememberDelivery(taskId, deliveryId);
-      // A comment forwarded here may be of a repository nobody owned yet: this node takes it.
-      void ownership?.refresh().catch(() => undefined);
       receipts.kick();
       void scheduler.wake();
     },
-    onStop: (taskIds) => taskIds.forEach((id) => executorRef?.abort(id)),
+    onStop: (taskIds) => taskIds.forEach(stopTurn),
     logger: logger.child({ part: 'intake' }),
   });
-  // Requests about a repository another node owns go to that node (src/cluster/forward-to-owner.ts).
-  const forwarding = { nodeId, key: forwardKey, logger: logger.child({ part: 'cluster' }) };
   const operators = createOperatorRouters({
-    ...(ownership ? { routeTaskCommand: routeTaskCommands({ ...forwarding, store, scope }) } : {}),
-    // Each node's live view shows every node's transitions, from the log it follows.
-    ...(ownership && store instanceof PostgresStore ? { auditFromOtherNodes: (listener: (events: AuditEvent[]) => void) => store.onOthersCommitted(listener) } : {}),
-    // Behind one URL a stream's ticket comes from one node and is used on another.
-    ...(ownership ? { ticketKey: forwardKey } : {}),
     store,
     runtime,
     adminToken: config.adminToken,
     securityEvents,
     agentIsolation,
     onControlChanged: () => void scheduler.wake(),
-    onAbortRequested: (taskId) => executorRef?.abort(taskId),
+    onAbortRequested: stopTurn,
+    // Several nodes: the live view follows every node's audit.
+    ...(config.databaseUrl ? { auditFeed: (listener: (events: AuditEvent[]) => void) => followAudit(store, AUDIT_CHANNEL, listener, (err) => logger.warn({ err: String(err) }, 'audit follow failed')) } : {}),
     concurrency: () => ({ limit: config.maxConcurrentTasks, busy: scheduler.running().length }),
     nodes: async () => {
-      const load = await nodeLoads(store, { owners: ownership !== undefined });
-      const listed = store instanceof PostgresStore ? store.nodes() : [{ nodeId, role: 'writer' as const, version: VERSION, startedAt, heartbeatAt: new Date().toISOString(), url: null }];
+      const load = await nodeLoads(store);
+      // Every running node writes: the role says which ones run.
+      const listed: NodeStatus[] = config.databaseUrl
+        ? (await store.nodes()).map((n) => ({ nodeId: n.nodeId, role: n.state === 'running' ? 'writer' : 'stopped', version: n.version, startedAt: n.startedAt, heartbeatAt: n.heartbeatAt, url: n.url }))
+        : [{ nodeId, role: 'writer', version: VERSION, startedAt, heartbeatAt: new Date().toISOString(), url: null }];
       // The embedded store's leases are held under the name it always had ('default').
-      return { self: nodeId, nodes: listed.map((n) => ({ ...n, ...load(store instanceof PostgresStore ? n.nodeId : 'default') })) };
+      return { self: nodeId, nodes: listed.map((n) => ({ ...n, ...load(config.databaseUrl ? n.nodeId : 'default') })) };
     },
     limits,
     providerHold,
@@ -553,12 +493,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
         path: config.webhookPath,
         maxBytes: config.webhookMaxBytes,
         bodyTimeoutMs: httpLimits.bodyTimeoutMs,
-        ...(ownership ? { route: routeWebhookToOwner({ ...forwarding, scope, secrets: config.webhookSecret }), nodeId } : {}),
+        // Which node answered, as Gitea's delivery history shows it (several nodes behind one URL).
+        ...(config.databaseUrl ? { nodeId } : {}),
       }),
       ...operators.routers,
     ],
     logger: logger.child({ part: 'http' }),
-    forwardKey,
   });
 
   // The app-server starts in the background: intake and the API answer while Codex boots.
@@ -570,51 +510,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   await notices.start();
   await progress.start();
   scheduler.start();
-  if (ownership) {
-    const inRepos = (repoKeys: string[]) => {
-      const keys = new Set(repoKeys.map(ownerKey));
-      return (repoKey: string | null) => repoKey !== null && keys.has(ownerKey(repoKey));
-    };
-    // A repository taken over from a node that stopped: its actors come to life here and restart
-    // recovery runs for it alone; its old lease ends at its expiry (the scheduler's scan), never sooner.
-    /**
-     * Stops the live actors of the repositories `pick` names. `release` decides synchronously, so it is
-     * asked twice: first only to list the live actors (it stops none of them), then, their
-     * repositories read, to stop the picked ones.
-     */
-    const releaseActorsOf = async (pick: (repoKey: string | null) => boolean): Promise<void> => {
-      const live: Array<{ actorId: string; kind: string; taskId: string | null }> = [];
-      runtime?.release((actor) => {
-        live.push(actor);
-        return false;
-      });
-      const repoKeys = new Map(await Promise.all(live.map(async (actor) => [actor.actorId, await repositoryOfActor(store, actor)] as const)));
-      runtime?.release((actor) => repoKeys.has(actor.actorId) && pick(repoKeys.get(actor.actorId) ?? null));
-    };
-    hooks.gained = async (repoKeys) => {
-      const mine = inRepos(repoKeys);
-      // Copies left from an earlier time this node owned them are stale: hosted again from the store.
-      await releaseActorsOf(mine);
-      const repositories = await actorRepositories();
-      await runtime?.restoreAll((rec) => mine(repositories.get(rec.actorId) ?? null));
-      // (Owner records may spell a repository in other letter case than its tasks: compared folded.)
-      if ((await store.list<TaskRecord>('tasks', (t) => mine(t.repoKey))).length > 0) await scheduler.recover((repoKey) => mine(repoKey));
-    };
-    // Hosted, and acted for from here on: receipts, notices and progress edits the stopped node left
-    // unsent are this node's now.
-    hooks.acting = async () => {
-      await Promise.all([receipts.catchUp(), notices.catchUp(), progress.catchUp()]);
-      receipts.kick();
-      void scheduler.wake();
-    };
-    // Taken from this node (it was seen as stopped): the new owner hosts those actors from the store.
-    // (Ownership calls this without waiting: the actors' repositories are read, then they are released.)
-    hooks.lost = (repoKeys) => {
-      void releaseActorsOf(inRepos(repoKeys)).catch((err: unknown) => logger.warn({ err: String(err) }, 'actors of repositories taken from this node not released'));
-    };
-    ownership.start();
-    await ownership.refresh().catch((err: unknown) => logger.warn({ err: String(err) }, 'repository ownership pass failed'));
-  }
   // Comments that wait for Gitea (a restart keeps them: they are in the store) are asked about again.
   intake.start();
   const retention = startRetention({
@@ -631,9 +526,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   async function stopParts(): Promise<void> {
-    await ownership?.stop();
     probes.stop();
     operators.close();
+    stopListening();
     await intake.close();
     await securityEvents.close();
     await retention.stop();
@@ -650,10 +545,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   let server: Server;
   try {
-    if (early) {
-      serving = app.callback();
-      server = early;
-    } else server = await listen(app.callback(), config.host, config.port, httpLimits);
+    server = await listen(app.callback(), config.host, config.port, httpLimits);
   } catch (error) {
     // Leave nothing running and the data directory unlocked, then say why in one line.
     await stopParts().catch(() => undefined);
@@ -678,11 +570,4 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       await stopParts();
     },
   };
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
 }

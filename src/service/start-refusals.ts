@@ -18,7 +18,7 @@ export interface StartRefusal {
 }
 
 export const START_REFUSALS = {
-  /** A key is missing or its value invalid (ConfigError, load-config.ts). */
+  /** A key is missing or its value invalid, or a key that is gone is set (CCWEB_CLUSTER_MODE) (ConfigError, load-config.ts). */
   config_invalid: { exitCode: EXIT_CODES.config, check: 'config', setup: true },
   /** weakSecretProblems (secret-strength.ts), unless --allow-weak-secrets. */
   weak_secret: { exitCode: EXIT_CODES.config, check: 'webhook-secret', setup: true },
@@ -37,6 +37,8 @@ export const START_REFUSALS = {
   address_unusable: { exitCode: EXIT_CODES.config, check: 'port', setup: true },
   database_unreachable: { exitCode: EXIT_CODES.tempFail, check: 'database', setup: true },
   database_schema_too_new: { exitCode: EXIT_CODES.config, check: 'database', setup: true },
+  /** The database holds an earlier version's PostgreSQL store (its ccweb_records table): `migrate-store` moves it. */
+  database_needs_migration: { exitCode: EXIT_CODES.config, check: 'database', setup: true },
   store_locked: { exitCode: EXIT_CODES.tempFail, check: 'store-lock', setup: false },
   database_writer_taken: { exitCode: EXIT_CODES.tempFail, check: 'database', setup: false },
   database_migration_blocked: { exitCode: EXIT_CODES.tempFail, check: 'database', setup: false },

@@ -193,7 +193,7 @@ export function storeOpenError(error: unknown, dataDir: string): unknown {
     return refusal('node_id_in_use', error.message, 'CCWEB_NODE_ID', 'give each node its own CCWEB_NODE_ID, or stop the other process first');
   }
   if (error instanceof StoreError && error.code === 'store_needs_migration') {
-    return refusal('store_needs_migration', error.message, 'CCWEB_DATABASE_URL', 'stop every node, run `ccweb-gitea migrate-store` once, then start them again');
+    return refusal('database_needs_migration', error.message, 'CCWEB_DATABASE_URL', 'stop every node, run `ccweb-gitea migrate-store` once, then start them again');
   }
   if (error instanceof StoreError && error.code === 'database_schema_too_new') {
     return refusal('database_schema_too_new', error.message, 'CCWEB_DATABASE_URL', 'upgrade this node');

@@ -1,26 +1,22 @@
-import { PostgresStore, type PostgresStoreOptions } from './postgres/postgres-store.js';
-import type { Store } from './types.js';
+import { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
 import { createSqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 import type { SqlStore } from './sql/sql-store.js';
 
 export * from './types.js';
 export { DurableStore, type StoreOptions, type DurableStoreStats } from './durable-store.js';
-export { SqlStore } from './sql/sql-store.js';
+export { AUDIT_CHANNEL, SqlStore } from './sql/sql-store.js';
 export { createSqliteStore, SQLITE_FILE, type SqliteStoreOptions } from './sqlite-store.js';
 export { PostgresStore, type PostgresStoreOptions, type PostgresStoreStats } from './postgres/postgres-store.js';
 export { JournalCorruptionError } from './journal-files.mjs';
 export { describeDatabase, isPostgresUrl } from './postgres/database-url.js';
-export { probeDatabase, type DatabaseProbe } from './postgres/probe-database.js';
+export { probeDatabase, type DatabaseProbe } from './sql/probe-database.js';
 export type { NodeStatus } from './postgres/log-writer.js';
 export { copyEmbeddedStore, type CopySummary } from './embedded-to-postgres.js';
 export { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
 export { storeDigest } from './store-digest.js';
 export { contentsDigest, sqlStoreContents, type StoreContents, type StoreRow } from './store-contents.js';
 
-export function createStore(options: SqliteStoreOptions): SqlStore;
-export function createStore(options: PostgresStoreOptions): PostgresStore;
-export function createStore(options: SqliteStoreOptions | PostgresStoreOptions): Store;
 /** The embedded store (SQLite in the data directory, the default), or PostgreSQL when a database URL is given. */
-export function createStore(options: SqliteStoreOptions | PostgresStoreOptions): Store {
-  return 'url' in options ? new PostgresStore(options) : createSqliteStore(options);
+export function createStore(options: SqliteStoreOptions | PostgresSqlStoreOptions): SqlStore {
+  return 'url' in options ? createPostgresSqlStore(options) : createSqliteStore(options);
 }

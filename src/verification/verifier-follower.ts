@@ -132,7 +132,8 @@ export function createVerifierFollower(deps: {
       const check = async (settle: boolean): Promise<void> => {
         if (done) return;
         const current = await rt().stateOf(actorId);
-        const running = await rt().has(actorId);
+        // Hosted here from the store if it is not yet (on a shared store: by the node that follows it).
+        const running = await rt().ensureHosted(actorId);
         // A transition seen meanwhile may have settled it already.
         if (done) return;
         const start = attachStart(current, running);

@@ -40,6 +40,33 @@ describe('chaos checks', () => {
     expect(r.claimsWithoutLease.map((c) => c.taskId)).toEqual(['b']);
   });
 
+  it("checks the lease rows' epochs: a skipped or repeated epoch, a grant before the previous lease ended, a claim under an older grant", () => {
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    const at = (ms: number) => new Date(t0 + ms).toISOString();
+    const granted = (leaseId: string, epoch: number, from: number, until: number) =>
+      ev('lease.granted', { actorId: 'lock:r', metadata: { repoKey: 'r', leaseId, epoch, grantedAt: at(from), expiresAt: at(until) } });
+    const serial = checkRuns(
+      [granted('L1', 1, 0, 1000), lock('r', 'free', 'held', { type: 'ACQUIRE', leaseId: 'L1' }), task('a', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L1' }), lock('r', 'held', 'free', { type: 'RELEASE', leaseId: 'L1' }), granted('L2', 2, 500, 1500)],
+      tasks,
+    );
+    expect({ grants: serial.leaseGrants, problems: serial.epochProblems }).toEqual({ grants: 2, problems: [] });
+    const r = checkRuns(
+      [
+        granted('L1', 1, 0, 1000),
+        lock('r', 'free', 'held', { type: 'ACQUIRE', leaseId: 'L1' }),
+        // Taken over while the first still ran on the database's clock, and with a skipped epoch.
+        granted('L2', 3, 500, 1500),
+        task('a', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L1' }),
+      ],
+      tasks,
+    );
+    expect(r.epochProblems.map((p) => p.problem)).toEqual([
+      'epoch 3 after 1',
+      `epoch 3 granted at ${at(500)}, while epoch 1 ran until ${at(1000)}`,
+      'a claimed under L1, not the latest grant (epoch 3)',
+    ]);
+  });
+
   it('finds a 202 without a task and a delivery that made two', () => {
     const r = checkDeliveries(
       [

@@ -1,12 +1,11 @@
-// Three nodes that all work at once (CCWEB_CLUSTER_MODE=active), end to end: three real
-// service processes with their own data directories and Codex homes on one real PostgreSQL, a REAL
-// Gitea 1.26 with four repositories whose webhooks go through a round-robin relay (the load
-// balancer), the real Codex app-server with the scripted agent, the real gitea-mcp. Each repository
-// is owned by one node (src/cluster/ownership.ts); every webhook here is sent on purpose to a node
-// that does not own its repository, which forwards it to the owner (src/cluster/forward-to-owner.ts).
-// Mentions on every repository, a Replay sent to a third node, a `stop` and an operator's abort
-// through a non-owner; then an owner is killed with SIGKILL, another node takes its repositories
-// over, and a follow-up there is answered once.
+// Three nodes, every one alike, end to end: three real service processes with their own data
+// directories and Codex homes on one real PostgreSQL, a REAL Gitea 1.26 with four repositories whose
+// webhooks go through a round-robin relay (the load balancer), the real Codex app-server with the
+// scripted agent, the real gitea-mcp. Any node accepts any webhook and runs any repository's tasks;
+// the database's lease row lets one run at a time per repository. Mentions on every repository sent to
+// different nodes, a Replay sent to a third node, a `stop` and an operator's abort through a node that
+// does not run the turn (the database tells the one that does); then the node that ran a repository's
+// task is killed with SIGKILL, and a follow-up there is answered once by another.
 //
 // In test/cluster/: CI runs it on Node 24 only, like test/chaos.
 import type { ChildProcess } from 'node:child_process';
@@ -15,7 +14,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ownerKey, rendezvousOwner } from '../../src/cluster/ownership-decisions.js';
 import { instanceOfOwner } from '../../src/leases/lease-owner.js';
 import { clusterApi, FINAL_STATES as FINAL, present, type TaskDetail } from '../support/cluster-api.js';
 import { addRepository, stopNodes } from '../support/cluster-nodes.js';
@@ -37,13 +35,13 @@ let relay: RoundRobinRelay;
 const urls = {} as Record<Name, string>;
 const procs = {} as Partial<Record<Name, ServiceProcess>>;
 const children: ChildProcess[] = [];
-/** The repositories (the seeded one first) and the node each hashes to among the three. */
-const repos: Array<{ name: string; owner: Name }> = [];
+/** The repositories (the seeded one first). */
+const repos: Array<{ name: string }> = [];
 
 const { api, taskFor } = clusterApi(() => env);
 const repoKeyOf = (name: string) => `default:${env.gitea.owner}/${name}`;
-const ownerOf = (name: string) => NAMES[NODE_IDS.indexOf(rendezvousOwner(ownerKey(repoKeyOf(name)), NODE_IDS)!)]!;
-const notOwner = (owner: Name, skip: Name[] = []) => NAMES.find((n) => n !== owner && !skip.includes(n))!;
+const nameOf = (nodeId: string | null) => NAMES[NODE_IDS.indexOf(nodeId ?? '')];
+const another = (than: Name, skip: Name[] = []) => NAMES.find((n) => n !== than && !skip.includes(n))!;
 
 async function comment(repo: string, index: number, body: string): Promise<void> {
   await env.gitea.api('alice', 'POST', `/repos/${env.gitea.owner}/${repo}/issues/${index}/comments`, { body }, 201);
@@ -95,8 +93,7 @@ function startNode(n: Name, databaseUrl: string): Promise<ServiceProcess> {
       CCWEB_DATA_DIR: join(root, `node-${n}`),
       CCWEB_DATABASE_URL: databaseUrl,
       CCWEB_NODE_ID: `node-${n}`,
-      CCWEB_CLUSTER_MODE: 'active',
-      // A killed node counts as stopped after 3 heartbeats (3 s), its leases end after their TTL.
+      // A killed node's id is free after 3 heartbeats (3 s), its leases end after their TTL.
       CCWEB_NODE_HEARTBEAT_SECONDS: '1',
       CCWEB_LEASE_TTL_MS: '15000',
       CODEX_HOME: codexHome,
@@ -113,14 +110,7 @@ beforeAll(async () => {
   const databaseUrl = await postgres.createDatabase('ccweb');
   for (const n of NAMES) urls[n] = `http://127.0.0.1:${await freePort()}`;
   relay = await startRoundRobinRelay(Number(env.env['CCWEB_PORT']), () => NAMES.map((n) => urls[n]));
-  // Three more repositories, named so that each node owns at least one of the four.
-  repos.push({ name: env.gitea.repo, owner: ownerOf(env.gitea.repo) });
-  const missing = new Set(NAMES.filter((n) => n !== repos[0]!.owner));
-  for (let i = 0; repos.length < 4; i++) {
-    const name = `spread-${i}`;
-    const owner = ownerOf(name);
-    if (missing.delete(owner) || (missing.size === 0 && repos.length < 4)) repos.push({ name, owner });
-  }
+  repos.push({ name: env.gitea.repo }, { name: 'spread-0' }, { name: 'spread-1' }, { name: 'spread-2' });
   for (const { name } of repos.slice(1)) await addRepository(env, name, relay.url);
   // All three at once: nobody waits for anybody.
   await Promise.all(NAMES.map((n) => startNode(n, databaseUrl)));
@@ -140,7 +130,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe('three nodes at work at once on one PostgreSQL, one URL [real gitea-mcp]', () => {
+describe('three nodes alike on one PostgreSQL, one URL [real gitea-mcp]', () => {
   /** The first repository's mention: its issue and nonce, for the Replay and the follow-up. */
   const first = { repo: '', issue: 0, nonce: '' };
 
@@ -152,17 +142,17 @@ describe('three nodes at work at once on one PostgreSQL, one URL [real gitea-mcp
     }
   });
 
-  it('a mention on each repository, each delivered to a node that does not own it, is run by the owner and answered once', async () => {
-    const sent: Array<{ repo: string; owner: Name; issue: number; nonce: string; to: Name }> = [];
+  it('a mention on each repository, delivered to different nodes, is run by one node and answered once; every live view shows every task', async () => {
+    const sent: Array<{ repo: string; issue: number; nonce: string; to: Name }> = [];
     // Node a's live view, to see the other nodes' work in it.
     const live = liveTransitions(urls.a);
-    for (const { name, owner } of repos) {
-      const issue = await createIssue(name, `Active nodes: ${name}`);
+    for (const [i, { name }] of repos.entries()) {
+      const issue = await createIssue(name, `Nodes alike: ${name}`);
       const nonce = randomUUID().slice(0, 8);
-      const to = notOwner(owner);
+      const to = NAMES[i % NAMES.length]!;
       relay.sendNextTo(NAMES.indexOf(to), nonce);
       await comment(name, issue, `@ccweb-bot please summarise the README [${nonce}]`);
-      sent.push({ repo: name, owner, issue, nonce, to });
+      sent.push({ repo: name, issue, nonce, to });
     }
     Object.assign(first, { repo: sent[0]!.repo, issue: sent[0]!.issue, nonce: sent[0]!.nonce });
     const ran = new Set<string>();
@@ -170,83 +160,81 @@ describe('three nodes at work at once on one PostgreSQL, one URL [real gitea-mcp
       const taskId = await taskFor(urls[s.to], s.nonce);
       const d = await waitForTaskState((path) => api<TaskDetail>(urls[s.to], path), taskId, FINAL, 180_000);
       expect(d.task.state, `the task for [${s.nonce}] on ${s.repo}`).toBe('succeeded');
-      expect(await ranOn(s.repo, taskId, urls[s.to]), `where ${s.repo}'s task ran`).toBe(`node-${s.owner}`);
-      ran.add(s.owner);
+      const node = await ranOn(s.repo, taskId, urls[s.to]);
+      expect(NODE_IDS, `where ${s.repo}'s task ran`).toContain(node);
+      ran.add(node!);
       await eventually(`receipt and answer on ${s.repo}#${s.issue}`, present(async () => ((await botComments(s.repo, s.issue)).length >= 2 ? true : undefined)), 30_000);
       expect(await botComments(s.repo, s.issue)).toHaveLength(2);
     }
-    // The work was spread: every node ran the tasks of the repositories it owns.
+    // The work was spread: a node claims what it accepted at once, so every node ran some.
     expect(ran.size).toBe(3);
     // And node a's live events showed every task's end, the ones other nodes ran too.
     const ids = await Promise.all(sent.map((s) => taskFor(urls.a, s.nonce)));
     await eventually("node a's live view to show every task ending", present(async () => (ids.every((id) => live.seen.some((t) => t.taskId === id && t.kind === 'task' && t.to === 'succeeded')) ? true : undefined)), 15_000);
     live.stop();
-    // Each mention's delivery went to the node it was sent to, which forwarded it: the owner handled it.
+    // Each mention's delivery was handled by the node it was sent to: nothing is forwarded.
     for (const s of sent) {
       const uuid = relay.pinnedDeliveries.get(s.nonce)!;
       expect(uuid, `the delivery of [${s.nonce}]`).toBeDefined();
       expect(relay.statuses.get(uuid)).toBe(202);
       expect(relay.deliveries.get(uuid), `the node [${s.nonce}] was sent to`).toBe(NAMES.indexOf(s.to));
-      expect(relay.handledBy.get(uuid), `the node that handled [${s.nonce}]`).toBe(`node-${s.owner}`);
+      expect(relay.handledBy.get(uuid), `the node that handled [${s.nonce}]`).toBe(`node-${s.to}`);
     }
   });
 
   it("Gitea's Replay of a mention, sent to yet another node, is a duplicate", async () => {
     const deliveries = await env.gitea.deliveries(env.hookId);
     const original = deliveries.find((x) => x.payload.includes(first.nonce) && relay.deliveries.has(x.uuid))!;
-    const owner = repos[0]!.owner;
-    const other = NAMES.indexOf(notOwner(owner, [NAMES[relay.deliveries.get(original.uuid)!]!]));
+    const sentTo = NAMES[relay.deliveries.get(original.uuid)!]!;
+    const other = NAMES.indexOf(another(sentTo));
     relay.sendNextTo(other, first.nonce);
     await env.gitea.replay(env.hookId, original.uuid);
     const replayed = await env.gitea.waitForDelivery(env.hookId, (x) => x.uuid !== original.uuid && x.payload === original.payload);
     expect(relay.deliveries.get(replayed.uuid)).toBe(other);
     expect(replayed.status).toBe(200);
     expect(JSON.parse(replayed.responseBody)).toMatchObject({ status: 'duplicate' });
-    expect(relay.handledBy.get(replayed.uuid)).toBe(`node-${owner}`);
+    expect(relay.handledBy.get(replayed.uuid)).toBe(`node-${NAMES[other]}`);
   });
 
-  it('"@ccweb-bot stop" delivered to a node that does not own the repository aborts the turn on its owner', async () => {
-    const { name, owner } = repos[1]!;
+  it('"@ccweb-bot stop" delivered to a node that does not run the turn aborts it on the node that does', async () => {
+    const { name } = repos[1]!;
     const issue = await createIssue(name, 'Stop through another node');
     const nonce = randomUUID().slice(0, 8);
     await comment(name, issue, `@ccweb-bot please take your time (slow) [${nonce}]`);
-    const taskId = await taskFor(urls[owner], nonce);
-    await waitForTaskState((path) => api<TaskDetail>(urls[owner], path), taskId, ['running'], 120_000);
+    const taskId = await taskFor(urls.a, nonce);
+    await waitForTaskState((path) => api<TaskDetail>(urls.a, path), taskId, ['running'], 120_000);
+    const runner = nameOf(await ranOn(name, taskId, urls.a))!;
     const stopNonce = randomUUID().slice(0, 8);
-    const to = notOwner(owner);
+    const to = another(runner);
     relay.sendNextTo(NAMES.indexOf(to), stopNonce);
     await comment(name, issue, `@ccweb-bot stop\n\n<!-- [${stopNonce}] -->`);
     const d = await waitForTaskState((path) => api<TaskDetail>(urls[to], path), taskId, FINAL, 120_000);
     expect(d.task.state, `${d.task.errorCode}: ${d.audit.map((e) => e.toState ?? e.action).join(' > ')}`).toBe('aborted');
-    expect(relay.handledBy.get(relay.pinnedDeliveries.get(stopNonce)!), 'the node that handled the stop').toBe(`node-${owner}`);
+    expect(relay.handledBy.get(relay.pinnedDeliveries.get(stopNonce)!), 'the node that handled the stop').toBe(`node-${to}`);
   });
 
-  it("an operator's abort through another node's API reaches the task on its owner", async () => {
-    const { name, owner } = repos[2]!;
+  it("an operator's abort through another node's API reaches the turn on the node running it", async () => {
+    const { name } = repos[2]!;
     const issue = await createIssue(name, 'Abort through another node');
     const nonce = randomUUID().slice(0, 8);
     await comment(name, issue, `@ccweb-bot please take your time (slow) [${nonce}]`);
-    const to = notOwner(owner);
-    const taskId = await taskFor(urls[to], nonce);
-    await waitForTaskState((path) => api<TaskDetail>(urls[to], path), taskId, ['running'], 120_000);
+    const taskId = await taskFor(urls.a, nonce);
+    await waitForTaskState((path) => api<TaskDetail>(urls.a, path), taskId, ['running'], 120_000);
+    const runner = nameOf(await ranOn(name, taskId, urls.a))!;
+    const to = another(runner);
     await api(urls[to], `/tasks/${taskId}/abort`, { method: 'POST', body: { requestId: randomUUID(), operator: 'ops', reason: `through node ${to}` } });
     const d = await waitForTaskState((path) => api<TaskDetail>(urls[to], path), taskId, FINAL, 120_000);
     expect(d.task.state, `${d.task.errorCode}: ${d.audit.map((e) => e.toState ?? e.action).join(' > ')}`).toBe('aborted');
-    expect(await ranOn(name, taskId, urls[to])).toBe(`node-${owner}`);
+    expect(await ranOn(name, taskId, urls[to])).toBe(`node-${runner}`);
   });
 
-  it("an owner is killed: another node takes its repositories over (an alert names it) and answers a follow-up there once", async () => {
-    const { owner } = repos[0]!;
+  it('the node that ran a repository\'s task is killed: a follow-up there is answered once by another node', async () => {
+    const firstTask = await taskFor(urls.a, first.nonce);
+    const owner = nameOf(await ranOn(first.repo, firstTask, urls.a))!;
     process.kill(-procs[owner]!.pid, 'SIGKILL');
     const survivors = NAMES.filter((n) => n !== owner);
     const before = (await botComments(first.repo, first.issue)).length;
     const nonce = randomUUID().slice(0, 8);
-    // Sent while the dead node still counts as alive: the receiving node cannot forward, answers 503,
-    // and Gitea's delivery is retried later by the relay's next node (or stays failed and is replayed).
-    await eventually(`the takeover of ${first.repo}`, present(async () => {
-      const { events } = await api<{ events: Array<{ action: string; metadata?: { repoKey?: string; previous?: string; node?: string } }> }>(urls[survivors[0]!], '/audit?level=alert&limit=500');
-      return events.find((e) => e.action === 'cluster.repository_taken_over' && e.metadata?.repoKey === repoKeyOf(first.repo) && e.metadata.previous === `node-${owner}`);
-    }), 90_000);
     relay.sendNextTo(NAMES.indexOf(survivors[0]!), nonce);
     await comment(first.repo, first.issue, `@ccweb-bot thanks, one more summary please [${nonce}]`);
     const taskId = await taskFor(urls[survivors[1]!], nonce);

@@ -81,15 +81,13 @@ interface Row {
   says: RegExp;
 }
 
-async function database(name: string, schemaVersion?: number): Promise<string> {
+/** A database with `statements` run in it (a store another version left). */
+async function database(name: string, ...statements: string[]): Promise<string> {
   const url = await postgres.createDatabase(name);
-  if (schemaVersion !== undefined) {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    await c.query('CREATE TABLE ccweb_schema (version integer PRIMARY KEY, summary text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
-    await c.query("INSERT INTO ccweb_schema (version, summary) VALUES ($1, 'from a newer ccweb-gitea')", [schemaVersion]);
-    await c.end();
-  }
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  for (const statement of statements) await c.query(statement);
+  await c.end();
   return url;
 }
 
@@ -126,8 +124,13 @@ const ROWS: Record<SetupRefusalId, Row> = {
     says: /^cannot reach postgres:\/\/127\.0\.0\.1:\d+\/no_such_database: .*does not exist \[CCWEB_DATABASE_URL\]/,
   },
   database_schema_too_new: {
-    setup: async () => base({ CCWEB_DATABASE_URL: await database(`agree_newer_${++n}`, 99) }),
+    setup: async () => base({ CCWEB_DATABASE_URL: await database(`agree_newer_${++n}`, 'CREATE TABLE store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)', "INSERT INTO store_meta VALUES ('schema', '99')") }),
     says: /schema is version 99, newer than this ccweb-gitea knows .*\[CCWEB_DATABASE_URL\]/,
+  },
+  database_needs_migration: {
+    // What an earlier version's PostgreSQL store left (its records table), as far as a node looks.
+    setup: async () => base({ CCWEB_DATABASE_URL: await database(`agree_earlier_${++n}`, 'CREATE TABLE ccweb_records (collection text, key text, body jsonb)') }),
+    says: /holds the store of an earlier ccweb-gitea \(its ccweb_records table\), which `ccweb-gitea migrate-store` moves .*\[CCWEB_DATABASE_URL\]/,
   },
 };
 

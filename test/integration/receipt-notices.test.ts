@@ -7,7 +7,7 @@ import type { EventObject } from 'xstate';
 import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
 import type { Locale } from '../../src/messages/catalogue.js';
 import type { UsageLimits } from '../../src/domain/usage-records.js';
-import type { RepositoryScope } from '../../src/cluster/repository-scope.js';
+import type { RepositoryScope } from '../../src/domain/repository-scope.js';
 import { createReceiptNotices, noticeKey, type ReceiptNotices } from '../../src/receipts/receipt-notice.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
 import { TASK_KIND, taskActorId } from '../../src/tasks/task-actor.js';

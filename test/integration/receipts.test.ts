@@ -7,6 +7,7 @@ import type { EventObject } from 'xstate';
 import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
 import { formatReceiptMarker } from '../../src/domain/marker.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
+import { createReceiptOutbox } from '../../src/receipts/receipt-outbox.js';
 import { TASK_KIND, taskActorId } from '../../src/tasks/task-actor.js';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import {
@@ -279,6 +280,30 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
     const scope = { owned, leading, owns: (_repoKey: string) => scope.owned, leads: () => scope.leading };
     return scope;
   }
+
+  it('several nodes send from one store: each send is claimed in the database first, so every receipt is posted once', async () => {
+    // Slow POSTs: every node reaches each row while another's POST is still on its way.
+    gitea.double.faults.delay(/\/comments$/, 150, { method: 'POST' });
+    const tasks = [await queueTask(11), await queueTask(12), await queueTask(13)];
+    const nodes = ['node-a', 'node-b', 'node-c'].map((claimAs) => createReceiptOutbox({ store: world.store, runtime: world.runtime, gitea: world.gitea, botLogin: BOT, retryDelaysMs: [10], claimAs }));
+    try {
+      await Promise.all(nodes.map((n) => n.start()));
+      for (const n of nodes) n.kick();
+      await Promise.all(nodes.map((n) => n.drain()));
+      // A node that found a row claimed leaves it to the claimant: wait until every row is sent.
+      for (let i = 0; i < 100 && (await Promise.all(tasks.map((t) => row(t.taskId, 'received')))).some((r) => r?.status !== 'sent'); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        for (const n of nodes) n.kick();
+      }
+    } finally {
+      for (const n of nodes) n.stop();
+    }
+    for (const task of tasks) {
+      expect((await row(task.taskId, 'received'))?.status).toBe('sent');
+      expect(bodies(task.resource.number)).toHaveLength(1);
+    }
+    expect(gitea.posts()).toBe(3);
+  });
 
   it("leaves another node's repository's receipts alone, and sends them once the repository is owned here", async () => {
     const scope = movableScope(false, true);

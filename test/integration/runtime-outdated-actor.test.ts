@@ -52,4 +52,26 @@ describe('a stale copy of an actor (another node wrote it since)', () => {
       await a.close();
     }
   });
+
+  it('on a shared store (every node alike): each event reads the stored version first, so a copy another node moved on is hosted afresh and the event applies', async () => {
+    const a = await createTestRuntime([repoLockKind()]);
+    const one = new ActorRuntime({ store: a.store, kinds: [repoLockKind()], shared: true });
+    const two = new ActorRuntime({ store: a.store, kinds: [repoLockKind()], shared: true });
+    try {
+      const id = lockActorId('default:org/t');
+      await one.create(LOCK_KIND, id, { repoKey: 'default:org/t' });
+      // Nothing is hosted at start on a shared store, eager kinds included: the first event hosts it.
+      expect(await two.restoreAll()).toMatchObject({ restored: 0 });
+      const now = Date.now();
+      expect((await two.send(id, lockEvent({ type: 'ACQUIRE', leaseId: 'l1', owner: 'node-b/1/1', taskId: 't1', now, ttlMs: 60_000 }))).ok).toBe(true);
+      // Node one's copy is a version behind: its next event is applied to the stored snapshot, not refused.
+      expect((await one.send(id, lockEvent({ type: 'RELEASE', leaseId: 'l1' }))).ok).toBe(true);
+      expect((await one.stateOf(id))?.stateVersion).toBe(3);
+      expect(await a.store.get<{ state: string }>('leases', 'default:org/t')).toMatchObject({ state: 'free' });
+    } finally {
+      one.stopAll();
+      two.stopAll();
+      await a.close();
+    }
+  });
 });

@@ -128,6 +128,30 @@ describe('PostgreSQL SQL store: opening', () => {
   });
 });
 
+describe('PostgreSQL SQL store: a node that starts beside running ones', () => {
+  it('takes no lock on tables that are there already: it opens while another node holds rows of every table in an open transaction', async () => {
+    const url = await database();
+    const first = await openNode(url, { nodeId: 'node-a' });
+    await first.transact(async (tx) => {
+      await tx.insert('tasks', 't1', { taskId: 't1', state: 'queued' });
+      await tx.appendAudit({ action: 'x', actor: 'test' });
+    });
+    // Another node mid-transaction: row locks on a collection, an audit event not yet committed.
+    const busy = new pg.Client({ connectionString: url });
+    await busy.connect();
+    cleanups.push(() => busy.end());
+    await busy.query('BEGIN');
+    await busy.query(`UPDATE tasks SET body = body WHERE key = 't1'`);
+    await busy.query(`INSERT INTO audit (task_id, ts, body) VALUES (NULL, '2026-01-01T00:00:00Z', '{}')`);
+    const second = createPostgresSqlStore({ url, node: { nodeId: 'node-b', url: null, version: 'test', heartbeatMs: 200 } });
+    cleanups.push(() => second.close());
+    // CREATE … IF NOT EXISTS would wait here for the other transaction (and deadlock with it under load).
+    const opened = await Promise.race([second.open().then(() => 'opened'), new Promise((r) => setTimeout(() => r('blocked'), 5_000))]);
+    await busy.query('ROLLBACK');
+    expect(opened).toBe('opened');
+  });
+});
+
 describe('PostgreSQL SQL store: the audit', () => {
   it('is append-only, enforced by the database: UPDATE, DELETE and TRUNCATE are refused', async () => {
     const url = await database();

@@ -55,6 +55,16 @@ export interface RunFindings {
   claimsWithoutLease: Array<{ taskId: string; seq: number; leaseId: unknown; held: string | null }>;
   /** A lock acquired while it was held (never expected: the machine refuses it). */
   doubleAcquires: Array<{ repoKey: string; seq: number }>;
+  /**
+   * The lease rows' epochs (the `lease.granted` events, on the database's clock): a grant whose epoch is
+   * not the repository's previous one plus one, or that came before the previous lease ended (released,
+   * or past the expiry it was granted with: renewals are not in the audit, so a takeover between the
+   * first expiry and a renewed one is the database's own check alone); a run claimed under a lease that
+   * is not the repository's latest grant.
+   */
+  epochProblems: Array<{ repoKey: string; seq: number; problem: string }>;
+  /** `lease.granted` events seen (an engine with lease rows writes one per grant). */
+  leaseGrants: number;
   leaseTakeovers: number;
   leaseExpiries: number;
 }
@@ -71,10 +81,24 @@ export function checkRuns(events: readonly AuditEvent[], tasks: readonly Pick<Ta
   const repoOf = new Map(tasks.map((t) => [t.taskId, t.repoKey]));
   const active = new Map<string, Set<string>>();
   const lease = new Map<string, string | null>();
-  const out: RunFindings = { runs: 0, overlaps: [], claimsWithoutLease: [], doubleAcquires: [], leaseTakeovers: 0, leaseExpiries: 0 };
+  const out: RunFindings = { runs: 0, overlaps: [], claimsWithoutLease: [], doubleAcquires: [], epochProblems: [], leaseGrants: 0, leaseTakeovers: 0, leaseExpiries: 0 };
+  /** Per repository: the latest grant (its epoch, lease id, database-clock expiry) and whether it ended. */
+  const grants = new Map<string, { epoch: number; leaseId: unknown; expiresAt: number; ended: boolean }>();
   for (const e of [...events].sort((a, b) => a.seq - b.seq)) {
     if (e.action === 'lease.taken_over') out.leaseTakeovers += 1;
     if (e.action === 'lease.expired') out.leaseExpiries += 1;
+    if (e.action === 'lease.granted') {
+      out.leaseGrants += 1;
+      const m = e.metadata ?? {};
+      const repoKey = String(m['repoKey']);
+      const epoch = Number(m['epoch']);
+      const grantedAt = Date.parse(String(m['grantedAt']));
+      const before = grants.get(repoKey);
+      if (before && epoch !== before.epoch + 1) out.epochProblems.push({ repoKey, seq: e.seq, problem: `epoch ${epoch} after ${before.epoch}` });
+      if (before && !before.ended && grantedAt < before.expiresAt) out.epochProblems.push({ repoKey, seq: e.seq, problem: `epoch ${epoch} granted at ${m['grantedAt']}, while epoch ${before.epoch} ran until ${new Date(before.expiresAt).toISOString()}` });
+      grants.set(repoKey, { epoch, leaseId: m['leaseId'], expiresAt: Date.parse(String(m['expiresAt'])), ended: false });
+      continue;
+    }
     if (e.action === 'lock.transition' && e.actorId?.startsWith('lock:')) {
       const repoKey = e.actorId.slice('lock:'.length);
       const ev = eventOf(e);
@@ -83,6 +107,9 @@ export function checkRuns(events: readonly AuditEvent[], tasks: readonly Pick<Ta
         if (typeof ev['leaseId'] === 'string' && ev['type'] === 'ACQUIRE') lease.set(repoKey, ev['leaseId']);
       } else {
         lease.set(repoKey, null);
+        // Released or expired: the next grant may come at any time.
+        const grant = grants.get(repoKey);
+        if (grant) grant.ended = true;
       }
       continue;
     }
@@ -97,6 +124,10 @@ export function checkRuns(events: readonly AuditEvent[], tasks: readonly Pick<Ta
       out.runs += 1;
       if (typeof ev['leaseId'] === 'string' && lease.get(repoKey) !== ev['leaseId']) {
         out.claimsWithoutLease.push({ taskId: e.taskId, seq: e.seq, leaseId: ev['leaseId'], held: lease.get(repoKey) ?? null });
+      }
+      const grant = grants.get(repoKey);
+      if (typeof ev['leaseId'] === 'string' && grant && grant.leaseId !== ev['leaseId']) {
+        out.epochProblems.push({ repoKey, seq: e.seq, problem: `${e.taskId} claimed under ${ev['leaseId']}, not the latest grant (epoch ${grant.epoch})` });
       }
     }
     if (entering) set.add(e.taskId);
@@ -185,7 +216,8 @@ export function judgeChaosRun(input: {
     `deliveries sent ${deliveries.sent}: 202 ${deliveries.got202}, failed ${deliveries.failed}, other status ${deliveries.otherStatus}`,
     `tasks ${tasks.length} over ${repositories} repositories; 202 without task ${deliveries.missing.length}; deliveries with >1 task ${deliveries.doubled.length}; tasks whose 202 was lost to a kill ${deliveries.tasksWithoutAck}`,
     `final states ${JSON.stringify(byState)}; non-terminal ${open.length}`,
-    `runs ${runs.runs}; overlapping runs in one repository ${runs.overlaps.length}; claims without the lease ${runs.claimsWithoutLease.length}; double acquires ${runs.doubleAcquires.length}; lease takeovers ${runs.leaseTakeovers}, expiries ${runs.leaseExpiries}`,
+    `runs ${runs.runs}; overlapping runs in one repository ${runs.overlaps.length}; claims without the lease ${runs.claimsWithoutLease.length}; double acquires ${runs.doubleAcquires.length}; lease epoch problems ${runs.epochProblems.length}; lease takeovers ${runs.leaseTakeovers}, expiries ${runs.leaseExpiries}`,
+    ...(runs.epochProblems.length ? [`epoch problems: ${JSON.stringify(runs.epochProblems.slice(0, 10))}`] : []),
     `receipts: exactly one 已收到 for ${comments.receiptsOk}/${comments.tasks} tasks; repeated failure receipts ${comments.repeatedFailureReceipts.length}`,
     `answers on Gitea ${comments.answers}; tasks with >1 answer or a success without one ${comments.answerProblems.length}`,
     ...(comments.answerProblems.length ? [`answer problems: ${JSON.stringify(comments.answerProblems.slice(0, 10))}`] : []),

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createStore, DurableStore, type Store, type StoreOptions } from '../../src/store/index.js';
+import { DurableStore, PostgresStore, type Store, type StoreOptions } from '../../src/store/index.js';
 import { createPostgresSqlStore } from '../../src/store/postgres-sql-store.js';
 import { createSqliteStore } from '../../src/store/sqlite-store.js';
 
@@ -81,7 +81,7 @@ export function storeDirs(kind?: 'journal'): StoreDirs<Store> {
       } else if (engine === 'postgres-replica') {
         let url = databaseOf.get(rest.dir);
         if (!url) databaseOf.set(rest.dir, (url = freshDatabase()));
-        store = createStore({ ...journalOptions, url: await url, nodeId: 'test-node', version: 'test', writers: WRITERS });
+        store = new PostgresStore({ ...journalOptions, url: await url, nodeId: 'test-node', version: 'test', writers: WRITERS });
       } else {
         store = new DurableStore(journalOptions);
       }

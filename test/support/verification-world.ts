@@ -10,7 +10,7 @@ import { formatMarker } from '../../src/domain/marker.js';
 import { createGiteaClient, type GiteaClient } from '../../src/gitea/gitea-client.js';
 import { createReceiptOutbox, type ReceiptOutbox } from '../../src/receipts/receipt-outbox.js';
 import type { Locale } from '../../src/messages/catalogue.js';
-import type { RepositoryScope } from '../../src/cluster/repository-scope.js';
+import type { RepositoryScope } from '../../src/domain/repository-scope.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';

@@ -56,12 +56,13 @@ describe('loadConfig: the store on PostgreSQL', () => {
     expect(configError(() => load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_DATABASE_URL_FILE: file })).message).toMatch(/CCWEB_DATABASE_URL .*and CCWEB_DATABASE_URL_FILE .*are both set/);
   });
 
-  it('CCWEB_CLUSTER_MODE: standby by default, active only with a database, and a clear line for anything else', () => {
+  it('CCWEB_CLUSTER_MODE: refused, whatever its value, with the one line that says to remove it', () => {
     const url = 'postgres://ccweb:pw-123@db.example.com:5432/ccweb';
-    expect(load({ ...REQUIRED, CCWEB_DATABASE_URL: url }).clusterMode).toBeUndefined();
-    expect(load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_CLUSTER_MODE: 'Active', CCWEB_NODE_HEARTBEAT_SECONDS: '2' })).toMatchObject({ clusterMode: 'active', nodeHeartbeatSeconds: 2 });
-    expect(configError(() => load({ ...REQUIRED, CCWEB_CLUSTER_MODE: 'active' })).message).toMatch(/CCWEB_CLUSTER_MODE .*is active but CCWEB_DATABASE_URL is not set/);
-    expect(configError(() => load({ ...REQUIRED, CCWEB_CLUSTER_MODE: 'all' })).message).toMatch(/CCWEB_CLUSTER_MODE .* is invalid .*expected one of standby, active/);
+    expect(load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_NODE_HEARTBEAT_SECONDS: '2' })).toMatchObject({ nodeHeartbeatSeconds: 2 });
+    for (const value of ['active', 'standby', 'anything']) {
+      const error = configError(() => load({ ...REQUIRED, CCWEB_DATABASE_URL: url, CCWEB_CLUSTER_MODE: value }));
+      expect(error.message).toBe('Invalid configuration: CCWEB_CLUSTER_MODE is gone: every node is alike; remove it');
+    }
     expect(configError(() => load({ ...REQUIRED, CCWEB_NODE_HEARTBEAT_SECONDS: '0' })).message).toMatch(/CCWEB_NODE_HEARTBEAT_SECONDS .* is invalid/);
   });
 });

@@ -422,7 +422,7 @@ describe('heartbeats (spec §7)', () => {
 
   it('several nodes: a lease that cannot be renewed (the store does not answer) is lost here a heartbeat before its expiry, so the turn stops before another node may start it', async () => {
     const outage = storeOutage();
-    const { r, gate } = await rigHoldingA({ heartbeatMs: 300, owns: () => true, wrap: outage.wrap });
+    const { r, gate } = await rigHoldingA({ heartbeatMs: 300, othersMayTakeOver: true, wrap: outage.wrap });
     outage.begin();
     const signal = r.calls[0]!.signal;
     r.clock.advance(650); // the first heartbeat (300) hangs; not yet a heartbeat before the expiry (700)

@@ -188,8 +188,9 @@ export class PostgresConnection implements SqlConnection {
   #mapped(error: unknown): unknown {
     const e = error as { code?: string; table?: string; detail?: string; message?: string };
     if (e.code === '23505' && e.table) return new UniqueViolationError(e.table as CollectionName, /\(key\)=\((.*)\) already exists/.exec(e.detail ?? '')?.[1] ?? '');
+    // A connection lost or refused, or a login the server turned down (28…: the credentials; 3D000: no such database).
     const lost =
-      (typeof e.code === 'string' && (e.code.startsWith('08') || e.code.startsWith('57P') || /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|HOSTUNREACH)$/.test(e.code))) ||
+      (typeof e.code === 'string' && (e.code.startsWith('08') || e.code.startsWith('57P') || e.code.startsWith('28') || e.code === '3D000' || /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|HOSTUNREACH)$/.test(e.code))) ||
       /Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? '');
     return lost ? new StoreUnavailableError(`store unavailable: ${this.#where}: ${e.message ?? String(error)}`) : error;
   }

@@ -96,6 +96,45 @@ function checkAudit(input: AuditEventInput): void {
   if (typeof input.actor !== 'string' || input.actor === '') throw new TypeError('audit: actor is required');
 }
 
+/** An earlier version's PostgreSQL store in the database: it must be moved before a node opens it. */
+export function earlierStoreFound(where: string): StoreError {
+  return new StoreError('store_needs_migration', `${where} holds the store of an earlier ccweb-gitea (its ${EARLIER_POSTGRES_TABLE} table), which \`ccweb-gitea migrate-store\` moves into this version's tables`);
+}
+
+/** A store a newer ccweb-gitea wrote: on PostgreSQL a refusal of its own (the operator upgrades this node; doctor says the same). */
+export function schemaTooNew(dialect: Dialect, where: string, found: number): StoreError {
+  return dialect === 'postgres'
+    ? new StoreError('database_schema_too_new', `${where}: the database's schema is version ${found}, newer than this ccweb-gitea knows (${SCHEMA_VERSION})`)
+    : new StoreUnavailableError(`the store in ${where} has schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION}): run that version`);
+}
+
+/** The tables, indexes and triggers of the current schema on PostgreSQL, by name. */
+async function existingObjects(session: SqlSession): Promise<Set<string>> {
+  const rows = await session.all(
+    `SELECT relname AS name FROM pg_class WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+     UNION ALL SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgrelid = to_regclass('audit')`,
+  );
+  return new Set(rows.map((r) => String(r['name'])));
+}
+
+/**
+ * The schema statements whose object is missing. On PostgreSQL even CREATE … IF NOT EXISTS locks the
+ * table it names; on a database other nodes write, a node that starts must not take those locks (they
+ * stall every writer, and deadlock with them) for objects that are there already.
+ */
+function missingOnly(statements: string[], existing: Set<string>): string[] {
+  const nameOf = (statement: string) => /^CREATE (?:TABLE|INDEX) IF NOT EXISTS "?(\w+)"?|^CREATE OR REPLACE TRIGGER (\w+)/.exec(statement)?.slice(1).find(Boolean);
+  const missing = statements.filter((statement) => {
+    const name = nameOf(statement);
+    return name === undefined || !existing.has(name);
+  });
+  // The trigger function is needed only by a trigger still to be made.
+  return missing.some((statement) => statement.startsWith('CREATE OR REPLACE TRIGGER')) ? missing : missing.filter((statement) => !statement.startsWith('CREATE OR REPLACE FUNCTION'));
+}
+
+/** The channel a transaction that appended audit events notifies on PostgreSQL (followAudit listens to it). */
+export const AUDIT_CHANNEL = 'ccweb_audit';
+
 export class SqlStore implements LeaseStore {
   readonly dir: string;
   readonly #options: SqlStoreOptions;
@@ -148,17 +187,14 @@ export class SqlStore implements LeaseStore {
         await session.all('SELECT pg_advisory_xact_lock(?)', [SCHEMA_LOCK.toString()]);
         const [earlier] = await session.all(`SELECT to_regclass(?)::text AS t`, [EARLIER_POSTGRES_TABLE]);
         if (earlier?.['t']) {
-          throw new StoreError(
-            'store_needs_migration',
-            `${this.dir} holds the store of an earlier ccweb-gitea (its ${EARLIER_POSTGRES_TABLE} table), which \`ccweb-gitea migrate-store\` moves into this version's tables`,
-          );
+          throw earlierStoreFound(this.dir);
         }
       }
-      for (const statement of statements) await session.run(statement);
+      for (const statement of connection.dialect === 'postgres' ? missingOnly(statements, await existingObjects(session)) : statements) await session.run(statement);
       const rows = await session.all(`SELECT value FROM store_meta WHERE name = 'schema'`);
       const found = rows[0] ? Number(rows[0]['value']) : undefined;
       if (found === undefined) await session.run(`INSERT INTO store_meta (name, value) VALUES ('schema', ?)`, [String(SCHEMA_VERSION)]);
-      else if (found > SCHEMA_VERSION) throw new StoreUnavailableError(`the store in ${this.dir} has schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION}): run that version`);
+      else if (found > SCHEMA_VERSION) throw schemaTooNew(connection.dialect, this.dir, found);
     });
   }
 
@@ -263,6 +299,12 @@ export class SqlStore implements LeaseStore {
     return rows.map(auditFromRow);
   }
 
+  /** The highest audit seq committed so far (0 for none): where a follower of the audit starts. */
+  async lastAuditSeq(): Promise<number> {
+    const rows = await this.#read('SELECT max(seq) AS seq FROM audit');
+    return Number(rows[0]?.['seq'] ?? 0);
+  }
+
   listen(channel: string, listener: (payload: string) => void): Promise<() => void> {
     return this.#usable().listen(channel, listener);
   }
@@ -350,6 +392,7 @@ class SqlTx implements LeaseStoreTx {
   #finished = false;
   /** Whether anything was written (a transaction that only read is no commit). */
   wrote = false;
+  #auditAnnounced = false;
 
   constructor(session: SqlSession, dialect: Dialect) {
     this.#session = session;
@@ -424,9 +467,17 @@ class SqlTx implements LeaseStoreTx {
     await this.#session.run(`UPDATE ${table(collection)} SET archived = 1 WHERE key = ? AND archived = 0`, [key]);
   }
 
+  /** On PostgreSQL, every node following the audit (AUDIT_CHANNEL) hears of this transaction's events once it commits. */
+  async #announceAudit(): Promise<void> {
+    if (this.#dialect !== 'postgres' || this.#auditAnnounced) return;
+    this.#auditAnnounced = true;
+    await this.#session.notify(AUDIT_CHANNEL, '');
+  }
+
   async appendAudit(input: AuditEventInput): Promise<AuditEvent> {
     this.#assertWrite();
     checkAudit(input);
+    await this.#announceAudit();
     const event = { ...input, eventId: `audit-${randomUUID()}`, timestamp: new Date().toISOString() };
     const text = JSON.stringify(event);
     const rows = await this.#session.all(
@@ -453,6 +504,7 @@ class SqlTx implements LeaseStoreTx {
         const { seq: _seq, eventId: _eventId, timestamp, ...rest } = op[1];
         const seq = seqs[next++]!;
         await insertAuditWithSeq(this.#session, { ...rest, seq, eventId: `audit-${seq}`, timestamp });
+        await this.#announceAudit();
         continue;
       }
       const [kind, collection, key, record] = op;
