@@ -19,6 +19,8 @@
  *   (a restart test: the service dies while the question is being verified);
  * - `slow`      → stalls (the turn runs until interrupted);
  * - `slow-once` → stalls in the first attempt of a task only (a restart test's second attempt answers);
+ * - `answer-late` → runs `sleep 20` through Codex's shell tool first, then answers (a test pauses its
+ *   node meanwhile: the answer comes after the node's lease has expired);
  * - `post-then-stall` → posts its answer, then stalls before finishing the turn (a restart test: the
  *   answer is on Gitea but the turn never completed);
  * - otherwise   → a short answer.
@@ -105,6 +107,7 @@ export function scriptedAgent(options: AgentOptions = {}): (body: any) => Script
       return { type: 'message', text: 'Here is my answer (but I forgot to post it).' };
     }
 
+    if (lower.includes('answer-late') && !isRetry && outputs.length === 0) return { type: 'shell', command: 'sleep 20 && echo waited', timeoutMs: 60_000 };
     let text = answer(userText);
     if (wantsChange) {
       // Edits the repository through Codex's own shell tool: a line naming the task, appended to CHANGES.md.

@@ -24,6 +24,12 @@ export function gateStateDir(dataDir: string, sessionKey: string): string {
 export interface GateTaskFile {
   taskId: string | null;
   extra: ExtraGroup[];
+  /**
+   * Until when (ms since 1970, this host's clock) the node running the task may still write for it:
+   * a heartbeat before its lease's expiry on the database's clock, moved on at each renewal. Absent:
+   * no limit (one node: nobody else can take the task over).
+   */
+  writesUntil?: number;
 }
 
 export interface GateCallLine {
@@ -55,7 +61,7 @@ export function readGateTask(dir: string): GateTaskFile {
   try {
     const raw = JSON.parse(readFileSync(join(dir, 'task.json'), 'utf8')) as Partial<GateTaskFile>;
     const extra = Array.isArray(raw.extra) ? raw.extra.filter((g): g is ExtraGroup => (EXTRA_GROUPS as readonly string[]).includes(g as string)) : [];
-    return { taskId: typeof raw.taskId === 'string' ? raw.taskId : null, extra };
+    return { taskId: typeof raw.taskId === 'string' ? raw.taskId : null, extra, ...(typeof raw.writesUntil === 'number' ? { writesUntil: raw.writesUntil } : {}) };
   } catch {
     return { taskId: null, extra: [] };
   }

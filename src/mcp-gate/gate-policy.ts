@@ -32,6 +32,9 @@ export interface GateTaskView {
   extra: readonly ExtraGroup[];
   /** Comment ids the gate created through `add_comment` while this task ran. */
   ownComments: ReadonlySet<number>;
+  /** The task file's `writesUntil` (gate-files.ts) and the time of the call: a write after it is refused. */
+  writesUntil?: number;
+  now?: number;
 }
 
 interface MethodRule {
@@ -241,6 +244,11 @@ export function decideCall(tool: string, rawArgs: unknown, scope: GateScope, vie
     rule = toolRule;
   }
   if (!groupsOf(view).has(rule.group)) return refuse(`${tool}${method ? ` ${method}` : ''} is not enabled for ${scope.owner}/${scope.repo}`);
+  // Another node may run the task once this node's lease has expired: from a heartbeat before that,
+  // nothing more is written for it from here (a paused or cut-off node's agent cannot answer).
+  if (rule.group !== 'read' && view.writesUntil !== undefined && (view.now ?? Date.now()) >= view.writesUntil) {
+    return refuse('the task is no longer held by this node (its lease was not renewed in time), so nothing more is written for it');
+  }
   const allowedArgs = new Set([...(rule.placeless ? [] : ['owner', 'repo']), ...('methods' in toolRule ? ['method'] : []), ...rule.args]);
   for (const k of Object.keys(args)) if (!allowedArgs.has(k)) return refuse(`the argument ${k.slice(0, 60)} is not allowed with ${tool}${method ? ` ${method}` : ''}`);
   if (!rule.placeless) {

@@ -82,7 +82,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const task = readGateTask(stateDir);
     const own = new Set(readOwnComments(stateDir, task.taskId));
     for (const id of (task.taskId && memory.get(task.taskId)) || []) own.add(id);
-    return { taskId: task.taskId, extra: task.extra, ownComments: own };
+    return { taskId: task.taskId, extra: task.extra, ownComments: own, ...(task.writesUntil !== undefined ? { writesUntil: task.writesUntil } : {}), now: Date.now() };
   };
   const record = (line: Omit<GateCallLine, 'at'>): boolean => {
     try {

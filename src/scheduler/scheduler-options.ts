@@ -40,6 +40,8 @@ export interface SchedulerOptions {
    * database's clock: a lease this node could not renew in time counts as lost here, and its turn stops.
    */
   othersMayTakeOver?: boolean;
+  /** Told after each renewal of a task's lease (the gate's write deadline moves on: writeDeadline). */
+  onLeaseRenewed?: (taskId: string) => void;
   /**
    * Which stored actors this node hosts (restart recovery restores those; default: all): the filter
    * as of now, read afresh at each recovery (the runtime's filter decides synchronously).

@@ -30,6 +30,11 @@ export interface Scheduler {
   recover(repos?: (repoKey: string) => boolean): Promise<RecoveryResult>;
   /** Tasks this process holds a lease for. */
   running(): RunningTask[];
+  /**
+   * Until when (this node's clock) the task's work may still be written from here: a heartbeat before
+   * its lease's expiry, as `watchExpiry` judges it; undefined when this node runs no lease of it.
+   */
+  writeDeadline(taskId: string): number | undefined;
   /** Resolves when no scan, claim, heartbeat or release is in flight (executors may still run). */
   settled(): Promise<void>;
 }
@@ -284,6 +289,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (ok) {
       lease.expiresAt = renewedExpiry(lease.expiresAt, now, ttlMs);
       startHeartbeat(worker);
+      options.onLeaseRenewed?.(worker.taskId);
       return;
     }
     await leaseLost(worker, lease.leaseId, worker.taskId, 'lease_lost');
@@ -389,6 +395,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         hasLiveWorker: (taskId) => [...workers.values()].some((w) => w.taskId === taskId),
         logger,
       });
+    },
+    writeDeadline(taskId) {
+      const worker = [...workers.values()].find((w) => w.taskId === taskId && w.lease !== null && !w.lost && !w.finished);
+      return worker?.lease ? worker.lease.expiresAt - heartbeatMs : undefined;
     },
     running() {
       return [...workers.values()]

@@ -256,6 +256,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
 
   let executorRef: ReturnType<typeof createTaskExecutor> | null = null;
+  let schedulerRef: { writeDeadline(taskId: string): number | undefined } | null = null;
   let progressRef: ReceiptProgress | null = null;
   const supervisor = createAppServerSupervisor({
     runtime,
@@ -310,6 +311,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       ...(config.giteaMcpToken ? { token: config.giteaMcpToken } : {}),
       extraFor: (task) => agentToolGroupsOf(store, task.repoKey),
       onCall: (line) => metrics.observeAgentGiteaCall(line.tool, line.outcome),
+      // Several nodes: the agent's Gitea writes go through only while this node's lease of the task is
+      // renewed in time (a task it runs no lease of: none).
+      ...(config.databaseUrl ? { writesUntil: (taskId: string) => schedulerRef?.writeDeadline(taskId) ?? 0 } : {}),
     },
     ...(config.codexModel ? { model: config.codexModel } : {}),
     turnTimeoutMs: config.turnTimeoutMs,
@@ -366,7 +370,17 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
     // Another node may take a repository over once this node's lease expires on the database's clock.
     ...(hosts ? { hosts: async () => hosts, othersMayTakeOver: true } : {}),
+    ...(config.databaseUrl
+      ? {
+          onLeaseRenewed: (taskId: string) =>
+            void store
+              .get<TaskRecord>('tasks', taskId)
+              .then((task) => (task ? sessions.refreshGate(task) : undefined))
+              .catch((err: unknown) => logger.warn({ taskId, err: String(err) }, "the gate's write deadline was not moved on")),
+        }
+      : {}),
   });
+  schedulerRef = scheduler;
   providerHold.onChange(() => void scheduler.wake());
   // What agents did through Gitea before a crash, still in the gate's files: audited before anything runs.
   await ingestAllGateCalls(store, config.dataDir, { onCall: (line) => metrics.observeAgentGiteaCall(line.tool, line.outcome) });

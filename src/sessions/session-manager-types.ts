@@ -28,7 +28,17 @@ export interface SessionManagerOptions {
    * under `<dataDir>/mcp-gate/`; `token` is the agent's own narrower token (CCWEB_GITEA_MCP_TOKEN),
    * else the bot's is used, behind the gate.
    */
-  mcpGate: { dataDir: string; token?: string; extraFor?: (task: TaskRecord) => Promise<ExtraGroup[]>; onCall?: (line: GateCallLine) => void };
+  mcpGate: {
+    dataDir: string;
+    token?: string;
+    extraFor?: (task: TaskRecord) => Promise<ExtraGroup[]>;
+    onCall?: (line: GateCallLine) => void;
+    /**
+     * Several nodes: until when the gate forwards the task's writes (GateTaskFile.writesUntil), or
+     * undefined for no limit; asked whenever the task file is written.
+     */
+    writesUntil?: (taskId: string) => number | undefined;
+  };
   /** Default: the connection's model (CCWEB_CODEX_MODEL, else Codex's config/read). */
   model?: string;
   reasoningEffort?: string | null;
@@ -74,4 +84,6 @@ export interface SessionManager {
   interrupt(taskId: string): Promise<{ confirmed: boolean }>;
   /** Tasks with a turn running now. */
   activeTaskIds(): string[];
+  /** Writes the task's gate file again when it is the task the thread's gate serves now (its lease was renewed: a later `writesUntil`). */
+  refreshGate(task: TaskRecord): Promise<void>;
 }

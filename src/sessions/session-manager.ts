@@ -32,7 +32,8 @@ import type { TaskRecord, TurnRecord } from '../domain/records.js';
 import type { Tx } from '../store/types.js';
 import { withFullTexts } from '../tasks/task-texts.js';
 import { developerInstructions, instructionContextFor, plainTurnText, turnInputText } from './developer-instructions.js';
-import { gateStateDir, writeGateTask } from '../mcp-gate/gate-files.js';
+import { gateStateDir } from '../mcp-gate/gate-files.js';
+import { refreshTaskGate, writeTaskGate } from './gate-task.js';
 import { ingestGateCalls } from './gate-calls.js';
 import { keyedLock } from './keyed-lock.js';
 import { turnErrorCode } from './session-error.js';
@@ -166,7 +167,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     });
     const startedAt = now().toISOString();
     const gateDir = gateStateDir(options.mcpGate.dataDir, task.sessionKey);
-    writeGateTask(gateDir, { taskId: task.taskId, extra: (await options.mcpGate.extraFor?.(task)) ?? [] });
+    await writeTaskGate(options.mcpGate, task);
     // Intent first (§9.3): the turn record and its marker exist before Codex is asked.
     await store.transact(async (tx) => {
       const rec: TurnRecord = {
@@ -378,5 +379,6 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
       return { confirmed };
     },
     activeTaskIds: () => [...active.keys()],
+    refreshGate: (task) => refreshTaskGate(options.mcpGate, task),
   };
 }

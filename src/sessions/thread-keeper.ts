@@ -6,7 +6,8 @@ import { threadResumeParams, threadStartParams, type GiteaMcpConfig } from '../c
 import type { SessionRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { keyedLock } from './keyed-lock.js';
-import { gateStateDir, writeGateTask } from '../mcp-gate/gate-files.js';
+import { gateStateDir } from '../mcp-gate/gate-files.js';
+import { writeTaskGate } from './gate-task.js';
 import { gateLaunch } from '../mcp-gate/gate-launch.js';
 import type { GateScope } from '../mcp-gate/gate-policy.js';
 import { preflightMcpCommand } from './mcp-preflight.js';
@@ -150,7 +151,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
   async function ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }> {
     return locks.run(`thread:${task.sessionKey}`, async () => {
       // The gate lists its tools when Codex starts it: it must know the task (and its groups) first.
-      writeGateTask(gateStateDir(options.mcpGate.dataDir, task.sessionKey), { taskId: task.taskId, extra: (await options.mcpGate.extraFor?.(task)) ?? [] });
+      await writeTaskGate(options.mcpGate, task);
       const pre = preflightMcpCommand(options.mcpCommand);
       if (!pre.ok) {
         logger.error({ taskId: task.taskId, errorCode: pre.errorCode, command: options.mcpCommand }, 'gitea-mcp preflight failed');

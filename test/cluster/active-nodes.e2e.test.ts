@@ -228,6 +228,36 @@ describe('three nodes alike on one PostgreSQL, one URL [real gitea-mcp]', () => 
     expect(await ranOn(name, taskId, urls[to])).toBe(`node-${runner}`);
   });
 
+  it('a node stopped (SIGSTOP) past its lease mid-turn: another node runs the task and answers; the stopped node\'s agent, still running, cannot answer too', async () => {
+    const { name } = repos[3]!;
+    const issue = await createIssue(name, 'A node paused past its lease');
+    const nonce = randomUUID().slice(0, 8);
+    await comment(name, issue, `@ccweb-bot please answer-late [${nonce}]`);
+    const taskId = await taskFor(urls.a, nonce);
+    await waitForTaskState((path) => api<TaskDetail>(urls.a, path), taskId, ['running'], 120_000);
+    const paused = nameOf(await ranOn(name, taskId, urls.a))!;
+    const other = another(paused);
+    // Only the service process: its app-server, Codex's shell and the gate go on (the agent answers at about 20 s).
+    process.kill(procs[paused]!.pid, 'SIGSTOP');
+    try {
+      const d = await waitForTaskState((path) => api<TaskDetail>(urls[other], path), taskId, FINAL, 180_000);
+      expect(d.task.state, `${d.task.errorCode}: ${d.audit.map((e) => e.toState ?? e.action).join(' > ')}`).toBe('succeeded');
+      expect(NODE_IDS.filter((id) => id !== `node-${paused}`)).toContain(await ranOn(name, taskId, urls[other]));
+      // Past the time the stopped node's agent tried to post (its turn's shell sleeps 20 s).
+      await new Promise((r) => setTimeout(r, 10_000));
+    } finally {
+      process.kill(procs[paused]!.pid, 'SIGCONT');
+    }
+    await new Promise((r) => setTimeout(r, 5_000));
+    // One receipt and one answer, whatever the woken node does now.
+    expect(await botComments(name, issue)).toHaveLength(2);
+    // The stopped node's gate refused its agent's answer, and said so once the node ingested its calls.
+    await eventually("the refusal of the paused node's answer in the audit", present(async () => {
+      const { events } = await api<{ events: Array<{ action: string; metadata?: { reason?: string } }> }>(urls[other], `/audit?taskId=${taskId}&limit=500`);
+      return events.find((e) => e.action === 'agent.gitea_refused' && /no longer held by this node/.test(e.metadata?.reason ?? ''));
+    }), 60_000);
+  }, 300_000);
+
   it('the node that ran a repository\'s task is killed: a follow-up there is answered once by another node', async () => {
     const firstTask = await taskFor(urls.a, first.nonce);
     const owner = nameOf(await ranOn(first.repo, firstTask, urls.a))!;

@@ -136,6 +136,25 @@ describe('the gate in front of the real gitea-mcp [real gitea-mcp]', () => {
     expect(await ingestGateCalls(store, dir)).toBe(0); // nothing is audited twice
   });
 
+  it("past the task file's write deadline (the node's lease not renewed in time) no write is forwarded, reads are; a renewal's later deadline forwards again", async () => {
+    const dir = stateDirFor('gate-deadline');
+    writeGateTask(dir, { taskId: 'gitea-task-gate-deadline', extra: [], writesUntil: Date.now() - 1 });
+    const gate = await connectGate({ stateDir: dir, number: g.issueNumber });
+    const before = (await g.comments(g.issueNumber)).length;
+    const late = await gate.callTool({ name: 'issue_write', arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: g.issueNumber, body: 'an answer from a node that lost the task' } });
+    expect(late.isError).toBe(true);
+    expect(text(late)).toMatch(/^ccweb-gitea refused issue_write add_comment: the task is no longer held by this node/);
+    const file = await gate.callTool({ name: 'get_file_contents', arguments: { owner: 'acme', repo: 'widget', filePath: 'src/login.js', ref: 'main' } });
+    expect(file.isError).toBeFalsy();
+    expect(await g.comments(g.issueNumber)).toHaveLength(before);
+    // The lease renewed: the service writes a later deadline, and the same gate forwards the answer.
+    writeGateTask(dir, { taskId: 'gitea-task-gate-deadline', extra: [], writesUntil: Date.now() + 60_000 });
+    const answer = await gate.callTool({ name: 'issue_write', arguments: { method: 'add_comment', owner: 'acme', repo: 'widget', index: g.issueNumber, body: 'the answer in time' } });
+    expect(answer.isError).toBeFalsy();
+    expect(await g.comments(g.issueNumber)).toHaveLength(before + 1);
+    await gate.close();
+  });
+
   it('a later task on the same thread cannot edit the earlier task\'s answer', async () => {
     const dir = stateDirFor('gate-2');
     writeGateTask(dir, { taskId: 'task-a', extra: [] });
