@@ -6,6 +6,7 @@
 import type { CommentRecord } from '../domain/records.js';
 import { isGiteaError } from '../gitea/gitea-client.js';
 import type { AuditEventInput, Store } from '../store/types.js';
+import { sendClaimWaitMs } from './receipt-decisions.js';
 import { errorMessageOf, receiptErrorCodeOf, type ReceiptStep } from './receipt-retry.js';
 
 /** The audit event of a failed lookup or POST; a POST's also says the HTTP status and whether Gitea answered. */
@@ -69,19 +70,30 @@ export async function markReceiptSent(store: Store, rec: CommentRecord, commentI
   });
 }
 
-/** Durable before the POST: the body's hash and a `receipt.send_intent` event. False when the row is no longer pending. */
-export async function recordSendIntent(store: Store, rec: CommentRecord, intent: { attempt: number; bodyHash: string }, at: Date): Promise<boolean> {
+/**
+ * Durable before the POST: the body's hash, who sends, and a `receipt.send_intent` event. `not_pending`
+ * when the row is sent or given up; `{ waitMs }` while another node's intent may still be landing
+ * (sendClaimWaitMs): nothing is written then.
+ */
+export async function recordSendIntent(
+  store: Store,
+  rec: CommentRecord,
+  intent: { attempt: number; bodyHash: string; by: string; claimMs: number },
+  at: Date,
+): Promise<'proceed' | 'not_pending' | { waitMs: number }> {
   const key = rec.commentKey;
   return store.transact(async (tx) => {
     const cur = await tx.get<CommentRecord>('comments', key);
-    if (!cur || cur.status !== 'pending') return false;
-    await tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, updatedAt: at.toISOString() });
+    if (!cur || cur.status !== 'pending') return 'not_pending';
+    const waitMs = sendClaimWaitMs(cur.sending, intent.by, at.getTime(), intent.claimMs);
+    if (waitMs > 0) return { waitMs };
+    await tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, sending: { by: intent.by, at: at.toISOString() }, updatedAt: at.toISOString() });
     await tx.appendAudit({
       action: 'receipt.send_intent',
       actor: 'system',
       taskId: rec.taskId,
       metadata: { commentKey: key, attempt: intent.attempt, bodyHash: intent.bodyHash, resourceKey: rec.resourceKey },
     });
-    return true;
+    return 'proceed';
   });
 }

@@ -408,15 +408,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     log: (msg, fields) => logger.info(fields, msg),
   });
   executorRef = executor;
+  // On a shared database each node owns its leases under its own name, so a node that starts
+  // releases only what its own earlier process held (that process is gone: it held this data
+  // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
+  // The embedded store has one node by construction and keeps the name it always had.
+  const processOwner = leaseOwnerId(config.databaseUrl ? nodeId : 'default');
   const scheduler = createScheduler({
     store,
     runtime,
     executor,
-    // On a shared database each node owns its leases under its own name, so a node that starts
-    // releases only what its own earlier process held (that process is gone: it held this data
-    // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
-    // The embedded store has one node by construction and keeps the name it always had.
-    owner: leaseOwnerId(config.databaseUrl ? nodeId : 'default'),
+    owner: processOwner,
     maxConcurrentTasks: config.maxConcurrentTasks,
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
@@ -434,6 +435,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     gitea,
     botLogin,
     scope,
+    processId: processOwner,
     locale: config.locale ?? DEFAULT_LOCALE,
     logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
     // A task that ended before its receipt was posted gets its final edit right after the post.
