@@ -124,6 +124,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   /** Whether this node sends the row now: its task's repository is owned here (no task: the leader marks it failed). */
   async function sendsHere(rec: CommentRecord): Promise<boolean> {
+    // One node sends every row: no task to read (a long queue's rows are looked at on every pass).
+    if (scope === EVERY_REPOSITORY) return true;
     const task = await store.get<TaskRecord>('tasks', rec.taskId);
     return task ? scope.owns(task.repoKey) : scope.leads();
   }

@@ -105,15 +105,15 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       await expireLease(lease, now).catch((err: unknown) => logger.error({ repoKey: lease.repoKey, err: errorMessage(err) }, 'expired lease could not be ended'));
     }
 
-    // Only tasks with a live actor can be claimed; one whose restore failed would be retried forever.
     const owned = (await Promise.all(SCANNED_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat().filter((t) => owns(t.repoKey));
-    const live = await Promise.all(owned.map((t) => runtime.has(taskActorId(t.taskId))));
-    const tasks = owned.filter((_, i) => live[i]);
+    // Only tasks with a live actor can be claimed (one whose restore failed would be retried forever).
+    // Asked of the picks only: a long queue is not read twice at every scan.
+    const dead = new Set<string>();
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
     if (!(await isPaused())) {
       // What pickClaims asks of the store, read first (it decides synchronously).
-      const candidates = claimableUnderHold(tasks, heldUntil);
+      const candidates = claimableUnderHold(owned, heldUntil);
       const leased = new Set<string>();
       const disabled = new Set<string>();
       await Promise.all(
@@ -123,13 +123,19 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           if (off) disabled.add(repoKey);
         }),
       );
-      const picks = pickClaims({
-        tasks: candidates,
-        now,
-        busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey),
-        disabled: (repoKey) => disabled.has(repoKey),
-        slots: maxConcurrent - workers.size,
-      });
+      let picks: ClaimCandidate[];
+      for (;;) {
+        picks = pickClaims({
+          tasks: candidates.filter((t) => !dead.has(t.taskId)),
+          now,
+          busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey),
+          disabled: (repoKey) => disabled.has(repoKey),
+          slots: maxConcurrent - workers.size,
+        });
+        const live = await Promise.all(picks.map((p) => runtime.has(taskActorId(p.taskId))));
+        if (live.every(Boolean)) break;
+        picks.forEach((p, i) => !live[i] && dead.add(p.taskId));
+      }
       for (const pick of picks) {
         const worker = newWorker(pick);
         // Reserve the slot now, synchronously, so the cap and one-per-repository hold across scans.
@@ -144,7 +150,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       }
     }
 
-    armWakeTimer(nextWakeAt({ heldUntil, tasks, leases: await heldLeases(), now }), now);
+    armWakeTimer(nextWakeAt({ heldUntil, tasks: owned.filter((t) => !dead.has(t.taskId)), leases: await heldLeases(), now }), now);
   }
 
   function armWakeTimer(at: number | null, now: number): void {
