@@ -19,12 +19,11 @@ export interface RecoverDeps {
   logger: SchedulerLogger;
   /** Only these repositories' leases and tasks (a node that shares the cluster: the ones it owns). Default: all. */
   repos?: (repoKey: string) => boolean;
-  /** Which actors to bring back to life first (default: every stored unfinished one). */
-  restore?: Parameters<ActorRuntime['restoreAll']>[0];
 }
 
 /**
- * Restart recovery (spec §5.5), in the spec's order, each step audited (`recovery.*`):
+ * Restart recovery (spec §5.5), in the spec's order, each step audited (`recovery.*`). The caller
+ * has brought the stored actors back first (`runtime.restoreAll`): it reads them once, at start.
  *
  * 1. Leases. Expired → EXPIRE (the lock projection audits `lease.expired`). Unexpired ones owned by
  *    an earlier process of this instance have no live worker — the MVP runs one scheduler per
@@ -48,8 +47,6 @@ export interface RecoverDeps {
  */
 export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryResult> {
   const { store, runtime, now, by } = deps;
-  // Idempotent: actors already hosted are skipped.
-  await runtime.restoreAll(deps.restore);
   const mine = deps.repos ?? (() => true);
   const tasksIn = async (state: string) => (await store.byIndex<TaskRecord>('tasks', 'state', state)).filter((t) => mine(t.repoKey));
 

@@ -41,11 +41,6 @@ export interface SchedulerOptions {
    * made at every scan, since a node takes over the repositories of one that stopped.
    */
   owns?: (repoKey: string) => boolean;
-  /**
-   * Which stored actors this node hosts (restart recovery restores those; default: all): the filter
-   * as of now, read afresh at each recovery (the runtime's filter decides synchronously).
-   */
-  hosts?: () => Promise<Parameters<ActorRuntime['restoreAll']>[0]>;
 }
 
 /** The scheduler's numbers once defaults are applied and checked. */

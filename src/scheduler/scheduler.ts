@@ -384,13 +384,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     wake,
     async recover(repos) {
       const only = repos ?? options.owns;
-      const restore = options.hosts ? await options.hosts() : undefined;
       return recoverAfterRestart({
         store,
         runtime,
         owner,
         ...(only ? { repos: only } : {}),
-        ...(restore ? { restore } : {}),
         now: clock.now(),
         by,
         hasLiveWorker: (taskId) => [...workers.values()].some((w) => w.taskId === taskId),

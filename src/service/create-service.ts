@@ -422,7 +422,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
-    ...(ownership ? { owns: (repoKey: string) => scope.owns(repoKey), ...(hosts ? { hosts } : {}) } : {}),
+    ...(ownership ? { owns: (repoKey: string) => scope.owns(repoKey) } : {}),
   });
   providerHold.onChange(() => void scheduler.wake());
   // What agents did through Gitea before a crash, still in the gate's files: audited before anything runs.

@@ -92,6 +92,8 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     const { owner: childOwner } = await runChildAndKill(dir);
 
     const { store, runtime, close } = await createSchedulerRuntime(dir);
+    // As the service does at start, before recovery.
+    await runtime.restoreAll();
     const before = await tasksIn(store);
     // What the crash left behind.
     expect(Object.fromEntries(Object.entries(before).map(([id, t]) => [id, t.state]))).toEqual({
@@ -187,6 +189,8 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     const { owner: childOwner } = await runChildAndKill(dir);
 
     const { store, runtime, close } = await createSchedulerRuntime(dir);
+    // As the service does at start, before recovery.
+    await runtime.restoreAll();
     const expiries = (await heldLeases(store)).map((l) => Date.parse(l.expiresAt!));
     const later = Math.max(...expiries) + 1; // the restart came after every lease's TTL
     const { executor } = scriptedExecutor(runtime, (call) => walkToSuccess(call));
