@@ -7,6 +7,7 @@ import { expandDerived } from '../derived/index.mjs';
 import { frozenJsonCopy, parseFrozenJson } from '../plain-json.js';
 import {
   COLLECTIONS,
+  StoreError,
   StoreUnavailableError,
   UniqueViolationError,
   VersionConflictError,
@@ -129,7 +130,7 @@ export class SqlStore implements Store {
       const rows = await session.all(`SELECT value FROM store_meta WHERE name = 'schema'`);
       const found = rows[0] ? Number(rows[0]['value']) : undefined;
       if (found === undefined) await session.run(`INSERT INTO store_meta (name, value) VALUES ('schema', ?)`, [String(SCHEMA_VERSION)]);
-      else if (found > SCHEMA_VERSION) throw new StoreUnavailableError(`the store in ${this.dir} has schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION}): run that version`);
+      else if (found > SCHEMA_VERSION) throw new StoreError('store_schema_too_new', `the store in ${this.dir} has store schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION})`);
     });
   }
 
