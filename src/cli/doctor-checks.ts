@@ -15,7 +15,7 @@ export const DOCTOR_CHECK_HELP = {
   'token-scope': "with --repo: the bot's permission on that repository",
   'token-scopes': 'the scopes each token holds: enough for the bot and the agent, no more than the agent needs',
   'webhook-secret': 'the webhook secret(s) and the admin token: long enough and each its own value',
-  'data-dir': 'the data directory is on real storage and takes a durable write',
+  'data-dir': 'the data directory is on real storage, takes a durable write, and holds a store this version can open',
   'workspace-root': 'the workspace root is writable',
   port: 'CCWEB_HOST:CCWEB_PORT can be listened on',
   database: 'with CCWEB_DATABASE_URL: PostgreSQL answers, and its schema is not newer than this version',

@@ -8,6 +8,7 @@ import { StartAborted, startService } from '../service/create-service.js';
 import { nodeVersionWarning } from '../service/node-version.js';
 import { EXIT_CODES, OperatorError, formatOperatorError } from '../service/operator-error.js';
 import { START_REFUSALS } from '../service/start-refusals.js';
+import { StoreUnavailableError } from '../store/types.js';
 
 /** How long a graceful stop may take before the process exits anyway (systemd's default stop timeout is 90 s). */
 export const SHUTDOWN_DEADLINE_MS = 20_000;
@@ -67,6 +68,9 @@ export async function serve(argv: readonly string[]): Promise<void> {
     if (err instanceof OperatorError) fail(formatOperatorError(err), err.exitCode);
     // Agent isolation keeps its own documented answer: the reason, both ways out, exit 2.
     if (err instanceof IsolationUnavailableError) fail(`ccweb-gitea: ${err.message}\nRun \`ccweb-gitea doctor\` to see every check.`, START_REFUSALS.agent_isolation_unavailable.exitCode);
+    // The database went away after the store opened, while the rest started: what a running node
+    // does then (exit 75, a supervisor starts it again), not a bug.
+    if (err instanceof StoreUnavailableError) fail(`ccweb-gitea: the store stopped: ${err.message}; exiting (${EXIT_CODES.tempFail}) so a restart reads what the store holds`, EXIT_CODES.tempFail);
     throw err;
   }
   const running = service;

@@ -205,6 +205,8 @@ export interface CommentRecord {
   readerNotice?: true;
   /** The `received` receipt as a tracking comment: its last edit; `final` once the outcome is shown. */
   progress?: ProgressMemo & { final?: boolean };
+  /** The process that wrote the last send intent (a lease owner id) and when: its POST may still be on its way. */
+  sending?: { by: string; at: string };
   createdAt: string;
   updatedAt: string;
 }

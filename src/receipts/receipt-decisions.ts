@@ -7,6 +7,7 @@ import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import type { TransitionNotice } from '../runtime/actor-runtime.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import type { Locale } from '../messages/catalogue.js';
+import { instanceOfOwner } from '../leases/lease-owner.js';
 import { isBudgetCode } from '../usage/usage-accounting.js';
 import {
   failureReceiptText,
@@ -68,6 +69,20 @@ export function waitsForReceived(rec: Pick<CommentRecord, 'commentKey' | 'taskId
 /** An earlier attempt wrote its intent: it may have landed, so look on Gitea before posting again. */
 export function triedBefore(events: readonly Pick<AuditEvent, 'action' | 'metadata'>[], commentKey: string): boolean {
   return events.some((a) => a.action === 'receipt.send_intent' && a.metadata?.['commentKey'] === commentKey);
+}
+
+/**
+ * How long an intent written by another node's process keeps this process from posting the row
+ * (0: post now). Its POST may still be on its way while the repository changes hands (Gitea then
+ * shows the comment only after it): a writer never retries, so once the window is over the comment
+ * is on Gitea for the lookup to find, or never will be. An earlier process of this same node is
+ * gone and holds nothing.
+ */
+export function sendClaimWaitMs(sending: CommentRecord['sending'], self: string, nowMs: number, claimMs: number): number {
+  if (!sending || sending.by === self) return 0;
+  const instance = instanceOfOwner(self);
+  if (instance !== null && instanceOfOwner(sending.by) === instance) return 0;
+  return Math.max(0, Date.parse(sending.at) + claimMs - nowMs);
 }
 
 export interface TransitionReaction {

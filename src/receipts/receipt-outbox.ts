@@ -19,6 +19,7 @@ import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
+import { leaseOwnerId } from '../leases/lease-owner.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import { FAILURE_RECEIPT_STATES } from './receipt-text.js';
@@ -53,8 +54,13 @@ export interface ReceiptOutboxOptions {
   scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
   /** Told once a row's comment is on Gitea (posted or adopted): the progress worker can edit that receipt now. */
   onSent?: (taskId: string) => void;
-  /** This node's name when several nodes send from one store: each send is claimed under it (recordSendIntent). */
-  claimAs?: string;
+  /** This process, as a lease owner id (`<node>/<pid>/<startedAt>`): written with each send intent. */
+  processId?: string;
+  /**
+   * How long another node's send intent keeps this one from posting the row: longer than a write to
+   * Gitea can take (one attempt, never retried). Default 30 s.
+   */
+  sendClaimMs?: number;
 }
 
 export interface ReceiptOutbox {
@@ -74,6 +80,7 @@ export interface ReceiptOutbox {
 }
 
 export const DEFAULT_RECEIPT_RETRY_DELAYS_MS: readonly number[] = [2_000, 10_000, 60_000, 300_000];
+export const DEFAULT_SEND_CLAIM_MS = 30_000;
 
 /** Inserts the task's failure receipt row unless it exists or the task does not get one. */
 async function ensureFailureReceipt(store: Store, taskId: string, state: string, at: Date): Promise<boolean> {
@@ -108,6 +115,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const lookbackMs = options.lookbackMs ?? BOT_COMMENT_SINCE_MARGIN_MS;
   const locale = options.locale ?? DEFAULT_LOCALE;
   const scope = options.scope ?? EVERY_REPOSITORY;
+  const processId = options.processId ?? leaseOwnerId('default');
+  const sendClaimMs = options.sendClaimMs ?? DEFAULT_SEND_CLAIM_MS;
 
   /** Transient failures of this process's attempts, per commentKey. */
   const backoff = new Map<string, { failures: number; nextAt: number }>();
@@ -115,6 +124,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
 
   /** Whether this node sends the row now: its task's repository is owned here (no task: the leader marks it failed). */
   async function sendsHere(rec: CommentRecord): Promise<boolean> {
+    // One node sends every row: no task to read (a long queue's rows are looked at on every pass).
+    if (scope === EVERY_REPOSITORY) return true;
     const task = await store.get<TaskRecord>('tasks', rec.taskId);
     return task ? scope.owns(task.repoKey) : scope.leads();
   }
@@ -196,8 +207,15 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     const body = receiptBody(task, rec, locale);
     const bodyHash = bodyHashOf(body);
     const attempt = (backoff.get(rec.commentKey)?.failures ?? 0) + 1;
-    const proceed = await recordSendIntent(store, rec, { attempt, bodyHash }, now(), options.claimAs);
-    if (!proceed || worker.stopped) return;
+    const intent = await recordSendIntent(store, rec, { attempt, bodyHash, by: processId, claimMs: sendClaimMs }, now());
+    if (typeof intent === 'object') {
+      // Another node's POST may still land: look again once it must have (the lookup adopts it).
+      log('receipt left to the node that is sending it', { taskId: rec.taskId, commentKey: rec.commentKey, waitMs: intent.waitMs });
+      backoff.set(rec.commentKey, { failures: backoff.get(rec.commentKey)?.failures ?? 0, nextAt: Date.now() + intent.waitMs });
+      worker.timers.schedule(intent.waitMs);
+      return;
+    }
+    if (intent === 'not_pending' || worker.stopped) return;
 
     let posted: GiteaComment;
     try {

@@ -92,6 +92,12 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
   const maxFailures = options.maxFailures ?? 5;
   /** Tasks whose receipt may need an edit. */
   const open = new Set<string>();
+  /** How often each open task was asked for (a pass closes a task only if this did not move during its visit). */
+  const asks = new Map<string, number>();
+  const ask = (taskId: string): void => {
+    open.add(taskId);
+    asks.set(taskId, (asks.get(taskId) ?? 0) + 1);
+  };
   const steps = new Map<string, AgentStep>();
   const failures = new Map<string, number>();
   const scope = options.scope ?? EVERY_REPOSITORY;
@@ -167,12 +173,13 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
 
   /** One receipt: true when it needs no more looking at. */
   async function visit(taskId: string): Promise<boolean> {
-    const task = await store.get<TaskRecord>('tasks', taskId);
     const receipt = await receiptOf(taskId);
-    if (!task || !receipt || receipt.status === 'failed') return true;
+    // Not posted yet: nothing to edit until the outbox posts it, which touches it again (onSent).
+    if (!receipt || receipt.status !== 'sent' || receipt.commentId === null) return true;
+    const task = await store.get<TaskRecord>('tasks', taskId);
+    if (!task) return true;
     // Another node's repository is that node's to edit (asked at each visit: ownership moves while running).
     if (!scope.owns(task.repoKey)) return true;
-    if (receipt.status !== 'sent' || receipt.commentId === null) return false; // the outbox has not posted it yet
     if (receipt.progress?.final) return true;
     const r = await render(task, receipt);
     if (!r) return true;
@@ -212,9 +219,12 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
   async function pass(): Promise<void> {
     for (const taskId of [...open]) {
       if (worker.stopped) return;
+      const asked = asks.get(taskId);
       try {
-        if (await visit(taskId)) {
+        // Closed only if nobody asked again while it was looked at (a post or a transition meanwhile).
+        if ((await visit(taskId)) && asks.get(taskId) === asked) {
           open.delete(taskId);
+          asks.delete(taskId);
           steps.delete(taskId);
         }
       } catch (error) {
@@ -229,7 +239,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     const taskId = n.taskId ?? (n.context as { taskId?: string } | null)?.taskId;
     if (!taskId) return;
     if (n.toState !== 'running') steps.delete(taskId);
-    open.add(taskId);
+    ask(taskId);
     worker.kick();
   }
 
@@ -241,10 +251,10 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
    * task that ended before this service showed progress: it is left as it was.
    */
   async function catchUp(): Promise<void> {
-    for (const state of LIVE_STATES) for (const t of await store.byIndex<TaskRecord>('tasks', 'state', state)) if (scope.owns(t.repoKey)) open.add(t.taskId);
+    for (const state of LIVE_STATES) for (const t of await store.byIndex<TaskRecord>('tasks', 'state', state)) if (scope.owns(t.repoKey)) ask(t.taskId);
     for (const row of (await store.byIndex<CommentRecord>('comments', 'kind', 'status')).filter((r) => r.progress !== undefined && !r.progress.final)) {
       const task = await store.get<TaskRecord>('tasks', row.taskId);
-      if (task && scope.owns(task.repoKey)) open.add(row.taskId);
+      if (task && scope.owns(task.repoKey)) ask(row.taskId);
     }
     worker.kick();
   }
@@ -267,7 +277,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       steps.set(taskId, step);
     },
     touch(taskId) {
-      open.add(taskId);
+      ask(taskId);
       worker.kick();
     },
     catchUp,

@@ -5,7 +5,8 @@
  */
 import type { CommentRecord } from '../domain/records.js';
 import { isGiteaError } from '../gitea/gitea-client.js';
-import type { AuditEventInput, LeaseStoreTx, Store, Tx } from '../store/types.js';
+import type { AuditEventInput, Store } from '../store/types.js';
+import { sendClaimWaitMs } from './receipt-decisions.js';
 import { errorMessageOf, receiptErrorCodeOf, type ReceiptStep } from './receipt-retry.js';
 
 /** The audit event of a failed lookup or POST; a POST's also says the HTTP status and whether Gitea answered. */
@@ -69,41 +70,30 @@ export async function markReceiptSent(store: Store, rec: CommentRecord, commentI
   });
 }
 
-/** How long a node's claim on sending one receipt keeps the other nodes from sending it. */
-const SEND_CLAIM_MS = 120_000;
-
 /**
- * Several nodes send receipts from one store: the send is claimed with a lease row of its own
- * (`receipt:<commentKey>`, on the database's clock) in the intent's transaction, so no two nodes post
- * one receipt at once; a claim left by a node that stopped ends at its expiry, and the next claimant
- * adopts whatever that node posted (the receipt marker). True when `claimAs` holds the claim now.
+ * Durable before the POST: the body's hash, who sends, and a `receipt.send_intent` event. `not_pending`
+ * when the row is sent or given up; `{ waitMs }` while another node's intent may still be landing
+ * (sendClaimWaitMs): nothing is written then.
  */
-async function claimSend(tx: Tx, key: string, claimAs: string | undefined): Promise<boolean> {
-  if (claimAs === undefined || !('grantLease' in tx)) return true;
-  const leases = tx as LeaseStoreTx;
-  const claim = `receipt:${key}`;
-  const grant = await leases.grantLease(claim, { holder: claimAs, taskId: null, ttlMs: SEND_CLAIM_MS });
-  if (grant.granted) return true;
-  return grant.current.holder === claimAs && (await leases.renewLease(claim, grant.current.epoch, SEND_CLAIM_MS)) !== null;
-}
-
-/**
- * Durable before the POST: the body's hash and a `receipt.send_intent` event. False when the row is no
- * longer pending, or another node claimed its send (`claimAs`: this node's name on a shared store).
- */
-export async function recordSendIntent(store: Store, rec: CommentRecord, intent: { attempt: number; bodyHash: string }, at: Date, claimAs?: string): Promise<boolean> {
+export async function recordSendIntent(
+  store: Store,
+  rec: CommentRecord,
+  intent: { attempt: number; bodyHash: string; by: string; claimMs: number },
+  at: Date,
+): Promise<'proceed' | 'not_pending' | { waitMs: number }> {
   const key = rec.commentKey;
   return store.transact(async (tx) => {
     const cur = await tx.get<CommentRecord>('comments', key);
-    if (!cur || cur.status !== 'pending') return false;
-    if (!(await claimSend(tx, key, claimAs))) return false;
-    await tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, updatedAt: at.toISOString() });
+    if (!cur || cur.status !== 'pending') return 'not_pending';
+    const waitMs = sendClaimWaitMs(cur.sending, intent.by, at.getTime(), intent.claimMs);
+    if (waitMs > 0) return { waitMs };
+    await tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, sending: { by: intent.by, at: at.toISOString() }, updatedAt: at.toISOString() });
     await tx.appendAudit({
       action: 'receipt.send_intent',
       actor: 'system',
       taskId: rec.taskId,
       metadata: { commentKey: key, attempt: intent.attempt, bodyHash: intent.bodyHash, resourceKey: rec.resourceKey },
     });
-    return true;
+    return 'proceed';
   });
 }

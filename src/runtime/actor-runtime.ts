@@ -120,7 +120,9 @@ export class ActorRuntime {
     await host.lastCommit.catch(() => undefined);
     if (this.hosts.get(actorId) !== host) return this.hosts.get(actorId);
     const stored = await this.store.get<ActorRecord>('actors', actorId);
-    if (this.hosts.get(actorId) !== host || host.failed || stored?.stateVersion === host.stateVersion) return this.hosts.get(actorId);
+    // Only a version beyond this copy's is another node's write: a lower one is this copy's own
+    // transition (an invoke's, made meanwhile) still on its way to the store.
+    if (this.hosts.get(actorId) !== host || host.failed || (stored !== undefined && stored.stateVersion <= host.stateVersion)) return this.hosts.get(actorId);
     host.unsubscribe();
     host.actor.stop();
     this.hosts.delete(actorId);

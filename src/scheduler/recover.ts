@@ -1,6 +1,6 @@
 import type { LeaseRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
+import { isLeaseRefusal, VersionConflictError, type Store } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { isPreviousProcessOf } from '../leases/lease-owner.js';
 import { lockActorId } from '../leases/repo-lock-actor.js';
@@ -19,12 +19,11 @@ export interface RecoverDeps {
   logger: SchedulerLogger;
   /** Only these repositories' leases and tasks (a node that shares the cluster: the ones it owns). Default: all. */
   repos?: (repoKey: string) => boolean;
-  /** Which actors to bring back to life first (default: every stored unfinished one). */
-  restore?: Parameters<ActorRuntime['restoreAll']>[0];
 }
 
 /**
- * Restart recovery (spec §5.5), in the spec's order, each step audited (`recovery.*`):
+ * Restart recovery (spec §5.5), in the spec's order, each step audited (`recovery.*`). The caller
+ * has brought the stored actors back first (`runtime.restoreAll`): it reads them once, at start.
  *
  * 1. Leases. Expired → EXPIRE (the lock projection audits `lease.expired`). Unexpired ones owned by
  *    an earlier process of this instance have no live worker — the MVP runs one scheduler per
@@ -48,8 +47,6 @@ export interface RecoverDeps {
  */
 export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryResult> {
   const { store, runtime, now, by } = deps;
-  // Idempotent: actors already hosted are skipped.
-  await runtime.restoreAll(deps.restore);
   const mine = deps.repos ?? (() => true);
   const tasksIn = async (state: string) => (await store.byIndex<TaskRecord>('tasks', 'state', state)).filter((t) => mine(t.repoKey));
 
@@ -72,13 +69,14 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
   const keptLeaseIds = new Set<string>();
   for (const lease of await store.list<LeaseRecord>('leases', (r) => r.state === 'held' && mine(r.repoKey))) {
     const actorId = lockActorId(lease.repoKey);
+    const sendLock = (event: Parameters<typeof lockEvent>[0]) => sendOrNo(runtime, actorId, lockEvent(event), by);
     const expiresAt = lease.expiresAt === null ? 0 : Date.parse(lease.expiresAt);
     if (expiresAt <= now) {
-      const res = await runtime.send(actorId, lockEvent({ type: 'EXPIRE', now }), { by });
+      const res = await sendLock({ type: 'EXPIRE', now });
       if (res.ok) result.leasesExpired += 1;
       else deps.logger.warn({ repoKey: lease.repoKey, reason: res.reason }, 'expired lease could not be ended');
     } else if (lease.owner !== null && lease.leaseId !== null && isPreviousProcessOf(lease.owner, deps.owner)) {
-      const res = await runtime.send(actorId, lockEvent({ type: 'RELEASE', leaseId: lease.leaseId }), { by });
+      const res = await sendLock({ type: 'RELEASE', leaseId: lease.leaseId });
       if (res.ok) {
         result.leasesReleased += 1;
         await audit(
@@ -118,7 +116,7 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
       skipped += 1;
       continue;
     }
-    const res = await runtime.send(taskActorId(task.taskId), taskEvent({ type: 'RECOVER_INTERRUPTED', retryAt: now }), { by });
+    const res = await sendOrNo(runtime, taskActorId(task.taskId), taskEvent({ type: 'RECOVER_INTERRUPTED', retryAt: now }), by);
     if (!res.ok) {
       skipped += 1;
       deps.logger.warn({ taskId: task.taskId, state: task.state, reason: res.reason }, 'interrupted task could not be recovered');
@@ -140,4 +138,17 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
   result.waitingUser = (await tasksIn('waiting_user')).map((t) => t.taskId);
   await audit('recovery.untouched', { verifyingReply: result.verifyingReply.length, waitingUser: result.waitingUser.length });
   return result;
+}
+
+/**
+ * An event recovery sends, where another node moving the actor on meanwhile (a version conflict, the
+ * lease row refusing) is a plain no: that node is alive and acts for it.
+ */
+async function sendOrNo(runtime: ActorRuntime, actorId: string, event: Parameters<ActorRuntime['send']>[1], by: string): Promise<{ ok: boolean; reason?: string; toState?: string }> {
+  try {
+    return await runtime.send(actorId, event, { by });
+  } catch (err) {
+    if (isLeaseRefusal(err) || err instanceof VersionConflictError) return { ok: false, reason: err.code };
+    throw err;
+  }
 }

@@ -42,11 +42,6 @@ export interface SchedulerOptions {
   othersMayTakeOver?: boolean;
   /** Told after each renewal of a task's lease (the gate's write deadline moves on: writeDeadline). */
   onLeaseRenewed?: (taskId: string) => void;
-  /**
-   * Which stored actors this node hosts (restart recovery restores those; default: all): the filter
-   * as of now, read afresh at each recovery (the runtime's filter decides synchronously).
-   */
-  hosts?: () => Promise<Parameters<ActorRuntime['restoreAll']>[0]>;
 }
 
 /** The scheduler's numbers once defaults are applied and checked. */

@@ -68,6 +68,9 @@ interface Worker {
  * sit leaseless until the next restart. An orphaned executor that returns later still sends its
  * RELEASE, which the lock rejects (the leaseId is stale) and the runtime alert-audits.
  */
+/** The states a task holds its repository's lease in while its executor works (a verification is resumed instead). */
+const HOLDING_STATES = ['preparing', 'running', 'aborting'] as const;
+
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { store, runtime, executor, owner } = options;
   const { maxConcurrent, ttlMs, heartbeatMs, safetyPollMs, by } = resolveSchedulerSettings(options);
@@ -109,15 +112,28 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       await expireLease(lease, now).catch((err: unknown) => logger.error({ repoKey: lease.repoKey, err: errorMessage(err) }, 'expired lease could not be ended'));
     }
 
-    // Only tasks with a live actor can be claimed; one whose restore failed would be retried forever.
+    // Several nodes: a task still in a lease-holding state after its lease ended (its holder died, or
+    // stopped and could not say so; another node ended the lease and may not have moved the task on
+    // yet) is moved on now, and its repository is busy until it has been. So a repository never has a
+    // task claimed while another is still recorded as running there. (One node: restart recovery.)
+    const stranded = new Set<string>();
+    const holding = options.othersMayTakeOver ? (await Promise.all(HOLDING_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat() : [];
+    for (const task of holding) {
+      if ([...workers.values()].some((w) => w.taskId === task.taskId)) continue;
+      const lease = await store.get<LeaseRecord>('leases', task.repoKey);
+      if (lease?.state === 'held' && lease.leaseId === task.leaseId) continue;
+      stranded.add(task.repoKey);
+      if (task.leaseId !== null) await failLeaseless(task.taskId, task.leaseId, 'lease_expired', false).catch((err: unknown) => logger.error({ taskId: task.taskId, err: errorMessage(err) }, 'stranded task not moved on'));
+    }
     const owned = (await Promise.all(SCANNED_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat();
-    const live = await Promise.all(owned.map((t) => runtime.has(taskActorId(t.taskId))));
-    const tasks = owned.filter((_, i) => live[i]);
+    // Only tasks with a live actor can be claimed (one whose restore failed would be retried forever).
+    // Asked of the picks only: a long queue is not read twice at every scan.
+    const dead = new Set<string>();
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
     if (!(await isPaused())) {
       // What pickClaims asks of the store, read first (it decides synchronously).
-      const candidates = claimableUnderHold(tasks, heldUntil);
+      const candidates = claimableUnderHold(owned, heldUntil);
       const leased = new Set<string>();
       const disabled = new Set<string>();
       await Promise.all(
@@ -127,13 +143,19 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           if (off) disabled.add(repoKey);
         }),
       );
-      const picks = pickClaims({
-        tasks: candidates,
-        now,
-        busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey),
-        disabled: (repoKey) => disabled.has(repoKey),
-        slots: maxConcurrent - workers.size,
-      });
+      let picks: ClaimCandidate[];
+      for (;;) {
+        picks = pickClaims({
+          tasks: candidates.filter((t) => !dead.has(t.taskId)),
+          now,
+          busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey),
+          disabled: (repoKey) => disabled.has(repoKey),
+          slots: maxConcurrent - workers.size,
+        });
+        const live = await Promise.all(picks.map((p) => runtime.has(taskActorId(p.taskId))));
+        if (live.every(Boolean)) break;
+        picks.forEach((p, i) => !live[i] && dead.add(p.taskId));
+      }
       for (const pick of picks) {
         const worker = newWorker(pick);
         // Reserve the slot now, synchronously, so the cap and one-per-repository hold across scans.
@@ -148,7 +170,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       }
     }
 
-    armWakeTimer(nextWakeAt({ heldUntil, tasks, leases: await heldLeases(), now }), now);
+    armWakeTimer(nextWakeAt({ heldUntil, tasks: owned.filter((t) => !dead.has(t.taskId)), leases: await heldLeases(), now }), now);
   }
 
   function armWakeTimer(at: number | null, now: number): void {
@@ -383,13 +405,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     wake,
     async recover(repos) {
       const only = repos;
-      const restore = options.hosts ? await options.hosts() : undefined;
       return recoverAfterRestart({
         store,
         runtime,
         owner,
         ...(only ? { repos: only } : {}),
-        ...(restore ? { restore } : {}),
         now: clock.now(),
         by,
         hasLiveWorker: (taskId) => [...workers.values()].some((w) => w.taskId === taskId),

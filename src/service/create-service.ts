@@ -355,21 +355,22 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ? (taskId: string) => void store.transact((tx) => tx.notify(CONTROL_CHANNEL, taskId)).catch((err: unknown) => logger.warn({ taskId, err: String(err) }, 'stop not announced to the other nodes'))
     : (taskId: string) => executorRef?.abort(taskId);
   const stopListening = config.databaseUrl ? await store.listen(CONTROL_CHANNEL, (taskId) => executorRef?.abort(taskId)) : () => undefined;
+  // On a shared database each node owns its leases under its own name, so a node that starts
+  // releases only what its own earlier process held (that process is gone: it held this data
+  // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
+  // The embedded store has one node by construction and keeps the name it always had.
+  const processOwner = leaseOwnerId(config.databaseUrl ? nodeId : 'default');
   const scheduler = createScheduler({
     store,
     runtime,
     executor,
-    // On a shared database each node owns its leases under its own name, so a node that starts
-    // releases only what its own earlier process held (that process is gone: it held this data
-    // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
-    // The embedded store has one node by construction and keeps the name it always had.
-    owner: leaseOwnerId(config.databaseUrl ? nodeId : 'default'),
+    owner: processOwner,
     maxConcurrentTasks: config.maxConcurrentTasks,
     leaseTtlMs: config.leaseTtlMs,
     logger: logger.child({ part: 'scheduler' }),
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
     // Another node may take a repository over once this node's lease expires on the database's clock.
-    ...(hosts ? { hosts: async () => hosts, othersMayTakeOver: true } : {}),
+    ...(config.databaseUrl ? { othersMayTakeOver: true } : {}),
     ...(config.databaseUrl
       ? {
           onLeaseRenewed: (taskId: string) =>
@@ -392,12 +393,11 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     gitea,
     botLogin,
     scope,
+    processId: processOwner,
     locale: config.locale ?? DEFAULT_LOCALE,
     logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
     // A task that ended before its receipt was posted gets its final edit right after the post.
     onSent: (taskId) => progressRef?.touch(taskId),
-    // Every node sends receipts: each send is claimed in the database first.
-    ...(config.databaseUrl ? { claimAs: nodeId } : {}),
   });
   // The receipt as the task's tracking comment: edited at each stage, at most once per interval.
   const progress = createReceiptProgress({

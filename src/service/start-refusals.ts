@@ -26,6 +26,10 @@ export const START_REFUSALS = {
   data_dir_unusable: { exitCode: EXIT_CODES.cantCreate, check: 'data-dir', setup: true },
   /** The embedded store is an earlier version's journal (checkDataDir, startup-checks.ts): `migrate-store` moves it. */
   store_needs_migration: { exitCode: EXIT_CODES.config, check: 'data-dir', setup: true },
+  /** The embedded store's file is no SQLite database, or SQLite cannot read it (sqlite-store-check.ts). */
+  store_unreadable: { exitCode: EXIT_CODES.config, check: 'data-dir', setup: true },
+  /** The embedded store was written by a newer version (its schema number is higher). */
+  store_schema_too_new: { exitCode: EXIT_CODES.config, check: 'data-dir', setup: true },
   codex_command_missing: { exitCode: EXIT_CODES.config, check: 'codex', setup: true },
   codex_home_unusable: { exitCode: EXIT_CODES.config, check: 'codex', setup: true },
   gitea_mcp_command_missing: { exitCode: EXIT_CODES.config, check: 'gitea-mcp', setup: true },

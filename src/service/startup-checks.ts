@@ -8,6 +8,8 @@ import { GiteaError } from '../gitea/index.js';
 import { resolveExecutable } from '../sessions/mcp-preflight.js';
 import { StoreError } from '../store/types.js';
 import { storeFormatOf } from '../store/store-format.js';
+import { SQLITE_FILE } from '../store/sqlite-store.js';
+import { sqliteStoreProblem, type SqliteStoreProblem } from '../store/sql/sqlite-store-check.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { OperatorError, errnoOf } from './operator-error.js';
 import { refusal } from './start-refusals.js';
@@ -18,7 +20,8 @@ const NOT_STORAGE = ['/proc', '/sys', '/dev'];
 /**
  * The data directory exists (created if needed) and takes a durable write. `embedded`: the store is
  * the data directory's own (no database URL), so its format is checked too: an earlier version's
- * journal without the SQLite file is refused until `migrate-store` moved it.
+ * journal without the SQLite file is refused until `migrate-store` moved it, and a SQLite file this
+ * version cannot use (no database, unreadable, a newer schema) is refused as it is.
  */
 export function checkDataDir(dataDir: string, options: { embedded: boolean }): void {
   const key = 'CCWEB_DATA_DIR';
@@ -55,7 +58,8 @@ export function checkDataDir(dataDir: string, options: { embedded: boolean }): v
   }
   if (options.embedded) {
     const store = path.join(dataDir, 'store');
-    if (storeFormatOf(store) === 'journal') {
+    const format = storeFormatOf(store);
+    if (format === 'journal') {
       throw refusal(
         'store_needs_migration',
         `${store} holds the store of an earlier ccweb-gitea (a journal); this version keeps it in SQLite`,
@@ -63,7 +67,16 @@ export function checkDataDir(dataDir: string, options: { embedded: boolean }): v
         'stop the service and run `ccweb-gitea migrate-store` once (it moves the store in place), then start it again',
       );
     }
+    const problem = format === 'sqlite' ? sqliteStoreProblem(path.join(store, SQLITE_FILE)) : null;
+    if (problem) throw storeFileRefusal(problem);
   }
+}
+
+/** The store file this version cannot use: nothing is written to it; the fix is the operator's. */
+function storeFileRefusal({ code, problem }: SqliteStoreProblem): OperatorError {
+  return code === 'store_schema_too_new'
+    ? refusal(code, problem, 'CCWEB_DATA_DIR', 'run the newer ccweb-gitea that wrote it, or restore the backup made before the upgrade (docs/operations.md, Backups and upgrades)')
+    : refusal(code, problem, 'CCWEB_DATA_DIR', 'restore the store from a backup (docs/operations.md, Backups and upgrades), or move the file away to start with an empty store');
 }
 
 function dataDirError(dataDir: string, error: unknown): OperatorError {
@@ -185,6 +198,9 @@ export function storeDirOf(config: Pick<Config, 'dataDir' | 'databaseUrl'>): str
 export function storeOpenError(error: unknown, dataDir: string): unknown {
   if (error instanceof StoreError && error.code === 'store_locked') {
     return refusal('store_locked', error.message, 'CCWEB_DATA_DIR', 'another ccweb-gitea uses this data directory: stop it, or give this one its own directory');
+  }
+  if (error instanceof StoreError && (error.code === 'store_unreadable' || error.code === 'store_schema_too_new')) {
+    return storeFileRefusal({ code: error.code, problem: error.message });
   }
   if (error instanceof StoreError && error.code === 'database_writer_taken') {
     return refusal('database_writer_taken', error.message, 'CCWEB_DATABASE_URL', 'stop the other node, or give this one its own database');

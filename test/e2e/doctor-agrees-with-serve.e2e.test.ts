@@ -17,6 +17,10 @@ import type { CheckResult } from '../../src/cli/doctor.js';
 import { START_REFUSALS, type RefusalId, type SetupRefusalId } from '../../src/service/start-refusals.js';
 import { repoRoot } from '../support/codex-harness.js';
 import { fixtureDir } from '../support/journal-fixtures.js';
+import { STORE_INDEXES } from '../../src/domain/records.js';
+import { createStore } from '../../src/store/index.js';
+import { SCHEMA_VERSION } from '../../src/store/sql/schema.js';
+import { sqliteBinding } from '../../src/store/sql/sqlite-driver.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { startRealServiceEnvironment, type RealServiceEnvironment } from '../support/real-gitea/service-environment.js';
 
@@ -111,6 +115,30 @@ const ROWS: Record<SetupRefusalId, Row> = {
       return e;
     },
     says: /holds the store of an earlier ccweb-gitea .*\[CCWEB_DATA_DIR\]/,
+  },
+  store_unreadable: {
+    setup: () => {
+      // Another file where the store should be (a mistaken copy, a half-restored backup).
+      const e = base();
+      mkdirSync(join(e['CCWEB_DATA_DIR']!, 'store'), { recursive: true });
+      writeFileSync(join(e['CCWEB_DATA_DIR']!, 'store', 'store.db'), 'not a database, but text that was copied here\n'.repeat(200));
+      return e;
+    },
+    says: /store\.db is not a SQLite database \[CCWEB_DATA_DIR\]/,
+  },
+  store_schema_too_new: {
+    setup: async () => {
+      // A store a newer version wrote: its schema number is above this version's.
+      const e = base();
+      const store = createStore({ dir: join(e['CCWEB_DATA_DIR']!, 'store'), indexes: STORE_INDEXES });
+      await store.open();
+      await store.close();
+      const db = sqliteBinding().open(join(e['CCWEB_DATA_DIR']!, 'store', 'store.db'), { readonly: false });
+      db.prepare(`UPDATE store_meta SET value = ? WHERE name = 'schema'`).run(String(SCHEMA_VERSION + 1));
+      db.close();
+      return e;
+    },
+    says: /has store schema \d+, written by a newer ccweb-gitea \(this one knows \d+\) \[CCWEB_DATA_DIR\]/,
   },
   codex_command_missing: { setup: () => base({ CCWEB_CODEX_COMMAND: join(root, 'no-such-codex') }), says: /the Codex command .* was not found .*\[CCWEB_CODEX_COMMAND\]/ },
   codex_home_unusable: { setup: () => base({ CODEX_HOME: join(root, 'no-such-codex-home') }), says: /CODEX_HOME \S+ does not exist \[CODEX_HOME\]/ },

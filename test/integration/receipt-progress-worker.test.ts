@@ -120,3 +120,58 @@ describe('the final edit does not wait for the edit interval', () => {
     expect(await finalRecorded()).toBe(true);
   });
 });
+
+describe('a receipt the outbox has not posted yet', () => {
+  it('is let go until the post touches it again, and a post that lands while it is being looked at is not lost', async () => {
+    gitea = await startGitea([31]);
+    world = await openWorld(gitea, { locale: 'en' });
+    const w = world;
+    const task = taskRecord(31, { state: 'received' });
+    const key = receiptCommentKey(task.taskId, 'received');
+    const created = await w.store.transact(async (tx) => {
+      await tx.insert('tasks', task.taskId, task);
+      const c = await w.runtime.createInTx(tx, TASK_KIND, taskActorId(task.taskId), { taskId: task.taskId }, { events: [{ type: 'ACCEPT' }] as EventObject[], taskId: task.taskId });
+      await tx.insert('comments', key, pendingReceiptRecord(task, 'received'));
+      return c;
+    });
+    created.start();
+    await w.runtime.settled();
+    // The worker's read of the receipt row is held after it read "pending", while the test posts it.
+    let hold: Promise<void> | null = null;
+    let heldRead!: () => void;
+    const readHeld = new Promise<void>((r) => (heldRead = r));
+    const store = new Proxy(w.store, {
+      get(target, prop, receiver) {
+        if (prop !== 'get') {
+          const v = Reflect.get(target, prop, receiver) as unknown;
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        }
+        return async (collection: string, k: string) => {
+          const value = await target.get(collection as never, k);
+          if (collection === 'comments' && k === key && hold) {
+            heldRead();
+            await hold;
+          }
+          return value;
+        };
+      },
+    });
+    let release!: () => void;
+    hold = new Promise<void>((r) => (release = r));
+    progress = createReceiptProgress({ store, runtime: w.runtime, gitea: w.gitea, locale: 'en', intervalMs: 0, tickMs: 10, scope: movableScope(true) });
+    const p = progress;
+    await p.start();
+    await readHeld;
+    // The outbox posts the receipt meanwhile and touches it (its onSent).
+    const posted = await w.gitea.createIssueComment(task.owner, task.repo, 31, `received\n\n${pendingReceiptRecord(task, 'received').marker}`);
+    const row = (await w.store.get<CommentRecord>('comments', key))!;
+    await w.store.transact((tx) => tx.put<CommentRecord>('comments', key, { ...row, status: 'sent', commentId: posted.id }));
+    p.touch(task.taskId);
+    hold = null;
+    release();
+    const g = gitea;
+    await until(() => edits(g) > 0);
+    expect(edits(g)).toBe(1);
+    expect(gitea.comments(31)[0]!.body).toContain('**Stage:** queued');
+  });
+});

@@ -22,6 +22,7 @@ import {
   type GiteaFixture,
   type World,
 } from '../support/verification-world.js';
+import { until } from '../support/until.js';
 
 const ISSUES = [11, 12, 13, 14, 15, 16];
 let gitea: GiteaFixture;
@@ -281,11 +282,11 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
     return scope;
   }
 
-  it('several nodes send from one store: each send is claimed in the database first, so every receipt is posted once', async () => {
+  it('every node alike: three outboxes send from one store at once, each row is sent by one of them, every receipt posted once', async () => {
     // Slow POSTs: every node reaches each row while another's POST is still on its way.
     gitea.double.faults.delay(/\/comments$/, 150, { method: 'POST' });
     const tasks = [await queueTask(11), await queueTask(12), await queueTask(13)];
-    const nodes = ['node-a', 'node-b', 'node-c'].map((claimAs) => createReceiptOutbox({ store: world.store, runtime: world.runtime, gitea: world.gitea, botLogin: BOT, retryDelaysMs: [10], claimAs }));
+    const nodes = ['node-a', 'node-b', 'node-c'].map((node) => createReceiptOutbox({ store: world.store, runtime: world.runtime, gitea: world.gitea, botLogin: BOT, retryDelaysMs: [10], processId: `${node}/1/1`, sendClaimMs: 1_000 }));
     try {
       await Promise.all(nodes.map((n) => n.start()));
       for (const n of nodes) n.kick();
@@ -350,6 +351,51 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
     expect((await row(first.taskId, 'received'))?.status).toBe('sent');
     expect((await row(second.taskId, 'received'))?.status).toBe('pending');
     expect(gitea.posts()).toBe(1);
+  });
+
+  it("a repository that changes hands while its receipt's POST is on its way: the new owner leaves the row alone until that POST must have landed, and never posts a second", async () => {
+    const scopeA = movableScope(true);
+    // Node a's POST is held on its way to Gitea until the test lets it go (a slow network).
+    let letGo!: () => void;
+    const held = new Promise<void>((r) => (letGo = r));
+    let postReached!: () => void;
+    const reached = new Promise<void>((r) => (postReached = r));
+    const slow: typeof globalThis.fetch = async (input, init) => {
+      const req = input instanceof Request ? input : new Request(input, init);
+      if (req.method === 'POST') {
+        postReached();
+        await held;
+      }
+      return globalThis.fetch(req);
+    };
+    await world.close();
+    world = await openWorld(gitea, { scope: scopeA, fetch: slow, processId: 'node-a/100/1', sendClaimMs: 400 });
+    dirs.push(world.dir);
+    const task = await queueTask(11);
+    await world.outbox.start();
+    await reached;
+    // The repository moves to node b (same store, its own outbox and process) while a's POST is held.
+    scopeA.owned = false;
+    const logB: string[] = [];
+    const b = createReceiptOutbox({
+      store: world.store,
+      runtime: world.runtime,
+      gitea: world.gitea,
+      botLogin: BOT,
+      processId: 'node-b/200/2',
+      sendClaimMs: 400,
+      retryDelaysMs: [10, 20, 40],
+      logger: (msg) => void logB.push(msg),
+    });
+    await b.start();
+    await until('b leaves the row to a', () => logB.includes('receipt left to the node that is sending it'), 5_000);
+    expect(gitea.posts()).toBe(0);
+    letGo();
+    await Promise.all([world.outbox.drain(), b.drain()]);
+    b.stop();
+    expect(gitea.posts(11)).toBe(1);
+    expect(bodies(11)).toHaveLength(1);
+    expect((await row(task.taskId, 'received'))?.status).toBe('sent');
   });
 
   it('a row whose task is gone is marked failed by the leading node only', async () => {

@@ -92,6 +92,8 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     const { owner: childOwner } = await runChildAndKill(dir);
 
     const { store, runtime, close } = await createSchedulerRuntime(dir);
+    // As the service does at start, before recovery.
+    await runtime.restoreAll();
     const before = await tasksIn(store);
     // What the crash left behind.
     expect(Object.fromEntries(Object.entries(before).map(([id, t]) => [id, t.state]))).toEqual({
@@ -189,6 +191,8 @@ describe('restart recovery after SIGKILL (spec §5.5)', () => {
     // The database's clock (the store's, which judges leases) moves with the scheduler's below.
     let dbNow: number | undefined;
     const { store, runtime, close } = await createSchedulerRuntime(dir, { now: () => dbNow ?? Date.now() });
+    // As the service does at start, before recovery.
+    await runtime.restoreAll();
     const expiries = (await heldLeases(store)).map((l) => Date.parse(l.expiresAt!));
     const later = Math.max(...expiries) + 1; // the restart came after every lease's TTL
     // The database read its clock for each grant a moment after the node did: a second covers that.

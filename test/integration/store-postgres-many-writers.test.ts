@@ -202,4 +202,21 @@ describe('PostgreSQL store: many writers', () => {
     expect(seenByB).toEqual(Array.from({ length: 5 }, (_, i) => `node-a:a.step${i}`));
     expect(seenByA).toEqual(['node-b:b.step']);
   });
+
+  it('a node whose replica cannot follow the database stops for good and says so once, instead of running on with repositories it can no longer serve', async () => {
+    const url = await server.createDatabase(`m${process.pid}_${++n}`);
+    const a = await openNode(url, 'node-a');
+    const stops: Error[] = [];
+    // No tail: the gap below is met by b's next commit, under the commit lock.
+    const b = await openNode(url, 'node-b', { tailMs: 600_000, onUnavailable: (e) => void stops.push(e) });
+    const [head] = await sql<{ seq: string }>(url, 'SELECT seq FROM ccweb_head WHERE id = 1');
+    await a.transact((tx) => tx.insert('tasks', 'one', { state: 'queued', stateVersion: 1 }));
+    await a.transact((tx) => tx.insert('tasks', 'two', { state: 'queued', stateVersion: 1 }));
+    // The lines b has not applied disappear (a hand-edited database; a catch-up cut by a lost
+    // connection mid-page cannot be timed from here): b's replica cannot reach the head.
+    await sql(url, 'DELETE FROM ccweb_log WHERE seq > $1', [head!.seq]);
+    await expect(b.transact((tx) => tx.insert('tasks', 'three', { state: 'queued', stateVersion: 1 }))).rejects.toThrow(/replica could not follow the database/);
+    await expect(b.transact((tx) => tx.insert('tasks', 'four', { state: 'queued', stateVersion: 1 }))).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(stops.map((e) => e.message)).toEqual([expect.stringMatching(/replica could not follow the database.*restart this node/)]);
+  });
 });

@@ -188,6 +188,32 @@ describe('PostgreSQL SQL store: what one node commits, the others hear', () => {
   });
 });
 
+describe('PostgreSQL SQL store: the server goes away in the middle of a transaction', () => {
+  it('the transaction fails with store_unavailable (nothing thrown at the process), and the store works again once the server is back', async () => {
+    const url = await database();
+    const store = await openNode(url, { nodeId: 'node-mid' });
+    let inside!: () => void;
+    const entered = new Promise<void>((r) => (inside = r));
+    let goOn!: () => void;
+    const held = new Promise<void>((r) => (goOn = r));
+    const failing = store.transact(async (tx) => {
+      await tx.put('tasks', 'mid', { state: 'queued' });
+      inside();
+      await held; // the connection is checked out, between two statements, while the server dies
+      await tx.put('tasks', 'mid-2', { state: 'queued' });
+    });
+    failing.catch(() => undefined);
+    await entered;
+    await server.crash();
+    await new Promise((r) => setTimeout(r, 300));
+    goOn();
+    await expect(failing).rejects.toMatchObject({ code: 'store_unavailable' });
+    await server.restart();
+    await until('a commit after the restart', async () => (await store.transact((tx) => tx.put('tasks', 'after', { state: 'queued' })).then(() => true, () => false)), 20_000);
+    expect(await store.get('tasks', 'mid')).toBeUndefined();
+  });
+});
+
 /** An earlier version's PostgreSQL store with history: updates, deletes, archives, a derived record, audit. */
 async function earlierStoreWithHistory(url: string): Promise<{ digest: string; audit: number }> {
   const dir = await tempDir();

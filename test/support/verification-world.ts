@@ -101,7 +101,15 @@ export interface World {
 
 export async function openWorld(
   gitea: GiteaFixture,
-  opts: { dir?: string; fetch?: typeof globalThis.fetch; retryDelaysMs?: number[]; locale?: Locale; scope?: Pick<RepositoryScope, 'owns' | 'leads'> } = {},
+  opts: {
+    dir?: string;
+    fetch?: typeof globalThis.fetch;
+    retryDelaysMs?: number[];
+    locale?: Locale;
+    scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
+    processId?: string;
+    sendClaimMs?: number;
+  } = {},
 ): Promise<World> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'ccweb-verification-'));
   const store = createStore({ dir, indexes: STORE_INDEXES });
@@ -117,7 +125,7 @@ export async function openWorld(
   let runtime: ActorRuntime | undefined;
   const verification = createReplyVerification({ store, runtime: () => runtime!, gitea: client, botLogin: BOT });
   runtime = new ActorRuntime({ store, kinds: [taskKind(), verification.kind] });
-  const outbox = createReceiptOutbox({ store, runtime, gitea: client, botLogin: BOT, retryDelaysMs: opts.retryDelaysMs ?? [10, 20, 40], ...(opts.locale ? { locale: opts.locale } : {}), ...(opts.scope ? { scope: opts.scope } : {}) });
+  const outbox = createReceiptOutbox({ store, runtime, gitea: client, botLogin: BOT, retryDelaysMs: opts.retryDelaysMs ?? [10, 20, 40], ...(opts.locale ? { locale: opts.locale } : {}), ...(opts.scope ? { scope: opts.scope } : {}), ...(opts.processId ? { processId: opts.processId } : {}), ...(opts.sendClaimMs !== undefined ? { sendClaimMs: opts.sendClaimMs } : {}) });
   return {
     dir,
     store,

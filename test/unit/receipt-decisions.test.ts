@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { GiteaError } from '../../src/gitea/gitea-client.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
-import { getsFailureReceipt, reactionTo, receiptBody, receiptStateOf, triedBefore, waitsForReceived } from '../../src/receipts/receipt-decisions.js';
+import { getsFailureReceipt, reactionTo, receiptBody, receiptStateOf, sendClaimWaitMs, triedBefore, waitsForReceived } from '../../src/receipts/receipt-decisions.js';
 import { failureReceiptText, NOT_PUBLISHED_NOTICE_STATE, notPublishedReceiptText, receivedReceiptText } from '../../src/receipts/receipt-text.js';
 import { refusalReceiptText } from '../../src/receipts/limit-texts.js';
 import { isPermanentReceiptError, receiptRetryDecision } from '../../src/receipts/receipt-retry.js';
@@ -129,5 +129,23 @@ describe('after a failed attempt', () => {
       errorCode: 'receipt_send_error',
       metadata: { commentKey: rec.commentKey, ok: false, message: 'x'.repeat(200) },
     });
+  });
+});
+
+describe('who may post a row another process wrote an intent for', () => {
+  const at = '2026-12-06T10:00:00.000Z';
+  const t = Date.parse(at);
+  it('nobody sending, or this very process: post now', () => {
+    expect(sendClaimWaitMs(undefined, 'node-a/1/1', t, 30_000)).toBe(0);
+    expect(sendClaimWaitMs({ by: 'node-a/1/1', at }, 'node-a/1/1', t, 30_000)).toBe(0);
+  });
+  it('an earlier process of this node is gone: post now', () => {
+    expect(sendClaimWaitMs({ by: 'node-a/1/1', at }, 'node-a/2/5', t + 1, 30_000)).toBe(0);
+  });
+  it("another node's fresh intent: wait until its POST must have landed, then post (after the lookup)", () => {
+    expect(sendClaimWaitMs({ by: 'node-b/9/9', at }, 'node-a/2/5', t + 10_000, 30_000)).toBe(20_000);
+    expect(sendClaimWaitMs({ by: 'node-b/9/9', at }, 'node-a/2/5', t + 30_000, 30_000)).toBe(0);
+    // An owner id of an unexpected shape is another process too.
+    expect(sendClaimWaitMs({ by: 'odd', at }, 'node-a/2/5', t, 30_000)).toBe(30_000);
   });
 });

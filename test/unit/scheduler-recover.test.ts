@@ -61,6 +61,8 @@ async function restart(dir: string, close: (remove?: boolean) => Promise<void>) 
   await close(false);
   const next = await createSchedulerRuntime(dir, dbClock);
   closers.push(() => next.close());
+  // As the service does at start, before recovery.
+  await next.runtime.restoreAll();
   return next;
 }
 

@@ -760,6 +760,28 @@ describe('the `now` shorthand', () => {
   });
 });
 
+describe('several nodes on one store (othersMayTakeOver)', () => {
+  it('a task left preparing under a lease that ended elsewhere is moved on first; no task of its repository is claimed before that', async () => {
+    const r = await rig(walkToSuccess, {
+      othersMayTakeOver: true,
+      before: async (store, runtime) => {
+        // B: preparing under a lease nobody holds any more (its node died; another ended the lease).
+        await submitTask(store, runtime, 'B', S);
+        await drive(runtime, 'B', { type: 'CLAIM', leaseId: 'L-gone' });
+        await submitTask(store, runtime, 'C', S);
+      },
+    });
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'C', ['succeeded']);
+    await r.scheduler.settled();
+    const audit = await r.store.audit({});
+    const movedOn = auditWithEvent(audit, 'task.transition', 'PREPARE_FAILED').find((e) => e.taskId === 'B')!;
+    const claimC = auditWithEvent(audit, 'task.transition', 'CLAIM').find((e) => e.taskId === 'C')!;
+    expect(eventOf(movedOn).errorCode).toBe('lease_expired');
+    expect(movedOn.seq).toBeLessThan(claimC.seq);
+  });
+});
+
 describe('recover() through the scheduler (spec §5.5)', () => {
   it('does not interrupt a task a live worker of this process runs, only the others', async () => {
     const r = await rig(waitForAbort, {

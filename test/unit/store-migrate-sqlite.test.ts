@@ -22,6 +22,26 @@ afterEach(() => {
 
 const INDEXES = { tasks: ['state'], comments: ['taskId'] };
 
+/** The command's input and output for a data directory (the other keys only have to be valid), and its lines. */
+function commandIo(dataDir: string, extra: Record<string, string> = {}) {
+  const lines: string[] = [];
+  const io = {
+    env: {
+      CCWEB_DATA_DIR: dataDir,
+      CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
+      CCWEB_GITEA_URL: 'http://127.0.0.1:1',
+      CCWEB_GITEA_TOKEN: 'token',
+      CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
+      ...extra,
+    },
+    argv: [],
+    cwd: dataDir,
+    out: (l: string) => void lines.push(l),
+    err: (l: string) => void lines.push(`ERR ${l}`),
+  };
+  return { io, lines };
+}
+
 function fixture(name: (typeof JOURNAL_FIXTURES)[number]): { dataDir: string; dir: string } {
   const { parent, dir } = copyFixture(name);
   parents.push(parent);
@@ -95,20 +115,7 @@ describe('migrate-store: the journal store into SQLite', () => {
 
   it('the command: moves the store, says what it copied and where the journal went; refuses a running earlier version', async () => {
     const { dataDir, dir } = fixture('crash-leftovers');
-    const lines: string[] = [];
-    const io = {
-      env: {
-        CCWEB_DATA_DIR: dataDir,
-        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
-        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
-        CCWEB_GITEA_TOKEN: 'token',
-        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
-      },
-      argv: [],
-      cwd: dataDir,
-      out: (l: string) => void lines.push(l),
-      err: (l: string) => void lines.push(`ERR ${l}`),
-    };
+    const { io, lines } = commandIo(dataDir);
     writeFileSync(join(dir, 'LOCK'), String(process.ppid));
     expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toBe(`ERR migrate-store: the service is running on this data directory (store ${dir} is in use by process ${process.ppid}); stop it first`);
@@ -138,14 +145,7 @@ describe('migrate-store: the journal store into SQLite', () => {
     for (const name of readdirSync(backup).sort().slice(Math.min(movedBeforeCrash, before.length))) renameSync(join(backup, name), join(dir, name));
     if (movedBeforeCrash === 0) rmSync(backup, { recursive: true });
     expect(storeFormatOf(dir)).toBe('sqlite');
-    const lines: string[] = [];
-    const io = {
-      env: { CCWEB_DATA_DIR: dataDir, CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789', CCWEB_GITEA_URL: 'http://127.0.0.1:1', CCWEB_GITEA_TOKEN: 'token', CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789' },
-      argv: [],
-      cwd: dataDir,
-      out: (l: string) => void lines.push(l),
-      err: (l: string) => void lines.push(`ERR ${l}`),
-    };
+    const { io, lines } = commandIo(dataDir);
     expect(await migrateStore(io)).toBe(0);
     expect(lines).toContain(`done: ${before.length - Math.min(movedBeforeCrash, before.length)} file(s) moved`);
     expect(readdirSync(dir).sort()).toEqual(['checkpoint.json', JOURNAL_BACKUP_DIR, SQLITE_FILE]);

@@ -35,7 +35,7 @@ export interface PostgresStoreOptions extends Pick<StoreOptions, 'dir' | 'indexe
   beforeBatch?: LogWriterOptions['beforeBatch'];
   /** Wait as a standby while another node writes, instead of refusing (log-writer.ts). */
   standby?: LogWriterOptions['standby'];
-  /** Called once when the store stops for good (the database refused, or stayed away too long). */
+  /** Called once when the store stops for good (the database refused or stayed away too long, or the replica broke). */
   onUnavailable?: LogWriterOptions['onFailure'];
   /** How often the node's heartbeat is written (and the list of nodes read). Default 10 s. */
   heartbeatMs?: number;
@@ -426,8 +426,12 @@ export class PostgresStore implements Store {
           try {
             this.#fromOthers += await this.#catchUp(client, await headSeqOf(client));
           } catch (error) {
-            // Part of the head may be applied: nothing this replica does from here can be trusted.
-            this.#broken ??= new StoreUnavailableError(`store unavailable: the replica could not follow the database (${(error as Error).message}); restart this node to reload`);
+            // Part of the head may be applied: nothing this replica does from here can be trusted,
+            // and a node that stays up with it would keep owning repositories it can no longer run.
+            if (!this.#broken) {
+              this.#broken = new StoreUnavailableError(`store unavailable: the replica could not follow the database (${(error as Error).message}); restart this node to reload`);
+              this.#options.onUnavailable?.(this.#broken);
+            }
             throw this.#broken;
           }
           // Every body runs now, in call order, against the database's head: it sees every node's

@@ -87,6 +87,13 @@ export class PostgresConnection implements SqlConnection {
       throw this.#mapped(error);
     });
     let broken = false;
+    // The pool listens for errors of idle connections only: one that dies while checked out here (the
+    // server shut down between two statements) would otherwise be an uncaught 'error' event. The next
+    // statement on it fails and is handled as any failure.
+    const onError = () => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       for (let attempt = 1; ; attempt++) {
         const session: SqlSession = {
@@ -115,6 +122,7 @@ export class PostgresConnection implements SqlConnection {
         }
       }
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }
@@ -191,7 +199,7 @@ export class PostgresConnection implements SqlConnection {
     // A connection lost or refused, or a login the server turned down (28…: the credentials; 3D000: no such database).
     const lost =
       (typeof e.code === 'string' && (e.code.startsWith('08') || e.code.startsWith('57P') || e.code.startsWith('28') || e.code === '3D000' || /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|HOSTUNREACH)$/.test(e.code))) ||
-      /Connection terminated|timeout exceeded when trying to connect/.test(e.message ?? '');
+      /Connection terminated|timeout exceeded when trying to connect|is not queryable/.test(e.message ?? '');
     return lost ? new StoreUnavailableError(`store unavailable: ${this.#where}: ${e.message ?? String(error)}`) : error;
   }
 }

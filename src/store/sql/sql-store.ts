@@ -105,7 +105,7 @@ export function earlierStoreFound(where: string): StoreError {
 export function schemaTooNew(dialect: Dialect, where: string, found: number): StoreError {
   return dialect === 'postgres'
     ? new StoreError('database_schema_too_new', `${where}: the database's schema is version ${found}, newer than this ccweb-gitea knows (${SCHEMA_VERSION})`)
-    : new StoreUnavailableError(`the store in ${where} has schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION}): run that version`);
+    : new StoreError('store_schema_too_new', `the store in ${where} has store schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION})`);
 }
 
 /** The tables, indexes and triggers of the current schema on PostgreSQL, by name. */

@@ -88,6 +88,9 @@ export class SqliteConnection implements SqlConnection {
       for (const db of [this.#writer, this.#reader]) db.function('ccweb_now_ms', clock);
     } catch (error) {
       for (const db of opened) db.close();
+      const message = (error as Error).message;
+      // Another file in its place, or a damaged one: nothing here can mend it (sqlite-store-check.ts).
+      if (/not a database|malformed|encrypted/i.test(message)) throw new StoreError('store_unreadable', `${options.file} cannot be read by SQLite (${message})`);
       throw error;
     }
     this.#write = statements(this.#writer);
