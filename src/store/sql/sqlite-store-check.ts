@@ -22,11 +22,14 @@ function header(file: string): Buffer {
   }
 }
 
-/** The reason this version cannot use `file` as its store, or null (an empty file is an empty store). */
+/**
+ * The reason this version cannot use `file` as its store, or null (an empty file is an empty store).
+ * A file that cannot be opened at all (EACCES) throws its errno error: the data directory's problem.
+ */
 export function sqliteStoreProblem(file: string): SqliteStoreProblem | null {
   const head = header(file);
-  if (head.length > 0 && !head.equals(HEADER)) return { code: 'store_unreadable', problem: `${file} is not a SQLite database` };
   if (head.length === 0) return null;
+  if (!head.equals(HEADER)) return { code: 'store_unreadable', problem: `${file} is not a SQLite database` };
   let found: number | undefined;
   try {
     const { db, close } = openReadOnly(file);
