@@ -22,7 +22,7 @@ import {
   type StoredRecord,
   type Tx,
 } from '../types.js';
-import { jsonField, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
+import { jsonField, newerSchemaProblem, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
 import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
 
 export interface SqlStoreOptions {
@@ -130,7 +130,8 @@ export class SqlStore implements Store {
       const rows = await session.all(`SELECT value FROM store_meta WHERE name = 'schema'`);
       const found = rows[0] ? Number(rows[0]['value']) : undefined;
       if (found === undefined) await session.run(`INSERT INTO store_meta (name, value) VALUES ('schema', ?)`, [String(SCHEMA_VERSION)]);
-      else if (found > SCHEMA_VERSION) throw new StoreError('store_schema_too_new', `the store in ${this.dir} has store schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION})`);
+      const newer = newerSchemaProblem(`the store in ${this.dir}`, found);
+      if (newer) throw new StoreError('store_schema_too_new', newer);
     });
   }
 
