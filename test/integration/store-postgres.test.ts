@@ -17,6 +17,7 @@ import { migrate, MIGRATIONS, MigrationNeedsNodesStoppedError, SCHEMA_VERSION, W
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { until } from '../support/until.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
+import { commandIo } from '../support/migrate-store-io.js';
 
 let server: ThrowawayPostgres;
 let n = 0;
@@ -482,40 +483,25 @@ describe('migrate-store', () => {
     const dataDir = await tempDir();
     const source = await embeddedWithHistory(join(dataDir, 'store'));
     const url = await database();
-    const lines: string[] = [];
-    const io = (extra: Record<string, string> = {}) => ({
-      env: {
-        CCWEB_DATA_DIR: dataDir,
-        CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
-        CCWEB_GITEA_URL: 'http://127.0.0.1:1',
-        CCWEB_GITEA_TOKEN: 'token',
-        CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
-        CCWEB_DATABASE_URL: url,
-        ...extra,
-      },
-      argv: [],
-      cwd: dataDir,
-      out: (s: string) => void lines.push(s),
-      err: (s: string) => void lines.push(`ERR ${s}`),
-    });
+    const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
     await source.close();
     // The service is running: another live process holds the data directory's lock.
     const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     await writeFile(join(dataDir, 'store', 'LOCK'), String(service.pid));
-    expect(await migrateStore(io())).toBe(1);
+    expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toMatch(/the service is running on this data directory.*; stop it first/);
     service.kill('SIGKILL');
     await new Promise((resolve) => service.once('exit', resolve));
 
-    expect(await migrateStore(io())).toBe(0);
+    expect(await migrateStore(io)).toBe(0);
     expect(lines.at(-2)).toMatch(/done: \d+ log line\(s\); read back and compared/);
-    expect(await migrateStore(io())).toBe(1);
+    expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toMatch(/already holds a store \(its log is at seq \d+\): migrate into an empty database/);
     expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/); // the URL is only ever described
 
     lines.length = 0;
     // Without a database URL the command moves an earlier version's journal store into SQLite: this one is SQLite already.
-    expect(await migrateStore({ ...io(), env: { ...io().env, CCWEB_DATABASE_URL: '' } })).toBe(1);
+    expect(await migrateStore({ ...io, env: { ...io.env, CCWEB_DATABASE_URL: '' } })).toBe(1);
     expect(lines.at(-1)).toMatch(/store\.db exists already: nothing to migrate/);
   });
 
@@ -524,16 +510,8 @@ describe('migrate-store', () => {
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const before = await readdir(dir);
     const url = await database();
-    const lines: string[] = [];
-    const env = {
-      CCWEB_DATA_DIR: dataDir,
-      CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
-      CCWEB_GITEA_URL: 'http://127.0.0.1:1',
-      CCWEB_GITEA_TOKEN: 'token',
-      CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
-      CCWEB_DATABASE_URL: url,
-    };
-    const code = await migrateStore({ env, argv: [], cwd: dataDir, out: (l) => void lines.push(l), err: (l) => void lines.push(`ERR ${l}`) });
+    const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
+    const code = await migrateStore(io);
     expect(code, lines.join('\n')).toBe(0);
     // Nothing of the journal store was changed or added (no SQLite store in its place either).
     expect((await readdir(dir)).sort()).toEqual(before.sort());
