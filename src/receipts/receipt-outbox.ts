@@ -27,6 +27,7 @@ import { getsFailureReceipt, reactionTo, receiptBody, triedBefore, waitsForRecei
 import { errorMessageOf, receiptRetryDecision, type ReceiptStep } from './receipt-retry.js';
 import { auditFailedStep, markReceiptFailed, markReceiptSent, recordSendIntent } from './receipt-writes.js';
 import { createCommentWorker } from './comment-worker.js';
+import { actsForTask } from './acts-for-task.js';
 
 export type OutboxLogger = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -123,13 +124,8 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const backoff = new Map<string, { failures: number; nextAt: number }>();
   const pendingEnsures = new Set<Promise<unknown>>();
 
-  /** Whether this node sends the row now: its task's repository is owned here (no task: the leader marks it failed). */
-  async function sendsHere(rec: CommentRecord): Promise<boolean> {
-    // One node sends every row: no task to read (a long queue's rows are looked at on every pass).
-    if (scope === EVERY_REPOSITORY) return true;
-    const task = await store.get<TaskRecord>('tasks', rec.taskId);
-    return task ? scope.owns(task.repoKey) : scope.leads();
-  }
+  /** Whether this node sends the row now (no task: the leader marks it failed). */
+  const sendsHere = (rec: CommentRecord): Promise<boolean> => actsForTask(store, scope, rec.taskId);
 
   async function pendingRows(): Promise<CommentRecord[]> {
     const pending = (await store.byIndex<CommentRecord>('comments', 'status', 'pending')).filter((r) => r.kind === 'status');
