@@ -48,6 +48,9 @@ function codeForStatus(status: number, method: string): GiteaErrorCode {
   return 'gitea_bad_request';
 }
 
+/** Each attempt's limit unless the client is given another (the service never is). */
+export const DEFAULT_GITEA_TIMEOUT_MS = 10_000;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export interface RawResult {
@@ -71,7 +74,7 @@ export interface GiteaTransport {
 export function createGiteaTransport(options: GiteaClientOptions): GiteaTransport {
   const baseUrl = normaliseBaseUrl(options.baseUrl);
   const token = options.token;
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_GITEA_TIMEOUT_MS;
   const retries = Math.max(0, options.retries ?? 2);
   const baseDelay = options.retryBaseDelayMs ?? 250;
 

@@ -73,10 +73,11 @@ export function triedBefore(events: readonly Pick<AuditEvent, 'action' | 'metada
 
 /**
  * How long an intent written by another node's process keeps this process from posting the row
- * (0: post now). Its POST may still be on its way while the repository changes hands (Gitea then
- * shows the comment only after it): a writer never retries, so once the window is over the comment
- * is on Gitea for the lookup to find, or never will be. An earlier process of this same node is
- * gone and holds nothing.
+ * (0: post now), counted from `nowMs`, when this process looked for the comment on Gitea. The other
+ * POST may still be on its way while the repository changes hands: a writer never retries, so a
+ * window longer than one write means the comment was on Gitea for that look, or never will be. An
+ * earlier process of this same node is gone and holds nothing. `sending.at` is the other node's
+ * clock: the nodes' clocks must agree to well within the window (NTP).
  */
 export function sendClaimWaitMs(sending: CommentRecord['sending'], self: string, nowMs: number, claimMs: number): number {
   if (!sending || sending.by === self) return 0;

@@ -26,6 +26,7 @@ import { bodyHashOf, receiptCommentKey } from './receipt-record.js';
 import { receivedReceiptText } from './receipt-text.js';
 import { progressStageOf } from './receipt-progress.js';
 import { createCommentWorker } from './comment-worker.js';
+import { actsForTask } from './acts-for-task.js';
 
 export interface ReceiptNoticesOptions {
   store: Store;
@@ -91,11 +92,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   const pendingInserts = new Set<Promise<unknown>>();
   const scope = options.scope ?? EVERY_REPOSITORY;
 
-  /** Whether this node acts for the task's notices now: its repository is owned here (no task: the leader). */
-  async function actsFor(taskId: string): Promise<boolean> {
-    const task = await store.get<TaskRecord>('tasks', taskId);
-    return task ? scope.owns(task.repoKey) : scope.leads();
-  }
+  const actsFor = (taskId: string): Promise<boolean> => actsForTask(store, scope, taskId);
 
   async function budgetFigures(tx: Tx, task: TaskRecord, code: BudgetCode): Promise<BudgetNotice> {
     const limits = await effectiveLimits(options.limits, tx, task.repoKey);

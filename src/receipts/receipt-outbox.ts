@@ -16,10 +16,10 @@ import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { hasReceiptMarker } from '../domain/marker.js';
 import { BOT_COMMENT_SINCE_MARGIN_MS, listBotComments, threadOf } from '../gitea/bot-comments.js';
 import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
+import { DEFAULT_GITEA_TIMEOUT_MS } from '../gitea/gitea-transport.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
-import { leaseOwnerId } from '../leases/lease-owner.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
 import { FAILURE_RECEIPT_STATES } from './receipt-text.js';
@@ -27,6 +27,7 @@ import { getsFailureReceipt, reactionTo, receiptBody, triedBefore, waitsForRecei
 import { errorMessageOf, receiptRetryDecision, type ReceiptStep } from './receipt-retry.js';
 import { auditFailedStep, markReceiptFailed, markReceiptSent, recordSendIntent } from './receipt-writes.js';
 import { createCommentWorker } from './comment-worker.js';
+import { actsForTask } from './acts-for-task.js';
 
 export type OutboxLogger = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -54,12 +55,12 @@ export interface ReceiptOutboxOptions {
   scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
   /** Told once a row's comment is on Gitea (posted or adopted): the progress worker can edit that receipt now. */
   onSent?: (taskId: string) => void;
-  /** This process, as a lease owner id (`<node>/<pid>/<startedAt>`): written with each send intent. */
-  processId?: string;
   /**
-   * How long another node's send intent keeps this one from posting the row: longer than a write to
-   * Gitea can take (one attempt, never retried). Default 30 s.
+   * This process, as a lease owner id (`<node>/<pid>/<startedAt>`, the scheduler's): written with each
+   * send intent. Each node's own, so that another node's intent is told from an earlier process's.
    */
+  processId: string;
+  /** How long another node's send intent keeps this one from posting the row (DEFAULT_SEND_CLAIM_MS). */
   sendClaimMs?: number;
 }
 
@@ -80,7 +81,8 @@ export interface ReceiptOutbox {
 }
 
 export const DEFAULT_RECEIPT_RETRY_DELAYS_MS: readonly number[] = [2_000, 10_000, 60_000, 300_000];
-export const DEFAULT_SEND_CLAIM_MS = 30_000;
+/** Three times the longest a POST to Gitea can take (one attempt, never retried). */
+export const DEFAULT_SEND_CLAIM_MS = 3 * DEFAULT_GITEA_TIMEOUT_MS;
 
 /** Inserts the task's failure receipt row unless it exists or the task does not get one. */
 async function ensureFailureReceipt(store: Store, taskId: string, state: string, at: Date): Promise<boolean> {
@@ -115,20 +117,15 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
   const lookbackMs = options.lookbackMs ?? BOT_COMMENT_SINCE_MARGIN_MS;
   const locale = options.locale ?? DEFAULT_LOCALE;
   const scope = options.scope ?? EVERY_REPOSITORY;
-  const processId = options.processId ?? leaseOwnerId('default');
+  const processId = options.processId;
   const sendClaimMs = options.sendClaimMs ?? DEFAULT_SEND_CLAIM_MS;
 
   /** Transient failures of this process's attempts, per commentKey. */
   const backoff = new Map<string, { failures: number; nextAt: number }>();
   const pendingEnsures = new Set<Promise<unknown>>();
 
-  /** Whether this node sends the row now: its task's repository is owned here (no task: the leader marks it failed). */
-  async function sendsHere(rec: CommentRecord): Promise<boolean> {
-    // One node sends every row: no task to read (a long queue's rows are looked at on every pass).
-    if (scope === EVERY_REPOSITORY) return true;
-    const task = await store.get<TaskRecord>('tasks', rec.taskId);
-    return task ? scope.owns(task.repoKey) : scope.leads();
-  }
+  /** Whether this node sends the row now (no task: the leader marks it failed). */
+  const sendsHere = (rec: CommentRecord): Promise<boolean> => actsForTask(store, scope, rec.taskId);
 
   async function pendingRows(): Promise<CommentRecord[]> {
     const pending = (await store.byIndex<CommentRecord>('comments', 'status', 'pending')).filter((r) => r.kind === 'status');
@@ -202,12 +199,14 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       await markFailed(rec, 'task_missing', {});
       return;
     }
+    // Another node's intent counts from here: a POST that landed before this look is found by it.
+    const lookedAt = now();
     if (triedBefore(await store.audit({ taskId: rec.taskId }), rec.commentKey) && (await adoptEarlierAttempt(task, rec)) !== 'absent') return;
 
     const body = receiptBody(task, rec, locale);
     const bodyHash = bodyHashOf(body);
     const attempt = (backoff.get(rec.commentKey)?.failures ?? 0) + 1;
-    const intent = await recordSendIntent(store, rec, { attempt, bodyHash, by: processId, claimMs: sendClaimMs }, now());
+    const intent = await recordSendIntent(store, rec, { attempt, bodyHash, by: processId, claimMs: sendClaimMs, lookedAt }, now());
     if (typeof intent === 'object') {
       // Another node's POST may still land: look again once it must have (the lookup adopts it).
       log('receipt left to the node that is sending it', { taskId: rec.taskId, commentKey: rec.commentKey, waitMs: intent.waitMs });

@@ -174,8 +174,10 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
   /** One receipt: true when it needs no more looking at. */
   async function visit(taskId: string): Promise<boolean> {
     const receipt = await receiptOf(taskId);
-    // Not posted yet: nothing to edit until the outbox posts it, which touches it again (onSent).
-    if (!receipt || receipt.status !== 'sent' || receipt.commentId === null) return true;
+    if (!receipt || receipt.status === 'failed') return true;
+    // Not posted yet. One node's outbox touches it again once posted (onSent), so it is let go until
+    // then; with several nodes another node's outbox may post it, and this worker keeps looking.
+    if (receipt.status !== 'sent' || receipt.commentId === null) return scope === EVERY_REPOSITORY;
     const task = await store.get<TaskRecord>('tasks', taskId);
     if (!task) return true;
     // Another node's repository is that node's to edit (asked at each visit: ownership moves while running).

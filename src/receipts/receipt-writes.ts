@@ -72,20 +72,20 @@ export async function markReceiptSent(store: Store, rec: CommentRecord, commentI
 
 /**
  * Durable before the POST: the body's hash, who sends, and a `receipt.send_intent` event. `not_pending`
- * when the row is sent or given up; `{ waitMs }` while another node's intent may still be landing
- * (sendClaimWaitMs): nothing is written then.
+ * when the row is sent or given up; `{ waitMs }` while another node's intent may have landed after
+ * `lookedAt`, when this process last looked for it on Gitea (sendClaimWaitMs): nothing is written then.
  */
 export async function recordSendIntent(
   store: Store,
   rec: CommentRecord,
-  intent: { attempt: number; bodyHash: string; by: string; claimMs: number },
+  intent: { attempt: number; bodyHash: string; by: string; claimMs: number; lookedAt: Date },
   at: Date,
 ): Promise<'proceed' | 'not_pending' | { waitMs: number }> {
   const key = rec.commentKey;
   return store.transact(async (tx) => {
     const cur = await tx.get<CommentRecord>('comments', key);
     if (!cur || cur.status !== 'pending') return 'not_pending';
-    const waitMs = sendClaimWaitMs(cur.sending, intent.by, at.getTime(), intent.claimMs);
+    const waitMs = sendClaimWaitMs(cur.sending, intent.by, intent.lookedAt.getTime(), intent.claimMs);
     if (waitMs > 0) return { waitMs };
     await tx.put<CommentRecord>('comments', key, { ...cur, bodyHash: intent.bodyHash, sending: { by: intent.by, at: at.toISOString() }, updatedAt: at.toISOString() });
     await tx.appendAudit({

@@ -559,6 +559,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 
   let server: Server;
   try {
+    // Koa's request handler settles its own promise (its onerror answers and logs a failure).
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises
     server = await listen(app.callback(), config.host, config.port, httpLimits);
   } catch (error) {
     // Leave nothing running and the data directory unlocked, then say why in one line.

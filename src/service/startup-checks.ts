@@ -67,7 +67,12 @@ export function checkDataDir(dataDir: string, options: { embedded: boolean }): v
         'stop the service and run `ccweb-gitea migrate-store` once (it moves the store in place), then start it again',
       );
     }
-    const problem = format === 'sqlite' ? sqliteStoreProblem(path.join(store, SQLITE_FILE)) : null;
+    let problem: SqliteStoreProblem | null = null;
+    try {
+      problem = format === 'sqlite' ? sqliteStoreProblem(path.join(store, SQLITE_FILE)) : null;
+    } catch (error) {
+      throw dataDirError(dataDir, error);
+    }
     if (problem) throw storeFileRefusal(problem);
   }
 }

@@ -353,29 +353,34 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
     expect(gitea.posts()).toBe(1);
   });
 
-  it("a repository that changes hands while its receipt's POST is on its way: the new owner leaves the row alone until that POST must have landed, and never posts a second", async () => {
+  it("a repository that changes hands while its receipt's POST is on its way: the new owner leaves the row alone while that POST may land, then finds it on Gitea and adopts it", async () => {
     const scopeA = movableScope(true);
-    // Node a's POST is held on its way to Gitea until the test lets it go (a slow network).
+    // Node a's POST is held on its way to Gitea until the test lets it go; then it lands, and node a
+    // dies before it hears the answer (it never records the result).
     let letGo!: () => void;
     const held = new Promise<void>((r) => (letGo = r));
     let postReached!: () => void;
     const reached = new Promise<void>((r) => (postReached = r));
-    const slow: typeof globalThis.fetch = async (input, init) => {
+    let landed!: () => void;
+    const postLanded = new Promise<void>((r) => (landed = r));
+    const slowThenDead: typeof globalThis.fetch = async (input, init) => {
       const req = input instanceof Request ? input : new Request(input, init);
-      if (req.method === 'POST') {
-        postReached();
-        await held;
-      }
-      return globalThis.fetch(req);
+      if (req.method !== 'POST') return globalThis.fetch(req);
+      postReached();
+      await held;
+      await (await globalThis.fetch(req)).arrayBuffer();
+      landed();
+      return new Promise<Response>(() => undefined);
     };
     await world.close();
-    world = await openWorld(gitea, { scope: scopeA, fetch: slow, processId: 'node-a/100/1', sendClaimMs: 400 });
+    world = await openWorld(gitea, { scope: scopeA, fetch: slowThenDead, processId: 'node-a/100/1', sendClaimMs: 5_000 });
     dirs.push(world.dir);
     const task = await queueTask(11);
     await world.outbox.start();
     await reached;
     // The repository moves to node b (same store, its own outbox and process) while a's POST is held.
     scopeA.owned = false;
+    world.outbox.stop();
     const logB: string[] = [];
     const b = createReceiptOutbox({
       store: world.store,
@@ -383,19 +388,20 @@ describe('receipt outbox with several nodes: only the repository owner sends', (
       gitea: world.gitea,
       botLogin: BOT,
       processId: 'node-b/200/2',
-      sendClaimMs: 400,
+      sendClaimMs: 5_000,
       retryDelaysMs: [10, 20, 40],
       logger: (msg) => void logB.push(msg),
     });
     await b.start();
     await until('b leaves the row to a', () => logB.includes('receipt left to the node that is sending it'), 5_000);
-    expect(gitea.posts()).toBe(0);
     letGo();
-    await Promise.all([world.outbox.drain(), b.drain()]);
+    await postLanded;
+    await b.drain();
     b.stop();
     expect(gitea.posts(11)).toBe(1);
     expect(bodies(11)).toHaveLength(1);
     expect((await row(task.taskId, 'received'))?.status).toBe('sent');
+    expect((await world.store.audit({ taskId: task.taskId })).map((e) => e.action)).toContain('receipt.adopted');
   });
 
   it('a row whose task is gone is marked failed by the leading node only', async () => {

@@ -17,6 +17,7 @@ import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 import { until } from '../support/until.js';
+import { commandIo } from '../support/migrate-store-io.js';
 
 let server: ThrowawayPostgres;
 let n = 0;
@@ -236,23 +237,6 @@ async function earlierStoreWithHistory(url: string): Promise<{ digest: string; a
   }
 }
 
-function commandIo(dataDir: string, url: string, lines: string[]) {
-  return {
-    env: {
-      CCWEB_DATA_DIR: dataDir,
-      CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
-      CCWEB_GITEA_URL: 'http://127.0.0.1:1',
-      CCWEB_GITEA_TOKEN: 'token',
-      CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
-      CCWEB_DATABASE_URL: url,
-    },
-    argv: [],
-    cwd: dataDir,
-    out: (s: string) => void lines.push(s),
-    err: (s: string) => void lines.push(`ERR ${s}`),
-  };
-}
-
 describe('an earlier version’s PostgreSQL store', () => {
   it('is refused at open in one line naming migrate-store; the command moves it in place in one transaction (history, archives, audit), refusing while an earlier node runs', async () => {
     const url = await database();
@@ -267,22 +251,22 @@ describe('an earlier version’s PostgreSQL store', () => {
     expect(await sql(url, `SELECT to_regclass('tasks')::text AS t`)).toEqual([{ t: null }]);
 
     const dataDir = await tempDir();
-    const lines: string[] = [];
+    const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
     // An earlier node still running on the database: the move waits for it to stop.
     const oldNode = new PostgresStore({ dir: join(await tempDir(), 'replica'), url, nodeId: 'old-node', version: 'old' });
     await oldNode.open();
-    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toMatch(/^ERR migrate-store: postgres:\/\/127\.0\.0\.1:\d+\/q\d+_\d+: nodes still write the earlier store: old-node: stop every node first$/);
     await oldNode.close();
     // A move that fails at its last step (the schema it keeps the earlier tables in is taken) leaves
     // everything as it was: one transaction.
     await sql(url, `CREATE SCHEMA ${EARLIER_SCHEMA}`);
-    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toMatch(/schema "ccweb_before_sql" already exists/);
     expect(await sql(url, `SELECT to_regclass('tasks')::text AS t, to_regclass('public.ccweb_records')::text AS r`)).toEqual([{ t: null, r: 'ccweb_records' }]);
     await sql(url, `DROP SCHEMA ${EARLIER_SCHEMA}`);
 
-    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(0);
+    expect(await migrateStore(io)).toBe(0);
     expect(lines.join('\n')).toMatch(/tasks: 60 record\(s\), 60 archived/);
     expect(lines.join('\n')).toMatch(new RegExp(`done: ${before.audit} audit event\\(s\\) and every record moved, read back and compared`));
     expect(lines.at(-1)).toMatch(/kept in the schema ccweb_before_sql: drop it/);
@@ -345,19 +329,19 @@ describe('migrate-store: the embedded store into PostgreSQL', () => {
     const dataDir = await tempDir();
     const source = await embeddedWithHistory(join(dataDir, 'store'));
     const url = await database();
-    const lines: string[] = [];
+    const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
     await source.close();
     // The service is running: another live process holds the data directory's lock.
     const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     await writeFile(join(dataDir, 'store', 'LOCK'), String(service.pid));
-    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toMatch(/the service is running on this data directory.*; stop it first/);
     service.kill('SIGKILL');
     await new Promise((resolve) => service.once('exit', resolve));
 
-    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(0);
+    expect(await migrateStore(io)).toBe(0);
     expect(lines.at(-2)).toMatch(/done: 300 audit event\(s\) and every record copied, read back and compared/);
-    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toMatch(/already holds a store: migrate into an empty database/);
     expect(lines.join('\n')).not.toMatch(/postgres:\/\/postgres@/); // the URL is only ever described
   });
@@ -368,8 +352,8 @@ describe('migrate-store: the embedded store into PostgreSQL', () => {
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const before = (await readdir(dir)).sort();
     const url = await database();
-    const lines: string[] = [];
-    expect(await migrateStore(commandIo(dataDir, url, lines)), lines.join('\n')).toBe(0);
+    const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
+    expect(await migrateStore(io), lines.join('\n')).toBe(0);
     // Nothing of the journal store was changed or added (no SQLite store in its place either).
     expect((await readdir(dir)).sort()).toEqual(before);
     const store = createPostgresSqlStore({ url });
@@ -380,8 +364,8 @@ describe('migrate-store: the embedded store into PostgreSQL', () => {
   it('a data directory without any store and a database without an earlier one: refused naming CCWEB_DATA_DIR, nothing created', async () => {
     const dataDir = await tempDir();
     const url = await database();
-    const lines: string[] = [];
-    expect(await migrateStore(commandIo(dataDir, url, lines))).toBe(1);
+    const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
+    expect(await migrateStore(io)).toBe(1);
     expect(lines).toEqual([`ERR migrate-store: ${join(dataDir, 'store')} holds no store (neither store.db nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${dataDir})`]);
     expect(await readdir(dataDir)).toEqual([]);
   });

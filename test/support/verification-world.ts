@@ -9,6 +9,7 @@ import { STORE_INDEXES, type TaskRecord, type TurnRecord } from '../../src/domai
 import { formatMarker } from '../../src/domain/marker.js';
 import { createGiteaClient, type GiteaClient } from '../../src/gitea/gitea-client.js';
 import { createReceiptOutbox, type ReceiptOutbox } from '../../src/receipts/receipt-outbox.js';
+import { leaseOwnerId } from '../../src/leases/lease-owner.js';
 import type { Locale } from '../../src/messages/catalogue.js';
 import type { RepositoryScope } from '../../src/domain/repository-scope.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
@@ -125,7 +126,7 @@ export async function openWorld(
   let runtime: ActorRuntime | undefined;
   const verification = createReplyVerification({ store, runtime: () => runtime!, gitea: client, botLogin: BOT });
   runtime = new ActorRuntime({ store, kinds: [taskKind(), verification.kind] });
-  const outbox = createReceiptOutbox({ store, runtime, gitea: client, botLogin: BOT, retryDelaysMs: opts.retryDelaysMs ?? [10, 20, 40], ...(opts.locale ? { locale: opts.locale } : {}), ...(opts.scope ? { scope: opts.scope } : {}), ...(opts.processId ? { processId: opts.processId } : {}), ...(opts.sendClaimMs !== undefined ? { sendClaimMs: opts.sendClaimMs } : {}) });
+  const outbox = createReceiptOutbox({ store, runtime, gitea: client, botLogin: BOT, retryDelaysMs: opts.retryDelaysMs ?? [10, 20, 40], ...(opts.locale ? { locale: opts.locale } : {}), ...(opts.scope ? { scope: opts.scope } : {}), processId: opts.processId ?? leaseOwnerId('default'), ...(opts.sendClaimMs !== undefined ? { sendClaimMs: opts.sendClaimMs } : {}) });
   return {
     dir,
     store,

@@ -14,6 +14,7 @@ import type { StoredRecord } from '../../src/store/types.js';
 import { contentsDigest, sqlStoreContents } from '../../src/store/store-contents.js';
 import { storeFormatOf } from '../../src/store/store-format.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
+import { commandIo } from '../support/migrate-store-io.js';
 
 const parents: string[] = [];
 afterEach(() => {
@@ -21,26 +22,6 @@ afterEach(() => {
 });
 
 const INDEXES = { tasks: ['state'], comments: ['taskId'] };
-
-/** The command's input and output for a data directory (the other keys only have to be valid), and its lines. */
-function commandIo(dataDir: string, extra: Record<string, string> = {}) {
-  const lines: string[] = [];
-  const io = {
-    env: {
-      CCWEB_DATA_DIR: dataDir,
-      CCWEB_WEBHOOK_SECRET: 'a-webhook-secret-of-enough-length-0123456789',
-      CCWEB_GITEA_URL: 'http://127.0.0.1:1',
-      CCWEB_GITEA_TOKEN: 'token',
-      CCWEB_ADMIN_TOKEN: 'admin-token-of-enough-length-0123456789',
-      ...extra,
-    },
-    argv: [],
-    cwd: dataDir,
-    out: (l: string) => void lines.push(l),
-    err: (l: string) => void lines.push(`ERR ${l}`),
-  };
-  return { io, lines };
-}
 
 function fixture(name: (typeof JOURNAL_FIXTURES)[number]): { dataDir: string; dir: string } {
   const { parent, dir } = copyFixture(name);

@@ -112,6 +112,19 @@ export class PostgresStore implements Store {
 
   constructor(options: PostgresStoreOptions) {
     this.dir = options.dir;
+    // Two paths stop the store for good (the writer's failure, a broken replica): told once.
+    let told = false;
+    const onUnavailable = options.onUnavailable;
+    options = {
+      ...options,
+      onUnavailable: onUnavailable
+        ? (error) => {
+            if (told) return;
+            told = true;
+            onUnavailable(error);
+          }
+        : undefined,
+    };
     this.#options = options;
     this.#writer = new LogWriter({
       url: options.url,

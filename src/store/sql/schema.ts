@@ -16,6 +16,11 @@ export const SCHEMA_LOCK = 0x63637765_0010n;
 /** A table only an earlier version's PostgreSQL store made (src/store/postgres/schema.ts): its data waits for `migrate-store`. */
 export const EARLIER_POSTGRES_TABLE = 'ccweb_records';
 
+/** Why a store whose schema number is `found` cannot be opened by this version, or null. */
+export function newerSchemaProblem(where: string, found: number | undefined): string | null {
+  return found !== undefined && found > SCHEMA_VERSION ? `${where} has store schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION})` : null;
+}
+
 /** The JSON text of a record's field: what the expression indexes are built on, and what lookups compare. */
 export function jsonField(dialect: Dialect, field: string): string {
   return dialect === 'sqlite' ? `(body -> '$.${field}')` : `((body -> '${field}')::text)`;

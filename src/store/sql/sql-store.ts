@@ -26,7 +26,7 @@ import {
 } from '../types.js';
 import * as leases from './leases.js';
 import { beatNode, listNodes, registerNode, stopNode, type NodeIdentity, type NodeRow } from './nodes.js';
-import { EARLIER_POSTGRES_TABLE, jsonField, SCHEMA_LOCK, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
+import { EARLIER_POSTGRES_TABLE, jsonField, newerSchemaProblem, SCHEMA_LOCK, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
 import type { Row, SqlConnection, SqlSession } from './sql-connection.js';
 
 export interface SqlStoreOptions {
@@ -105,7 +105,7 @@ export function earlierStoreFound(where: string): StoreError {
 export function schemaTooNew(dialect: Dialect, where: string, found: number): StoreError {
   return dialect === 'postgres'
     ? new StoreError('database_schema_too_new', `${where}: the database's schema is version ${found}, newer than this ccweb-gitea knows (${SCHEMA_VERSION})`)
-    : new StoreError('store_schema_too_new', `the store in ${where} has store schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION})`);
+    : new StoreError('store_schema_too_new', newerSchemaProblem(`the store in ${where}`, found) ?? '');
 }
 
 /** The tables, indexes and triggers of the current schema on PostgreSQL, by name. */

@@ -6,6 +6,7 @@
 import { StoreError, StoreUnavailableError } from '../types.js';
 import { CHANNEL, type Row, type SqlConnection, type SqlSession } from './sql-connection.js';
 import { sqliteBinding, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
+import { isUnreadableStoreError } from './sqlite-store-check.js';
 
 export interface SqliteOptions {
   file: string;
@@ -88,9 +89,8 @@ export class SqliteConnection implements SqlConnection {
       for (const db of [this.#writer, this.#reader]) db.function('ccweb_now_ms', clock);
     } catch (error) {
       for (const db of opened) db.close();
-      const message = (error as Error).message;
-      // Another file in its place, or a damaged one: nothing here can mend it (sqlite-store-check.ts).
-      if (/not a database|malformed|encrypted/i.test(message)) throw new StoreError('store_unreadable', `${options.file} cannot be read by SQLite (${message})`);
+      // Another file in its place, or a damaged one: nothing here can mend it.
+      if (isUnreadableStoreError(error)) throw new StoreError('store_unreadable', `${options.file} cannot be read by SQLite (${(error as Error).message})`);
       throw error;
     }
     this.#write = statements(this.#writer);

@@ -1,12 +1,21 @@
 // Whether this version can open a SQLite store file, asked without opening it for writing (no lock,
 // nothing written): serve asks before it opens the store, doctor asks beside a running service.
 import { closeSync, openSync, readSync } from 'node:fs';
-import { SCHEMA_VERSION } from './schema.js';
+import { newerSchemaProblem } from './schema.js';
 import { openReadOnly } from './sqlite-read-only.js';
 
 export interface SqliteStoreProblem {
   code: 'store_unreadable' | 'store_schema_too_new';
   problem: string;
+}
+
+/**
+ * SQLite's answer for a file that is no database of its own or is damaged (SQLITE_NOTADB,
+ * SQLITE_CORRUPT; both bindings put SQLite's text in the message). Anything else (permissions, a
+ * read-only directory) is not the file's fault and is no reason to restore it.
+ */
+export function isUnreadableStoreError(error: unknown): boolean {
+  return /file is not a database|database disk image is malformed/i.test((error as Error | undefined)?.message ?? '');
 }
 
 /** Every SQLite database file starts with these 16 bytes. */
@@ -22,11 +31,15 @@ function header(file: string): Buffer {
   }
 }
 
-/** The reason this version cannot use `file` as its store, or null (an empty file is an empty store). */
+/**
+ * The reason this version cannot use `file` as its store, or null (an empty file is an empty store).
+ * A file that cannot be read for another reason (EACCES, a read-only directory) throws that error: the
+ * data directory's problem, not the file's.
+ */
 export function sqliteStoreProblem(file: string): SqliteStoreProblem | null {
   const head = header(file);
-  if (head.length > 0 && !head.equals(HEADER)) return { code: 'store_unreadable', problem: `${file} is not a SQLite database` };
   if (head.length === 0) return null;
+  if (!head.equals(HEADER)) return { code: 'store_unreadable', problem: `${file} is not a SQLite database` };
   let found: number | undefined;
   try {
     const { db, close } = openReadOnly(file);
@@ -40,10 +53,9 @@ export function sqliteStoreProblem(file: string): SqliteStoreProblem | null {
       close();
     }
   } catch (error) {
+    if (!isUnreadableStoreError(error)) throw error;
     return { code: 'store_unreadable', problem: `${file} cannot be read by SQLite (${(error as Error).message})` };
   }
-  if (found !== undefined && found > SCHEMA_VERSION) {
-    return { code: 'store_schema_too_new', problem: `${file} has store schema ${found}, written by a newer ccweb-gitea (this one knows ${SCHEMA_VERSION})` };
-  }
-  return null;
+  const newer = newerSchemaProblem(file, found);
+  return newer ? { code: 'store_schema_too_new', problem: newer } : null;
 }
