@@ -183,7 +183,7 @@ export const KEYS = {
     env: 'CCWEB_DATABASE_OUTAGE_SECONDS',
     schema: integer(1, 3600),
     expect: 'an integer from 1 to 3600',
-    fix: 'Set how long a PostgreSQL that went away is waited for before the service stops (commits wait meanwhile, nothing is acknowledged), e.g. 120 (default).',
+    fix: 'Set how long a node goes on without reaching PostgreSQL before it stops with exit 75 for a restart (meanwhile writes fail and are tried again, and webhooks are answered 503), e.g. 120 (default).',
   },
   // Gone: every node is alike (the database coordinates them). Still read, so that a setup that sets it
   // is refused with the upgrade instead of running in a mode that no longer exists.
@@ -403,6 +403,9 @@ export const DEFAULTS = {
   httpHeadersTimeoutSeconds: 10,
   httpBodyTimeoutSeconds: 30,
   httpMaxConnections: 256,
+  // A PostgreSQL restart or failover takes seconds to a minute; two minutes ride it out without a restart.
+  databaseOutageSeconds: 120,
+  nodeHeartbeatSeconds: 10,
   // Two, not more: every running task holds a Codex app-server process, a gitea-mcp process and a
   // checkout, and turns mostly wait on the model API, so extra slots buy little latency but add rate
   // limit pressure and spend. Tasks on one repository are serialised by its lock anyway, so this only

@@ -520,9 +520,11 @@ export function createIntake(options: IntakeOptions): Intake {
     if (pass === null) {
       const current = retryPass();
       pass = current;
-      void current.finally(() => {
+      const clear = () => {
         if (pass === current) pass = null;
-      });
+      };
+      // The caller hears of a failed pass; this chain only clears it (never an unhandled rejection).
+      void current.then(clear, clear);
     }
     return pass;
   }
@@ -666,7 +668,9 @@ export function createIntake(options: IntakeOptions): Intake {
     handle,
     start() {
       if (timer !== undefined || closed) return;
-      timer = setInterval(() => void retryDue(), options.pendingPollMs ?? 1000);
+      timer = setInterval(() => {
+        retryDue().catch((error: unknown) => options.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, 'waiting comments not read'));
+      }, options.pendingPollMs ?? 1000);
       timer.unref();
     },
     retryDue,

@@ -419,9 +419,10 @@ export class ActorRuntime {
           // state is answered from here meanwhile.
           const finished = { state: host.state, stateVersion: host.stateVersion, context: snap.context };
           this.finishing.set(actorId, finished);
-          void host.lastCommit.finally(() => {
+          const forget = () => {
             if (this.finishing.get(actorId) === finished) this.finishing.delete(actorId);
-          });
+          };
+          void host.lastCommit.then(forget, forget);
         }
         this.hosts.delete(actorId);
       },

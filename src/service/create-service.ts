@@ -144,7 +144,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     bodyTimeoutMs: (config.httpBodyTimeoutSeconds ?? DEFAULTS.httpBodyTimeoutSeconds) * 1000,
     maxConnections: config.httpMaxConnections ?? DEFAULTS.httpMaxConnections,
   };
-  const heartbeatMs = (config.nodeHeartbeatSeconds ?? 10) * 1000;
+  const heartbeatMs = (config.nodeHeartbeatSeconds ?? DEFAULTS.nodeHeartbeatSeconds) * 1000;
   const storeLost = (error: Error) => (options.onStoreLost ?? exitOnStoreLost)(error, logger);
   const store = config.databaseUrl
     ? createStore({
@@ -159,6 +159,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
           // Another process holds this node id now (this one missed three heartbeats): whatever this
           // one still did would be done twice.
           onNodeIdTaken: () => storeLost(new Error(`node id ${nodeId} was taken by another process while this one missed its heartbeats`)),
+          // Meanwhile every write fails and is tried again; past this the node stops (exit 75) for a restart.
+          outageMs: (config.databaseOutageSeconds ?? DEFAULTS.databaseOutageSeconds) * 1000,
+          onUnreachable: storeLost,
         },
       })
     : createStore({

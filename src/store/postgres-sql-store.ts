@@ -4,14 +4,14 @@ import { hostname } from 'node:os';
 import { describeDatabase } from './postgres/database-url.js';
 import type { NodeIdentity } from './sql/nodes.js';
 import { PostgresConnection } from './sql/postgres-connection.js';
-import { SqlStore } from './sql/sql-store.js';
+import { SqlStore, type SqlStoreOptions } from './sql/sql-store.js';
 import type { CollectionName } from './types.js';
 
 export interface PostgresSqlStoreOptions {
   url: string;
   indexes?: Partial<Record<CollectionName, string[]>>;
   /** This process as a node (nodes.ts); host and pid default to this machine's and process's. */
-  node?: Omit<NodeIdentity, 'host' | 'pid'> & Partial<Pick<NodeIdentity, 'host' | 'pid'>> & { onNodeIdTaken?: () => void };
+  node?: Omit<NonNullable<SqlStoreOptions['node']>, 'host' | 'pid'> & Partial<Pick<NodeIdentity, 'host' | 'pid'>>;
   /** Connections in the pool. */
   maxConnections?: number;
 }

@@ -215,6 +215,25 @@ describe('PostgreSQL SQL store: the server goes away in the middle of a transact
   });
 });
 
+describe('PostgreSQL SQL store: a database that stays away (CCWEB_DATABASE_OUTAGE_SECONDS)', () => {
+  it('an outage shorter than the limit is ridden out; one longer than the limit is reported once, naming how long', async () => {
+    const url = await database();
+    const reports: string[] = [];
+    await openNode(url, { nodeId: 'node-outage', heartbeatMs: 100, outageMs: 3_000, onUnreachable: (e) => void reports.push(e.message) });
+    await server.crash();
+    await new Promise((r) => setTimeout(r, 1_000));
+    await server.restart();
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(reports).toEqual([]);
+    await server.crash();
+    await until('the outage reported', async () => reports.length > 0, 20_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatch(/^the database did not answer for [3-9] s \(/);
+    await server.restart();
+  });
+});
+
 /** An earlier version's PostgreSQL store with history: updates, deletes, archives, a derived record, audit. */
 async function earlierStoreWithHistory(url: string): Promise<{ digest: string; audit: number }> {
   const dir = await tempDir();

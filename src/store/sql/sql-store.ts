@@ -41,8 +41,9 @@ export interface SqlStoreOptions {
    * This process as a node of the database (nodes.ts): registered at open (refused while another live
    * process holds the id), its heartbeat written every `heartbeatMs`, marked stopped at close.
    * `onNodeIdTaken`: a heartbeat found the id taken by another process (this one was gone too long).
+   * `onUnreachable`: no heartbeat reached the database for `outageMs` (this node's clock).
    */
-  node?: NodeIdentity & { onNodeIdTaken?: () => void };
+  node?: NodeIdentity & { onNodeIdTaken?: () => void; outageMs?: number; onUnreachable?: (error: Error) => void };
 }
 
 const COLLECTION_SET: ReadonlySet<string> = new Set(COLLECTIONS);
@@ -147,6 +148,8 @@ export class SqlStore implements LeaseStore {
   /** Names this process's tenure of its node id (nodes.ts). */
   readonly #incarnation = randomUUID();
   #heartbeat: NodeJS.Timeout | undefined;
+  /** When a heartbeat last reached the database (or the store opened). */
+  #reachedAt = Date.now();
 
   constructor(options: SqlStoreOptions) {
     this.dir = options.dir;
@@ -167,6 +170,7 @@ export class SqlStore implements LeaseStore {
       if (this.#options.node) await registerNode(connection, this.#options.node, this.#incarnation);
       this.#batchesBefore = connection.batches;
       this.#phase = 'open';
+      this.#reachedAt = Date.now();
       this.#startHeartbeat();
     } catch (error) {
       this.#phase = 'closed';
@@ -220,11 +224,19 @@ export class SqlStore implements LeaseStore {
       if (this.#phase !== 'open') return;
       beatNode(this.#connection!, node.nodeId, this.#incarnation).then(
         (held) => {
+          this.#reachedAt = Date.now();
           if (held) return this.#startHeartbeat();
           node.onNodeIdTaken?.();
         },
-        // The database does not answer now: the next beat tries again.
-        () => this.#startHeartbeat(),
+        (error: unknown) => {
+          // The database does not answer now: the next beat tries again, until the outage is too long.
+          const gone = Date.now() - this.#reachedAt;
+          if (node.outageMs !== undefined && gone >= node.outageMs && node.onUnreachable) {
+            node.onUnreachable(new Error(`the database did not answer for ${Math.round(gone / 1000)} s (${error instanceof Error ? error.message : String(error)})`));
+            return;
+          }
+          this.#startHeartbeat();
+        },
       );
     }, node.heartbeatMs);
     this.#heartbeat.unref();
