@@ -1,5 +1,6 @@
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
+import { isLeaseRefusal, type Store, type Tx } from '../store/types.js';
+import { fenceWrite } from '../leases/lease-fence.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import type { TurnOutcome } from '../domain/turn-outcome.js';
 import { sameRepoKey } from '../domain/repository-identity.js';
@@ -108,8 +109,13 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     return t;
   };
 
+  /** The lease each running task's events are fenced by (src/leases/lease-fence.ts): a worker that lost it moves nothing. */
+  const leases = new Map<string, HeldLease>();
+
   async function send(taskId: string, event: TaskEvent): Promise<boolean> {
-    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor' });
+    const lease = leases.get(taskId);
+    const guard = lease ? (tx: Tx) => fenceWrite(tx, lease) : undefined;
+    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor', ...(guard ? { guard } : {}) });
     if (!result.ok) log('task event rejected', { taskId, event: event.type, state: result.state });
     return result.ok;
   }
@@ -379,6 +385,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     async run(taskId: string, lease: HeldLease, signal: AbortSignal): Promise<void> {
       const controller = new AbortController();
       aborts.set(taskId, controller);
+      leases.set(taskId, lease);
       const onAbort = () => controller.abort(signal.reason);
       // An 'abort' listener never fires for a signal that is already aborted (the lease was lost or
       // the scheduler stopped before this run began): such a run must not start any step.
@@ -401,6 +408,9 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
         throw new Error(`task ${taskId} did not settle`);
       } catch (err) {
         log('executor error', { taskId, error: (err as Error).message });
+        // The lease is gone: whatever this run would record now is not its to record (the scheduler
+        // hears of it and moves the task on, or another worker already has).
+        if (isLeaseRefusal(err)) throw err;
         const state = (await store.get<TaskRecord>('tasks', taskId))?.state;
         if (state === 'preparing' || state === 'running')
           await failStep(taskId, state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', 'executor_error', true);
@@ -410,6 +420,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       } finally {
         signal.removeEventListener('abort', onAbort);
         aborts.delete(taskId);
+        leases.delete(taskId);
       }
     },
   };

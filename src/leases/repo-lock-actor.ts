@@ -1,4 +1,5 @@
-import { LeaseLostError, LeaseRefusedError, type LeaseStoreTx, type Tx } from '../store/types.js';
+import { LeaseLostError, LeaseRefusedError, type Tx } from '../store/types.js';
+import { keepsLeaseRows } from './lease-fence.js';
 import type { ActorKind, PersistedChange } from '../runtime/actor-runtime.js';
 import type { LeaseRecord } from '../domain/records.js';
 import { REPO_LOCK_MACHINE_VERSION, repoLockMachine, type RepoLockContext } from '../../machines/repo-lock.js';
@@ -60,10 +61,6 @@ async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
       },
     });
   }
-}
-
-function keepsLeaseRows(tx: Tx): tx is LeaseStoreTx {
-  return 'grantLease' in tx;
 }
 
 /**

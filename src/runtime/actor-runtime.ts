@@ -18,6 +18,7 @@ interface Host {
   lastJson: string;
   pendingBy: string | null;
   pendingEvent: EventObject | null;
+  pendingGuard: SendOptions['guard'] | null;
   lastCommit: Promise<unknown>;
   failed: Error | null;
   /**
@@ -262,9 +263,11 @@ export class ActorRuntime {
     const fromState = host.state;
     host.pendingBy = by;
     host.pendingEvent = event;
+    host.pendingGuard = options.guard ?? null;
     host.actor.send(event);
     host.pendingBy = null;
     host.pendingEvent = null;
+    host.pendingGuard = null;
     await host.lastCommit;
     if (host.failed) throw host.failed;
     return { ok: true, fromState, toState: host.state, stateVersion: host.stateVersion };
@@ -389,6 +392,7 @@ export class ActorRuntime {
       lastJson: JSON.stringify(persisted),
       pendingBy: null,
       pendingEvent: null,
+      pendingGuard: null,
       lastCommit: Promise.resolve(),
       failed: null,
       stale: false,
@@ -449,10 +453,12 @@ export class ActorRuntime {
       event: host.pendingEvent,
       by: host.pendingBy ?? 'system',
     };
+    const guard = host.pendingGuard;
     host.state = toState;
     host.stateVersion = stateVersion;
     const commit = this.store.transact(async (tx) => {
       if (host.stale) throw new VersionConflictError('actors', host.actorId, change.stateVersion - 1, (await tx.get<ActorRecord>('actors', host.actorId))?.stateVersion);
+      await guard?.(tx);
       try {
         await writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted);
       } catch (error) {

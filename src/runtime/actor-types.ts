@@ -74,6 +74,11 @@ export interface TransitionNotice {
 export interface SendOptions {
   /** Who caused the event, e.g. `system`, `admin:alice`, `gitea:user:bob`. */
   by?: string;
+  /**
+   * Checked in the transaction that keeps the transition, before it is written: throwing keeps
+   * nothing of it (e.g. the lease the sender works under is no longer the current one).
+   */
+  guard?: (tx: Tx) => Promise<void>;
 }
 
 export interface RuntimeOptions {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TaskContext } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type TaskRecord } from '../domain/records.js';
 import type { TransitionNotice } from '../runtime/actor-runtime.js';
+import { isLeaseRefusal } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { claimAbandoned, claimableUnderHold, claimEventOf, expectedStateOf, SCANNED_STATES } from './claim-decisions.js';
 import { systemClock } from './clock.js';
@@ -251,7 +252,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function finish(worker: Worker, lease: HeldLease, failure: unknown): Promise<void> {
     try {
-      if (failure !== null) logger.error({ taskId: worker.taskId, err: errorMessage(failure) }, 'executor failed');
+      // The executor's writes were fenced off: the lease ended under it (a pause, a cut-off store)
+      // before this scheduler heard of it. That is a lost lease (one retry), not an executor's error.
+      if (failure !== null && isLeaseRefusal(failure) && !worker.lost && !stopped) await leaseLost(worker, lease.leaseId, worker.taskId, 'lease_lost');
+      else if (failure !== null) logger.error({ taskId: worker.taskId, err: errorMessage(failure) }, 'executor failed');
       if (!worker.lost && !stopped) {
         // The executor must leave the task out of preparing/running before it returns; one that
         // did not (a bug, or a throw) must not leave the task stuck holding a lease nobody renews.

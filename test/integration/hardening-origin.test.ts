@@ -24,6 +24,7 @@ import { startGitHttpServer, type GitHttpServer } from '../../src/demo/gitea-dou
 import { startIntakeHarness, type IntakeHarness } from '../support/intake-harness.js';
 import { createSchedulerRuntime, ev, submitTask } from '../support/scheduler-harness.js';
 import { mutatedDelivery } from '../support/webhook-fixtures.js';
+import { grantTestLeaseIn } from '../support/test-lease.js';
 
 const TOKEN = `tok_${randomBytes(20).toString('hex')}`;
 
@@ -124,6 +125,7 @@ describe('git goes to CCWEB_GITEA_URL only; repositories follow Gitea by id; git
       });
     });
     await submitTask(rt.store, rt.runtime, taskId, repoKey);
+    await grantTestLeaseIn(rt.store, { repoKey, leaseId: 'lease-1', owner: 'test', taskId });
     await rt.runtime.send(taskActorId(taskId), ev({ type: 'CLAIM', leaseId: 'lease-1' }), { by: 'test' });
     const threads: string[] = [];
     const sessions: SessionPort = {

@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../../src/domain/records.js';
+import type { LeaseStoreTx } from '../../src/store/types.js';
 import {
   createTaskExecutor,
   type SessionPort,
@@ -20,6 +21,7 @@ import {
 import { initialTaskMirror } from '../../src/intake/intake-records.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
 import { createTestRuntime } from '../support/test-runtime.js';
+import { grantTestLease, grantTestLeaseIn } from '../support/test-lease.js';
 
 const NOW = 1_800_000_000_000;
 const RETRY_DELAY = 45_000; // not the executor's default (30 s): a lost option would show
@@ -68,7 +70,9 @@ afterEach(async () => {
 });
 
 async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
-  const t = await createTestRuntime([taskKind()]);
+  // The database's clock (SQLite's, which judges leases) can be moved ahead of the real one.
+  const db = { aheadMs: 0 };
+  const t = await createTestRuntime([taskKind()], undefined, { clockMs: () => Date.now() + db.aheadMs });
   cleanups.push(() => t.close());
   const { store, runtime } = t;
   const taskId = 'task-1';
@@ -112,6 +116,8 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     if (script.repository !== false) await tx.insert('repositories', REPO_KEY, repo);
     await tx.insert('tasks', taskId, task);
     for (const r of script.seed ?? []) await tx.insert(r.collection, r.key, r.value);
+    // The lease the executor runs under, as the repo-lock actor records it: the database's row and its mirror.
+    await grantTestLease(tx as LeaseStoreTx, { repoKey: REPO_KEY, leaseId: LEASE.leaseId, owner: LEASE.owner, taskId });
     const events = script.startEvents ?? [{ type: 'CLAIM', leaseId: LEASE.leaseId } as TaskEvent];
     return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, ...events] });
   });
@@ -227,8 +233,9 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
   const run = (signal = new AbortController().signal) => executor.run(taskId, LEASE, signal);
   const record = async () => (await store.get<TaskRecord>('tasks', taskId))!;
   const types = () => sent.map((e) => e.type);
-  return { store, runtime, run, record, sent, types, calls, taskId, executor, logs };
+  return { store, runtime, run, record, sent, types, calls, taskId, executor, logs, db };
 }
+
 
 describe('executor: workspace results → task events (§5.2.4, §8)', () => {
   // Every code the workspace manager returns (src/workspace WorkspaceErrorCode), with its retryable flag.
@@ -459,6 +466,28 @@ describe('executor: TurnOutcome → task events (§5.3.5)', () => {
     expect(w.types()).toEqual(['WORKSPACE_READY', 'ABORT', event]);
     expect(w.calls.interrupt).toBe(1);
     expect((await w.record()).state).toBe(state);
+  });
+});
+
+describe('executor: a worker that lost its lease commits nothing more for the task', () => {
+  it.each([
+    ['another worker took the lease over', 'taken'],
+    ['the lease expired on the database clock (nobody took it yet)', 'expired'],
+  ] as const)('%s: the turn\'s outcome is refused (lease_lost), the task stays where it was', async (_name, how) => {
+    let w!: Awaited<ReturnType<typeof world>>;
+    w = await world({
+      duringTurn: async () => {
+        if (how === 'expired') w.db.aheadMs = 61_000;
+        else {
+          w.db.aheadMs = 61_000; // past the first lease's expiry, so the takeover is granted
+          await grantTestLeaseIn(w.store, { repoKey: REPO_KEY, leaseId: 'lease-2', owner: 'worker-2', taskId: w.taskId });
+        }
+      },
+    });
+    await expect(w.run()).rejects.toMatchObject({ code: 'lease_lost' });
+    expect((await w.record()).state).toBe('running');
+    // It tried once, and recorded no failure of the step either: that is not its to record.
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
   });
 });
 

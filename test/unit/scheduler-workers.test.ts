@@ -15,7 +15,7 @@ import { lockActorId } from '../../src/leases/repo-lock-actor.js';
 import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { errorMessage } from '../../src/scheduler/repo-lock-client.js';
 import { createScheduler, type Scheduler, type SchedulerOptions } from '../../src/scheduler/index.js';
-import type { AuditEvent, Store } from '../../src/store/types.js';
+import { LeaseLostError, type AuditEvent, type Store } from '../../src/store/types.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import {
   auditWithEvent,
@@ -192,6 +192,22 @@ async function rigHoldingA(options: Parameters<typeof rig>[1] = {}): Promise<{ r
 }
 
 describe('when the executor is done with a task (spec §5.6, §7)', () => {
+  it('an executor whose writes were fenced off (its lease ended before the scheduler heard): a lost lease, one retry, not an executor error', async () => {
+    const r = await rig(async (call) => {
+      if (call.run === 0) throw new LeaseLostError(R, 1);
+      await walkToSuccess(call);
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    await r.scheduler.settled();
+    // Its one retry ran it again (a second worker run), where an executor's error would have failed it.
+    expect(r.calls.map((c) => c.run)).toEqual([0, 1]);
+    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'PREPARE_FAILED').map((e) => e.metadata?.['event'])).toMatchObject([{ errorCode: 'lease_lost' }]);
+    expect(r.logged.filter((l) => l.msg === 'executor failed')).toEqual([]);
+    expect((await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost').map((e) => e.errorCode)).toEqual(['lease_lost']);
+  });
+
   it('an executor that throws: the task fails with executor_error, the error is logged, the lease released; every write is audited as the scheduler', async () => {
     const r = await rig(async () => {
       throw new Error('workspace exploded');
