@@ -35,12 +35,13 @@ export async function migrateStore(io: MigrateStoreIo): Promise<number> {
   }
   const dir = join(config.dataDir, 'store');
   if (!config.databaseUrl) return journalToSqlite(dir, io);
+  // An earlier version's store in the database comes first: the node refuses to start until it is moved,
+  // whatever its data directory still holds (e.g. an embedded store copied into PostgreSQL long ago).
+  const moved = await earlierPostgresInPlace(config.databaseUrl, io);
+  if (moved !== undefined) return moved;
   // The embedded store is SQLite; a journal store an earlier version left is read from its files as it is.
   const format = storeFormatOf(dir);
   if (format === 'none') {
-    // A node on PostgreSQL keeps no store in its data directory: the database may hold an earlier version's.
-    const moved = await earlierPostgresInPlace(config.databaseUrl, io);
-    if (moved !== undefined) return moved;
     // Opening it would create an empty store.db and copy nothing into the database, "done".
     io.err(`migrate-store: ${dir} holds no store (neither ${SQLITE_FILE} nor an earlier version's journal): nothing to migrate; check CCWEB_DATA_DIR (${config.dataDir})`);
     return 1;

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { migrateStore } from '../../src/cli/migrate-store.js';
 import { formatOperatorError, OperatorError } from '../../src/service/operator-error.js';
 import { storeOpenError } from '../../src/service/startup-checks.js';
-import { copyEmbeddedStore, createPostgresSqlStore, createStore, PostgresStore, sqlStoreContents, storeDigest, type SqlStore } from '../../src/store/index.js';
+import { copyEmbeddedStore, createPostgresSqlStore, createSqliteStore, createStore, PostgresStore, sqlStoreContents, storeDigest, type SqlStore } from '../../src/store/index.js';
 import { EARLIER_SCHEMA } from '../../src/store/sql/earlier-postgres.js';
 import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
@@ -270,6 +270,11 @@ describe('an earlier version’s PostgreSQL store', () => {
     expect(await sql(url, `SELECT to_regclass('tasks')::text AS t`)).toEqual([{ t: null }]);
 
     const dataDir = await tempDir();
+    // The data directory still holds an embedded store (copied into PostgreSQL long ago): the earlier
+    // store in the database is what the nodes refuse, so it is what the command moves.
+    const leftover = createSqliteStore({ dir: join(dataDir, 'store') });
+    await leftover.open();
+    await leftover.close();
     const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
     // An earlier node still running on the database: the move waits for it to stop.
     const oldNode = new PostgresStore({ dir: join(await tempDir(), 'replica'), url, nodeId: 'old-node', version: 'old' });
