@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
-import type { AuditEvent } from '../store/types.js';
+import type { AuditEvent, Store } from '../store/types.js';
+import { storeStreamTickets } from './stream-tickets.js';
 import { bearerToken, requireAdminToken, tokenMatches, unauthorized } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';
 import { handled, type ApiLogger } from './http-helpers.js';
@@ -13,11 +13,13 @@ import { handled, type ApiLogger } from './http-helpers.js';
  *
  * Authentication: `Authorization: Bearer <admin token>`, or — because a browser's EventSource
  * cannot set headers — a stream ticket: `POST /events/ticket` (bearer) returns a random ticket that
- * is valid once, for 30 s, and only opens a stream. The admin token itself never goes into a URL,
+ * is valid once, for 30 s, on any node of the store, and only opens a stream. The admin token itself never goes into a URL,
  * where it would end up in access logs, proxies and browser history.
  */
 export interface LiveEventsDeps {
   runtime: ActorRuntime;
+  /** Where stream tickets are kept (stream-tickets.ts): any node sharing it honours them. */
+  store: Store;
   adminToken: string;
   now?: () => Date;
   logger?: ApiLogger;
@@ -65,7 +67,7 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
   const ttl = deps.ticketTtlMs ?? 30_000;
   const heartbeatMs = deps.heartbeatMs ?? 15_000;
   const auth = requireAdminToken(deps.adminToken);
-  const tickets = new Map<string, number>();
+  const tickets = storeStreamTickets(deps.store, { ttlMs: ttl, max: MAX_TICKETS });
   const streams = new Set<Client>();
   let nextId = 0;
 
@@ -91,20 +93,17 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
   const router = new Router({ prefix: API_PREFIX });
 
   router.post('/events/ticket', auth, handled(deps.logger, async (ctx) => {
-    const at = Date.now();
-    for (const [t, exp] of tickets) if (exp <= at) tickets.delete(t);
-    if (tickets.size >= MAX_TICKETS) {
+    const issued = await tickets.issue(Date.now());
+    if (!issued) {
       ctx.status = 429;
       ctx.body = { error: 'too_many_tickets' };
       return;
     }
-    const ticket = randomBytes(32).toString('base64url');
-    tickets.set(ticket, at + ttl);
-    ctx.body = { ticket, expiresAt: new Date(at + ttl).toISOString() };
+    ctx.body = { ticket: issued.ticket, expiresAt: new Date(issued.expiresAt).toISOString() };
   }));
 
   router.get('/events', async (ctx: Context) => {
-    if (!admitted(ctx)) {
+    if (!(await admitted(ctx))) {
       unauthorized(ctx);
       return;
     }
@@ -131,14 +130,12 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     res.write('retry: 3000\n: connected\n\n');
   });
 
-  const admitted = (ctx: Context): boolean => {
+  const admitted = async (ctx: Context): Promise<boolean> => {
     const token = bearerToken(ctx);
     if (token !== null) return tokenMatches(token, deps.adminToken);
     const ticket = typeof ctx.query['ticket'] === 'string' ? ctx.query['ticket'] : null;
     if (!ticket) return false;
-    const exp = tickets.get(ticket);
-    tickets.delete(ticket);
-    return exp !== undefined && exp > Date.now();
+    return tickets.redeem(ticket, Date.now());
   };
 
   return {

@@ -61,12 +61,18 @@ async function ranOn(repo: string, taskId: string, base: string): Promise<string
   return instanceOfOwner(acquire?.metadata?.event?.owner ?? '');
 }
 
-/** Collects the `transition` events of a node's live stream until `stop()`. */
-function liveTransitions(base: string): { seen: Array<{ taskId: string | null; kind: string; to: string }>; stop(): void } {
+/**
+ * Collects the `transition` events of a node's live stream until `stop()`, opened as the admin page
+ * opens it: with a one-use ticket, here issued by another node (`ticketFrom`) as a load balancer may do.
+ */
+async function liveTransitions(base: string, ticketFrom: string): Promise<{ seen: Array<{ taskId: string | null; kind: string; to: string }>; stop(): void }> {
   const seen: Array<{ taskId: string | null; kind: string; to: string }> = [];
   const abort = new AbortController();
+  const issued = await fetch(`${ticketFrom}/api/gitea-workflow/events/ticket`, { method: 'POST', headers: { Authorization: `Bearer ${env.adminToken}` } });
+  const { ticket } = (await issued.json()) as { ticket: string };
+  const res = await fetch(`${base}/api/gitea-workflow/events?ticket=${encodeURIComponent(ticket)}`, { signal: abort.signal });
+  expect(res.status, 'a stream opened with a ticket another node issued').toBe(200);
   void (async () => {
-    const res = await fetch(`${base}/api/gitea-workflow/events`, { headers: { Authorization: `Bearer ${env.adminToken}` }, signal: abort.signal });
     const decoder = new TextDecoder();
     let buffer = '';
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -145,7 +151,7 @@ describe('three nodes alike on one PostgreSQL, one URL [real gitea-mcp]', () => 
   it('a mention on each repository, delivered to different nodes, is run by one node and answered once; every live view shows every task', async () => {
     const sent: Array<{ repo: string; issue: number; nonce: string; to: Name }> = [];
     // Node a's live view, to see the other nodes' work in it.
-    const live = liveTransitions(urls.a);
+    const live = await liveTransitions(urls.a, urls.b);
     for (const [i, { name }] of repos.entries()) {
       const issue = await createIssue(name, `Nodes alike: ${name}`);
       const nonce = randomUUID().slice(0, 8);
