@@ -43,6 +43,7 @@ import { createOperatorRouters } from '../api/operator-routers.js';
 import { allowedRepositoryHosts } from '../webhook/repository-origin.js';
 import { createSecurityEvents } from '../intake/security-events.js';
 import { checkCodexHome, checkCommand, checkDataDir, listenError, storeDirOf, storeOpenError } from './startup-checks.js';
+import { onLeaseRenewed } from './lease-renewed.js';
 import { resolveBotLogin, StartAborted } from './resolve-bot-login.js';
 import { EXIT_CODES } from './operator-error.js';
 import { DEFAULT_HTTP_LIMITS, defaultNodeUrl, listen, type HttpLimits } from './listen.js';
@@ -377,10 +378,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ...(config.databaseUrl
       ? {
           onLeaseRenewed: (taskId: string) =>
-            void store
-              .get<TaskRecord>('tasks', taskId)
-              .then((task) => (task ? sessions.refreshGate(task) : undefined))
-              .catch((err: unknown) => logger.warn({ taskId, err: String(err) }, "the gate's write deadline was not moved on")),
+            void onLeaseRenewed({ store, refreshGate: (task) => sessions.refreshGate(task), abort: (id) => executorRef?.abort(id), warn: (f, m) => logger.warn(f, m) }, taskId),
         }
       : {}),
   });
