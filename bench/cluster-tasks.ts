@@ -1,13 +1,13 @@
-// Completed tasks per minute with 1, 2 and 3 nodes on one PostgreSQL, in one run: the
-// real service processes (each its own data directory and Codex home) behind a round-robin relay,
+// What coordinating through the database costs, in one run: completed tasks per minute of one node with
+// 6 task slots against three nodes with 2 each (the same 6 slots) on one PostgreSQL. The real service
+// processes (each its own data directory and Codex home) behind a round-robin relay,
 // the real Gitea with REPOS repositories whose webhooks go to the relay, the real Codex app-server
 // and gitea-mcp, the scripted agent answering every model request after DELAY_MS (a model that takes
 // its time; the turn itself is what a node spends its task slots on). Each round starts its nodes on
 // a fresh database, posts TASKS mentions (one per issue, spread over the repositories) as fast as
-// Gitea takes them, and times the first post to the last task ending. The ratio to one node is what
-// a second and a third node add: with one writer and standbys (CCWEB_CLUSTER_MODE=standby, the
-// default) and with every node at work on the repositories it owns (CCWEB_CLUSTER_MODE=active).
-// BENCH_CLUSTER_MODES=standby or =active runs one kind only.
+// Gitea takes them, and times the first post to the last task ending. Every node is alike (any node
+// takes any webhook and claims any repository's task); the ratio three nodes / one node is what the
+// coordination costs (1.00: nothing), and 1 × 2 slots shows what the slots themselves add.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
@@ -28,15 +28,16 @@ import { writeCodexHome } from '../src/demo/scripted-model.js';
 const REPOS = Number(process.env['BENCH_CLUSTER_REPOS'] ?? 8);
 const TASKS = Number(process.env['BENCH_CLUSTER_TASKS'] ?? 24);
 const DELAY_MS = Number(process.env['BENCH_CLUSTER_DELAY_MS'] ?? 2000);
-/** Per node (CCWEB_MAX_CONCURRENT_TASKS): small, so that one node's slots are the limit. */
-const SLOTS = Number(process.env['BENCH_CLUSTER_SLOTS'] ?? 2);
-const MODES = (process.env['BENCH_CLUSTER_MODES'] ?? 'standby,active').split(',').map((m) => m.trim()) as Array<'standby' | 'active'>;
-/** One node (the baseline; the two modes are the same there), then 2 and 3 nodes in each mode. */
-const ROUNDS: Array<{ nodes: number; mode: 'standby' | 'active' }> = [{ nodes: 1, mode: 'standby' }, ...MODES.flatMap((mode) => [2, 3].map((nodes) => ({ nodes, mode })))];
+/** Slots per node (CCWEB_MAX_CONCURRENT_TASKS): one node with all of them (the baseline), three sharing them, one with a third. */
+const ROUNDS: Array<{ nodes: number; slots: number }> = [
+  { nodes: 1, slots: 6 },
+  { nodes: 3, slots: 2 },
+  { nodes: 1, slots: 2 },
+];
 
 export interface ClusterTasksRound {
   nodes: number;
-  mode: 'standby' | 'active';
+  slots: number;
   tasks: number;
   succeeded: number;
   seconds: number;
@@ -92,10 +93,10 @@ async function whereTasksRan(api: ReturnType<typeof clusterApi>['api'], base: st
   return ranOn;
 }
 
-async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos: string[], nodeCount: number, mode: 'standby' | 'active', root: string): Promise<ClusterTasksRound> {
+async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos: string[], nodeCount: number, slots: number, root: string): Promise<ClusterTasksRound> {
   const { api } = clusterApi(() => env);
-  const databaseUrl = await postgres.createDatabase(`bench_nodes_${mode}_${nodeCount}`);
-  const dir = join(root, `round-${mode}-${nodeCount}`);
+  const databaseUrl = await postgres.createDatabase(`bench_nodes_${nodeCount}x${slots}`);
+  const dir = join(root, `round-${nodeCount}x${slots}`);
   const urls: string[] = [];
   for (let i = 0; i < nodeCount; i++) urls.push(`http://127.0.0.1:${await freePort()}`);
   const relay = await startRoundRobinRelay(Number(env.env['CCWEB_PORT']), () => urls);
@@ -110,31 +111,16 @@ async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos
           ...env.env,
           CCWEB_PORT: new URL(urls[i]!).port,
           CCWEB_DATA_DIR: join(dir, `node-${i}`),
-          CCWEB_CLUSTER_MODE: mode,
           CCWEB_DATABASE_URL: databaseUrl,
           CCWEB_NODE_ID: `node-${i}`,
-          CCWEB_MAX_CONCURRENT_TASKS: String(SLOTS),
+          CCWEB_MAX_CONCURRENT_TASKS: String(slots),
           CODEX_HOME: codexHome,
         },
         { timeoutMs: 600_000, onLine: (l) => void lines[i]!.push(l), onSpawn: (c) => void children.push(c) },
       );
     };
-    if (mode === 'active') {
-      // Every node at once; the mentions start once each sees all the others (repositories go to the live nodes).
-      await Promise.all(urls.map((_, i) => start(i)));
-      for (const url of urls) {
-        await eventually(`${url} to see ${nodeCount} nodes`, async () => {
-          const o = await api<{ nodes: Array<{ stale: boolean; role: string }> }>(url, '/overview');
-          if (o.nodes.filter((x) => !x.stale && x.role !== 'stopped').length !== nodeCount) throw new Error('not yet');
-        }, 120_000);
-      }
-    } else await start(0);
-    for (let i = 1; i < nodeCount && mode === 'standby'; i++) {
-      start(i).catch(() => undefined);
-      await eventually(`node-${i} to listen`, async () => {
-        if (!lines[i]!.some((l) => /standby listening|ccweb-gitea listening/.test(l))) throw new Error('not yet');
-      }, 120_000);
-    }
+    // Every node at once; the mentions start once each is ready.
+    await Promise.all(urls.map((_, i) => start(i)));
 
     const nonce = randomUUID().slice(0, 8);
     const issues: Array<{ repo: string; index: number }> = [];
@@ -156,7 +142,7 @@ async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos
     }
     const seconds = (Date.now() - started) / 1000;
     const ranOn = await whereTasksRan(api, urls[0]!, new Set(tasks.map((t) => t.taskId)));
-    return { nodes: nodeCount, mode, tasks: TASKS, succeeded: tasks.filter((t) => t.state === 'succeeded').length, seconds, perMinute: (TASKS / seconds) * 60, ranOn };
+    return { nodes: nodeCount, slots, tasks: TASKS, succeeded: tasks.filter((t) => t.state === 'succeeded').length, seconds, perMinute: (TASKS / seconds) * 60, ranOn };
   } finally {
     await stopNodes(children);
     await relay.close();
@@ -171,17 +157,18 @@ export async function measureClusterTasks(postgres: ThrowawayPostgres): Promise<
     const agent = scriptedAgent();
     env.model.setResponder((body) => ({ ...agent(body), delayMs: DELAY_MS }));
     const repos = await createRepositories(env, `http://127.0.0.1:${env.env['CCWEB_PORT']}`);
-    console.log(`\ncompleted tasks per minute — ${TASKS} mentions on ${REPOS} repositories, the model answering after ${DELAY_MS} ms, ${SLOTS} task slots per node`);
+    console.log(`\ncompleted tasks per minute — ${TASKS} mentions on ${REPOS} repositories, the model answering after ${DELAY_MS} ms`);
     const rounds: ClusterTasksRound[] = [];
-    for (const { nodes: n, mode } of ROUNDS) {
-      const r = await round(env, postgres, repos, n, mode, root);
+    for (const { nodes: n, slots } of ROUNDS) {
+      const r = await round(env, postgres, repos, n, slots, root);
       rounds.push(r);
       const where = Object.entries(r.ranOn).map(([node, count]) => `${node} ${count}`).join(', ');
-      console.log(`${`${n} node${n > 1 ? `s, ${mode}` : ''}`.padEnd(18)}${r.perMinute.toFixed(1).padStart(7)} tasks/min   ${r.succeeded}/${r.tasks} succeeded in ${r.seconds.toFixed(1)} s   ran on: ${where}   load ${loadavg()[0]!.toFixed(1)}`);
+      console.log(`${`${n} node${n > 1 ? 's' : ''} × ${slots} slots`.padEnd(20)}${r.perMinute.toFixed(1).padStart(7)} tasks/min   ${r.succeeded}/${r.tasks} succeeded in ${r.seconds.toFixed(1)} s   ran on: ${where}   load ${loadavg()[0]!.toFixed(1)}`);
     }
-    const base = rounds[0]!.perMinute;
-    console.log('\nresults (tasks per minute / one node, same run)');
-    for (const r of rounds.slice(1)) console.log(`  ${`${r.nodes} nodes, ${r.mode}`.padEnd(30)} ${(r.perMinute / base).toFixed(2)}`);
+    const [one, three, small] = rounds as [ClusterTasksRound, ClusterTasksRound, ClusterTasksRound];
+    console.log('\nresults (tasks per minute, same run)');
+    console.log(`  coordination: 3 nodes × 2 slots / 1 node × 6 slots   ${(three.perMinute / one.perMinute).toFixed(2)}  (target ≥ 0.90)`);
+    console.log(`  slots: 1 node × 6 slots / 1 node × 2 slots           ${(one.perMinute / small.perMinute).toFixed(2)}`);
     return rounds;
   } finally {
     await env.close();
