@@ -22,7 +22,7 @@ export const COLLECTIONS = [
   'control_requests',
   // Usage and budgets (src/usage/): daily sums per repository and per user, per-repository limits.
   'usage',
-  // Appended last: cold-tier index files number collections by position.
+  // Appended last: an earlier version's cold-tier index files numbered collections by position.
   'security_events',
   'task_texts',
   // Comments Gitea has not confirmed yet (src/intake/pending-intake.ts), bounded in count.

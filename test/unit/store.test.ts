@@ -206,6 +206,34 @@ describe('store transactions', () => {
     expect(await store.archivedCount('tasks')).toBe(0);
   });
 
+  it('delete then insert of an archived key in one transaction: the new record is hot, the archived copy gone, across a reopen', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir });
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'k', { v: 1 });
+      await tx.archive('tasks', 'k');
+      await tx.insert('tasks', 'other', { v: 1 });
+      await tx.archive('tasks', 'other');
+    });
+    expect(await store.archivedCount('tasks')).toBe(2);
+    await store.transact(async (tx) => {
+      await tx.delete('tasks', 'k');
+      await tx.insert('tasks', 'k', { v: 2 });
+      await tx.insert('tasks', 'new', { v: 3 });
+    });
+    const holds = async (s: typeof store) => {
+      expect(await s.get('tasks', 'k')).toEqual({ v: 2 });
+      expect(await s.archivedCount('tasks')).toBe(1);
+      expect(await s.count('tasks')).toBe(2);
+      const archived: unknown[] = [];
+      for await (const r of s.scanArchived('tasks')) archived.push(r);
+      expect(archived).toEqual([{ v: 1 }]);
+    };
+    await holds(store);
+    await store.close();
+    await holds(await env.open({ dir }));
+  });
+
   it('queries audit events by task, delivery, actor, time range, afterSeq, level and limit', async () => {
     const store = await env.open({ dir: await env.dir() });
     await store.transact(async (tx) => {
