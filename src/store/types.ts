@@ -112,11 +112,6 @@ export interface Tx {
   archive(collection: CollectionName, key: string): Promise<void>;
   /** Append-only: events are never updated or deleted. */
   appendAudit(event: AuditEventInput): Promise<AuditEvent>;
-  /**
-   * The records and audit events a derived-record format (src/store/derived/) expands `payload` to,
-   * each key inserted (UniqueViolationError if it exists). Resolves to the first audit seq it took.
-   */
-  derive(format: string, payload: Record<string, unknown>): Promise<number>;
 }
 
 /** A transaction of an engine that keeps leases (the SQL store on SQLite and on PostgreSQL). */

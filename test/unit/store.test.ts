@@ -2,7 +2,6 @@
 // (test/support/store-helpers.ts): what every engine must do, nothing about how it keeps its data.
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError, UniqueViolationError, VersionConflictError, type AuditEvent } from '../../src/store/index.js';
-import type { AcceptedCommentV1 } from '../../src/store/derived/intake-accept-v1.mjs';
 import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
 
 const env = storeDirs();
@@ -263,51 +262,6 @@ describe('store transactions', () => {
     expect(await store.audit({ from: all[0]!.timestamp, to: all[3]!.timestamp })).toHaveLength(4);
     expect(await store.audit({ taskId: 'missing' })).toEqual([]);
     expect(all[1]).toMatchObject({ action: 'task.transition', actor: 'system', taskId: 't1', actorId: 'task:t1', level: 'alert', seq: 2 });
-  });
-});
-
-function acceptedComment(n: number): Omit<AcceptedCommentV1, 'a0'> {
-  return {
-    at: '2026-01-02T03:04:05.000Z',
-    receivedAt: '2026-01-02T03:04:05.000Z',
-    expiresAt: '2026-02-01T03:04:05.000Z',
-    deliveryKey: `default:d-${n}`,
-    deliveryId: `d-${n}`,
-    eventType: 'issue_comment',
-    payloadHash: 'sha256:00',
-    taskId: `gitea-task-${n}`,
-    triggerKey: `default:o/r:comment:${n}:created:x`,
-    by: 'gitea:user:bob',
-    task: { repoKey: `default:o/r${n}`, resourceKey: `default:o/r${n}:issue:1`, kind: 'issue', number: 1, owner: 'o', repo: `r${n}`, commentId: n, commentUrl: 'u', author: 'bob', instruction: 'hi', refs: null },
-    repository: { instanceId: 'default', repoId: n, cloneUrl: 'c', defaultBranch: 'main', workspacePath: `/w${n}` },
-    session: { hostRef: 'gitea-main' },
-  };
-}
-
-describe('store derived records', () => {
-  it('concurrent derives take distinct audit seqs, in order within each; the task queues at its first one; a duplicate applies nothing', async () => {
-    const store = await env.open({ dir: await env.dir(), indexes: INDEXES });
-    const firsts = await Promise.all(Array.from({ length: 12 }, (_, i) => store.transact((tx) => tx.derive('intake.accept/1', acceptedComment(i)))));
-    const audit = await store.audit();
-    expectUniqueSeqs(audit);
-    expect(audit).toHaveLength(12 * 4);
-    for (const [i, a0] of firsts.entries()) {
-      const events = await store.audit({ taskId: `gitea-task-${i}` });
-      expect(events.map((e) => e.action)).toEqual(['webhook.accept', 'task.transition', 'task.transition']);
-      expect(events[0]!.seq).toBe(a0);
-      expect(events.map((e) => e.eventId)).toEqual(events.map((e) => `audit-${e.seq}`));
-      expect(await store.get('tasks', `gitea-task-${i}`)).toMatchObject({ state: 'queued', queueSeq: a0 });
-      expect(await store.get('webhook_deliveries', `default:d-${i}`)).toMatchObject({ taskId: `gitea-task-${i}`, status: 'accepted' });
-    }
-    await expect(
-      store.transact(async (tx) => {
-        await tx.insert('control', 'marker', {});
-        await tx.derive('intake.accept/1', { ...acceptedComment(99), deliveryKey: 'default:d-3' });
-      }),
-    ).rejects.toBeInstanceOf(UniqueViolationError);
-    expect(await store.get('control', 'marker')).toBeUndefined();
-    expect(await store.get('tasks', 'gitea-task-99')).toBeUndefined();
-    expect(await store.audit()).toHaveLength(12 * 4);
   });
 });
 

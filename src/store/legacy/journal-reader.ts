@@ -16,7 +16,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expandDerived } from '../derived/index.mjs';
+import { expandDerived } from './intake-accept-v1.js';
 import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from '../types.js';
 
 const CHECKPOINT = 'checkpoint.json';
