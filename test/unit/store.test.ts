@@ -9,6 +9,11 @@ afterEach(() => env.cleanup());
 
 const INDEXES = { tasks: ['repoKey', 'state'], webhook_deliveries: ['taskId'] };
 
+function isDeepFrozen(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return true;
+  return Object.isFrozen(value) && Object.values(value).every(isDeepFrozen);
+}
+
 function expectUniqueSeqs(events: AuditEvent[]) {
   const seqs = events.map((e) => e.seq);
   expect(new Set(seqs).size).toBe(seqs.length);
@@ -149,6 +154,29 @@ describe('store transactions', () => {
       got.nested.a = 3;
     }).toThrow(TypeError);
     expect(() => got.list.push(3)).toThrow(TypeError);
+  });
+
+  it('hands back what a reopen reads: JSON\'s view of each value, deep-frozen, unshared with the caller', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir });
+    const records: Record<string, Record<string, unknown>> = {
+      plain: { a: 1, nested: { list: [1, 2, { b: 'c' }] } },
+      odd: { at: new Date('2026-01-02T03:04:05.006Z'), gone: undefined, nan: Number.NaN, z: -0 },
+    };
+    const caller = { metadata: { list: ['x'] } };
+    const handed: Record<string, unknown> = {};
+    await store.transact(async (tx) => {
+      for (const [key, record] of Object.entries(records)) handed[key] = await tx.insert('tasks', key, record);
+      await tx.appendAudit({ action: 'test.plain', actor: 'test', metadata: caller.metadata });
+    });
+    caller.metadata.list.push('changed after commit');
+    const inMemory = { plain: await store.get('tasks', 'plain'), odd: await store.get('tasks', 'odd'), audit: await store.audit() };
+    expect(inMemory.audit[0]!.metadata).toStrictEqual({ list: ['x'] });
+    await store.close();
+    const reopened = await env.open({ dir });
+    expect({ plain: await reopened.get('tasks', 'plain'), odd: await reopened.get('tasks', 'odd'), audit: await reopened.audit() }).toStrictEqual(inMemory);
+    expect(handed).toStrictEqual({ plain: inMemory.plain, odd: inMemory.odd });
+    for (const value of [inMemory.plain, inMemory.odd, ...inMemory.audit, ...Object.values(handed)]) expect(isDeepFrozen(value)).toBe(true);
   });
 
   it('looks records up by a field, in insertion order, kept across updates', async () => {

@@ -3,7 +3,6 @@
 // each field the service looks records up by; one `audit` table whose `seq` the database assigns.
 // Reads are queries; a transaction is the database's own.
 import { randomUUID } from 'node:crypto';
-import { frozenJsonCopy, parseFrozenJson } from '../plain-json.js';
 import {
   COLLECTIONS,
   StoreError,
@@ -54,7 +53,16 @@ function table(collection: string): string {
 
 /** A record as JSON.parse gives it, frozen all the way down (records handed out are never copies to mutate). */
 function parseFrozen<T>(text: unknown): T {
-  return parseFrozenJson<T>(String(text));
+  return deepFreeze(JSON.parse(String(text)) as T);
+}
+
+/** Freezing the parsed tree afterwards is several times faster than a reviver. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as object)) deepFreeze(child);
+  }
+  return value;
 }
 
 /** An audit event from its stored body (without `seq`) and its seq, fields in the order appendAudit gives them. */
@@ -430,7 +438,7 @@ class SqlTx implements LeaseStoreTx {
     const text = recordText(collection, record);
     const changed = await this.#session.run(`INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, 0, ?) ON CONFLICT (key) DO NOTHING`, [key, text]);
     if (changed === 0) throw new UniqueViolationError(collection, key);
-    return frozenJsonCopy(record, text);
+    return parseFrozen<T>(text);
   }
 
   async put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): Promise<T> {
@@ -453,7 +461,7 @@ class SqlTx implements LeaseStoreTx {
       `INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, 0, ?) ON CONFLICT (key) DO UPDATE SET body = excluded.body, archived = 0`,
       [key, text],
     );
-    return frozenJsonCopy(stored, text);
+    return parseFrozen<T>(text);
   }
 
   async delete(collection: CollectionName, key: string): Promise<void> {
