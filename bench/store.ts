@@ -26,7 +26,7 @@ import { createIntake } from '../src/intake/accept-comment.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../src/receipts/receipt-record.js';
 import { DAY_MS, sweepRetention } from '../src/retention/retention-sweep.js';
 import { ActorRuntime } from '../src/runtime/actor-runtime.js';
-import { COLLECTIONS, createStore, SqlStore, type AuditEventInput, type CollectionName, type Store, type StoredRecord } from '../src/store/index.js';
+import { COLLECTIONS, createStore, SqlStore, type AuditEventInput, type CollectionName, type StoredRecord } from '../src/store/index.js';
 import { taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { taskIdFor } from '../src/webhook/normalize-comment.js';
 import { createCommentRegistry } from '../test/support/comment-registry.js';
@@ -190,8 +190,16 @@ function copyOf(template: Template, i: number, shared: Set<string>): Copy {
  * folded by a compaction every 10,000 tasks as the running engine does by itself (its archives go to
  * the cold tier, out of memory).
  */
-/** The journal engine (DurableStore) of the baseline tree, as much of it as the fill uses. */
-type JournalEngine = Pick<Store, 'open' | 'close' | 'transact' | 'count' | 'archivedCount'> & { compact(): Promise<void>; compactionIdle(): Promise<void> };
+/** The journal engine (DurableStore) of the baseline tree, as much of it as the fill uses: its transactions' bodies are synchronous. */
+interface JournalEngine {
+  open(): Promise<void>;
+  close(): Promise<void>;
+  transact(fn: (tx: { insert(c: CollectionName, key: string, record: StoredRecord): unknown; archive(c: CollectionName, key: string): unknown; appendAudit(event: AuditEventInput): unknown }) => void): Promise<void>;
+  count(collection: CollectionName): number;
+  archivedCount(collection: CollectionName): number;
+  compact(): Promise<void>;
+  compactionIdle(): Promise<void>;
+}
 
 /** A journal store in `dir`, made by the baseline tree's own code (run from its sources through tsx). */
 async function baselineJournalStore(baselineRoot: string, dir: string): Promise<JournalEngine> {
@@ -212,13 +220,13 @@ async function fill(store: JournalEngine | SqlStore, template: Template, from: n
         copies.flatMap((c) => c.audit.map((input) => ({ ...input, eventId: `audit-${randomUUID()}`, seq: seq.next++, timestamp: at }))),
       );
     } else {
-      await store.transact(async (tx) => {
+      await store.transact((tx) => {
         for (const c of copies) {
           for (const r of c.rows) {
-            await tx.insert(r.collection, r.key, r.record);
-            if (r.archived) await tx.archive(r.collection, r.key);
+            tx.insert(r.collection, r.key, r.record);
+            if (r.archived) tx.archive(r.collection, r.key);
           }
-          for (const input of c.audit) await tx.appendAudit(input);
+          for (const input of c.audit) tx.appendAudit(input);
         }
       });
       if ((start - from + PER_BATCH) % 10_000 === 0) {
