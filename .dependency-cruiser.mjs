@@ -136,8 +136,8 @@ export default {
       name: 'no-runtime-cycle',
       comment:
         'No import cycle that exists at run time (a module half-initialised when its partner reads it). ' +
-        'Cycles closed only by an `import type` are erased by the compiler and allowed: two exist ' +
-        '(store/cold-tier <-> store/memory-state, config/keys <-> config/limit-keys).',
+        'Cycles closed only by an `import type` are erased by the compiler and allowed: one exists ' +
+        '(config/keys <-> config/limit-keys).',
       severity: 'error',
       from: {},
       to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },

@@ -1,26 +1,20 @@
-// Commits per second on one database when every node commits (PostgresStore `writers: 'many'`,
-// docs/DESIGN-nodes-at-once.md step 2) with 1, 2 and 3 nodes, against one node writing alone (the
-// default), in one run on the same throwaway PostgreSQL. Each node is the service's own store in this
-// process, with CLIENTS callers each committing one transaction at a time (an insert and an audit
-// event, like a small intake step). The many-writers figure pays one round trip more per batch (the
-// commit lock) and waits for the other nodes' batches: it shows what sharing the writes costs, not
-// task throughput.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Commits per second on one database with 1, 2 and 3 nodes committing at once, in one run on the same
+// throwaway PostgreSQL. Each node is the service's own store (the SQL store on PostgreSQL, registered
+// under its node id) in this process, with CLIENTS callers each committing one transaction at a time
+// (an insert and an audit event, like a small intake step). Nodes share nothing but the database: the
+// figure shows what several writers on one database cost, not task throughput.
 import type { ThrowawayPostgres } from '../src/cli/throwaway-postgres.js';
-import { PostgresStore } from '../src/store/index.js';
+import { createPostgresSqlStore, type SqlStore } from '../src/store/index.js';
 
 const COMMITS = Number(process.env['BENCH_CLUSTER_COMMITS'] ?? 6000);
 const CLIENTS = 16;
 
-async function commitsPerSecond(postgres: ThrowawayPostgres, name: string, writers: 'one' | 'many', nodes: number): Promise<number> {
+async function commitsPerSecond(postgres: ThrowawayPostgres, name: string, nodes: number): Promise<number> {
   const url = await postgres.createDatabase(name);
-  const root = mkdtempSync(join(tmpdir(), 'ccweb-bench-commits-'));
-  const stores: PostgresStore[] = [];
+  const stores: SqlStore[] = [];
   try {
     for (let i = 0; i < nodes; i++) {
-      const store = new PostgresStore({ dir: join(root, `node-${i}`), url, nodeId: `node-${i}`, version: 'bench', writers });
+      const store = createPostgresSqlStore({ url, node: { nodeId: `node-${i}`, url: null, version: 'bench', heartbeatMs: 10_000 } });
       await store.open();
       stores.push(store);
     }
@@ -41,16 +35,15 @@ async function commitsPerSecond(postgres: ThrowawayPostgres, name: string, write
     return (each * CLIENTS * nodes) / ((performance.now() - started) / 1000);
   } finally {
     for (const store of stores) await store.close().catch(() => undefined);
-    rmSync(root, { recursive: true, force: true });
   }
 }
 
 export async function measureClusterCommits(postgres: ThrowawayPostgres): Promise<void> {
   console.log(`\ncommits per second, ${CLIENTS} callers per node, ${COMMITS} commits per round`);
-  const alone = await commitsPerSecond(postgres, 'bench_commits_one', 'one', 1);
-  console.log(`  one node writing alone          ${alone.toFixed(0)}/s`);
-  for (const nodes of [1, 2, 3]) {
-    const shared = await commitsPerSecond(postgres, `bench_commits_many_${nodes}`, 'many', nodes);
-    console.log(`  ${nodes} node(s) sharing the writes   ${shared.toFixed(0)}/s   ${(shared / alone).toFixed(2)}× one node alone`);
+  const alone = await commitsPerSecond(postgres, 'bench_commits_1', 1);
+  console.log(`  1 node                          ${alone.toFixed(0)}/s`);
+  for (const nodes of [2, 3]) {
+    const shared = await commitsPerSecond(postgres, `bench_commits_${nodes}`, nodes);
+    console.log(`  ${nodes} nodes on one database          ${shared.toFixed(0)}/s   ${(shared / alone).toFixed(2)}× one node`);
   }
 }

@@ -4,15 +4,13 @@
 // one fixed rate both can carry, as ratios PostgreSQL / embedded. The PostgreSQL server is a throwaway
 // one on this machine (src/cli/throwaway-postgres.ts): fsync and synchronous_commit on, like the
 // embedded store's fdatasync; a database across a network adds its round trip to every batch.
-// Then a standby's takeover time with and without applying the writer's log while it waits
-// (bench/cluster-takeover.ts), and completed tasks per minute with 1, 2 and 3 nodes
-// (bench/cluster-tasks.ts; skip it with BENCH_CLUSTER_SKIP_TASKS=1); before that, commits per second
-// with every node committing (bench/cluster-commits.ts).
+// Then commits per second with 1, 2 and 3 nodes committing on one database (bench/cluster-commits.ts),
+// and completed tasks per minute with 1, 2 and 3 nodes (bench/cluster-tasks.ts; skip it with
+// BENCH_CLUSTER_SKIP_TASKS=1).
 // Run: npm run bench:cluster
 import { cpus, loadavg } from 'node:os';
 import { startThrowawayPostgres } from '../src/cli/throwaway-postgres.js';
 import { measureClusterCommits } from './cluster-commits.js';
-import { measureTakeover } from './cluster-takeover.js';
 import { measureClusterTasks } from './cluster-tasks.js';
 import { CONNECTIONS, fmt, load, median, spawnServer, type Child, type Run } from './webhook-harness.js';
 
@@ -62,7 +60,6 @@ async function main(): Promise<void> {
     console.log(`  ack p99 at ${rate} req/s         ${(pacedP.p99 / pacedE.p99).toFixed(2)}  (${pacedE.p99.toFixed(2)} → ${pacedP.p99.toFixed(2)} ms)`);
     console.log(`  durable: embedded ${durableE} tasks; postgres ${durableP} tasks, ${reopenedP} after reopening from the database`);
 
-    await measureTakeover(postgres);
     await measureClusterCommits(postgres);
     if (process.env['BENCH_CLUSTER_SKIP_TASKS'] !== '1') await measureClusterTasks(postgres);
   } finally {

@@ -1,7 +1,7 @@
 // CPU per accepted comment of intake alone: intake.handle() called in-process (no HTTP, no Koa),
 // 32 at a time, on the real durable store (fsync on) and actor runtime, with unique signed
-// deliveries prepared beforehand. process.cpuUsage covers every thread (journal fsyncs, the
-// compaction worker). Less noisy than req/s on a shared machine; each run prints its figure and
+// deliveries prepared beforehand. process.cpuUsage covers every thread (SQLite's commits and
+// checkpoints included). Less noisy than req/s on a shared machine; each run prints its figure and
 // the best of RUNS is the one to compare. Run: npm run bench:intake-cpu  (INTAKE_REQUESTS, INTAKE_RUNS)
 import { spawnSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';

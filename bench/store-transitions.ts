@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createStore, DurableStore, type Store } from '../src/store/index.js';
+import { createStore, type Store } from '../src/store/index.js';
 
 const TARGET_TPS = 5_000;
 const TARGET_RATIO = 1.5;
@@ -120,13 +120,12 @@ const fmt = (n: number, digits = 2) => n.toFixed(digits);
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'ccweb-store-bench-'));
-  // BENCH_ENGINE=journal: the journal store of earlier versions (the PostgreSQL replica's engine); else SQLite.
   const indexes = { tasks: ['repoKey', 'state', 'resourceKey'] };
-  const store: Store = process.env.BENCH_ENGINE === 'journal' ? new DurableStore({ dir, fsync: process.env.BENCH_FSYNC !== '0', indexes }) : createStore({ dir, indexes });
+  const store: Store = createStore({ dir, indexes });
   const results = new Map<string, Result>();
   try {
     await store.open();
-    console.log(`store bench: engine=${store instanceof DurableStore ? 'journal' : 'sqlite'} dir=${dir} fsync=${process.env.BENCH_FSYNC === "0" ? "OFF (CPU ceiling only)" : "on"} node=${process.version}`);
+    console.log(`store bench: engine=sqlite dir=${dir} node=${process.version}`);
     let stored = 0;
     for (const taskCount of [1_000, 100_000]) {
       const t0 = performance.now();
@@ -134,9 +133,7 @@ async function main(): Promise<void> {
       stored = taskCount;
       await store.sync();
       const prefillSeconds = (performance.now() - t0) / 1000;
-      if (store instanceof DurableStore) await store.compactionIdle(); // measure steady state, not a compaction catching up
-      const files = store instanceof DurableStore ? `; checkpoint ${fmt(store.stats().checkpointBytes / 2 ** 20, 1)} MiB, journal ${fmt(store.stats().journalBytes / 2 ** 20, 1)} MiB, compactions so far ${store.stats().compactions}` : '';
-      console.log(`\n== ${taskCount.toLocaleString('en-US')} tasks stored (prefill ${fmt(prefillSeconds, 1)} s${files}) ==`);
+      console.log(`\n== ${taskCount.toLocaleString('en-US')} tasks stored (prefill ${fmt(prefillSeconds, 1)} s) ==`);
       await measure(store, taskCount, 64, 3_000); // warm-up (JIT, page cache)
       for (const c of CONCURRENCIES) {
         // The machine is shared and noisy: run each point REPEATS times and keep the median run.
@@ -164,7 +161,7 @@ async function main(): Promise<void> {
       console.log(`p50 latency ratio @100k / @1k, concurrency ${String(c).padStart(2)}: ${fmt(ratio)}  target <= ${TARGET_RATIO}  ${ok ? 'PASS' : 'MISS'}${c === 64 ? '' : ' (informational)'}`);
     }
     const s = store.stats();
-    console.log(`final: commits=${s.commits} batches=${s.batches}${store instanceof DurableStore ? ` compactions=${store.stats().compactions} checkpoint=${fmt(store.stats().checkpointBytes / 2 ** 20, 1)} MiB` : ''}`);
+    console.log(`final: commits=${s.commits} batches=${s.batches}`);
     console.log(`overall: ${pass ? 'PASS' : 'MISS'}`);
   } finally {
     await store.close().catch(() => {});

@@ -2,7 +2,8 @@
 // `/readyz` answering 200) on a store holding 10,000 queued tasks, and the process's RSS on a store
 // holding 100,000 finished tasks with what the retention keeps of them (records archived an hour after
 // finishing, audit). SQLite (today) beside the journal engine as it was before the store moved to
-// SQLite: that commit's own service (bench/baseline-commit.ts). Both are the compiled build, as
+// SQLite: that commit's own service and its own journal engine, which fills its stores
+// (bench/baseline-commit.ts; today's tree has no journal engine). Both are the compiled build, as
 // production runs it (`npm run build`; the baseline's build is kept between runs).
 //
 // The stores hold the same tasks: one queued and one finished task are made by today's real intake,
@@ -17,7 +18,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULTS } from '../src/config/keys.js';
 import { STORE_INDEXES, type CommentRecord } from '../src/domain/records.js';
 import { startSandboxEnvironment } from '../src/demo/sandbox-environment.js';
@@ -25,7 +26,7 @@ import { createIntake } from '../src/intake/accept-comment.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../src/receipts/receipt-record.js';
 import { DAY_MS, sweepRetention } from '../src/retention/retention-sweep.js';
 import { ActorRuntime } from '../src/runtime/actor-runtime.js';
-import { COLLECTIONS, createStore, DurableStore, SqlStore, type AuditEventInput, type CollectionName, type StoredRecord } from '../src/store/index.js';
+import { COLLECTIONS, createStore, SqlStore, type AuditEventInput, type CollectionName, type StoredRecord } from '../src/store/index.js';
 import { taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { taskIdFor } from '../src/webhook/normalize-comment.js';
 import { createCommentRegistry } from '../test/support/comment-registry.js';
@@ -189,7 +190,26 @@ function copyOf(template: Template, i: number, shared: Set<string>): Copy {
  * folded by a compaction every 10,000 tasks as the running engine does by itself (its archives go to
  * the cold tier, out of memory).
  */
-async function fill(store: DurableStore | SqlStore, template: Template, from: number, to: number, shared: Set<string>, seq: { next: number }): Promise<void> {
+/** The journal engine (DurableStore) of the baseline tree, as much of it as the fill uses: its transactions' bodies are synchronous. */
+interface JournalEngine {
+  open(): Promise<void>;
+  close(): Promise<void>;
+  transact(fn: (tx: { insert(c: CollectionName, key: string, record: StoredRecord): unknown; archive(c: CollectionName, key: string): unknown; appendAudit(event: AuditEventInput): unknown }) => void): Promise<void>;
+  count(collection: CollectionName): number;
+  archivedCount(collection: CollectionName): number;
+  compact(): Promise<void>;
+  compactionIdle(): Promise<void>;
+}
+
+/** A journal store in `dir`, made by the baseline tree's own code (run from its sources through tsx). */
+async function baselineJournalStore(baselineRoot: string, dir: string): Promise<JournalEngine> {
+  const baseline = (await import(pathToFileURL(join(baselineRoot, 'src', 'store', 'index.ts')).href)) as {
+    DurableStore: new (options: { dir: string; indexes: typeof STORE_INDEXES }) => JournalEngine;
+  };
+  return new baseline.DurableStore({ dir, indexes: STORE_INDEXES });
+}
+
+async function fill(store: JournalEngine | SqlStore, template: Template, from: number, to: number, shared: Set<string>, seq: { next: number }): Promise<void> {
   const PER_BATCH = 500;
   for (let start = from; start < to; start += PER_BATCH) {
     const copies = Array.from({ length: Math.min(to, start + PER_BATCH) - start }, (_, k) => copyOf(template, start + k, shared));
@@ -200,13 +220,13 @@ async function fill(store: DurableStore | SqlStore, template: Template, from: nu
         copies.flatMap((c) => c.audit.map((input) => ({ ...input, eventId: `audit-${randomUUID()}`, seq: seq.next++, timestamp: at }))),
       );
     } else {
-      await store.transact(async (tx) => {
+      await store.transact((tx) => {
         for (const c of copies) {
           for (const r of c.rows) {
-            await tx.insert(r.collection, r.key, r.record);
-            if (r.archived) await tx.archive(r.collection, r.key);
+            tx.insert(r.collection, r.key, r.record);
+            if (r.archived) tx.archive(r.collection, r.key);
           }
-          for (const input of c.audit) await tx.appendAudit(input);
+          for (const input of c.audit) tx.appendAudit(input);
         }
       });
       if ((start - from + PER_BATCH) % 10_000 === 0) {
@@ -220,11 +240,11 @@ async function fill(store: DurableStore | SqlStore, template: Template, from: nu
 type Engine = 'journal' | 'sqlite';
 
 /** A data directory whose store holds `queued` queued tasks and then `finished` finished ones, in `engine`'s files. */
-async function prefill(engine: Engine, templates: { queued: Template; finished: Template }, queued: number, finished: number): Promise<{ dataDir: string; seconds: number }> {
+async function prefill(engine: Engine, baselineRoot: string, templates: { queued: Template; finished: Template }, queued: number, finished: number): Promise<{ dataDir: string; seconds: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), `ccweb-bench-${engine}-`));
   const dir = join(dataDir, 'store');
   const t0 = performance.now();
-  const store = engine === 'journal' ? new DurableStore({ dir, indexes: STORE_INDEXES }) : createStore({ dir, indexes: STORE_INDEXES });
+  const store = engine === 'journal' ? await baselineJournalStore(baselineRoot, dir) : createStore({ dir, indexes: STORE_INDEXES });
   await store.open();
   const shared = new Set<string>();
   const seq = { next: 1 };
@@ -234,10 +254,11 @@ async function prefill(engine: Engine, templates: { queued: Template; finished: 
   if (tasks !== queued + finished) throw new Error(`${engine}: ${tasks} tasks stored, ${queued + finished} meant`);
   // As a running instance would have left it: the journal folded into its checkpoint (archives in the
   // cold tier), SQLite's WAL folded into the database file.
-  if (store instanceof DurableStore) {
+  if (store instanceof SqlStore) await store.checkpoint();
+  else {
     await store.compact();
     await store.compactionIdle();
-  } else await store.checkpoint();
+  }
   await store.close();
   return { dataDir, seconds: (performance.now() - t0) / 1000 };
 }
@@ -372,7 +393,7 @@ async function main(): Promise<void> {
   }
   console.log(`${QUEUED.toLocaleString('en-US')} queued tasks`);
   for (const e of engines) {
-    const { dataDir, seconds } = await prefill(e, templates, QUEUED, 0);
+    const { dataDir, seconds } = await prefill(e, before.root, templates, QUEUED, 0);
     try {
       results[e].restart = await boot(mains[e], dataDir, false);
       console.log(`  ${label[e].padEnd(28)}${bootLine(results[e].restart!)}   (store ${mb(bytesUnder(join(dataDir, 'store')) / 2 ** 20)} on disk, filled in ${seconds.toFixed(1)} s)`);
@@ -382,7 +403,7 @@ async function main(): Promise<void> {
   }
   console.log(`${STORED.toLocaleString('en-US')} finished tasks stored (archived by the retention sweep, with their audit)`);
   for (const e of engines) {
-    const { dataDir, seconds } = await prefill(e, templates, 0, STORED);
+    const { dataDir, seconds } = await prefill(e, before.root, templates, 0, STORED);
     try {
       results[e].stored = await boot(mains[e], dataDir, true);
       console.log(`  ${label[e].padEnd(28)}${bootLine(results[e].stored!)}   (store ${mb(bytesUnder(join(dataDir, 'store')) / 2 ** 20)} on disk, filled in ${seconds.toFixed(1)} s)`);

@@ -29,7 +29,7 @@ import {
 import { pendingReceiptRecord } from '../src/receipts/receipt-record.js';
 import { accepted } from '../src/intake/intake-response.js';
 import { ActorRuntime, type ActorRecord } from '../src/runtime/actor-runtime.js';
-import { createStore, describeDatabase, DurableStore, SqlStore, type Store } from '../src/store/index.js';
+import { createStore, describeDatabase, SqlStore, type Store } from '../src/store/index.js';
 import { PostgresConnection } from '../src/store/sql/postgres-connection.js';
 import { TASK_KIND, taskActorId, taskKind } from '../src/tasks/task-actor.js';
 import { commentTriggerKey, normalizeComment, taskIdFor } from '../src/webhook/normalize-comment.js';
@@ -65,14 +65,12 @@ function cpuMicros(): number {
 }
 
 /**
- * The store the real server runs on: the embedded one (SQLite); `real-journal`, the journal engine
- * (DurableStore, the embedded store before SQLite) constructed directly under today's code;
+ * The store the real server runs on: the embedded one (SQLite);
  * `real-sql-postgres` (BENCH_DATABASE_URL naming an empty database), the SQL store on PostgreSQL;
  * `real-postgres` (the same variable), PostgreSQL as `createStore` opens it (the same SQL store).
  */
 function benchStore(dir: string): Store {
   const kind = process.argv[3] as ServerKind;
-  if (kind === 'real-journal') return new DurableStore({ dir, indexes: STORE_INDEXES });
   const url = process.env['BENCH_DATABASE_URL'];
   if (kind === 'real-postgres' || kind === 'real-sql-postgres') {
     if (!url) throw new Error(`${kind}: set BENCH_DATABASE_URL`);
@@ -109,10 +107,6 @@ export async function serveReal(): Promise<void> {
       if (msg.cmd === 'prefill') {
         const t0 = performance.now();
         await prefill(store, runtime, msg.total);
-        // A journal store (the PostgreSQL replica) folds its journal first: measure steady state.
-        const replica = store as Partial<Pick<DurableStore, 'compact' | 'compactionIdle'>>;
-        await replica.compact?.();
-        await replica.compactionIdle?.();
         process.send!({ ok: true, tasks: await store.count('tasks'), ms: performance.now() - t0 });
       } else if (msg.cmd === 'cpu') {
         process.send!({ ok: true, cpu: cpuMicros(), mono: Number(process.hrtime.bigint() / 1000n) });
@@ -309,7 +303,7 @@ async function prefill(store: Store, runtime: ActorRuntime, total: number): Prom
 // ---------------------------------------------------------------------------------------------
 // Driver (this process)
 
-export type ServerKind = 'real' | 'real-journal' | 'real-sql-postgres' | 'real-postgres' | 'baseline' | 'octokit' | 'floor';
+export type ServerKind = 'real' | 'real-sql-postgres' | 'real-postgres' | 'baseline' | 'octokit' | 'floor';
 
 export interface Child {
   proc: ChildProcess;

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const satRuns = slices.get(real)!.runs;
   const ratio = sat.rps / base.run.rps;
 
-  const satTasks = (await real.ask({ cmd: 'tasks' })) as { tasks: number; stats: { compactions: number } };
+  const satTasks = (await real.ask({ cmd: 'tasks' })) as { tasks: number; stats: { batches: number } };
   const satDurable = (await real.ask({ cmd: 'reopen' })).tasks as number;
   real.proc.send({ cmd: 'exit' });
 
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const pacedBefore = (await paced.ask({ cmd: 'tasks' })).tasks as number;
   const at80 = await load(paced.port, RATE_S, { overallRate: rate });
   console.log(`${`real @ ${rate} req/s (80 %)`.padEnd(33)}${fmt(at80)}`);
-  const pacedTasks = (await paced.ask({ cmd: 'tasks' })) as { tasks: number; stats: { compactions: number } };
+  const pacedTasks = (await paced.ask({ cmd: 'tasks' })) as { tasks: number; stats: { batches: number } };
   const pacedDurable = (await paced.ask({ cmd: 'reopen' })).tasks as number;
   paced.proc.send({ cmd: 'exit' });
 
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   console.log(
     `durability: ${answered} answered 202 in the measured runs, ${created} tasks created; after reopening the stores ` +
       `${satDurable}/${satTasks.tasks} and ${pacedDurable}/${pacedTasks.tasks} tasks present ` +
-      `(compactions: ${satTasks.stats.compactions}, ${pacedTasks.stats.compactions})`,
+      `(group commits: ${satTasks.stats.batches}, ${pacedTasks.stats.batches})`,
   );
 
   // (c) p50 with 1,000 vs 100,000 tasks already stored, at a fixed moderate rate.
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   const small = await load(grow.port, LATENCY_S, { overallRate: LATENCY_RATE, connections: 8 });
   console.log(`\n@${p1k.tasks} tasks stored     ${fmt(small)}`);
   const p100k = await grow.ask({ cmd: 'prefill', total: 100_000 });
-  console.log(`(prefilled to ${p100k.tasks} tasks in ${(p100k.ms / 1000).toFixed(1)} s, compacted)`);
+  console.log(`(prefilled to ${p100k.tasks} tasks in ${(p100k.ms / 1000).toFixed(1)} s)`);
   await load(grow.port, WARMUP_S, { overallRate: LATENCY_RATE, connections: 8 });
   const big = await load(grow.port, LATENCY_S, { overallRate: LATENCY_RATE, connections: 8 });
   console.log(`@${p100k.tasks} tasks stored  ${fmt(big)}`);

@@ -4,11 +4,10 @@
 // on
 //   - journal, before: the commit before the store moved to SQLite, its own code and its embedded
 //     journal engine (bench/baseline-commit.ts) — the baseline;
-//   - journal, today: the same engine (DurableStore) constructed directly under today's code;
 //   - SQLite: today's embedded store;
 //   - PostgreSQL: today's SQL store on a throwaway PostgreSQL on this machine (fsync and
-//     synchronous_commit on), constructed directly (SqlStore over PostgresConnection; `createStore`
-//     with a URL still opens the replica engine) — BENCH_POSTGRES=0 leaves it out.
+//     synchronous_commit on), constructed directly (SqlStore over PostgresConnection) —
+//     BENCH_POSTGRES=0 leaves it out.
 // Every engine's server runs at once in its own process; each measurement goes round the engines, so
 // load from anything else on the machine hits all alike. The 200/s rounds come first, on stores holding
 // little more than the warm-up's tasks; each figure is the median of three rounds. Every 202 must be durable: the
@@ -58,7 +57,6 @@ async function main(): Promise<void> {
   };
   try {
     await add('journal, before (baseline)', 'real', process.env, join(before.root, 'bench', 'webhook-harness.ts'));
-    await add('journal, today (DurableStore)', 'real-journal');
     await add('SQLite (embedded default)', 'real');
     if (process.env['BENCH_POSTGRES'] !== '0') {
       try {

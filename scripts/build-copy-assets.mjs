@@ -83,9 +83,8 @@ function copyFile(rel) {
   inputs.add(rel);
 }
 
-// Plain ESM files: every src/**/*.mjs (the store's journal helpers and its compaction worker, which
-// runs in a worker thread from new URL('./compaction-worker.mjs', import.meta.url)), and any .mjs
-// next to compiled code elsewhere.
+// Plain ESM files: every src/**/*.mjs (the gate's entry.mjs, started by path), and any .mjs next to
+// compiled code elsewhere.
 // Their .d.mts declarations only serve tsc and are not copied.
 const mjs = new Set(walk(join(root, 'src')).map((f) => posix(relative(root, f))).filter((f) => f.endsWith('.mjs')));
 for (const dir of compiledDirs) {

@@ -1,4 +1,4 @@
-// The nodes of `/overview`: which node writes, which wait as standbys, and which stopped
+// The nodes of `/overview`: which run (each one writes), and which stopped
 // heartbeating (a node that died without closing: its leases end at their expiry).
 import type { NodeStatus } from '../store/index.js';
 

@@ -140,12 +140,6 @@ export interface IntakeOptions {
   /** After a stop was recorded and its events sent. */
   onStop?: (taskIds: string[]) => void;
   logger?: IntakeLogger;
-  /**
-   * `compact` (default): an accepted comment is journalled as one compact record the store derives
-   * the task's records from (write-outcome.ts). `records`: each record written on its own (the
-   * generic path; kept for what the compact format does not cover and for comparing the two).
-   */
-  writeModel?: 'compact' | 'records';
 }
 
 export interface IntakeRequest {
@@ -218,7 +212,6 @@ export function createIntake(options: IntakeOptions): Intake {
     securityEventRetentionMs: options.securityEventRetentionMs ?? 30 * 24 * 60 * 60 * 1000,
     hostRef: options.mcpHostRef ?? 'gitea-main',
     quota: options.quota,
-    compact: options.writeModel !== 'records',
   };
 
   const reviewDeps: ReviewLookupDeps = {

@@ -4,12 +4,6 @@
 // records. What to do is decided purely (intake-decision.ts); this file reads the facts and writes
 // what was decided.
 //
-// An accepted comment is written as ONE compact record (accepted-comment.ts, format
-// `intake.accept/1`) from which the store derives the delivery, trigger, task, actor, receipt intent,
-// first-time repository/session records and the intake audit events. The generic path — each record
-// written on its own — remains for what the format does not cover (a text too long for the task
-// record, a task machine the format does not encode) and for comparing the two in tests.
-//
 // A rejected or refused mention never runs: its task keeps an excerpt of the text, not the text, and
 // a rejected one is counted per author and day (rejected-mentions.ts); past a few a day it gets no
 // task at all.
@@ -25,7 +19,6 @@ import type { QuotaPort } from '../usage/quota-check.js';
 import { taskIdFor, type NormalizedComment } from '../webhook/normalize-comment.js';
 import { anyDisabled, rekey } from '../domain/repository-identity.js';
 import { resolveRepository } from './canonical-repository.js';
-import { ACCEPTED_COMMENT_FORMAT, acceptedCommentMachine, acceptedCommentRecord, fitsAcceptedComment } from './accepted-comment.js';
 import { decideWrite, type WriteDecision } from './intake-decision.js';
 import { deliveryRecord, repositoryRecord, sessionRecord, taskRecord, triggerRecord } from './intake-records.js';
 import { countRejectedMention, rejectedMentionKey as rejectedKeyOf } from './rejected-mentions.js';
@@ -42,8 +35,6 @@ export interface WriteContext {
   securityEventRetentionMs: number;
   hostRef: string;
   quota?: QuotaPort | undefined;
-  /** Accept as one compact record when the format covers the comment. Default true. */
-  compact: boolean;
 }
 
 export async function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: Plan, workspacePath: string): Promise<Outcome> {
@@ -246,38 +237,13 @@ async function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, wo
     case 'accept': {
       await ctx.quota?.countAccepted(tx, { repoKey: comment.repoKey, login: comment.actor.login }, at);
       const response = accepted(s.deliveryId, taskId);
-      const start = ctx.compact && fitsAcceptedComment(comment) && compactFormatMatches(ctx.runtime)
-        ? await acceptCompact(ctx, tx, s, comment, taskId, workspacePath, at)
-        : await acceptAsRecords(ctx, tx, s, comment, taskId, workspacePath, at, response);
+      const start = await acceptAsRecords(ctx, tx, s, comment, taskId, workspacePath, at, response);
       return { response, start, taskId };
     }
   }
 }
 
-/** The accepted comment as one compact record; the store derives its records and audit events. */
-async function acceptCompact(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date): Promise<() => void> {
-  const record = acceptedCommentRecord({
-    comment: c,
-    deliveryKey: s.deliveryKey,
-    deliveryId: s.deliveryId,
-    eventType: s.eventType,
-    payloadHash: s.hash,
-    receivedAt: s.receivedAt,
-    retentionMs: ctx.retentionMs,
-    taskId,
-    triggerKey: s.triggerKey!,
-    at,
-    newRepository: (await tx.has('repositories', c.repoKey)) ? null : { workspacePath },
-    // Sessions are archived when created (read by key only): `has` confirms one without reading it.
-    newSession: (await tx.has('sessions', c.resourceKey)) ? null : { hostRef: ctx.hostRef },
-  });
-  await tx.derive(ACCEPTED_COMMENT_FORMAT, record);
-  const actorId = taskActorId(taskId);
-  // Queued tasks wait for the scheduler: no live actor until it sends CLAIM (as after a restart).
-  return () => ctx.runtime.announceCreated({ actorId, kind: TASK_KIND, taskId, fromState: null, toState: 'queued', stateVersion: 2, context: (acceptedCommentMachine(taskId).persisted as { context: unknown }).context, event: null, by: record.by });
-}
-
-/** The accepted comment as separate records (the generic path; see the file comment). */
+/** The accepted comment's records: delivery, trigger, first-time repository and session, task, task actor, receipt intent, audit events. */
 async function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: NormalizedComment, taskId: string, workspacePath: string, at: Date, response: IntakeResponse): Promise<() => void> {
   const audit = auditWriter(tx, s);
   // The audit event's store-wide sequence number doubles as the FIFO queue position.
@@ -300,28 +266,6 @@ async function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: Normali
   const receipt = pendingReceiptRecord(task, 'received', at);
   await tx.insert<CommentRecord>('comments', receipt.commentKey, receipt);
   return created.start;
-}
-
-const formatChecked = new WeakMap<ActorRuntime, boolean>();
-
-/**
- * Whether the compact format encodes what the runtime's task machine does at creation (same machine
- * version, same states, same persisted snapshot). Asked once per runtime; a machine that changed
- * without a new format gets the generic path instead of a wrong snapshot.
- */
-export function compactFormatMatches(runtime: ActorRuntime): boolean {
-  let ok = formatChecked.get(runtime);
-  if (ok === undefined) {
-    const probe = 'gitea-task-format-check';
-    const expected = acceptedCommentMachine(probe);
-    const real = runtime.creationOf(TASK_KIND, taskActorId(probe), { taskId: probe }, [{ type: 'ACCEPT' }]);
-    ok =
-      real.machineVersion === expected.machineVersion &&
-      JSON.stringify(real.steps.map((step) => step.toState)) === JSON.stringify(expected.states) &&
-      JSON.stringify(real.steps.at(-1)!.persisted) === JSON.stringify(expected.persisted);
-    formatChecked.set(runtime, ok);
-  }
-  return ok;
 }
 
 /**

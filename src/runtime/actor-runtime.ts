@@ -192,27 +192,6 @@ export class ActorRuntime {
     };
   }
 
-  /**
-   * What `createInTx` would persist for these events, computed purely (nothing is written): the kind's
-   * machine version and, per step, the state and persisted snapshot. Lets a writer that stores a
-   * creation in a compact form of its own (intake's accepted-comment record) check that form against
-   * the machine this runtime hosts.
-   */
-  creationOf(kindName: string, actorId: string, input: unknown, events: EventObject[]): { machineVersion: number; steps: { toState: string; persisted: unknown }[] } {
-    const kind = this.kindOf(kindName);
-    const steps = this.templates.steps(kind, input, events, actorId);
-    return { machineVersion: kind.machineVersion, steps: steps.map((s) => ({ toState: s.toState, persisted: s.persisted })) };
-  }
-
-  /**
-   * Tells `onTransition` listeners about an actor created by a durable write the runtime did not
-   * make itself (a derived record; see `creationOf`), as `createInTx`'s `start` does for its own.
-   * Call once that write is durable. A lazy kind comes to life on its first event.
-   */
-  announceCreated(notice: TransitionNotice): void {
-    this.emit(notice);
-  }
-
   /** Creates and starts an actor in a transaction of its own. */
   async create(
     kindName: string,

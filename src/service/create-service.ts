@@ -431,7 +431,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'security' }),
   });
   const intake = createIntake({
-    writeModel: 'records',
     scope,
     securityEvents,
     securityEventRetentionMs,

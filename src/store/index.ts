@@ -3,14 +3,11 @@ import { createSqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 import type { SqlStore } from './sql/sql-store.js';
 
 export * from './types.js';
-export { DurableStore, type StoreOptions, type DurableStoreStats } from './durable-store.js';
 export { AUDIT_CHANNEL, SqlStore } from './sql/sql-store.js';
 export { createSqliteStore, SQLITE_FILE, type SqliteStoreOptions } from './sqlite-store.js';
-export { PostgresStore, type PostgresStoreOptions, type PostgresStoreStats } from './postgres/postgres-store.js';
-export { JournalCorruptionError } from './journal-files.mjs';
-export { describeDatabase, isPostgresUrl } from './postgres/database-url.js';
+export { describeDatabase, isPostgresUrl } from './sql/database-url.js';
 export { probeDatabase, type DatabaseProbe } from './sql/probe-database.js';
-export type { NodeStatus } from './postgres/log-writer.js';
+export type { NodeStatus } from './sql/nodes.js';
 export { copyEmbeddedStore, type CopySummary } from './embedded-to-postgres.js';
 export { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
 export { storeDigest } from './store-digest.js';

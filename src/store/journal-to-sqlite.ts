@@ -4,9 +4,8 @@
 // the journal's files move into `journal-before-sqlite/` (kept for the operator to delete), and last a
 // marker checkpoint says the move is complete. Each step is fsynced before the next; a run that stopped
 // after store.db took its name is finished by the next (journalMoveUnfinished).
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDir, writeFileDurably } from './durable-json-file.mjs';
 import { holdsJournalStore, openJournalStore } from './legacy/journal-reader.js';
 import { acquireProcessLock } from './process-lock.js';
 import { SqliteConnection } from './sql/sqlite-connection.js';
@@ -61,11 +60,12 @@ async function copyAndSwap(dir: string, options: { indexes?: Partial<Record<Coll
   fsyncFile(join(dir, temporary));
   renameSync(join(dir, temporary), join(dir, SQLITE_FILE));
   for (const name of [`${temporary}-wal`, `${temporary}-shm`]) rmSync(join(dir, name), { force: true });
-  await fsyncDir(dir);
-  await moveJournalAside(dir);
+  fsyncDir(dir);
+  moveJournalAside(dir);
   return { ...copied, digest };
 }
 
+/** A file's (or, on Linux, a directory's entries') writes made durable. */
 function fsyncFile(file: string): void {
   const fd = openSync(file, 'r');
   try {
@@ -73,6 +73,17 @@ function fsyncFile(file: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+const fsyncDir = fsyncFile;
+
+/** `text` in `file`, whole or not at all: written beside it, made durable, renamed over it. */
+function writeFileDurably(file: string, text: string): void {
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, text);
+  fsyncFile(temp);
+  renameSync(temp, file);
+  fsyncDir(join(file, '..'));
 }
 
 function hasMovedMarker(dir: string): boolean {
@@ -96,17 +107,17 @@ export async function finishJournalMove(dir: string): Promise<number> {
   if (!journalMoveUnfinished(dir)) throw new StoreUnavailableError(`${join(dir, SQLITE_FILE)} exists already: nothing to migrate`);
   const release = acquireProcessLock(dir);
   try {
-    return await moveJournalAside(dir);
+    return moveJournalAside(dir);
   } finally {
     release();
   }
 }
 
 /** The journal's files into the backup folder, then the marker; each step durable before the next. */
-async function moveJournalAside(dir: string): Promise<number> {
+function moveJournalAside(dir: string): number {
   const backup = join(dir, JOURNAL_BACKUP_DIR);
   mkdirSync(backup, { recursive: true });
-  await fsyncDir(dir);
+  fsyncDir(dir);
   let moved = 0;
   for (const name of readdirSync(dir)) {
     if (name === SQLITE_FILE || name === JOURNAL_BACKUP_DIR || name === 'LOCK' || name.startsWith('LOCK.') || name.startsWith(`${SQLITE_FILE}-`)) continue;
@@ -115,10 +126,10 @@ async function moveJournalAside(dir: string): Promise<number> {
     renameSync(join(dir, name), join(backup, name));
     moved += 1;
   }
-  await fsyncDir(backup);
-  await fsyncDir(dir);
+  fsyncDir(backup);
+  fsyncDir(dir);
   // An earlier version started here by mistake finds a checkpoint it refuses ("unknown format"), instead
   // of an empty directory it would start a new, empty store in. Written last: its presence says the move is complete.
-  await writeFileDurably(join(dir, 'checkpoint.json'), `${JSON.stringify({ format: MOVED_FORMAT, seq: 0, note: `the store is ${SQLITE_FILE} (SQLite): start a ccweb-gitea that reads it` })}\n`);
+  writeFileDurably(join(dir, 'checkpoint.json'), `${JSON.stringify({ format: MOVED_FORMAT, seq: 0, note: `the store is ${SQLITE_FILE} (SQLite): start a ccweb-gitea that reads it` })}\n`);
   return moved;
 }

@@ -1,7 +1,7 @@
 // The store on PostgreSQL (CCWEB_DATABASE_URL), for one node or several: the same SqlStore as the
 // embedded one, its tables in the database, every node reading and writing them directly.
 import { hostname } from 'node:os';
-import { describeDatabase } from './postgres/database-url.js';
+import { describeDatabase } from './sql/database-url.js';
 import type { NodeIdentity } from './sql/nodes.js';
 import { PostgresConnection } from './sql/postgres-connection.js';
 import { SqlStore, type SqlStoreOptions } from './sql/sql-store.js';

@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { StoreError } from './types.js';
 
 /**
- * One process per store directory. Two processes appending to one journal would interleave lines
- * and each replay only its own view; a lock file naming its owner makes the second `open()` fail
- * loudly instead. A lock left by a process that died (SIGKILL) is taken over.
+ * One process per store directory. SQLite would let a second process write the file too, and two
+ * services would then both run tasks, each hearing only its own in-process notifications; a lock file
+ * naming its owner makes the second `open()` fail loudly instead (and keeps `migrate-store` off the
+ * files of an earlier version still running). A lock left by a process that died (SIGKILL) is taken over.
  *
  * A pid means something only on its host and in its pid namespace: in containers every service is
  * pid 1, so a LOCK says where its pid lives (`{pid, host, pidNamespace, since}`). A lock from another

@@ -22,7 +22,7 @@ export const COLLECTIONS = [
   'control_requests',
   // Usage and budgets (src/usage/): daily sums per repository and per user, per-repository limits.
   'usage',
-  // Appended last: cold-tier index files number collections by position.
+  // Appended last: an earlier version's cold-tier index files numbered collections by position.
   'security_events',
   'task_texts',
   // Comments Gitea has not confirmed yet (src/intake/pending-intake.ts), bounded in count.
@@ -112,11 +112,6 @@ export interface Tx {
   archive(collection: CollectionName, key: string): Promise<void>;
   /** Append-only: events are never updated or deleted. */
   appendAudit(event: AuditEventInput): Promise<AuditEvent>;
-  /**
-   * The records and audit events a derived-record format (src/store/derived/) expands `payload` to,
-   * each key inserted (UniqueViolationError if it exists). Resolves to the first audit seq it took.
-   */
-  derive(format: string, payload: Record<string, unknown>): Promise<number>;
 }
 
 /** A transaction of an engine that keeps leases (the SQL store on SQLite and on PostgreSQL). */

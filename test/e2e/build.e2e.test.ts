@@ -32,7 +32,7 @@ describe('production build', () => {
     execFileSync(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json', '--outDir', BUILD_DIR], { cwd: repoRoot, env: buildEnv });
     execFileSync(process.execPath, [script], { cwd: repoRoot, env: buildEnv });
     // What the compiled code loads beside itself at runtime.
-    for (const rel of ['src/store/compaction-worker.mjs', 'src/store/cold-files.mjs', 'src/api/admin-page/index.html', 'visualizer/page', 'src/codex/protocol/VERSION', '.build-stamp']) {
+    for (const rel of ['src/mcp-gate/entry.mjs', 'src/api/admin-page/index.html', 'visualizer/page', 'src/codex/protocol/VERSION', '.build-stamp']) {
       expect(existsSync(join(repoRoot, BUILD_DIR, rel)), rel).toBe(true);
     }
 

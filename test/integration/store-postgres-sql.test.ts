@@ -3,7 +3,7 @@
 // earlier version's PostgreSQL store refused at open and moved in place by `migrate-store`; the
 // embedded store copied into an empty database. A real PostgreSQL throughout.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -11,9 +11,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { migrateStore } from '../../src/cli/migrate-store.js';
 import { formatOperatorError, OperatorError } from '../../src/service/operator-error.js';
 import { storeOpenError } from '../../src/service/startup-checks.js';
-import { copyEmbeddedStore, createPostgresSqlStore, createSqliteStore, createStore, PostgresStore, sqlStoreContents, storeDigest, type SqlStore } from '../../src/store/index.js';
+import { copyEmbeddedStore, createPostgresSqlStore, createSqliteStore, createStore, sqlStoreContents, storeDigest, type SqlStore } from '../../src/store/index.js';
 import { EARLIER_SCHEMA } from '../../src/store/sql/earlier-postgres.js';
 import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
+import { SCHEMA_VERSION } from '../../src/store/sql/schema.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 import { until } from '../support/until.js';
@@ -39,6 +40,7 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
+const EARLIER_FIXTURE = join(import.meta.dirname, '../fixtures/earlier-postgres');
 const database = () => server.createDatabase(`q${process.pid}_${++n}`);
 
 async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
@@ -126,6 +128,18 @@ describe('PostgreSQL SQL store: opening', () => {
     expect((error as Error).message).toMatch(/^cannot reach postgres:\/\/127\.0\.0\.1:1\/ccweb: /);
     expect((error as Error).message).not.toMatch(/s3cret/);
     expect((storeOpenError(error, '/data') as OperatorError).exitCode).toBe(75);
+  });
+
+  it('refuses a schema newer than it knows, in one line that says what to do', async () => {
+    const url = await database();
+    const store = createPostgresSqlStore({ url });
+    await store.open();
+    await store.close();
+    await sql(url, "UPDATE store_meta SET value = $1 WHERE name = 'schema'", [String(SCHEMA_VERSION + 1)]);
+    const error = await createPostgresSqlStore({ url }).open().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'database_schema_too_new' });
+    expect((error as Error).message).toMatch(new RegExp(`the database's schema is version ${SCHEMA_VERSION + 1}, newer than this ccweb-gitea knows \\(${SCHEMA_VERSION}\\)$`));
+    expect((error as Error).message).not.toMatch(/postgres:\/\/postgres@/);
   });
 });
 
@@ -236,26 +250,14 @@ describe('PostgreSQL SQL store: a database that stays away (CCWEB_DATABASE_OUTAG
   });
 });
 
-/** An earlier version's PostgreSQL store with history: updates, deletes, archives, a derived record, audit. */
+/**
+ * An earlier version's PostgreSQL store with history (updates, deletes, archives, audit), as that
+ * version's engine wrote it (test/fixtures/earlier-postgres/README.md); what that engine read of it.
+ */
 async function earlierStoreWithHistory(url: string): Promise<{ digest: string; audit: number }> {
-  const dir = await tempDir();
-  const store = new PostgresStore({ dir: join(dir, 'replica'), url, nodeId: 'old-node', version: 'old', indexes: { tasks: ['state'] } });
-  await store.open();
-  try {
-    for (let i = 0; i < 120; i++) {
-      await store.transact(async (tx) => {
-        await tx.insert('tasks', `t${i}`, { state: i % 3 ? 'succeeded' : 'queued', stateVersion: 1, n: i, nested: { z: 1, a: [i, 'x'] } });
-        await tx.insert('webhook_deliveries', `default:d-${i}`, { taskId: `t${i}` });
-        await tx.appendAudit({ action: 'task.created', actor: 'test', taskId: `t${i}`, deliveryId: `d-${i}`, ...(i % 10 === 0 ? { level: 'alert' as const } : {}) });
-      });
-    }
-    for (let i = 0; i < 120; i += 2) await store.transact((tx) => tx.archive('tasks', `t${i}`));
-    await store.transact((tx) => tx.put('tasks', 't1', { state: 'failed', stateVersion: 2, n: 1 }, { expectVersion: 1, versionField: 'stateVersion' }));
-    await store.transact((tx) => tx.delete('webhook_deliveries', 'default:d-5'));
-    return { digest: await storeDigest(store), audit: (await store.audit()).length };
-  } finally {
-    await store.close();
-  }
+  await sql(url, await readFile(join(EARLIER_FIXTURE, 'history.sql'), 'utf8'));
+  const expected = JSON.parse(await readFile(join(EARLIER_FIXTURE, 'history.expected.json'), 'utf8')) as { digest: string; auditEvents: number };
+  return { digest: expected.digest, audit: expected.auditEvents };
 }
 
 describe('an earlier version’s PostgreSQL store', () => {
@@ -279,11 +281,11 @@ describe('an earlier version’s PostgreSQL store', () => {
     await leftover.close();
     const { io, lines } = commandIo(dataDir, { CCWEB_DATABASE_URL: url });
     // An earlier node still running on the database: the move waits for it to stop.
-    const oldNode = new PostgresStore({ dir: join(await tempDir(), 'replica'), url, nodeId: 'old-node', version: 'old' });
-    await oldNode.open();
+    // (its row in the earlier node table, heartbeating as that version's nodes did)
+    await sql(url, `UPDATE ccweb_nodes SET role = 'writer', heartbeat_at = now() WHERE node_id = 'old-node'`);
     expect(await migrateStore(io)).toBe(1);
     expect(lines.at(-1)).toMatch(/^ERR migrate-store: postgres:\/\/127\.0\.0\.1:\d+\/q\d+_\d+: nodes still write the earlier store: old-node: stop every node first$/);
-    await oldNode.close();
+    await sql(url, `UPDATE ccweb_nodes SET role = 'stopped' WHERE node_id = 'old-node'`);
     // A move that fails at its last step (the schema it keeps the earlier tables in is taken) leaves
     // everything as it was: one transaction.
     await sql(url, `CREATE SCHEMA ${EARLIER_SCHEMA}`);

@@ -3,25 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { DurableStore, PostgresStore, type Store, type StoreOptions } from '../../src/store/index.js';
+import type { CollectionName, Store } from '../../src/store/index.js';
 import { createPostgresSqlStore } from '../../src/store/postgres-sql-store.js';
 import { createSqliteStore } from '../../src/store/sqlite-store.js';
 
 /**
- * Which engine the store tests run on: SQLite (the embedded store, by default), or (the projects of
- * vitest.config.ts that start a throwaway PostgreSQL) the SQL store on PostgreSQL (`postgres`), or the
- * earlier PostgreSQL engine with its replica in the test's dir (`postgres-replica`). `journal`: the journal
- * store of earlier versions, which that replica is built on.
+ * Which engine the store tests run on: SQLite (the embedded store, by default), or (the
+ * `store-on-postgres` project of vitest.config.ts, which starts a throwaway PostgreSQL) the SQL store on
+ * PostgreSQL.
  */
-const ENGINES = ['sqlite', 'journal', 'postgres', 'postgres-replica'] as const;
+const ENGINES = ['sqlite', 'postgres'] as const;
 export const STORE_ENGINE: (typeof ENGINES)[number] = ENGINES.find((e) => e === process.env['CCWEB_TEST_STORE_ENGINE']) ?? 'sqlite';
-export const onPostgres = STORE_ENGINE === 'postgres' || STORE_ENGINE === 'postgres-replica';
-/**
- * On PostgreSQL, whether the store under test shares the writes with other nodes (`writers: 'many'`:
- * every body runs under the commit lock, later than its call): the `store-on-postgres-many-writers`
- * project runs the contract's tests that way.
- */
-const WRITERS: 'one' | 'many' = process.env['CCWEB_TEST_STORE_WRITERS'] === 'many' ? 'many' : 'one';
 
 let databases = 0;
 
@@ -42,48 +34,37 @@ export async function freshDatabase(): Promise<string> {
   return url.toString();
 }
 
-type OpenOptions = StoreOptions & { failWrites?: () => boolean };
+interface OpenOptions {
+  dir: string;
+  indexes?: Partial<Record<CollectionName, string[]>>;
+  /** While it answers true, every commit fails (an injected I/O error; SQLite only). */
+  failWrites?: () => boolean;
+}
 
-/**
- * Temp dirs for store tests, removed by `cleanup()`; on PostgreSQL each dir has its own database.
- * `journal`: the tests are about the journal store's own files (on PostgreSQL, its replica's), so they
- * get that engine instead of SQLite.
- */
-export function storeDirs(kind: 'journal'): StoreDirs<DurableStore>;
-export function storeDirs(): StoreDirs<Store>;
-export function storeDirs(kind?: 'journal'): StoreDirs<Store> {
+/** Temp dirs for store tests, removed by `cleanup()`; on PostgreSQL each dir has its own database. */
+export function storeDirs(): StoreDirs {
   const dirs: string[] = [];
   const stores: Store[] = [];
   const databaseOf = new Map<string, Promise<string>>();
-  // The SQL store on PostgreSQL has no journal: the journal's tests run on the engine built on one.
-  const engine = kind === 'journal' ? (STORE_ENGINE === 'sqlite' ? 'journal' : 'postgres-replica') : STORE_ENGINE;
   return {
     async dir(): Promise<string> {
       const dir = await mkdtemp(join(tmpdir(), 'ccweb-store-test-'));
       dirs.push(dir);
       return dir;
     },
-    /** `failWrites`: while it answers true, every write to disk fails (an injected I/O error). */
     async open(options: OpenOptions): Promise<Store> {
       let store: Store;
-      const { failWrites, ...rest } = options;
-      const inject = () => {
-        if (failWrites?.()) throw new Error('EIO: injected');
-      };
-      const journalOptions: StoreOptions = failWrites ? { ...rest, beforeJournalWrite: inject } : rest;
-      if (engine === 'sqlite') {
-        store = createSqliteStore({ dir: rest.dir, ...(rest.indexes ? { indexes: rest.indexes } : {}), ...(failWrites ? { beforeCommit: inject } : {}) });
-      } else if (engine === 'postgres') {
-        let url = databaseOf.get(rest.dir);
-        if (!url) databaseOf.set(rest.dir, (url = freshDatabase()));
-        if (failWrites) throw new Error('the SQL store on PostgreSQL has no injected write failures: the database fails on its own');
-        store = createPostgresSqlStore({ url: await url, ...(rest.indexes ? { indexes: rest.indexes } : {}) });
-      } else if (engine === 'postgres-replica') {
-        let url = databaseOf.get(rest.dir);
-        if (!url) databaseOf.set(rest.dir, (url = freshDatabase()));
-        store = new PostgresStore({ ...journalOptions, url: await url, nodeId: 'test-node', version: 'test', writers: WRITERS });
+      const { failWrites, dir, indexes } = options;
+      if (STORE_ENGINE === 'sqlite') {
+        const inject = () => {
+          if (failWrites?.()) throw new Error('EIO: injected');
+        };
+        store = createSqliteStore({ dir, ...(indexes ? { indexes } : {}), ...(failWrites ? { beforeCommit: inject } : {}) });
       } else {
-        store = new DurableStore(journalOptions);
+        let url = databaseOf.get(dir);
+        if (!url) databaseOf.set(dir, (url = freshDatabase()));
+        if (failWrites) throw new Error('the SQL store on PostgreSQL has no injected write failures: the database fails on its own');
+        store = createPostgresSqlStore({ url: await url, ...(indexes ? { indexes } : {}) });
       }
       stores.push(store);
       await store.open();
@@ -97,9 +78,8 @@ export function storeDirs(kind?: 'journal'): StoreDirs<Store> {
   };
 }
 
-export interface StoreDirs<S extends Store> {
+export interface StoreDirs {
   dir(): Promise<string>;
-  /** The PostgreSQL store has the journal store's contract plus the replica's compaction controls its tests use. */
-  open(options: OpenOptions): Promise<S>;
+  open(options: OpenOptions): Promise<Store>;
   cleanup(): Promise<void>;
 }

@@ -9,7 +9,7 @@ describe('the nodes of /overview', () => {
     const view = nodesView(
       [
         { nodeId: 'a', role: 'writer', version: '1', startedAt: at(0), heartbeatAt: at(now - STALE_AFTER_MS - 1), url: null },
-        { nodeId: 'b', role: 'standby', version: '1', startedAt: at(0), heartbeatAt: at(now - STALE_AFTER_MS), url: null },
+        { nodeId: 'b', role: 'writer', version: '1', startedAt: at(0), heartbeatAt: at(now - STALE_AFTER_MS), url: null },
         { nodeId: 'c', role: 'stopped', version: '1', startedAt: at(0), heartbeatAt: at(0), url: null },
       ],
       'b',

@@ -1,11 +1,10 @@
-// intake.accept/1 is a frozen stored-data format (src/store/derived/intake-accept-v1.mjs): journals
-// already written replay through it forever, so its expansion must never change. The derivation test
-// (intake-accept-derivation.test.ts) only compares it with today's generic write path — both could
-// change together and pass; this compares it with what it produced when it was introduced.
+// intake.accept/1 is a frozen stored-data format (src/store/legacy/intake-accept-v1.ts): journals an
+// earlier version wrote are read through it, so its expansion must never change: this compares it with
+// what it produced when it was introduced.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { expandDerived } from '../../src/store/derived/index.mjs';
+import { expandDerived } from '../../src/store/legacy/intake-accept-v1.js';
 
 const golden = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/store/intake-accept-v1.golden.json'), 'utf8')) as {
   cases: Array<{ payload: Record<string, unknown>; ops: unknown[] }>;

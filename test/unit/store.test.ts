@@ -2,13 +2,17 @@
 // (test/support/store-helpers.ts): what every engine must do, nothing about how it keeps its data.
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError, UniqueViolationError, VersionConflictError, type AuditEvent } from '../../src/store/index.js';
-import type { AcceptedCommentV1 } from '../../src/store/derived/intake-accept-v1.mjs';
 import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
 
 const env = storeDirs();
 afterEach(() => env.cleanup());
 
 const INDEXES = { tasks: ['repoKey', 'state'], webhook_deliveries: ['taskId'] };
+
+function isDeepFrozen(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return true;
+  return Object.isFrozen(value) && Object.values(value).every(isDeepFrozen);
+}
 
 function expectUniqueSeqs(events: AuditEvent[]) {
   const seqs = events.map((e) => e.seq);
@@ -152,6 +156,29 @@ describe('store transactions', () => {
     expect(() => got.list.push(3)).toThrow(TypeError);
   });
 
+  it('hands back what a reopen reads: JSON\'s view of each value, deep-frozen, unshared with the caller', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir });
+    const records: Record<string, Record<string, unknown>> = {
+      plain: { a: 1, nested: { list: [1, 2, { b: 'c' }] } },
+      odd: { at: new Date('2026-01-02T03:04:05.006Z'), gone: undefined, nan: Number.NaN, z: -0 },
+    };
+    const caller = { metadata: { list: ['x'] } };
+    const handed: Record<string, unknown> = {};
+    await store.transact(async (tx) => {
+      for (const [key, record] of Object.entries(records)) handed[key] = await tx.insert('tasks', key, record);
+      await tx.appendAudit({ action: 'test.plain', actor: 'test', metadata: caller.metadata });
+    });
+    caller.metadata.list.push('changed after commit');
+    const inMemory = { plain: await store.get('tasks', 'plain'), odd: await store.get('tasks', 'odd'), audit: await store.audit() };
+    expect(inMemory.audit[0]!.metadata).toStrictEqual({ list: ['x'] });
+    await store.close();
+    const reopened = await env.open({ dir });
+    expect({ plain: await reopened.get('tasks', 'plain'), odd: await reopened.get('tasks', 'odd'), audit: await reopened.audit() }).toStrictEqual(inMemory);
+    expect(handed).toStrictEqual({ plain: inMemory.plain, odd: inMemory.odd });
+    for (const value of [inMemory.plain, inMemory.odd, ...inMemory.audit, ...Object.values(handed)]) expect(isDeepFrozen(value)).toBe(true);
+  });
+
   it('looks records up by a field, in insertion order, kept across updates', async () => {
     const store = await env.open({ dir: await env.dir(), indexes: INDEXES });
     await store.transact(async (tx) => {
@@ -206,6 +233,34 @@ describe('store transactions', () => {
     expect(await store.archivedCount('tasks')).toBe(0);
   });
 
+  it('delete then insert of an archived key in one transaction: the new record is hot, the archived copy gone, across a reopen', async () => {
+    const dir = await env.dir();
+    const store = await env.open({ dir });
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'k', { v: 1 });
+      await tx.archive('tasks', 'k');
+      await tx.insert('tasks', 'other', { v: 1 });
+      await tx.archive('tasks', 'other');
+    });
+    expect(await store.archivedCount('tasks')).toBe(2);
+    await store.transact(async (tx) => {
+      await tx.delete('tasks', 'k');
+      await tx.insert('tasks', 'k', { v: 2 });
+      await tx.insert('tasks', 'new', { v: 3 });
+    });
+    const holds = async (s: typeof store) => {
+      expect(await s.get('tasks', 'k')).toEqual({ v: 2 });
+      expect(await s.archivedCount('tasks')).toBe(1);
+      expect(await s.count('tasks')).toBe(2);
+      const archived: unknown[] = [];
+      for await (const r of s.scanArchived('tasks')) archived.push(r);
+      expect(archived).toEqual([{ v: 1 }]);
+    };
+    await holds(store);
+    await store.close();
+    await holds(await env.open({ dir }));
+  });
+
   it('queries audit events by task, delivery, actor, time range, afterSeq, level and limit', async () => {
     const store = await env.open({ dir: await env.dir() });
     await store.transact(async (tx) => {
@@ -235,51 +290,6 @@ describe('store transactions', () => {
     expect(await store.audit({ from: all[0]!.timestamp, to: all[3]!.timestamp })).toHaveLength(4);
     expect(await store.audit({ taskId: 'missing' })).toEqual([]);
     expect(all[1]).toMatchObject({ action: 'task.transition', actor: 'system', taskId: 't1', actorId: 'task:t1', level: 'alert', seq: 2 });
-  });
-});
-
-function acceptedComment(n: number): Omit<AcceptedCommentV1, 'a0'> {
-  return {
-    at: '2026-01-02T03:04:05.000Z',
-    receivedAt: '2026-01-02T03:04:05.000Z',
-    expiresAt: '2026-02-01T03:04:05.000Z',
-    deliveryKey: `default:d-${n}`,
-    deliveryId: `d-${n}`,
-    eventType: 'issue_comment',
-    payloadHash: 'sha256:00',
-    taskId: `gitea-task-${n}`,
-    triggerKey: `default:o/r:comment:${n}:created:x`,
-    by: 'gitea:user:bob',
-    task: { repoKey: `default:o/r${n}`, resourceKey: `default:o/r${n}:issue:1`, kind: 'issue', number: 1, owner: 'o', repo: `r${n}`, commentId: n, commentUrl: 'u', author: 'bob', instruction: 'hi', refs: null },
-    repository: { instanceId: 'default', repoId: n, cloneUrl: 'c', defaultBranch: 'main', workspacePath: `/w${n}` },
-    session: { hostRef: 'gitea-main' },
-  };
-}
-
-describe('store derived records', () => {
-  it('concurrent derives take distinct audit seqs, in order within each; the task queues at its first one; a duplicate applies nothing', async () => {
-    const store = await env.open({ dir: await env.dir(), indexes: INDEXES });
-    const firsts = await Promise.all(Array.from({ length: 12 }, (_, i) => store.transact((tx) => tx.derive('intake.accept/1', acceptedComment(i)))));
-    const audit = await store.audit();
-    expectUniqueSeqs(audit);
-    expect(audit).toHaveLength(12 * 4);
-    for (const [i, a0] of firsts.entries()) {
-      const events = await store.audit({ taskId: `gitea-task-${i}` });
-      expect(events.map((e) => e.action)).toEqual(['webhook.accept', 'task.transition', 'task.transition']);
-      expect(events[0]!.seq).toBe(a0);
-      expect(events.map((e) => e.eventId)).toEqual(events.map((e) => `audit-${e.seq}`));
-      expect(await store.get('tasks', `gitea-task-${i}`)).toMatchObject({ state: 'queued', queueSeq: a0 });
-      expect(await store.get('webhook_deliveries', `default:d-${i}`)).toMatchObject({ taskId: `gitea-task-${i}`, status: 'accepted' });
-    }
-    await expect(
-      store.transact(async (tx) => {
-        await tx.insert('control', 'marker', {});
-        await tx.derive('intake.accept/1', { ...acceptedComment(99), deliveryKey: 'default:d-3' });
-      }),
-    ).rejects.toBeInstanceOf(UniqueViolationError);
-    expect(await store.get('control', 'marker')).toBeUndefined();
-    expect(await store.get('tasks', 'gitea-task-99')).toBeUndefined();
-    expect(await store.audit()).toHaveLength(12 * 4);
   });
 });
 

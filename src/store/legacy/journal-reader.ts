@@ -16,7 +16,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expandDerived } from '../derived/index.mjs';
+import { expandDerived } from './intake-accept-v1.js';
 import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from '../types.js';
 
 const CHECKPOINT = 'checkpoint.json';
@@ -276,8 +276,8 @@ export async function openJournalStore(dir: string): Promise<JournalStore> {
       };
       for (const name of head.auditArchives) for await (const event of jsonLines<AuditEvent>(join(dir, name))) yield inOrder(event, join(dir, name));
       for (const event of head.audit) yield inOrder(event, checkpoint);
-      // A journal event the checkpoint holds already is skipped, as the compaction that folds the
-      // journal skipped it (compaction-worker.mjs); after those, the journal's events must follow in order.
+      // A journal event the checkpoint holds already is skipped, as the earlier version's compaction
+      // that folded the journal skipped it; after those, the journal's events must follow in order.
       for (const event of state.audit) if (!(Number.isSafeInteger(event.seq) && event.seq <= head.auditSeq)) yield inOrder(event, `${dir} journal`);
     },
   };

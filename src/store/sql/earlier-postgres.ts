@@ -1,4 +1,4 @@
-// The store an earlier version kept in PostgreSQL (src/store/postgres/schema.ts: every record in
+// The store an earlier version kept in PostgreSQL (test/fixtures/earlier-postgres/: every record in
 // `ccweb_records`, the audit in `ccweb_audit`, a log every node replayed into a replica) moved into this
 // version's tables in the same database, in one transaction (`migrate-store`). Records keep key, body
 // and archived flag; their order is that of their last write (the earlier tables kept no insertion

@@ -2,7 +2,7 @@
 // and COMMIT (a COMMIT returns once PostgreSQL has made it durable). A transaction the database
 // aborts as a serialization failure or a deadlock is run again, from the start.
 import pg from 'pg';
-import { describeDatabase } from '../postgres/database-url.js';
+import { describeDatabase } from './database-url.js';
 import { StoreUnavailableError, UniqueViolationError, type CollectionName } from '../types.js';
 import { CHANNEL, type Row, type SqlConnection, type SqlSession } from './sql-connection.js';
 

@@ -4,7 +4,7 @@
 // `migrate-store` must move first (store_needs_migration), a schema newer than this node knows
 // (database_schema_too_new).
 import pg from 'pg';
-import { describeDatabase } from '../postgres/database-url.js';
+import { describeDatabase } from './database-url.js';
 import { StoreError } from '../types.js';
 import { EARLIER_POSTGRES_TABLE, SCHEMA_VERSION } from './schema.js';
 import { earlierStoreFound, schemaTooNew } from './sql-store.js';

@@ -1,43 +1,71 @@
-// Stored-data format `intake.accept/1`: the ONE thing intake journals for an accepted comment.
+// Stored-data format `intake.accept/1`: the one record an earlier version journalled for an accepted
+// comment (op `["x", "intake.accept/1", payload]`), standing for the delivery, comment trigger, task,
+// task actor with its snapshot, receipt intent, (repository and session the first time) and three or
+// four audit events. The journal reader expands it here into exactly those records and events, as that
+// version's store did, so that `migrate-store` copies what that version read.
 //
-// An accepted comment makes eleven records and events — delivery, comment trigger, task, task
-// actor with its snapshot, receipt intent, (repository, session the first time) and three or four
-// audit events. Rather than build, serialize, copy and index each, intake writes one compact record, and
-// the store expands it here into exactly those records and events, deterministically: in memory when
-// the transaction is applied, at replay, and in the compaction worker. Readers see the same records
-// as before; the journal holds ≈ 1 KB instead of ≈ 4–5 KB; nothing is serialized twice.
-//
-// FROZEN: an old journal must replay to the same records forever, so this file never changes
-// meaning. It does not import the live builders (intake-records.ts, the receipt and session
-// builders, the task machine) on purpose — if those change, a new format (`intake.accept/2`, a new
-// file) is added and intake writes that; this one stays for journals already written.
-// test/unit/intake-accept-derivation.test.ts checks that, today, this expansion equals what the
-// generic write path (the live builders + the actor runtime) stores for the same comment, and the
-// intake only uses this format while the task machine is the version it encodes (TASK_MACHINE_VERSION 1).
-//
-// Plain JavaScript: the compaction worker imports it too (worker threads get no TypeScript loader).
+// FROZEN: journals already written must expand to the same records forever, so this never changes
+// meaning and imports none of the live builders (test/unit/intake-accept-golden.test.ts compares it
+// with what it produced when it was introduced). Nothing writes the format any more.
+import type { AuditEvent, StoredRecord } from '../types.js';
 
-export const NAME = 'intake.accept/1';
+export const INTAKE_ACCEPT_V1 = 'intake.accept/1';
 
-// Every object built here is frozen as it is built: the store keeps records deep-frozen, and freezing
-// known shapes directly is cheaper than walking them afterwards.
+/** A store op: put (`p`) or archive (`c`) a record, or append an audit event (`a`). */
+export type ExpandedOp = ['c' | 'p', string, string, StoredRecord] | ['a', AuditEvent];
+
+export interface AcceptedCommentV1 {
+  /** First audit seq reserved for this record (its events take a0, a0 + 1, …; the task's queue position). */
+  a0: number;
+  at: string;
+  receivedAt: string;
+  expiresAt: string;
+  deliveryKey: string;
+  deliveryId: string;
+  eventType: string;
+  payloadHash: string;
+  taskId: string;
+  triggerKey: string;
+  /** Audit actor, e.g. `gitea:user:bob`. */
+  by: string;
+  task: {
+    repoKey: string;
+    resourceKey: string;
+    kind: string;
+    number: number;
+    owner: string;
+    repo: string;
+    commentId: number;
+    commentUrl: string;
+    author: string;
+    instruction: string;
+    refs: Record<string, unknown> | null;
+  };
+  /** Present when this comment registered its repository. */
+  repository: { instanceId: string; repoId: number; cloneUrl: string; defaultBranch: string; workspacePath: string } | null;
+  /** Present when this comment opened its resource's session. */
+  session: { hostRef: string } | null;
+}
+
+/** The ops a derived record of format `name` stands for. Throws for an unknown format or a payload without its first audit seq. */
+export function expandDerived(name: unknown, payload: unknown): ExpandedOp[] {
+  if (!payload || typeof payload !== 'object' || !Number.isSafeInteger((payload as { a0?: unknown }).a0)) {
+    throw new Error(`derived record ${JSON.stringify(name)} without a first audit seq`);
+  }
+  if (name !== INTAKE_ACCEPT_V1) throw new Error(`unknown derived-record format ${JSON.stringify(name)} (written by a newer version?)`);
+  return expand(payload as AcceptedCommentV1);
+}
+
+// Every object built here is frozen as it is built, as the earlier store kept its records.
 const f = Object.freeze;
 
-/** The task machine version whose queued snapshot this format encodes. */
-export const TASK_MACHINE_VERSION = 1;
-
-/**
- * The records and audit events an accepted comment stands for, as store ops:
- * `['c'|'p', collection, key, record]` and `['a', event]`, in the order the generic path wrote them.
- * `p.a0` is the first audit seq reserved for it (its events take a0, a0 + 1, …); it is also the task's FIFO
- * queue position.
- */
-export function expand(p) {
+/** The records and audit events of an accepted comment, in the order the generic write path wrote them. */
+function expand(p: AcceptedCommentV1): ExpandedOp[] {
   const { taskId, deliveryKey, deliveryId, eventType, by, at } = p;
   const t = p.task;
   const actorId = `task:${taskId}`;
   const commentKey = `${taskId}:status:received`;
-  const ops = [];
+  const ops: ExpandedOp[] = [];
   ops.push([
     'c',
     'webhook_deliveries',
@@ -146,7 +174,7 @@ export function expand(p) {
       actorId,
       kind: 'task',
       machineId: 'task',
-      machineVersion: TASK_MACHINE_VERSION,
+      machineVersion: 1,
       state: 'queued',
       status: 'active',
       stateVersion: 2,
@@ -193,7 +221,7 @@ export function expand(p) {
 const EMPTY = f({});
 const ACCEPTED = f({ event: f({ type: 'ACCEPT' }) });
 
-function transition(by, actorId, taskId, fromState, toState, stateVersion, metadata, seq, at) {
+function transition(by: string, actorId: string, taskId: string, fromState: string | null, toState: string, stateVersion: number, metadata: Record<string, unknown>, seq: number, at: string): AuditEvent {
   return f({
     action: 'task.transition',
     actor: by,
@@ -211,7 +239,7 @@ function transition(by, actorId, taskId, fromState, toState, stateVersion, metad
 }
 
 /** The task machine's persisted snapshot (version 1) after creation and ACCEPT. */
-export function queuedSnapshot(taskId) {
+function queuedSnapshot(taskId: string): StoredRecord {
   return f({
     status: 'active',
     value: 'queued',
