@@ -92,8 +92,8 @@ Options:
   --gitea-port N     Gitea's port (else DEMO_GITEA_PORT, else a free one)
   --model-port N     the scripted model's port (else DEMO_MODEL_PORT, else a free one)
   --nodes N          N nodes on one throwaway PostgreSQL (Debian's postgresql package), on the Gitea
-                     double: node 1 writes, the others wait as standbys; after the comments node 1
-                     stops, node 2 takes over and answers one more (default 1: the embedded store)
+                     double, every node alike (any of them takes webhooks and runs tasks); after the
+                     comments node 1 stops and node 2 answers one more (default 1: the embedded store)
   -h, --help         show this help
 
 Examples:
