@@ -426,8 +426,8 @@ export const DEFAULTS = {
   receiptEditIntervalSeconds: 15,
   // Gitea never redelivers by itself; a month covers an operator pressing Replay after an outage.
   deliveryRetentionDays: 30,
-  // Finished tasks leave memory for the store's cold tier an hour after they finish: memory then
-  // follows live work, not history (RSS at 100,000 stored tasks: docs/benchmarks.md).
+  // Finished tasks are archived an hour after they finish: the task lists and counts then follow live
+  // work, not history (archived records stay readable by key).
   archiveAfterMinutes: 60,
   // Change delivery: the agent's changes reach Gitea as a branch and a pull request.
   delivery: 'pull_request' as 'pull_request' | 'branch' | 'off',

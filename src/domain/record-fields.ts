@@ -51,7 +51,7 @@ export interface ArchivedRecordKeys {
   comment_triggers: string[];
 }
 
-/** `TaskRecord.archive`: when the task went to the cold tier, and what went with it. */
+/** `TaskRecord.archive`: when the task was archived, and what was archived with it. */
 export interface TaskArchiveInfo {
   at: string;
   records: ArchivedRecordKeys;

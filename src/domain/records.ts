@@ -138,7 +138,7 @@ export interface TaskRecord {
   publish?: PublishRecord;
   /** The last failed clone/fetch, redacted and bounded, for the task detail. */
   lastGitError?: GitErrorNote;
-  /** Set when the task went to the cold tier with its records (src/retention/task-archiver.ts). */
+  /** Set when the task was archived with its records (src/retention/task-archiver.ts). */
   archive?: TaskArchiveInfo;
   createdAt: string;
   updatedAt: string;

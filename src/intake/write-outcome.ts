@@ -75,7 +75,7 @@ function resubject(s: Subject, comment: NormalizedComment): Subject {
 async function write(ctx: WriteContext, tx: Tx, s: Subject, d: WriteDecision, workspacePath: string, at: Date): Promise<Outcome> {
   const c = s.comment;
   // Delivery, trigger and new session records are only ever read by key (dedup, the detail view, the
-  // session manager) or scanned by retention: they go straight to the store's cold tier.
+  // session manager) or scanned by retention: they are written archived (out of every list, found by key).
   const delivery = (status: DeliveryRecord['status'], reason: string | null, taskId: string | null, response: IntakeResponse) =>
     insertArchived(
       tx,

@@ -15,8 +15,8 @@
 // - `security_events` (failed authentications, aggregated per source and window) expire after
 //   CCWEB_SECURITY_EVENT_RETENTION_DAYS (default 30): each record carries its `expiresAt`.
 // - Before any of that, finished tasks older than CCWEB_ARCHIVE_AFTER_MINUTES are archived
-//   (task-archiver.ts): moved to the store's cold tier, still readable by key. Expiry applies to
-//   archived records too; they are found by scanning the cold tier.
+//   (task-archiver.ts): out of the lists, still readable by key. Expiry applies to archived
+//   records too; they are found by scanning the archived rows.
 //
 // The sweep runs off the hot path: candidates are picked with one pass over a collection's hot
 // records and one over its archived ones, yielding to the loop every 500 records, then deleted in
@@ -39,7 +39,7 @@ export interface RetentionPolicy {
   deliveryRetentionMs: number;
   /** Window for finished tasks after their last update; null keeps them forever. */
   taskRetentionMs: number | null;
-  /** Finished tasks older than this move to the cold tier; null keeps them all in memory. */
+  /** Finished tasks older than this are archived; null keeps them all in the lists. */
   archiveAfterMs?: number | null;
   /**
    * Window for the tasks of rejected and refused mentions (`instructionExcerptOnly`) after their

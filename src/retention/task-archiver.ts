@@ -1,6 +1,6 @@
 // Archiving finished tasks: a task that is terminal, settled (no receipt still to post, no actor
 // still running) and older than CCWEB_ARCHIVE_AFTER_MINUTES moves, with every record that only
-// explains it, from memory to the store's cold tier (`tx.archive`). Nothing is lost or changed:
+// explains it, out of the store's lists and counts (`tx.archive`, a flag on the row). Nothing is lost or changed:
 // each record stays readable by key (the task detail page, dedup of a repeated delivery, the
 // session a later comment resumes); it only leaves `list`/`byIndex`, which the hot path uses to
 // find live work. The task record gets `archive.records`, the keys archived with it, so the detail

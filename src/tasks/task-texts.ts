@@ -1,7 +1,7 @@
 // A comment's text is stored once per task: every task transition rewrites the whole task record, so
-// a 1.9 MB comment stored in it would grow the journal by 5.7 MB within seconds. A text longer than
-// INLINE_TEXT_LIMIT goes into its own `task_texts` record, written once, straight to the store's cold
-// tier (it is only read by key); the task record keeps a preview and the reference. Readers that need
+// a 1.9 MB comment stored in it would be written again at each of them. A text longer than
+// INLINE_TEXT_LIMIT goes into its own `task_texts` record, written once, archived from the start
+// (it is only read by key); the task record keeps a preview and the reference. Readers that need
 // the whole text (the agent's instructions) go through `withFullTexts`.
 //
 // A mention that is refused or rejected never runs, so its text is never needed whole, and anyone
