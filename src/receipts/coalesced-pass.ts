@@ -7,10 +7,13 @@ export interface CoalescedPass {
   readonly running: Promise<void> | null;
 }
 
-export function coalescedPass(pass: () => Promise<void>, isStopped: () => boolean): CoalescedPass {
+/** After a pass that failed (the store did not answer), the next one is tried this much later. */
+export const FAILED_PASS_RETRY_MS = 2_000;
+
+export function coalescedPass(pass: () => Promise<void>, isStopped: () => boolean, onError: (error: unknown) => void): CoalescedPass {
   let running: Promise<void> | null = null;
   let again = false;
-  return {
+  const self: CoalescedPass = {
     kick() {
       if (isStopped()) return;
       if (running) {
@@ -18,16 +21,23 @@ export function coalescedPass(pass: () => Promise<void>, isStopped: () => boolea
         return;
       }
       running = (async () => {
-        do {
-          again = false;
-          await pass();
-        } while (again && !isStopped());
-      })().finally(() => {
-        running = null;
-      });
+        try {
+          do {
+            again = false;
+            await pass();
+          } while (again && !isStopped());
+        } catch (error) {
+          // Nobody awaits a kick: a failed pass is said here and tried again, never left unhandled.
+          onError(error);
+          setTimeout(() => self.kick(), FAILED_PASS_RETRY_MS).unref();
+        } finally {
+          running = null;
+        }
+      })();
     },
     get running() {
       return running;
     },
   };
+  return self;
 }

@@ -20,10 +20,15 @@ export interface CommentWorker {
   stop(): void;
 }
 
-export function createCommentWorker(runtime: Pick<ActorRuntime, 'onTransition'>, pass: () => Promise<void>, onTransition: (n: TransitionNotice) => void): CommentWorker {
+export function createCommentWorker(
+  runtime: Pick<ActorRuntime, 'onTransition'>,
+  pass: () => Promise<void>,
+  onTransition: (n: TransitionNotice) => void,
+  onPassFailed: (error: unknown) => void,
+): CommentWorker {
   let stopped = false;
   let unsubscribe: (() => void) | null = null;
-  const passes = coalescedPass(pass, () => stopped);
+  const passes = coalescedPass(pass, () => stopped, onPassFailed);
   const timers = createRetryTimers(() => passes.kick());
   return {
     get stopped() {

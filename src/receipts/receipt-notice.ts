@@ -228,7 +228,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     }
   }
 
-  const worker = createCommentWorker(runtime, pass, onTransition);
+  const worker = createCommentWorker(runtime, pass, onTransition, (err) => log('receipt pass failed; tried again shortly', { error: String(err) }));
   const kick = (): void => worker.kick();
 
   function onTransition(n: TransitionNotice): void {

@@ -248,7 +248,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     }
   }
 
-  const worker = createCommentWorker(runtime, pass, onTransition);
+  const worker = createCommentWorker(runtime, pass, onTransition, (err) => log('receipt pass failed; tried again shortly', { error: String(err) }));
   const kick = (): void => worker.kick();
 
   /** Tasks that ended while no outbox of their repository listened (e.g. before a restart) still get their receipt. */

@@ -245,7 +245,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     worker.kick();
   }
 
-  const worker = createCommentWorker(runtime, pass, onTransition);
+  const worker = createCommentWorker(runtime, pass, onTransition, (err) => log('receipt pass failed; tried again shortly', { error: String(err) }));
 
   /**
    * Receipts whose final edit is not stored (a restart in between) are looked at again: those of
