@@ -18,6 +18,8 @@ import type { ActorKind } from '../runtime/actor-runtime.js';
 import { silentLogger, type SessionLogger } from './session-logger.js';
 
 export const APP_SERVER_KIND = 'app_server';
+/** How long a background step whose store write failed waits before it is tried again. */
+const BACKGROUND_RETRY_MS = 2_000;
 
 export function appServerKind(): ActorKind<typeof appServerMachine> {
   return { kind: APP_SERVER_KIND, machine: appServerMachine, machineVersion: APP_SERVER_MACHINE_VERSION };
@@ -114,6 +116,18 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     return s ? { state: s.state as AppServerState, context: s.context as AppServerContext } : undefined;
   };
 
+  /**
+   * Runs a step nobody awaits (an exit, a timer, a notification). Its events are durable and the store
+   * may not answer (a database away): the failure is logged, never left as an unhandled rejection, and
+   * a step that can run again (`retry`) is tried again later.
+   */
+  function inBackground(what: string, step: () => Promise<unknown>, retry = false): void {
+    step().catch((err: unknown) => {
+      logger.error({ actorId, err: err instanceof Error ? err.message : String(err) }, `app-server ${what} failed${retry ? '; tried again shortly' : ''}`);
+      if (retry && !stopping) setTimeout(() => inBackground(what, step, retry), BACKGROUND_RETRY_MS).unref();
+    });
+  }
+
   async function launch(): Promise<void> {
     if (stopping) return;
     generation += 1;
@@ -124,11 +138,11 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     const onExit = (code: number | null, signal: string | null, reason: string) => {
       if (exitHandled) return;
       exitHandled = true;
-      void handleExit(c, code, signal, reason);
+      inBackground('exit handling', () => handleExit(c, code, signal, reason));
     };
     c.on('capability_downgrade', (e) => {
       logger.warn({ capability: e.capability, reason: e.reason.slice(0, 300) }, 'codex capability_downgrade');
-      void send({ type: 'CAPABILITY_DOWNGRADE', capability: e.capability, reason: e.reason.slice(0, 300) });
+      inBackground('capability downgrade', () => send({ type: 'CAPABILITY_DOWNGRADE', capability: e.capability, reason: e.reason.slice(0, 300) }));
     });
     c.on('exit', (e) => onExit(e.code, e.signal, 'exited'));
     c.on('unknown_notification', (e) => logger.info({ method: e.notification.method }, 'codex unknown notification'));
@@ -179,7 +193,15 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
         logger.error({ error: errorText(err) }, 'onTurnsLost failed');
       }
     }
-    await send({ type: 'EXITED', code, signal, reason, now: now() });
+    inBackground('exit', () => recordExit(code, signal, reason), true);
+  }
+
+  /** The exit made durable and the restart scheduled; again from the start if the store failed midway. */
+  async function recordExit(code: number | null, signal: string | null, reason: string): Promise<void> {
+    if (stopping) return;
+    const s = await snapshot();
+    if (s?.state !== 'exited' && s?.state !== 'restarting') await send({ type: 'EXITED', code, signal, reason, now: now() });
+    if ((await snapshot())?.state === 'restarting') return armRestart();
     const failures = (await snapshot())?.context.consecutiveFailures ?? 1;
     const delayMs = Math.min(maxMs, baseMs * 2 ** Math.max(0, failures - 1));
     await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs });
@@ -194,7 +216,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     const wait = Math.max(0, (s.context.restartAt ?? now()) - now());
     restartTimer = setTimeout(() => {
       restartTimer = null;
-      void (async () => {
+      inBackground('restart', async () => {
         // Timers run on the monotonic loop clock and can fire a millisecond before the wall clock
         // reaches restartAt; RESTART_DUE then would be refused by the guard (and audited as an
         // illegal event). Wait for the deadline instead.
@@ -205,7 +227,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
         if (stopping) return;
         if (await send({ type: 'RESTART_DUE', now: now() })) await launch();
         else await armRestart();
-      })();
+      });
     }, wait);
   }
 
@@ -229,7 +251,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
         break;
       case 'closing':
         await send({ type: 'EXITED', code: null, signal: null, reason: 'service_restart', now: now() });
-        if (await send({ type: 'START', now: now() })) void launch();
+        if (await send({ type: 'START', now: now() })) inBackground('start', launch);
         break;
       case 'exited':
         await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs: 0 });
@@ -239,7 +261,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
         await armRestart();
         break;
       default:
-        if (await send({ type: 'START', now: now() })) void launch();
+        if (await send({ type: 'START', now: now() })) inBackground('start', launch);
     }
     return ready.promise;
   }
