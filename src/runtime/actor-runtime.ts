@@ -1,5 +1,5 @@
 import { createActor, type AnyActorRef, type AnyMachineSnapshot, type EventObject } from 'xstate';
-import { isLeaseRefusal, VersionConflictError, type Store, type Tx } from '../store/types.js';
+import { VersionConflictError, type Store, type Tx } from '../store/types.js';
 import { summarizeEvent, writeChange } from './actor-records.js';
 import type { ActorKind, ActorRecord, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 import { CreationTemplates } from './creation-steps.js';
@@ -460,10 +460,11 @@ export class ActorRuntime {
         }),
       (err: unknown) => {
         host.failed = err instanceof Error ? err : new Error(String(err));
-        // Someone else wrote this actor since it was hosted here, or the database refused the lease
-        // change the transition stands for (the lease row decides): this copy is not the stored one.
-        // The caller hears of the failure; the next event starts from the stored snapshot instead.
-        if ((err instanceof VersionConflictError || isLeaseRefusal(err)) && this.hosts.get(host.actorId) === host) {
+        // The transition was not kept (someone else wrote this actor since it was hosted here, the
+        // database refused the lease change it stands for, or the store did not answer): this copy is
+        // not the stored one. The caller hears of the failure; the next event starts from the stored
+        // snapshot instead, so a store that comes back finds the actor working again.
+        if (this.hosts.get(host.actorId) === host) {
           host.unsubscribe();
           host.actor.stop();
           this.hosts.delete(host.actorId);

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { LOCK_KIND, lockActorId, repoLockKind } from '../../src/leases/repo-lock-actor.js';
-import { VersionConflictError } from '../../src/store/types.js';
+import { StoreUnavailableError, VersionConflictError } from '../../src/store/types.js';
 import { lockEvent } from '../../src/scheduler/events.js';
 import { createTestRuntime } from '../support/test-runtime.js';
 
@@ -32,6 +32,30 @@ describe('a stale copy of an actor (another node wrote it since)', () => {
       await a.close();
     }
   });
+  it('a transition the store did not keep (the database away for a moment) leaves no failed copy behind: the next event applies to the stored snapshot', async () => {
+    const a = await createTestRuntime([repoLockKind()]);
+    try {
+      const id = lockActorId('default:org/u');
+      await a.runtime.create(LOCK_KIND, id, { repoKey: 'default:org/u' });
+      const now = Date.now();
+      // A fault the real store shows only with its database gone: one commit rejected as unavailable.
+      const transact = a.store.transact.bind(a.store);
+      let failNext = true;
+      (a.store as { transact: typeof transact }).transact = ((fn: Parameters<typeof transact>[0]) => {
+        if (!failNext) return transact(fn);
+        failNext = false;
+        return Promise.reject(new StoreUnavailableError('store unavailable: connection refused'));
+      }) as typeof transact;
+      await expect(a.runtime.send(id, lockEvent({ type: 'ACQUIRE', leaseId: 'l1', owner: 'node-a/1/1', taskId: 't1', now, ttlMs: 60_000 }))).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect((await a.store.get<{ state: string }>('leases', 'default:org/u'))?.state ?? 'free').toBe('free');
+      // The store answers again: the same event is applied (from the stored, unleased snapshot).
+      expect((await a.runtime.send(id, lockEvent({ type: 'ACQUIRE', leaseId: 'l1', owner: 'node-a/1/1', taskId: 't1', now, ttlMs: 60_000 }))).ok).toBe(true);
+      expect(await a.store.get<{ state: string; leaseId: string }>('leases', 'default:org/u')).toMatchObject({ state: 'held', leaseId: 'l1' });
+    } finally {
+      await a.close();
+    }
+  });
+
   it('two transitions of the stale copy queued at once are both refused: the second never passes on the other node\'s version', async () => {
     const a = await createTestRuntime([repoLockKind()]);
     const b = new ActorRuntime({ store: a.store, kinds: [repoLockKind()] });
