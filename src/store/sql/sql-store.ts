@@ -213,7 +213,7 @@ export class SqlStore implements LeaseStore {
     if (this.#phase === 'closed') return;
     const wasOpen = this.#phase === 'open';
     this.#phase = 'closed';
-    clearTimeout(this.#heartbeat);
+    clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
     if (wasOpen) {
       const node = this.#options.node;
@@ -224,25 +224,38 @@ export class SqlStore implements LeaseStore {
     this.#options.onClose?.();
   }
 
+  /**
+   * Every `heartbeatMs`: a beat, unless the last one is still waiting (a database that hangs rather
+   * than refuses: a partition, a frozen host), and the outage limit judged on this timer, so that a
+   * beat that never settles cannot keep the node up past it.
+   */
   #startHeartbeat(): void {
     const node = this.#options.node;
     if (!node) return;
-    this.#heartbeat = setTimeout(() => {
+    let beating = false;
+    let lastError = 'no answer';
+    this.#heartbeat = setInterval(() => {
       if (this.#phase !== 'open') return;
+      const gone = Date.now() - this.#reachedAt;
+      if (node.outageMs !== undefined && gone >= node.outageMs && node.onUnreachable) {
+        clearInterval(this.#heartbeat);
+        node.onUnreachable(new Error(`the database did not answer for ${Math.round(gone / 1000)} s (${lastError})`));
+        return;
+      }
+      if (beating) return;
+      beating = true;
       beatNode(this.#connection!, node.nodeId, this.#incarnation).then(
         (held) => {
+          beating = false;
           this.#reachedAt = Date.now();
-          if (held) return this.#startHeartbeat();
+          if (held) return;
+          clearInterval(this.#heartbeat);
           node.onNodeIdTaken?.();
         },
         (error: unknown) => {
           // The database does not answer now: the next beat tries again, until the outage is too long.
-          const gone = Date.now() - this.#reachedAt;
-          if (node.outageMs !== undefined && gone >= node.outageMs && node.onUnreachable) {
-            node.onUnreachable(new Error(`the database did not answer for ${Math.round(gone / 1000)} s (${error instanceof Error ? error.message : String(error)})`));
-            return;
-          }
-          this.#startHeartbeat();
+          beating = false;
+          lastError = error instanceof Error ? error.message : String(error);
         },
       );
     }, node.heartbeatMs);
