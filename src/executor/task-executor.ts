@@ -21,7 +21,8 @@ export interface WorkspacePort {
 
 /** What the executor needs from change delivery (src/publish): publish, idempotently, what the turn left. */
 export interface PublishPort {
-  publish(taskId: string, options?: { signal?: AbortSignal }): Promise<{ ok: true } | { ok: false; errorCode: string; message: string }>;
+  /** `fence`: checked in each write the publish makes for the task (src/leases/lease-fence.ts). */
+  publish(taskId: string, options?: { signal?: AbortSignal; fence?: (tx: Tx) => Promise<void> }): Promise<{ ok: true } | { ok: false; errorCode: string; message: string }>;
 }
 
 export type { TurnOutcome };
@@ -31,7 +32,7 @@ export interface SessionPort {
   ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }>;
   runTurn(
     task: TaskRecord,
-    options: { kind: 'normal' | 'reply_retry'; cwd: string; signal: AbortSignal; replyRetryPrompt?: string },
+    options: { kind: 'normal' | 'reply_retry'; cwd: string; signal: AbortSignal; replyRetryPrompt?: string; fence?: (tx: Tx) => Promise<void> },
   ): Promise<TurnOutcome>;
   interrupt(taskId: string): Promise<{ confirmed: boolean }>;
 }
@@ -112,10 +113,15 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   /** The lease each running task's events are fenced by (src/leases/lease-fence.ts): a worker that lost it moves nothing. */
   const leases = new Map<string, HeldLease>();
 
-  async function send(taskId: string, event: TaskEvent): Promise<boolean> {
+  /** The check every write made for a running task passes: its lease is still the current one. */
+  function fenceOf(taskId: string): { fence?: (tx: Tx) => Promise<void> } {
     const lease = leases.get(taskId);
-    const guard = lease ? (tx: Tx) => fenceWrite(tx, lease) : undefined;
-    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor', ...(guard ? { guard } : {}) });
+    return lease ? { fence: (tx: Tx) => fenceWrite(tx, lease) } : {};
+  }
+
+  async function send(taskId: string, event: TaskEvent): Promise<boolean> {
+    const { fence } = fenceOf(taskId);
+    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor', ...(fence ? { guard: fence } : {}) });
     if (!result.ok) log('task event rejected', { taskId, event: event.type, state: result.state });
     return result.ok;
   }
@@ -246,7 +252,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     const cwd = await workspacePathOf(t);
     // After an app-server restart or a retry, the thread must be resumed with its MCP config again.
     await sessions.ensureThread(t, cwd);
-    const outcome = await sessions.runTurn(await task(t.taskId), { kind: 'normal', cwd, signal });
+    const outcome = await sessions.runTurn(await task(t.taskId), { kind: 'normal', cwd, signal, ...fenceOf(t.taskId) });
     if ((await task(t.taskId)).state === 'aborting') return finishAbort(t.taskId, outcome);
     switch (outcome.kind) {
       case 'replied':
@@ -328,6 +334,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
             cwd,
             signal,
             replyRetryPrompt: retryPrompt,
+            ...fenceOf(t.taskId),
           });
           ok = outcome.kind === 'replied' || (question !== null && outcome.kind === 'waiting_user');
         } catch (err) {
@@ -352,7 +359,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
       await send(t.taskId, { type: 'PUBLISHED' });
       return;
     }
-    const result = await publisher.publish(t.taskId, { signal });
+    const result = await publisher.publish(t.taskId, { signal, ...fenceOf(t.taskId) });
     if (result.ok) await send(t.taskId, { type: 'PUBLISHED' });
     else await send(t.taskId, { type: 'PUBLISH_FAILED', errorCode: result.errorCode });
   }

@@ -1,6 +1,6 @@
 import type { DeliveryMode, PublishRecord } from '../domain/record-fields.js';
 import type { TaskRecord } from '../domain/records.js';
-import type { Store } from '../store/types.js';
+import type { Store, Tx } from '../store/types.js';
 import type { GitLogger } from '../workspace/run-git.js';
 import type { GiteaPullsClient } from './gitea-pulls.js';
 
@@ -35,7 +35,8 @@ export interface PublisherOptions {
 
 export interface Publisher {
   /** Publishes what the task's worktree holds; idempotent; safe to call again after any crash. */
-  publish(taskId: string, options?: { summary?: string | null; signal?: AbortSignal }): Promise<PublishOutcome>;
+  /** `fence`: checked in every record the publish writes for the task (the caller's lease is still current). */
+  publish(taskId: string, options?: { summary?: string | null; signal?: AbortSignal; fence?: (tx: Tx) => Promise<void> }): Promise<PublishOutcome>;
   /** The worktree a task's agent works in. */
   worktreePathFor(task: TaskRecord): Promise<string>;
 }

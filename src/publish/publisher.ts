@@ -31,6 +31,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 import type { CommentRecord, RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { Tx } from '../store/types.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import { NOT_PUBLISHED_NOTICE_STATE, WITHHELD_PATHS_NOTICE_STATE } from '../receipts/receipt-text.js';
 import { diffSize } from '../domain/usage-records.js';
@@ -75,6 +76,8 @@ export function createPublisher(options: PublisherOptions): Publisher {
   const identity = commitIdentity(options.botLogin, options.giteaUrl);
   // One publish per task at a time in this process (the agent's tool and the safety net never overlap).
   const inFlight = new Map<string, Promise<PublishOutcome>>();
+  /** Each running publish's fence (src/leases/lease-fence.ts), checked in every record it writes. */
+  const fences = new Map<string, (tx: Tx) => Promise<void>>();
 
   async function worktreePathFor(task: TaskRecord): Promise<string> {
     const repo = await store.get<RepositoryRecord>('repositories', task.repoKey);
@@ -88,6 +91,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
     notice?: string,
   ) {
     return store.transact(async (tx) => {
+      await fences.get(taskId)?.(tx);
       const t = await tx.get<TaskRecord>('tasks', taskId);
       if (!t) return null;
       const prev: PublishRecord = t.publish ?? {
@@ -113,15 +117,17 @@ export function createPublisher(options: PublisherOptions): Publisher {
     });
   }
 
-  async function publish(taskId: string, opts: { summary?: string | null; signal?: AbortSignal } = {}): Promise<PublishOutcome> {
+  async function publish(taskId: string, opts: { summary?: string | null; signal?: AbortSignal; fence?: (tx: Tx) => Promise<void> } = {}): Promise<PublishOutcome> {
     const running = inFlight.get(taskId);
     if (running) await running.catch(() => undefined);
+    if (opts.fence) fences.set(taskId, opts.fence);
     const p = publishOnce(taskId, opts);
     inFlight.set(taskId, p);
     try {
       return await p;
     } finally {
       if (inFlight.get(taskId) === p) inFlight.delete(taskId);
+      if (fences.get(taskId) === opts.fence) fences.delete(taskId);
     }
   }
 

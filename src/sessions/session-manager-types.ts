@@ -6,7 +6,7 @@ import type { AgentSandbox } from '../isolation/agent-sandbox.js';
 import type { GateCallLine } from '../mcp-gate/gate-files.js';
 import type { ExtraGroup } from '../mcp-gate/gate-policy.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
+import type { Store, Tx } from '../store/types.js';
 import type { TurnUsageHooks } from '../usage/usage-accounting.js';
 import type { AppServerSupervisor } from './app-server-supervisor.js';
 import type { SessionLogger } from './session-logger.js';
@@ -75,6 +75,12 @@ export interface RunTurnOptions {
   cwd: string;
   signal?: AbortSignal;
   replyRetryPrompt?: string;
+  /**
+   * Checked in the transactions that write the turn into its task (its intent, its turn id): the lease
+   * the caller runs the task under is still the current one (src/leases/lease-fence.ts). Throwing keeps
+   * nothing: a worker that lost its lease starts no turn.
+   */
+  fence?: (tx: Tx) => Promise<void>;
 }
 
 export interface SessionManager {

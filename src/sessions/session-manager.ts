@@ -170,6 +170,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
     await writeTaskGate(options.mcpGate, task);
     // Intent first (§9.3): the turn record and its marker exist before Codex is asked.
     await store.transact(async (tx) => {
+      await opts.fence?.(tx);
       const rec: TurnRecord = {
         turnKey,
         turnId: null,
@@ -234,6 +235,7 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           setTurnId(turnId);
           queue(() =>
             updateTurn(turnKey, { turnId }, async (tx) => {
+              await opts.fence?.(tx);
               const t = await tx.get<TaskRecord>('tasks', task.taskId);
               if (t) await tx.put<TaskRecord>('tasks', task.taskId, { ...t, turnId });
             }),

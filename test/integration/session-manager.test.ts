@@ -16,6 +16,7 @@ import { sessionActorId } from '../../src/sessions/session-actor.js';
 import { WAITING_USER_SENTINEL } from '../../src/sessions/developer-instructions.js';
 import { filesContaining, nodeScript, readJsonLines, repoRoot } from '../support/codex-harness.js';
 import { OWNER, REPO, SESSION_TOKEN, sessionFixture, type SessionFixture } from '../support/codex-session-fixture.js';
+import { LeaseLostError } from '../../src/store/types.js';
 import { timedCase, until } from '../support/until.js';
 
 let fx: SessionFixture | null = null;
@@ -239,6 +240,25 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     // The user's answer (a new task) continues on the same thread.
     const t2 = await f.task('task-w2', 42, 'main, please');
     expect(await mgr.ensureThread(t2, f.workspace)).toMatchObject({ resumed: true });
+  }, 60_000);
+
+  it('a turn whose lease fence refuses (the worker lost its lease) is never started: no turn record, Codex not asked; with the fence passing it runs', async () => {
+    fx = await sessionFixture([{ type: 'message', text: 'ran under a current lease' }]);
+    const f = fx;
+    const mgr = f.manager();
+    const t = await f.task('task-fence');
+    const conn = await f.supervisor.start();
+    await mgr.ensureThread(t, f.workspace);
+    const asked = recordRequests(conn, ['turn/start']);
+    const lost = async () => {
+      throw new LeaseLostError('default:org/repo', 1);
+    };
+    await expect(mgr.runTurn(t, { kind: 'normal', cwd: f.workspace, fence: lost })).rejects.toMatchObject({ code: 'lease_lost' });
+    expect(asked).toEqual([]);
+    expect(await f.store.list<TurnRecord>('turns', (r) => r.taskId === 'task-fence')).toEqual([]);
+    const out = await mgr.runTurn(t, { kind: 'normal', cwd: f.workspace, fence: async () => undefined });
+    expect(out).toMatchObject({ kind: 'no_comment', finalMessage: 'ran under a current lease' });
+    expect(asked).toHaveLength(1);
   }, 60_000);
 
   it('turns on one thread are serialised: two concurrent runTurn calls get two turns, not a steer', async () => {

@@ -140,6 +140,8 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     prepareCurrent: [] as Array<{ owner: string; name: string } | undefined>,
     publish: [] as Array<{ taskId: string; signal: AbortSignal | undefined }>,
     verify: 0,
+    /** The fence each turn and publish was given (the executor's lease check). */
+    fences: [] as Array<((tx: LeaseStoreTx) => Promise<void>) | undefined>,
   };
   const workspace: WorkspacePort = {
     async prepare(_task, _repo, signal, current) {
@@ -166,6 +168,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     },
     async runTurn(tk, options) {
       calls.runTurn.push({ kind: options.kind, replyRetryPrompt: options.replyRetryPrompt });
+      calls.fences.push(options.fence);
       calls.cwds.push(options.cwd);
       turnSeq += 1;
       const turnKey = `${tk.taskId}:${turnSeq}`;
@@ -221,6 +224,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
         : {
             async publish(taskId, opts) {
               calls.publish.push({ taskId, signal: opts?.signal });
+              calls.fences.push(opts?.fence);
               if (script.publish === 'throw') throw new Error('git push hung up');
               await script.duringPublish?.(opts!.signal!);
               // As the publisher does: a stopped task's push is never started.
@@ -488,6 +492,20 @@ describe('executor: a worker that lost its lease commits nothing more for the ta
     expect((await w.record()).state).toBe('running');
     // It tried once, and recorded no failure of the step either: that is not its to record.
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
+  });
+});
+
+describe('executor: the turn and the publish are given the lease fence', () => {
+  it('each passes while the lease is current and refuses (lease_lost) once another worker took it over', async () => {
+    const w = await world({ publish: { ok: true } });
+    await w.run();
+    expect(w.calls.fences).toHaveLength(2); // the normal turn, then the publish
+    const store = w.store as unknown as { transact: (fn: (tx: LeaseStoreTx) => Promise<void>) => Promise<void> };
+    const check = (fence: ((tx: LeaseStoreTx) => Promise<void>) | undefined) => store.transact((t) => fence!(t));
+    for (const fence of w.calls.fences) await expect(check(fence)).resolves.toBeUndefined();
+    w.db.aheadMs = 61_000;
+    await grantTestLeaseIn(w.store, { repoKey: REPO_KEY, leaseId: 'lease-2', owner: 'worker-2', taskId: w.taskId });
+    for (const fence of w.calls.fences) await expect(check(fence)).rejects.toMatchObject({ code: 'lease_lost' });
   });
 });
 
