@@ -241,7 +241,7 @@ export interface LeaseRecord {
   state: 'free' | 'held';
   /**
    * The lease row's epoch (src/store/sql/leases.ts) of the current or last lease: what a write made for
-   * the task checks. Absent on an engine without lease rows.
+   * the task checks. Absent on a record written before lease rows existed.
    */
   epoch?: number | null;
 }

@@ -68,7 +68,8 @@ async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
  * the same transaction, on the database's clock, and throws (so nothing of the transition is kept) when
  * the row does not agree — a takeover the node's clock allowed but the database's does not, a renewal
  * or an expiry of a lease that is no longer current. Returns the epoch the lease record carries.
- * An engine without lease rows (the earlier PostgreSQL engine, until it goes) only has the actor.
+ * Both engines keep lease rows; a transaction typed by the plain `Tx` contract without them (a test's
+ * wrapper of the store) only has the actor.
  */
 async function followLeaseRow(tx: Tx, change: PersistedChange, ctx: RepoLockContext, epoch: number | null): Promise<number | null> {
   if (!keepsLeaseRows(tx)) return epoch;
