@@ -16,6 +16,13 @@ export interface PostgresSqlStoreOptions {
   maxConnections?: number;
 }
 
+/**
+ * The store's transactions run statement after statement with nothing between them but this process's
+ * own work, so one that waits this long for its client belongs to a process that is not running (paused,
+ * cut off): the server rolls it back, and a lease it fenced can be taken over that much after it expired.
+ */
+export const IDLE_IN_TRANSACTION_MS = 5_000;
+
 export function createPostgresSqlStore(options: PostgresSqlStoreOptions): SqlStore {
   const node = options.node;
   return new SqlStore({
@@ -27,6 +34,7 @@ export function createPostgresSqlStore(options: PostgresSqlStoreOptions): SqlSto
         url: options.url,
         ...(options.maxConnections !== undefined ? { max: options.maxConnections } : {}),
         ...(node ? { applicationName: `ccweb-gitea ${node.nodeId}` } : {}),
+        idleInTransactionMs: IDLE_IN_TRANSACTION_MS,
       }),
   });
 }

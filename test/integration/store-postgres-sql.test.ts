@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { migrateStore } from '../../src/cli/migrate-store.js';
 import { formatOperatorError, OperatorError } from '../../src/service/operator-error.js';
 import { storeOpenError } from '../../src/service/startup-checks.js';
+import { IDLE_IN_TRANSACTION_MS } from '../../src/store/postgres-sql-store.js';
 import { copyEmbeddedStore, createPostgresSqlStore, createSqliteStore, createStore, sqlStoreContents, storeDigest, type SqlStore } from '../../src/store/index.js';
 import { EARLIER_SCHEMA } from '../../src/store/sql/earlier-postgres.js';
 import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
@@ -282,6 +283,44 @@ describe('PostgreSQL SQL store: a database that stays away (CCWEB_DATABASE_OUTAG
     expect(Date.now() - at).toBeLessThan(6_000);
     expect(reports[0]).toMatch(/^the database did not answer for [3-5] s \(no answer\)$/);
   });
+
+  it('a pause of this process past the limit (here its event loop blocked, as SIGSTOP would) is no outage: the database answers and nothing is reported', async () => {
+    const url = await database();
+    const reports: string[] = [];
+    await openNode(url, { nodeId: 'node-paused', heartbeatMs: 100, outageMs: 2_000, onUnreachable: (e) => void reports.push(e.message) });
+    await new Promise((r) => setTimeout(r, 300));
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(reports).toEqual([]);
+  });
+});
+
+describe('PostgreSQL SQL store: a process that stops mid-transaction', () => {
+  it(`holds its fenced lease no longer than ${IDLE_IN_TRANSACTION_MS} ms past its expiry: the server ends its transaction, another node takes over, and the stopped one commits nothing`, async () => {
+    const url = await database();
+    const paused = await openNode(url, { nodeId: 'node-paused' });
+    const other = await openNode(url, { nodeId: 'node-other' });
+    const R = 'default:o/r';
+    await paused.transact((tx) => tx.grantLease(R, { holder: 'node-paused', taskId: 't1', ttlMs: 500 }));
+    let fenced!: () => void;
+    const inside = new Promise<void>((r) => (fenced = r));
+    // A worker's fenced write whose process stops after the fence (FOR SHARE on the lease row): it never goes on.
+    const stopped = paused.transact(async (tx) => {
+      await tx.fenceLease(R, 1);
+      fenced();
+      await new Promise((r) => setTimeout(r, IDLE_IN_TRANSACTION_MS + 5_000));
+      await tx.put('tasks', 't1', { state: 'succeeded', by: 'node-paused' });
+    });
+    stopped.catch(() => undefined);
+    await inside;
+    await new Promise((r) => setTimeout(r, 600)); // the lease expires on the database's clock
+    const at = Date.now();
+    const takeover = await other.transact((tx) => tx.grantLease(R, { holder: 'node-other', taskId: 't1', ttlMs: 60_000 }));
+    expect(takeover).toMatchObject({ granted: true, epoch: 2 });
+    expect(Date.now() - at).toBeLessThan(IDLE_IN_TRANSACTION_MS + 3_000);
+    await expect(stopped).rejects.toMatchObject({ code: 'store_unavailable' });
+    expect(await other.get('tasks', 't1')).toBeUndefined();
+  }, 30_000);
 });
 
 /**

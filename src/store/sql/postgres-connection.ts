@@ -12,6 +12,12 @@ export interface PostgresOptions {
   max?: number;
   /** What this node's connections say they are in pg_stat_activity. */
   applicationName?: string;
+  /**
+   * The server ends a session left inside a transaction, waiting for its client, this long (PostgreSQL's
+   * idle_in_transaction_session_timeout): a process paused or cut off mid-transaction then holds no row
+   * lock (a lease's FOR SHARE, a task's row) that the other nodes wait for. Unset: no limit.
+   */
+  idleInTransactionMs?: number;
 }
 
 /** serialization_failure, deadlock_detected: the transaction may be run again as it is. */
@@ -57,6 +63,7 @@ export class PostgresConnection implements SqlConnection {
       max: options.max ?? 10,
       types: TYPES,
       ...(options.applicationName ? { application_name: options.applicationName } : {}),
+      ...(options.idleInTransactionMs ? { idle_in_transaction_session_timeout: options.idleInTransactionMs } : {}),
       // A connection that stops answering (a half-open link) is given up instead of holding its rows.
       keepAlive: true,
       connectionTimeoutMillis: 10_000,

@@ -234,8 +234,14 @@ export class SqlStore implements LeaseStore {
     if (!node) return;
     let beating = false;
     let lastError = 'no answer';
+    let lastTick = Date.now();
     this.#heartbeat = setInterval(() => {
       if (this.#phase !== 'open') return;
+      // Time this process did not run (SIGSTOP, a blocked event loop) says nothing of the database:
+      // the outage is counted from when it runs again, and a beat then decides.
+      const ran = Date.now() - lastTick;
+      lastTick = Date.now();
+      if (ran > 2 * node.heartbeatMs) this.#reachedAt += ran - node.heartbeatMs;
       const gone = Date.now() - this.#reachedAt;
       if (node.outageMs !== undefined && gone >= node.outageMs && node.onUnreachable) {
         clearInterval(this.#heartbeat);
