@@ -468,8 +468,7 @@ export function createIntake(options: IntakeOptions): Intake {
     await store.transact(async (tx) => {
       await dropPending(tx);
       if ((await tx.get('webhook_deliveries', s.deliveryKey)) !== undefined) return;
-      await tx.insert<DeliveryRecord>('webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs, normalized: true, taskId: null, status: 'rejected', reason: COMMENT_NOT_CONFIRMED, payloadHash: s.hash, response }));
-      await tx.archive('webhook_deliveries', s.deliveryKey);
+      await tx.insert<DeliveryRecord>('webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs, normalized: true, taskId: null, status: 'rejected', reason: COMMENT_NOT_CONFIRMED, payloadHash: s.hash, response }), { archived: true });
     });
     await security.record(COMMENT_NOT_CONFIRMED, w.source ?? undefined, {
       deliveryId: safeValue(s.deliveryId),

@@ -314,10 +314,8 @@ function reject(reason: string): TaskEvent {
   return { type: 'REJECT', reason };
 }
 
-async function insertArchived<T extends RecordType>(tx: Tx, collection: CollectionName, key: string, record: T): Promise<T> {
-  const stored = await tx.insert(collection, key, record);
-  await tx.archive(collection, key);
-  return stored;
+function insertArchived<T extends RecordType>(tx: Tx, collection: CollectionName, key: string, record: T): Promise<T> {
+  return tx.insert(collection, key, record, { archived: true });
 }
 
 function auditWriter(tx: Tx, s: Subject) {

@@ -99,8 +99,11 @@ export interface Tx {
    */
   list<T extends RecordType = StoredRecord>(collection: CollectionName, filter?: (r: T) => boolean): Promise<T[]>;
   byIndex<T extends RecordType = StoredRecord>(collection: CollectionName, field: string, value: string | number): Promise<T[]>;
-  /** Unique insert: rejects with `UniqueViolationError` when the key exists. */
-  insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<T>;
+  /**
+   * Unique insert: rejects with `UniqueViolationError` when the key exists. `archived`: stored archived at
+   * once (as `archive` right after would), for a record kept only to be found by its key.
+   */
+  insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: { archived?: boolean }): Promise<T>;
   /** Upsert, optionally compare-and-swap (rejects with `VersionConflictError`). Resolves to the stored record. */
   put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): Promise<T>;
   delete(collection: CollectionName, key: string): Promise<void>;

@@ -233,6 +233,35 @@ describe('store transactions', () => {
     expect(await store.archivedCount('tasks')).toBe(0);
   });
 
+  it('an insert stored archived at once: found by key only, and still a duplicate for a second insert', async () => {
+    const store = await env.open({ dir: await env.dir(), indexes: INDEXES });
+    await store.transact(async (tx) => {
+      await tx.insert('tasks', 'cold', { k: 'cold', state: 'queued' }, { archived: true });
+      await tx.insert('tasks', 'hot', { k: 'hot', state: 'queued' });
+      expect(await tx.get('tasks', 'cold')).toEqual({ k: 'cold', state: 'queued' });
+    });
+    expect(await store.get('tasks', 'cold')).toEqual({ k: 'cold', state: 'queued' });
+    expect((await store.list<{ k: string }>('tasks')).map((t) => t.k)).toEqual(['hot']);
+    expect(await store.byIndex('tasks', 'state', 'queued')).toHaveLength(1);
+    expect(await store.archivedCount('tasks')).toBe(1);
+    await expect(store.transact((tx) => tx.insert('tasks', 'cold', {}, { archived: true }))).rejects.toBeInstanceOf(UniqueViolationError);
+  });
+
+  it('a record read twice in one transaction is what it last read or wrote; a key found absent is read again', async () => {
+    const store = await env.open({ dir: await env.dir(), indexes: INDEXES });
+    await store.transact((tx) => tx.insert('tasks', 'a', { v: 1 }));
+    const seen = await store.transact(async (tx) => {
+      const first = await tx.get('tasks', 'a');
+      await tx.put('tasks', 'a', { v: 2 });
+      const afterPut = await tx.get('tasks', 'a');
+      await tx.delete('tasks', 'a');
+      const afterDelete = await tx.get('tasks', 'a');
+      await tx.insert('tasks', 'a', { v: 3 });
+      return [first, afterPut, afterDelete, await tx.get('tasks', 'a')];
+    });
+    expect(seen).toEqual([{ v: 1 }, { v: 2 }, undefined, { v: 3 }]);
+  });
+
   it('delete then insert of an archived key in one transaction: the new record is hot, the archived copy gone, across a reopen', async () => {
     const dir = await env.dir();
     const store = await env.open({ dir });

@@ -424,6 +424,8 @@ async function byIndexOf<T>(query: Query, dialect: Dialect, collection: Collecti
   return rows.map((row) => parseFrozen<T>(row['body']));
 }
 
+const seenKey = (collection: CollectionName, key: string) => `${collection}\u0000${key}`;
+
 class SqlTx implements LeaseStoreTx {
   readonly #session: SqlSession;
   readonly #dialect: Dialect;
@@ -431,6 +433,12 @@ class SqlTx implements LeaseStoreTx {
   /** Whether anything was written (a transaction that only read is no commit). */
   wrote = false;
   #auditAnnounced = false;
+  /**
+   * Records this transaction found or wrote, by collection and key. A row found is locked (FOR UPDATE on
+   * PostgreSQL; SQLite has one writer) until the transaction ends, so reading it again would give what this
+   * transaction last saw or wrote. An absent key is not kept: another transaction may insert it meanwhile.
+   */
+  readonly #seen = new Map<string, StoredRecord>();
 
   constructor(session: SqlSession, dialect: Dialect) {
     this.#session = session;
@@ -443,8 +451,15 @@ class SqlTx implements LeaseStoreTx {
 
   async get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined> {
     this.#assertOpen();
+    const seen = this.#seen.get(seenKey(collection, key));
+    if (seen !== undefined) return seen as T;
     const rows = await this.#session.all(`SELECT body FROM ${table(collection)} WHERE key = ?${this.#forUpdate()}`, [key]);
-    return rows[0] ? parseFrozen<T>(rows[0]['body']) : undefined;
+    return rows[0] ? this.#saw(collection, key, parseFrozen<T>(rows[0]['body'])) : undefined;
+  }
+
+  #saw<T extends RecordType>(collection: CollectionName, key: string, record: T): T {
+    this.#seen.set(seenKey(collection, key), record as StoredRecord);
+    return record;
   }
 
   async has(collection: CollectionName, key: string): Promise<boolean> {
@@ -463,13 +478,13 @@ class SqlTx implements LeaseStoreTx {
     return byIndexOf((sql, params) => this.#session.all(sql, params), this.#dialect, collection, field, value);
   }
 
-  async insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<T> {
+  async insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: { archived?: boolean } = {}): Promise<T> {
     this.#assertWrite();
     checkKey(collection, key);
     const text = recordText(collection, record);
-    const changed = await this.#session.run(`INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, 0, ?) ON CONFLICT (key) DO NOTHING`, [key, text]);
+    const changed = await this.#session.run(`INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, ${options.archived === true ? 1 : 0}, ?) ON CONFLICT (key) DO NOTHING`, [key, text]);
     if (changed === 0) throw new UniqueViolationError(collection, key);
-    return parseFrozen<T>(text);
+    return this.#saw(collection, key, parseFrozen<T>(text));
   }
 
   async put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): Promise<T> {
@@ -492,11 +507,12 @@ class SqlTx implements LeaseStoreTx {
       `INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, 0, ?) ON CONFLICT (key) DO UPDATE SET body = excluded.body, archived = 0`,
       [key, text],
     );
-    return parseFrozen<T>(text);
+    return this.#saw(collection, key, parseFrozen<T>(text));
   }
 
   async delete(collection: CollectionName, key: string): Promise<void> {
     this.#assertWrite();
+    this.#seen.delete(seenKey(collection, key));
     await this.#session.run(`DELETE FROM ${table(collection)} WHERE key = ?`, [key]);
   }
 
