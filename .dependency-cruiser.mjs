@@ -10,7 +10,7 @@
 const pkg = (name) => `(^|/)node_modules/${name}/`;
 
 /** The platform's folders (src/README.md, "Platform"), as a path group. */
-const PLATFORM = '(store|runtime|domain|config|gitea|http)';
+const PLATFORM = '(store|data-dir|runtime|domain|config|gitea|http)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
@@ -27,11 +27,19 @@ export default {
     {
       name: 'store-only-itself-node-lowdb',
       comment:
-        'src/store/ is the platform under everything: it imports itself, node builtins, lowdb, better-sqlite3 ' +
-        '(the SQLite engine) and pg (the PostgreSQL engine) only, never the domain or the parts that use it.',
+        'src/store/ is the platform under everything: it imports itself, the data directory\'s lock (src/data-dir/), ' +
+        'node builtins, lowdb, better-sqlite3 (the SQLite engine) and pg (the PostgreSQL engine) only, never the domain ' +
+        'or the parts that use it.',
       severity: 'error',
       from: { path: '^src/store/' },
-      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', '^node:sqlite$', pkg('lowdb'), pkg('better-sqlite3'), pkg('pg'), pkg('pg-[a-z-]+')] },
+      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', '^src/data-dir/', '^node:sqlite$', pkg('lowdb'), pkg('better-sqlite3'), pkg('pg'), pkg('pg-[a-z-]+')] },
+    },
+    {
+      name: 'data-dir-only-node',
+      comment: 'src/data-dir/ (one live process per data directory) imports node builtins only: the store and the service both stand on it.',
+      severity: 'error',
+      from: { path: '^src/data-dir/' },
+      to: { dependencyTypesNot: ['core'], pathNot: '^src/data-dir/' },
     },
     {
       name: 'visualizer-graph-only-xstate-elkjs-machines',
@@ -54,7 +62,7 @@ export default {
     {
       name: 'platform-imports-no-part',
       comment:
-        'The platform (src/store/, runtime/, domain/, config/, gitea/, http/) is what every part stands on: it imports ' +
+        'The platform (src/store/, data-dir/, runtime/, domain/, config/, gitea/, http/) is what every part stands on: it imports ' +
         'itself (its folders may import each other; no folder cycle: scripts/folder-walls.mjs), node and packages, ' +
         'never a part (another src/ folder, src/main.ts, the visualizer). A piece a part and the platform both need ' +
         'belongs to the platform (domain/ for pure record types and helpers).',

@@ -11,7 +11,7 @@ import { nodeVersionVerdict } from '../service/node-version.js';
 import { OperatorError } from '../service/operator-error.js';
 import { checkDataDir, listenError, storeDirOf, storeOpenError } from '../service/startup-checks.js';
 import { probeDatabase } from '../store/index.js';
-import { describeLockHolder, liveLockHolder } from '../store/process-lock.js';
+import { describeLockHolder, liveLockHolder } from '../data-dir/data-dir-lock.js';
 import type { CheckResult, DoctorCheck, Quote } from './doctor-checks.js';
 
 /**

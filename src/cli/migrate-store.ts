@@ -4,14 +4,16 @@
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config/index.js';
 import { STORE_INDEXES } from '../domain/records.js';
-import { copyEmbeddedStore, describeDatabase, sqlStoreContents, StoreError, type StoreContents } from '../store/index.js';
-import { finishJournalMove, JOURNAL_BACKUP_DIR, journalMoveUnfinished, migrateJournalToSqlite } from '../store/journal-to-sqlite.js';
-import { openJournalStore } from '../store/legacy/journal-reader.js';
-import { acquireProcessLock } from '../store/process-lock.js';
+import { describeDatabase, StoreError } from '../store/index.js';
+import { copyEmbeddedStore } from '../upgrade/embedded-to-postgres.js';
+import { sqlStoreContents, type StoreContents } from '../upgrade/store-contents.js';
+import { finishJournalMove, JOURNAL_BACKUP_DIR, journalMoveUnfinished, migrateJournalToSqlite } from '../upgrade/journal-to-sqlite.js';
+import { openJournalStore } from '../upgrade/journal-reader.js';
+import { acquireProcessLock, DataDirLockedError } from '../data-dir/data-dir-lock.js';
 import { createSqliteStore, SQLITE_FILE } from '../store/sqlite-store.js';
-import { EARLIER_SCHEMA, holdsEarlierPostgresStore, moveEarlierPostgresStore } from '../store/sql/earlier-postgres.js';
+import { EARLIER_SCHEMA, holdsEarlierPostgresStore, moveEarlierPostgresStore } from '../upgrade/earlier-postgres.js';
 import { PostgresConnection } from '../store/sql/postgres-connection.js';
-import { storeFormatOf } from '../store/store-format.js';
+import { storeFormatOf } from '../upgrade/store-format.js';
 
 export interface MigrateStoreIo {
   env: Readonly<Record<string, string | undefined>>;
@@ -122,6 +124,6 @@ async function journalToSqlite(dir: string, io: MigrateStoreIo): Promise<number>
 
 /** The lock's message names its holder (pid, host, since): the service to stop, perhaps in another container. */
 function whyNot(error: unknown): string {
-  const locked = error instanceof StoreError && error.code === 'store_locked';
+  const locked = error instanceof DataDirLockedError;
   return locked ? `the service is running on this data directory (${error.message}); stop it first` : (error as Error).message;
 }

@@ -1,16 +1,16 @@
 // Reads a store directory's audit history without opening the store (SQLite: a read-only connection,
 // src/store/sql/sqlite-audit-reader.ts, which leaves no -wal/-shm of its own behind; an earlier
-// version's journal store: straight from its files, src/store/legacy/journal-reader.ts): no lock is
+// version's journal store: straight from its files, src/upgrade/journal-reader.ts): no lock is
 // taken and no store data is written, so it works beside a running service (or on a copy of the
 // directory). A running earlier version that compacts mid-read replaces files (ENOENT): the read
 // starts again.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { openJournalStore } from '../store/legacy/journal-reader.js';
+import { openJournalStore } from '../upgrade/journal-reader.js';
 import type { AuditEvent } from '../store/types.js';
 import { readSqliteAudit } from '../store/sql/sqlite-audit-reader.js';
 import { SQLITE_FILE } from '../store/sqlite-store.js';
-import { storeFormatOf } from '../store/store-format.js';
+import { storeFormatOf } from '../upgrade/store-format.js';
 
 export interface AuditFilter {
   taskId?: string;

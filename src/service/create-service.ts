@@ -151,6 +151,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ? createStore({
         url: config.databaseUrl,
         indexes: STORE_INDEXES,
+        lockDir: storeDirOf(config),
         node: {
           nodeId,
           // Named in the nodes list and in the refusal of a second process under this id.

@@ -6,8 +6,9 @@ import type { Config } from '../config/index.js';
 import type { GiteaClient } from '../gitea/index.js';
 import { GiteaError } from '../gitea/index.js';
 import { resolveExecutable } from '../sessions/mcp-preflight.js';
+import { DataDirLockedError } from '../data-dir/data-dir-lock.js';
 import { StoreError } from '../store/types.js';
-import { storeFormatOf } from '../store/store-format.js';
+import { storeFormatOf } from '../upgrade/store-format.js';
 import { SQLITE_FILE } from '../store/sqlite-store.js';
 import { sqliteStoreProblem, type SqliteStoreProblem } from '../store/sql/sqlite-store-check.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
@@ -194,14 +195,18 @@ export function listenError(error: unknown, config: Pick<Config, 'host' | 'port'
   return error;
 }
 
-/** Where the store keeps its files and its lock: the embedded store, or the PostgreSQL store's replica. */
+/**
+ * The store's folder, locked by the process that opens it: the embedded store's files, or on PostgreSQL
+ * the node's lock alone (`store-replica`, where an earlier version kept its replica and its lock, so one
+ * still running there is refused too).
+ */
 export function storeDirOf(config: Pick<Config, 'dataDir' | 'databaseUrl'>): string {
   return path.join(config.dataDir, config.databaseUrl ? 'store-replica' : 'store');
 }
 
 /** An error from opening the store as an operator error, or the error itself. */
 export function storeOpenError(error: unknown, dataDir: string): unknown {
-  if (error instanceof StoreError && error.code === 'store_locked') {
+  if (error instanceof DataDirLockedError) {
     return refusal('store_locked', error.message, 'CCWEB_DATA_DIR', 'another ccweb-gitea uses this data directory: stop it, or give this one its own directory');
   }
   if (error instanceof StoreError && (error.code === 'store_unreadable' || error.code === 'store_schema_too_new')) {

@@ -8,10 +8,7 @@ export { createSqliteStore, SQLITE_FILE, type SqliteStoreOptions } from './sqlit
 export { describeDatabase, isPostgresUrl } from './sql/database-url.js';
 export { probeDatabase, type DatabaseProbe } from './sql/probe-database.js';
 export type { NodeStatus } from './sql/nodes.js';
-export { copyEmbeddedStore, type CopySummary } from './embedded-to-postgres.js';
 export { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
-export { storeDigest } from './store-digest.js';
-export { contentsDigest, sqlStoreContents, type StoreContents, type StoreRow } from './store-contents.js';
 
 /** The embedded store (SQLite in the data directory, the default), or PostgreSQL when a database URL is given. */
 export function createStore(options: SqliteStoreOptions | PostgresSqlStoreOptions): SqlStore {

@@ -2,7 +2,7 @@
 // `-shm` beside it while open), for one node.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { acquireProcessLock } from './process-lock.js';
+import { acquireProcessLock } from '../data-dir/data-dir-lock.js';
 import { SqliteConnection } from './sql/sqlite-connection.js';
 import { SqlStore } from './sql/sql-store.js';
 import type { CollectionName } from './types.js';

@@ -27,7 +27,7 @@ export const COLLECTIONS = [
   'task_texts',
   // Comments Gitea has not confirmed yet (src/intake/pending-intake.ts), bounded in count.
   'pending_intake',
-  // Which node acts for each repository when every node writes (src/cluster/ownership.ts).
+  // Kept for an earlier version's records (which node acted for each repository); nothing writes it now.
   'repository_owners',
 ] as const;
 

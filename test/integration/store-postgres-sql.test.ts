@@ -3,7 +3,7 @@
 // earlier version's PostgreSQL store refused at open and moved in place by `migrate-store`; the
 // embedded store copied into an empty database. A real PostgreSQL throughout.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +13,11 @@ import { migrateStore } from '../../src/cli/migrate-store.js';
 import { formatOperatorError, OperatorError } from '../../src/service/operator-error.js';
 import { storeOpenError } from '../../src/service/startup-checks.js';
 import { IDLE_IN_TRANSACTION_MS } from '../../src/store/postgres-sql-store.js';
-import { copyEmbeddedStore, createPostgresSqlStore, createSqliteStore, createStore, sqlStoreContents, storeDigest, type SqlStore } from '../../src/store/index.js';
-import { EARLIER_SCHEMA } from '../../src/store/sql/earlier-postgres.js';
+import { createPostgresSqlStore, createSqliteStore, createStore, type SqlStore } from '../../src/store/index.js';
+import { copyEmbeddedStore } from '../../src/upgrade/embedded-to-postgres.js';
+import { sqlStoreContents } from '../../src/upgrade/store-contents.js';
+import { storeDigest } from '../../src/upgrade/store-digest.js';
+import { EARLIER_SCHEMA } from '../../src/upgrade/earlier-postgres.js';
 import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
 import { SCHEMA_VERSION } from '../../src/store/sql/schema.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
@@ -63,6 +66,29 @@ async function openNode(url: string, node: Partial<NodeOptions> = {}): Promise<S
   await store.open();
   return store;
 }
+
+describe('PostgreSQL SQL store: one live process per data directory', () => {
+  it('a node started on a data directory another live process holds is refused (store_locked) naming it, whatever its node id; once that process is gone it starts', async () => {
+    const url = await database();
+    const lockDir = join(await tempDir(), 'store');
+    // The other node's process: alive, its pid in the directory's LOCK.
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    await mkdir(lockDir, { recursive: true });
+    await writeFile(join(lockDir, 'LOCK'), String(other.pid));
+    const open = () => createPostgresSqlStore({ url, lockDir, node: { nodeId: 'node-two', url: null, version: 'test', heartbeatMs: 200 } });
+    const error = await open().open().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'store_locked', message: expect.stringContaining(`in use by process ${other.pid}`) });
+    expect(storeOpenError(error, lockDir)).toMatchObject({ refusal: 'store_locked', key: 'CCWEB_DATA_DIR', exitCode: 75 });
+    other.kill('SIGKILL');
+    await new Promise((r) => other.once('exit', r));
+    const store = open();
+    cleanups.push(() => store.close());
+    await store.open();
+    expect(JSON.parse(await readFile(join(lockDir, 'LOCK'), 'utf8'))).toMatchObject({ pid: process.pid });
+    await store.close();
+    await expect(readFile(join(lockDir, 'LOCK'), 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
 
 describe('PostgreSQL SQL store: one live process per node id', () => {
   it('a second process with a live node id is refused in one line naming the other (host, pid, url, last heartbeat); after a clean stop it starts', async () => {

@@ -1,10 +1,10 @@
-// intake.accept/1 is a frozen stored-data format (src/store/legacy/intake-accept-v1.ts): journals an
+// intake.accept/1 is a frozen stored-data format (src/upgrade/intake-accept-v1.ts): journals an
 // earlier version wrote are read through it, so its expansion must never change: this compares it with
 // what it produced when it was introduced.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { expandDerived } from '../../src/store/legacy/intake-accept-v1.js';
+import { expandDerived } from '../../src/upgrade/intake-accept-v1.js';
 
 const golden = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/store/intake-accept-v1.golden.json'), 'utf8')) as {
   cases: Array<{ payload: Record<string, unknown>; ops: unknown[] }>;

@@ -1,4 +1,4 @@
-// The reader of an earlier version's journal store (src/store/legacy/journal-reader.ts) gives what that
+// The reader of an earlier version's journal store (src/upgrade/journal-reader.ts) gives what that
 // version's own engine read from the same files (test/fixtures/journal-stores/: history with overwrites,
 // deletes, archives superseded in cold files and in the journal, derived records, an escaped key;
 // the journal alone; crash leftovers and a torn last line; the layout from before indexes), and
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { holdsJournalStore, openJournalStore } from '../../src/store/legacy/journal-reader.js';
+import { holdsJournalStore, openJournalStore } from '../../src/upgrade/journal-reader.js';
 import { copyFixture, dumpOf, expectedDump, fixtureDir, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 
 const parents: string[] = [];

@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateStore } from '../../src/cli/migrate-store.js';
 import { checkDataDir } from '../../src/service/startup-checks.js';
-import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../../src/store/journal-to-sqlite.js';
-import { holdsJournalStore, openJournalStore } from '../../src/store/legacy/journal-reader.js';
+import { JOURNAL_BACKUP_DIR, migrateJournalToSqlite } from '../../src/upgrade/journal-to-sqlite.js';
+import { holdsJournalStore, openJournalStore } from '../../src/upgrade/journal-reader.js';
 import { createSqliteStore, SQLITE_FILE } from '../../src/store/sqlite-store.js';
 import type { StoredRecord } from '../../src/store/types.js';
-import { contentsDigest, sqlStoreContents } from '../../src/store/store-contents.js';
-import { storeFormatOf } from '../../src/store/store-format.js';
+import { contentsDigest, sqlStoreContents } from '../../src/upgrade/store-contents.js';
+import { storeFormatOf } from '../../src/upgrade/store-format.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 import { commandIo } from '../support/migrate-store-io.js';
 

@@ -13,7 +13,7 @@ export const SCHEMA_VERSION = 1;
 /** Advisory-lock key under which PostgreSQL sessions create, check or move the schema one at a time. */
 export const SCHEMA_LOCK = 0x63637765_0010n;
 
-/** A table only an earlier version's PostgreSQL store made (earlier-postgres.ts): its data waits for `migrate-store`. */
+/** A table only an earlier version's PostgreSQL store made (src/upgrade/earlier-postgres.ts): its data waits for `migrate-store`. */
 export const EARLIER_POSTGRES_TABLE = 'ccweb_records';
 
 /** Why a store whose schema number is `found` cannot be opened by this version, or null. */

@@ -6,7 +6,7 @@
 // (root, say), and the service user could not open its store.
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { liveLockHolder } from '../process-lock.js';
+import { liveLockHolder } from '../../data-dir/data-dir-lock.js';
 import { sqliteBinding, type SqliteDatabase } from './sqlite-driver.js';
 
 export interface ReadOnlySqlite {

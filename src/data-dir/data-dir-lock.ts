@@ -1,7 +1,6 @@
 import { linkSync, readFileSync, readlinkSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { StoreError } from './types.js';
 
 /**
  * One process per store directory. SQLite would let a second process write the file too, and two
@@ -16,6 +15,15 @@ import { StoreError } from './types.js';
  * container killed, a host that lost power), and the service restarted in a new container takes it
  * over. A LOCK of an earlier version (the pid alone) is judged by its pid, as that version did.
  */
+/** Another live process holds the directory (`code` as the store's errors have one: `store_locked`). */
+export class DataDirLockedError extends Error {
+  readonly code = 'store_locked';
+  constructor(message: string) {
+    super(message);
+    this.name = 'DataDirLockedError';
+  }
+}
+
 export interface LockHolder {
   pid: number;
   host?: string;
@@ -79,11 +87,11 @@ export function acquireProcessLock(dir: string): () => void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const owner = liveLockHolder(dir);
-      if (owner !== null) throw new StoreError('store_locked', `store ${dir} is in use by ${describeLockHolder(owner)}`);
+      if (owner !== null) throw new DataDirLockedError(`store ${dir} is in use by ${describeLockHolder(owner)}`);
       unlinkSync(path);
     }
   }
-  throw new StoreError('store_locked', `store ${dir}: could not take the lock`);
+  throw new DataDirLockedError(`store ${dir}: could not take the lock`);
 }
 
 /** The owner a LOCK names, or undefined when it names none (then it is stale). */

@@ -4,10 +4,10 @@
 // and archived flag; their order is that of their last write (the earlier tables kept no insertion
 // order; the scheduler orders work by `queueSeq`, not by it). Audit events keep seq, id and time. The
 // earlier tables move to the schema `ccweb_before_sql`, kept for the operator to drop once the nodes run.
-import { digestOf } from '../store-digest.js';
-import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from '../types.js';
-import { EARLIER_POSTGRES_TABLE, SCHEMA_LOCK, SCHEMA_VERSION, schemaStatements } from './schema.js';
-import type { SqlConnection, SqlSession } from './sql-connection.js';
+import { digestOf } from './store-digest.js';
+import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from '../store/types.js';
+import { EARLIER_POSTGRES_TABLE, SCHEMA_LOCK, SCHEMA_VERSION, schemaStatements } from '../store/sql/schema.js';
+import type { SqlConnection, SqlSession } from '../store/sql/sql-connection.js';
 
 export const EARLIER_SCHEMA = 'ccweb_before_sql';
 const EARLIER_TABLES = ['ccweb_log', 'ccweb_head', 'ccweb_records', 'ccweb_audit', 'ccweb_nodes', 'ccweb_cluster', 'ccweb_schema'];

@@ -3,8 +3,8 @@
 // decided: the service's start, `migrate-store` and `export-audit` all ask here.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { holdsJournalStore } from './legacy/journal-reader.js';
-import { SQLITE_FILE } from './sqlite-store.js';
+import { holdsJournalStore } from './journal-reader.js';
+import { SQLITE_FILE } from '../store/sqlite-store.js';
 
 export type StoreFormat = 'sqlite' | 'journal' | 'none';
 

@@ -3,9 +3,9 @@
 // when they hold the same records under the same keys in each collection and tier (in any order) and
 // the same audit.
 import { createHash } from 'node:crypto';
-import type { SqlStore } from './sql/sql-store.js';
+import type { SqlStore } from '../store/sql/sql-store.js';
 import { canonicalJson } from './store-digest.js';
-import { COLLECTIONS, type AuditEvent, type CollectionName, type Store, type StoredRecord } from './types.js';
+import { COLLECTIONS, type AuditEvent, type CollectionName, type Store, type StoredRecord } from '../store/types.js';
 
 export interface StoreRow {
   collection: CollectionName;

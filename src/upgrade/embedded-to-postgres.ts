@@ -3,9 +3,9 @@
 // record, hot and archived, under its key, and every audit event with its own seq, id and time, in one
 // transaction; then read back and compared with the source before it is reported done. The embedded
 // store is left as it was.
-import { createPostgresSqlStore } from './postgres-sql-store.js';
+import { createPostgresSqlStore } from '../store/postgres-sql-store.js';
 import { contentsDigest, sqlStoreContents, type StoreContents } from './store-contents.js';
-import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from './types.js';
+import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from '../store/types.js';
 
 export interface CopySummary {
   records: Record<string, { hot: number; archived: number }>;

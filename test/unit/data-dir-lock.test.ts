@@ -4,7 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createStore } from '../../src/store/index.js';
-import { acquireProcessLock, liveLockHolder, LOCK_HEARTBEAT_MS, LOCK_STALE_AFTER_MS } from '../../src/store/process-lock.js';
+import { acquireProcessLock, liveLockHolder, LOCK_HEARTBEAT_MS, LOCK_STALE_AFTER_MS } from '../../src/data-dir/data-dir-lock.js';
 
 describe('store process lock', () => {
   const dirs: string[] = [];

@@ -7,7 +7,7 @@
 // FROZEN: journals already written must expand to the same records forever, so this never changes
 // meaning and imports none of the live builders (test/unit/intake-accept-golden.test.ts compares it
 // with what it produced when it was introduced). Nothing writes the format any more.
-import type { AuditEvent, StoredRecord } from '../types.js';
+import type { AuditEvent, StoredRecord } from '../store/types.js';
 
 export const INTAKE_ACCEPT_V1 = 'intake.accept/1';
 

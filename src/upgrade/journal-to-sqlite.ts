@@ -6,14 +6,14 @@
 // after store.db took its name is finished by the next (journalMoveUnfinished).
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { holdsJournalStore, openJournalStore } from './legacy/journal-reader.js';
-import { acquireProcessLock } from './process-lock.js';
-import { SqliteConnection } from './sql/sqlite-connection.js';
-import { SqlStore } from './sql/sql-store.js';
-import { SQLITE_FILE } from './sqlite-store.js';
+import { holdsJournalStore, openJournalStore } from './journal-reader.js';
+import { acquireProcessLock } from '../data-dir/data-dir-lock.js';
+import { SqliteConnection } from '../store/sql/sqlite-connection.js';
+import { SqlStore } from '../store/sql/sql-store.js';
+import { SQLITE_FILE } from '../store/sqlite-store.js';
 import { storeFormatOf } from './store-format.js';
 import { contentsDigest, importContents, sqlStoreContents } from './store-contents.js';
-import { StoreUnavailableError, type CollectionName } from './types.js';
+import { StoreUnavailableError, type CollectionName } from '../store/types.js';
 
 export const JOURNAL_BACKUP_DIR = 'journal-before-sqlite';
 const MOVED_FORMAT = 'ccweb-store/moved-to-sqlite';

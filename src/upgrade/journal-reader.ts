@@ -17,7 +17,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expandDerived } from './intake-accept-v1.js';
-import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from '../types.js';
+import { COLLECTIONS, StoreError, type AuditEvent, type CollectionName, type StoredRecord } from '../store/types.js';
 
 const CHECKPOINT = 'checkpoint.json';
 const FORMAT = 'ccweb-store/1';

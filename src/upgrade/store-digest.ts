@@ -1,6 +1,6 @@
 // One hash of everything a store holds, to check that a copy reads back as its source (`migrate-store`).
 import { createHash } from 'node:crypto';
-import { COLLECTIONS, type AuditEvent, type CollectionName, type Store, type StoredRecord } from './types.js';
+import { COLLECTIONS, type AuditEvent, type CollectionName, type Store, type StoredRecord } from '../store/types.js';
 
 const AUDIT_PAGE = 5000;
 
