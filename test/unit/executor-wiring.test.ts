@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../../src/domain/records.js';
-import type { LeaseStoreTx } from '../../src/store/types.js';
+import { LeaseLostError, type LeaseStoreTx } from '../../src/store/types.js';
 import {
   createTaskExecutor,
   type SessionPort,
@@ -492,6 +492,18 @@ describe('executor: a worker that lost its lease commits nothing more for the ta
     await expect(w.run()).rejects.toMatchObject({ code: 'lease_lost' });
     expect((await w.record()).state).toBe('running');
     // It tried once, and recorded no failure of the step either: that is not its to record.
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
+  });
+
+  it('the verification refused its fallback post (lease_lost): the run ends with it, recording no verdict', async () => {
+    const w = await world({
+      // As reply-verification.ts rejects once the fallback's fenced intent is refused.
+      verification: async () => {
+        throw new LeaseLostError(REPO_KEY, 1);
+      },
+    });
+    await expect(w.run()).rejects.toMatchObject({ code: 'lease_lost' });
+    expect((await w.record()).state).toBe('verifying_reply');
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
   });
 });
