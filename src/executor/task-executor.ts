@@ -1,5 +1,5 @@
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import { isLeaseRefusal, type Store, type Tx } from '../store/types.js';
+import { isLeaseRefusal, type Store } from '../store/types.js';
 import { leaseFence, type LeaseFence } from '../leases/lease-fence.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import type { TurnOutcome } from '../domain/turn-outcome.js';
