@@ -1,6 +1,6 @@
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import { isLeaseRefusal, type Store, type Tx } from '../store/types.js';
-import { fenceWrite } from '../leases/lease-fence.js';
+import { isLeaseRefusal, type Store } from '../store/types.js';
+import { leaseFence, type LeaseFence } from '../leases/lease-fence.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import type { TurnOutcome } from '../domain/turn-outcome.js';
 import { sameRepoKey } from '../domain/repository-identity.js';
@@ -22,7 +22,7 @@ export interface WorkspacePort {
 /** What the executor needs from change delivery (src/publish): publish, idempotently, what the turn left. */
 export interface PublishPort {
   /** `fence`: checked in each write the publish makes for the task (src/leases/lease-fence.ts). */
-  publish(taskId: string, options?: { signal?: AbortSignal; fence?: (tx: Tx) => Promise<void> }): Promise<{ ok: true } | { ok: false; errorCode: string; message: string }>;
+  publish(taskId: string, options?: { signal?: AbortSignal; fence?: LeaseFence }): Promise<{ ok: true } | { ok: false; errorCode: string; message: string }>;
 }
 
 export type { TurnOutcome };
@@ -32,7 +32,7 @@ export interface SessionPort {
   ensureThread(task: TaskRecord, cwd: string): Promise<{ threadId: string; resumed: boolean }>;
   runTurn(
     task: TaskRecord,
-    options: { kind: 'normal' | 'reply_retry'; cwd: string; signal: AbortSignal; replyRetryPrompt?: string; fence?: (tx: Tx) => Promise<void> },
+    options: { kind: 'normal' | 'reply_retry'; cwd: string; signal: AbortSignal; replyRetryPrompt?: string; fence?: LeaseFence },
   ): Promise<TurnOutcome>;
   interrupt(taskId: string): Promise<{ confirmed: boolean }>;
 }
@@ -48,6 +48,8 @@ export interface VerificationPort {
     task: TaskRecord;
     turn: TurnRecord;
     runReplyRetryTurn: () => Promise<{ ok: boolean }>;
+    /** Checked in each write the verification makes for the task (its fallback post): rejects with LeaseLostError once the lease is gone. */
+    fence?: LeaseFence;
   }): Promise<VerificationResult>;
   replyRetryPrompt(previousFinalMessage: string | null, marker: string): string;
   /** The retry turn's prompt after a question that did not land; without it, `replyRetryPrompt` of the question. */
@@ -95,7 +97,11 @@ const ACTIVE: ReadonlySet<string> = new Set(taskStatesWith('holdsLease'));
  * workspace → Codex thread → turn → reply verification (with its one reply-retry turn) → outcome.
  * Every step is a task event; the machine decides what is legal, the runtime makes it durable.
  */
-export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { abort(taskId: string): void } {
+export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
+  abort(taskId: string): void;
+  /** The fence of this node's worker of the task while one runs it (its lease), else undefined. */
+  fenceOf(taskId: string): LeaseFence | undefined;
+} {
   const { store, runtime, workspace, sessions, verification, publisher } = options;
   /** After a normal turn: publish its changes first when change delivery is on. */
   const replied: TaskEvent = { type: 'TURN_REPLIED', publish: publisher !== undefined };
@@ -114,9 +120,9 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   const leases = new Map<string, HeldLease>();
 
   /** The check every write made for a running task passes: its lease is still the current one. */
-  function fenceOf(taskId: string): { fence?: (tx: Tx) => Promise<void> } {
+  function fenceOf(taskId: string): { fence?: LeaseFence } {
     const lease = leases.get(taskId);
-    return lease ? { fence: (tx: Tx) => fenceWrite(tx, lease) } : {};
+    return lease ? { fence: leaseFence(lease) } : {};
   }
 
   async function send(taskId: string, event: TaskEvent): Promise<boolean> {
@@ -321,6 +327,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
     const verdict = verification.verify({
       task: t,
       turn,
+      ...fenceOf(t.taskId),
       runReplyRetryTurn: async () => {
         // §5.4.3: one reply_retry turn, through retry_wait → running on the same lease.
         if (!(await send(t.taskId, { type: 'REPLY_MISSING', retryAt: now() }))) return { ok: false };
@@ -385,6 +392,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & { a
   }
 
   return {
+    fenceOf: (taskId) => fenceOf(taskId).fence,
     abort(taskId: string) {
       aborts.get(taskId)?.abort();
       void sessions.interrupt(taskId).catch(() => undefined);

@@ -75,7 +75,7 @@ export function noticeKey(taskId: string, reason: string): string {
   return `${taskId}:notice:${reason}`;
 }
 
-/** The reason a task in this state gets a notice, or null. */
+/** The reason a task in this state gets a notice, or null. Neither state holds a lease, so a notice's writes are not lease-fenced. */
 function noticeReason(task: TaskRecord): string | null {
   if (task.state === 'blocked_workspace') return 'blocked_workspace';
   if (task.state === 'failed' && isBudgetCode(task.errorCode)) return task.errorCode!;

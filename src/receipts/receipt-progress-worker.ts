@@ -18,7 +18,8 @@ import type { AgentStep } from '../domain/agent-step.js';
 import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
+import { isLeaseRefusal, type Store, type Tx } from '../store/types.js';
+import { writerFence, type LeaseFence } from '../leases/lease-fence.js';
 import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
@@ -57,6 +58,13 @@ export interface ReceiptProgressOptions {
    * repository (one node).
    */
   scope?: Pick<RepositoryScope, 'owns' | 'leads'>;
+  /**
+   * The fence of this node's worker of a task while one runs it (the executor's `fenceOf`): while the
+   * task holds its repository's lease, its receipt is edited only by the node whose worker holds it,
+   * fenced by that lease (src/leases/lease-fence.ts `writerFence`). Absent: no worker runs tasks
+   * in this process (the receipts tested alone), and no edit is fenced.
+   */
+  fenceOf?: (taskId: string) => LeaseFence | undefined;
 }
 
 export interface ReceiptProgress {
@@ -154,8 +162,27 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     return store.get<CommentRecord>('comments', receiptCommentKey(taskId, 'received'));
   }
 
-  async function record(receipt: CommentRecord, memo: ProgressMemo & { final: boolean }, step: AgentStep | null, edited: boolean): Promise<void> {
-    await store.transact(async (tx) => {
+  /** A write for the task's receipt: fenced by its worker's lease when the task's state holds one. */
+  function write(fence: LeaseFence | null, fn: (tx: Tx) => Promise<void>): Promise<void> {
+    return store.transact(async (tx) => {
+      await fence?.(tx);
+      await fn(tx);
+    });
+  }
+
+  /** Whether the lease `fence` stands for still holds (a read-only transaction before Gitea is asked). */
+  async function holds(fence: LeaseFence): Promise<boolean> {
+    return store.transact(fence).then(
+      () => true,
+      (error: unknown) => {
+        if (isLeaseRefusal(error)) return false;
+        throw error;
+      },
+    );
+  }
+
+  async function record(receipt: CommentRecord, memo: ProgressMemo & { final: boolean }, step: AgentStep | null, edited: boolean, fence: LeaseFence | null): Promise<void> {
+    await write(fence, async (tx) => {
       const cur = await tx.get<CommentRecord>('comments', receipt.commentKey);
       if (!cur) return;
       await tx.put<CommentRecord>('comments', receipt.commentKey, { ...cur, progress: memo });
@@ -183,6 +210,11 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     // Another node's repository is that node's to edit (asked at each visit: ownership moves while running).
     if (!scope.owns(task.repoKey)) return true;
     if (receipt.progress?.final) return true;
+    // While the task holds its repository's lease, the edit is the worker's that holds it (the agent's
+    // steps are that node's too): not this node's when its workers do not run the task (kept open:
+    // the state moves on, or this node's worker starts). In other states no lease exists: unfenced.
+    const fence = options.fenceOf ? writerFence(task.state, options.fenceOf(taskId)) : null;
+    if (fence === 'not_ours') return false;
     const r = await render(task, receipt);
     if (!r) return true;
     const final = isFinalStage(r.stage);
@@ -191,10 +223,12 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     const memo = receipt.progress ?? { stage: 'queued', bodyHash: receipt.bodyHash, at: receipt.updatedAt };
     const decision = editDecision(memo, bodyHash, now().getTime(), intervalMs, final);
     if (decision.kind === 'skip') {
-      if (final) await record(receipt, { ...memo, final: true }, null, false);
+      if (final) await record(receipt, { ...memo, final: true }, null, false, fence);
       return final;
     }
     if (decision.kind === 'wait') return false;
+    // No edit once the lease is gone: another worker runs the task (or will), and edits its receipt.
+    if (fence && !(await holds(fence))) return false;
     const step = r.stage === 'working' ? (steps.get(taskId) ?? null) : null;
     try {
       await gitea.editIssueComment(task.owner, task.repo, receipt.commentId, r.body);
@@ -203,17 +237,15 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
       failures.set(taskId, n);
       const errorCode = isGiteaError(error) ? error.code : 'receipt_edit_error';
       log('receipt progress edit failed', { taskId, stage: r.stage, errorCode, attempt: n });
-      await store
-        .transact((tx) =>
-          tx.appendAudit({ action: 'receipt.progress_failed', actor: 'system:receipt_progress', taskId, commentId: receipt.commentId, errorCode, metadata: { commentKey: receipt.commentKey, stage: r.stage, attempt: n, message: errorMessageOf(error) } }),
-        )
-        .catch(() => undefined);
+      await write(fence, async (tx) => {
+        await tx.appendAudit({ action: 'receipt.progress_failed', actor: 'system:receipt_progress', taskId, commentId: receipt.commentId, errorCode, metadata: { commentKey: receipt.commentKey, stage: r.stage, attempt: n, message: errorMessageOf(error) } });
+      }).catch(() => undefined);
       // A permanent answer (the comment deleted, the issue locked) or too many tries: it keeps its
       // last text until the next transition asks once more.
       return isPermanentReceiptError(error) || n >= maxFailures;
     }
     failures.delete(taskId);
-    await record(receipt, { stage: r.stage, bodyHash, at: now().toISOString(), final }, step, true);
+    await record(receipt, { stage: r.stage, bodyHash, at: now().toISOString(), final }, step, true, fence);
     log('receipt progress edited', { taskId, stage: r.stage });
     return final;
   }
@@ -230,8 +262,9 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
           steps.delete(taskId);
         }
       } catch (error) {
-        // Store trouble: the receipt stays open; the next tick looks again. Never the task's failure.
-        log('receipt progress error', { taskId, error: errorMessageOf(error) });
+        // Store trouble, or the lease lost between the edit and its record (this node no longer runs
+        // the task): the receipt stays open; the next tick looks again. Never the task's failure.
+        log(isLeaseRefusal(error) ? 'receipt progress edit not recorded: the lease is gone' : 'receipt progress error', { taskId, error: errorMessageOf(error) });
       }
     }
   }

@@ -82,6 +82,7 @@ export async function recordSendIntent(
   at: Date,
 ): Promise<'proceed' | 'not_pending' | { waitMs: number }> {
   const key = rec.commentKey;
+  // Not lease-fenced: receipts are the outbox's (any node), not a worker's; the received one is queued before any lease, a failure one after it ended, and `sending` and the marker keep each to one comment.
   return store.transact(async (tx) => {
     const cur = await tx.get<CommentRecord>('comments', key);
     if (!cur || cur.status !== 'pending') return 'not_pending';

@@ -332,14 +332,14 @@ export class ActorRuntime {
 
   /**
    * Stops the live actors `include` picks, without persisting anything (their stored snapshots stay
-   * as they are): another node took their repository, and hosts them from the store from here on.
-   * Returns how many were stopped.
+   * as they are): this node no longer runs their task. Whoever uses one next hosts it from the store,
+   * whatever its kind's restore mode. Returns how many were stopped.
    */
   release(include: (actor: { actorId: string; kind: string; taskId: string | null }) => boolean): number {
     let released = 0;
     for (const host of [...this.hosts.values()]) {
       if (!include({ actorId: host.actorId, kind: host.kind.kind, taskId: host.taskId })) continue;
-      this.outdated.delete(host.actorId);
+      this.outdated.add(host.actorId);
       host.unsubscribe();
       host.actor.stop();
       this.hosts.delete(host.actorId);

@@ -410,6 +410,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     locale: config.locale ?? DEFAULT_LOCALE,
     intervalMs: (config.receiptEditIntervalSeconds ?? DEFAULTS.receiptEditIntervalSeconds) * 1000,
     logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg),
+    // While a task holds its lease, its receipt is edited by the node whose worker runs it, under that lease.
+    fenceOf: (taskId) => executor.fenceOf(taskId),
   });
   progressRef = progress;
   const notices = createReceiptNotices({

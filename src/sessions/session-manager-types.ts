@@ -76,9 +76,10 @@ export interface RunTurnOptions {
   signal?: AbortSignal;
   replyRetryPrompt?: string;
   /**
-   * Checked in the transactions that write the turn into its task (its intent, its turn id): the lease
-   * the caller runs the task under is still the current one (src/leases/lease-fence.ts). Throwing keeps
-   * nothing: a worker that lost its lease starts no turn.
+   * Checked in the transactions that write the turn into its task (its intent, its turn id, its end
+   * with its usage): the lease the caller runs the task under is still the current one
+   * (src/leases/lease-fence.ts). Throwing keeps nothing: a worker that lost its lease starts no turn,
+   * and records neither the end nor the usage of one it had started.
    */
   fence?: (tx: Tx) => Promise<void>;
 }

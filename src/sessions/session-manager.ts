@@ -29,7 +29,7 @@ import { runTurn as runCodexTurn, type CodexTurnOutcome } from '../codex/run-tur
 import { plainTurnStartParams, turnStartParams } from '../codex/thread-params.js';
 import { formatMarker, turnKeyFor } from '../domain/marker.js';
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
-import type { Tx } from '../store/types.js';
+import { isLeaseRefusal, type Tx } from '../store/types.js';
 import { withFullTexts } from '../tasks/task-texts.js';
 import { developerInstructions, instructionContextFor, plainTurnText, turnInputText } from './developer-instructions.js';
 import { gateStateDir } from '../mcp-gate/gate-files.js';
@@ -307,6 +307,8 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
           commentCall: outcome.kind === 'replied' || outcome.kind === 'waiting_user' ? outcome.commentCall : null,
         },
         async (tx) => {
+          // The turn's end and its usage are the worker's to record only while its lease holds.
+          await opts.fence?.(tx);
           await options.usage?.recordTurn(tx, task, turnKey, usageInfo);
           await tx.appendAudit({
             action: 'codex.turn_completed',
@@ -317,7 +319,13 @@ export function createSessionManager(options: SessionManagerOptions): SessionMan
             metadata: { turnKey, outcome: outcome.kind, usedPlainFallback: out?.usedPlainFallback ?? false, durationMs: out?.durationMs ?? null },
           });
         },
-      );
+      ).catch((err: unknown) => {
+        if (!isLeaseRefusal(err)) throw err;
+        // Another worker runs the task now (or will): nothing of this turn's end is kept, its usage included.
+        logger.warn({ taskId: task.taskId, turnKey }, 'turn end not recorded: the lease is gone');
+        options.usage?.turnDropped(turnKey);
+        return false;
+      });
       // Outside the transaction, which may run more than once: the turn's meter is let go once.
       if (written) options.usage?.turnRecorded(task, turnKey, usageInfo);
     });

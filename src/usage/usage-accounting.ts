@@ -13,6 +13,8 @@
 // - `recordTurn`: in the transaction that ends the turn, its usage on the turn record, the task's
 //   sums on the task record, and the day's sums per repository and per user; `turnRecorded` once
 //   that transaction committed (the transaction may run more than once: it changes nothing else).
+//   That transaction passes the turn's lease fence (src/sessions/session-manager.ts): a worker that
+//   lost its lease counts nothing for the task (`turnDropped`).
 // - `countPublishedDiff`: the task's and the day's `diffBytes` are the bytes of the changes the task
 //   published (whatever tool wrote them), counted in the transaction that verifies the publish.
 import type { CodexNotification } from '../codex/jsonrpc-connection.js';
@@ -79,6 +81,8 @@ export interface TurnUsageHooks {
   recordTurn(tx: Tx, task: TaskRecord, turnKey: string, info: TurnInfo): Promise<void>;
   /** Once the transaction that called `recordTurn` committed: forgets the turn and tells `events`. */
   turnRecorded(task: TaskRecord, turnKey: string, info: TurnInfo): void;
+  /** The turn's end was not recorded (its worker lost the lease): forgets the turn, counting nothing. */
+  turnDropped(turnKey: string): void;
 }
 
 export interface UsageEvents {
@@ -233,6 +237,11 @@ export function createUsageAccounting(options: UsageAccountingOptions): TurnUsag
       meters.delete(turnKey);
       taskOfTurn.delete(turnKey);
       options.events?.onTurnRecorded?.(usage, task, info.stoppedBy);
+    },
+
+    turnDropped(turnKey) {
+      meters.delete(turnKey);
+      taskOfTurn.delete(turnKey);
     },
 
     async liveTokens(taskId) {

@@ -9,7 +9,8 @@ import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import { bodyHashOf } from '../receipts/receipt-record.js';
-import type { AuditEventInput, Store } from '../store/types.js';
+import type { LeaseFence } from '../leases/lease-fence.js';
+import type { AuditEventInput, Store, Tx } from '../store/types.js';
 import type { ReplyMatch } from './find-reply.js';
 import { replyBodyWithMarker } from './reply-body.js';
 import { messageOf, VerificationStepError, verificationErrorCodeOf } from './verification-errors.js';
@@ -23,6 +24,12 @@ export interface PostFallbackDeps {
   lookUp: (task: TaskRecord, input: QueryReplyInput, step: string) => Promise<ReplyMatch>;
   /** When the verified turn started (epoch ms): the fallback check looks from there. */
   turnStartOf: (turnKey: string) => Promise<number>;
+  /**
+   * The lease of the worker that follows this verifier, checked in each write here (the intent first, so
+   * a worker that lost its lease makes no POST). Absent only for a verifier restored at a one-node start
+   * before any worker follows it: no lease exists then and no other node can run the task.
+   */
+  fence?: LeaseFence;
 }
 
 /** The `<turnKey>:reply` row while the fallback POST is in flight. */
@@ -76,6 +83,12 @@ async function taskOf(store: Store, taskId: string): Promise<TaskRecord> {
 
 export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallbackInput): Promise<PostFallbackOutput> {
   const { store } = deps;
+  /** Every write of the fallback for the task, fenced by its worker's lease. */
+  const write = <T>(fn: (tx: Tx) => Promise<T>): Promise<T> =>
+    store.transact(async (tx) => {
+      await deps.fence?.(tx);
+      return fn(tx);
+    });
   const actorId = verifierActorId(input.turnKey);
   const key = replyCommentKey(input.turnKey);
   const task = await taskOf(store, input.taskId);
@@ -86,7 +99,7 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   const existing = await deps.lookUp(task, { ...input, botLogin: deps.botLogin, since: await deps.turnStartOf(input.turnKey) }, 'fallback_check');
   if (existing.first) {
     const commentId = existing.first.id;
-    await store.transact(async (tx) => {
+    await write(async (tx) => {
       const cur = await tx.get<CommentRecord>('comments', key);
       if (cur) await tx.put<CommentRecord>('comments', key, { ...cur, status: cur.status === 'confirmed' ? 'confirmed' : 'sent', commentId, updatedAt: new Date().toISOString() });
       await tx.appendAudit({ action: 'reply.fallback_adopted', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey } });
@@ -99,7 +112,7 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   // (which ends with the waiting line meant for the service).
   const text = typeof turn?.question === 'string' && turn.question.trim() !== '' ? turn.question : turn?.finalMessage;
   if (!turn || !text?.trim()) {
-    await store.transact((tx) =>
+    await write((tx) =>
       tx.appendAudit({
         level: 'alert',
         action: 'reply.fallback_result',
@@ -114,7 +127,7 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   }
   const body = replyBodyWithMarker(text, input.marker);
   const bodyHash = bodyHashOf(body);
-  await store.transact(async (tx) => {
+  await write(async (tx) => {
     await tx.put<CommentRecord>('comments', key, fallbackIntentRecord(input, turn, bodyHash, await tx.get<CommentRecord>('comments', key), new Date().toISOString()));
     await tx.appendAudit({
       action: 'reply.fallback_intent',
@@ -130,14 +143,14 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   try {
     commentId = (await deps.gitea.createIssueComment(task.owner, task.repo, task.resource.number, body)).id;
   } catch (error) {
-    await store.transact(async (tx) => {
+    await write(async (tx) => {
       const cur = await tx.get<CommentRecord>('comments', key);
       if (cur) await tx.put<CommentRecord>('comments', key, { ...cur, status: 'failed', errorCode: verificationErrorCodeOf(error), updatedAt: new Date().toISOString() });
       await tx.appendAudit(fallbackFailedAudit(input, error));
     });
     throw error;
   }
-  await store.transact(async (tx) => {
+  await write(async (tx) => {
     const cur = await tx.get<CommentRecord>('comments', key);
     if (cur) await tx.put<CommentRecord>('comments', key, { ...cur, status: 'sent', commentId, updatedAt: new Date().toISOString() });
     await tx.appendAudit({ action: 'reply.fallback_result', actor: 'system', actorId, taskId: input.taskId, commentId, metadata: { turnKey: input.turnKey, ok: true } });

@@ -29,7 +29,8 @@ import type { TaskRecord, TurnRecord } from '../domain/records.js';
 import type { GiteaClient } from '../gitea/gitea-client.js';
 import { BOT_COMMENT_SINCE_MARGIN_MS } from '../gitea/bot-comments.js';
 import type { ActorKind, ActorRuntime } from '../runtime/actor-runtime.js';
-import type { Store } from '../store/types.js';
+import type { LeaseFence } from '../leases/lease-fence.js';
+import { isLeaseRefusal, type Store } from '../store/types.js';
 import { postFallbackReply } from './post-fallback.js';
 import { questionRetryPrompt, replyRetryPrompt } from './reply-body.js';
 import { lookUpReply } from './reply-lookup.js';
@@ -61,6 +62,12 @@ export interface VerifyInput {
   turn: TurnRecord;
   /** Runs the one `reply_retry` turn; `ok` means the turn completed (the query decides the rest). */
   runReplyRetryTurn: RunReplyRetryTurn;
+  /**
+   * The lease of the worker that runs the task, checked in the fallback post's writes. Once it is gone
+   * the verifier's copy here stops where it is (its stored state stays for the next holder's worker) and
+   * `verify` rejects with LeaseLostError.
+   */
+  fence?: LeaseFence;
 }
 
 export interface ReplyVerification {
@@ -113,8 +120,25 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
     return turn ? Date.parse(turn.startedAt) : Number.NaN;
   }
 
-  const postFallback = (input: PostFallbackInput): Promise<PostFallbackOutput> =>
-    postFallbackReply({ store, gitea, botLogin, lookUp: (task, query, step) => lookUpReply(lookupDeps, task, query, step), turnStartOf }, input);
+  /** The fence of the worker following each task's verifier here (the latest caller's). */
+  const fences = new Map<string, LeaseFence>();
+
+  async function postFallback(input: PostFallbackInput): Promise<PostFallbackOutput> {
+    const fence = fences.get(input.taskId);
+    try {
+      return await postFallbackReply({ store, gitea, botLogin, lookUp: (task, query, step) => lookUpReply(lookupDeps, task, query, step), turnStartOf, ...(fence ? { fence } : {}) }, input);
+    } catch (error) {
+      if (!isLeaseRefusal(error)) throw error;
+      // This node no longer runs the task: its copy of the verifier stops here without persisting the
+      // failure, so the stored verifier stays in fallback_posting for the worker that holds the lease
+      // now; whoever followed it here hears of the lost lease instead of a verdict.
+      const actorId = verifierActorId(input.turnKey);
+      log('fallback post refused: the lease is gone', { actorId, taskId: input.taskId });
+      rt().release((a) => a.actorId === actorId);
+      follower.drop(actorId, error);
+      throw error;
+    }
+  }
 
   // Effects run only once the transition that started them is durable.
   const durable =
@@ -140,11 +164,12 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
     kind,
     replyRetryPrompt,
     questionRetryPrompt,
-    async verify({ task, turn: given, runReplyRetryTurn }) {
+    async verify({ task, turn: given, runReplyRetryTurn, fence }) {
       // Only a retry turn needs the task's other turns; a normal turn follows at once, before any read,
       // so a re-attachment asked for in the same turn of the event loop joins this follow.
       const turn = given.kind === 'reply_retry' ? verifiedTurnOf(given, await store.byIndex<TurnRecord>('turns', 'taskId', given.taskId)) : given;
-      return follower.follow(turn.turnKey, async () => {
+      if (fence) fences.set(task.taskId, fence);
+      const followed = follower.follow(turn.turnKey, async () => {
         const actorId = verifierActorId(turn.turnKey);
         if (!(await rt().stateOf(actorId))) {
           try {
@@ -157,6 +182,13 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
         }
         return follower.attach(actorId, runReplyRetryTurn);
       });
+      if (fence) {
+        const forget = () => {
+          if (fences.get(task.taskId) === fence) fences.delete(task.taskId);
+        };
+        followed.then(forget, forget);
+      }
+      return followed;
     },
     resume(turnKey, runReplyRetryTurn) {
       return follower.follow(turnKey, () => follower.attach(verifierActorId(turnKey), runReplyRetryTurn));

@@ -55,6 +55,8 @@ export interface VerifierFollower {
   attach(actorId: string, runReplyRetryTurn: RunReplyRetryTurn): Promise<VerificationOutcome>;
   /** One follow per turn at a time: a second caller gets the first one's promise. */
   follow(turnKey: string, start: () => Promise<VerificationOutcome>): Promise<VerificationOutcome>;
+  /** Rejects every attach to the actor with `error` (its copy here was let go: no verdict comes here). */
+  drop(actorId: string, error: unknown): void;
 }
 
 export function createVerifierFollower(deps: {
@@ -65,6 +67,8 @@ export function createVerifierFollower(deps: {
   const { store, runtime: rt, log } = deps;
   const inflight = new Map<string, Promise<VerificationOutcome>>();
   const retryRuns = new Map<string, Promise<void>>();
+  /** How to reject each live attach, per actor. */
+  const attached = new Map<string, Set<(err: unknown) => void>>();
 
   async function audit(event: AuditEventInput): Promise<void> {
     await store.transact((tx) => tx.appendAudit(event));
@@ -115,6 +119,9 @@ export function createVerifierFollower(deps: {
         if (done) return;
         done = true;
         unsubscribe();
+        const live = attached.get(actorId);
+        live?.delete(fail);
+        if (live?.size === 0) attached.delete(actorId);
         fn();
       };
       const consider = (state: string, context: unknown) => {
@@ -129,6 +136,8 @@ export function createVerifierFollower(deps: {
         if (n.actorId === actorId) consider(n.toState, n.context);
       });
       const fail = (err: unknown) => finish(() => reject(err));
+      if (!attached.has(actorId)) attached.set(actorId, new Set());
+      attached.get(actorId)!.add(fail);
       const check = async (settle: boolean): Promise<void> => {
         if (done) return;
         const current = await rt().stateOf(actorId);
@@ -168,5 +177,10 @@ export function createVerifierFollower(deps: {
     return p;
   }
 
-  return { attach, follow };
+  function drop(actorId: string, error: unknown): void {
+    for (const fail of [...(attached.get(actorId) ?? [])]) fail(error);
+    attached.delete(actorId);
+  }
+
+  return { attach, follow, drop };
 }

@@ -1,11 +1,14 @@
 // The receipt as the task's tracking comment, its worker with several nodes:
 // against the Gitea REST double over 127.0.0.1, with the real store, runtime, task actors and
-// receipt outbox, a node edits a receipt only while it owns the task's repository, asked at each visit.
+// receipt outbox, a node edits a receipt only while it owns the task's repository, asked at each visit;
+// while the task holds its repository's lease, only under the lease of the worker that runs it.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EventObject } from 'xstate';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, TaskRecord } from '../../src/domain/records.js';
-import { createReceiptProgress, type ReceiptProgress } from '../../src/receipts/receipt-progress-worker.js';
+import { createReceiptProgress, type ReceiptProgress, type ReceiptProgressOptions } from '../../src/receipts/receipt-progress-worker.js';
+import { leaseFence } from '../../src/leases/lease-fence.js';
+import { grantTestLeaseIn } from '../support/test-lease.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../../src/receipts/receipt-record.js';
 import { TASK_KIND, taskActorId } from '../../src/tasks/task-actor.js';
 import { openWorld, removeDir, startGitea, taskRecord, type GiteaFixture, type World } from '../support/verification-world.js';
@@ -28,7 +31,7 @@ function movableScope(owned: boolean) {
 }
 
 /** A queued task whose receipt the outbox has posted, and a progress worker under `scope`. */
-async function setup(scope: ReturnType<typeof movableScope>, intervalMs = 0) {
+async function setup(scope: ReturnType<typeof movableScope>, intervalMs = 0, extra: Partial<ReceiptProgressOptions> = {}) {
   gitea = await startGitea([31]);
   world = await openWorld(gitea, { locale: 'en' });
   const w = world;
@@ -44,7 +47,7 @@ async function setup(scope: ReturnType<typeof movableScope>, intervalMs = 0) {
   await w.runtime.settled();
   await w.outbox.drain();
   expect((await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.status).toBe('sent');
-  progress = createReceiptProgress({ store: w.store, runtime: w.runtime, gitea: w.gitea, locale: 'en', intervalMs, tickMs: 10, scope });
+  progress = createReceiptProgress({ store: w.store, runtime: w.runtime, gitea: w.gitea, locale: 'en', intervalMs, tickMs: 10, scope, ...extra });
   return { w, g: gitea, p: progress, task };
 }
 
@@ -174,5 +177,72 @@ describe('a receipt the outbox has not posted yet, on one node', () => {
     await until(() => edits(g) > 0);
     expect(edits(g)).toBe(1);
     expect(gitea.comments(31)[0]!.body).toContain('**Stage:** queued');
+  });
+});
+
+describe('progress edits under the lease of the worker that runs the task', () => {
+  const TTL_MS = 200;
+  it.each([
+    ['its lease holds: edited', 'held', 1],
+    ['another worker took the lease over: no edit, nothing recorded', 'taken', 0],
+    ['the lease expired on the database clock (nobody took it yet): no edit, nothing recorded', 'expired', 0],
+    ["this node runs no worker of the task (another node's does): no edit", 'elsewhere', 0],
+  ] as const)('a task that holds its lease (preparing), %s', async (_name, how, expected) => {
+    const lease1 = { repoKey: 'default:acme/widgets', leaseId: 'lease-1', owner: 'node-a', taskId: 'task-31' };
+    const fence = leaseFence(lease1);
+    const { w, g, p, task } = await setup(movableScope(true), 0, { fenceOf: (taskId) => (how !== 'elsewhere' && taskId === 'task-31' ? fence : undefined) });
+    await grantTestLeaseIn(w.store, { ...lease1, ttlMs: how === 'held' || how === 'elsewhere' ? 60_000 : TTL_MS });
+    const claim: TaskEvent = { type: 'CLAIM', leaseId: lease1.leaseId };
+    expect((await w.runtime.send(taskActorId(task.taskId), claim)).ok).toBe(true);
+    await w.runtime.settled();
+    if (how === 'taken' || how === 'expired') await new Promise((r) => setTimeout(r, TTL_MS + 100));
+    if (how === 'taken') await grantTestLeaseIn(w.store, { ...lease1, leaseId: 'lease-2', owner: 'node-b' });
+
+    await p.start();
+    await ticks(20);
+    const recorded = async () => (await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.progress;
+    if (expected > 0) await until(async () => (await recorded()) !== undefined);
+    expect(edits(g)).toBe(expected);
+    if (expected > 0) expect(await recorded()).toMatchObject({ stage: 'preparing' });
+    else expect(await recorded()).toBeUndefined();
+    expect(g.comments(31)[0]!.body).toContain(expected > 0 ? '**Stage:** preparing' : 'is queued');
+
+    // Once the task ended no lease is involved: the final edit is made whatever became of it.
+    const fail: TaskEvent = { type: 'FAIL', errorCode: 'executor_error' };
+    expect((await w.runtime.send(taskActorId(task.taskId), fail)).ok).toBe(true);
+    await w.runtime.settled();
+    await until(async () => (await recorded())?.final === true);
+    expect(await recorded()).toMatchObject({ final: true });
+    expect(edits(g)).toBe(expected + 1);
+  });
+
+  it('the lease lost while Gitea takes the edit: the edit is not recorded (the record passes the fence), the receipt stays open', async () => {
+    const lease1 = { repoKey: 'default:acme/widgets', leaseId: 'lease-1', owner: 'node-a', taskId: 'task-31' };
+    const logs: string[] = [];
+    let real: World['gitea'] | null = null;
+    let store: World['store'] | null = null;
+    const { w, g, p, task } = await setup(movableScope(true), 0, {
+      fenceOf: () => leaseFence(lease1),
+      logger: (msg) => void logs.push(msg),
+      // The edit reaches Gitea; meanwhile the lease runs out and another worker takes it.
+      gitea: {
+        async editIssueComment(...args: Parameters<World['gitea']['editIssueComment']>) {
+          await new Promise((r) => setTimeout(r, TTL_MS + 100));
+          await grantTestLeaseIn(store!, { ...lease1, leaseId: 'lease-2', owner: 'node-b' });
+          return real!.editIssueComment(...args);
+        },
+      },
+    });
+    real = w.gitea;
+    store = w.store;
+    await grantTestLeaseIn(w.store, { ...lease1, ttlMs: TTL_MS });
+    expect((await w.runtime.send(taskActorId(task.taskId), { type: 'CLAIM', leaseId: lease1.leaseId } as TaskEvent)).ok).toBe(true);
+    await w.runtime.settled();
+
+    await p.start();
+    await until(() => logs.includes('receipt progress edit not recorded: the lease is gone'));
+    expect(edits(g)).toBe(1);
+    expect((await w.store.get<CommentRecord>('comments', receiptCommentKey(task.taskId, 'received')))?.progress).toBeUndefined();
+    expect((await w.store.audit({ taskId: task.taskId })).map((e) => e.action)).not.toContain('receipt.progress_edited');
   });
 });

@@ -7,7 +7,9 @@ import type { TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { createProviderHold } from '../../src/usage/provider-hold.js';
 import { createUsageAccounting } from '../../src/usage/usage-accounting.js';
 import { dayKey, utcDay, type UsageDayRecord, type UsageLimits } from '../../src/domain/usage-records.js';
+import { leaseFence } from '../../src/leases/lease-fence.js';
 import { sessionFixture, type SessionFixture } from '../support/codex-session-fixture.js';
+import { grantTestLeaseIn } from '../support/test-lease.js';
 
 let fx: SessionFixture | null = null;
 afterEach(async () => {
@@ -127,5 +129,55 @@ describe('provider rate limits from the real app-server [real gitea-mcp]', () =>
     await mgr.ensureThread(t, f.workspace);
     expect(await mgr.runTurn(await task(f, 'task-5'), { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'failed', errorCode: 'turn_failed' });
     expect(hold.heldUntil()).toBeNull();
+  }, 60_000);
+});
+
+describe('usage under a lost lease [real gitea-mcp]', () => {
+  it.each([
+    ['another worker took the lease over', 'taken'],
+    ['the lease expired on the database clock (nobody took it yet)', 'expired'],
+  ] as const)('%s during the turn: its end and its usage are not recorded (the fenced transaction commits nothing)', async (_name, how) => {
+    // The database's clock (SQLite's, which judges leases) is moved past the lease while the agent's command runs.
+    const db = { aheadMs: 0 };
+    fx = await sessionFixture(
+      [
+        { type: 'shell', command: 'sleep 1', usage: { input: 1200, output: 300 } },
+        { type: 'message', text: 'done', usage: { input: 1400, output: 20 } },
+      ],
+      { storeClockMs: () => Date.now() + db.aheadMs },
+    );
+    const f = fx;
+    const usage = createUsageAccounting({ store: f.store, limits: {} });
+    const lease1 = { repoKey: REPO_KEY, leaseId: 'lease-1', owner: 'worker-1', taskId: 'task-l' };
+    let takeover: Promise<void> | null = null;
+    const mgr = f.manager({
+      usage,
+      onStep: () => {
+        if (db.aheadMs > 0) return;
+        db.aheadMs = 61_000;
+        if (how === 'taken') takeover = grantTestLeaseIn(f.store, { ...lease1, leaseId: 'lease-2', owner: 'worker-2' });
+      },
+    });
+    await f.supervisor.start();
+    const t = await f.task('task-l');
+    await grantTestLeaseIn(f.store, lease1);
+    await mgr.ensureThread(t, f.workspace);
+
+    const outcome = await mgr.runTurn(await task(f, 'task-l'), { kind: 'normal', cwd: f.workspace, fence: leaseFence(lease1) });
+    await takeover;
+
+    expect(db.aheadMs).toBe(61_000); // the lease did run out during the turn
+    expect(outcome.kind).toBe('no_comment');
+    // The turn's intent and turn id were written under the lease; nothing of its end is.
+    expect(await turn(f, 'task-l:1')).toMatchObject({ status: 'started', completedAt: null });
+    expect((await turn(f, 'task-l:1')).usage).toBeUndefined();
+    expect((await task(f, 'task-l')).usage).toBeUndefined();
+    const day = utcDay(Date.now());
+    expect(await f.store.get<UsageDayRecord>('usage', dayKey(day, 'repo', REPO_KEY))).toBeUndefined();
+    expect(await f.store.get<UsageDayRecord>('usage', dayKey(day, 'user', 'alice'))).toBeUndefined();
+    expect((await f.store.audit({ taskId: 'task-l' })).map((e) => e.action)).not.toContain('codex.turn_completed');
+    // The turn's meter is let go: this node counts none of it for the task either.
+    expect(await usage.liveTokens('task-l')).toBe(0);
+    expect(f.logs.some((l) => l.msg === 'turn end not recorded: the lease is gone')).toBe(true);
   }, 60_000);
 });

@@ -89,6 +89,8 @@ export async function sessionFixture(
     issues?: number[];
     /** The supervisor's wall clock (default Date.now). */
     now?: () => number;
+    /** The clock the store judges leases by (default: SQLite's own). */
+    storeClockMs?: () => number;
   } = {},
 ): Promise<SessionFixture> {
   const root = mkdtempSync(join(tmpdir(), 'ccweb-session-'));
@@ -110,7 +112,7 @@ export async function sessionFixture(
 
   const mcp = { ok: realMcp, ...writeStandinFaultCommands(bin) };
 
-  const rt = await createTestRuntime([taskKind(), sessionKind(), appServerKind()], join(root, 'store'));
+  const rt = await createTestRuntime([taskKind(), sessionKind(), appServerKind()], join(root, 'store'), opts.storeClockMs ? { clockMs: opts.storeClockMs } : {});
   const logs: LogLine[] = [];
   const logger: SessionLogger = {
     info: (obj, msg) => void logs.push({ level: 'info', obj, msg }),

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../../src/domain/records.js';
-import type { LeaseStoreTx } from '../../src/store/types.js';
+import { LeaseLostError, type LeaseStoreTx } from '../../src/store/types.js';
 import {
   createTaskExecutor,
   type SessionPort,
@@ -198,8 +198,9 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     },
   };
   const verification: VerificationPort = {
-    async verify({ runReplyRetryTurn }) {
+    async verify({ runReplyRetryTurn, fence }) {
       calls.verify += 1;
+      calls.fences.push(fence);
       await script.verifyUntil?.();
       const v = script.verification ?? { result: 'confirmed', commentId: 5 };
       return typeof v === 'function' ? v(runReplyRetryTurn) : v;
@@ -493,13 +494,30 @@ describe('executor: a worker that lost its lease commits nothing more for the ta
     // It tried once, and recorded no failure of the step either: that is not its to record.
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
   });
+
+  it('the verification refused its fallback post (lease_lost): the run ends with it, recording no verdict', async () => {
+    const w = await world({
+      // As reply-verification.ts rejects once the fallback's fenced intent is refused.
+      verification: async () => {
+        throw new LeaseLostError(REPO_KEY, 1);
+      },
+    });
+    await expect(w.run()).rejects.toMatchObject({ code: 'lease_lost' });
+    expect((await w.record()).state).toBe('verifying_reply');
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
+  });
 });
 
-describe('executor: the turn and the publish are given the lease fence', () => {
+describe('executor: the turn, the publish and the verification are given the lease fence', () => {
   it('each passes while the lease is current and refuses (lease_lost) once another worker took it over', async () => {
-    const w = await world({ publish: { ok: true } });
+    let w!: Awaited<ReturnType<typeof world>>;
+    // What the receipt's progress edits ask for (fenceOf): the running worker's fence, none once it is done.
+    const duringRun: Array<unknown> = [];
+    w = await world({ publish: { ok: true }, duringTurn: async () => void duringRun.push(w.executor.fenceOf(w.taskId)) });
     await w.run();
-    expect(w.calls.fences).toHaveLength(2); // the normal turn, then the publish
+    expect(w.executor.fenceOf(w.taskId)).toBeUndefined();
+    w.calls.fences.push(duringRun[0] as never);
+    expect(w.calls.fences).toHaveLength(4); // the normal turn, the publish, the verification, then fenceOf during the run
     const store = w.store as unknown as { transact: (fn: (tx: LeaseStoreTx) => Promise<void>) => Promise<void> };
     const check = (fence: ((tx: LeaseStoreTx) => Promise<void>) | undefined) => store.transact((t) => fence!(t));
     for (const fence of w.calls.fences) await expect(check(fence)).resolves.toBeUndefined();
