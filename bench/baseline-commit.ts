@@ -43,6 +43,10 @@ export function baselineTree(commit = process.env['BENCH_BASELINE_COMMIT'] ?? JO
     // The dependencies it names are a subset of this checkout's (the change only added better-sqlite3).
     symlinkSync(realpathSync(join(repoRoot, 'node_modules')), join(root, 'node_modules'));
     writeFileSync(unpacked, `${full}\n`);
+  } else if (!existsSync(join(root, 'node_modules'))) {
+    // Unpacked by a checkout since removed: its link leads nowhere now.
+    rmSync(join(root, 'node_modules'), { force: true });
+    symlinkSync(realpathSync(join(repoRoot, 'node_modules')), join(root, 'node_modules'));
   }
   const built = join(root, 'dist', '.built');
   return {
