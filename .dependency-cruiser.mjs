@@ -25,14 +25,14 @@ export default {
       to: { pathNot: [`^machines/`, pkg('xstate')] },
     },
     {
-      name: 'store-only-itself-node-lowdb',
+      name: 'store-only-itself-node-engines',
       comment:
         'src/store/ is the platform under everything: it imports itself, the data directory\'s lock (src/data-dir/), ' +
-        'node builtins, lowdb, better-sqlite3 (the SQLite engine) and pg (the PostgreSQL engine) only, never the domain ' +
+        'node builtins, better-sqlite3 (the SQLite engine) and pg (the PostgreSQL engine) only, never the domain ' +
         'or the parts that use it.',
       severity: 'error',
       from: { path: '^src/store/' },
-      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', '^src/data-dir/', '^node:sqlite$', pkg('lowdb'), pkg('better-sqlite3'), pkg('pg'), pkg('pg-[a-z-]+')] },
+      to: { dependencyTypesNot: ['core'], pathNot: ['^src/store/', '^src/data-dir/', '^node:sqlite$', pkg('better-sqlite3'), pkg('pg'), pkg('pg-[a-z-]+')] },
     },
     {
       name: 'data-dir-only-node',

@@ -10,7 +10,7 @@ import { weakSecretProblems } from '../config/secret-strength.js';
 import { nodeVersionVerdict } from '../service/node-version.js';
 import { OperatorError } from '../service/operator-error.js';
 import { checkDataDir, listenError, storeDirOf, storeOpenError } from '../service/startup-checks.js';
-import { probeDatabase } from '../store/index.js';
+import { probeDatabase } from './probe-database.js';
 import { describeLockHolder, liveLockHolder } from '../data-dir/data-dir-lock.js';
 import type { CheckResult, DoctorCheck, Quote } from './doctor-checks.js';
 

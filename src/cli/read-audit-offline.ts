@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openJournalStore } from '../upgrade/journal-reader.js';
 import type { AuditEvent } from '../store/types.js';
-import { readSqliteAudit } from '../store/sql/sqlite-audit-reader.js';
+import { readSqliteAudit } from './sqlite-audit-reader.js';
 import { SQLITE_FILE } from '../store/sqlite-store.js';
 import { storeFormatOf } from '../upgrade/store-format.js';
 

@@ -2,7 +2,7 @@
 // the kind's projection, and a `<kind>.transition` audit event — all in the caller's transaction.
 // The record and the event are built purely (actorRecord, transitionAudit); writeChange does the I/O.
 import type { EventObject } from 'xstate';
-import { recordDocument } from '../store/record-document.js';
+import { recordDocument } from './record-document.js';
 import type { AuditEventInput, Tx } from '../store/types.js';
 import type { ActorKind, ActorRecord, PersistedChange } from './actor-types.js';
 

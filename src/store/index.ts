@@ -6,7 +6,6 @@ export * from './types.js';
 export { AUDIT_CHANNEL, SqlStore } from './sql/sql-store.js';
 export { createSqliteStore, SQLITE_FILE, type SqliteStoreOptions } from './sqlite-store.js';
 export { describeDatabase, isPostgresUrl } from './sql/database-url.js';
-export { probeDatabase, type DatabaseProbe } from './sql/probe-database.js';
 export type { NodeStatus } from './sql/nodes.js';
 export { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
 

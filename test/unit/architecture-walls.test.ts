@@ -105,18 +105,20 @@ describe('each wall fires on a deliberate breach', () => {
     ]);
   });
 
-  it('src/store/ may import itself, node builtins and lowdb only (not the domain, not another package)', async () => {
+  it('src/store/ may import itself, the data directory\'s lock, node builtins and its engines only (not the domain, not another package)', async () => {
     const violations = await violationsIn({
       'src/store/ok.ts':
-        "import { randomUUID } from 'node:crypto';\nimport { Low } from 'lowdb';\nimport { helper } from './helper.js';\nexport const ok = [randomUUID, Low, helper];\n",
+        "import { randomUUID } from 'node:crypto';\nimport pg from 'pg';\nimport { helper } from './helper.js';\nimport { lock } from '../data-dir/lock.js';\nexport const ok = [randomUUID, pg, helper, lock];\n",
       'src/store/helper.ts': 'export const helper = 1;\n',
+      'src/data-dir/lock.ts': 'export const lock = 1;\n',
       'src/store/bad.ts':
-        "import { z } from 'zod';\nimport type { TaskRecord } from '../domain/records.js';\nexport const bad: [unknown, TaskRecord | null] = [z, null];\n",
+        "import { z } from 'zod';\nimport { Low } from 'lowdb';\nimport type { TaskRecord } from '../domain/records.js';\nexport const bad: [unknown, unknown, TaskRecord | null] = [z, Low, null];\n",
       'src/domain/records.ts': 'export interface TaskRecord { taskId: string }\n',
     });
     expect(violations).toEqual([
-      'store-only-itself-node-lowdb: src/store/bad.ts → node_modules/zod',
-      'store-only-itself-node-lowdb: src/store/bad.ts → src/domain/records.ts',
+      'store-only-itself-node-engines: src/store/bad.ts → node_modules/lowdb',
+      'store-only-itself-node-engines: src/store/bad.ts → node_modules/zod',
+      'store-only-itself-node-engines: src/store/bad.ts → src/domain/records.ts',
     ]);
   });
 
@@ -156,8 +158,8 @@ describe('each wall fires on a deliberate breach', () => {
       'nothing-below-imports-visualizer: src/store/bad.ts → visualizer/v.ts',
       'platform-imports-no-part: src/store/bad.ts → visualizer/graph/g.ts',
       'platform-imports-no-part: src/store/bad.ts → visualizer/v.ts',
-      'store-only-itself-node-lowdb: src/store/bad.ts → visualizer/graph/g.ts',
-      'store-only-itself-node-lowdb: src/store/bad.ts → visualizer/v.ts',
+      'store-only-itself-node-engines: src/store/bad.ts → visualizer/graph/g.ts',
+      'store-only-itself-node-engines: src/store/bad.ts → visualizer/v.ts',
     ]);
   });
 

@@ -3,7 +3,7 @@
 // row, the transaction makes the write atomic and durable with the rest, and lowdb is the familiar
 // read/modify/write surface over it. The actor runtime keeps each actor's snapshot this way.
 import { Low, type Adapter } from 'lowdb';
-import type { CollectionName, PutOptions, RecordType, Tx } from './types.js';
+import type { CollectionName, PutOptions, RecordType, Tx } from '../store/types.js';
 
 class RecordRow<T extends RecordType> implements Adapter<T | null> {
   constructor(

@@ -1,9 +1,9 @@
 // The audit history of a SQLite store, read through a read-only connection of its own
-// (sqlite-read-only.ts): it works beside a running service or on a copy of the file, and leaves no
+// (src/store/sql/sqlite-read-only.ts): it works beside a running service or on a copy of the file, and leaves no
 // -wal/-shm of its own behind.
-import type { AuditEvent } from '../types.js';
-import { auditEvent } from './sql-store.js';
-import { openReadOnly } from './sqlite-read-only.js';
+import type { AuditEvent } from '../store/types.js';
+import { auditEvent } from '../store/sql/sql-store.js';
+import { openReadOnly } from '../store/sql/sqlite-read-only.js';
 
 export interface AuditFileFilter {
   taskId?: string;

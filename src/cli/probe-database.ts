@@ -4,10 +4,10 @@
 // `migrate-store` must move first (store_needs_migration), a schema newer than this node knows
 // (database_schema_too_new).
 import pg from 'pg';
-import { describeDatabase } from './database-url.js';
-import { StoreError } from '../types.js';
-import { EARLIER_POSTGRES_TABLE, SCHEMA_VERSION } from './schema.js';
-import { earlierStoreFound, schemaTooNew } from './sql-store.js';
+import { describeDatabase } from '../store/sql/database-url.js';
+import { StoreError } from '../store/types.js';
+import { EARLIER_POSTGRES_TABLE, SCHEMA_VERSION } from '../store/sql/schema.js';
+import { earlierStoreFound, schemaTooNew } from '../store/sql/sql-store.js';
 
 export interface DatabaseProbe {
   /** The database without its password (describeDatabase). */
