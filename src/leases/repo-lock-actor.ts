@@ -37,7 +37,7 @@ async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
     taskId: ctx.taskId,
     expiresAt: ctx.expiresAt === null ? null : new Date(ctx.expiresAt).toISOString(),
     state: held ? 'held' : 'free',
-    epoch: await followLeaseRow(tx, change, ctx, previous?.epoch ?? null),
+    epoch: await followLeaseRow(tx, change, ctx, previous ?? null),
   };
   await tx.put<LeaseRecord>('leases', ctx.repoKey, record);
 
@@ -71,20 +71,23 @@ async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
  * Both engines keep lease rows; a transaction typed by the plain `Tx` contract without them (a test's
  * wrapper of the store) only has the actor.
  */
-async function followLeaseRow(tx: Tx, change: PersistedChange, ctx: RepoLockContext, epoch: number | null): Promise<number | null> {
+async function followLeaseRow(tx: Tx, change: PersistedChange, ctx: RepoLockContext, previous: LeaseRecord | null): Promise<number | null> {
+  const epoch = previous?.epoch ?? null;
   if (!keepsLeaseRows(tx)) return epoch;
   const event = change.event as { type?: string; ttlMs?: number } | null;
   switch (event?.type) {
     case 'ACQUIRE': {
       const grant = await tx.grantLease(ctx.repoKey, { holder: ctx.owner ?? '', taskId: ctx.taskId, ttlMs: event.ttlMs ?? 0 });
       if (!grant.granted) throw new LeaseRefusedError(grant.current);
-      // The grant as the database made it, on its clock: what a history check of the leases reads.
+      // The grant as the database made it, on its clock, and the lease it took over with that lease's
+      // end: what a history check of the leases reads (with `lease.ended`).
+      const replaced = grant.replaced ? { epoch: grant.replaced.epoch, endedAt: new Date(grant.replaced.expiresAt).toISOString() } : null;
       await tx.appendAudit({
         action: 'lease.granted',
         actor: change.by,
         actorId: change.actorId,
         taskId: ctx.taskId,
-        metadata: { repoKey: ctx.repoKey, leaseId: ctx.leaseId, epoch: grant.epoch, grantedAt: new Date(grant.now).toISOString(), expiresAt: new Date(grant.expiresAt).toISOString() },
+        metadata: { repoKey: ctx.repoKey, leaseId: ctx.leaseId, epoch: grant.epoch, grantedAt: new Date(grant.now).toISOString(), expiresAt: new Date(grant.expiresAt).toISOString(), replaced },
       });
       return grant.epoch;
     }
@@ -92,9 +95,19 @@ async function followLeaseRow(tx: Tx, change: PersistedChange, ctx: RepoLockCont
       if (epoch !== null && !(await tx.renewLease(ctx.repoKey, epoch, event.ttlMs ?? 0))) throw new LeaseLostError(ctx.repoKey, epoch);
       return epoch;
     case 'RELEASE':
-    case 'EXPIRE':
-      if (epoch !== null && !(await tx.endLease(ctx.repoKey, epoch, event.type === 'RELEASE' ? 'release' : 'expire'))) throw new LeaseLostError(ctx.repoKey, epoch);
+    case 'EXPIRE': {
+      if (epoch === null) return epoch;
+      const ended = await tx.endLease(ctx.repoKey, epoch, event.type === 'RELEASE' ? 'release' : 'expire');
+      if (!ended) throw new LeaseLostError(ctx.repoKey, epoch);
+      await tx.appendAudit({
+        action: 'lease.ended',
+        actor: change.by,
+        actorId: change.actorId,
+        taskId: previous?.taskId ?? null,
+        metadata: { repoKey: ctx.repoKey, leaseId: previous?.leaseId ?? null, epoch, how: event.type === 'RELEASE' ? 'released' : 'expired', endedAt: new Date(ended.endedAt).toISOString() },
+      });
       return epoch;
+    }
     default:
       return epoch;
   }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TaskContext } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type TaskRecord } from '../domain/records.js';
-import type { TransitionNotice } from '../runtime/actor-runtime.js';
-import { isLeaseRefusal } from '../store/types.js';
+import type { ActorRecord, TransitionNotice } from '../runtime/actor-runtime.js';
+import { isLeaseRefusal, type Tx } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { claimAbandoned, claimableUnderHold, claimEventOf, expectedStateOf, SCANNED_STATES } from './claim-decisions.js';
 import { systemClock } from './clock.js';
@@ -371,7 +371,20 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           ? 'publishing left unfinished; failing the task'
           : 'task left holding a lease; moving it on';
     logger.warn({ taskId, ...(decision.why === 'task_holds_lease' ? { state: current.state } : {}), errorCode }, message);
-    await runtime.send(taskActorId(taskId), decision.event, { by });
+    const actorId = taskActorId(taskId);
+    // Decided on this node's copy of the task, which is older than the stored one when another node
+    // took the task over meanwhile (this node cut off or paused past the lease): the event is kept only
+    // if the stored task still runs under this lease, or it would end the other node's run.
+    const stillUnderLease = async (tx: Tx) => {
+      const stored = await tx.get<ActorRecord>('actors', actorId);
+      if ((stored?.snapshot as { context?: Partial<TaskContext> } | undefined)?.context?.leaseId !== leaseId) throw new TaskMovedOn();
+    };
+    try {
+      await runtime.send(actorId, decision.event, { by, ...(decision.why === 'task_holds_lease' ? { guard: stillUnderLease } : {}) });
+    } catch (error) {
+      if (!(error instanceof TaskMovedOn)) throw error;
+      logger.info({ taskId, leaseId }, 'the task runs under another lease now: left as it is');
+    }
   }
 
   function onTransition(notice: TransitionNotice): void {
@@ -435,4 +448,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
 function newWorker(pick: ClaimCandidate): Worker {
   return { repoKey: pick.repoKey, taskId: pick.taskId, lease: null, abort: new AbortController(), cancelHeartbeat: null, cancelWatch: null, lost: false, finished: false, done: null };
+}
+
+/** A lease-loss decision made on an outdated copy of the task: the stored task runs under another lease. */
+class TaskMovedOn extends Error {
+  constructor() {
+    super('the task runs under another lease now');
+  }
 }

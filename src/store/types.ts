@@ -141,7 +141,8 @@ export interface LeaseRow {
 }
 
 export type LeaseGrant =
-  | { granted: true; epoch: number; expiresAt: number; now: number }
+  /** `replaced`: the lease this grant took over (never released; it ended at its last expiry), or null. */
+  | { granted: true; epoch: number; expiresAt: number; now: number; replaced: { epoch: number; expiresAt: number } | null }
   /** Refused: another holder's lease has not expired (`current`). */
   | { granted: false; current: LeaseRow; now: number };
 
@@ -150,8 +151,11 @@ export interface LeaseTx {
   grantLease(repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant>;
   /** Moves the expiry to now + ttl (never earlier) while `epoch` holds and has not expired; null when it does not. */
   renewLease(repoKey: string, epoch: number, ttlMs: number): Promise<{ expiresAt: number; now: number } | null>;
-  /** Ends the lease `epoch`: `release` (its holder is done) or `expire` (only once past its expiry). False when it is not the current one. */
-  endLease(repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<boolean>;
+  /**
+   * Ends the lease `epoch`: `release` (its holder is done) or `expire` (only once past its expiry). Returns
+   * when it ended on the database's clock (now, or its expiry if that came first); null when it is not the current one.
+   */
+  endLease(repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<{ endedAt: number } | null>;
   /**
    * Rejects with LeaseLostError unless `epoch` is the repository's current, unexpired lease; on PostgreSQL
    * the row stays locked until this transaction ends, so no grant passes it meanwhile: a holder that lost

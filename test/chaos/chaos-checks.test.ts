@@ -1,7 +1,8 @@
-// The chaos run's checks must be able to fail: each is fed a hand-made history with the violation.
+// The chaos run's and the history's checks must be able to fail: each is fed a hand-made history with the violation.
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../src/store/types.js';
 import { checkComments, checkDeliveries, checkRuns } from '../support/chaos-checks.js';
+import { checkLeases } from '../support/history-check.js';
 
 let seq = 0;
 const ev = (action: string, e: Partial<AuditEvent>): AuditEvent => ({ eventId: `e${++seq}`, seq, timestamp: new Date().toISOString(), actor: 'test', action, ...e });
@@ -40,7 +41,7 @@ describe('chaos checks', () => {
     expect(r.claimsWithoutLease.map((c) => c.taskId)).toEqual(['b']);
   });
 
-  it("checks the lease rows' epochs: a skipped or repeated epoch, a grant before the previous lease ended, a claim under an older grant", () => {
+  it("checks the lease rows' epochs: a skipped or repeated epoch, a claim under an older grant", () => {
     const t0 = Date.parse('2026-01-01T00:00:00Z');
     const at = (ms: number) => new Date(t0 + ms).toISOString();
     const granted = (leaseId: string, epoch: number, from: number, until: number) =>
@@ -54,7 +55,7 @@ describe('chaos checks', () => {
       [
         granted('L1', 1, 0, 1000),
         lock('r', 'free', 'held', { type: 'ACQUIRE', leaseId: 'L1' }),
-        // Taken over while the first still ran on the database's clock, and with a skipped epoch.
+        // A skipped epoch.
         granted('L2', 3, 500, 1500),
         task('a', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L1' }),
       ],
@@ -62,9 +63,60 @@ describe('chaos checks', () => {
     );
     expect(r.epochProblems.map((p) => p.problem)).toEqual([
       'epoch 3 after 1',
-      `epoch 3 granted at ${at(500)}, while epoch 1 ran until ${at(1000)}`,
       'a claimed under L1, not the latest grant (epoch 3)',
     ]);
+  });
+
+  describe("leases on the database's clock (checkLeases)", () => {
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    const at = (ms: number) => new Date(t0 + ms).toISOString();
+    const granted = (leaseId: string, epoch: number, from: number, replaced?: { epoch: number; endedAt: number }) =>
+      ev('lease.granted', { actorId: 'lock:r', metadata: { repoKey: 'r', leaseId, epoch, grantedAt: at(from), expiresAt: at(from + 6000), replaced: replaced ? { epoch: replaced.epoch, endedAt: at(replaced.endedAt) } : null } });
+    const ended = (epoch: number, endedAt: number, how = 'released') => ev('lease.ended', { actorId: 'lock:r', metadata: { repoKey: 'r', epoch, how, endedAt: at(endedAt) } });
+
+    it('accepts a run cut off, its lease expired, and its retry under the next epoch; and a takeover of a lease never released', () => {
+      const r = checkLeases(
+        [
+          granted('L1', 1, 0),
+          task('a', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L1' }),
+          task('a', 'preparing', 'running'),
+          ended(1, 8000, 'expired'),
+          task('a', 'running', 'retry_wait'),
+          granted('L2', 2, 8100),
+          task('a', 'retry_wait', 'preparing', { type: 'RETRY_DUE', leaseId: 'L2' }),
+          // Its node lost it without a word: the next grant ends it at its last expiry.
+          granted('L3', 3, 20_000, { epoch: 2, endedAt: 19_000 }),
+          task('b', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L3' }),
+        ],
+        tasks,
+      );
+      expect({ runs: r.runs, takeovers: r.takeovers, problems: [...r.leaseProblems, ...r.overlappingRuns, ...r.runsWithoutGrant] }).toEqual({ runs: 3, takeovers: 1, problems: [] });
+      expect(r.runSpans.map((x) => [x.taskId, x.span.epoch, x.span.from - t0, x.span.until === null ? null : x.span.until - t0])).toEqual([
+        ['a', 1, 0, 8000],
+        ['a', 2, 8100, 19_000],
+        ['b', 3, 20_000, null],
+      ]);
+    });
+
+    it('finds a forged history: a retry granted while the cut-off run still held its lease, a grant after a lease never seen to end, two tasks under one lease, a run under no grant', () => {
+      const r = checkLeases(
+        [
+          granted('L1', 1, 0),
+          task('a', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L1' }),
+          // The cut-off run's lease ended at 8 s on the database's clock, but the retry's was granted at 7 s.
+          ended(1, 8000, 'expired'),
+          granted('L2', 2, 7000),
+          task('a', 'retry_wait', 'preparing', { type: 'RETRY_DUE', leaseId: 'L2' }),
+          task('b', 'queued', 'preparing', { type: 'CLAIM', leaseId: 'L2' }),
+          granted('L3', 3, 30_000),
+          task('b', 'retry_wait', 'preparing', { type: 'RETRY_DUE', leaseId: 'L9' }),
+        ],
+        tasks,
+      );
+      expect(r.leaseProblems.map((p) => p.problem)).toEqual([`epoch 2 granted at ${at(7000)}, before epoch 1 ended at ${at(8000)}`, `epoch 3 granted at ${at(30_000)} while epoch 2 was never seen to end`]);
+      expect(r.overlappingRuns.map((p) => p.problem)).toEqual([`epoch 1 ${at(0)}..${at(8000)} overlaps epoch 2 ${at(7000)}..not ended`, `epoch 1 ${at(0)}..${at(8000)} overlaps epoch 2 ${at(7000)}..not ended`, 'two tasks under one lease (epoch 2)']);
+      expect(r.runsWithoutGrant.map((x) => x.leaseId)).toEqual(['L9']);
+    });
   });
 
   it('finds a 202 without a task and a delivery that made two', () => {

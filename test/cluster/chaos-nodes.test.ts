@@ -7,8 +7,8 @@
 // time. Whichever node is killed — one running a turn, one accepting a webhook, one still starting —
 // the promises hold, read from the database afterwards: every 202 has a task, no delivery made two,
 // every task ends terminal, no repository ever ran two tasks at once (audit replay, with the lease
-// each claim names), one receipt and at most one answer per task on the sandbox, and nothing on disk
-// holds a secret.
+// each claim names) nor two under leases that overlapped on the database's clock (history-check.ts),
+// one receipt and at most one answer per task on the sandbox, and nothing on disk holds a secret.
 //
 // The schedule (which node, when) comes from a seed printed at the start: CHAOS_SEED=<n> replays it.
 // As in test/chaos/chaos.test.ts, the deliveries come from the Gitea stand-in's sender (the one
@@ -269,6 +269,12 @@ describe('chaos: three nodes alike on one PostgreSQL, SIGKILL of any node and of
     expect(runs.epochProblems).toEqual([]);
     // The epochs were checked: the database granted a lease for every run.
     expect(runs.leaseGrants).toBeGreaterThan(0);
+    // On the database's clock: no two runs of a repository under overlapping leases, every run under a granted one.
+    expect(verdict.leases.leaseProblems).toEqual([]);
+    expect(verdict.leases.overlappingRuns).toEqual([]);
+    expect(verdict.leases.runsWithoutGrant).toEqual([]);
+    expect(verdict.leases.runs).toBe(runs.runs);
+    expect(verdict.history).toEqual([]);
     expect(comments.receiptProblems).toEqual([]);
     expect(comments.repeatedFailureReceipts).toEqual([]);
     expect(comments.answerProblems).toEqual([]);

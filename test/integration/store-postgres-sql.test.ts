@@ -4,7 +4,6 @@
 // embedded store copied into an empty database. A real PostgreSQL throughout.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -20,6 +19,7 @@ import { storeDigest } from '../../src/upgrade/store-digest.js';
 import { EARLIER_SCHEMA } from '../../src/upgrade/earlier-postgres.js';
 import { NodeIdInUseError } from '../../src/store/sql/nodes.js';
 import { SCHEMA_VERSION } from '../../src/store/sql/schema.js';
+import { startPostgresRelay } from '../support/postgres-relay.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../support/postgres-server.js';
 import { copyFixture, expectedDump, expectStoreHolds, JOURNAL_FIXTURES } from '../support/journal-fixtures.js';
 import { until } from '../support/until.js';
@@ -278,32 +278,15 @@ describe('PostgreSQL SQL store: a database that stays away (CCWEB_DATABASE_OUTAG
   });
 
   it('a database that hangs instead of refusing (a partition: nothing answers, nothing is closed) is reported at the limit too', async () => {
-    const url = new URL(await database());
-    // A relay that stops passing bytes both ways while keeping every connection open.
-    let frozen = false;
-    const sockets = new Set<Socket>();
-    const relay = createServer((client) => {
-      const upstream = connect(Number(url.port), url.hostname);
-      for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
-        sockets.add(from);
-        from.on('data', (chunk) => void (frozen || to.write(chunk)));
-        from.on('error', () => undefined);
-        from.on('close', () => to.destroy());
-      }
-    });
-    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
-    cleanups.push(() => new Promise((r) => relay.close(r)));
-    const through = new URL(url);
-    through.port = String((relay.address() as AddressInfo).port);
+    const relay = await startPostgresRelay(await database());
+    cleanups.push(() => relay.close());
     const reports: string[] = [];
-    await openNode(through.toString(), { nodeId: 'node-hang', heartbeatMs: 100, outageMs: 3_000, onUnreachable: (e) => void reports.push(e.message) });
+    await openNode(relay.url, { nodeId: 'node-hang', heartbeatMs: 100, outageMs: 3_000, onUnreachable: (e) => void reports.push(e.message) });
     // Cleanups run last first: the hung connections are cut before the store closes, or its close would wait on them.
-    cleanups.push(async () => {
-      for (const sock of sockets) sock.destroy();
-    });
+    cleanups.push(async () => relay.setMode('cut'));
     await new Promise((r) => setTimeout(r, 500));
     expect(reports).toEqual([]);
-    frozen = true;
+    relay.setMode('half-open');
     const at = Date.now();
     await until('the hang reported', async () => reports.length > 0, 20_000);
     expect(Date.now() - at).toBeLessThan(6_000);

@@ -33,15 +33,16 @@ describe('store leases', () => {
     expect(renewed!.expiresAt - renewed!.now).toBe(120_000);
     // A shorter renewal never moves the expiry back.
     expect((await store.transact((tx) => tx.renewLease(R, 1, 1)))!.expiresAt).toBe(renewed!.expiresAt);
-    expect(await store.transact((tx) => tx.endLease(R, 1, 'expire'))).toBe(false); // not expired
-    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBe(true);
-    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBe(false);
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'expire'))).toBeNull(); // not expired
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toMatchObject({ endedAt: expect.any(Number) });
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBeNull();
 
     const second = await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }));
-    expect(second).toMatchObject({ granted: true, epoch: 2 });
+    // Released: no lease was taken over.
+    expect(second).toMatchObject({ granted: true, epoch: 2, replaced: null });
     // The first holder's epoch is over: nothing it sends counts.
     expect(await store.transact((tx) => tx.renewLease(R, 1, 60_000))).toBeNull();
-    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBe(false);
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'release'))).toBeNull();
     expect((await store.heldLeases()).leases.map((l) => [l.repoKey, l.epoch, l.holder])).toEqual([
       ['default:o/other', 1, 'node-b'],
       [R, 2, 'node-b'],
@@ -65,7 +66,8 @@ describe('store leases', () => {
     expect(fenced).toBeInstanceOf(LeaseLostError);
     expect(fenced).toMatchObject({ code: 'lease_lost', repoKey: R, epoch: 1 });
     expect(await store.get('comments', 'late-answer')).toBeUndefined();
-    expect(await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }))).toMatchObject({ granted: true, epoch: 2 });
+    // The takeover names the lease it ended and when: its expiry, on the database's clock.
+    expect(await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }))).toMatchObject({ granted: true, epoch: 2, replaced: { epoch: 1, expiresAt: held.leases[0]!.expiresAt } });
     // While it holds, a fenced write commits.
     await store.transact(async (tx) => {
       await tx.fenceLease(R, 2);
@@ -80,7 +82,7 @@ describe('store leases', () => {
     const ahead = Date.now() + 3_600_000;
     vi.spyOn(Date, 'now').mockImplementation(() => ahead);
     expect(await store.transact((tx) => tx.grantLease(R, { holder: 'node-b', taskId: 't2', ttlMs: 60_000 }))).toMatchObject({ granted: false });
-    expect(await store.transact((tx) => tx.endLease(R, 1, 'expire'))).toBe(false);
+    expect(await store.transact((tx) => tx.endLease(R, 1, 'expire'))).toBeNull();
     await store.transact((tx) => tx.fenceLease(R, 1));
   });
 

@@ -31,6 +31,9 @@ function leaseRow(row: Row): LeaseRow {
 
 export async function grantLease(session: SqlSession, dialect: Dialect, repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant> {
   const now = NOW;
+  // The row as it was (locked on PostgreSQL until this transaction ends), to say which lease a takeover
+  // ended and when: a lease never released ended at its last expiry, the one renewals had moved it to.
+  const [before] = await session.all(`SELECT epoch, holder, expires_at FROM repo_leases WHERE repo_key = ?${dialect === 'postgres' ? ' FOR UPDATE' : ''}`, [repoKey]);
   const [granted] = await session.all(
     `${withClock(dialect)}INSERT INTO repo_leases (repo_key, epoch, holder, task_id, expires_at) VALUES (?, 1, ?, ?, ${now} + ?)
      ON CONFLICT (repo_key) DO UPDATE SET epoch = repo_leases.epoch + 1, holder = excluded.holder, task_id = excluded.task_id, expires_at = excluded.expires_at
@@ -38,7 +41,10 @@ export async function grantLease(session: SqlSession, dialect: Dialect, repoKey:
      RETURNING epoch, expires_at, ${now} AS now`,
     [repoKey, request.holder, request.taskId, Math.max(1, Math.round(request.ttlMs))],
   );
-  if (granted) return { granted: true, epoch: Number(granted['epoch']), expiresAt: Number(granted['expires_at']), now: Number(granted['now']) };
+  if (granted) {
+    const replaced = before && before['holder'] !== null ? { epoch: Number(before['epoch']), expiresAt: Number(before['expires_at']) } : null;
+    return { granted: true, epoch: Number(granted['epoch']), expiresAt: Number(granted['expires_at']), now: Number(granted['now']), replaced };
+  }
   const [current] = await session.all(`SELECT ${COLUMNS}, ${databaseNowMs(dialect)} AS now FROM repo_leases WHERE repo_key = ?`, [repoKey]);
   return { granted: false, current: leaseRow(current!), now: Number(current!['now']) };
 }
@@ -54,12 +60,14 @@ export async function renewLease(session: SqlSession, dialect: Dialect, repoKey:
   return row ? { expiresAt: Number(row['expires_at']), now: Number(row['now']) } : null;
 }
 
-export async function endLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<boolean> {
-  const changed = await session.run(
-    `UPDATE repo_leases SET holder = NULL, task_id = NULL WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL${how === 'expire' ? ` AND expires_at <= ${databaseNowMs(dialect)}` : ''}`,
+/** When the lease ended on the database's clock (now, or its expiry if that came first); null when `epoch` is not the current holder's. */
+export async function endLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<{ endedAt: number } | null> {
+  const [row] = await session.all(
+    `${withClock(dialect)}UPDATE repo_leases SET holder = NULL, task_id = NULL WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL${how === 'expire' ? ` AND expires_at <= ${NOW}` : ''}
+     RETURNING ${dialect === 'sqlite' ? 'min' : 'least'}(expires_at, ${NOW}) AS ended_at`,
     [repoKey, epoch],
   );
-  return changed === 1;
+  return row ? { endedAt: Number(row['ended_at']) } : null;
 }
 
 export async function fenceLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number): Promise<void> {

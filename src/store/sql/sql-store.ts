@@ -552,7 +552,7 @@ class SqlTx implements LeaseStoreTx {
     return leases.renewLease(this.#session, this.#dialect, repoKey, epoch, ttlMs);
   }
 
-  async endLease(repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<boolean> {
+  async endLease(repoKey: string, epoch: number, how: 'release' | 'expire'): Promise<{ endedAt: number } | null> {
     this.#assertWrite();
     return leases.endLease(this.#session, this.#dialect, repoKey, epoch, how);
   }
