@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
  * on the SQL store against a throwaway PostgreSQL (CCWEB_TEST_STORE_ENGINE=postgres;
  * test/support/store-helpers.ts).
  */
-const STORE_CONTRACT = ['test/unit/store.test.ts', 'test/unit/store-leases.test.ts'];
+const STORE_CONTRACT = ['test/unit/store.test.ts', 'test/unit/store-leases.test.ts', 'test/unit/store-claims.test.ts'];
 
 export default defineConfig({
   test: {

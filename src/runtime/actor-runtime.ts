@@ -1,12 +1,12 @@
-import { createActor, type AnyActorRef, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import { createActor, transition, type AnyActorRef, type AnyMachineSnapshot, type EventObject } from 'xstate';
 import { VersionConflictError, type Store, type Tx } from '../store/types.js';
 import { summarizeEvent, writeChange } from './actor-records.js';
-import type { ActorKind, ActorRecord, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
+import type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 import { CreationTemplates } from './creation-steps.js';
 import { MachineFacts, restorableSnapshot } from './machine-facts.js';
 import { stateValueToString } from './state-value.js';
 
-export type { ActorKind, ActorRecord, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
+export type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 
 interface Host {
   actorId: string;
@@ -59,6 +59,8 @@ export class ActorRuntime {
   private readonly outdated = new Set<string>();
   /** Actors that reached a final state whose transition is not committed yet: their state until it is. */
   private readonly finishing = new Map<string, { state: string; stateVersion: number; context: unknown }>();
+  /** Actors a runtime transaction (`transact`) is moving: a `send` to one waits until that transaction ended. */
+  private readonly moving = new Map<string, Promise<void>>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -204,9 +206,101 @@ export class ActorRuntime {
     return { state: created.state, stateVersion: created.stateVersion };
   }
 
+  /**
+   * Runs `fn` in one store transaction in which actors are moved (`ActorTx.send`) and created
+   * (`ActorTx.create`) together: every transition is kept, or none. Live copies of the actors moved are
+   * replaced by the stored ones, and listeners hear of the transitions, once the transaction is durable.
+   * Meanwhile a `send` to one of them waits for the transaction, so it applies to the state it leaves.
+   */
+  async transact<R>(fn: (atx: ActorTx) => Promise<R>): Promise<R> {
+    let ended!: () => void;
+    const done = new Promise<void>((resolve) => (ended = resolve));
+    const touched = new Set<string>();
+    let afterCommit: Array<() => void> = [];
+    try {
+      const result = await this.store.transact(async (tx) => {
+        // The store may run fn again (a retried transaction): only the last run's transitions count.
+        afterCommit = [];
+        const mark = (actorId: string) => {
+          touched.add(actorId);
+          this.moving.set(actorId, done);
+        };
+        return fn({
+          tx,
+          send: (actorId, event, options = {}) => {
+            mark(actorId);
+            return this.sendInTx(tx, actorId, event, options.by ?? 'system', afterCommit);
+          },
+          create: async (kindName, actorId, input, options = {}) => {
+            mark(actorId);
+            const created = await this.createInTx(tx, kindName, actorId, input, options);
+            afterCommit.push(created.start);
+            return { state: created.state, stateVersion: created.stateVersion };
+          },
+        });
+      });
+      for (const apply of afterCommit) apply();
+      return result;
+    } finally {
+      for (const actorId of touched) if (this.moving.get(actorId) === done) this.moving.delete(actorId);
+      ended();
+    }
+  }
+
+  /** One transition of `ActorTx.send`: from the stored snapshot, written in `tx`; `afterCommit` gets what follows it. */
+  private async sendInTx(tx: Tx, actorId: string, event: EventObject, by: string, afterCommit: Array<() => void>): Promise<SendResult> {
+    const rec = await tx.get<ActorRecord>('actors', actorId);
+    const kind = rec ? this.kinds.get(rec.kind) : undefined;
+    const persisted = rec && kind && rec.status === 'active' ? this.restorable(rec) : undefined;
+    const rejected = async (reason: 'illegal_transition' | 'unknown_actor' | 'actor_stopped'): Promise<SendResult> => {
+      await tx.appendAudit({
+        level: 'alert',
+        action: 'runtime.event_rejected',
+        actor: by,
+        actorId,
+        taskId: rec?.taskId ?? null,
+        fromState: rec?.state ?? null,
+        stateVersion: rec?.stateVersion ?? null,
+        errorCode: reason,
+        metadata: { event: summarizeEvent(event) },
+      });
+      return { ok: false, reason, state: rec?.state ?? null, stateVersion: rec?.stateVersion ?? null };
+    };
+    if (!rec || !kind) return rejected('unknown_actor');
+    if (persisted === undefined) return rejected('actor_stopped');
+    let current: AnyMachineSnapshot;
+    try {
+      // An actor made from the persisted snapshot and never started: the snapshot, resolved, and nothing run.
+      current = createActor(kind.machine, { snapshot: persisted as never }).getSnapshot() as AnyMachineSnapshot;
+    } catch {
+      return rejected('actor_stopped');
+    }
+    if (event.type.startsWith('xstate.') || !current.can(event)) return rejected('illegal_transition');
+    const [next, actions] = transition(kind.machine, current, event);
+    if (actions.length > 0) throw new Error(`${actorId}: ${event.type} runs actions (${actions.map((a) => a.type).join(', ')}); move the actor with send, not in a runtime transaction`);
+    const nextPersisted = kind.machine.getPersistedSnapshot(next);
+    const toState = stateValueToString(next.value);
+    if (JSON.stringify(nextPersisted) === JSON.stringify(persisted)) return { ok: true, fromState: rec.state, toState, stateVersion: rec.stateVersion };
+    const change: PersistedChange = { actorId, kind: kind.kind, fromState: rec.state, toState, stateVersion: rec.stateVersion + 1, snapshot: next, event, by };
+    await writeChange(tx, kind, change, rec.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, nextPersisted);
+    afterCommit.push(() => {
+      // The stored actor is now this transition's: a live copy (whatever it held) gives way to it.
+      const live = this.hosts.get(actorId);
+      if (live) {
+        live.unsubscribe();
+        live.actor.stop();
+        this.hosts.delete(actorId);
+      }
+      if (next.status === 'active' && (live !== undefined || !this.hostedOnUse(kind.kind, actorId))) this.host(kind, actorId, rec.taskId, nextPersisted, toState, change.stateVersion);
+      this.emit({ actorId, kind: kind.kind, taskId: rec.taskId, fromState: rec.state, toState, stateVersion: change.stateVersion, context: next.context, event, by });
+    });
+    return { ok: true, fromState: rec.state, toState, stateVersion: change.stateVersion };
+  }
+
   /** Sends an event; resolves once the resulting transition is durable, or with the rejection. */
   async send(actorId: string, event: EventObject, options: SendOptions = {}): Promise<SendResult> {
     const by = options.by ?? 'system';
+    for (let moving = this.moving.get(actorId); moving; moving = this.moving.get(actorId)) await moving;
     const host = (await this.freshHost(actorId)) ?? (await this.hostLazy(actorId));
     if (!host) {
       const rec = await this.store.get<ActorRecord>('actors', actorId);

@@ -81,6 +81,23 @@ export interface SendOptions {
   guard?: (tx: Tx) => Promise<void>;
 }
 
+/**
+ * A store transaction in which actors move together (`ActorRuntime.transact`): each transition is
+ * computed from the actor's stored snapshot, read (and on PostgreSQL locked) in `tx`, and written in
+ * `tx` with the usual compare-and-swap, projection and audit. All of them are kept or none; live
+ * copies follow once the transaction is durable.
+ */
+export interface ActorTx {
+  readonly tx: Tx;
+  /**
+   * `ActorRuntime.send` inside the transaction. Only for transitions that run no effect (no invoke,
+   * no action but `assign`): one that would throws, and the transaction keeps nothing.
+   */
+  send(actorId: string, event: EventObject, options?: { by?: string }): Promise<SendResult>;
+  /** `ActorRuntime.createInTx`, started once the transaction is durable. */
+  create(kindName: string, actorId: string, input: unknown, options?: { events?: EventObject[]; by?: string; taskId?: string | null }): Promise<{ state: string; stateVersion: number }>;
+}
+
 export interface RuntimeOptions {
   store: Store;
   kinds: ActorKind[];

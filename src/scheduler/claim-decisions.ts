@@ -30,11 +30,14 @@ export function claimEventOf(pick: ClaimCandidate, leaseId: string): TaskEvent |
   return null;
 }
 
+/** What the claim transaction found of a pick's repository lock actor. */
+export type LockActorFound = 'free' | 'held' | 'absent' | 'locked_elsewhere';
+
 /**
- * After the lease was acquired, whether the claim must be given up: pause or disable may have landed
- * while the lease was being acquired, and a paused scheduler never claims (no CLAIM audit event
- * ever follows a pause).
+ * Whether the claim transaction takes `pick`, from the rows it locked (a row another transaction holds
+ * was skipped, not waited for): the task's actor and record both locked here, the task still in the
+ * state the scan saw, and the repository's lock actor free (locked here) or not made yet.
  */
-export function claimAbandoned(now: { stopped: boolean; leaseLost: boolean; paused: boolean; repoDisabled: boolean }): boolean {
-  return now.stopped || now.leaseLost || now.paused || now.repoDisabled;
+export function claimableNow(pick: ClaimCandidate, found: { taskState: string | undefined; taskRecordLocked: boolean; lockActor: LockActorFound }): boolean {
+  return found.taskRecordLocked && found.taskState === expectedStateOf(pick) && (found.lockActor === 'free' || found.lockActor === 'absent');
 }

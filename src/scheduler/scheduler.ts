@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { TaskContext } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type TaskRecord } from '../domain/records.js';
 import type { ActorRecord, TransitionNotice } from '../runtime/actor-runtime.js';
 import { isLeaseRefusal, type Tx } from '../store/types.js';
+import { lockActorId } from '../leases/repo-lock-actor.js';
 import { taskActorId } from '../tasks/task-actor.js';
-import { claimAbandoned, claimableUnderHold, claimEventOf, expectedStateOf, SCANNED_STATES } from './claim-decisions.js';
+import { claimableUnderHold, SCANNED_STATES } from './claim-decisions.js';
+import { claimTogether } from './claim-transaction.js';
 import { systemClock } from './clock.js';
 import { expiredLeases, leaselessDecision, renewedExpiry } from './lease-decisions.js';
 import { pickClaims, type ClaimCandidate } from './pick-claims.js';
@@ -43,8 +44,8 @@ export interface Scheduler {
 interface Worker {
   repoKey: string;
   taskId: string;
-  /** Null while the lease is being acquired. */
-  lease: HeldLease | null;
+  /** Granted with the claim, in its transaction; `expiresAt` moves with each heartbeat. */
+  lease: HeldLease;
   abort: AbortController;
   cancelHeartbeat: (() => void) | null;
   /** The local watch on the lease's expiry (see `watchExpiry`). */
@@ -58,9 +59,10 @@ interface Worker {
 /**
  * Claims tasks for repositories: per repository strictly one task at a time (the repo-lock actor's
  * lease), FIFO by `queueSeq`, due `retry_wait` tasks first; repositories in parallel up to
- * `maxConcurrentTasks`. A task goes `queued → preparing` only after its repository lease was
- * acquired AND the CLAIM transition (CAS on stateVersion, in the runtime) succeeded; if the CLAIM is
- * rejected the lease is released at once.
+ * `maxConcurrentTasks` on this node. A claim is one transaction (claimTogether): the repository's lease
+ * granted, its lock actor held and the task moved under it (`queued → preparing`) are kept together or
+ * not at all, and nodes claiming at once take disjoint tasks (SKIP LOCKED), so no lease is granted for a
+ * claim that does not happen.
  *
  * The in-memory worker map is only an optimisation (spec §7): the durable lease decides. Leases are
  * renewed by heartbeats; a lease that expires or whose heartbeat is rejected is lost: the executor's
@@ -77,7 +79,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const { maxConcurrent, ttlMs, heartbeatMs, safetyPollMs, by } = resolveSchedulerSettings(options);
   const clock: SchedulerClock = options.clock ?? (options.now ? { now: options.now, setTimer: systemClock.setTimer } : systemClock);
   const logger: SchedulerLogger = options.logger ?? { info: () => {}, warn: () => {}, error: () => {} };
-  const locks = repoLockClient({ store, runtime, by, logger });
+  const locks = repoLockClient({ runtime, by });
   const { track, settled } = inflightSet();
 
   const workers = new Map<string, Worker>();
@@ -103,6 +105,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const isDisabled = async (repoKey: string) => (await store.get<RepositoryRecord>('repositories', repoKey))?.status === 'disabled';
   const leaseHeld = async (repoKey: string) => (await store.get<LeaseRecord>('leases', repoKey))?.state === 'held';
   const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held');
+  /** The repository's lock actor is stored but could not be hosted (its restore failed, alert-audited by the runtime). */
+  const lockUnavailable = async (repoKey: string) => {
+    if (await runtime.has(lockActorId(repoKey))) return false;
+    if (!(await store.get('actors', lockActorId(repoKey)))) return false;
+    logger.error({ repoKey }, 'repository lock is stored but not live; skipping the repository');
+    return true;
+  };
 
   async function tick(): Promise<void> {
     const now = clock.now();
@@ -127,8 +136,6 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (task.leaseId !== null) await failLeaseless(task.taskId, task.leaseId, 'lease_expired', false).catch((err: unknown) => logger.error({ taskId: task.taskId, err: errorMessage(err) }, 'stranded task not moved on'));
     }
     const owned = (await Promise.all(SCANNED_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat();
-    // Only tasks with a live actor can be claimed (one whose restore failed would be retried forever).
-    // Asked of the picks only: a long queue is not read twice at every scan.
     const dead = new Set<string>();
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
@@ -144,30 +151,34 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           if (off) disabled.add(repoKey);
         }),
       );
-      let picks: ClaimCandidate[];
-      for (;;) {
-        picks = pickClaims({
+      // Repositories whose head a claim transaction of this scan tried: taken, or left to another node.
+      const tried = new Set<string>();
+      while (!stopped && workers.size < maxConcurrent) {
+        const picks = pickClaims({
           tasks: candidates.filter((t) => !dead.has(t.taskId)),
           now,
-          busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey),
+          busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey) || tried.has(repoKey),
           disabled: (repoKey) => disabled.has(repoKey),
           slots: maxConcurrent - workers.size,
         });
+        if (picks.length === 0) break;
+        // Only tasks with a live actor can be claimed (one whose restore failed would be retried forever),
+        // and only where the repository's lock actor is live or not made yet. Asked of the picks only: a
+        // long queue is not read twice at every scan.
         const live = await Promise.all(picks.map((p) => runtime.has(taskActorId(p.taskId))));
-        if (live.every(Boolean)) break;
         picks.forEach((p, i) => !live[i] && dead.add(p.taskId));
-      }
-      for (const pick of picks) {
-        const worker = newWorker(pick);
-        // Reserve the slot now, synchronously, so the cap and one-per-repository hold across scans.
-        workers.set(pick.repoKey, worker);
-        void track(
-          claim(pick, worker).catch((err: unknown) => {
-            // A lease acquired before the failure is not renewed and expires on its own.
-            logger.error({ taskId: pick.taskId, err: errorMessage(err) }, 'claim failed');
-            freeSlot(worker);
-          }),
-        );
+        const lockless = await Promise.all(picks.map((p) => lockUnavailable(p.repoKey)));
+        picks.forEach((p, i) => lockless[i] && unavailableRepos.add(p.repoKey));
+        if (!live.every(Boolean) || lockless.some(Boolean)) continue;
+        picks.forEach((p) => tried.add(p.repoKey));
+        try {
+          const claimed = await claimTogether({ runtime, picks, owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped });
+          for (const { pick, lease } of claimed) startWorker(pick, lease);
+        } catch (err) {
+          // Nothing of the transaction was kept; a later scan tries again.
+          logger.error({ taskIds: picks.map((p) => p.taskId), err: errorMessage(err) }, 'claim failed');
+          break;
+        }
       }
     }
 
@@ -195,37 +206,16 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }, safetyPollMs);
   }
 
-  async function claim(pick: ClaimCandidate, worker: Worker): Promise<void> {
-    const taskActor = taskActorId(pick.taskId);
-    const expected = expectedStateOf(pick);
-    if ((await runtime.stateOf(taskActor))?.state !== expected) return freeSlot(worker);
-
-    const leaseId = randomUUID();
-    const now = clock.now();
-    const acquired = await locks.acquire(pick.repoKey, { type: 'ACQUIRE', leaseId, owner, taskId: pick.taskId, now, ttlMs });
-    if (acquired === 'unavailable') unavailableRepos.add(pick.repoKey);
-    if (acquired !== 'acquired') return freeSlot(worker);
-    worker.lease = { repoKey: pick.repoKey, leaseId, owner, expiresAt: now + ttlMs };
-    // The scan that started this claim armed its wake before the lease existed: the lease's expiry
-    // is a time to look again too (nextWakeAt's rule, for the lease the scan could not see).
-    if (wakeTimerAt === null || worker.lease.expiresAt < wakeTimerAt) armWakeTimer(worker.lease.expiresAt, now);
-
-    const paused = await isPaused();
-    const repoDisabled = await isDisabled(pick.repoKey);
-    if (claimAbandoned({ stopped, leaseLost: worker.lost, paused, repoDisabled })) {
-      await locks.release(worker.lease);
-      return freeSlot(worker);
-    }
-    const event = claimEventOf(pick, leaseId);
-    const claimed = event ? await runtime.send(taskActor, event, { by }) : { ok: (await runtime.stateOf(taskActor))?.state === expected };
-    if (!claimed.ok) {
-      // Cancelled (or otherwise moved) between the scan and the CLAIM: the CAS lost, give the lease back.
-      await locks.release(worker.lease);
-      return freeSlot(worker);
-    }
+  /** A claim committed (claimTogether): the worker runs the task under its lease from here. */
+  function startWorker(pick: ClaimCandidate, lease: HeldLease): void {
+    const worker = newWorker(pick, lease);
+    workers.set(pick.repoKey, worker);
+    // The scan armed its wake before the lease existed: the lease's expiry is a time to look again too
+    // (nextWakeAt's rule, for a lease the scan could not see).
+    if (wakeTimerAt === null || lease.expiresAt < wakeTimerAt) armWakeTimer(lease.expiresAt, clock.now());
     startHeartbeat(worker);
     watchExpiry(worker);
-    worker.done = runExecutor(worker, worker.lease);
+    worker.done = runExecutor(worker, lease);
   }
 
   function freeSlot(worker: Worker): void {
@@ -296,7 +286,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
    */
   function watchExpiry(worker: Worker): void {
     const lease = worker.lease;
-    if (!options.othersMayTakeOver || heartbeatMs <= 0 || stopped || !lease || worker.finished || worker.lost) return;
+    if (!options.othersMayTakeOver || heartbeatMs <= 0 || stopped || worker.finished || worker.lost) return;
     worker.cancelWatch = clock.setTimer(() => {
       worker.cancelWatch = null;
       if (worker.finished || worker.lost || worker.lease !== lease) return;
@@ -308,7 +298,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   async function beat(worker: Worker): Promise<void> {
     const lease = worker.lease;
-    if (!lease || worker.lost || worker.finished) return;
+    if (worker.lost || worker.finished) return;
     const now = clock.now();
     const ok = await locks.heartbeat(lease, now, ttlMs);
     if (worker.lost || worker.finished) return;
@@ -325,7 +315,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     if (lease.leaseId === null) return;
     if (!(await locks.expire(lease.repoKey, now))) return; // renewed in between
     const worker = workers.get(lease.repoKey);
-    await leaseLost(worker?.lease?.leaseId === lease.leaseId ? worker : null, lease.leaseId, lease.taskId, 'lease_expired');
+    await leaseLost(worker?.lease.leaseId === lease.leaseId ? worker : null, lease.leaseId, lease.taskId, 'lease_expired');
   }
 
   async function leaseLost(worker: Worker | null, leaseId: string, taskId: string | null, reason: string): Promise<void> {
@@ -434,20 +424,20 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       });
     },
     writeDeadline(taskId) {
-      const worker = [...workers.values()].find((w) => w.taskId === taskId && w.lease !== null && !w.lost && !w.finished);
-      return worker?.lease ? worker.lease.expiresAt - heartbeatMs : undefined;
+      const worker = [...workers.values()].find((w) => w.taskId === taskId && !w.lost && !w.finished);
+      return worker ? worker.lease.expiresAt - heartbeatMs : undefined;
     },
     running() {
       return [...workers.values()]
-        .filter((w): w is Worker & { lease: HeldLease } => w.lease !== null && w.done !== null)
+        .filter((w) => w.done !== null)
         .map((w) => ({ repoKey: w.repoKey, taskId: w.taskId, leaseId: w.lease.leaseId, expiresAt: w.lease.expiresAt }));
     },
     settled,
   };
 }
 
-function newWorker(pick: ClaimCandidate): Worker {
-  return { repoKey: pick.repoKey, taskId: pick.taskId, lease: null, abort: new AbortController(), cancelHeartbeat: null, cancelWatch: null, lost: false, finished: false, done: null };
+function newWorker(pick: ClaimCandidate, lease: HeldLease): Worker {
+  return { repoKey: pick.repoKey, taskId: pick.taskId, lease, abort: new AbortController(), cancelHeartbeat: null, cancelWatch: null, lost: false, finished: false, done: null };
 }
 
 /** A lease-loss decision made on an outdated copy of the task: the stored task runs under another lease. */

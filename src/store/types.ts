@@ -115,6 +115,15 @@ export interface Tx {
   archive(collection: CollectionName, key: string): Promise<void>;
   /** Append-only: events are never updated or deleted. */
   appendAudit(event: AuditEventInput): Promise<AuditEvent>;
+  /**
+   * The hot records of `keys`, by key, locked until this transaction ends. `skip`: a record another
+   * transaction holds locked is left out, not waited for (PostgreSQL's FOR UPDATE SKIP LOCKED) — how
+   * nodes taking work at once take disjoint records without waiting for each other. `share`: waits for
+   * writers, then keeps them out until this transaction ends (FOR SHARE) while other readers pass — what
+   * this transaction decides on cannot change before it commits. With one writer at a time (SQLite)
+   * nobody else holds a lock: every record found.
+   */
+  lock<T extends RecordType = StoredRecord>(collection: CollectionName, keys: readonly string[], mode: 'skip' | 'share'): Promise<Map<string, T>>;
 }
 
 /** A transaction of an engine that keeps leases (the SQL store on SQLite and on PostgreSQL). */
@@ -162,6 +171,13 @@ export interface LeaseTx {
    * its lease commits nothing more for it.
    */
   fenceLease(repoKey: string, epoch: number): Promise<void>;
+  /**
+   * The repositories among `repoKeys` whose lease has no holder, each lease row locked until this
+   * transaction ends; one another transaction holds locked is left out, not waited for (SKIP LOCKED).
+   * A grant in this transaction to one of them is therefore never refused, and no other transaction
+   * can grant it meanwhile. A lease held but expired is not free: it is ended (EXPIRE) first.
+   */
+  lockFreeLeases(repoKeys: readonly string[]): Promise<Set<string>>;
 }
 
 export interface StoreStats {

@@ -3,7 +3,7 @@
 // test/integration/scheduler-*.test.ts.
 import { describe, expect, it } from 'vitest';
 import type { LeaseRecord, TaskRecord } from '../../src/domain/records.js';
-import { claimAbandoned, claimableUnderHold, claimEventOf, expectedStateOf } from '../../src/scheduler/claim-decisions.js';
+import { claimableNow, claimableUnderHold, claimEventOf, expectedStateOf } from '../../src/scheduler/claim-decisions.js';
 import { expiredLeases, leaselessDecision, leaseLostEvent, renewedExpiry } from '../../src/scheduler/lease-decisions.js';
 import type { ClaimCandidate } from '../../src/scheduler/pick-claims.js';
 import { resolveSchedulerSettings } from '../../src/scheduler/scheduler-options.js';
@@ -47,10 +47,17 @@ describe('claim decisions', () => {
     expect(claimEventOf(pick('RETRY_DUE'), 'L')).toEqual({ type: 'RETRY_DUE', leaseId: 'L' });
     expect(claimEventOf(pick('RESUME', 'verifying_reply'), 'L')).toBeNull();
   });
-  it('gives up a claim when anything changed while the lease was acquired', () => {
-    const calm = { stopped: false, leaseLost: false, paused: false, repoDisabled: false };
-    expect(claimAbandoned(calm)).toBe(false);
-    for (const key of Object.keys(calm) as (keyof typeof calm)[]) expect(claimAbandoned({ ...calm, [key]: true }), key).toBe(true);
+  it('takes a pick only when its task is locked here, still where the scan saw it, and its lock free or not made yet', () => {
+    const ok = { taskState: 'queued', taskRecordLocked: true, lockActor: 'free' as const };
+    expect(claimableNow(pick('CLAIM'), ok)).toBe(true);
+    expect(claimableNow(pick('CLAIM'), { ...ok, lockActor: 'absent' })).toBe(true);
+    expect(claimableNow(pick('RETRY_DUE'), { ...ok, taskState: 'retry_wait' })).toBe(true);
+    expect(claimableNow(pick('CLAIM'), { ...ok, taskState: 'cancelled' })).toBe(false);
+    // Another claimer holds the task's actor (no state read) or its record.
+    expect(claimableNow(pick('CLAIM'), { ...ok, taskState: undefined })).toBe(false);
+    expect(claimableNow(pick('CLAIM'), { ...ok, taskRecordLocked: false })).toBe(false);
+    expect(claimableNow(pick('CLAIM'), { ...ok, lockActor: 'held' })).toBe(false);
+    expect(claimableNow(pick('CLAIM'), { ...ok, lockActor: 'locked_elsewhere' })).toBe(false);
   });
 });
 

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { EventObject } from 'xstate';
 import type { LeaseRecord, TaskRecord } from '../../src/domain/records.js';
 import { lockActorId } from '../../src/leases/repo-lock-actor.js';
-import type { ActorRuntime } from '../../src/runtime/actor-runtime.js';
+import type { ActorRuntime, ActorTx } from '../../src/runtime/actor-runtime.js';
 import { errorMessage } from '../../src/scheduler/repo-lock-client.js';
 import { createScheduler, type Scheduler, type SchedulerOptions } from '../../src/scheduler/index.js';
 import { LeaseLostError, type AuditEvent, type Store } from '../../src/store/types.js';
@@ -61,12 +61,25 @@ afterEach(async () => {
 });
 
 /** The real runtime with some of its methods replaced (fault injection only). */
-function faultyRuntime(runtime: ActorRuntime, over: Partial<Pick<ActorRuntime, 'send' | 'create' | 'has'>>): ActorRuntime {
+function faultyRuntime(runtime: ActorRuntime, over: Partial<Pick<ActorRuntime, 'send' | 'create' | 'has' | 'transact'>>): ActorRuntime {
   return new Proxy(runtime, {
     get(target, prop) {
       if (prop in over) return over[prop as keyof typeof over];
       const value = Reflect.get(target, prop, target) as unknown;
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** Runs `write` just before the first runtime transaction (the claim's): another writer landing between the scan and the claim. */
+function beforeFirstClaim(runtime: ActorRuntime, write: () => Promise<unknown>): ActorRuntime {
+  let pending: (() => Promise<unknown>) | null = write;
+  return faultyRuntime(runtime, {
+    transact: async <R>(fn: (atx: ActorTx) => Promise<R>): Promise<R> => {
+      const w = pending;
+      pending = null;
+      await w?.();
+      return runtime.transact(fn);
     },
   });
 }
@@ -296,22 +309,21 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'P', errorCode: 'executor_left_task' }, msg: 'publishing left unfinished; failing the task' }]);
   });
 
-  it('a resumed verification that finished on its own while the lease was being acquired: the lease goes back, no executor runs', async () => {
+  it('a resumed verification that finished on its own between the scan and the claim: no lease is granted, no executor runs', async () => {
     const r = await rig(walkToSuccess, {
       before: async (store, runtime) => {
         await submitTask(store, runtime, 'V', R);
         await drive(runtime, 'V', { type: 'CLAIM', leaseId: 'L-before-restart' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' });
       },
-    });
-    r.runtime.onTransition((n) => {
-      if (n.kind === 'lock' && n.toState === 'held') void r.runtime.send(taskActorId('V'), ev({ type: 'REPLY_CONFIRMED' }), { by: 'verifier' });
+      // The verifier's confirmation lands after the scan read the task, just before the claim transaction.
+      wrap: (runtime) => beforeFirstClaim(runtime, () => runtime.send(taskActorId('V'), ev({ type: 'REPLY_CONFIRMED' }), { by: 'verifier' })),
     });
     r.scheduler.start();
     await waitForTaskState(r.store, r.runtime, 'V', ['succeeded']);
-    await waitUntil(async () => (await lease(r.store, R))?.state === 'free', 'the lease to be released');
     await r.scheduler.settled();
     expect(r.calls).toHaveLength(0);
-    expect(auditWithEvent(await r.store.audit({}), 'lock.transition', 'RELEASE')).toHaveLength(1);
+    expect(await lease(r.store, R)).toBeUndefined();
+    expect((await r.store.audit({})).filter((e) => e.action === 'lease.granted' || e.action === 'runtime.event_rejected')).toEqual([]);
   });
 });
 
@@ -535,71 +547,37 @@ describe('repository lock failures', () => {
     expect(r.logged).toEqual([{ level: 'error', obj: { repoKey: R }, msg: 'repository lock is stored but not live; skipping the repository' }]);
   });
 
-  it('a lock that cannot be created is logged and the claim tried again on the next scan', async () => {
+  it('a claim transaction that fails is logged and keeps nothing (no lease, the task queued); a later scan claims the task', async () => {
     let failNext = true;
     const r = await rig(walkToSuccess, {
-      wrap: (runtime) =>
-        faultyRuntime(runtime, {
-          create: async (...args: Parameters<ActorRuntime['create']>) => {
-            if (args[0] === 'lock' && failNext) {
-              failNext = false;
-              throw new Error('disk full');
-            }
-            return runtime.create(...args);
-          },
-        }),
-    });
-    await submitTask(r.store, r.runtime, 'A', R);
-    r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
-    await r.scheduler.settled();
-    expect(r.logged).toEqual([{ level: 'error', obj: { repoKey: R, err: 'disk full' }, msg: 'repository lock could not be created' }]);
-    expect(r.calls).toHaveLength(1);
-    // Refused before anything was sent to a lock that did not exist.
-    expect((await r.store.audit({})).filter((e) => e.action === 'runtime.event_rejected')).toEqual([]);
-  });
-
-  it('a lock created by someone else in between: the claim goes on with a plain ACQUIRE, nothing logged', async () => {
-    let raced = false;
-    const r = await rig(walkToSuccess, {
-      wrap: (runtime) =>
-        faultyRuntime(runtime, {
-          create: async (...args: Parameters<ActorRuntime['create']>) => {
-            if (args[0] === 'lock' && !raced) {
-              raced = true;
-              await runtime.create('lock', args[1], args[2], { by: 'other-scheduler' }); // free lock, no lease
-              return runtime.create(...args); // now a duplicate: throws
-            }
-            return runtime.create(...args);
-          },
-        }),
-    });
-    await submitTask(r.store, r.runtime, 'A', R);
-    r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
-    await r.scheduler.settled();
-    expect(raced).toBe(true);
-    expect(r.logged).toEqual([]);
-    const acquires = auditWithEvent(await r.store.audit({}), 'lock.transition', 'ACQUIRE');
-    expect(acquires.map((e) => e.actor)).toEqual([BY]);
-    expect(eventOf(acquires[0]!).leaseId).toBe(r.calls[0]!.lease.leaseId);
-  });
-
-  it('a claim that throws is logged and frees its slot at once; its lease expires on its own and the task runs later', async () => {
-    const r = await rig(walkToSuccess, {
       maxConcurrentTasks: 1,
-      wrap: failFirstSendOf('CLAIM'),
+      // Test double: the claim's commit fails once (a write error), after every write of the claim was made.
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          transact: async <R>(fn: (atx: ActorTx) => Promise<R>): Promise<R> =>
+            runtime.transact(async (atx) => {
+              const result = await fn(atx);
+              if (failNext) {
+                failNext = false;
+                throw new Error('store write failed');
+              }
+              return result;
+            }),
+        }),
     });
     await submitTask(r.store, r.runtime, 'A', R);
-    await submitTask(r.store, r.runtime, 'B', S);
     r.scheduler.start();
-    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+    await waitUntil(() => r.logged.length > 0, 'the failure logged');
     await r.scheduler.settled();
+    expect(r.logged).toEqual([{ level: 'error', obj: { taskIds: ['A'], err: 'store write failed' }, msg: 'claim failed' }]);
     expect((await task(r.store, 'A')).state).toBe('queued');
-    expect(await lease(r.store, R)).toMatchObject({ state: 'held', taskId: 'A' });
-    expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'claim failed' }]);
-    r.clock.advance(1000);
+    expect(await lease(r.store, R)).toBeUndefined();
+    expect(await r.store.get('actors', lockActorId(R))).toBeUndefined();
+    expect((await r.store.audit({})).filter((e) => e.action === 'lease.granted' || e.action.startsWith('lock.'))).toEqual([]);
+    expect(r.calls).toHaveLength(0);
+    r.clock.advance(30_000); // the safety poll
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    expect(r.calls).toHaveLength(1);
   });
 
   it('a release that throws is logged; the slot is freed anyway and the lease expires on its own', async () => {
@@ -706,17 +684,21 @@ describe('start, stop and wake-ups', () => {
     expect(r.calls).toHaveLength(1);
   });
 
-  it('stop() while a lease is being acquired: the lease goes back, the task stays queued', async () => {
-    const r = await rig(walkToSuccess);
+  it('stop() as a claim transaction begins: nothing is claimed, no lease granted, the task stays queued', async () => {
     let stopping: Promise<void> | null = null;
-    r.runtime.onTransition((n) => {
-      if (n.kind === 'lock' && n.toState === 'held') stopping ??= r.scheduler.stop();
+    let scheduler: Scheduler | null = null;
+    const r = await rig(walkToSuccess, {
+      wrap: (runtime) =>
+        beforeFirstClaim(runtime, async () => {
+          stopping = scheduler!.stop();
+        }),
     });
+    scheduler = r.scheduler;
     await submitTask(r.store, r.runtime, 'A', R);
     r.scheduler.start();
-    await waitUntil(() => stopping !== null, 'the lease to be acquired');
+    await waitUntil(() => stopping !== null, 'the claim transaction');
     await stopping;
-    expect((await lease(r.store, R))!.state).toBe('free');
+    expect(await lease(r.store, R)).toBeUndefined();
     expect((await task(r.store, 'A')).state).toBe('queued');
     expect(r.calls).toEqual([]);
   });

@@ -5,7 +5,7 @@
 // transaction announces reaches the listeners once it committed, never if it did not.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LeaseLostError, type LeaseStore } from '../../src/store/index.js';
-import { storeDirs } from '../support/store-helpers.js';
+import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
 
 const env = storeDirs();
 afterEach(() => {
@@ -113,6 +113,64 @@ describe('store leases', () => {
     expect(takeover).toMatchObject({ granted: true, epoch: 2 });
     expect(order).toEqual(['fenced write committing', 'takeover granted']);
     expect(await store.get('comments', 'answer')).toEqual({ by: 'node-a' });
+  });
+});
+
+describe('locks for claims', () => {
+  it('lockFreeLeases: only repositories without a holder, a never-leased one too; a grant to one of them in the same transaction is never refused', async () => {
+    const store = await open();
+    const HELD = 'default:o/held';
+    await store.transact((tx) => tx.grantLease(HELD, { holder: 'node-a', taskId: 't0', ttlMs: 60_000 }));
+    const grant = await store.transact(async (tx) => {
+      const free = await tx.lockFreeLeases([R, HELD, R]);
+      return { free: [...free], grant: await tx.grantLease(R, { holder: 'node-b', taskId: 't1', ttlMs: 60_000 }) };
+    });
+    expect(grant).toMatchObject({ free: [R], grant: { granted: true, epoch: 1 } });
+    expect(await store.transact(async (tx) => [...(await tx.lockFreeLeases([R, HELD]))])).toEqual([]);
+    await store.transact((tx) => tx.endLease(R, 1, 'release'));
+    expect(await store.transact(async (tx) => [...(await tx.lockFreeLeases([R]))])).toEqual([R]);
+  });
+
+  it('lock: hot records by key; on PostgreSQL a record another transaction holds is skipped (skip) — not waited for — and a writer waits for a share lock', async () => {
+    const store = await open();
+    await store.transact(async (tx) => {
+      for (const key of ['a', 'b', 'c']) await tx.insert('tasks', key, { key });
+      await tx.archive('tasks', 'c');
+    });
+    expect(await store.transact(async (tx) => [...(await tx.lock('tasks', ['a', 'b', 'c', 'missing'], 'skip')).entries()])).toEqual([
+      ['a', { key: 'a' }],
+      ['b', { key: 'b' }],
+    ]);
+    if (STORE_ENGINE !== 'postgres') return; // one writer: no other transaction can hold a lock meanwhile
+
+    const S = 'default:o/other';
+    // Both lease rows exist (a row being made is waited for instead: the claimers making it wait in key order).
+    await store.transact((tx) => tx.lockFreeLeases([R, S]));
+    await store.transact((tx) => tx.insert('control', 'global', { globalPaused: false }));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const order: string[] = [];
+    const holder = store.transact(async (tx) => {
+      await tx.lock('tasks', ['a'], 'skip');
+      await tx.lockFreeLeases([R]);
+      await tx.lock('control', ['global'], 'share');
+      locked();
+      await held;
+      order.push('share lock released');
+    });
+    await isLocked;
+    const other = store.transact(async (tx) => [[...(await tx.lock('tasks', ['a', 'b'], 'skip')).keys()], [...(await tx.lockFreeLeases([R, S]))]]);
+    // A guard against hanging, not a timing assertion: a skip that waits never resolves while the holder waits for it.
+    const skipped = await Promise.race([other, sleep(10_000).then(() => 'waited for a locked row')]);
+    if (typeof skipped === 'string') release(); // fail now, not at the hook's timeout
+    expect(skipped).toEqual([['b'], [S]]);
+    const writer = store.transact((tx) => tx.put('control', 'global', { globalPaused: true })).then(() => order.push('writer committed'));
+    await sleep(200);
+    release();
+    await Promise.all([holder, writer]);
+    expect(order).toEqual(['share lock released', 'writer committed']);
   });
 });
 

@@ -78,6 +78,25 @@ export async function fenceLease(session: SqlSession, dialect: Dialect, repoKey:
   if (rows.length === 0) throw new LeaseLostError(repoKey, epoch);
 }
 
+export async function lockFreeLeases(session: SqlSession, dialect: Dialect, repoKeys: readonly string[]): Promise<Set<string>> {
+  const keys = [...new Set(repoKeys)].sort();
+  if (keys.length === 0) return new Set();
+  const list = keys.map(() => '?').join(', ');
+  // A repository never leased has no row to lock yet: a free one (epoch 0; the first grant makes it 1)
+  // is made first. Rows are made in key order, so two claimers making rows at once wait for each other
+  // in one order and never deadlock; once a row exists, nobody waits for it here again.
+  const existing = new Set((await session.all(`SELECT repo_key FROM repo_leases WHERE repo_key IN (${list})`, keys)).map((r) => String(r['repo_key'])));
+  const missing = keys.filter((k) => !existing.has(k));
+  if (missing.length > 0) {
+    await session.run(`INSERT INTO repo_leases (${COLUMNS}) VALUES ${missing.map(() => '(?, 0, NULL, NULL, 0)').join(', ')} ON CONFLICT (repo_key) DO NOTHING`, missing);
+  }
+  const rows = await session.all(
+    `SELECT repo_key FROM repo_leases WHERE repo_key IN (${list}) AND holder IS NULL ORDER BY repo_key${dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : ''}`,
+    keys,
+  );
+  return new Set(rows.map((r) => String(r['repo_key'])));
+}
+
 /** Every held lease, and the database's clock when they were read (to judge expiry by). */
 export async function heldLeases(read: (sql: string, params?: readonly unknown[]) => Promise<Row[]>, dialect: Dialect): Promise<{ leases: LeaseRow[]; now: number }> {
   const [clock] = await read(`SELECT ${databaseNowMs(dialect)} AS now`);

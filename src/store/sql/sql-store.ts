@@ -557,6 +557,22 @@ class SqlTx implements LeaseStoreTx {
     return leases.endLease(this.#session, this.#dialect, repoKey, epoch, how);
   }
 
+  async lockFreeLeases(repoKeys: readonly string[]): Promise<Set<string>> {
+    this.#assertWrite();
+    return leases.lockFreeLeases(this.#session, this.#dialect, repoKeys);
+  }
+
+  async lock<T extends RecordType = StoredRecord>(collection: CollectionName, keys: readonly string[], mode: 'skip' | 'share'): Promise<Map<string, T>> {
+    this.#assertOpen();
+    const found = new Map<string, T>();
+    if (keys.length === 0) return found;
+    // Key order: a `share` lock waits, and transactions that wait for rows in one order never deadlock.
+    const clause = this.#dialect !== 'postgres' ? '' : mode === 'skip' ? ' FOR UPDATE SKIP LOCKED' : ' FOR SHARE';
+    const rows = await this.#session.all(`SELECT key, body FROM ${table(collection)} WHERE archived = 0 AND key IN (${keys.map(() => '?').join(', ')}) ORDER BY key${clause}`, [...keys]);
+    for (const row of rows) found.set(String(row['key']), parseFrozen<T>(row['body']));
+    return found;
+  }
+
   async notify(channel: string, payload: string): Promise<void> {
     this.#assertOpen();
     await this.#session.notify(channel, payload);

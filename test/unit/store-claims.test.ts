@@ -1,0 +1,116 @@
+// Claims by two nodes at once on one store, on each engine (project main: SQLite; project
+// store-on-postgres: PostgreSQL, each node with its own connections to one database). Every node's
+// scheduler scans the same queue at the same moments; a claim is one transaction (claim-transaction.ts)
+// whose rows are taken with SKIP LOCKED on PostgreSQL. What must hold: every task claimed and run
+// exactly once, no claim race wasted as a refused lease grant, a rejected transition or a failed claim
+// transaction, and never two tasks of one repository running at once.
+import { afterEach, describe, expect, it } from 'vitest';
+import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
+import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
+import { createScheduler, type Scheduler } from '../../src/scheduler/index.js';
+import type { Store } from '../../src/store/types.js';
+import { auditWithEvent, schedulerKinds, scriptedExecutor, submitTask, waitUntil, walkToSuccess } from '../support/scheduler-harness.js';
+import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
+
+const env = storeDirs();
+const running: Scheduler[] = [];
+afterEach(async () => {
+  for (const scheduler of running.splice(0)) await scheduler.stop();
+  await env.cleanup();
+});
+
+const REPOS = 30;
+const TASKS_PER_REPO = 3;
+const SLOTS_PER_NODE = 4;
+
+interface Logged {
+  node: string;
+  level: string;
+  msg: string | undefined;
+  obj: Record<string, unknown>;
+}
+
+describe('claims by several nodes at once', () => {
+  it('every queued task is claimed and run exactly once; no lease grant or transition is refused; one running task per repository', async () => {
+    const dir = await env.dir();
+    const first = await env.open({ dir, indexes: STORE_INDEXES });
+    // SQLite has one writer, so its nodes share the store; on PostgreSQL each node has its own pool.
+    const second = STORE_ENGINE === 'sqlite' ? first : await env.open({ dir, indexes: STORE_INDEXES });
+
+    const logged: Logged[] = [];
+    const runningIn = new Map<string, string>();
+    const overlaps: string[] = [];
+    const runs = new Map<string, number>();
+    const node = (name: string, store: Store) => {
+      const runtime = new ActorRuntime({ store, kinds: schedulerKinds(), shared: true });
+      const { executor } = scriptedExecutor(runtime, async (call) => {
+        const repoKey = call.lease.repoKey;
+        const other = runningIn.get(repoKey);
+        if (other !== undefined) overlaps.push(`${repoKey}: ${call.taskId} started while ${other} ran`);
+        runningIn.set(repoKey, call.taskId);
+        runs.set(call.taskId, (runs.get(call.taskId) ?? 0) + 1);
+        try {
+          await walkToSuccess(call);
+        } finally {
+          if (runningIn.get(repoKey) === call.taskId) runningIn.delete(repoKey);
+        }
+      });
+      const log = (level: string) => (obj: Record<string, unknown>, msg?: string) => void logged.push({ node: name, level, msg, obj });
+      const scheduler = createScheduler({
+        store,
+        runtime,
+        executor,
+        owner: `${name}/1/1`,
+        by: `scheduler:${name}`,
+        maxConcurrentTasks: SLOTS_PER_NODE,
+        leaseTtlMs: 60_000,
+        heartbeatMs: 0,
+        // Nodes hear of each other's work only through the store: both look again every few ms, so their scans meet.
+        safetyPollMs: 5,
+        othersMayTakeOver: true,
+        logger: { info: log('info'), warn: log('warn'), error: log('error') },
+      });
+      running.push(scheduler);
+      return { runtime, scheduler };
+    };
+    const a = node('node-a', first);
+    const b = node('node-b', second);
+
+    const taskIds: string[] = [];
+    for (let t = 0; t < TASKS_PER_REPO; t++) {
+      for (let r = 0; r < REPOS; r++) {
+        const taskId = `t${r}-${t}`;
+        taskIds.push(taskId);
+        await submitTask(first, a.runtime, taskId, `default:org/repo-${r}`);
+      }
+    }
+    a.scheduler.start();
+    b.scheduler.start();
+    await waitUntil(
+      async () => (await first.byIndex<TaskRecord>('tasks', 'state', 'succeeded')).length === taskIds.length,
+      'every task to succeed',
+      15_000,
+    );
+    await Promise.all([a.scheduler.settled(), b.scheduler.settled()]);
+
+    const audit = await first.audit({});
+    // Each task claimed once (one CLAIM, one granted lease), run once, by either node.
+    const claims = auditWithEvent(audit, 'task.transition', 'CLAIM');
+    expect(claims.map((e) => e.taskId).sort()).toEqual([...taskIds].sort());
+    expect(audit.filter((e) => e.action === 'lease.granted')).toHaveLength(taskIds.length);
+    expect([...runs.entries()].filter(([, n]) => n !== 1)).toEqual([]);
+    expect(runs.size).toBe(taskIds.length);
+    // No claim race wasted: no rejected transition, no refused grant (it would fail its claim transaction), no lost lease.
+    const wasted = {
+      rejectedTransitions: audit.filter((e) => e.action === 'runtime.event_rejected').length,
+      lostLeases: audit.filter((e) => e.action === 'scheduler.lease_lost').length,
+      failedClaims: logged.filter((l) => l.msg === 'claim failed').length,
+      errorsOrWarnings: logged.filter((l) => l.level !== 'info').length,
+    };
+    expect(wasted, JSON.stringify(logged.slice(0, 5))).toEqual({ rejectedTransitions: 0, lostLeases: 0, failedClaims: 0, errorsOrWarnings: 0 });
+    expect(overlaps).toEqual([]);
+    // Both nodes took part: the claims were contested, not taken by one node alone.
+    const byNode = new Set(claims.map((e) => e.actor));
+    expect(byNode).toEqual(new Set(['scheduler:node-a', 'scheduler:node-b']));
+  });
+});
