@@ -107,8 +107,9 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held');
   /** The repository's lock actor is stored but could not be hosted (its restore failed, alert-audited by the runtime). */
   const lockUnavailable = async (repoKey: string) => {
-    if (await runtime.has(lockActorId(repoKey))) return false;
+    // Stored first, then live: on a shared store another node may create the lock between the two reads.
     if (!(await store.get('actors', lockActorId(repoKey)))) return false;
+    if (await runtime.has(lockActorId(repoKey))) return false;
     logger.error({ repoKey }, 'repository lock is stored but not live; skipping the repository');
     return true;
   };
