@@ -30,15 +30,14 @@ function leaseRow(row: Row): LeaseRow {
 }
 
 export async function grantLease(session: SqlSession, dialect: Dialect, repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant> {
-  const now = NOW;
   // The row as it was (locked on PostgreSQL until this transaction ends), to say which lease a takeover
   // ended and when: a lease never released ended at its last expiry, the one renewals had moved it to.
   const [before] = await session.all(`SELECT epoch, holder, expires_at FROM repo_leases WHERE repo_key = ?${dialect === 'postgres' ? ' FOR UPDATE' : ''}`, [repoKey]);
   const [granted] = await session.all(
-    `${withClock(dialect)}INSERT INTO repo_leases (repo_key, epoch, holder, task_id, expires_at) VALUES (?, 1, ?, ?, ${now} + ?)
+    `${withClock(dialect)}INSERT INTO repo_leases (repo_key, epoch, holder, task_id, expires_at) VALUES (?, 1, ?, ?, ${NOW} + ?)
      ON CONFLICT (repo_key) DO UPDATE SET epoch = repo_leases.epoch + 1, holder = excluded.holder, task_id = excluded.task_id, expires_at = excluded.expires_at
-     WHERE repo_leases.holder IS NULL OR repo_leases.expires_at <= ${now}
-     RETURNING epoch, expires_at, ${now} AS now`,
+     WHERE repo_leases.holder IS NULL OR repo_leases.expires_at <= ${NOW}
+     RETURNING epoch, expires_at, ${NOW} AS now`,
     [repoKey, request.holder, request.taskId, Math.max(1, Math.round(request.ttlMs))],
   );
   if (granted) {
@@ -50,11 +49,10 @@ export async function grantLease(session: SqlSession, dialect: Dialect, repoKey:
 }
 
 export async function renewLease(session: SqlSession, dialect: Dialect, repoKey: string, epoch: number, ttlMs: number): Promise<{ expiresAt: number; now: number } | null> {
-  const now = NOW;
   const [row] = await session.all(
-    `${withClock(dialect)}UPDATE repo_leases SET expires_at = ${dialect === 'sqlite' ? 'max' : 'greatest'}(expires_at, ${now} + ?)
-     WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL AND expires_at > ${now}
-     RETURNING expires_at, ${now} AS now`,
+    `${withClock(dialect)}UPDATE repo_leases SET expires_at = ${dialect === 'sqlite' ? 'max' : 'greatest'}(expires_at, ${NOW} + ?)
+     WHERE repo_key = ? AND epoch = ? AND holder IS NOT NULL AND expires_at > ${NOW}
+     RETURNING expires_at, ${NOW} AS now`,
     [Math.max(1, Math.round(ttlMs)), repoKey, epoch],
   );
   return row ? { expiresAt: Number(row['expires_at']), now: Number(row['now']) } : null;
