@@ -22,6 +22,7 @@ import {
   type StoreStats,
   type StoredRecord,
 } from '../types.js';
+import { auditHorizon, MARK_AND_NOTIFY } from './audit-horizon.js';
 import * as leases from './leases.js';
 import { beatNode, listNodes, registerNode, stopNode, type NodeIdentity, type NodeRow } from './nodes.js';
 import { EARLIER_POSTGRES_TABLE, jsonField, newerSchemaProblem, SCHEMA_LOCK, SCHEMA_VERSION, schemaStatements, type Dialect } from './schema.js';
@@ -329,6 +330,7 @@ export class SqlStore implements LeaseStore {
     equal('delivery_id', query.deliveryId);
     equal('actor_id', query.actorId);
     if (query.afterSeq !== undefined) (where.push('seq > ?'), params.push(query.afterSeq));
+    if (query.afterSeq !== undefined && this.#dialect === 'postgres') (where.push('seq <= ?'), params.push(await auditHorizon((sql) => this.#read(sql))));
     if (query.from !== undefined) (where.push('ts >= ?'), params.push(query.from));
     if (query.to !== undefined) (where.push('ts <= ?'), params.push(query.to));
     if (query.level !== undefined) where.push(query.level === 'info' ? `(level IS NULL OR level = 'info')` : `level = '${query.level === 'alert' ? 'alert' : 'security'}'`);
@@ -339,8 +341,9 @@ export class SqlStore implements LeaseStore {
 
   /** The highest audit seq committed so far (0 for none): where a follower of the audit starts. */
   async lastAuditSeq(): Promise<number> {
+    const horizon = this.#dialect === 'postgres' ? await auditHorizon((sql) => this.#read(sql)) : Infinity;
     const rows = await this.#read('SELECT max(seq) AS seq FROM audit');
-    return Number(rows[0]?.['seq'] ?? 0);
+    return Math.min(Number(rows[0]?.['seq'] ?? 0), horizon);
   }
 
   listen(channel: string, listener: (payload: string) => void): Promise<() => void> {
@@ -521,11 +524,14 @@ class SqlTx implements LeaseStoreTx {
     await this.#session.run(`UPDATE ${table(collection)} SET archived = 1 WHERE key = ? AND archived = 0`, [key]);
   }
 
-  /** On PostgreSQL, every node following the audit (AUDIT_CHANNEL) hears of this transaction's events once it commits. */
+  /**
+   * On PostgreSQL, every node following the audit (AUDIT_CHANNEL) hears of this transaction's events once it
+   * commits, and no reader pages past them before (audit-horizon.ts).
+   */
   async #announceAudit(): Promise<void> {
     if (this.#dialect !== 'postgres' || this.#auditAnnounced) return;
     this.#auditAnnounced = true;
-    await this.#session.notify(AUDIT_CHANNEL, '');
+    await this.#session.all(MARK_AND_NOTIFY, [AUDIT_CHANNEL]);
   }
 
   async appendAudit(input: AuditEventInput): Promise<AuditEvent> {
