@@ -1,8 +1,15 @@
 // The nodes of `/overview`: which run (each one writes), and which stopped
 // heartbeating (a node that died without closing: its leases end at their expiry).
-import type { NodeStatus } from '../store/index.js';
 
-export type { NodeStatus };
+/** A node as the nodes list shows it (every running node writes: `writer`). */
+export interface NodeStatus {
+  nodeId: string;
+  role: 'writer' | 'stopped';
+  version: string;
+  startedAt: string;
+  heartbeatAt: string;
+  url: string | null;
+}
 
 /** A node is stale when it has not heartbeat for three of its 10 s intervals. */
 export const STALE_AFTER_MS = 30_000;

@@ -1,6 +1,6 @@
 import { taskStatesWith } from '../../machines/task-lifecycle.js';
 import type { LeaseRecord } from '../domain/records.js';
-import { LeaseLostError, type LeaseStoreTx, type Tx } from '../store/types.js';
+import { LeaseLostError, type Tx } from '../store/types.js';
 
 /** The lease a worker runs a task under, as the scheduler granted it. */
 export interface FencedLease {
@@ -23,7 +23,7 @@ export async function fenceWrite(tx: Tx, lease: FencedLease): Promise<void> {
   const record = await tx.get<LeaseRecord>('leases', lease.repoKey);
   const epoch = record?.epoch ?? null;
   if (!record || record.state !== 'held' || record.leaseId !== lease.leaseId) throw new LeaseLostError(lease.repoKey, epoch ?? 0);
-  if (epoch !== null && keepsLeaseRows(tx)) await tx.fenceLease(lease.repoKey, epoch);
+  if (epoch !== null) await tx.fenceLease(lease.repoKey, epoch);
 }
 
 /** The fence of a worker's writes for the task it runs under `lease`. */
@@ -42,9 +42,4 @@ const LEASE_STATES: ReadonlySet<string> = new Set(taskStatesWith('holdsLease'));
 export function writerFence(state: string, own: LeaseFence | undefined): LeaseFence | null | 'not_ours' {
   if (!LEASE_STATES.has(state)) return null;
   return own ?? 'not_ours';
-}
-
-/** Whether the store keeps lease rows on the database (the SQL engines). */
-export function keepsLeaseRows(tx: Tx): tx is LeaseStoreTx {
-  return 'fenceLease' in tx;
 }

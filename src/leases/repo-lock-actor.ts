@@ -1,5 +1,4 @@
 import { LeaseLostError, LeaseRefusedError, type Tx } from '../store/types.js';
-import { keepsLeaseRows } from './lease-fence.js';
 import type { ActorKind, PersistedChange } from '../runtime/actor-runtime.js';
 import type { LeaseRecord } from '../domain/records.js';
 import { REPO_LOCK_MACHINE_VERSION, repoLockMachine, type RepoLockContext } from '../../machines/repo-lock.js';
@@ -68,12 +67,9 @@ async function projectLease(tx: Tx, change: PersistedChange): Promise<void> {
  * the same transaction, on the database's clock, and throws (so nothing of the transition is kept) when
  * the row does not agree — a takeover the node's clock allowed but the database's does not, a renewal
  * or an expiry of a lease that is no longer current. Returns the epoch the lease record carries.
- * Both engines keep lease rows; a transaction typed by the plain `Tx` contract without them (a test's
- * wrapper of the store) only has the actor.
  */
 async function followLeaseRow(tx: Tx, change: PersistedChange, ctx: RepoLockContext, previous: LeaseRecord | null): Promise<number | null> {
   const epoch = previous?.epoch ?? null;
-  if (!keepsLeaseRows(tx)) return epoch;
   const event = change.event as { type?: string; ttlMs?: number } | null;
   switch (event?.type) {
     case 'ACQUIRE': {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type RepositoryRecord, type TaskRecord } from '../domain/records.js';
-import { keepsLeaseRows } from '../leases/lease-fence.js';
 import { LOCK_KIND, lockActorId } from '../leases/repo-lock-actor.js';
 import type { EventObject } from 'xstate';
 import type { ActorRecord, ActorRuntime, SendResult } from '../runtime/actor-runtime.js';
@@ -46,7 +45,7 @@ export async function claimTogether(input: ClaimTogetherInput): Promise<Claimed[
     if (control.get(GLOBAL_CONTROL_KEY)?.globalPaused === true) return claimed;
     const repositories = await tx.lock<RepositoryRecord>('repositories', picks.map((p) => p.repoKey), 'share');
     const open = picks.filter((p) => repositories.get(p.repoKey)?.status !== 'disabled');
-    const free = keepsLeaseRows(tx) ? await tx.lockFreeLeases(open.map((p) => p.repoKey)) : new Set(open.map((p) => p.repoKey));
+    const free = await tx.lockFreeLeases(open.map((p) => p.repoKey));
     const mine = open.filter((p) => free.has(p.repoKey));
     const actors = await tx.lock<ActorRecord>('actors', mine.flatMap((p) => [taskActorId(p.taskId), lockActorId(p.repoKey)]), 'skip');
     const tasks = await tx.lock<TaskRecord>('tasks', mine.map((p) => p.taskId), 'skip');

@@ -6,7 +6,6 @@ export * from './types.js';
 export { AUDIT_CHANNEL, SqlStore } from './sql/sql-store.js';
 export { createSqliteStore, SQLITE_FILE, type SqliteStoreOptions } from './sqlite-store.js';
 export { describeDatabase, isPostgresUrl } from './sql/database-url.js';
-export type { NodeStatus } from './sql/nodes.js';
 export { createPostgresSqlStore, type PostgresSqlStoreOptions } from './postgres-sql-store.js';
 
 /** The embedded store (SQLite in the data directory, the default), or PostgreSQL when a database URL is given. */

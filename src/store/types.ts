@@ -88,7 +88,7 @@ export interface PutOptions {
   versionField?: 'version' | 'stateVersion';
 }
 
-export interface Tx {
+export interface Tx extends LeaseTx {
   get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined>;
   /** Whether `get` would find the key; for an archived record without reading it. */
   has(collection: CollectionName, key: string): Promise<boolean>;
@@ -124,16 +124,13 @@ export interface Tx {
    * nobody else holds a lock: every record found.
    */
   lock<T extends RecordType = StoredRecord>(collection: CollectionName, keys: readonly string[], mode: 'skip' | 'share'): Promise<Map<string, T>>;
-}
-
-/** A transaction of an engine that keeps leases (the SQL store on SQLite and on PostgreSQL). */
-export interface LeaseStoreTx extends Tx, LeaseTx {
   /**
-   * Tells `channel`'s listeners (`LeaseStore.listen`, on every node of the store) `payload` once this
+   * Tells `channel`'s listeners (`Store.listen`, on every node of the store) `payload` once this
    * transaction commits; never if it does not. A wake-up, not a queue (see `listen`).
    */
   notify(channel: string, payload: string): Promise<void>;
 }
+
 
 /**
  * A repository's lease (the `repo_leases` row): at most one holder per repository, decided by the
@@ -211,11 +208,6 @@ export interface Store {
   /** Resolves once everything committed so far is durable. */
   sync(): Promise<void>;
   stats(): StoreStats;
-}
-
-/** A store that keeps repository leases (the SQL store, on SQLite and on PostgreSQL). */
-export interface LeaseStore extends Store {
-  transact<R>(fn: (tx: LeaseStoreTx) => Promise<R> | R): Promise<R>;
   /** Every held lease (expired ones too, until someone ends them), with the database's clock to judge them by. */
   heldLeases(): Promise<{ leases: LeaseRow[]; now: number }>;
   /**
@@ -226,6 +218,7 @@ export interface LeaseStore extends Store {
    */
   listen(channel: string, listener: (payload: string) => void): Promise<() => void>;
 }
+
 
 export class StoreError extends Error {
   constructor(

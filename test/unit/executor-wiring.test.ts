@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../../src/domain/records.js';
-import { LeaseLostError, type LeaseStoreTx } from '../../src/store/types.js';
+import { LeaseLostError, type Tx } from '../../src/store/types.js';
 import {
   createTaskExecutor,
   type SessionPort,
@@ -117,7 +117,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     await tx.insert('tasks', taskId, task);
     for (const r of script.seed ?? []) await tx.insert(r.collection, r.key, r.value);
     // The lease the executor runs under, as the repo-lock actor records it: the database's row and its mirror.
-    await grantTestLease(tx as LeaseStoreTx, { repoKey: REPO_KEY, leaseId: LEASE.leaseId, owner: LEASE.owner, taskId });
+    await grantTestLease(tx as Tx, { repoKey: REPO_KEY, leaseId: LEASE.leaseId, owner: LEASE.owner, taskId });
     const events = script.startEvents ?? [{ type: 'CLAIM', leaseId: LEASE.leaseId } as TaskEvent];
     return runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { taskId, events: [{ type: 'ACCEPT' }, ...events] });
   });
@@ -141,7 +141,7 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     publish: [] as Array<{ taskId: string; signal: AbortSignal | undefined }>,
     verify: 0,
     /** The fence each turn and publish was given (the executor's lease check). */
-    fences: [] as Array<((tx: LeaseStoreTx) => Promise<void>) | undefined>,
+    fences: [] as Array<((tx: Tx) => Promise<void>) | undefined>,
   };
   const workspace: WorkspacePort = {
     async prepare(_task, _repo, signal, current) {
@@ -518,8 +518,8 @@ describe('executor: the turn, the publish and the verification are given the lea
     expect(w.executor.fenceOf(w.taskId)).toBeUndefined();
     w.calls.fences.push(duringRun[0] as never);
     expect(w.calls.fences).toHaveLength(4); // the normal turn, the publish, the verification, then fenceOf during the run
-    const store = w.store as unknown as { transact: (fn: (tx: LeaseStoreTx) => Promise<void>) => Promise<void> };
-    const check = (fence: ((tx: LeaseStoreTx) => Promise<void>) | undefined) => store.transact((t) => fence!(t));
+    const store = w.store as unknown as { transact: (fn: (tx: Tx) => Promise<void>) => Promise<void> };
+    const check = (fence: ((tx: Tx) => Promise<void>) | undefined) => store.transact((t) => fence!(t));
     for (const fence of w.calls.fences) await expect(check(fence)).resolves.toBeUndefined();
     w.db.aheadMs = 61_000;
     await grantTestLeaseIn(w.store, { repoKey: REPO_KEY, leaseId: 'lease-2', owner: 'worker-2', taskId: w.taskId });

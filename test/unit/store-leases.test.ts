@@ -4,7 +4,7 @@
 // fenced on an epoch commits nothing once another holder could have it. Notifications: what a
 // transaction announces reaches the listeners once it committed, never if it did not.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LeaseLostError, type LeaseStore } from '../../src/store/index.js';
+import { LeaseLostError, type Store } from '../../src/store/index.js';
 import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
 
 const env = storeDirs();
@@ -13,7 +13,7 @@ afterEach(() => {
   return env.cleanup();
 });
 
-const open = async () => (await env.open({ dir: await env.dir() })) as LeaseStore;
+const open = async () => (await env.open({ dir: await env.dir() })) as Store;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const R = 'default:o/r';
 

@@ -23,9 +23,9 @@ describe('SQLite connection: a batch SQLite rolled back', () => {
     const file = join(dir, 'store.db');
     const failures: Error[] = [];
     const conn = open(file, failures);
-    conn.exec('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)');
+    await conn.transaction((s) => s.run('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)'));
     const pages = Number((await conn.read('PRAGMA page_count'))[0]!['page_count']);
-    conn.exec(`PRAGMA max_page_count = ${pages + 4}`);
+    await conn.transaction((s) => s.all(`PRAGMA max_page_count = ${pages + 4}`));
 
     const insert = (k: string, bytes: number) => conn.transaction(async (s) => s.run('INSERT INTO t (k, v) VALUES (?, ?)', [k, 'x'.repeat(bytes)]));
     // One event-loop turn: the three bodies share one batch.
@@ -55,7 +55,7 @@ describe('SQLite connection: a batch SQLite rolled back', () => {
     const file = join(dir, 'store.db');
     const failures: Error[] = [];
     const conn = open(file, failures);
-    conn.exec('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)');
+    await conn.transaction((s) => s.run('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)'));
     const q1 = conn.transaction(async (s) => s.run('INSERT INTO t (k, v) VALUES (?, ?)', ['q1', 'a']));
     const q2 = conn.transaction(async (s) => {
       await s.run('INSERT INTO t (k, v) VALUES (?, ?)', ['q2', 'b']);

@@ -28,16 +28,6 @@ export interface NodeRow {
   heartbeatAt: string;
 }
 
-/** A node as the nodes list shows it (every running node writes: `writer`). */
-export interface NodeStatus {
-  nodeId: string;
-  role: 'writer' | 'stopped';
-  version: string;
-  startedAt: string;
-  heartbeatAt: string;
-  url: string | null;
-}
-
 export class NodeIdInUseError extends StoreError {
   constructor(readonly other: NodeRow) {
     super(

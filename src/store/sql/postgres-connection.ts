@@ -52,7 +52,6 @@ export class PostgresConnection implements SqlConnection {
   #listenerRetry: NodeJS.Timeout | undefined;
   /** Transactions begun and not yet ended: close waits for them. */
   readonly #running = new Set<Promise<unknown>>();
-  commits = 0;
   batches = 0;
 
   constructor(options: PostgresOptions) {
@@ -116,7 +115,6 @@ export class PostgresConnection implements SqlConnection {
         try {
           const result = await fn(session);
           await client.query('COMMIT');
-          this.commits += 1;
           this.batches += 1;
           return result;
         } catch (error) {

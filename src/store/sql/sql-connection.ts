@@ -30,6 +30,5 @@ export interface SqlConnection {
   /** Folds a write-ahead log into the database file, where the engine keeps one of its own. */
   checkpoint?(): Promise<void>;
   close(): Promise<void>;
-  readonly commits: number;
   readonly batches: number;
 }

@@ -15,8 +15,8 @@ import {
   type CollectionName,
   type LeaseGrant,
   type LeaseRow,
-  type LeaseStore,
-  type LeaseStoreTx,
+  type Store,
+  type Tx,
   type PutOptions,
   type RecordType,
   type StoreStats,
@@ -144,7 +144,7 @@ function missingOnly(statements: string[], existing: Set<string>): string[] {
 /** The channel a transaction that appended audit events notifies on PostgreSQL (followAudit listens to it). */
 export const AUDIT_CHANNEL = 'ccweb_audit';
 
-export class SqlStore implements LeaseStore {
+export class SqlStore implements Store {
   readonly dir: string;
   readonly #options: SqlStoreOptions;
   #connection: SqlConnection | undefined;
@@ -354,7 +354,7 @@ export class SqlStore implements LeaseStore {
     return leases.heldLeases((sql, params) => this.#read(sql, params), this.#dialect);
   }
 
-  async transact<R>(fn: (tx: LeaseStoreTx) => Promise<R> | R): Promise<R> {
+  async transact<R>(fn: (tx: Tx) => Promise<R> | R): Promise<R> {
     const connection = this.#usable();
     let wrote = false;
     const result = await connection.transaction(async (session) => {
@@ -429,7 +429,7 @@ async function byIndexOf<T>(query: Query, dialect: Dialect, collection: Collecti
 
 const seenKey = (collection: CollectionName, key: string) => `${collection}\u0000${key}`;
 
-class SqlTx implements LeaseStoreTx {
+class SqlTx implements Tx {
   readonly #session: SqlSession;
   readonly #dialect: Dialect;
   #finished = false;

@@ -66,7 +66,6 @@ export class SqliteConnection implements SqlConnection {
   #closed = false;
   /** One process holds the file: its own listeners are all there are. */
   readonly #listeners = new Map<string, Set<(payload: string) => void>>();
-  commits = 0;
   batches = 0;
 
   constructor(options: SqliteOptions) {
@@ -105,11 +104,6 @@ export class SqliteConnection implements SqlConnection {
     if (!set) this.#listeners.set(channel, (set = new Set()));
     set.add(listener);
     return () => void set.delete(listener);
-  }
-
-  /** DDL, outside any batch. */
-  exec(sql: string): void {
-    this.#writer.exec(sql);
   }
 
   async read(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
@@ -161,7 +155,6 @@ export class SqliteConnection implements SqlConnection {
       this.#fail(release as Error);
       throw this.#failure!;
     }
-    this.commits += 1;
     if (notes.length > 0) {
       void batch.then(
         () => {
@@ -259,10 +252,6 @@ export class SqliteConnection implements SqlConnection {
     this.#closed = true;
     this.#reader.close();
     this.#writer.close();
-  }
-
-  get failure(): StoreUnavailableError | undefined {
-    return this.#failure;
   }
 
   #assertUsable(): void {
