@@ -11,7 +11,9 @@
 //
 // Node c runs with its wall clock 30 s ahead for the whole file (test/support/clock-ahead.mjs, a
 // preload that moves its Date: a double, since one machine has one clock); every test here holds
-// with it, and one checks the leases on its account.
+// with it, and one checks the leases on its account. The double reaches the service process (and the
+// Node processes that inherit its NODE_OPTIONS), not the MCP gate Codex starts with an environment of
+// its own: so the test that stops a node mid-turn stops one whose clock is right.
 //
 // In test/cluster/: CI runs it on Node 24 only, like test/chaos.
 import type { ChildProcess } from 'node:child_process';
@@ -290,10 +292,15 @@ describe('three nodes alike on one PostgreSQL, one URL [real gitea-mcp]', () => 
     const { name } = repos[3]!;
     const issue = await createIssue(name, 'A node paused past its lease');
     const nonce = randomUUID().slice(0, 8);
+    // To a node whose clock is right (it claims what it accepts): the double moves node c's clock, not
+    // its gate's (Codex starts the gate with an environment of its own), and the gate judges the node's
+    // write deadline, a time on the node's clock, by its own; on a real machine both read one clock.
+    relay.sendNextTo(NAMES.indexOf('a'), nonce);
     await comment(name, issue, `@ccweb-bot please answer-late [${nonce}]`);
     const taskId = await taskFor(urls.a, nonce);
     await waitForTaskState((path) => api<TaskDetail>(urls.a, path), taskId, ['running'], 120_000);
     const paused = nameOf(await ranOn(name, taskId, urls.a))!;
+    expect(paused, 'the node running the turn').not.toBe(SKEWED);
     const other = another(paused);
     // Only the service process: its app-server, Codex's shell and the gate go on (the agent answers at about 20 s).
     process.kill(procs[paused]!.pid, 'SIGSTOP');
