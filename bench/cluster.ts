@@ -5,13 +5,15 @@
 // one on this machine (src/cli/throwaway-postgres.ts): fsync and synchronous_commit on, like the
 // embedded store's fdatasync; a database across a network adds its round trip to every batch.
 // Then commits per second with 1, 2 and 3 nodes committing on one database (bench/cluster-commits.ts),
-// and completed tasks per minute with 1, 2 and 3 nodes (bench/cluster-tasks.ts; skip it with
-// BENCH_CLUSTER_SKIP_TASKS=1).
+// completed tasks per minute with 1, 2 and 3 nodes (bench/cluster-tasks.ts; skip it with
+// BENCH_CLUSTER_SKIP_TASKS=1), and the other nodes' ack p99 while one node is stopped against before
+// (bench/pause.ts).
 // Run: npm run bench:cluster
 import { cpus, loadavg } from 'node:os';
 import { startThrowawayPostgres } from '../src/cli/throwaway-postgres.js';
 import { measureClusterCommits } from './cluster-commits.js';
 import { measureClusterTasks } from './cluster-tasks.js';
+import { measurePause } from './pause.js';
 import { CONNECTIONS, fmt, load, median, spawnServer, type Child, type Run } from './webhook-harness.js';
 
 const ROUNDS = 3;
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
     console.log(`  durable: embedded ${durableE} tasks; postgres ${durableP} tasks, ${reopenedP} after reopening from the database`);
 
     await measureClusterCommits(postgres);
+    await measurePause(postgres);
     if (process.env['BENCH_CLUSTER_SKIP_TASKS'] !== '1') await measureClusterTasks(postgres);
   } finally {
     await postgres.stop();

@@ -24,6 +24,8 @@ import { nodesView, type NodeStatus } from './nodes-view.js';
 
 export const API_PREFIX = '/api/gitea-workflow';
 
+type NodeList = { self: string; nodes: NodeStatus[]; now?: string };
+
 export interface ControlRouterDeps {
   store: Store;
   runtime: ActorRuntime;
@@ -39,7 +41,8 @@ export interface ControlRouterDeps {
   /** The scheduler's cap on tasks running at once and how many slots are taken now (`/overview`). */
   concurrency?: () => { limit: number; busy: number };
   /** The nodes sharing this store, this one included (`/overview`). */
-  nodes?: () => { self: string; nodes: NodeStatus[] } | Promise<{ self: string; nodes: NodeStatus[] }>;
+  /** `now`: the database's clock when the nodes were read; their heartbeats are on it, so staleness is judged by it. */
+  nodes?: () => NodeList | Promise<NodeList>;
 }
 
 type Answer = { status: number; body: Record<string, unknown> };
@@ -83,7 +86,7 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     await store.sync();
     const o = await overview(store, now(), deps.concurrency?.());
     const cluster = await deps.nodes?.();
-    if (cluster) o['nodes'] = nodesView(cluster.nodes, cluster.self, now());
+    if (cluster) o['nodes'] = nodesView(cluster.nodes, cluster.self, cluster.now ? new Date(cluster.now) : now());
     const iso = deps.agentIsolation;
     ctx.body = iso ? { ...o, agentIsolation: { mode: iso.mode, network: iso.network, warning: iso.warning } } : o;
   }));

@@ -76,8 +76,8 @@ export function triedBefore(events: readonly Pick<AuditEvent, 'action' | 'metada
  * (0: post now), counted from `nowMs`, when this process looked for the comment on Gitea. The other
  * POST may still be on its way while the repository changes hands: a writer never retries, so a
  * window longer than one write means the comment was on Gitea for that look, or never will be. An
- * earlier process of this same node is gone and holds nothing. `sending.at` is the other node's
- * clock: the nodes' clocks must agree to well within the window (NTP).
+ * earlier process of this same node is gone and holds nothing. `sending.at` and `nowMs` are both on
+ * the database's clock (sharedNow), so a node whose own clock is set wrong still judges the window right.
  */
 export function sendClaimWaitMs(sending: CommentRecord['sending'], self: string, nowMs: number, claimMs: number): number {
   if (!sending || sending.by === self) return 0;

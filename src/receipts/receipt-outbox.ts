@@ -19,6 +19,7 @@ import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
 import { DEFAULT_GITEA_TIMEOUT_MS } from '../gitea/gitea-transport.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
+import { sharedNow } from '../store/shared-clock.js';
 import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
@@ -200,13 +201,15 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
       return;
     }
     // Another node's intent counts from here: a POST that landed before this look is found by it.
-    const lookedAt = now();
+    // Both times on the clock every node shares (another node wrote its intent's).
+    const sharedClock = () => (options.now ? Promise.resolve(now()) : sharedNow(store));
+    const lookedAt = await sharedClock();
     if (triedBefore(await store.audit({ taskId: rec.taskId }), rec.commentKey) && (await adoptEarlierAttempt(task, rec)) !== 'absent') return;
 
     const body = receiptBody(task, rec, locale);
     const bodyHash = bodyHashOf(body);
     const attempt = (backoff.get(rec.commentKey)?.failures ?? 0) + 1;
-    const intent = await recordSendIntent(store, rec, { attempt, bodyHash, by: processId, claimMs: sendClaimMs, lookedAt }, now());
+    const intent = await recordSendIntent(store, rec, { attempt, bodyHash, by: processId, claimMs: sendClaimMs, lookedAt }, await sharedClock());
     if (typeof intent === 'object') {
       // Another node's POST may still land: look again once it must have (the lookup adopts it).
       log('receipt left to the node that is sending it', { taskId: rec.taskId, commentKey: rec.commentKey, waitMs: intent.waitMs });

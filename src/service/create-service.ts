@@ -479,11 +479,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     nodes: async () => {
       const load = await nodeLoads(store);
       // Every running node writes: the role says which ones run.
+      const rows = config.databaseUrl ? await store.nodes() : [];
       const listed: NodeStatus[] = config.databaseUrl
-        ? (await store.nodes()).map((n) => ({ nodeId: n.nodeId, role: n.state === 'running' ? 'writer' : 'stopped', version: n.version, startedAt: n.startedAt, heartbeatAt: n.heartbeatAt, url: n.url }))
+        ? rows.map((n) => ({ nodeId: n.nodeId, role: n.state === 'running' ? 'writer' : 'stopped', version: n.version, startedAt: n.startedAt, heartbeatAt: n.heartbeatAt, url: n.url }))
         : [{ nodeId, role: 'writer', version: VERSION, startedAt, heartbeatAt: new Date().toISOString(), url: null }];
       // The embedded store's leases are held under the name it always had ('default').
-      return { self: nodeId, nodes: listed.map((n) => ({ ...n, ...load(config.databaseUrl ? n.nodeId : 'default') })) };
+      return { self: nodeId, nodes: listed.map((n) => ({ ...n, ...load(config.databaseUrl ? n.nodeId : 'default') })), ...(rows[0]?.listedAt ? { now: rows[0].listedAt } : {}) };
     },
     limits,
     providerHold,

@@ -210,6 +210,8 @@ export interface Store {
   stats(): StoreStats;
   /** Every held lease (expired ones too, until someone ends them), with the database's clock to judge them by. */
   heldLeases(): Promise<{ leases: LeaseRow[]; now: number }>;
+  /** The database's clock (ms since 1970): the one clock all nodes share, for any time one node writes and another judges. */
+  clockMs(): Promise<number>;
   /**
    * Calls `listener` with each payload committed to `channel` (`notify`) by any node, this one
    * included. A notification sent while this node's listening connection is down is lost: what it

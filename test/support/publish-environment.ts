@@ -53,6 +53,8 @@ export interface PublishEnvironment {
 export interface PublishEnvironmentOptions {
   /** The hook's events (Gitea API names). Default: Issue Comment and Pull Request Comment (docs/getting-started.md subscribes Pull Request Reviewed too). */
   hookEvents?: string[];
+  /** Gitea's concurrent webhook deliveries (RealGiteaOptions.webhookWorkers). */
+  giteaWebhookWorkers?: number;
 }
 
 export async function startPublishEnvironment(root: string, options: PublishEnvironmentOptions = {}): Promise<PublishEnvironment> {
@@ -60,7 +62,7 @@ export async function startPublishEnvironment(root: string, options: PublishEnvi
   // Before Gitea starts: a missing binary is a set-up error, said with the command to run.
   const mcpCommand = writeRealGiteaMcpWrapper(join(root, 'bin', 'gitea-mcp'));
   // Admin, as docs/operations.md asks: the service confirms every commenter's permission with Gitea.
-  const gitea = await startSeededGitea({ botPermission: SERVICE_BOT_PERMISSION });
+  const gitea = await startSeededGitea({ botPermission: SERVICE_BOT_PERMISSION, ...(options.giteaWebhookWorkers ? { webhookWorkers: options.giteaWebhookWorkers } : {}) });
   const bot = gitea.users.bot;
   const tokenRes = await giteaApi<{ sha1: string }>(gitea.url, { basic: { login: bot.login, password: bot.password } }, 'POST', `/users/${bot.login}/tokens`, {
     name: 'ccweb-delivery',

@@ -3,6 +3,19 @@
 // is skipped for the next one. Bodies pass through byte for byte (webhook signatures cover them).
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+
+/** One request the relay passed on and its answer: when it came in, where it went, how long the node took. */
+export interface RelayAck {
+  /** performance.now() when the relay had the whole request. */
+  at: number;
+  target: number;
+  /** From the whole request in to the node's whole answer back: what the sender (Gitea) waits. */
+  ms: number;
+  status: number;
+  delivery: string | null;
+  body: Buffer;
+}
 
 export interface RoundRobinRelay {
   url: string;
@@ -16,6 +29,10 @@ export interface RoundRobinRelay {
   statuses: Map<string, number>;
   /** The delivery id a `sendNextTo` pin went with, by the pin's text. */
   pinnedDeliveries: Map<string, string>;
+  /** Every answered request, in the order the answers came (a stopped node's come when it wakes). */
+  acks: RelayAck[];
+  /** Requests passed on and not answered yet (a stopped node holds them until it wakes). */
+  inFlight(): number;
   /** Sends the next request whose body contains `text` to this target (once): a test's choice of node. */
   sendNextTo(index: number, text: string): void;
   close(): Promise<void>;
@@ -29,6 +46,8 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
   const statuses = new Map<string, number>();
   const pinnedDeliveries = new Map<string, string>();
   const pinned: Array<{ index: number; text: string }> = [];
+  const acks: RelayAck[] = [];
+  let inFlight = 0;
   const forward = (target: string, req: IncomingMessage, body: Buffer) =>
     new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
       const url = new URL(req.url ?? '/', target);
@@ -46,6 +65,8 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
+      const at = performance.now();
+      inFlight++;
       const list = targets();
       const pin = pinned.findIndex((p) => body.includes(p.text));
       const pinnedTo = pin >= 0 ? pinned.splice(pin, 1)[0]! : undefined;
@@ -58,10 +79,12 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
           const answer = await forward(list[index]!, req, body);
           served.push(index);
           const delivery = req.headers['x-gitea-delivery'];
+          acks.push({ at, target: index, ms: performance.now() - at, status: answer.status, delivery: typeof delivery === 'string' ? delivery : null, body });
           if (typeof delivery === 'string') deliveries.set(delivery, index);
           if (typeof delivery === 'string') statuses.set(delivery, answer.status);
           const node = answer.headers['x-ccweb-node'];
           if (typeof delivery === 'string' && typeof node === 'string') handledBy.set(delivery, node);
+          inFlight--;
           res.writeHead(answer.status, answer.headers);
           res.end(answer.body);
           return;
@@ -69,6 +92,7 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
           // Refused or reset: the next node.
         }
       }
+      inFlight--;
       res.writeHead(502).end('no node answered');
     });
   });
@@ -80,6 +104,8 @@ export async function startRoundRobinRelay(port: number, targets: () => string[]
     handledBy,
     statuses,
     pinnedDeliveries,
+    acks,
+    inFlight: () => inFlight,
     sendNextTo(index, text) {
       pinned.push({ index, text });
     },

@@ -52,6 +52,12 @@ export interface RealGiteaOptions {
    * (bench/task.ts imports its generated big repository that way: a local clone hardlinks the packs).
    */
   importLocalPaths?: boolean;
+  /**
+   * `[queue.webhook_sender] MAX_WORKERS`: how many deliveries Gitea sends at once. Gitea's default is
+   * half its CPUs (1 on a 2-core machine: then one delivery to an unresponsive receiver holds every
+   * other delivery back for DELIVER_TIMEOUT); a test of a node that stops answering sets what a larger host has.
+   */
+  webhookWorkers?: number;
 }
 
 const live = new Set<ChildProcess>();
@@ -96,7 +102,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string; rootUrl?: string | undefined; importLocalPaths?: boolean | undefined }): string {
+function appIni(o: { root: string; port: number; staticRoot: string; logLevel: string; rootUrl?: string | undefined; importLocalPaths?: boolean | undefined; webhookWorkers?: number | undefined }): string {
   const secret = () => randomBytes(32).toString('hex');
   // Root may run it only with these two lines at the very top (tests run as root on CI machines).
   const asRoot = process.getuid?.() === 0 ? `I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true\nRUN_USER = root\n` : '';
@@ -145,7 +151,7 @@ ALLOWED_HOST_LIST = loopback
 DELIVER_TIMEOUT = 10
 ; every delivery on the hook's settings page (Replay is driven from there)
 PAGING_NUM = 1000
-
+${o.webhookWorkers ? `\n[queue.webhook_sender]\nMAX_WORKERS = ${o.webhookWorkers}\n` : ''}
 [repository]
 ROOT = ${join(o.root, 'repos')}
 DEFAULT_BRANCH = main
@@ -206,7 +212,7 @@ export async function startRealGitea(options: RealGiteaOptions = {}): Promise<Re
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = options.port ?? (await freePort());
-    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn', rootUrl: options.rootUrl, importLocalPaths: options.importLocalPaths }));
+    writeFileSync(iniPath, appIni({ root, port, staticRoot: install.dir, logLevel: options.logLevel ?? 'warn', rootUrl: options.rootUrl, importLocalPaths: options.importLocalPaths, webhookWorkers: options.webhookWorkers }));
     if (attempt === 0) await cli(['migrate']);
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(install.binary, ['--config', iniPath, 'web', '--port', String(port)], {

@@ -26,6 +26,8 @@ export interface NodeRow {
   state: 'running' | 'stopped';
   startedAt: string;
   heartbeatAt: string;
+  /** In a list: the database's clock when it was read, to judge the heartbeats by (a node's own clock may be wrong). */
+  listedAt?: string;
 }
 
 export class NodeIdInUseError extends StoreError {
@@ -118,6 +120,7 @@ export async function stopNode(connection: SqlConnection, nodeId: string, incarn
 }
 
 export async function listNodes(connection: SqlConnection): Promise<NodeRow[]> {
-  return (await connection.read(`SELECT ${COLUMNS} FROM nodes ORDER BY node_id`)).map(nodeRow);
+  const rows = await connection.read(`SELECT ${COLUMNS}, ${databaseNow(connection.dialect)} AS listed_at FROM nodes ORDER BY node_id`);
+  return rows.map((row) => ({ ...nodeRow(row), listedAt: iso(row['listed_at']) }));
 }
 

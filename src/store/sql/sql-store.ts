@@ -350,6 +350,11 @@ export class SqlStore implements Store {
     return this.#usable().listen(channel, listener);
   }
 
+  async clockMs(): Promise<number> {
+    const [row] = await this.#read(`SELECT ${leases.databaseNowMs(this.#dialect)} AS now`);
+    return Number(row!['now']);
+  }
+
   async heldLeases(): Promise<{ leases: LeaseRow[]; now: number }> {
     return leases.heldLeases((sql, params) => this.#read(sql, params), this.#dialect);
   }
