@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { AuditEvent, Store } from '../store/types.js';
-import { sharedNow } from '../store/shared-clock.js';
 import { storeStreamTickets } from './stream-tickets.js';
 import { bearerToken, requireAdminToken, tokenMatches, unauthorized } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';
@@ -94,7 +93,7 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
   const router = new Router({ prefix: API_PREFIX });
 
   router.post('/events/ticket', auth, handled(deps.logger, async (ctx) => {
-    const issued = await tickets.issue((await sharedNow(deps.store)).getTime());
+    const issued = await tickets.issue(await deps.store.clockMs());
     if (!issued) {
       ctx.status = 429;
       ctx.body = { error: 'too_many_tickets' };
@@ -136,7 +135,7 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     if (token !== null) return tokenMatches(token, deps.adminToken);
     const ticket = typeof ctx.query['ticket'] === 'string' ? ctx.query['ticket'] : null;
     if (!ticket) return false;
-    return tickets.redeem(ticket, (await sharedNow(deps.store)).getTime());
+    return tickets.redeem(ticket, await deps.store.clockMs());
   };
 
   return {

@@ -77,7 +77,7 @@ export function triedBefore(events: readonly Pick<AuditEvent, 'action' | 'metada
  * POST may still be on its way while the repository changes hands: a writer never retries, so a
  * window longer than one write means the comment was on Gitea for that look, or never will be. An
  * earlier process of this same node is gone and holds nothing. `sending.at` and `nowMs` are both on
- * the database's clock (sharedNow), so a node whose own clock is set wrong still judges the window right.
+ * the database's clock (`Store.clockMs`), so a node whose own clock is set wrong still judges the window right.
  */
 export function sendClaimWaitMs(sending: CommentRecord['sending'], self: string, nowMs: number, claimMs: number): number {
   if (!sending || sending.by === self) return 0;

@@ -19,7 +19,6 @@ import type { GiteaClient, GiteaComment } from '../gitea/gitea-client.js';
 import { DEFAULT_GITEA_TIMEOUT_MS } from '../gitea/gitea-transport.js';
 import type { ActorRuntime, TransitionNotice } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
-import { sharedNow } from '../store/shared-clock.js';
 import { EVERY_REPOSITORY, type RepositoryScope } from '../domain/repository-scope.js';
 import { DEFAULT_LOCALE, type Locale } from '../messages/catalogue.js';
 import { bodyHashOf, pendingReceiptRecord, receiptCommentKey } from './receipt-record.js';
@@ -202,7 +201,7 @@ export function createReceiptOutbox(options: ReceiptOutboxOptions): ReceiptOutbo
     }
     // Another node's intent counts from here: a POST that landed before this look is found by it.
     // Both times on the clock every node shares (another node wrote its intent's).
-    const sharedClock = () => (options.now ? Promise.resolve(now()) : sharedNow(store));
+    const sharedClock = () => (options.now ? Promise.resolve(now()) : store.clockMs().then((ms) => new Date(ms)));
     const lookedAt = await sharedClock();
     if (triedBefore(await store.audit({ taskId: rec.taskId }), rec.commentKey) && (await adoptEarlierAttempt(task, rec)) !== 'absent') return;
 

@@ -3,7 +3,6 @@ import { createSqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 import type { SqlStore } from './sql/sql-store.js';
 
 export * from './types.js';
-export { sharedNow } from './shared-clock.js';
 export { AUDIT_CHANNEL, SqlStore } from './sql/sql-store.js';
 export { createSqliteStore, SQLITE_FILE, type SqliteStoreOptions } from './sqlite-store.js';
 export { describeDatabase, isPostgresUrl } from './sql/database-url.js';
