@@ -10,7 +10,7 @@ import { DataDirLockedError } from '../data-dir/data-dir-lock.js';
 import { StoreError } from '../store/types.js';
 import { storeFormatOf } from '../upgrade/store-format.js';
 import { SQLITE_FILE } from '../store/sqlite-store.js';
-import { sqliteStoreProblem, type SqliteStoreProblem } from '../store/sql/sqlite-store-check.js';
+import { sqliteStoreProblem, type SqliteStoreProblem } from './sqlite-store-check.js';
 import GITEA_MCP_PIN from '../config/gitea-mcp-pin.json' with { type: 'json' };
 import { OperatorError, errnoOf } from './operator-error.js';
 import { refusal } from './start-refusals.js';

@@ -88,7 +88,7 @@ export interface PutOptions {
   versionField?: 'version' | 'stateVersion';
 }
 
-export interface Tx extends LeaseTx {
+export interface Tx {
   get<T extends RecordType = StoredRecord>(collection: CollectionName, key: string): Promise<T | undefined>;
   /** Whether `get` would find the key; for an archived record without reading it. */
   has(collection: CollectionName, key: string): Promise<boolean>;
@@ -129,30 +129,6 @@ export interface Tx extends LeaseTx {
    * transaction commits; never if it does not. A wake-up, not a queue (see `listen`).
    */
   notify(channel: string, payload: string): Promise<void>;
-}
-
-
-/**
- * A repository's lease (the `repo_leases` row): at most one holder per repository, decided by the
- * database on the database's clock; `epoch` grows at every grant, so a write made for a task can check
- * in its own transaction that the lease it runs under is still the current one (`fenceLease`).
- * Times are milliseconds since 1970 on the database's clock, never a node's.
- */
-export interface LeaseRow {
-  repoKey: string;
-  epoch: number;
-  holder: string;
-  taskId: string | null;
-  expiresAt: number;
-}
-
-export type LeaseGrant =
-  /** `replaced`: the lease this grant took over (never released; it ended at its last expiry), or null. */
-  | { granted: true; epoch: number; expiresAt: number; now: number; replaced: { epoch: number; expiresAt: number } | null }
-  /** Refused: another holder's lease has not expired (`current`). */
-  | { granted: false; current: LeaseRow; now: number };
-
-export interface LeaseTx {
   /** Grants the repository's lease when it is free or expired (a takeover); the epoch grows by one. */
   grantLease(repoKey: string, request: { holder: string; taskId: string | null; ttlMs: number }): Promise<LeaseGrant>;
   /** Moves the expiry to now + ttl (never earlier) while `epoch` holds and has not expired; null when it does not. */
@@ -176,6 +152,28 @@ export interface LeaseTx {
    */
   lockFreeLeases(repoKeys: readonly string[]): Promise<Set<string>>;
 }
+
+
+/**
+ * A repository's lease (the `repo_leases` row): at most one holder per repository, decided by the
+ * database on the database's clock; `epoch` grows at every grant, so a write made for a task can check
+ * in its own transaction that the lease it runs under is still the current one (`fenceLease`).
+ * Times are milliseconds since 1970 on the database's clock, never a node's.
+ */
+export interface LeaseRow {
+  repoKey: string;
+  epoch: number;
+  holder: string;
+  taskId: string | null;
+  expiresAt: number;
+}
+
+export type LeaseGrant =
+  /** `replaced`: the lease this grant took over (never released; it ended at its last expiry), or null. */
+  | { granted: true; epoch: number; expiresAt: number; now: number; replaced: { epoch: number; expiresAt: number } | null }
+  /** Refused: another holder's lease has not expired (`current`). */
+  | { granted: false; current: LeaseRow; now: number };
+
 
 export interface StoreStats {
   commits: number;

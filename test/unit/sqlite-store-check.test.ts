@@ -1,5 +1,5 @@
 // A store file this version cannot use is named before anything opens it for writing
-// (src/store/sql/sqlite-store-check.ts), and the store's own open says the same if asked anyway.
+// (src/service/sqlite-store-check.ts), and the store's own open says the same if asked anyway.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { STORE_INDEXES } from '../../src/domain/records.js';
 import { createStore } from '../../src/store/index.js';
 import { SCHEMA_VERSION } from '../../src/store/sql/schema.js';
 import { sqliteBinding } from '../../src/store/sql/sqlite-driver.js';
-import { sqliteStoreProblem } from '../../src/store/sql/sqlite-store-check.js';
+import { sqliteStoreProblem } from '../../src/service/sqlite-store-check.js';
 import { StoreError } from '../../src/store/types.js';
 
 const dirs: string[] = [];

@@ -1,4 +1,4 @@
-// Repository leases in the store (LeaseTx, src/store/types.ts), on each engine that keeps them: the
+// Repository leases in the store (Tx, src/store/types.ts), on each engine that keeps them: the
 // SQL store on SQLite (project main) and on PostgreSQL (project store-on-postgres). The database
 // decides every grant and expiry on its own clock; the epoch grows at every grant; a transaction
 // fenced on an epoch commits nothing once another holder could have it. Notifications: what a

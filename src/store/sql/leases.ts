@@ -1,4 +1,4 @@
-// Repository leases in SQL (the contract: LeaseTx in types.ts). One row per repository; the database
+// Repository leases in SQL (the contract: Tx in types.ts). One row per repository; the database
 // decides every grant, renewal and expiry on its own clock, in milliseconds since 1970 (PostgreSQL:
 // clock_timestamp(), the time of the statement, not of the transaction's start, so a long transaction
 // cannot judge an expiry by a stale clock).

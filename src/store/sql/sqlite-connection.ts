@@ -6,7 +6,6 @@
 import { StoreError, StoreUnavailableError } from '../types.js';
 import { CHANNEL, type Row, type SqlConnection, type SqlSession } from './sql-connection.js';
 import { sqliteBinding, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
-import { isUnreadableStoreError } from './sqlite-store-check.js';
 
 export interface SqliteOptions {
   file: string;
@@ -48,6 +47,15 @@ function statements(db: SqliteDatabase) {
     if (!statement) cache.set(sql, (statement = db.prepare(sql)));
     return statement;
   };
+}
+
+/**
+ * SQLite's answer for a file that is no database of its own or is damaged (SQLITE_NOTADB,
+ * SQLITE_CORRUPT; both bindings put SQLite's text in the message). Anything else (permissions, a
+ * read-only directory) is not the file's fault and is no reason to restore it.
+ */
+export function isUnreadableStoreError(error: unknown): boolean {
+  return /file is not a database|database disk image is malformed/i.test((error as Error | undefined)?.message ?? '');
 }
 
 export class SqliteConnection implements SqlConnection {

@@ -1,21 +1,13 @@
 // Whether this version can open a SQLite store file, asked without opening it for writing (no lock,
 // nothing written): serve asks before it opens the store, doctor asks beside a running service.
 import { closeSync, openSync, readSync } from 'node:fs';
-import { newerSchemaProblem } from './schema.js';
-import { openReadOnly } from './sqlite-read-only.js';
+import { newerSchemaProblem } from '../store/sql/schema.js';
+import { isUnreadableStoreError } from '../store/sql/sqlite-connection.js';
+import { openReadOnly } from '../store/sql/sqlite-read-only.js';
 
 export interface SqliteStoreProblem {
   code: 'store_unreadable' | 'store_schema_too_new';
   problem: string;
-}
-
-/**
- * SQLite's answer for a file that is no database of its own or is damaged (SQLITE_NOTADB,
- * SQLITE_CORRUPT; both bindings put SQLite's text in the message). Anything else (permissions, a
- * read-only directory) is not the file's fault and is no reason to restore it.
- */
-export function isUnreadableStoreError(error: unknown): boolean {
-  return /file is not a database|database disk image is malformed/i.test((error as Error | undefined)?.message ?? '');
 }
 
 /** Every SQLite database file starts with these 16 bytes. */
