@@ -87,7 +87,7 @@ export interface TaskContext {
    * waits for the user instead of succeeding. Set by TURN_WAITING_USER, kept through the question's
    * retry turn (retry_wait → running → verifying_reply), cleared when the task waits. Absent (not
    * asking) in the initial context, so a stored snapshot without the field reads as not asking and
-   * the queued snapshot the compact intake format encodes (src/store/derived/intake-accept-v1.mjs) is
+   * the queued snapshot the compact intake format encodes (src/upgrade/intake-accept-v1.ts) is
    * unchanged: no new machine version or migration is needed for it.
    */
   asking?: boolean;

@@ -1,5 +1,5 @@
 // Reads a store directory's audit history without opening the store (SQLite: a read-only connection,
-// src/store/sql/sqlite-audit-reader.ts, which leaves no -wal/-shm of its own behind; an earlier
+// src/cli/sqlite-audit-reader.ts, which leaves no -wal/-shm of its own behind; an earlier
 // version's journal store: straight from its files, src/upgrade/journal-reader.ts): no lock is
 // taken and no store data is written, so it works beside a running service (or on a copy of the
 // directory). A running earlier version that compacts mid-read replaces files (ENOENT): the read

@@ -1,20 +1,20 @@
+// One process per data directory, by a LOCK file in its store folder naming its owner, so a second
+// `open()` fails loudly. On SQLite a second process could write the file too, and two services would
+// then both run tasks, each hearing only its own in-process notifications; on PostgreSQL the directory
+// holds the node's workspaces and Codex home, and a second process would share them and end the first's
+// agent processes as leftovers at its start. It also keeps `migrate-store` off the files of an earlier
+// version still running. A lock left by a process that died (SIGKILL) is taken over.
+//
+// A pid means something only on its host and in its pid namespace: in containers every service is
+// pid 1, so a LOCK says where its pid lives (`{pid, host, pidNamespace, since}`). A lock from another
+// host or namespace, whose process cannot be looked at from here, counts as live while its holder
+// keeps touching it (every 15 s): one untouched for 2 minutes was left by a process that is gone (a
+// container killed, a host that lost power), and the service restarted in a new container takes it
+// over. A LOCK of an earlier version (the pid alone) is judged by its pid, as that version did.
 import { linkSync, readFileSync, readlinkSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
-/**
- * One process per store directory. SQLite would let a second process write the file too, and two
- * services would then both run tasks, each hearing only its own in-process notifications; a lock file
- * naming its owner makes the second `open()` fail loudly instead (and keeps `migrate-store` off the
- * files of an earlier version still running). A lock left by a process that died (SIGKILL) is taken over.
- *
- * A pid means something only on its host and in its pid namespace: in containers every service is
- * pid 1, so a LOCK says where its pid lives (`{pid, host, pidNamespace, since}`). A lock from another
- * host or namespace, whose process cannot be looked at from here, counts as live while its holder
- * keeps touching it (every 15 s): one untouched for 2 minutes was left by a process that is gone (a
- * container killed, a host that lost power), and the service restarted in a new container takes it
- * over. A LOCK of an earlier version (the pid alone) is judged by its pid, as that version did.
- */
 /** Another live process holds the directory (`code` as the store's errors have one: `store_locked`). */
 export class DataDirLockedError extends Error {
   readonly code = 'store_locked';

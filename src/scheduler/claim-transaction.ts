@@ -34,7 +34,8 @@ export interface ClaimTogetherInput {
  * writes is first locked with SKIP LOCKED: a pick another node's claim transaction holds is left to
  * that node, not waited for and not taken twice, and since the lease row was locked free here no grant
  * is ever refused. The pause and the repository's status are read under a share lock, so a pause or a
- * disable that lands meanwhile waits for this transaction: no claim commits after it.
+ * disable that lands meanwhile waits for this transaction: no claim commits after it. (A share lock
+ * holds a row that exists: the very first pause, which creates the control row, is not waited for.)
  */
 export async function claimTogether(input: ClaimTogetherInput): Promise<Claimed[]> {
   const { runtime, picks, owner, by, ttlMs } = input;

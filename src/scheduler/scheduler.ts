@@ -5,7 +5,7 @@ import { isLeaseRefusal, type Tx } from '../store/types.js';
 import { lockActorId } from '../leases/repo-lock-actor.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { claimableUnderHold, SCANNED_STATES } from './claim-decisions.js';
-import { claimTogether } from './claim-transaction.js';
+import { claimTogether, type Claimed } from './claim-transaction.js';
 import { systemClock } from './clock.js';
 import { expiredLeases, leaselessDecision, renewedExpiry } from './lease-decisions.js';
 import { pickClaims, type ClaimCandidate } from './pick-claims.js';
@@ -73,6 +73,8 @@ interface Worker {
  */
 /** The states a task holds its repository's lease in while its executor works (a verification is resumed instead). */
 const HOLDING_STATES = ['preparing', 'running', 'aborting'] as const;
+/** How soon a scan looks again at a claimable task its claim left to another transaction holding its rows. */
+const SKIPPED_RECHECK_MS = 1_000;
 
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { store, runtime, executor, owner } = options;
@@ -138,6 +140,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
     const owned = (await Promise.all(SCANNED_STATES.map((state) => store.byIndex<TaskRecord>('tasks', 'state', state)))).flat();
     const dead = new Set<string>();
+    let recheckAt: number | null = null;
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
     if (!(await isPaused())) {
@@ -154,6 +157,16 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       );
       // Repositories whose head a claim transaction of this scan tried: taken, or left to another node.
       const tried = new Set<string>();
+      const claimAlone = async (pick: ClaimCandidate) => {
+        try {
+          return await claimTogether({ runtime, picks: [pick], owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped });
+        } catch (err) {
+          // Nothing of it was kept; a later scan tries it again, and the other picks go on meanwhile.
+          logger.error({ taskId: pick.taskId, err: errorMessage(err) }, 'claim failed');
+          dead.add(pick.taskId);
+          return [];
+        }
+      };
       while (!stopped && workers.size < maxConcurrent) {
         const picks = pickClaims({
           tasks: candidates.filter((t) => !dead.has(t.taskId)),
@@ -172,18 +185,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         picks.forEach((p, i) => lockless[i] && unavailableRepos.add(p.repoKey));
         if (!live.every(Boolean) || lockless.some(Boolean)) continue;
         picks.forEach((p) => tried.add(p.repoKey));
-        try {
-          const claimed = await claimTogether({ runtime, picks, owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped });
-          for (const { pick, lease } of claimed) startWorker(pick, lease);
-        } catch (err) {
-          // Nothing of the transaction was kept; a later scan tries again.
-          logger.error({ taskIds: picks.map((p) => p.taskId), err: errorMessage(err) }, 'claim failed');
-          break;
-        }
+        // One pick the transaction cannot move undoes the batch: then each is claimed alone, so it holds up no other.
+        const claimed =
+          picks.length === 1
+            ? await claimAlone(picks[0]!)
+            : await claimTogether({ runtime, picks, owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped }).catch(async () => {
+                const alone: Claimed[] = [];
+                for (const pick of picks) alone.push(...(await claimAlone(pick)));
+                return alone;
+              });
+        for (const { pick, lease } of claimed) startWorker(pick, lease);
+        if (claimed.length < picks.length) recheckAt = now + SKIPPED_RECHECK_MS;
       }
     }
 
-    armWakeTimer(nextWakeAt({ heldUntil, tasks: owned.filter((t) => !dead.has(t.taskId)), leases: await heldLeases(), now }), now);
+    armWakeTimer(nextWakeAt({ heldUntil, tasks: owned.filter((t) => !dead.has(t.taskId)), leases: await heldLeases(), now, recheckAt }), now);
   }
 
   function armWakeTimer(at: number | null, now: number): void {

@@ -7,9 +7,11 @@ import { nextRetryDue } from './pick-claims.js';
  * When the scheduler must look again by itself: the end of a provider hold if there is one,
  * else the earliest retry deadline; or a held lease's expiry if that comes sooner. Null: nothing ahead.
  */
-export function nextWakeAt(input: { heldUntil: number | null; tasks: readonly TaskRecord[]; leases: readonly LeaseRecord[]; now: number }): number | null {
+export function nextWakeAt(input: { heldUntil: number | null; tasks: readonly TaskRecord[]; leases: readonly LeaseRecord[]; now: number; recheckAt?: number | null }): number | null {
   const { now } = input;
   let next = input.heldUntil ?? nextRetryDue(input.tasks, now);
+  // A claimable task the scan's claim left (another transaction held its rows): looked at again soon.
+  if (input.heldUntil === null && input.recheckAt != null && (next === null || input.recheckAt < next)) next = input.recheckAt;
   for (const lease of input.leases) {
     if (lease.state !== 'held' || lease.expiresAt === null) continue;
     const at = Date.parse(lease.expiresAt);

@@ -27,7 +27,7 @@ export const COLLECTIONS = [
   'task_texts',
   // Comments Gitea has not confirmed yet (src/intake/pending-intake.ts), bounded in count.
   'pending_intake',
-  // Kept for an earlier version's records (which node acted for each repository); nothing writes it now.
+  // Read only: an earlier version's records of which node acted for each repository.
   'repository_owners',
 ] as const;
 

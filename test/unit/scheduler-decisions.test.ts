@@ -111,6 +111,13 @@ describe('wake decisions', () => {
     expect(nextWakeAt({ heldUntil: null, tasks, leases: [lease('a', NOW + 100, 'free')], now: NOW })).toBe(NOW + 300);
     expect(nextWakeAt({ heldUntil: null, tasks: [], leases: [], now: NOW })).toBeNull();
   });
+  it('wakes soon for a task the claim left to another transaction, unless something comes sooner or a hold is on', () => {
+    const tasks = [task('r', 'retry_wait', NOW + 300)];
+    expect(nextWakeAt({ heldUntil: null, tasks: [], leases: [], now: NOW, recheckAt: NOW + 1000 })).toBe(NOW + 1000);
+    expect(nextWakeAt({ heldUntil: null, tasks, leases: [], now: NOW, recheckAt: NOW + 1000 })).toBe(NOW + 300);
+    expect(nextWakeAt({ heldUntil: null, tasks, leases: [], now: NOW, recheckAt: NOW + 100 })).toBe(NOW + 100);
+    expect(nextWakeAt({ heldUntil: NOW + 5000, tasks: [], leases: [], now: NOW, recheckAt: NOW + 100 })).toBe(NOW + 5000);
+  });
   it('under a provider hold wakes at its end, not at a retry deadline', () => {
     expect(nextWakeAt({ heldUntil: NOW + 5000, tasks: [task('r', 'retry_wait', NOW + 300)], leases: [], now: NOW })).toBe(NOW + 5000);
     expect(nextWakeAt({ heldUntil: NOW + 5000, tasks: [], leases: [lease('a', NOW + 100)], now: NOW })).toBe(NOW + 100);

@@ -569,7 +569,7 @@ describe('repository lock failures', () => {
     r.scheduler.start();
     await waitUntil(() => r.logged.length > 0, 'the failure logged');
     await r.scheduler.settled();
-    expect(r.logged).toEqual([{ level: 'error', obj: { taskIds: ['A'], err: 'store write failed' }, msg: 'claim failed' }]);
+    expect(r.logged).toEqual([{ level: 'error', obj: { taskId: 'A', err: 'store write failed' }, msg: 'claim failed' }]);
     expect((await task(r.store, 'A')).state).toBe('queued');
     expect(await lease(r.store, R)).toBeUndefined();
     expect(await r.store.get('actors', lockActorId(R))).toBeUndefined();
@@ -577,6 +577,27 @@ describe('repository lock failures', () => {
     expect(r.calls).toHaveLength(0);
     r.clock.advance(30_000); // the safety poll
     await waitForTaskState(r.store, r.runtime, 'A', ['succeeded']);
+    expect(r.calls).toHaveLength(1);
+  });
+
+  it('a pick its claim cannot move holds up no other: the batch is claimed pick by pick, the others in the same scan', async () => {
+    const r = await rig(walkToSuccess, {
+      maxConcurrentTasks: 2,
+      // Test double: every claim of task A fails in its transaction (as a transition the task refuses would).
+      wrap: (runtime) =>
+        faultyRuntime(runtime, {
+          transact: async <R>(fn: (atx: ActorTx) => Promise<R>): Promise<R> =>
+            runtime.transact(async (atx) =>
+              fn({ tx: atx.tx, create: atx.create, send: (id, event, options) => (id === taskActorId('A') ? Promise.reject(new Error('A refused')) : atx.send(id, event, options)) }),
+            ),
+        }),
+    });
+    await submitTask(r.store, r.runtime, 'A', R);
+    await submitTask(r.store, r.runtime, 'B', S);
+    r.scheduler.start();
+    await waitForTaskState(r.store, r.runtime, 'B', ['succeeded']);
+    expect((await task(r.store, 'A')).state).toBe('queued');
+    expect(r.logged).toContainEqual({ level: 'error', obj: { taskId: 'A', err: 'A refused' }, msg: 'claim failed' });
     expect(r.calls).toHaveLength(1);
   });
 

@@ -156,8 +156,8 @@ export class SqlStore implements Store {
   /** Names this process's tenure of its node id (nodes.ts). */
   readonly #incarnation = randomUUID();
   #heartbeat: NodeJS.Timeout | undefined;
-  /** When a heartbeat last reached the database (or the store opened). */
-  #reachedAt = Date.now();
+  /** When a heartbeat last reached the database (or the store opened): monotonic, so a clock step is no outage. */
+  #reachedAt = performance.now();
 
   constructor(options: SqlStoreOptions) {
     this.dir = options.dir;
@@ -178,7 +178,7 @@ export class SqlStore implements Store {
       if (this.#options.node) await registerNode(connection, this.#options.node, this.#incarnation);
       this.#batchesBefore = connection.batches;
       this.#phase = 'open';
-      this.#reachedAt = Date.now();
+      this.#reachedAt = performance.now();
       this.#startHeartbeat();
     } catch (error) {
       this.#phase = 'closed';
@@ -235,15 +235,15 @@ export class SqlStore implements Store {
     if (!node) return;
     let beating = false;
     let lastError = 'no answer';
-    let lastTick = Date.now();
+    let lastTick = performance.now();
     this.#heartbeat = setInterval(() => {
       if (this.#phase !== 'open') return;
       // Time this process did not run (SIGSTOP, a blocked event loop) says nothing of the database:
       // the outage is counted from when it runs again, and a beat then decides.
-      const ran = Date.now() - lastTick;
-      lastTick = Date.now();
+      const ran = performance.now() - lastTick;
+      lastTick = performance.now();
       if (ran > 2 * node.heartbeatMs) this.#reachedAt += ran - node.heartbeatMs;
-      const gone = Date.now() - this.#reachedAt;
+      const gone = performance.now() - this.#reachedAt;
       if (node.outageMs !== undefined && gone >= node.outageMs && node.onUnreachable) {
         clearInterval(this.#heartbeat);
         node.onUnreachable(new Error(`the database did not answer for ${Math.round(gone / 1000)} s (${lastError})`));
@@ -254,7 +254,7 @@ export class SqlStore implements Store {
       beatNode(this.#connection!, node.nodeId, this.#incarnation).then(
         (held) => {
           beating = false;
-          this.#reachedAt = Date.now();
+          this.#reachedAt = performance.now();
           if (held) return;
           clearInterval(this.#heartbeat);
           node.onNodeIdTaken?.();
