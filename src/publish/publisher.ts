@@ -112,7 +112,7 @@ export function createPublisher(options: PublisherOptions): Publisher {
       if (prev.status === 'pushing' && next.status === 'published' && prev.diff) await countPublishedDiff(tx, taskId, prev.diff, now());
       if (audit) await tx.appendAudit({ action: audit.action, actor: 'system:publisher', taskId, ...(audit.level ? { level: audit.level } : {}), metadata: audit.metadata });
       // A status comment for the receipt outbox (exactly once by its key), in the same transaction.
-      if (notice && !(await tx.get('comments', receiptCommentKey(taskId, notice)))) await tx.insert<CommentRecord>('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
+      if (notice) await tx.insertIfAbsent<CommentRecord>('comments', receiptCommentKey(taskId, notice), pendingReceiptRecord(t, notice, now()));
       return next;
     });
   }

@@ -126,9 +126,9 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       const reason = noticeReason(task);
       if (!reason) return;
       const key = noticeKey(taskId, reason);
-      if (await tx.get('comments', key)) return;
+      if (await tx.has('comments', key)) return;
       const text = isBudgetCode(reason) ? budgetNoticeText(await budgetFigures(tx, task, reason), locale) : blockedNoticeText(task, locale);
-      await tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
+      await tx.insertIfAbsent<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason, text });
     });
   }
 
@@ -143,8 +143,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
       if (!task || task.state === 'blocked_workspace') return;
       if (!(await tx.get('comments', noticeKey(taskId, 'blocked_workspace')))) return;
       const key = noticeKey(taskId, RESUMED);
-      if (await tx.get('comments', key)) return;
-      await tx.insert<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
+      await tx.insertIfAbsent<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
     });
   }
 

@@ -88,11 +88,11 @@ export const DEFAULT_SEND_CLAIM_MS = 3 * DEFAULT_GITEA_TIMEOUT_MS;
 async function ensureFailureReceipt(store: Store, taskId: string, state: string, at: Date): Promise<boolean> {
   const key = receiptCommentKey(taskId, state);
   return store.transact(async (tx) => {
-    if (await tx.get('comments', key)) return false;
+    if (await tx.has('comments', key)) return false;
     const task = await tx.get<TaskRecord>('tasks', taskId);
     if (!task || !getsFailureReceipt(task, state)) return false;
-    await tx.insert<CommentRecord>('comments', key, pendingReceiptRecord(task, state, at));
-    return true;
+    // Every node's catch-up may create this row at once.
+    return tx.insertIfAbsent<CommentRecord>('comments', key, pendingReceiptRecord(task, state, at));
   });
 }
 

@@ -104,6 +104,11 @@ export interface Tx {
    * once (as `archive` right after would), for a record kept only to be found by its key.
    */
   insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: { archived?: boolean }): Promise<T>;
+  /**
+   * Inserts unless the key exists (`ON CONFLICT DO NOTHING`); false when it did. Where nodes may race to
+   * create one row, a read-then-insert would let the slower one fail with `UniqueViolationError`.
+   */
+  insertIfAbsent<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<boolean>;
   /** Upsert, optionally compare-and-swap (rejects with `VersionConflictError`). Resolves to the stored record. */
   put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): Promise<T>;
   delete(collection: CollectionName, key: string): Promise<void>;

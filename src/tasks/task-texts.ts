@@ -55,7 +55,7 @@ export function taskWithExcerptOnly(task: TaskRecord): TaskRecord {
 type FollowUp = NonNullable<TaskRecord['followUps']>[number];
 
 async function storeOnce(tx: Tx, key: string, taskId: string, text: string, at: string): Promise<void> {
-  if ((await tx.get(TASK_TEXTS, key)) === undefined) await tx.insert<TaskTextRecord>(TASK_TEXTS, key, { key, taskId, text, createdAt: at });
+  await tx.insertIfAbsent<TaskTextRecord>(TASK_TEXTS, key, { key, taskId, text, createdAt: at });
   await tx.archive(TASK_TEXTS, key);
 }
 

@@ -119,6 +119,23 @@ describe('store transactions', () => {
     expect(await store.audit({ deliveryId: 'delivery-1' })).toHaveLength(1);
   });
 
+  it('50 concurrent insertIfAbsent of the same key: one inserts, the others get false and still commit', async () => {
+    const store = await env.open({ dir: await env.dir() });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        store.transact(async (tx) => {
+          const inserted = await tx.insertIfAbsent('comments', 'receipt-1', { winner: i });
+          await tx.appendAudit({ action: 'webhook.accept', actor: 'system', deliveryId: `d-${i}` });
+          return inserted ? i : undefined;
+        }),
+      ),
+    );
+    const winners = results.filter((r) => r !== undefined);
+    expect(winners).toHaveLength(1);
+    expect(await store.get('comments', 'receipt-1')).toEqual({ winner: winners[0] });
+    expect((await store.audit()).filter((e) => e.action === 'webhook.accept')).toHaveLength(50);
+  });
+
   // The embedded engine makes one commit of many transactions itself; PostgreSQL commits each one and
   // groups the flushes of its write-ahead log on its own.
   it.skipIf(STORE_ENGINE === 'postgres')('group-commits concurrent transactions into few batches', async () => {

@@ -490,9 +490,22 @@ class SqlTx implements Tx {
     this.#assertWrite();
     checkKey(collection, key);
     const text = recordText(collection, record);
-    const changed = await this.#session.run(`INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, ${options.archived === true ? 1 : 0}, ?) ON CONFLICT (key) DO NOTHING`, [key, text]);
-    if (changed === 0) throw new UniqueViolationError(collection, key);
+    if (!(await this.#insertText(collection, key, text, options.archived === true))) throw new UniqueViolationError(collection, key);
     return this.#saw(collection, key, parseFrozen<T>(text));
+  }
+
+  async insertIfAbsent<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<boolean> {
+    this.#assertWrite();
+    checkKey(collection, key);
+    const text = recordText(collection, record);
+    if (!(await this.#insertText(collection, key, text, false))) return false;
+    this.#saw(collection, key, parseFrozen<T>(text));
+    return true;
+  }
+
+  async #insertText(collection: CollectionName, key: string, text: string, archived: boolean): Promise<boolean> {
+    const changed = await this.#session.run(`INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, ${archived ? 1 : 0}, ?) ON CONFLICT (key) DO NOTHING`, [key, text]);
+    return changed > 0;
   }
 
   async put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): Promise<T> {
