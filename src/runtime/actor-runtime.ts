@@ -1,5 +1,5 @@
 import { createActor, transition, type AnyActorRef, type AnyMachineSnapshot, type EventObject } from 'xstate';
-import { VersionConflictError, type Store, type Tx } from '../store/types.js';
+import { VersionConflictError, type AuditEventInput, type Store, type Tx } from '../store/types.js';
 import { summarizeEvent, writeChange } from './actor-records.js';
 import type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 import { CreationTemplates } from './creation-steps.js';
@@ -7,6 +7,13 @@ import { MachineFacts, restorableSnapshot } from './machine-facts.js';
 import { stateValueToString } from './state-value.js';
 
 export type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
+
+type RejectReason = Extract<SendResult, { ok: false }>['reason'];
+
+/** The audit event of an event the runtime refused (`send`, and `ActorTx.send` in a runtime transaction); alert level is the caller's. */
+function rejectionAudit(actorId: string, event: EventObject, by: string, reason: RejectReason, at: Pick<AuditEventInput, 'taskId' | 'fromState' | 'stateVersion'>): AuditEventInput {
+  return { action: 'runtime.event_rejected', actor: by, actorId, ...at, errorCode: reason, metadata: { event: summarizeEvent(event) } };
+}
 
 interface Host {
   actorId: string;
@@ -252,18 +259,8 @@ export class ActorRuntime {
     const rec = await tx.get<ActorRecord>('actors', actorId);
     const kind = rec ? this.kinds.get(rec.kind) : undefined;
     const persisted = rec && kind && rec.status === 'active' ? this.restorable(rec) : undefined;
-    const rejected = async (reason: 'illegal_transition' | 'unknown_actor' | 'actor_stopped'): Promise<SendResult> => {
-      await tx.appendAudit({
-        level: 'alert',
-        action: 'runtime.event_rejected',
-        actor: by,
-        actorId,
-        taskId: rec?.taskId ?? null,
-        fromState: rec?.state ?? null,
-        stateVersion: rec?.stateVersion ?? null,
-        errorCode: reason,
-        metadata: { event: summarizeEvent(event) },
-      });
+    const rejected = async (reason: RejectReason): Promise<SendResult> => {
+      await tx.appendAudit({ level: 'alert', ...rejectionAudit(actorId, event, by, reason, { taskId: rec?.taskId ?? null, fromState: rec?.state ?? null, stateVersion: rec?.stateVersion ?? null }) });
       return { ok: false, reason, state: rec?.state ?? null, stateVersion: rec?.stateVersion ?? null };
     };
     if (!rec || !kind) return rejected('unknown_actor');
@@ -304,15 +301,7 @@ export class ActorRuntime {
     const host = (await this.freshHost(actorId)) ?? (await this.hostLazy(actorId));
     if (!host) {
       const rec = await this.store.get<ActorRecord>('actors', actorId);
-      await this.alert({
-        action: 'runtime.event_rejected',
-        actor: by,
-        actorId,
-        taskId: rec?.taskId ?? null,
-        fromState: rec?.state ?? null,
-        errorCode: rec ? 'actor_stopped' : 'unknown_actor',
-        metadata: { event: summarizeEvent(event) },
-      });
+      await this.alert(rejectionAudit(actorId, event, by, rec ? 'actor_stopped' : 'unknown_actor', { taskId: rec?.taskId ?? null, fromState: rec?.state ?? null }));
       return rec
         ? { ok: false, reason: 'actor_stopped', state: rec.state, stateVersion: rec.stateVersion }
         : { ok: false, reason: 'unknown_actor', state: null, stateVersion: null };
@@ -321,16 +310,7 @@ export class ActorRuntime {
     const snapshot = host.actor.getSnapshot() as AnyMachineSnapshot;
     // xstate.* events (invoke done/error, timers) come only from inside the actor, never from a caller.
     if (snapshot.status !== 'active' || event.type.startsWith('xstate.') || !snapshot.can(event)) {
-      await this.alert({
-        action: 'runtime.event_rejected',
-        actor: by,
-        actorId,
-        taskId: host.taskId,
-        fromState: host.state,
-        stateVersion: host.stateVersion,
-        errorCode: 'illegal_transition',
-        metadata: { event: summarizeEvent(event) },
-      });
+      await this.alert(rejectionAudit(actorId, event, by, 'illegal_transition', { taskId: host.taskId, fromState: host.state, stateVersion: host.stateVersion }));
       return { ok: false, reason: 'illegal_transition', state: host.state, stateVersion: host.stateVersion };
     }
     const fromState = host.state;

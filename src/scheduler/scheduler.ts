@@ -157,9 +157,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       );
       // Repositories whose head a claim transaction of this scan tried: taken, or left to another node.
       const tried = new Set<string>();
+      const claim = (picks: readonly ClaimCandidate[]) => claimTogether({ runtime, picks, owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped });
       const claimAlone = async (pick: ClaimCandidate) => {
         try {
-          return await claimTogether({ runtime, picks: [pick], owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped });
+          return await claim([pick]);
         } catch (err) {
           // Nothing of it was kept; a later scan tries it again, and the other picks go on meanwhile.
           logger.error({ taskId: pick.taskId, err: errorMessage(err) }, 'claim failed');
@@ -189,7 +190,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         const claimed =
           picks.length === 1
             ? await claimAlone(picks[0]!)
-            : await claimTogether({ runtime, picks, owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped }).catch(async () => {
+            : await claim(picks).catch(async () => {
                 const alone: Claimed[] = [];
                 for (const pick of picks) alone.push(...(await claimAlone(pick)));
                 return alone;
