@@ -10,37 +10,29 @@ export interface FollowedStore {
 }
 
 /**
- * PostgreSQL numbers events when they are written, not when they commit: a seq below the cursor may
- * still commit. Each read looks this far back again and skips the seqs it has passed on.
+ * Events come in seq order with nothing left behind: a store's reader never passes a seq that may still
+ * commit (on PostgreSQL the audit horizon, src/store/sql/audit-horizon.ts; SQLite has one writer).
  */
-const LATE_WINDOW = 500;
 const PAGE = 500;
 
 /** Calls `listener` with each batch of newly committed audit events; returns the stop. */
 export function followAudit(store: FollowedStore, channel: string, listener: (events: AuditEvent[]) => void, onError: (error: unknown) => void = () => undefined): () => void {
   let stopped = false;
   let cursor: number | undefined;
-  const seen = new Set<number>();
   let reading: Promise<void> | null = null;
   let again = false;
   let unlisten: (() => void) | undefined;
 
-  /** Events at or below the seq read at start were there before: never passed on. */
-  let floor = 0;
   const readOnce = async (): Promise<void> => {
     if (cursor === undefined) return;
     for (;;) {
-      const limit = PAGE + LATE_WINDOW;
-      const rows = await store.audit({ afterSeq: Math.max(floor, cursor - LATE_WINDOW), limit });
-      const events = rows.filter((e) => !seen.has(e.seq));
+      const events = await store.audit({ afterSeq: cursor, limit: PAGE });
       if (stopped) return;
-      for (const e of events) seen.add(e.seq);
       if (events.length > 0) {
-        cursor = Math.max(cursor, ...events.map((e) => e.seq));
-        for (const seq of seen) if (seq <= cursor - LATE_WINDOW) seen.delete(seq);
+        cursor = events.at(-1)!.seq;
         listener(events);
       }
-      if (rows.length < limit) return;
+      if (events.length < PAGE) return;
     }
   };
   const read = (): void => {
@@ -62,7 +54,7 @@ export function followAudit(store: FollowedStore, channel: string, listener: (ev
 
   void (async () => {
     unlisten = await store.listen(channel, read);
-    cursor = floor = await store.lastAuditSeq();
+    cursor = await store.lastAuditSeq();
     if (stopped) unlisten();
     // Committed between the read of the cursor and the first notification: looked for at once.
     read();
