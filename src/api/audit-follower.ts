@@ -15,8 +15,16 @@ export interface FollowedStore {
  */
 const PAGE = 500;
 
-/** Calls `listener` with each batch of newly committed audit events; returns the stop. */
-export function followAudit(store: FollowedStore, channel: string, listener: (events: AuditEvent[]) => void, onError: (error: unknown) => void = () => undefined): () => void {
+/**
+ * Calls `listener` with each batch of audit events committed after `ready` resolves (and perhaps a few
+ * before); returns the stop.
+ */
+export function followAudit(
+  store: FollowedStore,
+  channel: string,
+  listener: (events: AuditEvent[]) => void,
+  onError: (error: unknown) => void = () => undefined,
+): { stop: () => void; ready: Promise<void> } {
   let stopped = false;
   let cursor: number | undefined;
   let reading: Promise<void> | null = null;
@@ -52,15 +60,18 @@ export function followAudit(store: FollowedStore, channel: string, listener: (ev
       });
   };
 
-  void (async () => {
+  const ready = (async () => {
     unlisten = await store.listen(channel, read);
     cursor = await store.lastAuditSeq();
     if (stopped) unlisten();
     // Committed between the read of the cursor and the first notification: looked for at once.
     read();
   })().catch(onError);
-  return () => {
-    stopped = true;
-    unlisten?.();
+  return {
+    stop: () => {
+      stopped = true;
+      unlisten?.();
+    },
+    ready,
   };
 }

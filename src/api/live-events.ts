@@ -28,9 +28,11 @@ export interface LiveEventsDeps {
   /**
    * Several nodes on one database: every node's committed audit events, this one's included
    * (audit-follower.ts). The stream's transitions then come from them rather than from this node's
-   * runtime, so each node's live view shows every node's work.
+   * runtime, so each node's live view shows every node's work. Followed only while a stream is open:
+   * otherwise every node would read every other node's events for nobody. `ready` resolves once events
+   * committed from then on will be delivered.
    */
-  auditFeed?: (listener: (events: AuditEvent[]) => void) => () => void;
+  auditFeed?: (listener: (events: AuditEvent[]) => void) => { stop: () => void; ready: Promise<void> };
 }
 
 export interface LiveTransition {
@@ -77,14 +79,17 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     for (const s of streams) s.write(frame);
   };
 
-  const unsubscribe = deps.auditFeed
-    ? deps.auditFeed((events) => {
-        for (const e of events) {
-          const t = liveFromAudit(e);
-          if (t) write('transition', t);
-        }
-      })
-    : deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now())));
+  /** Starts the feed of transitions for the streams; resolves once it is live. */
+  const follow = (): { stop: () => void; ready: Promise<void> } => {
+    if (!deps.auditFeed) return { stop: deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now()))), ready: Promise.resolve() };
+    return deps.auditFeed((events) => {
+      for (const e of events) {
+        const t = liveFromAudit(e);
+        if (t) write('transition', t);
+      }
+    });
+  };
+  let feed: ReturnType<typeof follow> | null = null;
   const heartbeat = setInterval(() => {
     for (const s of streams) s.write(': ping\n\n');
   }, heartbeatMs);
@@ -122,11 +127,16 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     });
     const client: Client = { write: (frame) => void res.write(frame), end: () => res.end() };
     streams.add(client);
+    feed ??= follow();
     const drop = () => {
-      streams.delete(client);
+      if (!streams.delete(client) || streams.size > 0) return;
+      feed?.stop();
+      feed = null;
     };
     res.on('close', drop);
     res.on('error', drop);
+    // Told "connected" once every transition committed from here on will reach it.
+    await feed.ready;
     res.write('retry: 3000\n: connected\n\n');
   });
 
@@ -143,7 +153,8 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     publish: write,
     clients: () => streams.size,
     close: () => {
-      unsubscribe();
+      feed?.stop();
+      feed = null;
       clearInterval(heartbeat);
       for (const s of streams) s.end();
       streams.clear();
