@@ -4,7 +4,7 @@
 import type { EventObject } from 'xstate';
 import { recordDocument } from './record-document.js';
 import type { AuditEventInput, Tx } from '../store/types.js';
-import type { ActorKind, ActorRecord, PersistedChange } from './actor-types.js';
+import type { ActorKind, ActorRecord, PersistedChange, RuntimeOptions } from './actor-types.js';
 
 const MAX_EVENT_AUDIT_BYTES = 2_000;
 
@@ -52,6 +52,7 @@ export async function writeChange(
   taskId: string | null,
   at: { isNew: boolean; createdAt: string | null; now: string },
   persisted?: unknown,
+  announce?: RuntimeOptions['announce'],
 ): Promise<void> {
   // The actor's record (its persisted snapshot) as a lowdb document bound to its row in `tx`.
   const doc = recordDocument<ActorRecord>(tx, 'actors', change.actorId, at.isNew ? { create: true } : { create: false, put: { expectVersion: change.stateVersion - 1, versionField: 'stateVersion' } });
@@ -60,6 +61,7 @@ export async function writeChange(
   await doc.write();
   await kind.project?.(tx, change);
   await tx.appendAudit(transitionAudit(kind, change, taskId));
+  await announce?.(tx, change);
 }
 
 export function errorCodeOf(context: unknown): string | null {

@@ -55,6 +55,7 @@ export class ActorRuntime {
   private readonly inspect: RuntimeOptions['inspect'];
   private readonly onAlert: RuntimeOptions['onAlert'];
   private readonly shared: boolean;
+  private readonly announce: RuntimeOptions['announce'];
   private readonly listeners = new Set<(change: TransitionNotice) => void>();
   private readonly templates = new CreationTemplates();
   private readonly facts = new MachineFacts();
@@ -75,6 +76,7 @@ export class ActorRuntime {
     this.inspect = options.inspect;
     this.onAlert = options.onAlert;
     this.shared = options.shared === true;
+    this.announce = options.announce;
     for (const k of options.kinds) this.kinds.set(k.kind, k);
   }
 
@@ -184,7 +186,7 @@ export class ActorRuntime {
     for (const step of steps) {
       stateVersion += 1;
       const change: PersistedChange = { actorId, kind: kind.kind, fromState, toState: step.toState, stateVersion, snapshot: step.snapshot, event: step.event, by };
-      await writeChange(tx, kind, change, taskId, { isNew: stateVersion === 1, createdAt, now: this.now().toISOString() }, step.persisted);
+      await writeChange(tx, kind, change, taskId, { isNew: stateVersion === 1, createdAt, now: this.now().toISOString() }, step.persisted, this.announce);
       fromState = step.toState;
     }
     const last = steps.at(-1)!;
@@ -279,7 +281,7 @@ export class ActorRuntime {
     const toState = stateValueToString(next.value);
     if (JSON.stringify(nextPersisted) === JSON.stringify(persisted)) return { ok: true, fromState: rec.state, toState, stateVersion: rec.stateVersion };
     const change: PersistedChange = { actorId, kind: kind.kind, fromState: rec.state, toState, stateVersion: rec.stateVersion + 1, snapshot: next, event, by };
-    await writeChange(tx, kind, change, rec.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, nextPersisted);
+    await writeChange(tx, kind, change, rec.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, nextPersisted, this.announce);
     afterCommit.push(() => {
       // The stored actor is now this transition's: a live copy (whatever it held) gives way to it.
       const live = this.hosts.get(actorId);
@@ -513,7 +515,7 @@ export class ActorRuntime {
       if (host.stale) throw new VersionConflictError('actors', host.actorId, change.stateVersion - 1, (await tx.get<ActorRecord>('actors', host.actorId))?.stateVersion);
       await guard?.(tx);
       try {
-        await writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted);
+        await writeChange(tx, host.kind, change, host.taskId, { isNew: false, createdAt: null, now: this.now().toISOString() }, persisted, this.announce);
       } catch (error) {
         if (error instanceof VersionConflictError) host.stale = true;
         throw error;

@@ -111,4 +111,6 @@ export interface RuntimeOptions {
    * first checks that the stored version is still this copy's (else the copy is read again).
    */
   shared?: boolean;
+  /** Called in the transaction of every transition, after it is written (a notification other nodes act on). */
+  announce?: (tx: Tx, change: { kind: string; toState: string }) => Promise<void>;
 }

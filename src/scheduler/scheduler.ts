@@ -14,6 +14,7 @@ import { errorMessage, repoLockClient } from './repo-lock-client.js';
 import { resolveSchedulerSettings, type SchedulerOptions } from './scheduler-options.js';
 import type { HeldLease, RecoveryResult, RunningTask, SchedulerClock, SchedulerLogger } from './types.js';
 import { nextWakeAt, wakesScheduler } from './wake-decisions.js';
+import { CLAIMABLE_CHANNEL } from './claimable-channel.js';
 import { inflightSet, wakeLoop } from './wake-loop.js';
 
 export type { SchedulerOptions } from './scheduler-options.js';
@@ -92,6 +93,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   let started = false;
   let stopped = false;
   let unsubscribe: (() => void) | null = null;
+  let unlisten: (() => void) | null = null;
   let cancelWakeTimer: (() => void) | null = null;
   let wakeTimerAt: number | null = null;
   let cancelPoll: (() => void) | null = null;
@@ -143,7 +145,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     let recheckAt: number | null = null;
     const heldUntil = options.holdClaimsUntil?.(now) ?? null;
     // Global pause (§8): claim nothing, tasks stay queued; running ones finish normally.
-    if (!(await isPaused())) {
+    if (workers.size < maxConcurrent && !(await isPaused())) {
       // What pickClaims asks of the store, read first (it decides synchronously).
       const candidates = claimableUnderHold(owned, heldUntil);
       const leased = new Set<string>();
@@ -405,6 +407,12 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       started = true;
       stopped = false;
       unsubscribe = runtime.onTransition(onTransition);
+      // Other nodes' transitions reach no runtime here: they are announced on the database (claimable-channel.ts).
+      if (options.othersMayTakeOver)
+        void store
+          .listen(CLAIMABLE_CHANNEL, () => void wake())
+          .then((stop) => (stopped ? stop() : (unlisten = stop)))
+          .catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'other nodes\' claimable tasks are found by the safety poll only'));
       armPoll();
       void wake();
     },
@@ -412,6 +420,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (stopped) return;
       stopped = true;
       unsubscribe?.();
+      unlisten?.();
       cancelWakeTimer?.();
       cancelPoll?.();
       await settled();

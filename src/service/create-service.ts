@@ -35,6 +35,7 @@ import { createSessionManager } from '../sessions/session-manager.js';
 import { AUDIT_CHANNEL, createStore } from '../store/index.js';
 import type { AuditEvent } from '../store/types.js';
 import { followAudit } from '../api/audit-follower.js';
+import { announceClaimable } from '../scheduler/claimable-channel.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
 import { replyExistsOnGitea } from '../verification/reply-exists.js';
@@ -237,7 +238,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     store,
     kinds: [taskKind(), repoLockKind(), sessionKind(), appServerKind(), verification.kind],
     // Any node may write any actor: each is hosted where it is used, and re-read when another node moved it.
-    ...(config.databaseUrl ? { shared: true } : {}),
+    ...(config.databaseUrl ? { shared: true, announce: announceClaimable } : {}),
     onAlert: (event) => logger.warn({ audit: event }, 'alert'),
   });
   runtime.onTransition((change) => metrics.onTransition(change));

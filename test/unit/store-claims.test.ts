@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createScheduler, type Scheduler } from '../../src/scheduler/index.js';
+import { announceClaimable } from '../../src/scheduler/claimable-channel.js';
 import type { Store } from '../../src/store/types.js';
 import { auditWithEvent, schedulerKinds, scriptedExecutor, submitTask, waitUntil, walkToSuccess } from '../support/scheduler-harness.js';
 import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
@@ -112,5 +113,48 @@ describe('claims by several nodes at once', () => {
     // Both nodes took part: the claims were contested, not taken by one node alone.
     const byNode = new Set(claims.map((e) => e.actor));
     expect(byNode).toEqual(new Set(['scheduler:node-a', 'scheduler:node-b']));
+  });
+
+  it('a task queued on a node at capacity is claimed at once by an idle node, whose own safety poll is 10 minutes away', async () => {
+    const dir = await env.dir();
+    const first = await env.open({ dir, indexes: STORE_INDEXES });
+    const second = STORE_ENGINE === 'sqlite' ? first : await env.open({ dir, indexes: STORE_INDEXES });
+    const release = new Map<string, () => void>();
+    const node = (name: string, store: Store) => {
+      // As the service sets up a node on a shared store: claimable transitions are announced on the database.
+      const runtime = new ActorRuntime({ store, kinds: schedulerKinds(), shared: true, announce: announceClaimable });
+      const { executor, calls } = scriptedExecutor(runtime, async (call) => {
+        await new Promise<void>((r) => release.set(call.taskId, r));
+        await walkToSuccess(call);
+      });
+      const scheduler = createScheduler({
+        store,
+        runtime,
+        executor,
+        owner: `${name}/1/1`,
+        by: `scheduler:${name}`,
+        maxConcurrentTasks: 1,
+        leaseTtlMs: 60_000,
+        heartbeatMs: 0,
+        safetyPollMs: 600_000,
+        othersMayTakeOver: true,
+      });
+      running.push(scheduler);
+      return { runtime, scheduler, calls };
+    };
+    const busy = node('node-busy', first);
+    busy.scheduler.start();
+    await submitTask(first, busy.runtime, 'first', 'default:org/one');
+    await waitUntil(async () => busy.calls.length === 1, 'the busy node to run its first task', 5_000);
+    const idle = node('node-idle', second);
+    idle.scheduler.start();
+    await idle.scheduler.settled();
+
+    // Queued through the busy node (its intake), which has no slot left.
+    await submitTask(first, busy.runtime, 'second', 'default:org/two');
+    await waitUntil(async () => idle.calls.length === 1, 'the idle node to claim the task the busy node queued', 5_000);
+    expect(idle.calls[0]!.taskId).toBe('second');
+    for (const r of release.values()) r();
+    await waitUntil(async () => (await first.byIndex<TaskRecord>('tasks', 'state', 'succeeded')).length === 2, 'both tasks to succeed', 5_000);
   });
 });
