@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ThrowawayPostgres } from '../src/cli/throwaway-postgres.js';
 import { instanceOfOwner } from '../src/leases/lease-owner.js';
@@ -24,16 +24,20 @@ import { startRoundRobinRelay } from '../test/support/round-robin-relay.js';
 import { scriptedAgent } from '../src/demo/scripted-agent.js';
 import { startServiceProcess } from '../test/support/sandbox/service-process.js';
 import { writeCodexHome } from '../src/demo/scripted-model.js';
+import { machineCpuSeconds, treeCpuSeconds } from './process-cpu.js';
 
 const REPOS = Number(process.env['BENCH_CLUSTER_REPOS'] ?? 8);
 const TASKS = Number(process.env['BENCH_CLUSTER_TASKS'] ?? 24);
 const DELAY_MS = Number(process.env['BENCH_CLUSTER_DELAY_MS'] ?? 2000);
-/** Slots per node (CCWEB_MAX_CONCURRENT_TASKS): one node with all of them (the baseline), three sharing them, one with a third. */
-const ROUNDS: Array<{ nodes: number; slots: number }> = [
-  { nodes: 1, slots: 6 },
-  { nodes: 3, slots: 2 },
-  { nodes: 1, slots: 2 },
-];
+/**
+ * How many times the two rounds compared are run, alternately: one round's figure moves by ±10 % with
+ * whatever else the machine does, so the ratio printed is the median of the pairs'.
+ */
+const PAIRS = Number(process.env['BENCH_CLUSTER_PAIRS'] ?? 3);
+/** Slots per node (CCWEB_MAX_CONCURRENT_TASKS): one node with all of them (the baseline), three sharing them; and once one node with a third. */
+const BASELINE = { nodes: 1, slots: 6 };
+const SHARED = { nodes: 3, slots: 2 };
+const SMALL = { nodes: 1, slots: 2 };
 
 export interface ClusterTasksRound {
   nodes: number;
@@ -44,6 +48,8 @@ export interface ClusterTasksRound {
   perMinute: number;
   /** Which node ran the tasks (its id, from each task's claim), with how many. */
   ranOn: Record<string, number>;
+  /** CPU seconds the round used: each node's process tree (with its app-server, gate and git), PostgreSQL's, the whole machine's. */
+  cpu: { nodes: number[]; postgres: number; machine: number };
 }
 
 interface TaskRow {
@@ -93,10 +99,10 @@ async function whereTasksRan(api: ReturnType<typeof clusterApi>['api'], base: st
   return ranOn;
 }
 
-async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos: string[], nodeCount: number, slots: number, root: string): Promise<ClusterTasksRound> {
+async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos: string[], nodeCount: number, slots: number, root: string, n: number): Promise<ClusterTasksRound> {
   const { api } = clusterApi(() => env);
-  const databaseUrl = await postgres.createDatabase(`bench_nodes_${nodeCount}x${slots}`);
-  const dir = join(root, `round-${nodeCount}x${slots}`);
+  const databaseUrl = await postgres.createDatabase(`bench_nodes_${nodeCount}x${slots}_${n}`);
+  const dir = join(root, `round-${nodeCount}x${slots}-${n}`);
   const urls: string[] = [];
   for (let i = 0; i < nodeCount; i++) urls.push(`http://127.0.0.1:${await freePort()}`);
   const relay = await startRoundRobinRelay(Number(env.env['CCWEB_PORT']), () => urls);
@@ -129,6 +135,7 @@ async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos
       const r = await env.gitea.api<{ number: number }>('alice', 'POST', `/repos/${env.gitea.owner}/${repo}/issues`, { title: `bench task ${t + 1}`, body: '' }, 201);
       issues.push({ repo, index: r.body.number });
     }
+    const cpuBefore = { nodes: treeCpuSeconds(children.map((c) => c.pid!)), postgres: treeCpuSeconds([postgres.pid])[0]!, machine: machineCpuSeconds() };
     const started = Date.now();
     for (const [t, issue] of issues.entries()) {
       await env.gitea.api('alice', 'POST', `/repos/${env.gitea.owner}/${issue.repo}/issues/${issue.index}/comments`, { body: `@ccweb-bot summarise the README [${nonce}-${t}]` }, 201);
@@ -141,8 +148,13 @@ async function round(env: PublishEnvironment, postgres: ThrowawayPostgres, repos
       await new Promise((r) => setTimeout(r, 250));
     }
     const seconds = (Date.now() - started) / 1000;
+    const cpu = {
+      nodes: treeCpuSeconds(children.map((c) => c.pid!)).map((s, i) => s - cpuBefore.nodes[i]!),
+      postgres: treeCpuSeconds([postgres.pid])[0]! - cpuBefore.postgres,
+      machine: machineCpuSeconds() - cpuBefore.machine,
+    };
     const ranOn = await whereTasksRan(api, urls[0]!, new Set(tasks.map((t) => t.taskId)));
-    return { nodes: nodeCount, slots, tasks: TASKS, succeeded: tasks.filter((t) => t.state === 'succeeded').length, seconds, perMinute: (TASKS / seconds) * 60, ranOn };
+    return { nodes: nodeCount, slots, tasks: TASKS, succeeded: tasks.filter((t) => t.state === 'succeeded').length, seconds, perMinute: (TASKS / seconds) * 60, ranOn, cpu };
   } finally {
     await stopNodes(children);
     await relay.close();
@@ -159,16 +171,27 @@ export async function measureClusterTasks(postgres: ThrowawayPostgres): Promise<
     const repos = await createRepositories(env, `http://127.0.0.1:${env.env['CCWEB_PORT']}`);
     console.log(`\ncompleted tasks per minute — ${TASKS} mentions on ${REPOS} repositories, the model answering after ${DELAY_MS} ms`);
     const rounds: ClusterTasksRound[] = [];
-    for (const { nodes: n, slots } of ROUNDS) {
-      const r = await round(env, postgres, repos, n, slots, root);
+    const run = async ({ nodes: n, slots }: { nodes: number; slots: number }): Promise<ClusterTasksRound> => {
+      const r = await round(env, postgres, repos, n, slots, root, rounds.length);
       rounds.push(r);
       const where = Object.entries(r.ranOn).map(([node, count]) => `${node} ${count}`).join(', ');
+      const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
       console.log(`${`${n} node${n > 1 ? 's' : ''} × ${slots} slots`.padEnd(20)}${r.perMinute.toFixed(1).padStart(7)} tasks/min   ${r.succeeded}/${r.tasks} succeeded in ${r.seconds.toFixed(1)} s   ran on: ${where}   load ${loadavg()[0]!.toFixed(1)}`);
+      console.log(`${''.padEnd(20)}CPU s: nodes ${sum(r.cpu.nodes).toFixed(1)} (${r.cpu.nodes.map((x) => x.toFixed(1)).join(' / ')}), PostgreSQL ${r.cpu.postgres.toFixed(1)}, the whole machine ${r.cpu.machine.toFixed(1)} of ${(r.seconds * cpus().length).toFixed(1)}`);
+      return r;
+    };
+    const ratios: number[] = [];
+    for (let pair = 0; pair < PAIRS; pair++) {
+      const one = await run(BASELINE);
+      const three = await run(SHARED);
+      ratios.push(three.perMinute / one.perMinute);
     }
-    const [one, three, small] = rounds as [ClusterTasksRound, ClusterTasksRound, ClusterTasksRound];
+    const small = await run(SMALL);
+    const baselines = rounds.filter((r) => r.nodes === BASELINE.nodes && r.slots === BASELINE.slots);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     console.log('\nresults (tasks per minute, same run)');
-    console.log(`  coordination: 3 nodes × 2 slots / 1 node × 6 slots   ${(three.perMinute / one.perMinute).toFixed(2)}  (target ≥ 0.90)`);
-    console.log(`  slots: 1 node × 6 slots / 1 node × 2 slots           ${(one.perMinute / small.perMinute).toFixed(2)}`);
+    console.log(`  coordination: 3 nodes × 2 slots / 1 node × 6 slots   ${median(ratios).toFixed(2)}  (target ≥ 0.90; median of ${PAIRS} pairs run alternately: ${ratios.map((x) => x.toFixed(2)).join(', ')})`);
+    console.log(`  slots: 1 node × 6 slots / 1 node × 2 slots           ${(median(baselines.map((r) => r.perMinute)) / small.perMinute).toFixed(2)}`);
     return rounds;
   } finally {
     await env.close();
