@@ -81,6 +81,8 @@ export interface SessionRecord {
   runtime: { app: 'codexapp'; mode: 'yolo' };
   mcp: { server: 'gitea'; transport: 'stdio'; hostRef: string };
   status: 'active' | 'waiting_user' | 'closed';
+  /** Several nodes: the node whose CODEX_HOME holds the thread (it started or last resumed it). */
+  threadNode?: string;
   lastTaskId: string | null;
   lastTurnId: string | null;
   createdAt: string;

@@ -157,6 +157,11 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           if (off) disabled.add(repoKey);
         }),
       );
+      // Repositories whose head waits a moment for the node holding its conversation's thread (thread-preference.ts).
+      const sessionOf = new Map(candidates.map((t) => [t.taskId, t.sessionKey]));
+      const heads = () => pickClaims({ tasks: candidates, now, busy: (r) => workers.has(r) || leased.has(r) || stranded.has(r), disabled: (r) => disabled.has(r), slots: candidates.length });
+      const preferred = options.threadPreference ? await options.threadPreference.deferred(heads(), (taskId) => sessionOf.get(taskId)) : { repos: new Set<string>(), until: null };
+      if (preferred.until !== null) recheckAt = now + preferred.until;
       // Repositories whose head a claim transaction of this scan tried: taken, or left to another node.
       const tried = new Set<string>();
       const claim = (picks: readonly ClaimCandidate[]) => claimTogether({ runtime, picks, owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped });
@@ -174,7 +179,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         const picks = pickClaims({
           tasks: candidates.filter((t) => !dead.has(t.taskId)),
           now,
-          busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey) || tried.has(repoKey),
+          busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey) || tried.has(repoKey) || preferred.repos.has(repoKey),
           disabled: (repoKey) => disabled.has(repoKey),
           slots: maxConcurrent - workers.size,
         });
@@ -198,7 +203,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
                 return alone;
               });
         for (const { pick, lease } of claimed) startWorker(pick, lease);
-        if (claimed.length < picks.length) recheckAt = now + SKIPPED_RECHECK_MS;
+        if (claimed.length < picks.length) recheckAt = Math.min(recheckAt ?? Infinity, now + SKIPPED_RECHECK_MS);
       }
     }
 

@@ -36,6 +36,7 @@ import { AUDIT_CHANNEL, createStore } from '../store/index.js';
 import type { AuditEvent } from '../store/types.js';
 import { followAudit } from '../api/audit-follower.js';
 import { announceClaimable } from '../scheduler/claimable-channel.js';
+import { threadPreference } from '../scheduler/thread-preference.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
 import { replyExistsOnGitea } from '../verification/reply-exists.js';
@@ -304,6 +305,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     });
   });
   const sessions = createSessionManager({
+    ...(config.databaseUrl ? { nodeId } : {}),
     store,
     runtime,
     supervisor,
@@ -376,7 +378,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'scheduler' }),
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
     // Another node may take a repository over once this node's lease expires on the database's clock.
-    ...(config.databaseUrl ? { othersMayTakeOver: true } : {}),
+    ...(config.databaseUrl ? { othersMayTakeOver: true, threadPreference: threadPreference({ store, nodeId }) } : {}),
     ...(config.databaseUrl
       ? {
           onLeaseRenewed: (taskId: string) =>

@@ -13,6 +13,8 @@ import type { SessionLogger } from './session-logger.js';
 import type { TurnOutcome } from './turn-result.js';
 
 export interface SessionManagerOptions {
+  /** Several nodes: this node's id, recorded on a session whose thread it starts or resumes (the scheduler's thread preference). */
+  nodeId?: string;
   store: Store;
   runtime: ActorRuntime;
   supervisor: AppServerSupervisor;

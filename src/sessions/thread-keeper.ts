@@ -95,6 +95,23 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
     created.start();
   }
 
+  /**
+   * The thread is in this node's CODEX_HOME now. Read and written under the row's lock, so no newer
+   * state of the session is written back over. A transaction holding the row leaves it unrecorded, and one
+   * that read the row before may write it back without it: it only steers a preference, and the next
+   * start or resume records it again.
+   */
+  async function recordThreadNode(sessionKey: string): Promise<void> {
+    const nodeId = options.nodeId;
+    if (nodeId === undefined) return;
+    await store
+      .transact(async (tx) => {
+        const rec = (await tx.lock<SessionRecord>('sessions', [sessionKey], 'skip')).get(sessionKey);
+        if (rec && rec.threadNode !== nodeId) await tx.put<SessionRecord>('sessions', sessionKey, { ...rec, threadNode: nodeId });
+      })
+      .catch((err: unknown) => logger.warn({ sessionKey, err: String(err) }, 'the node holding the thread was not recorded'));
+  }
+
   const threadFailure = (err: unknown, fallback: string) => classifyThreadFailure(err, fallback, redact);
 
   // Sent on start AND resume: Codex keeps neither the profile nor the MCP config of a thread.
@@ -118,6 +135,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
     if (!threadId) throw new SessionError('thread_start_failed', true, 'thread/start returned no thread id');
     loaded.set(threadId, gen);
     await sessions.send(task.sessionKey, { type: 'THREAD_STARTED', threadId });
+    await recordThreadNode(task.sessionKey);
     logger.info({ sessionKey: task.sessionKey, taskId: task.taskId, threadId }, 'codex thread started');
     return { threadId, resumed: false };
   }
@@ -144,6 +162,7 @@ export function createThreadKeeper(deps: ThreadKeeperDeps): { ensureThread(task:
     }
     loaded.set(threadId, gen);
     await sessions.send(task.sessionKey, { type: 'RESUME_OK' });
+    await recordThreadNode(task.sessionKey);
     logger.info({ sessionKey: task.sessionKey, taskId: task.taskId, threadId }, 'codex thread resumed');
     return { threadId, resumed: true };
   }

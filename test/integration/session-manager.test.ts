@@ -144,13 +144,20 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
   it('thread/resume after an app-server restart resends the same MCP config; the agent can still comment', async () => {
     fx = await sessionFixture([{ type: 'message', text: 'first turn, no comment' }]);
     const f = fx;
-    const mgr = f.manager();
+    // As on a node of several: the session records which node holds its thread.
+    const mgr = f.manager({ nodeId: 'node-a' });
     const t1 = await f.task('task-r1');
     const t2 = await f.task('task-r2');
     const conn1 = await f.supervisor.start();
     const seen1 = recordRequests(conn1, ['thread/start']);
     const { threadId } = await mgr.ensureThread(t1, f.workspace);
+    expect((await f.store.get<SessionRecord>('sessions', t1.sessionKey))?.threadNode).toBe('node-a');
     expect(await mgr.runTurn(t1, { kind: 'normal', cwd: f.workspace })).toMatchObject({ kind: 'no_comment', finalMessage: 'first turn, no comment' });
+    // Another node resumed the thread since (its record says so); the resume below brings it back here.
+    await f.store.transact(async (tx) => {
+      const rec = (await tx.get<SessionRecord>('sessions', t1.sessionKey))!;
+      await tx.put<SessionRecord>('sessions', t1.sessionKey, { ...rec, threadNode: 'node-elsewhere' });
+    });
 
     await timedCase('app-server close → supervisor restart', async () => {
       conn1.kill('SIGTERM');
@@ -174,6 +181,7 @@ describe('session manager on the real codex app-server (offline) [real gitea-mcp
     expect(JSON.parse(gitea.env.CCWEB_GATE_CHILD)).toEqual({ command: f.mcp.ok, args: ['-t', 'stdio', '-host', f.giteaServer.url] });
     expect(JSON.parse(gitea.env.CCWEB_GATE_SCOPE)).toEqual({ owner: OWNER, repo: REPO, number: 42 });
     expect((await sessionStates(f, t1.sessionKey)).slice(-2)).toEqual(['RESTARTED→resuming', 'RESUME_OK→idle']);
+    expect((await f.store.get<SessionRecord>('sessions', t1.sessionKey))?.threadNode).toBe('node-a');
 
     const out = await mgr.runTurn(t2, { kind: 'normal', cwd: f.workspace });
     expect(out).toMatchObject({ kind: 'replied', commentCall: { accepted: true } });

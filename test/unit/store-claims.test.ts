@@ -9,6 +9,8 @@ import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createScheduler, type Scheduler } from '../../src/scheduler/index.js';
 import { announceClaimable } from '../../src/scheduler/claimable-channel.js';
+import { threadPreference } from '../../src/scheduler/thread-preference.js';
+import type { SessionRecord } from '../../src/domain/records.js';
 import type { Store } from '../../src/store/types.js';
 import { auditWithEvent, schedulerKinds, scriptedExecutor, submitTask, waitUntil, walkToSuccess } from '../support/scheduler-harness.js';
 import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
@@ -156,5 +158,73 @@ describe('claims by several nodes at once', () => {
     expect(idle.calls[0]!.taskId).toBe('second');
     for (const r of release.values()) r();
     await waitUntil(async () => (await first.byIndex<TaskRecord>('tasks', 'state', 'succeeded')).length === 2, 'both tasks to succeed', 5_000);
+  });
+
+  describe("a conversation's new task and the node holding its Codex thread", () => {
+    const REPO = 'default:org/talk';
+    const session = (threadNode: string): SessionRecord => ({
+      sessionKey: `${REPO}:issue:1`,
+      resourceKey: `${REPO}:issue:1`,
+      repoKey: REPO,
+      kind: 'issue',
+      number: 1,
+      threadId: 'thread-1',
+      runtime: { app: 'codexapp', mode: 'yolo' },
+      mcp: { server: 'gitea', transport: 'stdio', hostRef: 'gitea-main' },
+      status: 'active',
+      threadNode,
+      lastTaskId: null,
+      lastTurnId: null,
+      createdAt: new Date().toISOString(),
+      updatedAt: new Date().toISOString(),
+      version: 1,
+    });
+    const node = (name: string, store: Store, windowMs: number) => {
+      const runtime = new ActorRuntime({ store, kinds: schedulerKinds(), shared: true, announce: announceClaimable });
+      const { executor, calls } = scriptedExecutor(runtime, walkToSuccess);
+      const scheduler = createScheduler({
+        store,
+        runtime,
+        executor,
+        owner: `${name}/1/1`,
+        by: `scheduler:${name}`,
+        maxConcurrentTasks: 2,
+        leaseTtlMs: 60_000,
+        heartbeatMs: 0,
+        safetyPollMs: 600_000,
+        othersMayTakeOver: true,
+        threadPreference: threadPreference({ store, nodeId: name, windowMs }),
+      });
+      running.push(scheduler);
+      return { runtime, scheduler, calls };
+    };
+
+    it('is left to that node: an idle node that looks first does not take it', async () => {
+      const dir = await env.dir();
+      const first = await env.open({ dir, indexes: STORE_INDEXES });
+      const second = STORE_ENGINE === 'sqlite' ? first : await env.open({ dir, indexes: STORE_INDEXES });
+      await first.transact((tx) => tx.insert('sessions', `${REPO}:issue:1`, session('node-b')));
+      const a = node('node-a', first, 30_000);
+      a.scheduler.start();
+      await submitTask(first, a.runtime, 'follow-up', REPO);
+      await new Promise((r) => setTimeout(r, 500));
+      await a.scheduler.settled();
+      expect(a.calls, 'node-a left the task to the node holding its thread').toHaveLength(0);
+      const b = node('node-b', second, 30_000);
+      b.scheduler.start();
+      await waitUntil(async () => b.calls.length === 1, 'node-b to claim the task of its thread', 5_000);
+      expect(a.calls).toHaveLength(0);
+    });
+
+    it('is taken by any node once the window has passed (the thread\'s node is busy or gone)', async () => {
+      const store = await env.open({ dir: await env.dir(), indexes: STORE_INDEXES });
+      await store.transact((tx) => tx.insert('sessions', `${REPO}:issue:1`, session('node-gone')));
+      const a = node('node-a', store, 400);
+      a.scheduler.start();
+      const submitted = performance.now();
+      await submitTask(store, a.runtime, 'follow-up', REPO);
+      await waitUntil(async () => a.calls.length === 1, 'node-a to claim the task after the window', 5_000);
+      expect(performance.now() - submitted).toBeGreaterThanOrEqual(400);
+    });
   });
 });
