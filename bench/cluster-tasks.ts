@@ -30,8 +30,9 @@ const REPOS = Number(process.env['BENCH_CLUSTER_REPOS'] ?? 8);
 const TASKS = Number(process.env['BENCH_CLUSTER_TASKS'] ?? 24);
 const DELAY_MS = Number(process.env['BENCH_CLUSTER_DELAY_MS'] ?? 2000);
 /**
- * How many times the two rounds compared are run, alternately: one round's figure moves by ±10 % with
- * whatever else the machine does, so the ratio printed is the median of the pairs'.
+ * How many times the two rounds compared are run, alternately and in turns first (ABBA…): one round's
+ * figure moves by ±10 % with whatever else the machine does, and what builds up over the run (Gitea's
+ * issues, its database) weighs on both alike; the ratio printed is the median of the pairs'.
  */
 const PAIRS = Number(process.env['BENCH_CLUSTER_PAIRS'] ?? 3);
 /** Slots per node (CCWEB_MAX_CONCURRENT_TASKS): one node with all of them (the baseline), three sharing them; and once one node with a third. */
@@ -182,8 +183,10 @@ export async function measureClusterTasks(postgres: ThrowawayPostgres): Promise<
     };
     const ratios: number[] = [];
     for (let pair = 0; pair < PAIRS; pair++) {
-      const one = await run(BASELINE);
-      const three = await run(SHARED);
+      const baselineFirst = pair % 2 === 0;
+      const earlier = await run(baselineFirst ? BASELINE : SHARED);
+      const later = await run(baselineFirst ? SHARED : BASELINE);
+      const [one, three] = baselineFirst ? [earlier, later] : [later, earlier];
       ratios.push(three.perMinute / one.perMinute);
     }
     const small = await run(SMALL);

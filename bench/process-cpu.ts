@@ -42,10 +42,11 @@ export function treeCpuSeconds(roots: readonly number[]): number[] {
   });
 }
 
-/** CPU seconds the whole machine has been busy (every CPU, /proc/stat: all but idle and iowait). */
+/**
+ * CPU seconds the whole machine has been busy (every CPU, /proc/stat): user, nice, system, irq and
+ * softirq. Not idle or iowait, not steal (another guest's), not guest time (already in user and nice).
+ */
 export function machineCpuSeconds(): number {
-  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
-  const t = fields.map(Number);
-  const busy = t.reduce((a, b) => a + b, 0) - t[3]! - t[4]!;
-  return busy / TICKS_PER_SECOND;
+  const [, user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
+  return (user! + nice! + system! + irq! + softirq!) / TICKS_PER_SECOND;
 }

@@ -14,17 +14,22 @@ export interface FollowedStore {
  * commit (on PostgreSQL the audit horizon, src/store/sql/audit-horizon.ts; SQLite has one writer).
  */
 const PAGE = 500;
+/**
+ * Also read this often without a notification: a transaction that rolls back notifies nobody, and the
+ * events others committed while it held the horizon back would wait for the next commit.
+ */
+const REREAD_MS = 5_000;
 
 /**
- * Calls `listener` with each batch of audit events committed after `ready` resolves (and perhaps a few
- * before); returns the stop.
+ * Calls `listener` with each batch of audit events committed after `ready` resolves true (and perhaps a
+ * few before); `ready` resolves false when following could not start (the error went to `onError`).
  */
 export function followAudit(
   store: FollowedStore,
   channel: string,
   listener: (events: AuditEvent[]) => void,
   onError: (error: unknown) => void = () => undefined,
-): { stop: () => void; ready: Promise<void> } {
+): { stop: () => void; ready: Promise<boolean> } {
   let stopped = false;
   let cursor: number | undefined;
   let reading: Promise<void> | null = null;
@@ -60,18 +65,24 @@ export function followAudit(
       });
   };
 
+  const reread = setInterval(read, REREAD_MS);
+  reread.unref();
+  const stop = () => {
+    stopped = true;
+    clearInterval(reread);
+    unlisten?.();
+  };
   const ready = (async () => {
     unlisten = await store.listen(channel, read);
     cursor = await store.lastAuditSeq();
     if (stopped) unlisten();
     // Committed between the read of the cursor and the first notification: looked for at once.
     read();
-  })().catch(onError);
-  return {
-    stop: () => {
-      stopped = true;
-      unlisten?.();
-    },
-    ready,
-  };
+    return true;
+  })().catch((error: unknown) => {
+    onError(error);
+    stop();
+    return false;
+  });
+  return { stop, ready };
 }

@@ -29,10 +29,10 @@ export interface LiveEventsDeps {
    * Several nodes on one database: every node's committed audit events, this one's included
    * (audit-follower.ts). The stream's transitions then come from them rather than from this node's
    * runtime, so each node's live view shows every node's work. Followed only while a stream is open:
-   * otherwise every node would read every other node's events for nobody. `ready` resolves once events
-   * committed from then on will be delivered.
+   * otherwise every node would read every other node's events for nobody. `ready` resolves true once
+   * events committed from then on will be delivered, false if following could not start.
    */
-  auditFeed?: (listener: (events: AuditEvent[]) => void) => { stop: () => void; ready: Promise<void> };
+  auditFeed?: (listener: (events: AuditEvent[]) => void) => { stop: () => void; ready: Promise<boolean> };
 }
 
 export interface LiveTransition {
@@ -80,8 +80,8 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
   };
 
   /** Starts the feed of transitions for the streams; resolves once it is live. */
-  const follow = (): { stop: () => void; ready: Promise<void> } => {
-    if (!deps.auditFeed) return { stop: deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now()))), ready: Promise.resolve() };
+  const follow = (): { stop: () => void; ready: Promise<boolean> } => {
+    if (!deps.auditFeed) return { stop: deps.runtime.onTransition((n: TransitionNotice) => write('transition', toLive(n, now()))), ready: Promise.resolve(true) };
     return deps.auditFeed((events) => {
       for (const e of events) {
         const t = liveFromAudit(e);
@@ -127,7 +127,7 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     });
     const client: Client = { write: (frame) => void res.write(frame), end: () => res.end() };
     streams.add(client);
-    feed ??= follow();
+    const current = (feed ??= follow());
     const drop = () => {
       if (!streams.delete(client) || streams.size > 0) return;
       feed?.stop();
@@ -136,7 +136,14 @@ export function createLiveEvents(deps: LiveEventsDeps): LiveEvents {
     res.on('close', drop);
     res.on('error', drop);
     // Told "connected" once every transition committed from here on will reach it.
-    await feed.ready;
+    if (!(await current.ready)) {
+      // The feed could not start (the database did not answer): the stream ends and the client opens a
+      // new one after `retry`, with a new feed.
+      if (feed === current) feed = null;
+      streams.delete(client);
+      res.end('retry: 3000\n\n');
+      return;
+    }
     res.write('retry: 3000\n: connected\n\n');
   });
 

@@ -16,7 +16,7 @@ import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import { anyDisabled, sameRepoKey } from '../domain/repository-identity.js';
 import { workspacePathFor } from '../domain/workspace-path.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import { StoreError, type Store } from '../store/types.js';
+import { StoreError, UniqueViolationError, type Store } from '../store/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import type { QuotaPort } from '../usage/quota-check.js';
 import { authorizeActor, type AuthorizeResult, type RepoPermission } from '../webhook/authorize-actor.js';
@@ -578,10 +578,12 @@ export function createIntake(options: IntakeOptions): Intake {
     const c = s.comment;
     const workspacePath =
       c && plan.kind === 'accept' ? workspacePathFor(options.workspaceRoot, c.instanceId, c.repo.owner, c.repo.name) : '';
-    const outcome = await store.transact(async (tx): Promise<Outcome> => {
-      await alsoInTx?.(tx);
-      return writeOutcome(writeContext, tx, s, plan, workspacePath);
-    });
+    const outcome = await retriedOnUniqueViolation(() =>
+      store.transact(async (tx): Promise<Outcome> => {
+        await alsoInTx?.(tx);
+        return writeOutcome(writeContext, tx, s, plan, workspacePath);
+      }),
+    );
     if (outcome === null) return null;
     outcome.start?.();
     if (outcome.followUp !== undefined && c) {
@@ -674,4 +676,19 @@ export function createIntake(options: IntakeOptions): Intake {
       await security.close();
     },
   };
+}
+
+/**
+ * Another node committed a row this transaction checked for and then inserted (the same delivery or
+ * comment, on PostgreSQL, which reads committed rows only): the transaction is run again and finds it.
+ * Gitea does not retry a delivery answered 503, so failing here would lose the mention.
+ */
+async function retriedOnUniqueViolation<T>(run: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (!(error instanceof UniqueViolationError) || attempt >= attempts) throw error;
+    }
+  }
 }

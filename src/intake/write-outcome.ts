@@ -1,7 +1,8 @@
-// The one transaction that writes a delivery's outcome (spec §5.1). It runs inside `store.transact`,
-// whose transactions are serializable, so the uniqueness checks it repeats (delivery id, comment
-// trigger) cannot be raced: of fifty concurrent identical posts one accepts, the others see its
-// records. What to do is decided purely (intake-decision.ts); this file reads the facts and writes
+// The one transaction that writes a delivery's outcome (spec §5.1). It runs inside `store.transact`
+// and repeats the uniqueness checks (delivery id, comment trigger) there; where two nodes race past a
+// check (PostgreSQL reads committed rows only), the unique key refuses the second insert and the
+// intake runs the transaction again, which then sees the first one's records: of fifty concurrent
+// identical posts one accepts, the others answer as duplicates. What to do is decided purely (intake-decision.ts); this file reads the facts and writes
 // what was decided.
 //
 // A rejected or refused mention never runs: its task keeps an excerpt of the text, not the text, and
@@ -250,13 +251,13 @@ async function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: Normali
   const event = await audit('webhook.accept', { taskId, actorId: taskActorId(taskId), metadata: { eventType: s.eventType } });
   await insertArchived(tx, 'webhook_deliveries', s.deliveryKey, deliveryRecord({ deliveryKey: s.deliveryKey, deliveryId: s.deliveryId, eventType: s.eventType, receivedAt: s.receivedAt, retentionMs: ctx.retentionMs, normalized: true, taskId, status: 'accepted', reason: null, payloadHash: s.hash, response }));
   await insertArchived(tx, 'comment_triggers', s.triggerKey!, triggerRecord(s.triggerKey!, s.deliveryKey, taskId, at));
-  if (!(await tx.has('repositories', c.repoKey))) {
-    await tx.insert<RepositoryRecord>('repositories', c.repoKey, repositoryRecord(c, workspacePath, at));
+  // Another node may register the repository, or its session below, with a mention of its own at the same moment.
+  if (!(await tx.has('repositories', c.repoKey)) && (await tx.insertIfAbsent<RepositoryRecord>('repositories', c.repoKey, repositoryRecord(c, workspacePath, at)))) {
     await audit('repository.register', { metadata: { workspacePath } });
   }
   const task = await tx.insert<TaskRecord>('tasks', taskId, await taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
   // Sessions too are read by key only; the session manager's first write brings one back to memory.
-  if (!(await tx.has('sessions', c.resourceKey))) await insertArchived(tx, 'sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at));
+  if (!(await tx.has('sessions', c.resourceKey))) await tx.insertIfAbsent('sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at), { archived: true });
   const created = await ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {
     events: [{ type: 'ACCEPT' }],
     by: `gitea:user:${c.actor.login}`,

@@ -9,7 +9,13 @@ import { wakesScheduler } from './wake-decisions.js';
  */
 export const CLAIMABLE_CHANNEL = 'ccweb_claimable';
 
-/** For the runtime's `announce`: notifies CLAIMABLE_CHANNEL (PostgreSQL delivers it at commit, once per transaction). */
-export async function announceClaimable(tx: Tx, change: { kind: string; toState: string }): Promise<void> {
-  if (wakesScheduler(change)) await tx.notify(CLAIMABLE_CHANNEL, '');
+/**
+ * The runtime's `announce` for this process (`owner`, the scheduler's lease owner, is the payload: a
+ * node's scheduler ignores its own announcements, its runtime told it already). PostgreSQL delivers a
+ * notification at commit, once per transaction.
+ */
+export function announceClaimable(owner: string): (tx: Tx, change: { kind: string; toState: string }) => Promise<void> {
+  return async (tx, change) => {
+    if (wakesScheduler(change)) await tx.notify(CLAIMABLE_CHANNEL, owner);
+  };
 }

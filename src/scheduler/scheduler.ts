@@ -1,5 +1,5 @@
 import type { TaskContext } from '../../machines/task-lifecycle.js';
-import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type TaskRecord } from '../domain/records.js';
+import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type SessionRecord, type TaskRecord } from '../domain/records.js';
 import type { ActorRecord, TransitionNotice } from '../runtime/actor-runtime.js';
 import { isLeaseRefusal, type Tx } from '../store/types.js';
 import { lockActorId } from '../leases/repo-lock-actor.js';
@@ -15,6 +15,7 @@ import { resolveSchedulerSettings, type SchedulerOptions } from './scheduler-opt
 import type { HeldLease, RecoveryResult, RunningTask, SchedulerClock, SchedulerLogger } from './types.js';
 import { nextWakeAt, wakesScheduler } from './wake-decisions.js';
 import { CLAIMABLE_CHANNEL } from './claimable-channel.js';
+import type { ThreadPreference } from './thread-preference.js';
 import { inflightSet, wakeLoop } from './wake-loop.js';
 
 export type { SchedulerOptions } from './scheduler-options.js';
@@ -157,11 +158,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
           if (off) disabled.add(repoKey);
         }),
       );
-      // Repositories whose head waits a moment for the node holding its conversation's thread (thread-preference.ts).
-      const sessionOf = new Map(candidates.map((t) => [t.taskId, t.sessionKey]));
-      const heads = () => pickClaims({ tasks: candidates, now, busy: (r) => workers.has(r) || leased.has(r) || stranded.has(r), disabled: (r) => disabled.has(r), slots: candidates.length });
-      const preferred = options.threadPreference ? await options.threadPreference.deferred(heads(), (taskId) => sessionOf.get(taskId)) : { repos: new Set<string>(), until: null };
-      if (preferred.until !== null) recheckAt = now + preferred.until;
+      const takenNow = (repoKey: string) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey);
+      // Repositories whose head waits a moment for the node holding its conversation's thread.
+      const deferred = options.threadPreference ? await preferThreadNode(options.threadPreference, candidates, pickClaims({ tasks: candidates, now, busy: takenNow, disabled: (r) => disabled.has(r), slots: candidates.length })) : null;
+      if (deferred?.waitMs != null) recheckAt = now + deferred.waitMs;
       // Repositories whose head a claim transaction of this scan tried: taken, or left to another node.
       const tried = new Set<string>();
       const claim = (picks: readonly ClaimCandidate[]) => claimTogether({ runtime, picks, owner, by, ttlMs, now: () => clock.now(), stopped: () => stopped });
@@ -179,7 +179,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         const picks = pickClaims({
           tasks: candidates.filter((t) => !dead.has(t.taskId)),
           now,
-          busy: (repoKey) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey) || tried.has(repoKey) || preferred.repos.has(repoKey),
+          busy: (repoKey) => takenNow(repoKey) || tried.has(repoKey) || deferred?.repos.has(repoKey) === true,
           disabled: (repoKey) => disabled.has(repoKey),
           slots: maxConcurrent - workers.size,
         });
@@ -208,6 +208,18 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
 
     armWakeTimer(nextWakeAt({ heldUntil, tasks: owned.filter((t) => !dead.has(t.taskId)), leases: await heldLeases(), now, recheckAt }), now);
+  }
+
+  /** The node holding each head's thread, read from its session, for the preference's decision. */
+  async function preferThreadNode(preference: ThreadPreference, candidates: readonly TaskRecord[], heads: readonly ClaimCandidate[]) {
+    const sessionOf = new Map(candidates.map((t) => [t.taskId, t.sessionKey]));
+    const threadNodeOf = new Map<string, string | undefined>();
+    for (const head of heads) {
+      if (head.event !== 'CLAIM') continue;
+      const sessionKey = sessionOf.get(head.taskId);
+      threadNodeOf.set(head.taskId, sessionKey === undefined ? undefined : (await store.get<SessionRecord>('sessions', sessionKey))?.threadNode);
+    }
+    return preference.defer(heads, threadNodeOf);
   }
 
   function armWakeTimer(at: number | null, now: number): void {
@@ -415,7 +427,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       // Other nodes' transitions reach no runtime here: they are announced on the database (claimable-channel.ts).
       if (options.othersMayTakeOver)
         void store
-          .listen(CLAIMABLE_CHANNEL, () => void wake())
+          // This node's own announcements woke it already (onTransition).
+          .listen(CLAIMABLE_CHANNEL, (from) => from !== owner && void wake())
           .then((stop) => (stopped ? stop() : (unlisten = stop)))
           .catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'other nodes\' claimable tasks are found by the safety poll only'));
       armPoll();

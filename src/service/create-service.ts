@@ -35,7 +35,7 @@ import { createSessionManager } from '../sessions/session-manager.js';
 import { AUDIT_CHANNEL, createStore } from '../store/index.js';
 import type { AuditEvent } from '../store/types.js';
 import { followAudit } from '../api/audit-follower.js';
-import { announceClaimable } from '../scheduler/claimable-channel.js';
+import { announceClaimable, CLAIMABLE_CHANNEL } from '../scheduler/claimable-channel.js';
 import { threadPreference } from '../scheduler/thread-preference.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
@@ -235,11 +235,16 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     return runtime;
   };
   const verification = createReplyVerification({ store, runtime: getRuntime, gitea, botLogin, logger: (msg, fields) => logger.child({ part: 'verifier' }).info(fields, msg) });
+  // On a shared database each node owns its leases under its own name, so a node that starts
+  // releases only what its own earlier process held (that process is gone: it held this data
+  // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
+  // The embedded store has one node by construction and keeps the name it always had.
+  const processOwner = leaseOwnerId(config.databaseUrl ? nodeId : 'default');
   runtime = new ActorRuntime({
     store,
     kinds: [taskKind(), repoLockKind(), sessionKind(), appServerKind(), verification.kind],
     // Any node may write any actor: each is hosted where it is used, and re-read when another node moved it.
-    ...(config.databaseUrl ? { shared: true, announce: announceClaimable } : {}),
+    ...(config.databaseUrl ? { shared: true, announce: announceClaimable(processOwner) } : {}),
     onAlert: (event) => logger.warn({ audit: event }, 'alert'),
   });
   runtime.onTransition((change) => metrics.onTransition(change));
@@ -363,11 +368,6 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ? (taskId: string) => void store.transact((tx) => tx.notify(CONTROL_CHANNEL, taskId)).catch((err: unknown) => logger.warn({ taskId, err: String(err) }, 'stop not announced to the other nodes'))
     : (taskId: string) => executorRef?.abort(taskId);
   const stopListening = config.databaseUrl ? await store.listen(CONTROL_CHANNEL, (taskId) => executorRef?.abort(taskId)) : () => undefined;
-  // On a shared database each node owns its leases under its own name, so a node that starts
-  // releases only what its own earlier process held (that process is gone: it held this data
-  // directory), never another node's unexpired lease (spec §5.5); those end at their expiry.
-  // The embedded store has one node by construction and keeps the name it always had.
-  const processOwner = leaseOwnerId(config.databaseUrl ? nodeId : 'default');
   const scheduler = createScheduler({
     store,
     runtime,
@@ -378,7 +378,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'scheduler' }),
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
     // Another node may take a repository over once this node's lease expires on the database's clock.
-    ...(config.databaseUrl ? { othersMayTakeOver: true, threadPreference: threadPreference({ store, nodeId }) } : {}),
+    ...(config.databaseUrl ? { othersMayTakeOver: true, threadPreference: threadPreference({ nodeId }) } : {}),
     ...(config.databaseUrl
       ? {
           onLeaseRenewed: (taskId: string) =>
@@ -474,7 +474,12 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     adminToken: config.adminToken,
     securityEvents,
     agentIsolation,
-    onControlChanged: () => void scheduler.wake(),
+    onControlChanged: () => {
+      void scheduler.wake();
+      // An unpause or a repository enabled again may make claims possible on every node.
+      if (config.databaseUrl)
+        void store.transact((tx) => tx.notify(CLAIMABLE_CHANNEL, processOwner)).catch((err: unknown) => logger.warn({ err: String(err) }, 'control change not announced to the other nodes'));
+    },
     onAbortRequested: stopTurn,
     // Several nodes: the live view follows every node's audit.
     ...(config.databaseUrl ? { auditFeed: (listener: (events: AuditEvent[]) => void) => followAudit(store, AUDIT_CHANNEL, listener, (err) => logger.warn({ err: String(err) }, 'audit follow failed')) } : {}),

@@ -2,9 +2,10 @@
 //
 // Semantics in one paragraph: every read and every transaction is asynchronous, so an engine may
 // answer from a database across the network. `transact(fn)` runs `fn` against a transaction that
-// sees its own writes; transactions on one store are serializable (each sees every transaction that
-// committed before it began, and none commits a decision made on a read another transaction changed
-// meanwhile); unique keys and compare-and-swap versions are checked; the promise resolves only once
+// sees its own writes. On SQLite transactions run one at a time. On PostgreSQL each runs at READ
+// COMMITTED: a read sees what committed before it, so a decision on a row another node may write
+// meanwhile is guarded by a unique key (`insert`, `insertIfAbsent`), a compare-and-swap version or a
+// row lock (`lock`). Unique keys and compare-and-swap versions are checked; the promise resolves only once
 // the transaction is durable. A transaction that throws applies nothing. `fn` may run more than once
 // (an engine retries a transaction a concurrent one invalidated), so it must not act outside the
 // transaction: collect what to do afterwards and do it once `transact` resolved.
@@ -108,7 +109,7 @@ export interface Tx {
    * Inserts unless the key exists (`ON CONFLICT DO NOTHING`); false when it did. Where nodes may race to
    * create one row, a read-then-insert would let the slower one fail with `UniqueViolationError`.
    */
-  insertIfAbsent<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<boolean>;
+  insertIfAbsent<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: { archived?: boolean }): Promise<boolean>;
   /** Upsert, optionally compare-and-swap (rejects with `VersionConflictError`). Resolves to the stored record. */
   put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options?: PutOptions): Promise<T>;
   delete(collection: CollectionName, key: string): Promise<void>;

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '../../machines/task-lifecycle.js';
 import { createStore } from '../../src/store/index.js';
+import type { Store, Tx } from '../../src/store/types.js';
 import { STORE_INDEXES, type CommentRecord, type DeliveryRecord, type RepositoryRecord, type SessionRecord, type TaskRecord } from '../../src/domain/records.js';
 import { taskIdFor } from '../../src/webhook/normalize-comment.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
@@ -244,6 +245,40 @@ describe('200: repeats and duplicates return the original result', () => {
     expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
     expect(await harness.auditActions()).toEqual([...ACCEPT_AUDIT, 'webhook.duplicate_delivery']);
     expect(harness.accepted).toHaveLength(1);
+  });
+
+  it('the same delivery on two nodes at once: the one whose insert meets the other\'s row runs its transaction again and answers 200 as a duplicate, never 503', async () => {
+    // The moment a real race between two nodes reaches (PostgreSQL reads committed rows only) but a
+    // test cannot aim at: the first run of this post's transaction does not see the delivery and the
+    // comment trigger the other node committed, and inserts them again.
+    let hiding = false;
+    const hidden = (collection: string) => hiding && (collection === 'webhook_deliveries' || collection === 'comment_triggers');
+    const hide = <T extends object>(target: T): T =>
+      new Proxy(target, {
+        get(t, prop) {
+          const value: unknown = Reflect.get(t, prop, t);
+          if (prop === 'get') return async (c: string, k: string) => (hidden(c) ? undefined : (value as Store['get']).call(t, c as never, k));
+          if (prop === 'has') return async (c: string, k: string) => (hidden(c) ? false : (value as Tx['has']).call(t, c as never, k));
+          if (prop === 'transact')
+            return async (fn: (tx: Tx) => Promise<unknown>) => {
+              try {
+                return await (value as Store['transact']).call(t, (tx: Tx) => fn(hide(tx)));
+              } finally {
+                hiding = false;
+              }
+            };
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+        },
+      });
+    const harness = await start({ intakeStore: (store) => hide(store) });
+    const d = exact('issue_comment_created_on_issue');
+    const first = await harness.post(d.body, d.headers);
+    hiding = true;
+    const again = await harness.post(d.body, d.headers);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(harness.accepted).toHaveLength(1);
+    expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
   });
 
   it('Replay (same body, new delivery UUID) is a duplicate of the original task', async () => {

@@ -35,6 +35,8 @@ export interface HarnessOptions {
   /** Extra store options (e.g. `beforeCommit` to make a commit fail). */
   store?: Partial<SqliteStoreOptions>;
   intake?: Partial<IntakeOptions>;
+  /** The store as the intake sees it (a test placing another node's write at a chosen moment). */
+  intakeStore?: (store: Store) => Store;
   /** The HTTP server's limits (the service's `listen`); unset → the production defaults. */
   http?: Partial<HttpLimits>;
 }
@@ -82,7 +84,7 @@ export async function startIntakeHarness(options: HarnessOptions = {}): Promise<
   const comments = createCommentRegistry();
   const intake = createIntake({
     commentOnGitea: (owner, repo, id) => comments.lookup(owner, repo, id),
-    store,
+    store: options.intakeStore ? options.intakeStore(store) : store,
     runtime,
     botLogin: BOT_LOGIN,
     secrets: options.secrets ?? [FIXTURE_SECRET],

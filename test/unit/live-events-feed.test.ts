@@ -24,6 +24,37 @@ async function remoteTransition(store: Store, taskId: string, toState: string): 
   });
 }
 
+/** The live events' routes on a port of 127.0.0.1, closed after the test; the stream's URL. */
+async function serve(live: ReturnType<typeof createLiveEvents>): Promise<string> {
+  const server = new Koa().use(live.router.routes()).listen(0, '127.0.0.1');
+  cleanups.push(
+    () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  );
+  await new Promise((r) => server.once('listening', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/gitea-workflow/events`;
+}
+
+/** Reads a stream until `needle` arrives; rejects if it ends first. */
+function streamText(res: Response): { until(needle: string): Promise<void>; text(): string } {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  return {
+    async until(needle) {
+      while (!text.includes(needle)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended before ${needle}: ${text}`);
+        text += decoder.decode(value, { stream: true });
+      }
+    },
+    text: () => text,
+  };
+}
+
 it('follows the audit only while a stream is open, and the stream gets what commits after it connected', async () => {
   const { store, runtime, close } = await createTestRuntime([]);
   cleanups.push(() => close());
@@ -43,27 +74,54 @@ it('follows the audit only while a stream is open, and the stream gets what comm
   };
   const live = createLiveEvents({ store, runtime, adminToken: ADMIN_TOKEN, auditFeed: (listener) => followAudit(counted, AUDIT_CHANNEL, listener) });
   cleanups.push(() => live.close());
-  const app = new Koa().use(live.router.routes());
-  const server = app.listen(0, '127.0.0.1');
-  cleanups.push(() => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }));
-  await new Promise((r) => server.once('listening', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/gitea-workflow/events`;
+  const url = await serve(live);
 
   await remoteTransition(store, 't-before', 'running');
   expect(listening, 'no stream open: nothing follows the audit').toBe(0);
 
   const abort = new AbortController();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: abort.signal });
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  while (!text.includes(': connected')) text += decoder.decode((await reader.read()).value, { stream: true });
+  const res = await fetch(url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.any([abort.signal, AbortSignal.timeout(5_000)]) });
+  const stream = streamText(res);
+  await stream.until(': connected');
   expect(listening).toBe(1);
   await remoteTransition(store, 't-after', 'running');
-  while (!text.includes('t-after')) text += decoder.decode((await reader.read()).value, { stream: true });
-  expect(text).not.toContain('t-before');
+  await stream.until('t-after');
+  expect(stream.text()).not.toContain('t-before');
 
   abort.abort();
   await expect.poll(() => listening, { timeout: 5_000 }).toBe(0);
   expect(live.clients()).toBe(0);
 });
+
+it('a feed that cannot start ends the stream without "connected", and the next stream starts a new one', async () => {
+  const { store, runtime, close } = await createTestRuntime([]);
+  cleanups.push(() => close());
+  const sql = store as SqlStore;
+  let failures = 1;
+  const flaky: FollowedStore = {
+    audit: (query) => sql.audit(query),
+    lastAuditSeq: async () => {
+      if (failures-- > 0) throw new Error('the database did not answer');
+      return sql.lastAuditSeq();
+    },
+    listen: (channel, listener) => sql.listen(channel, listener),
+  };
+  const live = createLiveEvents({ store, runtime, adminToken: ADMIN_TOKEN, auditFeed: (listener) => followAudit(flaky, AUDIT_CHANNEL, listener) });
+  cleanups.push(() => live.close());
+  const url = await serve(live);
+  const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  const failed = await (await fetch(url, { headers, signal: AbortSignal.timeout(5_000) })).text();
+  expect(failed).not.toContain(': connected');
+  expect(live.clients()).toBe(0);
+
+  const abort = new AbortController();
+  // Bounded: a stream left on a dead feed would wait for its events for ever.
+  const res = await fetch(url, { headers, signal: AbortSignal.any([abort.signal, AbortSignal.timeout(5_000)]) });
+  const stream = streamText(res);
+  await stream.until(': connected');
+  await remoteTransition(store, 't-later', 'running');
+  await stream.until('t-later');
+  abort.abort();
+});
+

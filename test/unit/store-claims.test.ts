@@ -9,10 +9,11 @@ import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createScheduler, type Scheduler } from '../../src/scheduler/index.js';
 import { announceClaimable } from '../../src/scheduler/claimable-channel.js';
-import { threadPreference } from '../../src/scheduler/thread-preference.js';
+import { threadPreference, type ThreadPreference } from '../../src/scheduler/thread-preference.js';
+import { newSessionRecord } from '../../src/sessions/session-actor.js';
 import type { SessionRecord } from '../../src/domain/records.js';
 import type { Store } from '../../src/store/types.js';
-import { auditWithEvent, schedulerKinds, scriptedExecutor, submitTask, waitUntil, walkToSuccess } from '../support/scheduler-harness.js';
+import { auditWithEvent, schedulerKinds, scriptedExecutor, submitTask, waitUntil, walkToSuccess, type ExecutorCall } from '../support/scheduler-harness.js';
 import { STORE_ENGINE, storeDirs } from '../support/store-helpers.js';
 
 const env = storeDirs();
@@ -117,38 +118,43 @@ describe('claims by several nodes at once', () => {
     expect(byNode).toEqual(new Set(['scheduler:node-a', 'scheduler:node-b']));
   });
 
+  /** A node as the service sets one up on a shared store: claimable transitions announced on the database. */
+  const sharedNode = (name: string, store: Store, options: { slots: number; script: (call: ExecutorCall) => Promise<void>; preference?: ThreadPreference }) => {
+    const owner = `${name}/1/1`;
+    const runtime = new ActorRuntime({ store, kinds: schedulerKinds(), shared: true, announce: announceClaimable(owner) });
+    const { executor, calls } = scriptedExecutor(runtime, options.script);
+    const scheduler = createScheduler({
+      store,
+      runtime,
+      executor,
+      owner,
+      by: `scheduler:${name}`,
+      maxConcurrentTasks: options.slots,
+      leaseTtlMs: 60_000,
+      heartbeatMs: 0,
+      // Only announcements wake a node here.
+      safetyPollMs: 600_000,
+      othersMayTakeOver: true,
+      ...(options.preference ? { threadPreference: options.preference } : {}),
+    });
+    running.push(scheduler);
+    return { runtime, scheduler, calls };
+  };
+
   it('a task queued on a node at capacity is claimed at once by an idle node, whose own safety poll is 10 minutes away', async () => {
     const dir = await env.dir();
     const first = await env.open({ dir, indexes: STORE_INDEXES });
     const second = STORE_ENGINE === 'sqlite' ? first : await env.open({ dir, indexes: STORE_INDEXES });
     const release = new Map<string, () => void>();
-    const node = (name: string, store: Store) => {
-      // As the service sets up a node on a shared store: claimable transitions are announced on the database.
-      const runtime = new ActorRuntime({ store, kinds: schedulerKinds(), shared: true, announce: announceClaimable });
-      const { executor, calls } = scriptedExecutor(runtime, async (call) => {
-        await new Promise<void>((r) => release.set(call.taskId, r));
-        await walkToSuccess(call);
-      });
-      const scheduler = createScheduler({
-        store,
-        runtime,
-        executor,
-        owner: `${name}/1/1`,
-        by: `scheduler:${name}`,
-        maxConcurrentTasks: 1,
-        leaseTtlMs: 60_000,
-        heartbeatMs: 0,
-        safetyPollMs: 600_000,
-        othersMayTakeOver: true,
-      });
-      running.push(scheduler);
-      return { runtime, scheduler, calls };
+    const script = async (call: ExecutorCall) => {
+      await new Promise<void>((r) => release.set(call.taskId, r));
+      await walkToSuccess(call);
     };
-    const busy = node('node-busy', first);
+    const busy = sharedNode('node-busy', first, { slots: 1, script });
     busy.scheduler.start();
     await submitTask(first, busy.runtime, 'first', 'default:org/one');
     await waitUntil(async () => busy.calls.length === 1, 'the busy node to run its first task', 5_000);
-    const idle = node('node-idle', second);
+    const idle = sharedNode('node-idle', second, { slots: 1, script });
     idle.scheduler.start();
     await idle.scheduler.settled();
 
@@ -162,69 +168,41 @@ describe('claims by several nodes at once', () => {
 
   describe("a conversation's new task and the node holding its Codex thread", () => {
     const REPO = 'default:org/talk';
-    const session = (threadNode: string): SessionRecord => ({
-      sessionKey: `${REPO}:issue:1`,
-      resourceKey: `${REPO}:issue:1`,
-      repoKey: REPO,
-      kind: 'issue',
-      number: 1,
-      threadId: 'thread-1',
-      runtime: { app: 'codexapp', mode: 'yolo' },
-      mcp: { server: 'gitea', transport: 'stdio', hostRef: 'gitea-main' },
-      status: 'active',
-      threadNode,
-      lastTaskId: null,
-      lastTurnId: null,
-      createdAt: new Date().toISOString(),
-      updatedAt: new Date().toISOString(),
-      version: 1,
-    });
-    const node = (name: string, store: Store, windowMs: number) => {
-      const runtime = new ActorRuntime({ store, kinds: schedulerKinds(), shared: true, announce: announceClaimable });
-      const { executor, calls } = scriptedExecutor(runtime, walkToSuccess);
-      const scheduler = createScheduler({
-        store,
-        runtime,
-        executor,
-        owner: `${name}/1/1`,
-        by: `scheduler:${name}`,
-        maxConcurrentTasks: 2,
-        leaseTtlMs: 60_000,
-        heartbeatMs: 0,
-        safetyPollMs: 600_000,
-        othersMayTakeOver: true,
-        threadPreference: threadPreference({ store, nodeId: name, windowMs }),
-      });
-      running.push(scheduler);
-      return { runtime, scheduler, calls };
+    /** The task, queued, and its conversation's session, whose thread `threadNode` holds. */
+    const conversation = async (store: Store, runtime: ActorRuntime, threadNode: string) => {
+      await submitTask(store, runtime, 'follow-up', REPO);
+      const task = (await store.get<TaskRecord>('tasks', 'follow-up'))!;
+      await store.transact((tx) => tx.insert<SessionRecord>('sessions', task.sessionKey, { ...newSessionRecord(task, 'gitea-main', new Date().toISOString()), threadNode }));
     };
 
     it('is left to that node: an idle node that looks first does not take it', async () => {
       const dir = await env.dir();
       const first = await env.open({ dir, indexes: STORE_INDEXES });
       const second = STORE_ENGINE === 'sqlite' ? first : await env.open({ dir, indexes: STORE_INDEXES });
-      await first.transact((tx) => tx.insert('sessions', `${REPO}:issue:1`, session('node-b')));
-      const a = node('node-a', first, 30_000);
+      const a = sharedNode('node-a', first, { slots: 2, script: walkToSuccess, preference: threadPreference({ nodeId: 'node-a', windowMs: 600_000 }) });
+      await conversation(first, a.runtime, 'node-b');
       a.scheduler.start();
-      await submitTask(first, a.runtime, 'follow-up', REPO);
-      await new Promise((r) => setTimeout(r, 500));
       await a.scheduler.settled();
       expect(a.calls, 'node-a left the task to the node holding its thread').toHaveLength(0);
-      const b = node('node-b', second, 30_000);
+      const b = sharedNode('node-b', second, { slots: 2, script: walkToSuccess, preference: threadPreference({ nodeId: 'node-b', windowMs: 600_000 }) });
       b.scheduler.start();
       await waitUntil(async () => b.calls.length === 1, 'node-b to claim the task of its thread', 5_000);
       expect(a.calls).toHaveLength(0);
     });
 
-    it('is taken by any node once the window has passed (the thread\'s node is busy or gone)', async () => {
+    it("is taken by any node once the window has passed (the thread's node is busy or gone)", async () => {
       const store = await env.open({ dir: await env.dir(), indexes: STORE_INDEXES });
-      await store.transact((tx) => tx.insert('sessions', `${REPO}:issue:1`, session('node-gone')));
-      const a = node('node-a', store, 400);
+      let clock = 0;
+      const a = sharedNode('node-a', store, { slots: 2, script: walkToSuccess, preference: threadPreference({ nodeId: 'node-a', windowMs: 5_000, now: () => clock }) });
+      await conversation(store, a.runtime, 'node-gone');
       a.scheduler.start();
-      const submitted = performance.now();
-      await submitTask(store, a.runtime, 'follow-up', REPO);
-      await waitUntil(async () => a.calls.length === 1, 'node-a to claim the task after the window', 5_000);
-      expect(performance.now() - submitted).toBeGreaterThanOrEqual(400);
+      await a.scheduler.settled();
+      clock = 4_999;
+      await a.scheduler.wake();
+      expect(a.calls, 'still inside the window').toHaveLength(0);
+      clock = 5_000;
+      await a.scheduler.wake();
+      await waitUntil(async () => a.calls.length === 1, 'node-a to claim the task once the window passed', 5_000);
     });
   });
 });

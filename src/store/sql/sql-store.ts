@@ -494,11 +494,11 @@ class SqlTx implements Tx {
     return this.#saw(collection, key, parseFrozen<T>(text));
   }
 
-  async insertIfAbsent<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T): Promise<boolean> {
+  async insertIfAbsent<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: { archived?: boolean } = {}): Promise<boolean> {
     this.#assertWrite();
     checkKey(collection, key);
     const text = recordText(collection, record);
-    if (!(await this.#insertText(collection, key, text, false))) return false;
+    if (!(await this.#insertText(collection, key, text, options.archived === true))) return false;
     this.#saw(collection, key, parseFrozen<T>(text));
     return true;
   }
