@@ -134,6 +134,8 @@ export interface TaskRecord {
   stoppedBy: string | null;
   /** Arrival order: the store's monotonic sequence at intake, for FIFO per repository. */
   queueSeq: number;
+  /** Several nodes: the node whose intake accepted the task (the scheduler's claim preference). */
+  acceptedBy?: string;
   /** Tokens, turns, wall time and diff size so far (src/usage/); absent before the first turn ended. */
   usage?: TaskUsage;
   /** What the publisher did with the change (src/publish/); absent before it ran. */

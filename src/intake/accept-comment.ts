@@ -69,6 +69,8 @@ export interface IntakeLogger {
 }
 
 export interface IntakeOptions {
+  /** Several nodes: this node's id, recorded on the tasks it accepts (the scheduler's claim preference). */
+  nodeId?: string;
   store: Store;
   runtime: ActorRuntime;
   botLogin: string;
@@ -212,6 +214,7 @@ export function createIntake(options: IntakeOptions): Intake {
     securityEventRetentionMs: options.securityEventRetentionMs ?? 30 * 24 * 60 * 60 * 1000,
     hostRef: options.mcpHostRef ?? 'gitea-main',
     quota: options.quota,
+    nodeId: options.nodeId,
   };
 
   const reviewDeps: ReviewLookupDeps = {

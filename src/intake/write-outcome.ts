@@ -36,6 +36,8 @@ export interface WriteContext {
   securityEventRetentionMs: number;
   hostRef: string;
   quota?: QuotaPort | undefined;
+  /** Several nodes: this node's id, recorded on the tasks it accepts. */
+  nodeId?: string | undefined;
 }
 
 export async function writeOutcome(ctx: WriteContext, tx: Tx, subject: Subject, plan: Plan, workspacePath: string): Promise<Outcome> {
@@ -255,7 +257,7 @@ async function acceptAsRecords(ctx: WriteContext, tx: Tx, s: Subject, c: Normali
   if (!(await tx.has('repositories', c.repoKey)) && (await tx.insertIfAbsent<RepositoryRecord>('repositories', c.repoKey, repositoryRecord(c, workspacePath, at)))) {
     await audit('repository.register', { metadata: { workspacePath } });
   }
-  const task = await tx.insert<TaskRecord>('tasks', taskId, await taskWithTextStoredOnce(tx, taskRecord(c, taskId, event.seq, at)));
+  const task = await tx.insert<TaskRecord>('tasks', taskId, await taskWithTextStoredOnce(tx, { ...taskRecord(c, taskId, event.seq, at), ...(ctx.nodeId !== undefined ? { acceptedBy: ctx.nodeId } : {}) }));
   // Sessions too are read by key only; the session manager's first write brings one back to memory.
   if (!(await tx.has('sessions', c.resourceKey))) await tx.insertIfAbsent('sessions', c.resourceKey, sessionRecord(task, ctx.hostRef, at), { archived: true });
   const created = await ctx.runtime.createInTx(tx, TASK_KIND, taskActorId(taskId), { taskId }, {

@@ -2,7 +2,7 @@ import { DEFAULTS } from '../config/keys.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import type { SchedulerClock, SchedulerLogger, TaskExecutor } from './types.js';
-import type { ThreadPreference } from './thread-preference.js';
+import type { ClaimPreference } from './claim-preference.js';
 
 export interface SchedulerOptions {
   store: Store;
@@ -41,8 +41,8 @@ export interface SchedulerOptions {
    * database's clock: a lease this node could not renew in time counts as lost here, and its turn stops.
    */
   othersMayTakeOver?: boolean;
-  /** Several nodes: a conversation's new task waits a moment for the node holding its Codex thread (thread-preference.ts). */
-  threadPreference?: ThreadPreference;
+  /** Several nodes: a new task waits a moment for the node holding its Codex thread, or the one that accepted it (claim-preference.ts). */
+  claimPreference?: ClaimPreference;
   /** Told after each renewal of a task's lease (the gate's write deadline moves on: writeDeadline). */
   onLeaseRenewed?: (taskId: string) => void;
 }

@@ -15,7 +15,7 @@ import { resolveSchedulerSettings, type SchedulerOptions } from './scheduler-opt
 import type { HeldLease, RecoveryResult, RunningTask, SchedulerClock, SchedulerLogger } from './types.js';
 import { nextWakeAt, wakesScheduler } from './wake-decisions.js';
 import { CLAIMABLE_CHANNEL } from './claimable-channel.js';
-import type { ThreadPreference } from './thread-preference.js';
+import type { ClaimPreference, PreferredNodes } from './claim-preference.js';
 import { inflightSet, wakeLoop } from './wake-loop.js';
 
 export type { SchedulerOptions } from './scheduler-options.js';
@@ -159,8 +159,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
         }),
       );
       const takenNow = (repoKey: string) => workers.has(repoKey) || leased.has(repoKey) || unavailableRepos.has(repoKey) || stranded.has(repoKey);
-      // Repositories whose head waits a moment for the node holding its conversation's thread.
-      const deferred = options.threadPreference ? await preferThreadNode(options.threadPreference, candidates, pickClaims({ tasks: candidates, now, busy: takenNow, disabled: (r) => disabled.has(r), slots: candidates.length })) : null;
+      // Repositories whose head waits a moment for the node it would rather run on (claim-preference.ts).
+      const deferred = options.claimPreference ? await preferredNodes(options.claimPreference, candidates, pickClaims({ tasks: candidates, now, busy: takenNow, disabled: (r) => disabled.has(r), slots: candidates.length })) : null;
       if (deferred?.waitMs != null) recheckAt = now + deferred.waitMs;
       // Repositories whose head a claim transaction of this scan tried: taken, or left to another node.
       const tried = new Set<string>();
@@ -210,16 +210,16 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     armWakeTimer(nextWakeAt({ heldUntil, tasks: owned.filter((t) => !dead.has(t.taskId)), leases: await heldLeases(), now, recheckAt }), now);
   }
 
-  /** The node holding each head's thread, read from its session, for the preference's decision. */
-  async function preferThreadNode(preference: ThreadPreference, candidates: readonly TaskRecord[], heads: readonly ClaimCandidate[]) {
-    const sessionOf = new Map(candidates.map((t) => [t.taskId, t.sessionKey]));
-    const threadNodeOf = new Map<string, string | undefined>();
+  /** Where each new head's task would rather run (its session's thread node, the node that accepted it), for the preference's decision. */
+  async function preferredNodes(preference: ClaimPreference, candidates: readonly TaskRecord[], heads: readonly ClaimCandidate[]) {
+    const taskOf = new Map(candidates.map((t) => [t.taskId, t]));
+    const preferred = new Map<string, PreferredNodes>();
     for (const head of heads) {
-      if (head.event !== 'CLAIM') continue;
-      const sessionKey = sessionOf.get(head.taskId);
-      threadNodeOf.set(head.taskId, sessionKey === undefined ? undefined : (await store.get<SessionRecord>('sessions', sessionKey))?.threadNode);
+      const task = taskOf.get(head.taskId);
+      if (head.event !== 'CLAIM' || task === undefined) continue;
+      preferred.set(head.taskId, { threadNode: (await store.get<SessionRecord>('sessions', task.sessionKey))?.threadNode, acceptedBy: task.acceptedBy });
     }
-    return preference.defer(heads, threadNodeOf);
+    return preference.defer(heads, preferred);
   }
 
   function armWakeTimer(at: number | null, now: number): void {

@@ -36,7 +36,7 @@ import { AUDIT_CHANNEL, createStore } from '../store/index.js';
 import type { AuditEvent } from '../store/types.js';
 import { followAudit } from '../api/audit-follower.js';
 import { announceClaimable, CLAIMABLE_CHANNEL } from '../scheduler/claimable-channel.js';
-import { threadPreference } from '../scheduler/thread-preference.js';
+import { claimPreference } from '../scheduler/claim-preference.js';
 import { taskKind } from '../tasks/task-actor.js';
 import { createReplyVerification } from '../verification/reply-verification.js';
 import { replyExistsOnGitea } from '../verification/reply-exists.js';
@@ -378,7 +378,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'scheduler' }),
     holdClaimsUntil: (now) => providerHold.heldUntil(now),
     // Another node may take a repository over once this node's lease expires on the database's clock.
-    ...(config.databaseUrl ? { othersMayTakeOver: true, threadPreference: threadPreference({ nodeId }) } : {}),
+    ...(config.databaseUrl ? { othersMayTakeOver: true, claimPreference: claimPreference({ nodeId }) } : {}),
     ...(config.databaseUrl
       ? {
           onLeaseRenewed: (taskId: string) =>
@@ -437,6 +437,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     logger: logger.child({ part: 'security' }),
   });
   const intake = createIntake({
+    ...(config.databaseUrl ? { nodeId } : {}),
     scope,
     securityEvents,
     securityEventRetentionMs,

@@ -281,6 +281,13 @@ describe('200: repeats and duplicates return the original result', () => {
     expect(await harness.counts()).toEqual(expectedCounts(ONE_ACCEPTED_TASK));
   });
 
+  it('on a node of several, the task records the node that accepted it (the claim preference reads it)', async () => {
+    const harness = await start({ intake: { nodeId: 'node-x' } });
+    const d = exact('issue_comment_created_on_issue');
+    const res = await harness.post(d.body, d.headers);
+    expect((await harness.store.get<TaskRecord>('tasks', res.body.taskId))?.acceptedBy).toBe('node-x');
+  });
+
   it('Replay (same body, new delivery UUID) is a duplicate of the original task', async () => {
     const harness = await start();
     const original = exact('issue_comment_created_on_issue');

@@ -24,7 +24,7 @@ export const ev = (event: TaskEvent): EventObject => event;
  * What intake does: insert the task record (stateVersion 0, `queueSeq` = the store's audit
  * sequence, so arrival order is the store's order) and create its actor with ACCEPT, in one tx.
  */
-export async function submitTask(store: Store, runtime: ActorRuntime, taskId: string, repoKey: string): Promise<number> {
+export async function submitTask(store: Store, runtime: ActorRuntime, taskId: string, repoKey: string, fields: Partial<TaskRecord> = {}): Promise<number> {
   const created = await store.transact(async (tx) => {
     const { seq } = await tx.appendAudit({ action: 'task.submitted', actor: 'test', taskId, metadata: { repoKey } });
     const now = new Date().toISOString();
@@ -49,6 +49,7 @@ export async function submitTask(store: Store, runtime: ActorRuntime, taskId: st
       createdAt: now,
       updatedAt: now,
       stateVersion: 0,
+      ...fields,
     };
     await tx.insert('tasks', taskId, record);
     const actor = await runtime.createInTx(tx, 'task', taskActorId(taskId), { taskId }, { events: [{ type: 'ACCEPT' }], taskId, by: 'test' });

@@ -9,7 +9,7 @@ import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createScheduler, type Scheduler } from '../../src/scheduler/index.js';
 import { announceClaimable } from '../../src/scheduler/claimable-channel.js';
-import { threadPreference, type ThreadPreference } from '../../src/scheduler/thread-preference.js';
+import { claimPreference, type ClaimPreference } from '../../src/scheduler/claim-preference.js';
 import { newSessionRecord } from '../../src/sessions/session-actor.js';
 import type { SessionRecord } from '../../src/domain/records.js';
 import type { Store } from '../../src/store/types.js';
@@ -119,7 +119,7 @@ describe('claims by several nodes at once', () => {
   });
 
   /** A node as the service sets one up on a shared store: claimable transitions announced on the database. */
-  const sharedNode = (name: string, store: Store, options: { slots: number; script: (call: ExecutorCall) => Promise<void>; preference?: ThreadPreference }) => {
+  const sharedNode = (name: string, store: Store, options: { slots: number; script: (call: ExecutorCall) => Promise<void>; preference?: ClaimPreference }) => {
     const owner = `${name}/1/1`;
     const runtime = new ActorRuntime({ store, kinds: schedulerKinds(), shared: true, announce: announceClaimable(owner) });
     const { executor, calls } = scriptedExecutor(runtime, options.script);
@@ -135,7 +135,7 @@ describe('claims by several nodes at once', () => {
       // Only announcements wake a node here.
       safetyPollMs: 600_000,
       othersMayTakeOver: true,
-      ...(options.preference ? { threadPreference: options.preference } : {}),
+      ...(options.preference ? { claimPreference: options.preference } : {}),
     });
     running.push(scheduler);
     return { runtime, scheduler, calls };
@@ -166,6 +166,24 @@ describe('claims by several nodes at once', () => {
     await waitUntil(async () => (await first.byIndex<TaskRecord>('tasks', 'state', 'succeeded')).length === 2, 'both tasks to succeed', 5_000);
   });
 
+  it('a new task is left for a moment to the node that accepted it: another node that hears of it at once does not take it', async () => {
+    const dir = await env.dir();
+    const first = await env.open({ dir, indexes: STORE_INDEXES });
+    const second = STORE_ENGINE === 'sqlite' ? first : await env.open({ dir, indexes: STORE_INDEXES });
+    const a = sharedNode('node-a', first, { slots: 1, script: walkToSuccess, preference: claimPreference({ nodeId: 'node-a', acceptedWindowMs: 600_000 }) });
+    const b = sharedNode('node-b', second, { slots: 1, script: walkToSuccess, preference: claimPreference({ nodeId: 'node-b', acceptedWindowMs: 600_000 }) });
+    b.scheduler.start();
+    await b.scheduler.settled();
+    // Accepted by node-a, whose scheduler has not looked yet.
+    await submitTask(first, a.runtime, 'mention', 'default:org/one', { acceptedBy: 'node-a' });
+    await new Promise((r) => setTimeout(r, 200));
+    await b.scheduler.settled();
+    expect(b.calls, 'node-b left the task to the node that accepted it').toHaveLength(0);
+    a.scheduler.start();
+    await waitUntil(async () => a.calls.length === 1, 'node-a to claim what it accepted', 5_000);
+    expect(b.calls).toHaveLength(0);
+  });
+
   describe("a conversation's new task and the node holding its Codex thread", () => {
     const REPO = 'default:org/talk';
     /** The task, queued, and its conversation's session, whose thread `threadNode` holds. */
@@ -179,12 +197,12 @@ describe('claims by several nodes at once', () => {
       const dir = await env.dir();
       const first = await env.open({ dir, indexes: STORE_INDEXES });
       const second = STORE_ENGINE === 'sqlite' ? first : await env.open({ dir, indexes: STORE_INDEXES });
-      const a = sharedNode('node-a', first, { slots: 2, script: walkToSuccess, preference: threadPreference({ nodeId: 'node-a', windowMs: 600_000 }) });
+      const a = sharedNode('node-a', first, { slots: 2, script: walkToSuccess, preference: claimPreference({ nodeId: 'node-a', threadWindowMs: 600_000 }) });
       await conversation(first, a.runtime, 'node-b');
       a.scheduler.start();
       await a.scheduler.settled();
       expect(a.calls, 'node-a left the task to the node holding its thread').toHaveLength(0);
-      const b = sharedNode('node-b', second, { slots: 2, script: walkToSuccess, preference: threadPreference({ nodeId: 'node-b', windowMs: 600_000 }) });
+      const b = sharedNode('node-b', second, { slots: 2, script: walkToSuccess, preference: claimPreference({ nodeId: 'node-b', threadWindowMs: 600_000 }) });
       b.scheduler.start();
       await waitUntil(async () => b.calls.length === 1, 'node-b to claim the task of its thread', 5_000);
       expect(a.calls).toHaveLength(0);
@@ -193,7 +211,7 @@ describe('claims by several nodes at once', () => {
     it("is taken by any node once the window has passed (the thread's node is busy or gone)", async () => {
       const store = await env.open({ dir: await env.dir(), indexes: STORE_INDEXES });
       let clock = 0;
-      const a = sharedNode('node-a', store, { slots: 2, script: walkToSuccess, preference: threadPreference({ nodeId: 'node-a', windowMs: 5_000, now: () => clock }) });
+      const a = sharedNode('node-a', store, { slots: 2, script: walkToSuccess, preference: claimPreference({ nodeId: 'node-a', threadWindowMs: 5_000, now: () => clock }) });
       await conversation(store, a.runtime, 'node-gone');
       a.scheduler.start();
       await a.scheduler.settled();
