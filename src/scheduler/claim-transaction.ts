@@ -4,6 +4,10 @@ import { LOCK_KIND, lockActorId } from '../leases/repo-lock-actor.js';
 import type { EventObject } from 'xstate';
 import type { ActorRecord, ActorRuntime, SendResult } from '../runtime/actor-runtime.js';
 import { taskActorId } from '../tasks/task-actor.js';
+import { taskStatesWith } from '../../machines/task-lifecycle.js';
+
+/** The states in which a task runs under its repository's lease (the machine's `holdsLease` tag). */
+const LEASE_HOLDING_STATES = taskStatesWith('holdsLease');
 import { claimableNow, claimEventOf, type LockActorFound } from './claim-decisions.js';
 import { lockEvent } from './events.js';
 import type { ClaimCandidate } from './pick-claims.js';
@@ -47,7 +51,12 @@ export async function claimTogether(input: ClaimTogetherInput): Promise<Claimed[
     const repositories = await tx.lock<RepositoryRecord>('repositories', picks.map((p) => p.repoKey), 'share');
     const open = picks.filter((p) => repositories.get(p.repoKey)?.status !== 'disabled');
     const free = await tx.lockFreeLeases(open.map((p) => p.repoKey));
-    const mine = open.filter((p) => free.has(p.repoKey));
+    const lockable = open.filter((p) => free.has(p.repoKey));
+    // A task of the repository still recorded in a lease-holding state (its holder died or stalled, its
+    // lease ended, and whoever ends it has not moved it on yet): no other task runs there until it has
+    // been. Only a claim, which needs the lease row locked here, can put a task into such a state.
+    const holding = (await Promise.all(LEASE_HOLDING_STATES.map((state) => tx.byIndex<TaskRecord>('tasks', 'state', state)))).flat();
+    const mine = lockable.filter((p) => holding.every((t) => t.repoKey !== p.repoKey || t.taskId === p.taskId));
     const actors = await tx.lock<ActorRecord>('actors', mine.flatMap((p) => [taskActorId(p.taskId), lockActorId(p.repoKey)]), 'skip');
     const tasks = await tx.lock<TaskRecord>('tasks', mine.map((p) => p.taskId), 'skip');
 

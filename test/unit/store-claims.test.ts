@@ -9,6 +9,8 @@ import { STORE_INDEXES, type TaskRecord } from '../../src/domain/records.js';
 import { ActorRuntime } from '../../src/runtime/actor-runtime.js';
 import { createScheduler, type Scheduler } from '../../src/scheduler/index.js';
 import { announceClaimable } from '../../src/scheduler/claimable-channel.js';
+import { claimTogether } from '../../src/scheduler/claim-transaction.js';
+import { repoLockClient } from '../../src/scheduler/repo-lock-client.js';
 import { claimPreference, type ClaimPreference } from '../../src/scheduler/claim-preference.js';
 import { newSessionRecord } from '../../src/sessions/session-actor.js';
 import type { SessionRecord } from '../../src/domain/records.js';
@@ -182,6 +184,21 @@ describe('claims by several nodes at once', () => {
     a.scheduler.start();
     await waitUntil(async () => a.calls.length === 1, 'node-a to claim what it accepted', 5_000);
     expect(b.calls).toHaveLength(0);
+  });
+
+  it('no task is claimed in a repository where another is still recorded as running after its lease ended', async () => {
+    const store = await env.open({ dir: await env.dir(), indexes: STORE_INDEXES });
+    const a = sharedNode('node-a', store, { slots: 1, script: () => new Promise<void>(() => undefined) });
+    await submitTask(store, a.runtime, 'stuck', 'default:org/one');
+    const [first] = await claimTogether({ runtime: a.runtime, picks: [{ taskId: 'stuck', repoKey: 'default:org/one', queueSeq: 0, event: 'CLAIM' }], owner: 'node-a/1/1', by: 'test', ttlMs: 1, now: Date.now, stopped: () => false });
+    expect(first).toBeDefined();
+    await new Promise((r) => setTimeout(r, 50));
+    // Its holder died: the lease is ended (as another node's scheduler ends an expired one) before anyone moved the task on.
+    expect(await repoLockClient({ runtime: a.runtime, by: 'test' }).expire('default:org/one', Date.now() + 120_000)).toBe(true);
+    expect((await store.get<TaskRecord>('tasks', 'stuck'))?.state).toBe('preparing');
+    await submitTask(store, a.runtime, 'next', 'default:org/one');
+    const claimed = await claimTogether({ runtime: a.runtime, picks: [{ taskId: 'next', repoKey: 'default:org/one', queueSeq: 1, event: 'CLAIM' }], owner: 'node-b/1/1', by: 'test', ttlMs: 60_000, now: Date.now, stopped: () => false });
+    expect(claimed).toEqual([]);
   });
 
   describe("a conversation's new task and the node holding its Codex thread", () => {
