@@ -2,8 +2,8 @@
 // and repeats the uniqueness checks (delivery id, comment trigger) there; where two nodes race past a
 // check (PostgreSQL reads committed rows only), the unique key refuses the second insert and the
 // intake runs the transaction again, which then sees the first one's records: of fifty concurrent
-// identical posts one accepts, the others answer as duplicates. What to do is decided purely (intake-decision.ts); this file reads the facts and writes
-// what was decided.
+// identical posts one accepts, the others answer as duplicates. What to do is decided purely
+// (intake-decision.ts); this file reads the facts and writes what was decided.
 //
 // A rejected or refused mention never runs: its task keeps an excerpt of the text, not the text, and
 // a rejected one is counted per author and day (rejected-mentions.ts); past a few a day it gets no

@@ -5,13 +5,13 @@ import type { EventObject } from 'xstate';
 import type { ActorRecord, ActorRuntime, SendResult } from '../runtime/actor-runtime.js';
 import { taskActorId } from '../tasks/task-actor.js';
 import { taskStatesWith } from '../../machines/task-lifecycle.js';
-
-/** The states in which a task runs under its repository's lease (the machine's `holdsLease` tag). */
-const LEASE_HOLDING_STATES = taskStatesWith('holdsLease');
 import { claimableNow, claimEventOf, type LockActorFound } from './claim-decisions.js';
 import { lockEvent } from './events.js';
 import type { ClaimCandidate } from './pick-claims.js';
 import type { HeldLease } from './types.js';
+
+/** The states in which a task runs under its repository's lease (the machine's `holdsLease` tag). */
+const LEASE_HOLDING_STATES = taskStatesWith('holdsLease');
 
 export interface Claimed {
   pick: ClaimCandidate;

@@ -487,25 +487,22 @@ class SqlTx implements Tx {
   }
 
   async insert<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: { archived?: boolean } = {}): Promise<T> {
-    this.#assertWrite();
-    checkKey(collection, key);
-    const text = recordText(collection, record);
-    if (!(await this.#insertText(collection, key, text, options.archived === true))) throw new UniqueViolationError(collection, key);
-    return this.#saw(collection, key, parseFrozen<T>(text));
+    const stored = await this.#insertNew(collection, key, record, options.archived === true);
+    if (stored === undefined) throw new UniqueViolationError(collection, key);
+    return stored;
   }
 
   async insertIfAbsent<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: { archived?: boolean } = {}): Promise<boolean> {
+    return (await this.#insertNew(collection, key, record, options.archived === true)) !== undefined;
+  }
+
+  /** The stored record, or undefined when the key exists (nothing written). */
+  async #insertNew<T extends RecordType>(collection: CollectionName, key: string, record: T, archived: boolean): Promise<T | undefined> {
     this.#assertWrite();
     checkKey(collection, key);
     const text = recordText(collection, record);
-    if (!(await this.#insertText(collection, key, text, options.archived === true))) return false;
-    this.#saw(collection, key, parseFrozen<T>(text));
-    return true;
-  }
-
-  async #insertText(collection: CollectionName, key: string, text: string, archived: boolean): Promise<boolean> {
     const changed = await this.#session.run(`INSERT INTO ${table(collection)} (key, archived, body) VALUES (?, ${archived ? 1 : 0}, ?) ON CONFLICT (key) DO NOTHING`, [key, text]);
-    return changed > 0;
+    return changed === 0 ? undefined : this.#saw(collection, key, parseFrozen<T>(text));
   }
 
   async put<T extends RecordType = StoredRecord>(collection: CollectionName, key: string, record: T, options: PutOptions = {}): Promise<T> {
