@@ -135,6 +135,18 @@ export type TaskEvent =
   | { type: 'ABORT_CONFIRMED' }
   | { type: 'ABORT_TIMEOUT' }
   | { type: 'UNBLOCK'; by: string }
+  // The scheduler and the worker driving the task: what ended the work in flight
+  /**
+   * The repository lease the work ran under ended first (expired, a heartbeat refused; §8 "lease
+   * expired: at most one retry"). A step that resumes on its own (publishing, verifying_reply) keeps
+   * its state: a restart's resume or the reply verifier's own deadlines end it.
+   */
+  | { type: 'LEASE_LOST'; errorCode: string; retryAt: number }
+  /**
+   * The work driving the state failed without an outcome of its own (it threw, or its worker ended and
+   * left the task here). `retryable: false`: nothing will drive it again, it ends now.
+   */
+  | ({ type: 'STEP_FAILED'; retryable: boolean } & Omit<Failure, 'resumeAt' | 'retryable'>)
   // Anything unrecoverable, and restart recovery (§5.5)
   | { type: 'FAIL'; errorCode: string }
   | { type: 'RECOVER_INTERRUPTED'; retryAt: number };
@@ -163,6 +175,8 @@ const cancel = { target: 'cancelled', actions: 'recordStop' as const };
  * published any more; the lease is released only once it has stopped.
  */
 const abort = { target: 'aborting', actions: 'recordStop' as const };
+/** An abort that was not confirmed in time fails the task (§8 "abort timeout → failed, release"). */
+const abortTimedOut = { target: 'failed', actions: 'recordAbortTimeout' as const };
 
 export const taskMachine = setup({
   types: {
@@ -212,6 +226,7 @@ export const taskMachine = setup({
       errorCode: ({ context, event }) =>
         (event as { errorCode?: string }).errorCode ?? context.errorCode ?? 'retry_limit_exceeded',
     }),
+    recordAbortTimeout: assign({ errorCode: 'abort_timeout' }),
     recordLease: assign({ leaseId: ({ event }) => (event as { leaseId?: string }).leaseId ?? null }),
     releaseLeaseRef: assign({ leaseId: null }),
     recordAsking: assign({ asking: true }),
@@ -272,6 +287,8 @@ export const taskMachine = setup({
         WORKSPACE_READY: { target: 'running', actions: 'clearError' },
         WORKSPACE_BLOCKED: { target: 'blocked_workspace', actions: ['recordError', 'releaseLeaseRef'] },
         PREPARE_FAILED: retryOnceOrFail('recordRetry'),
+        STEP_FAILED: retryOnceOrFail('recordRetry'),
+        LEASE_LOST: retryOnceOrFail('recordRetry'),
         RECOVER_INTERRUPTED: retryOnceOrFail('recordRestartInterruption'),
         FAIL: failWithError,
         CANCEL: abort,
@@ -286,6 +303,8 @@ export const taskMachine = setup({
         // Beyond §5.6: a question is verified on Gitea before the task waits on it.
         TURN_WAITING_USER: { target: 'verifying_reply', actions: 'recordAsking' },
         TURN_FAILED: retryOnceOrFail('recordRetry'),
+        STEP_FAILED: retryOnceOrFail('recordRetry'),
+        LEASE_LOST: retryOnceOrFail('recordRetry'),
         CANCEL: abort,
         ABORT: abort,
         RECOVER_INTERRUPTED: retryOnceOrFail('recordRestartInterruption'),
@@ -309,6 +328,7 @@ export const taskMachine = setup({
       on: {
         PUBLISHED: 'verifying_reply',
         PUBLISH_FAILED: failWithError,
+        STEP_FAILED: failWithError,
         CANCEL: abort,
         ABORT: abort,
       },
@@ -325,6 +345,7 @@ export const taskMachine = setup({
         ],
         REPLY_MISSING: { guard: 'canRetryReply', target: 'retry_wait', actions: 'recordReplyRetry' },
         REPLY_FAILED: { target: 'failed_reply', actions: 'recordError' },
+        STEP_FAILED: { target: 'failed_reply', actions: 'recordError' },
         CANCEL: abort,
         ABORT: abort,
       },
@@ -358,7 +379,9 @@ export const taskMachine = setup({
         'Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn\'s processes are gone.',
       on: {
         ABORT_CONFIRMED: 'aborted',
-        ABORT_TIMEOUT: { target: 'failed', actions: assign({ errorCode: 'abort_timeout' }) },
+        ABORT_TIMEOUT: abortTimedOut,
+        // The abort was not confirmed while the lease lived: §8 "abort timeout → failed, release".
+        LEASE_LOST: abortTimedOut,
         // Restart recovery (§5.5): no live turn can be interrupted any more, so the abort is complete.
         // §5.6 allows no aborting → retry_wait, so an interrupted abort never runs again.
         RECOVER_INTERRUPTED: 'aborted',
@@ -428,6 +451,9 @@ export function taskEventCases(): TaskEvent[] {
     { type: 'ABORT_CONFIRMED' },
     { type: 'ABORT_TIMEOUT' },
     { type: 'UNBLOCK', by: 'admin:alice' },
+    { type: 'LEASE_LOST', errorCode: 'lease_expired', retryAt: 1 },
+    { type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt: 1 },
+    { type: 'STEP_FAILED', errorCode: 'executor_left_task', retryable: false },
     { type: 'FAIL', errorCode: 'session_unrecoverable' },
     { type: 'RECOVER_INTERRUPTED', retryAt: 1 },
   ];

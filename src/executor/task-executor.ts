@@ -125,10 +125,10 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
     return lease ? { fence: leaseFence(lease) } : {};
   }
 
-  async function send(taskId: string, event: TaskEvent): Promise<boolean> {
+  async function send(taskId: string, event: TaskEvent, options: { optional?: boolean } = {}): Promise<boolean> {
     const { fence } = fenceOf(taskId);
-    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor', ...(fence ? { guard: fence } : {}) });
-    if (!result.ok) log('task event rejected', { taskId, event: event.type, state: result.state });
+    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor', ...(fence ? { guard: fence } : {}), ...options });
+    if (!result.ok && options.optional !== true) log('task event rejected', { taskId, event: event.type, state: result.state });
     return result.ok;
   }
 
@@ -426,12 +426,12 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
         // The lease is gone: whatever this run would record now is not its to record (the scheduler
         // hears of it and moves the task on, or another worker already has).
         if (isLeaseRefusal(err)) throw err;
+        // What a failed step means in the task's state is the machine's to say; a state that takes no
+        // such news is `aborting`, whose work (stopping the rest) is ended here.
+        const retryAt = options.retryAtFor?.('executor_error') ?? now() + retryDelayMs;
+        const taken = await send(taskId, { type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt }, { optional: true });
         const state = (await store.get<TaskRecord>('tasks', taskId))?.state;
-        if (state === 'preparing' || state === 'running')
-          await failStep(taskId, state === 'preparing' ? 'PREPARE_FAILED' : 'TURN_FAILED', 'executor_error', true);
-        else if (state === 'verifying_reply') await send(taskId, { type: 'REPLY_FAILED', errorCode: 'executor_error' });
-        else if (state === 'publishing') await send(taskId, { type: 'PUBLISH_FAILED', errorCode: 'executor_error' });
-        else if (state === 'aborting') await finishAbort(taskId);
+        if (!taken && state !== undefined && ACTIVE.has(state)) await finishAbort(taskId);
       } finally {
         signal.removeEventListener('abort', onAbort);
         aborts.delete(taskId);

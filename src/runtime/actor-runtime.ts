@@ -303,7 +303,9 @@ export class ActorRuntime {
     const host = (await this.freshHost(actorId)) ?? (await this.hostLazy(actorId));
     if (!host) {
       const rec = await this.store.get<ActorRecord>('actors', actorId);
-      await this.alert(rejectionAudit(actorId, event, by, rec ? 'actor_stopped' : 'unknown_actor', { taskId: rec?.taskId ?? null, fromState: rec?.state ?? null }));
+      // Optional news for an actor that finished meanwhile is nobody's mistake.
+      if (!(options.optional === true && rec))
+        await this.alert(rejectionAudit(actorId, event, by, rec ? 'actor_stopped' : 'unknown_actor', { taskId: rec?.taskId ?? null, fromState: rec?.state ?? null }));
       return rec
         ? { ok: false, reason: 'actor_stopped', state: rec.state, stateVersion: rec.stateVersion }
         : { ok: false, reason: 'unknown_actor', state: null, stateVersion: null };
@@ -312,6 +314,8 @@ export class ActorRuntime {
     const snapshot = host.actor.getSnapshot() as AnyMachineSnapshot;
     // xstate.* events (invoke done/error, timers) come only from inside the actor, never from a caller.
     if (snapshot.status !== 'active' || event.type.startsWith('xstate.') || !snapshot.can(event)) {
+      if (options.optional === true && snapshot.status === 'active' && !event.type.startsWith('xstate.'))
+        return { ok: false, reason: 'illegal_transition', state: host.state, stateVersion: host.stateVersion };
       await this.alert(rejectionAudit(actorId, event, by, 'illegal_transition', { taskId: host.taskId, fromState: host.state, stateVersion: host.stateVersion }));
       return { ok: false, reason: 'illegal_transition', state: host.state, stateVersion: host.stateVersion };
     }

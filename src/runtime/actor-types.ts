@@ -79,6 +79,11 @@ export interface SendOptions {
    * nothing of it (e.g. the lease the sender works under is no longer the current one).
    */
   guard?: (tx: Tx) => Promise<void>;
+  /**
+   * The event is news the machine may not take in every state (a lease that ended, work that
+   * failed): one the current state does not take is answered `illegal_transition` without the alert.
+   */
+  optional?: boolean;
 }
 
 /**

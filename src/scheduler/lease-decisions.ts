@@ -1,4 +1,4 @@
-import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import { taskStatesWith } from '../../machines/task-lifecycle.js';
 import type { LeaseRecord } from '../domain/records.js';
 
 /** Held leases whose expiry has come (a lease without an expiry never expires by time). */
@@ -11,56 +11,13 @@ export function renewedExpiry(expiresAt: number, now: number, ttlMs: number): nu
   return Math.max(expiresAt, now + ttlMs);
 }
 
-/** How a task whose lease was lost (not by its executor returning) is moved on, by state. */
-export function leaseLostEvent(state: string, errorCode: string, now: number): TaskEvent | null {
-  switch (state) {
-    case 'preparing':
-      return { type: 'PREPARE_FAILED', errorCode, retryable: true, retryAt: now, resumeAt: 'preparing' };
-    case 'running':
-      return { type: 'TURN_FAILED', errorCode, retryable: true, retryAt: now, resumeAt: 'preparing' };
-    case 'aborting':
-      // The abort was not confirmed while the lease lived: §8 "abort timeout → failed, release".
-      return { type: 'ABORT_TIMEOUT' };
-    default:
-      // verifying_reply: the reply verifier actor owns it and has its own deadlines.
-      return null;
-  }
-}
-
-export interface LeaselessInput {
-  /** The task's current state and the lease it recorded. */
-  state: string;
-  taskLeaseId: string | null | undefined;
-  /** The lease that ended. */
-  leaseId: string;
-  errorCode: string;
-  /** True: the executor returned or threw; false: the lease was lost under it. */
-  executorDone: boolean;
-  now: number;
-}
-
-export type LeaselessDecision =
-  | { event: TaskEvent; why: 'reply_unfinished' | 'publishing_unfinished' | 'task_holds_lease' }
-  | null;
+/** Steps resumed after a restart (publishing, verifying_reply): they run under a lease the task never recorded. */
+const RESUMED: ReadonlySet<string> = new Set(taskStatesWith('resumable'));
 
 /**
- * What to do with a task that may still sit in a lease-holding state under `leaseId` although
- * nobody will drive it: a lost lease → `retry_wait` (one retry, §8); an executor that returned or
- * threw → `failed`. Null: the task is fine where it is.
+ * Whether work under `leaseId` is the task's current work: the lease it recorded, or any lease for a
+ * resumed step (only the holder of the repository's one lease can be driving it).
  */
-export function leaselessDecision(input: LeaselessInput): LeaselessDecision {
-  const { state, errorCode } = input;
-  // A resumed verification (RESUME after a restart) runs under a lease the task never recorded;
-  // only this worker can be driving it (one lease per repository), and it must not loop.
-  if (input.executorDone && state === 'verifying_reply') return { event: { type: 'REPLY_FAILED', errorCode }, why: 'reply_unfinished' };
-  // The same for a resumed publishing step: its change is kept by the publisher, never lost.
-  if (input.executorDone && state === 'publishing') return { event: { type: 'PUBLISH_FAILED', errorCode }, why: 'publishing_unfinished' };
-  // The task moved on to another lease (or none): not ours to touch.
-  if (input.taskLeaseId !== input.leaseId) return null;
-  const event = input.executorDone
-    ? state === 'preparing' || state === 'running'
-      ? ({ type: 'FAIL', errorCode } satisfies TaskEvent)
-      : null
-    : leaseLostEvent(state, errorCode, input.now);
-  return event ? { event, why: 'task_holds_lease' } : null;
+export function runsUnder(state: string, taskLeaseId: string | null | undefined, leaseId: string): boolean {
+  return taskLeaseId === leaseId || RESUMED.has(state);
 }

@@ -1,4 +1,4 @@
-import type { TaskContext } from '../../machines/task-lifecycle.js';
+import type { TaskContext, TaskEvent } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type SessionRecord, type TaskRecord } from '../domain/records.js';
 import type { ActorRecord, TransitionNotice } from '../runtime/actor-runtime.js';
 import { isLeaseRefusal, type Tx } from '../store/types.js';
@@ -7,7 +7,7 @@ import { taskActorId } from '../tasks/task-actor.js';
 import { claimableUnderHold, SCANNED_STATES } from './claim-decisions.js';
 import { claimTogether, type Claimed } from './claim-transaction.js';
 import { systemClock } from './clock.js';
-import { expiredLeases, leaselessDecision, renewedExpiry } from './lease-decisions.js';
+import { expiredLeases, renewedExpiry, runsUnder } from './lease-decisions.js';
 import { pickClaims, type ClaimCandidate } from './pick-claims.js';
 import { recoverAfterRestart } from './recover.js';
 import { errorMessage, repoLockClient } from './repo-lock-client.js';
@@ -378,36 +378,28 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     void wake();
   }
 
-  /** Moves a task that still sits in a lease-holding state under `leaseId` on (see `leaselessDecision`). */
-  async function failLeaseless(taskId: string, leaseId: string, errorCode: string, executorDone: boolean): Promise<void> {
-    const current = await runtime.stateOf(taskActorId(taskId));
-    if (!current) return;
-    const decision = leaselessDecision({
-      state: current.state,
-      taskLeaseId: (current.context as TaskContext).leaseId,
-      leaseId,
-      errorCode,
-      executorDone,
-      now: clock.now(),
-    });
-    if (!decision) return;
-    const message =
-      decision.why === 'reply_unfinished'
-        ? 'verification left unfinished; failing the reply'
-        : decision.why === 'publishing_unfinished'
-          ? 'publishing left unfinished; failing the task'
-          : 'task left holding a lease; moving it on';
-    logger.warn({ taskId, ...(decision.why === 'task_holds_lease' ? { state: current.state } : {}), errorCode }, message);
+  /**
+   * Tells a task that the work under `leaseId` ended without moving it on: the lease was lost under it
+   * (LEASE_LOST), or its worker returned or threw (STEP_FAILED, not retryable: nothing drives it any
+   * more). What that means in the task's state is the machine's to say; a state that takes no such news
+   * keeps the task where it is.
+   */
+  async function failLeaseless(taskId: string, leaseId: string, errorCode: string, workerEnded: boolean): Promise<void> {
     const actorId = taskActorId(taskId);
+    const current = await runtime.stateOf(actorId);
+    if (!current || !runsUnder(current.state, (current.context as TaskContext).leaseId, leaseId)) return;
+    const event: TaskEvent = workerEnded ? { type: 'STEP_FAILED', errorCode, retryable: false } : { type: 'LEASE_LOST', errorCode, retryAt: clock.now() };
     // Decided on this node's copy of the task, which is older than the stored one when another node
     // took the task over meanwhile (this node cut off or paused past the lease): the event is kept only
     // if the stored task still runs under this lease, or it would end the other node's run.
     const stillUnderLease = async (tx: Tx) => {
       const stored = await tx.get<ActorRecord>('actors', actorId);
-      if ((stored?.snapshot as { context?: Partial<TaskContext> } | undefined)?.context?.leaseId !== leaseId) throw new TaskMovedOn();
+      const context = (stored?.snapshot as { context?: Partial<TaskContext> } | undefined)?.context;
+      if (!stored || !runsUnder(stored.state, context?.leaseId, leaseId)) throw new TaskMovedOn();
     };
     try {
-      await runtime.send(actorId, decision.event, { by, ...(decision.why === 'task_holds_lease' ? { guard: stillUnderLease } : {}) });
+      const sent = await runtime.send(actorId, event, { by, guard: stillUnderLease, optional: true });
+      if (sent.ok) logger.warn({ taskId, state: current.state, errorCode }, 'task left holding a lease; moving it on');
     } catch (error) {
       if (!(error instanceof TaskMovedOn)) throw error;
       logger.info({ taskId, leaseId }, 'the task runs under another lease now: left as it is');

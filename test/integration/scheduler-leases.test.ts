@@ -122,7 +122,7 @@ describe('repository leases', () => {
     expect(expired[0]!.metadata).toMatchObject({ leaseId: first.leaseId, owner: OWNER });
     expect(audit.filter((e) => e.action === 'scheduler.lease_lost').map((e) => e.errorCode)).toEqual(['lease_expired']);
     // The leaseless task went to retry_wait (one retry) and ran again, before B (retry first).
-    const failed = auditWithEvent(audit, 'task.transition', 'PREPARE_FAILED').filter((e) => e.taskId === 'A');
+    const failed = auditWithEvent(audit, 'task.transition', 'LEASE_LOST').filter((e) => e.taskId === 'A');
     expect(failed.map((e) => [e.toState, (e.metadata!['event'] as { errorCode: string }).errorCode])).toEqual([['retry_wait', 'lease_expired']]);
     const entries = holdIntervals(audit, () => R).map((i) => i.taskId);
     expect(entries).toEqual(['A', 'A', 'B']);
@@ -261,7 +261,7 @@ describe('repository leases', () => {
     await r.scheduler.settled();
     expect(r.calls[0]!.signal.aborted).toBe(true);
     expect((await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost').map((e) => e.errorCode)).toEqual(['lease_lost']);
-    const moved = auditWithEvent(await r.store.audit({ taskId: 'A' }), 'task.transition', 'PREPARE_FAILED');
+    const moved = auditWithEvent(await r.store.audit({ taskId: 'A' }), 'task.transition', 'LEASE_LOST');
     expect(moved.map((e) => (e.metadata!['event'] as { errorCode: string }).errorCode)).toEqual(['lease_lost']);
   });
 

@@ -315,10 +315,10 @@ describe('executor: thread start (MCP) errors → task events (§8 MCP rows)', (
     expect(await w.record()).toMatchObject({ state: 'retry_wait', errorCode: expected, attempt: 1 });
   });
 
-  it('a thread that cannot be ensured once the turn should start → TURN_FAILED executor_error (retry)', async () => {
+  it('a thread that cannot be ensured once the turn should start → STEP_FAILED executor_error (retry)', async () => {
     const w = await world({ threadError: 'app_server_timeout', threadErrorFromCall: 2 });
     await w.run();
-    expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_FAILED']);
+    expect(w.types()).toEqual(['WORKSPACE_READY', 'STEP_FAILED']);
     expect(w.sent[1]).toMatchObject({ errorCode: 'executor_error', retryable: true });
     expect(await w.record()).toMatchObject({ state: 'retry_wait', errorCode: 'executor_error' });
   });
@@ -721,22 +721,22 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'abort_timeout' });
   });
 
-  it('a verifier that throws → REPLY_FAILED executor_error (verifying_reply never retries by itself)', async () => {
+  it('a verifier that throws → STEP_FAILED executor_error → failed_reply (verifying_reply never retries by itself)', async () => {
     const w = await world({
       verification: async () => {
         throw new Error('boom');
       },
     });
     await w.run();
-    expect(w.sent.at(-1)).toEqual({ type: 'REPLY_FAILED', errorCode: 'executor_error' });
+    expect(w.sent.at(-1)).toEqual({ type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt: NOW + RETRY_DELAY });
     expect((await w.record()).state).toBe('failed_reply');
     expect(w.logs.some((l) => l.msg === 'executor error' && l.fields.error === 'boom')).toBe(true);
   });
 
-  it('a workspace step that throws while preparing → PREPARE_FAILED executor_error (retry)', async () => {
+  it('a workspace step that throws while preparing → STEP_FAILED executor_error (retry)', async () => {
     const w = await world({ workspaceThrows: true });
     await w.run();
-    expect(w.sent).toEqual([{ type: 'PREPARE_FAILED', errorCode: 'executor_error', retryable: true, retryAt: NOW + RETRY_DELAY, resumeAt: 'preparing' }]);
+    expect(w.sent).toEqual([{ type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt: NOW + RETRY_DELAY }]);
     expect((await w.record()).state).toBe('retry_wait');
   });
 
@@ -862,10 +862,10 @@ describe('executor: change delivery (publish after the turn, then verify)', () =
     expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'push_rejected' });
   });
 
-  it('a publisher that throws → PUBLISH_FAILED executor_error → failed', async () => {
+  it('a publisher that throws → STEP_FAILED executor_error → failed', async () => {
     const w = await world({ publish: 'throw' });
     await w.run();
-    expect(w.sent.at(-1)).toEqual({ type: 'PUBLISH_FAILED', errorCode: 'executor_error' });
+    expect(w.sent.at(-1)).toEqual({ type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt: NOW + RETRY_DELAY });
     expect(await w.record()).toMatchObject({ state: 'failed', errorCode: 'executor_error' });
   });
 

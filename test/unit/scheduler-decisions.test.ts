@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LeaseRecord, TaskRecord } from '../../src/domain/records.js';
 import { claimableNow, claimableUnderHold, claimEventOf, expectedStateOf } from '../../src/scheduler/claim-decisions.js';
-import { expiredLeases, leaselessDecision, leaseLostEvent, renewedExpiry } from '../../src/scheduler/lease-decisions.js';
+import { expiredLeases, renewedExpiry, runsUnder } from '../../src/scheduler/lease-decisions.js';
 import type { ClaimCandidate } from '../../src/scheduler/pick-claims.js';
 import { resolveSchedulerSettings } from '../../src/scheduler/scheduler-options.js';
 import { nextWakeAt, wakesScheduler } from '../../src/scheduler/wake-decisions.js';
@@ -70,36 +70,14 @@ describe('lease decisions', () => {
     expect(renewedExpiry(NOW + 10, NOW, 100)).toBe(NOW + 100);
     expect(renewedExpiry(NOW + 500, NOW, 100)).toBe(NOW + 500);
   });
-  it('moves a task whose lease was lost to a retry, or ends its abort', () => {
-    expect(leaseLostEvent('preparing', 'lease_lost', NOW)).toEqual({ type: 'PREPARE_FAILED', errorCode: 'lease_lost', retryable: true, retryAt: NOW, resumeAt: 'preparing' });
-    expect(leaseLostEvent('running', 'lease_expired', NOW)).toEqual({ type: 'TURN_FAILED', errorCode: 'lease_expired', retryable: true, retryAt: NOW, resumeAt: 'preparing' });
-    expect(leaseLostEvent('aborting', 'x', NOW)).toEqual({ type: 'ABORT_TIMEOUT' });
-    expect(leaseLostEvent('verifying_reply', 'x', NOW)).toBeNull();
-  });
-  const base = { taskLeaseId: 'L', leaseId: 'L', errorCode: 'E', now: NOW };
-  it('fails a resumed verification or publishing step its executor left, whatever lease the task recorded', () => {
-    expect(leaselessDecision({ ...base, state: 'verifying_reply', taskLeaseId: null, executorDone: true })).toEqual({
-      event: { type: 'REPLY_FAILED', errorCode: 'E' },
-      why: 'reply_unfinished',
-    });
-    expect(leaselessDecision({ ...base, state: 'publishing', taskLeaseId: 'other', executorDone: true })).toEqual({
-      event: { type: 'PUBLISH_FAILED', errorCode: 'E' },
-      why: 'publishing_unfinished',
-    });
-    // A lost lease under a verification or publishing step: nobody else drives it, the restart's
-    // RESUME (or the reply verifier's own deadlines) will.
-    expect(leaselessDecision({ ...base, state: 'verifying_reply', executorDone: false })).toBeNull();
-    expect(leaselessDecision({ ...base, state: 'publishing', executorDone: false })).toBeNull();
-  });
-  it('fails a task its executor left in preparing/running, and only under the same lease', () => {
-    expect(leaselessDecision({ ...base, state: 'running', executorDone: true })).toEqual({ event: { type: 'FAIL', errorCode: 'E' }, why: 'task_holds_lease' });
-    expect(leaselessDecision({ ...base, state: 'preparing', executorDone: true })?.event).toEqual({ type: 'FAIL', errorCode: 'E' });
-    expect(leaselessDecision({ ...base, state: 'running', taskLeaseId: 'newer', executorDone: true })).toBeNull();
-    expect(leaselessDecision({ ...base, state: 'waiting_user', executorDone: true })).toBeNull();
-  });
-  it('sends a lost lease\'s task to a retry', () => {
-    expect(leaselessDecision({ ...base, state: 'running', executorDone: false })?.event).toMatchObject({ type: 'TURN_FAILED', retryable: true });
-    expect(leaselessDecision({ ...base, state: 'running', taskLeaseId: 'newer', executorDone: false })).toBeNull();
+  it('work under a lease is the task\'s current work when the task recorded that lease, or when it is a resumed step', () => {
+    expect(runsUnder('running', 'L', 'L')).toBe(true);
+    expect(runsUnder('preparing', 'newer', 'L')).toBe(false);
+    expect(runsUnder('aborting', null, 'L')).toBe(false);
+    // A restart's resume of publishing or verifying_reply records no lease.
+    expect(runsUnder('verifying_reply', null, 'L')).toBe(true);
+    expect(runsUnder('publishing', 'other', 'L')).toBe(true);
+    expect(runsUnder('waiting_user', null, 'L')).toBe(false);
   });
 });
 

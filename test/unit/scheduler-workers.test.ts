@@ -216,7 +216,7 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     await r.scheduler.settled();
     // Its one retry ran it again (a second worker run), where an executor's error would have failed it.
     expect(r.calls.map((c) => c.run)).toEqual([0, 1]);
-    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'PREPARE_FAILED').map((e) => e.metadata?.['event'])).toMatchObject([{ errorCode: 'lease_lost' }]);
+    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'LEASE_LOST').map((e) => e.metadata?.['event'])).toMatchObject([{ errorCode: 'lease_lost' }]);
     expect(r.logged.filter((l) => l.msg === 'executor failed')).toEqual([]);
     expect((await r.store.audit({})).filter((e) => e.action === 'scheduler.lease_lost').map((e) => e.errorCode)).toEqual(['lease_lost']);
   });
@@ -240,7 +240,7 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     const acquire = auditWithEvent(audit, 'lock.transition', 'ACQUIRE');
     const release = auditWithEvent(audit, 'lock.transition', 'RELEASE');
     const claim = auditWithEvent(audit, 'task.transition', 'CLAIM');
-    const fail = auditWithEvent(audit, 'task.transition', 'FAIL');
+    const fail = auditWithEvent(audit, 'task.transition', 'STEP_FAILED');
     expect([...acquire, ...release, ...claim, ...fail].map((e) => e.actor)).toEqual([BY, BY, BY, BY]);
     expect(eventOf(release[0]!).leaseId).toBe(eventOf(acquire[0]!).leaseId);
     expect(eventOf(claim[0]!).leaseId).toBe(eventOf(acquire[0]!).leaseId);
@@ -289,8 +289,8 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     await r.scheduler.settled();
     expect(r.calls.map((c) => [c.taskId, c.lease.repoKey])).toEqual([['V', R]]);
     expect(await task(r.store, 'V')).toMatchObject({ state: 'failed_reply', errorCode: 'executor_left_task' });
-    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'REPLY_FAILED').map((e) => e.actor)).toEqual([BY]);
-    expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'V', errorCode: 'executor_left_task' }, msg: 'verification left unfinished; failing the reply' }]);
+    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'STEP_FAILED').map((e) => e.actor)).toEqual([BY]);
+    expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'V', state: 'verifying_reply', errorCode: 'executor_left_task' }, msg: 'task left holding a lease; moving it on' }]);
   });
 
   it('a publishing step resumed after a restart that its executor left unfinished: the task fails', async () => {
@@ -306,7 +306,7 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     await r.scheduler.settled();
     expect(r.calls).toHaveLength(1);
     expect(await task(r.store, 'P')).toMatchObject({ state: 'failed', errorCode: 'executor_left_task' });
-    expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'P', errorCode: 'executor_left_task' }, msg: 'publishing left unfinished; failing the task' }]);
+    expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'P', state: 'publishing', errorCode: 'executor_left_task' }, msg: 'task left holding a lease; moving it on' }]);
   });
 
   it('a resumed verification that finished on its own between the scan and the claim: no lease is granted, no executor runs', async () => {
@@ -362,7 +362,7 @@ describe('leases this scheduler does not hold (spec §7)', () => {
       { actor: BY, level: 'alert', taskId: 'ghost', errorCode: 'lease_expired', metadata: { leaseId: 'L-ghost', liveWorker: false } },
     ]);
     // X was moved to a retry (§8: lease expired, one retry) and retried before the newer Y.
-    const failed = auditWithEvent(await r.store.audit({ taskId: 'X' }), 'task.transition', 'PREPARE_FAILED');
+    const failed = auditWithEvent(await r.store.audit({ taskId: 'X' }), 'task.transition', 'LEASE_LOST');
     expect(failed.map((e) => [e.actor, e.toState, eventOf(e).errorCode])).toEqual([[BY, 'retry_wait', 'lease_expired']]);
     expect(holdIntervals(await r.store.audit({}), () => R).filter((i) => i.taskId !== 'Z').map((i) => i.taskId)).toEqual(['X', 'X', 'Y']);
     expect(r.logged).toEqual([
@@ -794,7 +794,7 @@ describe('several nodes on one store (othersMayTakeOver)', () => {
     await waitForTaskState(r.store, r.runtime, 'C', ['succeeded']);
     await r.scheduler.settled();
     const audit = await r.store.audit({});
-    const movedOn = auditWithEvent(audit, 'task.transition', 'PREPARE_FAILED').find((e) => e.taskId === 'B')!;
+    const movedOn = auditWithEvent(audit, 'task.transition', 'LEASE_LOST').find((e) => e.taskId === 'B')!;
     const claimC = auditWithEvent(audit, 'task.transition', 'CLAIM').find((e) => e.taskId === 'C')!;
     expect(eventOf(movedOn).errorCode).toBe('lease_expired');
     expect(movedOn.seq).toBeLessThan(claimC.seq);

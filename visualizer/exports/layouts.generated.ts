@@ -1029,7 +1029,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
     }
   },
   "task": {
-    "graphHash": "f767ee82ad091edcac448cb25337764be379ccf53bc4238037975523e7aeadda",
+    "graphHash": "c89add9c975adfcdb15fa1fe70cac254e68f4836fa1ebb1e971fd0ab308851ab",
     "layout": {
       "width": 1097,
       "height": 978,
@@ -1324,6 +1324,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
         {
           "edgeIds": [
             "preparing|PREPARE_FAILED|0|retry_wait",
+            "preparing|STEP_FAILED|0|retry_wait",
+            "preparing|LEASE_LOST|0|retry_wait",
             "preparing|RECOVER_INTERRUPTED|0|retry_wait"
           ],
           "source": "preparing",
@@ -1331,15 +1333,19 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "path": "M 567.3 358 C 834 398 834 418 834 434.2 C 834 450.3 834 462.7 834 475 C 834 487.3 834 499.7 834 524.8 C 834 550 834 588 834 613.2 C 834 638.3 834 650.7 834 663 C 834 675.3 834 687.7 834 705.1 C 834 722.5 834 745 883.3 790",
           "labels": [
             "PREPARE_FAILED [canRetryExecution]",
+            "STEP_FAILED [canRetryExecution]",
+            "LEASE_LOST [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
           "labelX": 567.6,
-          "labelY": 478.3,
+          "labelY": 492.8,
           "kind": "forward"
         },
         {
           "edgeIds": [
             "preparing|PREPARE_FAILED|1|failed",
+            "preparing|STEP_FAILED|1|failed",
+            "preparing|LEASE_LOST|1|failed",
             "preparing|RECOVER_INTERRUPTED|1|failed",
             "preparing|FAIL|0|failed"
           ],
@@ -1348,11 +1354,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "path": "M 527 358 C 46 398 46 418 46 434.2 C 46 450.3 46 462.7 46 475 C 46 487.3 46 499.7 46 524.8 C 46 550 46 588 46 616.9 C 46 645.8 46 665.7 46 685.5 C 46 705.3 46 725.2 46 748.3 C 46 771.3 46 797.7 46 820.8 C 46 844 46 864 259.4 904",
           "labels": [
             "PREPARE_FAILED",
+            "STEP_FAILED",
+            "LEASE_LOST",
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
           "labelX": 51,
-          "labelY": 488.7,
+          "labelY": 445.6,
           "kind": "forward"
         },
         {
@@ -1368,7 +1376,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "ABORT"
           ],
           "labelX": 62,
-          "labelY": 455.8,
+          "labelY": 633.7,
           "kind": "forward"
         },
         {
@@ -1397,13 +1405,15 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "TURN_REPLIED",
             "TURN_WAITING_USER"
           ],
-          "labelX": 462.9,
+          "labelX": 391.8,
           "labelY": 557.4,
           "kind": "forward"
         },
         {
           "edgeIds": [
             "running|TURN_FAILED|0|retry_wait",
+            "running|STEP_FAILED|0|retry_wait",
+            "running|LEASE_LOST|0|retry_wait",
             "running|RECOVER_INTERRUPTED|0|retry_wait"
           ],
           "source": "running",
@@ -1411,15 +1421,19 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "path": "M 573.2 472 C 812 512 812 532 812 548.2 C 812 564.3 812 576.7 812 589 C 812 601.3 812 613.7 812 632.2 C 812 650.7 812 675.3 812 698.9 C 812 722.5 812 745 855.6 790",
           "labels": [
             "TURN_FAILED [canRetryExecution]",
+            "STEP_FAILED [canRetryExecution]",
+            "LEASE_LOST [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
           "labelX": 545.6,
-          "labelY": 614.7,
+          "labelY": 582.3,
           "kind": "forward"
         },
         {
           "edgeIds": [
             "running|TURN_FAILED|1|failed",
+            "running|STEP_FAILED|1|failed",
+            "running|LEASE_LOST|1|failed",
             "running|RECOVER_INTERRUPTED|1|failed",
             "running|FAIL|0|failed"
           ],
@@ -1428,11 +1442,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "path": "M 560.3 472 C 801 512 801 532 801 548.2 C 801 564.3 801 576.7 801 589 C 801 601.3 801 613.7 801 639.7 C 801 665.7 801 705.3 801 731.8 C 801 758.2 801 771.3 801 784.5 C 801 797.7 801 810.8 801 827.4 C 801 844 801 864 310.9 904",
           "labels": [
             "TURN_FAILED",
+            "STEP_FAILED",
+            "LEASE_LOST",
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
           "labelX": 648.5,
-          "labelY": 666.1,
+          "labelY": 653.1,
           "kind": "forward"
         },
         {
@@ -1511,16 +1527,18 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
         },
         {
           "edgeIds": [
-            "publishing|PUBLISH_FAILED|0|failed"
+            "publishing|PUBLISH_FAILED|0|failed",
+            "publishing|STEP_FAILED|0|failed"
           ],
           "source": "publishing",
           "target": "failed",
           "path": "M 298 586 C 298 626 298 655.8 298 680.5 C 298 705.3 298 725.2 298 764.8 C 298 804.5 298 864 298 904",
           "labels": [
-            "PUBLISH_FAILED"
+            "PUBLISH_FAILED",
+            "STEP_FAILED"
           ],
           "labelX": 183.3,
-          "labelY": 710.6,
+          "labelY": 704.1,
           "kind": "forward"
         },
         {
@@ -1579,8 +1597,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "REPLY_CONFIRMED_VIA_FALLBACK"
           ],
-          "labelX": 327.3,
-          "labelY": 750.5,
+          "labelX": 300.4,
+          "labelY": 706.8,
           "kind": "forward"
         },
         {
@@ -1593,22 +1611,24 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "REPLY_MISSING [canRetryReply]"
           ],
-          "labelX": 526.2,
-          "labelY": 706.8,
+          "labelX": 624.5,
+          "labelY": 730.5,
           "kind": "forward"
         },
         {
           "edgeIds": [
-            "verifying_reply|REPLY_FAILED|0|failed_reply"
+            "verifying_reply|REPLY_FAILED|0|failed_reply",
+            "verifying_reply|STEP_FAILED|0|failed_reply"
           ],
           "source": "verifying_reply",
           "target": "failed_reply",
           "path": "M 491.1 700 C 491.1 700 377.2 745 364.5 790",
           "labels": [
-            "REPLY_FAILED"
+            "REPLY_FAILED",
+            "STEP_FAILED"
           ],
-          "labelX": 413.8,
-          "labelY": 706.8,
+          "labelX": 331,
+          "labelY": 754.7,
           "kind": "forward"
         },
         {
@@ -1623,8 +1643,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 242.5,
-          "labelY": 724,
+          "labelX": 204.8,
+          "labelY": 733.7,
           "kind": "forward"
         },
         {
@@ -1747,16 +1767,18 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
         },
         {
           "edgeIds": [
-            "aborting|ABORT_TIMEOUT|0|failed"
+            "aborting|ABORT_TIMEOUT|0|failed",
+            "aborting|LEASE_LOST|0|failed"
           ],
           "source": "aborting",
           "target": "failed",
           "path": "M 119 824 C 119 824 134.3 864 272.3 904",
           "labels": [
-            "ABORT_TIMEOUT"
+            "ABORT_TIMEOUT",
+            "LEASE_LOST"
           ],
           "labelX": 104,
-          "labelY": 877.7,
+          "labelY": 871.2,
           "kind": "forward"
         }
       ],

@@ -68,6 +68,28 @@ export const machine = createMachine({
             "actions": "recordRetryExhausted"
           }
         ],
+        "STEP_FAILED": [
+          {
+            "guard": "canRetryExecution",
+            "target": "retry_wait",
+            "actions": "recordRetry"
+          },
+          {
+            "target": "failed",
+            "actions": "recordRetryExhausted"
+          }
+        ],
+        "LEASE_LOST": [
+          {
+            "guard": "canRetryExecution",
+            "target": "retry_wait",
+            "actions": "recordRetry"
+          },
+          {
+            "target": "failed",
+            "actions": "recordRetryExhausted"
+          }
+        ],
         "RECOVER_INTERRUPTED": [
           {
             "guard": "canRetryExecution",
@@ -114,6 +136,28 @@ export const machine = createMachine({
           "actions": "recordAsking"
         },
         "TURN_FAILED": [
+          {
+            "guard": "canRetryExecution",
+            "target": "retry_wait",
+            "actions": "recordRetry"
+          },
+          {
+            "target": "failed",
+            "actions": "recordRetryExhausted"
+          }
+        ],
+        "STEP_FAILED": [
+          {
+            "guard": "canRetryExecution",
+            "target": "retry_wait",
+            "actions": "recordRetry"
+          },
+          {
+            "target": "failed",
+            "actions": "recordRetryExhausted"
+          }
+        ],
+        "LEASE_LOST": [
           {
             "guard": "canRetryExecution",
             "target": "retry_wait",
@@ -183,6 +227,10 @@ export const machine = createMachine({
           "target": "failed",
           "actions": "recordError"
         },
+        "STEP_FAILED": {
+          "target": "failed",
+          "actions": "recordError"
+        },
         "CANCEL": {
           "target": "aborting",
           "actions": "recordStop"
@@ -231,6 +279,10 @@ export const machine = createMachine({
           "actions": "recordReplyRetry"
         },
         "REPLY_FAILED": {
+          "target": "failed_reply",
+          "actions": "recordError"
+        },
+        "STEP_FAILED": {
           "target": "failed_reply",
           "actions": "recordError"
         },
@@ -311,9 +363,11 @@ export const machine = createMachine({
         "ABORT_CONFIRMED": "aborted",
         "ABORT_TIMEOUT": {
           "target": "failed",
-          "actions": {
-            "type": "xstate.assign"
-          }
+          "actions": "recordAbortTimeout"
+        },
+        "LEASE_LOST": {
+          "target": "failed",
+          "actions": "recordAbortTimeout"
         },
         "RECOVER_INTERRUPTED": "aborted"
       }

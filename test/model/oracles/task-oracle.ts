@@ -17,6 +17,10 @@
  *   confirmed question (by the agent or the REST fallback) makes the task wait, without its lease; the
  *   one reply_retry (§8: per task) a question used is used for the answer that follows the user's reply
  *   too. The §5.6 table has no `verifying_reply → waiting_user`: this decision extends it.
+ * - the work in flight ending without an outcome of its own: the lease ending first (§8 "lease expired: at
+ *   most one retry"; an aborting task's abort counts as timed out; publishing and verifying_reply resume
+ *   on their own and take no such news), or the step failing (a retried failure while preparing or
+ *   running, else the task fails: publishing → failed, verifying_reply → failed_reply).
  *
  * To add a state: add it to STATES and give it a `case` in `next` (and redirect the rule that enters it).
  */
@@ -84,6 +88,9 @@ function alphabet(): AnyEventObject[] {
     { type: 'ABORT_CONFIRMED' },
     { type: 'ABORT_TIMEOUT' },
     { type: 'UNBLOCK', by: 'admin:oracle' },
+    { type: 'LEASE_LOST', errorCode: 'lease_expired', retryAt: 5 },
+    { type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt: 5 },
+    { type: 'STEP_FAILED', errorCode: 'executor_left_task', retryable: false },
     { type: 'FAIL', errorCode: 'session_unrecoverable' },
     { type: 'RECOVER_INTERRUPTED', retryAt: 5 },
   ];
@@ -120,6 +127,8 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       if (e.type === 'WORKSPACE_READY') return proceed('running');
       if (e.type === 'WORKSPACE_BLOCKED') return to('blocked_workspace', { errorCode: ev.errorCode!, leaseId: null });
       if (e.type === 'PREPARE_FAILED') return executionRetry('preparing');
+      // §8 "lease expired: at most one retry"; the step's own work failing is a failed step too.
+      if (e.type === 'LEASE_LOST' || e.type === 'STEP_FAILED') return executionRetry('preparing');
       if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
       if (e.type === 'FAIL') return failed(); // e.g. MCP command missing (§8: no retry)
       if (stops(e)) return stopInFlight();
@@ -130,6 +139,8 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       // The question is verified on Gitea before the task waits (the lease kept meanwhile).
       if (e.type === 'TURN_WAITING_USER') return to('verifying_reply', { asking: true });
       if (e.type === 'TURN_FAILED') return executionRetry(ev.resumeAt ?? 'preparing');
+      // A retried turn starts again from a fresh workspace and thread.
+      if (e.type === 'LEASE_LOST' || e.type === 'STEP_FAILED') return executionRetry('preparing');
       if (stops(e)) return stopInFlight();
       if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
       if (e.type === 'FAIL') return failed();
@@ -141,7 +152,8 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       return null;
     case 'publishing': // Gitea holds the change (read back), or refused it (the change is kept)
       if (e.type === 'PUBLISHED') return to('verifying_reply');
-      if (e.type === 'PUBLISH_FAILED') return failed();
+      // Its change is kept on the branch either way; a publish is not retried by the task.
+      if (e.type === 'PUBLISH_FAILED' || e.type === 'STEP_FAILED') return failed();
       if (stops(e)) return stopInFlight();
       return null;
     case 'verifying_reply': // reply verifier result; one reply retry only (§5.4)
@@ -156,7 +168,8 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
         return s.replyAttempt < MAX_REPLY_RETRIES
           ? to('retry_wait', { replyAttempt: s.replyAttempt + 1, resumeAt: 'running', errorCode: 'mcp_reply_missing', mcpFailureReason: 'mcp_reply_missing', nextRetryAt: ev.retryAt ?? null })
           : null;
-      if (e.type === 'REPLY_FAILED') return to('failed_reply', { errorCode: ev.errorCode! });
+      // A verification that ends without a verdict leaves the reply unconfirmed.
+      if (e.type === 'REPLY_FAILED' || e.type === 'STEP_FAILED') return to('failed_reply', { errorCode: ev.errorCode! });
       if (stops(e)) return stopInFlight();
       return null;
     case 'retry_wait': // nextRetryAt due: continue where it failed
@@ -170,7 +183,8 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       return null;
     case 'aborting': // Codex confirms the interrupt, or the timeout; after a restart nothing runs any more
       if (e.type === 'ABORT_CONFIRMED') return to('aborted');
-      if (e.type === 'ABORT_TIMEOUT') return to('failed', { errorCode: 'abort_timeout' });
+      // §8 "abort timeout → failed": the lease ending before the interrupt was confirmed is one too.
+      if (e.type === 'ABORT_TIMEOUT' || e.type === 'LEASE_LOST') return to('failed', { errorCode: 'abort_timeout' });
       if (e.type === 'RECOVER_INTERRUPTED') return to('aborted');
       return null;
     default: // terminal: no new turn, nothing
