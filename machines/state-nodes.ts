@@ -11,11 +11,15 @@ interface TopStateNode {
   transitions: ReadonlyMap<string, unknown>;
 }
 
-/** The top-level state node named `state`, or undefined for a name the machine does not have. */
+/**
+ * The top-level state node named `state`, or undefined for a name the machine does not have (a
+ * missing state reads as the name `null` or `undefined`, which no machine has; an inherited name such
+ * as `toString` is no state).
+ */
 function topState(machine: AnyStateMachine, state: string | null | undefined): TopStateNode | undefined {
-  if (typeof state !== 'string') return undefined;
   const nodes = machine.root.states as Record<string, TopStateNode>;
-  return Object.hasOwn(nodes, state) ? nodes[state] : undefined;
+  const name = String(state);
+  return Object.hasOwn(nodes, name) ? nodes[name] : undefined;
 }
 
 /** Whether `state` carries `tag` (an unknown or missing state carries none). */
