@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { EventObject } from 'xstate';
-import { taskStateHas, taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
+import { TASK_STATES, taskStateHas, taskStatesWith, taskStateTakes, type TaskState } from '../../machines/task-lifecycle.js';
 import {
   GLOBAL_CONTROL_KEY,
   type ControlRecord,
@@ -61,7 +61,7 @@ interface Outcome extends Answer {
 const STOPPABLE: readonly TaskState[] = [...taskStatesWith('cancelledByStop'), ...taskStatesWith('abortedByStop')];
 const TASK_ACTIONS = {
   cancel: { event: 'CANCEL', from: STOPPABLE },
-  unblock: { event: 'UNBLOCK', from: ['blocked_workspace'] },
+  unblock: { event: 'UNBLOCK', from: TASK_STATES.filter((s) => taskStateTakes(s, 'UNBLOCK')) },
   abort: { event: 'ABORT', from: STOPPABLE },
 } as const satisfies Record<string, { event: string; from: readonly TaskState[] }>;
 type TaskAction = keyof typeof TASK_ACTIONS;
