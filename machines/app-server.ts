@@ -12,6 +12,7 @@
  * (src/sessions/app-server-supervisor.ts) computes the backoff and re-arms a timer from `restartAt`.
  */
 import { assign, setup } from 'xstate';
+import { stateHasTag, stateTakes } from './state-nodes.js';
 
 export const APP_SERVER_MACHINE_ID = 'appServer';
 export const APP_SERVER_MACHINE_VERSION = 1;
@@ -148,6 +149,7 @@ export const appServerMachine = setup({
       },
     },
     starting: {
+      tags: ['processUp'],
       description: 'The process is being spawned.',
       on: {
         SPAWNED: { target: 'initializing', actions: 'recordSpawn' },
@@ -155,6 +157,7 @@ export const appServerMachine = setup({
       },
     },
     initializing: {
+      tags: ['processUp'],
       description: 'initialize → initialized → probes (goals, collaborationMode/list) → config/read.',
       on: {
         INITIALIZED: { target: 'ready', actions: 'recordReady' },
@@ -163,6 +166,7 @@ export const appServerMachine = setup({
       },
     },
     ready: {
+      tags: ['processUp', 'serving'],
       description:
         'Serving threads and turns. A capability rejected later (collaborationMode on turn/start) is ' +
         'recorded here, once.',
@@ -172,6 +176,7 @@ export const appServerMachine = setup({
       },
     },
     exited: {
+      tags: ['exitRecorded'],
       description:
         'The process died (or never came up). Every turn in it is lost (tasks go to retry_wait); a ' +
         'restart is scheduled with backoff.',
@@ -181,6 +186,7 @@ export const appServerMachine = setup({
       },
     },
     restarting: {
+      tags: ['exitRecorded'],
       description: 'Waiting for the backoff deadline restartAt; the supervisor re-arms a timer from it.',
       on: {
         RESTART_DUE: { guard: 'isRestartDue', target: 'starting', actions: 'recordStart' },
@@ -203,6 +209,29 @@ export const appServerMachine = setup({
 });
 
 export type AppServerMachine = typeof appServerMachine;
+
+/**
+ * What an app-server state means to its supervisor and to readiness, declared once as tags:
+ * - `processUp`: a process was spawned and has not exited (starting, initializing, ready); one
+ *   left in this state by a service that stopped without closing it is gone;
+ * - `serving`: the process answers threads and turns: the service is ready for work;
+ * - `exitRecorded`: the last process's exit is recorded (exited, restarting): a second report of
+ *   it records nothing new.
+ */
+export type AppServerStateRole = 'processUp' | 'serving' | 'exitRecorded';
+
+export function appServerStateHas(state: string | null | undefined, role: AppServerStateRole): boolean {
+  return stateHasTag(appServerMachine, state, role);
+}
+
+/**
+ * Whether an app-server in `state` takes events of `type`: SCHEDULE_RESTART (an exit waiting for its
+ * restart to be scheduled), RESTART_DUE (a restart scheduled at `restartAt`: a timer is armed from
+ * it), EXITED (a process, closing or not, whose exit is awaited).
+ */
+export function appServerStateTakes(state: string | null | undefined, type: AppServerEvent['type']): boolean {
+  return stateTakes(appServerMachine, state, type);
+}
 
 export type AppServerState =
   | 'stopped'

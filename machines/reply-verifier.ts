@@ -13,6 +13,7 @@
  * their done/error events (`xstate.done.actor.<id>`, `xstate.error.actor.<id>`) are stable.
  */
 import { assign, fromPromise, setup } from 'xstate';
+import { stateIsFinal, stateTakes } from './state-nodes.js';
 import { MAX_REPLY_RETRIES } from './task-lifecycle.js';
 
 export const REPLY_VERIFIER_MACHINE_ID = 'replyVerifier';
@@ -305,6 +306,19 @@ export const replyVerifierMachine = setup({
 });
 
 export type ReplyVerifierMachine = typeof replyVerifierMachine;
+
+/**
+ * The verdict a verifier in `state` has reached: each final state is named after its result (its
+ * entry sets `result` to that name); null while it is still verifying or for an unknown state.
+ */
+export function replyVerdictOf(state: string | null | undefined): ReplyVerifierResult | null {
+  return stateIsFinal(replyVerifierMachine, state) ? (state as ReplyVerifierResult) : null;
+}
+
+/** Whether a verifier in `state` waits for the one reply_retry turn the outside runs (it takes RETRY_TURN_DONE). */
+export function verifierAwaitsRetryTurn(state: string | null | undefined): boolean {
+  return stateTakes(replyVerifierMachine, state, 'RETRY_TURN_DONE');
+}
 
 /** Any event the verifier handles, including the invokes' done/error events. */
 export type ReplyVerifierAnyEvent =

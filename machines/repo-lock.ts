@@ -11,6 +11,7 @@
  * runtime re-arms a timer from `expiresAt` and sends EXPIRE.
  */
 import { assign, setup } from 'xstate';
+import { stateHasTag } from './state-nodes.js';
 
 export const REPO_LOCK_MACHINE_ID = 'repoLock';
 export const REPO_LOCK_MACHINE_VERSION = 1;
@@ -145,6 +146,7 @@ export const repoLockMachine = setup({
       },
     },
     held: {
+      tags: ['leased'],
       description:
         'One lease (leaseId, owner, taskId) holds the repository until expiresAt. ACQUIRE is only ' +
         'accepted once it has expired (takeover, audited); a RELEASE or HEARTBEAT naming another ' +
@@ -170,6 +172,19 @@ export const repoLockMachine = setup({
 });
 
 export type RepoLockMachine = typeof repoLockMachine;
+
+/**
+ * Whether a repository lock in `state` holds a lease (tag `leased`): its repository is taken until
+ * the lease is released or expires. Any other state leaves the repository free for a claim.
+ */
+export function isLockStateLeased(state: string | null | undefined): boolean {
+  return stateHasTag(repoLockMachine, state, 'leased');
+}
+
+/** Whether a lease record (or the lock actor's record), as stored, holds its repository; a missing one does not. */
+export function isLeaseHeld(record: { state: string } | null | undefined): boolean {
+  return isLockStateLeased(record?.state);
+}
 
 /** The part of a snapshot the model traversal needs: the state and the guards' inputs. */
 interface RepoLockSnapshotLike {

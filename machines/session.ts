@@ -10,6 +10,7 @@
  * session that had a thread; the session manager then tries `thread/resume` and reports the result.
  */
 import { assign, setup } from 'xstate';
+import { stateIsFinal, stateTakes } from './state-nodes.js';
 
 export const SESSION_MACHINE_ID = 'session';
 export const SESSION_MACHINE_VERSION = 1;
@@ -205,6 +206,16 @@ export type SessionMachine = typeof sessionMachine;
 interface SessionSnapshotLike {
   value: unknown;
   context: SessionContext;
+}
+
+/** Whether a session in `state` takes events of `type` (what it waits for: a turn, a resume, an approval, a thread). */
+export function sessionStateTakes(state: string | null | undefined, type: SessionEvent['type']): boolean {
+  return stateTakes(sessionMachine, state, type);
+}
+
+/** Whether a session in `state` is closed for good (its resource is closed; it takes no more turns). */
+export function isSessionClosed(state: string | null | undefined): boolean {
+  return stateIsFinal(sessionMachine, state);
 }
 
 /** The stored `status` of a session (§4.3) for a state value. */

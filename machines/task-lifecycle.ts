@@ -1,4 +1,5 @@
 import { assign, setup } from 'xstate';
+import { stateHasTag, stateTakes } from './state-nodes.js';
 
 /**
  * The task lifecycle: one actor per triggering comment (spec §5.6).
@@ -55,6 +56,12 @@ export const TASK_STATES = [
   'rejected',
 ] as const;
 export type TaskState = (typeof TASK_STATES)[number];
+
+/**
+ * Each state by its name, for display and query code that names one state (a count, a label, a
+ * report): a renamed state fails to compile there. What a state does is read from its tags instead.
+ */
+export const TASK_STATE = Object.fromEntries(TASK_STATES.map((s) => [s, s])) as { readonly [S in TaskState]: S };
 
 export const TERMINAL_TASK_STATES: readonly TaskState[] = [
   'succeeded',
@@ -296,7 +303,7 @@ export const taskMachine = setup({
       },
     },
     running: {
-      tags: ['holdsLease', 'abortedByStop'],
+      tags: ['holdsLease', 'abortedByStop', 'showsProgress'],
       description: 'A Codex turn is in flight on the resource thread.',
       on: {
         TURN_REPLIED: [{ guard: 'publishesFirst', target: 'publishing' }, { target: 'verifying_reply' }],
@@ -334,7 +341,7 @@ export const taskMachine = setup({
       },
     },
     verifying_reply: {
-      tags: ['holdsLease', 'abortedByStop', 'resumable'],
+      tags: ['holdsLease', 'abortedByStop', 'resumable', 'goesOnUnderHold'],
       description:
         'The agent posted its answer (or, asking, its question to the user) through gitea-mcp; reading Gitea back to prove it landed. A confirmed question makes the task wait for the user.',
       on: {
@@ -365,7 +372,7 @@ export const taskMachine = setup({
       },
     },
     blocked_workspace: {
-      tags: ['cancelledByStop'],
+      tags: ['cancelledByStop', 'pausedForOperator'],
       description: 'Dirty or locked workspace: nothing is reset; an operator clears it or cancels.',
       on: {
         UNBLOCK: { target: 'queued', actions: 'clearError' },
@@ -374,7 +381,7 @@ export const taskMachine = setup({
       },
     },
     aborting: {
-      tags: ['holdsLease'],
+      tags: ['holdsLease', 'stopping'],
       description:
         'Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn\'s processes are gone.',
       on: {
@@ -389,13 +396,13 @@ export const taskMachine = setup({
     },
     succeeded: { type: 'final' },
     succeeded_with_rest_fallback: { type: 'final' },
-    failed: { type: 'final' },
-    failed_reply: { type: 'final' },
-    cancelled: { type: 'final' },
-    aborted: { type: 'final' },
+    failed: { type: 'final', tags: ['failureReceipt', 'stoppedByLimit'] },
+    failed_reply: { type: 'final', tags: ['failureReceipt'] },
+    cancelled: { type: 'final', tags: ['failureReceipt'] },
+    aborted: { type: 'final', tags: ['failureReceipt'] },
     ignored: { type: 'final' },
     duplicate: { type: 'final' },
-    rejected: { type: 'final' },
+    rejected: { type: 'final', tags: ['refused'] },
   },
 });
 
@@ -406,13 +413,45 @@ export const taskMachine = setup({
  * - `claimable`: the scheduler takes the lease for it (CLAIM from `queued`, RETRY_DUE from `retry_wait`);
  * - `resumable`: after a restart it is resumed under a new lease with no event (its steps are idempotent);
  * - `cancelledByStop` / `abortedByStop`: what a stop does to it (nothing in flight → cancelled; work in
- *   flight → aborting). A non-terminal state with neither (`received`, `aborting`) takes no stop.
+ *   flight → aborting). A non-terminal state with neither (`received`, `aborting`) takes no stop;
+ * - `stopping`: its work in flight is being stopped: nothing new starts for it (no step, no reply
+ *   fallback) and a stop asks only for the stopping to go on;
+ * - `goesOnUnderHold`: its work needs Gitea, not the model, so it goes on under a provider hold
+ *   (new claims, retries and publishing wait);
+ * - `showsProgress`: a turn is in flight and its receipt shows the turn's progress;
+ * - `pausedForOperator`: it waits for an operator; its receipt says it is paused, and says it resumed
+ *   once an operator let it go on;
+ * - `failureReceipt`: it ended without an answer and the user gets one failure receipt saying why;
+ * - `stoppedByLimit`: where a task stopped by one of its own limits ends; such a task is told by an
+ *   edit of its receipt (a notice) rather than a failure receipt;
+ * - `refused`: the intake refused it; its receipt (`refused`) says why, and it never runs.
  */
-export type TaskStateRole = 'holdsLease' | 'claimable' | 'resumable' | 'cancelledByStop' | 'abortedByStop';
+export type TaskStateRole =
+  | 'holdsLease'
+  | 'claimable'
+  | 'resumable'
+  | 'cancelledByStop'
+  | 'abortedByStop'
+  | 'stopping'
+  | 'goesOnUnderHold'
+  | 'showsProgress'
+  | 'pausedForOperator'
+  | 'failureReceipt'
+  | 'stoppedByLimit'
+  | 'refused';
 
 export function taskStatesWith(role: TaskStateRole): TaskState[] {
-  const nodes = taskMachine.root.states as Record<string, { tags: readonly string[] }>;
-  return TASK_STATES.filter((s) => nodes[s]!.tags.includes(role));
+  return TASK_STATES.filter((s) => stateHasTag(taskMachine, s, role));
+}
+
+/** Whether the task state `state` (as stored; an unknown or missing one has no role) has `role`. */
+export function taskStateHas(state: string | null | undefined, role: TaskStateRole): boolean {
+  return stateHasTag(taskMachine, state, role);
+}
+
+/** Whether the task state `state` takes events of `type` (e.g. the scheduler's CLAIM or RETRY_DUE). */
+export function taskStateTakes(state: string | null | undefined, type: TaskEvent['type']): boolean {
+  return stateTakes(taskMachine, state, type);
 }
 
 export function isTerminalTaskState(state: string): boolean {

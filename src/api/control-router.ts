@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { EventObject } from 'xstate';
-import { taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
+import { TASK_STATES, taskStateHas, taskStatesWith, taskStateTakes, type TaskState } from '../../machines/task-lifecycle.js';
 import {
   GLOBAL_CONTROL_KEY,
   type ControlRecord,
@@ -61,7 +61,7 @@ interface Outcome extends Answer {
 const STOPPABLE: readonly TaskState[] = [...taskStatesWith('cancelledByStop'), ...taskStatesWith('abortedByStop')];
 const TASK_ACTIONS = {
   cancel: { event: 'CANCEL', from: STOPPABLE },
-  unblock: { event: 'UNBLOCK', from: ['blocked_workspace'] },
+  unblock: { event: 'UNBLOCK', from: TASK_STATES.filter((s) => taskStateTakes(s, 'UNBLOCK')) },
   abort: { event: 'ABORT', from: STOPPABLE },
 } as const satisfies Record<string, { event: string; from: readonly TaskState[] }>;
 type TaskAction = keyof typeof TASK_ACTIONS;
@@ -329,8 +329,8 @@ export function createControlRouter(deps: ControlRouterDeps): Router {
     let result: { ok: true; fromState: string; toState: string; stateVersion: number; alreadyStopping?: true } | { ok: false; state: string | null };
     if (done) {
       result = { ok: true, fromState: done.fromState ?? '', toState: done.toState ?? '', stateVersion: done.stateVersion ?? 0 };
-    } else if (name !== 'unblock' && task.state === 'aborting') {
-      result = { ok: true, fromState: 'aborting', toState: 'aborting', stateVersion: (await runtime.stateOf(actorId))?.stateVersion ?? 0, alreadyStopping: true };
+    } else if (name !== 'unblock' && taskStateHas(task.state, 'stopping')) {
+      result = { ok: true, fromState: task.state, toState: task.state, stateVersion: (await runtime.stateOf(actorId))?.stateVersion ?? 0, alreadyStopping: true };
     } else if (!(spec.from as readonly string[]).includes(task.state)) {
       result = { ok: false, state: task.state };
     } else {

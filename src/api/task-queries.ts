@@ -1,4 +1,4 @@
-import { TERMINAL_TASK_STATES, TASK_STATES, taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
+import { TERMINAL_TASK_STATES, TASK_STATE, TASK_STATES, taskStateHas, taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
 import { messages } from '../messages/catalogue.js';
 import {
   GLOBAL_CONTROL_KEY,
@@ -58,7 +58,7 @@ export async function overview(store: Store, now: Date, concurrency?: { limit: n
       const r = repo(task.repoKey);
       r.byState[state] = (r.byState[state] ?? 0) + 1;
       if (RUNNING_STATES.includes(state)) r.running += 1;
-      if (state === 'queued') r.queued += 1;
+      if (state === TASK_STATE.queued) r.queued += 1;
       totals[state] = (totals[state] ?? 0) + 1;
     }
   }
@@ -135,7 +135,7 @@ export async function listTasks(store: Store, q: TaskFilter): Promise<Record<str
  */
 export async function taskError(store: Store, t: TaskRecord): Promise<string | null> {
   if (t.errorCode) return t.errorCode;
-  if (t.state !== 'rejected') return null;
+  if (!taskStateHas(t.state, 'refused')) return null;
   return (await store.get<DeliveryRecord>('webhook_deliveries', t.deliveryKey))?.reason ?? null;
 }
 

@@ -3,6 +3,7 @@
 // the stop ended. Read from what is stored — the task's `stoppedBy`, its CANCEL/ABORT transition
 // and the control request's audit event — never guessed. Pure: the caller passes the task's own
 // audit events (`store.audit({ taskId })`).
+import { TASK_STATE, taskStateHas } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { AuditEvent } from '../store/types.js';
 
@@ -58,11 +59,11 @@ export function taskStop(task: Pick<TaskRecord, 'state' | 'errorCode' | 'stopped
   const reason = control?.metadata?.['reason'];
   const last = transitions.at(-1);
   const outcome: TaskStopView['outcome'] =
-    task.state === 'aborting'
+    taskStateHas(task.state, 'stopping')
       ? 'stopping'
-      : task.state === 'failed' && task.errorCode === 'abort_timeout'
+      : task.state === TASK_STATE.failed && task.errorCode === 'abort_timeout'
         ? 'timed_out'
-        : task.state === 'aborted' && last !== undefined && eventOf(last).type === 'RECOVER_INTERRUPTED'
+        : task.state === TASK_STATE.aborted && last !== undefined && eventOf(last).type === 'RECOVER_INTERRUPTED'
           ? 'stopped_at_restart'
           : 'stopped';
   return {

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/index.js';
 import { startService } from '../service/create-service.js';
-import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
+import { isTerminalTaskState, TASK_STATE } from '../../machines/task-lifecycle.js';
 import { chooseGitea } from '../demo/choose-gitea.js';
 import { startDemoWorld, type DemoWorld } from '../demo/demo-world.js';
 import { findGiteaMcp, giteaMcpSourceHint } from '../demo/gitea-mcp-command.js';
@@ -72,14 +72,14 @@ function goFound(): boolean {
 /** Why a task ended as it did, in a newcomer's words: refused mentions say who may ask the bot. */
 function outcomeOf(t: TaskView, world: DemoWorld): string {
   const repo = `${world.owner}/${world.repo}`;
-  if (t.state === 'rejected' && t.error === 'actor_not_authorized') {
+  if (t.state === TASK_STATE.rejected && t.error === 'actor_not_authorized') {
     const person = Object.values(world.people).find((p) => p.login === t.author);
     const has = person?.access === 'read' ? 'read access only' : `no write access to ${repo}`;
     return `refused: ${t.author} has ${has}; only people with write access to ${repo} can ask the bot`;
   }
   if (t.error) return `${t.state}: ${t.errorMeaning ?? t.error} (${t.error})`;
   if (t.pullRequest) return `${t.state}: answered; the change is pull request #${t.pullRequest.number}${t.pullRequest.url ? ` ${t.pullRequest.url}` : ''}`;
-  return t.state === 'succeeded' ? 'succeeded: answered on the thread' : t.state;
+  return t.state === TASK_STATE.succeeded ? 'succeeded: answered on the thread' : t.state;
 }
 
 export async function runDemo(options: DemoOptions): Promise<void> {

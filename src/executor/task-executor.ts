@@ -6,7 +6,7 @@ import type { TurnOutcome } from '../domain/turn-outcome.js';
 import { sameRepoKey } from '../domain/repository-identity.js';
 import type { HeldLease, TaskExecutor } from '../scheduler/types.js';
 import { taskActorId } from '../tasks/task-actor.js';
-import { taskStatesWith, type TaskContext, type TaskEvent } from '../../machines/task-lifecycle.js';
+import { taskStateHas, taskStatesWith, type TaskContext, type TaskEvent } from '../../machines/task-lifecycle.js';
 
 /** What the executor needs from the workspace manager (src/workspace). */
 export interface WorkspacePort {
@@ -259,7 +259,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
     // After an app-server restart or a retry, the thread must be resumed with its MCP config again.
     await sessions.ensureThread(t, cwd);
     const outcome = await sessions.runTurn(await task(t.taskId), { kind: 'normal', cwd, signal, ...fenceOf(t.taskId) });
-    if ((await task(t.taskId)).state === 'aborting') return finishAbort(t.taskId, outcome);
+    if (taskStateHas((await task(t.taskId)).state, 'stopping')) return finishAbort(t.taskId, outcome);
     switch (outcome.kind) {
       case 'replied':
       case 'no_comment':
@@ -320,7 +320,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
     // now. The verifier may go on reading Gitea, but it posts nothing for a stopped task
     // (post-fallback.ts), and its verdict then finds the task moved on. A lost lease or a stopping
     // scheduler (the task still verifying) waits for the verdict, as before.
-    const stopped = stoppedOutOf(t.taskId, 'verifying_reply', signal);
+    const stopped = stoppedOutOf(t.taskId, t.state, signal);
     const retryPrompt = question
       ? questionRetryPromptOf(question)
       : verification.replyRetryPrompt(turn.finalMessage, turn.marker);
@@ -412,7 +412,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
           if (!ACTIVE.has(t.state)) return;
           // A stop aborts the step in flight (controller) and then lets the abort finish here; a lost
           // lease or a stopping scheduler (signal) ends the run at once.
-          if (signal.aborted || (controller.signal.aborted && t.state !== 'aborting')) return;
+          if (signal.aborted || (controller.signal.aborted && !taskStateHas(t.state, 'stopping'))) return;
           log('executor step', { taskId, state: t.state });
           if (t.state === 'preparing') await prepare(t, controller.signal);
           else if (t.state === 'running') await runNormalTurn(t, controller.signal);
@@ -426,12 +426,12 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
         // The lease is gone: whatever this run would record now is not its to record (the scheduler
         // hears of it and moves the task on, or another worker already has).
         if (isLeaseRefusal(err)) throw err;
-        // What a failed step means in the task's state is the machine's to say; a state that takes no
-        // such news is `aborting`, whose work (stopping the rest) is ended here.
+        // What a failed step means in the task's state is the machine's to say; a stopping task takes no
+        // such news: its work (stopping the rest) is ended here.
         const retryAt = options.retryAtFor?.('executor_error') ?? now() + retryDelayMs;
         const taken = await send(taskId, { type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt }, { optional: true });
         const state = (await store.get<TaskRecord>('tasks', taskId))?.state;
-        if (!taken && state !== undefined && ACTIVE.has(state)) await finishAbort(taskId);
+        if (!taken && taskStateHas(state, 'stopping')) await finishAbort(taskId);
       } finally {
         signal.removeEventListener('abort', onAbort);
         aborts.delete(taskId);

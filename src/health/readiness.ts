@@ -2,6 +2,7 @@
 // write and the Codex app-server is initialised. The write probe costs a journal line + fdatasync,
 // so it runs at most once per interval; `store.sync()` (no write) catches a closed or fail-stopped
 // store on every call, so a cached success can never hide a dead store.
+import { appServerStateHas } from '../../machines/app-server.js';
 import type { Store } from '../store/types.js';
 
 /** The probe's record: one key in `control`, rewritten in place (compaction keeps one copy). */
@@ -81,7 +82,7 @@ export function createReadiness(options: ReadinessOptions): Readiness {
     async check() {
       const store = await storePart();
       const state = options.appServerState();
-      const appServer: ReadinessPart = state === 'ready' ? { ok: true, detail: 'initialized' } : { ok: false, detail: `state ${state ?? 'not started'}` };
+      const appServer: ReadinessPart = appServerStateHas(state, 'serving') ? { ok: true, detail: 'initialized' } : { ok: false, detail: `state ${state ?? 'not started'}` };
       const dependencies: Record<string, ReadinessPart> = {};
       for (const [name, current] of Object.entries(options.dependencies ?? {})) dependencies[name] = current();
       const ready = store.ok && appServer.ok && Object.values(dependencies).every((p) => p.ok);

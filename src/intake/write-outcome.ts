@@ -8,7 +8,7 @@
 // A rejected or refused mention never runs: its task keeps an excerpt of the text, not the text, and
 // a rejected one is counted per author and day (rejected-mentions.ts); past a few a day it gets no
 // task at all.
-import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import { taskStateHas, type TaskEvent } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, CommentTriggerRecord, DeliveryRecord, RepositoryRecord, TaskRecord } from '../domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../receipts/receipt-record.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
@@ -300,7 +300,7 @@ async function noticeToday(tx: Tx, resourceKey: string, at: Date, field: 'reposi
   const day = at.toISOString().slice(0, 10);
   // In order, stopping at the first notice found (as `.some` did): a receipt is read only when needed.
   for (const t of await tx.byIndex<TaskRecord>('tasks', 'resourceKey', resourceKey)) {
-    if (t.state === 'rejected' && String(t.createdAt).slice(0, 10) === day && (await tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused')))?.[field] === true) return true;
+    if (taskStateHas(t.state, 'refused') && String(t.createdAt).slice(0, 10) === day && (await tx.get<CommentRecord>('comments', receiptCommentKey(t.taskId, 'refused')))?.[field] === true) return true;
   }
   return false;
 }

@@ -1,3 +1,4 @@
+import { isLeaseHeld } from '../../machines/repo-lock.js';
 import { taskStatesWith } from '../../machines/task-lifecycle.js';
 import type { LeaseRecord } from '../domain/records.js';
 import { LeaseLostError, type Tx } from '../store/types.js';
@@ -22,7 +23,7 @@ export type LeaseFence = (tx: Tx) => Promise<void>;
 export async function fenceWrite(tx: Tx, lease: FencedLease): Promise<void> {
   const record = await tx.get<LeaseRecord>('leases', lease.repoKey);
   const epoch = record?.epoch ?? null;
-  if (!record || record.state !== 'held' || record.leaseId !== lease.leaseId) throw new LeaseLostError(lease.repoKey, epoch ?? 0);
+  if (!record || !isLeaseHeld(record) || record.leaseId !== lease.leaseId) throw new LeaseLostError(lease.repoKey, epoch ?? 0);
   if (epoch !== null) await tx.fenceLease(lease.repoKey, epoch);
 }
 

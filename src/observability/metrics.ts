@@ -3,6 +3,7 @@
 // transitions (`runtime.onTransition`), the webhook answers, the store's commit promise — so the
 // hot path gains a map lookup and a counter increment, never a store read.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { TASK_STATE } from '../../machines/task-lifecycle.js';
 import type { TransitionNotice } from '../runtime/actor-runtime.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { Store, Tx } from '../store/types.js';
@@ -144,19 +145,20 @@ export function createMetrics(options: MetricsOptions = {}): ServiceMetrics {
       const { taskId, fromState, toState } = change;
       const t = now();
       transitions.inc({ from: fromState ?? 'none', to: toState });
-      if (toState === 'queued') queuedAt.set(taskId, t);
-      if (fromState === 'queued' && toState === 'preparing') {
+      const { queued, preparing, running, verifying_reply } = TASK_STATE;
+      if (toState === queued) queuedAt.set(taskId, t);
+      if (fromState === queued && toState === preparing) {
         const since = queuedAt.get(taskId);
         if (since !== undefined) leaseWait.observe((t - since) / 1000);
       }
-      if (fromState === 'queued') queuedAt.delete(taskId);
-      if (toState === 'running') runningAt.set(taskId, t);
-      if (fromState === 'running') {
+      if (fromState === queued) queuedAt.delete(taskId);
+      if (toState === running) runningAt.set(taskId, t);
+      if (fromState === running) {
         const since = runningAt.get(taskId);
         if (since !== undefined) turnDuration.observe({ outcome: toState }, (t - since) / 1000);
         runningAt.delete(taskId);
       }
-      if (fromState === 'verifying_reply' && VERIFY_OUTCOMES.has(toState)) verifications.inc({ outcome: toState });
+      if (fromState === verifying_reply && VERIFY_OUTCOMES.has(toState)) verifications.inc({ outcome: toState });
     },
     observePublish(outcome) {
       publishes.inc({ outcome: /^[a-z_]{1,40}$/.test(outcome) ? outcome : 'other' });

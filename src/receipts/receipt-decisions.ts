@@ -2,6 +2,7 @@
  * The receipt outbox's decisions (spec §5.2.5, §6.4) — pure, no I/O: which body a row posts, which
  * failure receipt a task gets, what a task transition asks of the outbox, and which row waits.
  */
+import { taskStateHas, taskStateTakes } from '../../machines/task-lifecycle.js';
 import type { AuditEvent } from '../store/types.js';
 import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import type { TransitionNotice } from '../runtime/actor-runtime.js';
@@ -54,10 +55,11 @@ function receiptText(task: TaskRecord, rec: CommentRecord, locale: Locale): stri
 
 /**
  * Whether a task that reached a failure state gets a failure receipt of its own. A task stopped by
- * one of its own limits is told by an edit of its receipt (receipt-notice.ts): one comment per task.
+ * one of its own limits (where it ends: the machine's `stoppedByLimit` tag) is told by an edit of its
+ * receipt (receipt-notice.ts): one comment per task.
  */
 export function getsFailureReceipt(task: Pick<TaskRecord, 'errorCode'>, state: string): boolean {
-  return !(state === 'failed' && isBudgetCode(task.errorCode));
+  return !(taskStateHas(state, 'stoppedByLimit') && isBudgetCode(task.errorCode));
 }
 
 /** A failure receipt waits for the same task's `received` receipt, so they appear in order. */
@@ -96,9 +98,11 @@ export interface TransitionReaction {
 /** What a task transition asks of the outbox. */
 export function reactionTo(n: Pick<TransitionNotice, 'kind' | 'fromState' | 'toState' | 'taskId' | 'context'>): TransitionReaction {
   if (n.kind !== TASK_KIND) return { kick: false };
-  if (n.toState === 'queued') return { kick: true };
-  // Out of publishing: a notice the publisher may have queued (delivery off); a failure is handled below.
-  const kick = n.fromState === 'publishing';
+  // Waiting for its claim (accepted, or back in the queue): its receipt may be pending.
+  if (taskStateTakes(n.toState, 'CLAIM')) return { kick: true };
+  // Out of publishing (the state that takes the publisher's PUBLISHED): a notice the publisher may
+  // have queued (delivery off); a failure is handled below.
+  const kick = taskStateTakes(n.fromState, 'PUBLISHED');
   if (!isFailureReceiptState(n.toState)) return { kick };
   const taskId = (n.context as { taskId?: string } | null)?.taskId ?? n.taskId;
   if (!taskId) return { kick };

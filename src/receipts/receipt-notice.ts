@@ -10,6 +10,7 @@
  * repeats the same edit. If the receipt was never posted (it failed), the notice is posted as a
  * comment of its own rather than not at all.
  */
+import { taskStateHas, taskStatesWith } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { formatReceiptMarker } from '../domain/marker.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
@@ -75,11 +76,23 @@ export function noticeKey(taskId: string, reason: string): string {
   return `${taskId}:notice:${reason}`;
 }
 
-/** The reason a task in this state gets a notice, or null. Neither state holds a lease, so a notice's writes are not lease-fenced. */
+/**
+ * The reason a task in this state gets a notice, or null: paused for an operator (the machine's
+ * `pausedForOperator` tag), or ended by one of its own limits (`stoppedByLimit`, with a budget code).
+ * Neither state holds a lease, so a notice's writes are not lease-fenced.
+ */
 function noticeReason(task: TaskRecord): string | null {
-  if (task.state === 'blocked_workspace') return 'blocked_workspace';
-  if (task.state === 'failed' && isBudgetCode(task.errorCode)) return task.errorCode!;
+  if (taskStateHas(task.state, 'pausedForOperator')) return 'blocked_workspace';
+  if (taskStateHas(task.state, 'stoppedByLimit') && isBudgetCode(task.errorCode)) return task.errorCode!;
   return null;
+}
+
+/** The states whose tasks may get a notice (noticeReason). */
+const NOTICE_STATES = [...taskStatesWith('pausedForOperator'), ...taskStatesWith('stoppedByLimit')];
+
+/** An operator let a paused task go on: out of a state paused for an operator, back to one a claim takes. */
+function isUnblock(fromState: string | null | undefined, toState: string | null | undefined): boolean {
+  return taskStateHas(fromState, 'pausedForOperator') && taskStateHas(toState, 'claimable');
 }
 
 export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNotices {
@@ -140,7 +153,7 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
   async function ensureResumed(taskId: string): Promise<void> {
     await store.transact(async (tx) => {
       const task = await tx.get<TaskRecord>('tasks', taskId);
-      if (!task || task.state === 'blocked_workspace') return;
+      if (!task || taskStateHas(task.state, 'pausedForOperator')) return;
       if (!(await tx.get('comments', noticeKey(taskId, 'blocked_workspace')))) return;
       const key = noticeKey(taskId, RESUMED);
       await tx.insertIfAbsent<CommentRecord>('comments', key, { ...noticeRow(task, key, now().toISOString()), reason: RESUMED, text: resumedNoticeText(task, locale) });
@@ -234,14 +247,14 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
     if (worker.stopped || n.kind !== TASK_KIND) return;
     const taskId = n.taskId ?? (n.context as { taskId?: string } | null)?.taskId;
     if (!taskId) return;
-    if (n.fromState === 'blocked_workspace' && n.toState === 'queued') {
+    if (isUnblock(n.fromState, n.toState)) {
       track(ensureResumed(taskId), taskId);
       return;
     }
     // A notice may wait for the receipt: any receipt sent later comes with a transition to retry on.
     // The pass lists the pending notices itself and does nothing when there are none, so the kick
     // needs no read here (a listener stays synchronous).
-    if (n.toState !== 'blocked_workspace' && n.toState !== 'failed') {
+    if (!NOTICE_STATES.some((s) => s === n.toState)) {
       kick();
       return;
     }
@@ -259,14 +272,14 @@ export function createReceiptNotices(options: ReceiptNoticesOptions): ReceiptNot
 
   /** Notices whose transition came while no worker of the task's repository listened (a restart, a takeover). */
   async function catchUp(): Promise<void> {
-    for (const state of ['blocked_workspace', 'failed']) {
+    for (const state of NOTICE_STATES) {
       for (const t of await store.byIndex<TaskRecord>('tasks', 'state', state)) if (noticeReason(t) && scope.owns(t.repoKey)) await ensureNotice(t.taskId);
     }
     // An unblock whose transition came while the service was down (or before the insert was durable).
     for (const paused of (await store.byIndex<CommentRecord>('comments', 'kind', 'notice')).filter((r) => r.reason === 'blocked_workspace')) {
       if (await store.get('comments', noticeKey(paused.taskId, RESUMED))) continue;
       if (!(await actsFor(paused.taskId))) continue;
-      const unblocked = (await store.audit({ taskId: paused.taskId })).some((e) => e.fromState === 'blocked_workspace' && e.toState === 'queued');
+      const unblocked = (await store.audit({ taskId: paused.taskId })).some((e) => isUnblock(e.fromState, e.toState));
       if (unblocked) await ensureResumed(paused.taskId);
     }
     kick();

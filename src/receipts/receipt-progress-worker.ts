@@ -13,7 +13,7 @@
  * - A failed edit never fails the task: it is audited, retried on later ticks a bounded number of
  *   times, then given up (the receipt keeps its last text).
  */
-import { isTerminalTaskState, TASK_STATES } from '../../machines/task-lifecycle.js';
+import { isTerminalTaskState, TASK_STATES, taskStateHas } from '../../machines/task-lifecycle.js';
 import type { AgentStep } from '../domain/agent-step.js';
 import type { CommentRecord, TaskRecord } from '../domain/records.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
@@ -273,7 +273,7 @@ export function createReceiptProgress(options: ReceiptProgressOptions): ReceiptP
     if (worker.stopped || n.kind !== TASK_KIND) return;
     const taskId = n.taskId ?? (n.context as { taskId?: string } | null)?.taskId;
     if (!taskId) return;
-    if (n.toState !== 'running') steps.delete(taskId);
+    if (!taskStateHas(n.toState, 'showsProgress')) steps.delete(taskId);
     ask(taskId);
     worker.kick();
   }

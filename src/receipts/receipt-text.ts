@@ -2,17 +2,23 @@
 // src/messages/). Only data the service produced goes in: the task id, a Gitea login (checked
 // against Gitea's login alphabet) and a fixed sentence per error code. Nothing from the untrusted
 // comment text is ever echoed back.
+import { TASK_STATE, taskStateHas, taskStatesWith, type TaskState } from '../../machines/task-lifecycle.js';
 import type { ProgressStage } from '../domain/record-fields.js';
 import type { TaskRecord } from '../domain/records.js';
 import { DEFAULT_LOCALE, messages, type Locale } from '../messages/catalogue.js';
 import { pathsForText } from './path-text.js';
 
-/** Task states that get one failure receipt; running/waiting/success states get none (§5.2.5). */
-export const FAILURE_RECEIPT_STATES = ['failed', 'failed_reply', 'aborted', 'cancelled'] as const;
-export type FailureReceiptState = (typeof FAILURE_RECEIPT_STATES)[number];
+/**
+ * The states that get a failure receipt, by name, for the text each one gets (the machine's
+ * `failureReceipt` tag says which they are; test/unit/task-lifecycle-table.test.ts pins it to these).
+ */
+export type FailureReceiptState = Extract<TaskState, 'failed' | 'failed_reply' | 'aborted' | 'cancelled'>;
+
+/** Task states that get one failure receipt (the machine's `failureReceipt` tag); running/waiting/success states get none (§5.2.5). */
+export const FAILURE_RECEIPT_STATES = taskStatesWith('failureReceipt') as readonly FailureReceiptState[];
 
 export function isFailureReceiptState(state: string): state is FailureReceiptState {
-  return (FAILURE_RECEIPT_STATES as readonly string[]).includes(state);
+  return taskStateHas(state, 'failureReceipt');
 }
 
 /** A plain sentence for an error code; unknown codes get a generic one (the code is shown beside it). */
@@ -122,13 +128,13 @@ export function failureReceiptText(
   const m = messages(locale);
   const failure = { taskId: task.taskId, reason: describeErrorCode(task.errorCode, locale), code: task.errorCode ?? null };
   switch (state) {
-    case 'cancelled':
+    case TASK_STATE.cancelled:
       return m.cancelled({ taskId: task.taskId, stopper: describeStopper(task.stoppedBy, locale) });
-    case 'aborted':
+    case TASK_STATE.aborted:
       return m.aborted({ taskId: task.taskId, stopper: describeStopper(task.stoppedBy, locale) });
-    case 'failed_reply':
+    case TASK_STATE.failed_reply:
       return m.failedReply(failure);
-    case 'failed': {
+    case TASK_STATE.failed: {
       const { kept, withheld } = unpublishedChangeOf(task.publish);
       return [m.failed(failure), ...unpublishedSentences({ deliveryOff: false, kept, withheld }, locale)].join(' ');
     }

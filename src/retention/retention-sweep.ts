@@ -24,7 +24,7 @@
 // with it. Every deletion is re-checked inside its transaction, which also reads (by key and by
 // index) the records going with it: what was written after the candidates were picked is seen.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
+import { isTerminalTaskState, taskStateHas } from '../../machines/task-lifecycle.js';
 import type { CommentTriggerRecord, DeliveryRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRecord } from '../runtime/actor-runtime.js';
 import type { CollectionName, Store, RecordType, Tx } from '../store/types.js';
@@ -129,7 +129,7 @@ export async function sweepRetention(store: Store, policy: RetentionPolicy, opti
       t !== undefined &&
       isTerminalTaskState(t.state) &&
       ((taskCutoff !== null && Date.parse(t.updatedAt) <= taskCutoff) ||
-        (excerptCutoff !== null && t.state === 'rejected' && t.instructionExcerptOnly === true && Date.parse(t.createdAt) <= excerptCutoff));
+        (excerptCutoff !== null && taskStateHas(t.state, 'refused') && t.instructionExcerptOnly === true && Date.parse(t.createdAt) <= excerptCutoff));
     const tasks = await candidates<TaskRecord>(store, 'tasks', taskExpired, (t) => t.taskId);
     add(
       await inBatches(store, tasks, Math.max(1, Math.floor(batchSize / 10)), async (tx, taskId) => {

@@ -6,6 +6,7 @@
 // find live work. The task record gets `archive.records`, the keys archived with it, so the detail
 // page and retention can still reach its turns, comments and actors without an index.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { isLeaseHeld } from '../../machines/repo-lock.js';
 import { isTerminalTaskState, TERMINAL_TASK_STATES } from '../../machines/task-lifecycle.js';
 import type { ArchivedRecordKeys, TaskArchiveInfo } from '../domain/record-fields.js';
 import type { CommentRecord, LeaseRecord, SessionRecord, TaskRecord } from '../domain/records.js';
@@ -66,7 +67,7 @@ async function readTaskIndexes(tx: Tx, task: TaskRecord): Promise<TaskIndexes> {
       webhook_deliveries: await keys('webhook_deliveries'),
       comment_triggers: await keys('comment_triggers'),
     },
-    heldLeases: await tx.list<LeaseRecord>('leases', (l) => l.state === 'held' && l.taskId === task.taskId),
+    heldLeases: await tx.list<LeaseRecord>('leases', (l) => isLeaseHeld(l) && l.taskId === task.taskId),
     resourceTasks: await tx.byIndex<TaskRecord>('tasks', 'resourceKey', task.resourceKey),
   };
 }

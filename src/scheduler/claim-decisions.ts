@@ -1,4 +1,4 @@
-import { taskStatesWith, type TaskEvent, type TaskState } from '../../machines/task-lifecycle.js';
+import { taskStateHas, taskStatesWith, type TaskEvent, type TaskState } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { ClaimCandidate } from './pick-claims.js';
 
@@ -6,11 +6,12 @@ import type { ClaimCandidate } from './pick-claims.js';
 export const SCANNED_STATES: readonly TaskState[] = [...taskStatesWith('claimable'), ...taskStatesWith('resumable')];
 
 /**
- * The tasks a scan may claim from. Under a provider hold (`heldUntil` not null) only verifications
- * resume: they need Gitea, not the model; new claims, retries and publishing wait.
+ * The tasks a scan may claim from. Under a provider hold (`heldUntil` not null) only the states whose
+ * work needs Gitea, not the model, go on (the machine's `goesOnUnderHold` tag: verifications); new
+ * claims, retries and publishing wait.
  */
 export function claimableUnderHold(tasks: readonly TaskRecord[], heldUntil: number | null): TaskRecord[] {
-  return heldUntil === null ? [...tasks] : tasks.filter((t) => t.state === 'verifying_reply');
+  return heldUntil === null ? [...tasks] : tasks.filter((t) => taskStateHas(t.state, 'goesOnUnderHold'));
 }
 
 /** The state the task must still be in when the claim starts; anything else means it moved on since the scan. */

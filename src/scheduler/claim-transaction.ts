@@ -4,6 +4,7 @@ import { LOCK_KIND, lockActorId } from '../leases/repo-lock-actor.js';
 import type { EventObject } from 'xstate';
 import type { ActorRecord, ActorRuntime, SendResult } from '../runtime/actor-runtime.js';
 import { taskActorId } from '../tasks/task-actor.js';
+import { isLeaseHeld } from '../../machines/repo-lock.js';
 import { taskStatesWith } from '../../machines/task-lifecycle.js';
 import { claimableNow, claimEventOf, type LockActorFound } from './claim-decisions.js';
 import { lockEvent } from './events.js';
@@ -63,7 +64,7 @@ export async function claimTogether(input: ClaimTogetherInput): Promise<Claimed[
     for (const pick of mine) {
       const lockId = lockActorId(pick.repoKey);
       const lock = actors.get(lockId);
-      const lockActor: LockActorFound = lock ? (lock.state === 'free' ? 'free' : 'held') : (await tx.has('actors', lockId)) ? 'locked_elsewhere' : 'absent';
+      const lockActor: LockActorFound = lock ? (isLeaseHeld(lock) ? 'held' : 'free') : (await tx.has('actors', lockId)) ? 'locked_elsewhere' : 'absent';
       if (!claimableNow(pick, { taskState: actors.get(taskActorId(pick.taskId))?.state, taskRecordLocked: tasks.has(pick.taskId), lockActor })) continue;
 
       const leaseId = randomUUID();

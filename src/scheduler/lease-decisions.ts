@@ -1,9 +1,10 @@
+import { isLeaseHeld } from '../../machines/repo-lock.js';
 import { taskStatesWith } from '../../machines/task-lifecycle.js';
 import type { LeaseRecord } from '../domain/records.js';
 
 /** Held leases whose expiry has come (a lease without an expiry never expires by time). */
 export function expiredLeases(leases: readonly LeaseRecord[], now: number): LeaseRecord[] {
-  return leases.filter((l) => l.state === 'held' && l.expiresAt !== null && Date.parse(l.expiresAt) <= now);
+  return leases.filter((l) => isLeaseHeld(l) && l.expiresAt !== null && Date.parse(l.expiresAt) <= now);
 }
 
 /** The lease's new expiry after an accepted heartbeat: never earlier than it already was. */

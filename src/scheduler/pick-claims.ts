@@ -1,3 +1,4 @@
+import { taskStateHas, taskStateTakes, type TaskState } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
 
 export interface ClaimCandidate {
@@ -9,8 +10,8 @@ export interface ClaimCandidate {
    * restart) → RESUME: take the lease again and let the executor finish verifying, no task event.
    */
   event: 'CLAIM' | 'RETRY_DUE' | 'RESUME';
-  /** For RESUME: the state being resumed (`verifying_reply`, or `publishing` — change delivery). */
-  resumeState?: 'verifying_reply' | 'publishing';
+  /** For RESUME: the state being resumed (one the machine tags `resumable`: `verifying_reply`, `publishing`). */
+  resumeState?: TaskState;
 }
 
 export interface PickInput {
@@ -49,18 +50,19 @@ export function pickClaims(input: PickInput): ClaimCandidate[] {
 export function nextRetryDue(tasks: readonly TaskRecord[], now: number): number | null {
   let next: number | null = null;
   for (const task of tasks) {
-    if (task.state !== 'retry_wait' || task.nextRetryAt === null) continue;
+    if (!taskStateTakes(task.state, 'RETRY_DUE') || task.nextRetryAt === null) continue;
     const at = Date.parse(task.nextRetryAt);
     if (at > now && (next === null || at < next)) next = at;
   }
   return next;
 }
 
+/** What the machine says of the task's state: resumed after a restart (`resumable`), or the claim event it takes. */
 function toCandidate(task: TaskRecord, now: number): ClaimCandidate | null {
-  if (task.state === 'verifying_reply' || task.state === 'publishing')
+  if (taskStateHas(task.state, 'resumable'))
     return { taskId: task.taskId, repoKey: task.repoKey, queueSeq: task.queueSeq, event: 'RESUME', resumeState: task.state };
-  if (task.state === 'queued') return { taskId: task.taskId, repoKey: task.repoKey, queueSeq: task.queueSeq, event: 'CLAIM' };
-  if (task.state === 'retry_wait') {
+  if (taskStateTakes(task.state, 'CLAIM')) return { taskId: task.taskId, repoKey: task.repoKey, queueSeq: task.queueSeq, event: 'CLAIM' };
+  if (taskStateTakes(task.state, 'RETRY_DUE')) {
     // A retry_wait without a deadline is due at once: the machine only leaves it null on purpose.
     const due = task.nextRetryAt === null || Date.parse(task.nextRetryAt) <= now;
     return due ? { taskId: task.taskId, repoKey: task.repoKey, queueSeq: task.queueSeq, event: 'RETRY_DUE' } : null;

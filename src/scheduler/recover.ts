@@ -1,3 +1,5 @@
+import { isLeaseHeld } from '../../machines/repo-lock.js';
+import { TASK_STATE } from '../../machines/task-lifecycle.js';
 import type { LeaseRecord, TaskRecord } from '../domain/records.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import { isLeaseRefusal, VersionConflictError, type Store } from '../store/types.js';
@@ -67,7 +69,7 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
 
   // 1. Leases.
   const keptLeaseIds = new Set<string>();
-  for (const lease of await store.list<LeaseRecord>('leases', (r) => r.state === 'held' && mine(r.repoKey))) {
+  for (const lease of await store.list<LeaseRecord>('leases', (r) => isLeaseHeld(r) && mine(r.repoKey))) {
     const actorId = lockActorId(lease.repoKey);
     const sendLock = (event: Parameters<typeof lockEvent>[0]) => sendOrNo(runtime, actorId, lockEvent(event), by);
     const expiresAt = lease.expiresAt === null ? 0 : Date.parse(lease.expiresAt);
@@ -122,8 +124,9 @@ export async function recoverAfterRestart(deps: RecoverDeps): Promise<RecoveryRe
       deps.logger.warn({ taskId: task.taskId, state: task.state, reason: res.reason }, 'interrupted task could not be recovered');
       continue;
     }
-    if (res.toState === 'retry_wait') result.interruptedToRetry.push(task.taskId);
-    else if (res.toState === 'aborted') result.abortingToAborted.push(task.taskId);
+    // Which list of the report the task is counted in: named by the state it reached.
+    if (res.toState === TASK_STATE.retry_wait) result.interruptedToRetry.push(task.taskId);
+    else if (res.toState === TASK_STATE.aborted) result.abortingToAborted.push(task.taskId);
     else result.interruptedToFailed.push(task.taskId);
   }
   await audit('recovery.interrupted', {

@@ -1,3 +1,4 @@
+import { isLeaseHeld } from '../../machines/repo-lock.js';
 import type { TaskContext, TaskEvent } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type SessionRecord, type TaskRecord } from '../domain/records.js';
 import type { ActorRecord, TransitionNotice } from '../runtime/actor-runtime.js';
@@ -108,8 +109,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 
   const isPaused = async () => (await store.get<ControlRecord>('control', GLOBAL_CONTROL_KEY))?.globalPaused === true;
   const isDisabled = async (repoKey: string) => (await store.get<RepositoryRecord>('repositories', repoKey))?.status === 'disabled';
-  const leaseHeld = async (repoKey: string) => (await store.get<LeaseRecord>('leases', repoKey))?.state === 'held';
-  const heldLeases = () => store.list<LeaseRecord>('leases', (r) => r.state === 'held');
+  const leaseHeld = async (repoKey: string) => isLeaseHeld(await store.get<LeaseRecord>('leases', repoKey));
+  const heldLeases = () => store.list<LeaseRecord>('leases', (r) => isLeaseHeld(r));
   /** The repository's lock actor is stored but could not be hosted (its restore failed, alert-audited by the runtime). */
   const lockUnavailable = async (repoKey: string) => {
     // Stored first, then live: on a shared store another node may create the lock between the two reads.
@@ -137,7 +138,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     for (const task of holding) {
       if ([...workers.values()].some((w) => w.taskId === task.taskId)) continue;
       const lease = await store.get<LeaseRecord>('leases', task.repoKey);
-      if (lease?.state === 'held' && lease.leaseId === task.leaseId) continue;
+      if (isLeaseHeld(lease) && lease?.leaseId === task.leaseId) continue;
       stranded.add(task.repoKey);
       if (task.leaseId !== null) await failLeaseless(task.taskId, task.leaseId, 'lease_expired', false).catch((err: unknown) => logger.error({ taskId: task.taskId, err: errorMessage(err) }, 'stranded task not moved on'));
     }

@@ -1,3 +1,5 @@
+import { isLeaseHeld, isLockStateLeased } from '../../machines/repo-lock.js';
+import { taskStateHas } from '../../machines/task-lifecycle.js';
 import type { LeaseRecord, TaskRecord } from '../domain/records.js';
 import { LOCK_KIND } from '../leases/repo-lock-actor.js';
 import { TASK_KIND } from '../tasks/task-actor.js';
@@ -13,7 +15,7 @@ export function nextWakeAt(input: { heldUntil: number | null; tasks: readonly Ta
   // A claimable task the scan's claim left (another transaction held its rows): looked at again soon.
   if (input.heldUntil === null && input.recheckAt != null && (next === null || input.recheckAt < next)) next = input.recheckAt;
   for (const lease of input.leases) {
-    if (lease.state !== 'held' || lease.expiresAt === null) continue;
+    if (!isLeaseHeld(lease) || lease.expiresAt === null) continue;
     const at = Date.parse(lease.expiresAt);
     if (at > now && (next === null || at < next)) next = at;
   }
@@ -22,7 +24,7 @@ export function nextWakeAt(input: { heldUntil: number | null; tasks: readonly Ta
 
 /** Transitions that can make a claim possible: a task became claimable, or a repository lock came free. */
 export function wakesScheduler(notice: { kind: string; toState: string }): boolean {
-  if (notice.kind === TASK_KIND) return notice.toState === 'queued' || notice.toState === 'retry_wait';
-  if (notice.kind === LOCK_KIND) return notice.toState === 'free';
+  if (notice.kind === TASK_KIND) return taskStateHas(notice.toState, 'claimable');
+  if (notice.kind === LOCK_KIND) return !isLockStateLeased(notice.toState);
   return false;
 }

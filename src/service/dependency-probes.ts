@@ -3,6 +3,7 @@
  * gitea-mcp command, and whether Codex is logged in. /readyz reads their last results; each change
  * is logged once (`probeChangeLog`).
  */
+import { appServerStateHas } from '../../machines/app-server.js';
 import type { Config } from '../config/index.js';
 import type { GiteaClient } from '../gitea/gitea-client.js';
 import { startDependencyProbe, type DependencyProbe } from '../health/dependency-probe.js';
@@ -51,7 +52,7 @@ export function startServiceProbes(deps: {
   const codexLogin = startDependencyProbe(
     async () => {
       // Asked only of a ready app-server (its own readiness part covers start-up and restarts).
-      if ((await supervisor.state())?.state !== 'ready') return { ok: false, detail: 'waiting for the app-server', waiting: true };
+      if (!appServerStateHas((await supervisor.state())?.state, 'serving')) return { ok: false, detail: 'waiting for the app-server', waiting: true };
       return codexLoginPart(await supervisor.connection({ timeoutMs: 5_000 }), 15_000);
     },
     { intervalMs: 5 * 60_000, retryMs: 5_000, timeoutMs: 30_000, onChange: onChange('codexLogin') },

@@ -1,3 +1,4 @@
+import { taskStateHas } from '../../machines/task-lifecycle.js';
 import type { TaskRecord } from '../domain/records.js';
 import type { Store } from '../store/types.js';
 
@@ -20,7 +21,7 @@ export async function onLeaseRenewed(ports: LeaseRenewedPorts, taskId: string): 
   try {
     const task = await ports.store.get<TaskRecord>('tasks', taskId);
     if (!task) return;
-    if (task.state === 'aborting') ports.abort(taskId);
+    if (taskStateHas(task.state, 'stopping')) ports.abort(taskId);
     await ports.refreshGate(task);
   } catch (err) {
     ports.warn({ taskId, err: String(err) }, "the task was not read again after its lease was renewed (the gate's write deadline stays)");

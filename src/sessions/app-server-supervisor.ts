@@ -10,6 +10,8 @@ import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import {
   APP_SERVER_MACHINE_VERSION,
   appServerMachine,
+  appServerStateHas,
+  appServerStateTakes,
   type AppServerContext,
   type AppServerEvent,
   type AppServerState,
@@ -200,8 +202,8 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
   async function recordExit(code: number | null, signal: string | null, reason: string): Promise<void> {
     if (stopping) return;
     const s = await snapshot();
-    if (s?.state !== 'exited' && s?.state !== 'restarting') await send({ type: 'EXITED', code, signal, reason, now: now() });
-    if ((await snapshot())?.state === 'restarting') return armRestart();
+    if (!appServerStateHas(s?.state, 'exitRecorded')) await send({ type: 'EXITED', code, signal, reason, now: now() });
+    if (appServerStateTakes((await snapshot())?.state, 'RESTART_DUE')) return armRestart();
     const failures = (await snapshot())?.context.consecutiveFailures ?? 1;
     const delayMs = Math.min(maxMs, baseMs * 2 ** Math.max(0, failures - 1));
     await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs });
@@ -211,7 +213,7 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
   /** Re-arms the restart timer from the deadline in context (also after a service restart). */
   async function armRestart(): Promise<void> {
     const s = await snapshot();
-    if (!s || s.state !== 'restarting' || stopping) return;
+    if (!s || !appServerStateTakes(s.state, 'RESTART_DUE') || stopping) return;
     if (restartTimer) clearTimeout(restartTimer);
     const wait = Math.max(0, (s.context.restartAt ?? now()) - now());
     restartTimer = setTimeout(() => {
@@ -240,29 +242,22 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
     }
     if (conn) return ready.promise;
     ready = deferred();
-    switch (s?.state) {
-      case 'starting':
-      case 'initializing':
-      case 'ready':
-        // Left by a service that stopped without closing: that process is gone.
-        await send({ type: 'EXITED', code: null, signal: null, reason: 'service_restart', now: now() });
-        await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs: 0 });
-        await armRestart();
-        break;
-      case 'closing':
-        await send({ type: 'EXITED', code: null, signal: null, reason: 'service_restart', now: now() });
-        if (await send({ type: 'START', now: now() })) inBackground('start', launch);
-        break;
-      case 'exited':
-        await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs: 0 });
-        await armRestart();
-        break;
-      case 'restarting':
-        await armRestart();
-        break;
-      default:
-        if (await send({ type: 'START', now: now() })) inBackground('start', launch);
-    }
+    const state = s?.state;
+    if (appServerStateHas(state, 'processUp')) {
+      // Left by a service that stopped without closing: that process is gone.
+      await send({ type: 'EXITED', code: null, signal: null, reason: 'service_restart', now: now() });
+      await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs: 0 });
+      await armRestart();
+    } else if (appServerStateTakes(state, 'EXITED')) {
+      // Closing when the service stopped: its exit is recorded, and it starts again.
+      await send({ type: 'EXITED', code: null, signal: null, reason: 'service_restart', now: now() });
+      if (await send({ type: 'START', now: now() })) inBackground('start', launch);
+    } else if (appServerStateTakes(state, 'SCHEDULE_RESTART')) {
+      await send({ type: 'SCHEDULE_RESTART', now: now(), delayMs: 0 });
+      await armRestart();
+    } else if (appServerStateTakes(state, 'RESTART_DUE')) {
+      await armRestart();
+    } else if (await send({ type: 'START', now: now() })) inBackground('start', launch);
     return ready.promise;
   }
 

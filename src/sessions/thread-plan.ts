@@ -1,7 +1,12 @@
-// Which step ensureThread takes for a session, from the session actor's state alone (spec §5.3).
+// Which step ensureThread takes for a session, from the session actor's state alone (spec §5.3):
+// what the state waits for, as the session machine declares it.
+import { isSessionClosed, sessionStateTakes } from '../../machines/session.js';
 
-/** States in which a session holds a thread that may be reused (if loaded in this app-server). */
-const RESTING = new Set(['idle', 'waiting_user', 'turn_in_flight']);
+/**
+ * A session that holds a live thread (a service restart must resume it: the state takes RESTARTED),
+ * which may be reused if loaded in this app-server.
+ */
+const holdsThread = (state: string) => sessionStateTakes(state, 'RESTARTED');
 
 export interface ThreadPlanInput {
   state: string;
@@ -28,28 +33,22 @@ export type ThreadPlan =
 
 export function planThread(s: ThreadPlanInput): ThreadPlan {
   if (!s.restarted) {
-    if (s.state === 'closed') return { kind: 'closed' };
-    if (RESTING.has(s.state) && s.threadId) {
+    if (isSessionClosed(s.state)) return { kind: 'closed' };
+    if (holdsThread(s.state) && s.threadId) {
       return s.loadedIn === s.generation ? { kind: 'reuse', threadId: s.threadId } : { kind: 'restart' };
     }
   }
-  switch (s.state) {
-    case 'resuming':
-      return { kind: 'resume', threadId: s.threadId! };
-    case 'resume_failed':
-      return { kind: 'approve_new', reason: `resume_failed (${s.lastErrorCode ?? 'unknown'})` };
-    case 'no_thread':
-      return { kind: 'start', announce: true };
-    case 'thread_starting':
-      return { kind: 'start', announce: false };
-    default:
-      return { kind: 'not_ready' };
-  }
+  // A resume in progress, a failed one waiting for an approval, no thread yet, a thread being started.
+  if (sessionStateTakes(s.state, 'RESUME_OK')) return { kind: 'resume', threadId: s.threadId! };
+  if (sessionStateTakes(s.state, 'NEW_THREAD_APPROVED')) return { kind: 'approve_new', reason: `${s.state} (${s.lastErrorCode ?? 'unknown'})` };
+  if (sessionStateTakes(s.state, 'START_THREAD')) return { kind: 'start', announce: true };
+  if (sessionStateTakes(s.state, 'THREAD_STARTED')) return { kind: 'start', announce: false };
+  return { kind: 'not_ready' };
 }
 
-/** A turn may start only on a resting session whose thread this app-server generation has loaded. */
+/** A turn may start only on a resting session (it takes TURN_STARTED) whose thread this app-server generation has loaded. */
 export function turnSessionReady(s: { state: string; threadId: string | null; loadedIn: number | undefined; generation: number } | undefined): boolean {
-  return !!s && !!s.threadId && (s.state === 'idle' || s.state === 'waiting_user') && s.loadedIn === s.generation;
+  return !!s && !!s.threadId && sessionStateTakes(s.state, 'TURN_STARTED') && s.loadedIn === s.generation;
 }
 
 /**

@@ -5,7 +5,7 @@
  * and result audit events surround the POST; the `<turnKey>:reply` comments row follows it.
  */
 import type { PostFallbackInput, PostFallbackOutput, QueryReplyInput } from '../../machines/reply-verifier.js';
-import { isTerminalTaskState } from '../../machines/task-lifecycle.js';
+import { isTerminalTaskState, taskStateHas } from '../../machines/task-lifecycle.js';
 import type { CommentRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { isGiteaError, type GiteaClient } from '../gitea/gitea-client.js';
 import { bodyHashOf } from '../receipts/receipt-record.js';
@@ -93,7 +93,7 @@ export async function postFallbackReply(deps: PostFallbackDeps, input: PostFallb
   const key = replyCommentKey(input.turnKey);
   const task = await taskOf(store, input.taskId);
   // A task stopped (or stopping) while the verifier waited must not get an answer posted on its behalf.
-  if (isTerminalTaskState(task.state) || task.state === 'aborting') throw new VerificationStepError('task_stopped', `task is ${task.state}`);
+  if (isTerminalTaskState(task.state) || taskStateHas(task.state, 'stopping')) throw new VerificationStepError('task_stopped', `task is ${task.state}`);
 
   // Check, then act: a comment that is already there (ours before a restart, or a late retry turn) is adopted.
   const existing = await deps.lookUp(task, { ...input, botLogin: deps.botLogin, since: await deps.turnStartOf(input.turnKey) }, 'fallback_check');

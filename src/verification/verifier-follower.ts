@@ -4,7 +4,7 @@
  * the actor), and all resolve with the outcome of its final state. The decisions (`followStep`,
  * `attachStart`, `retryTurnEvent`, `outcomeOf`) are pure; `createVerifierFollower` does the waiting.
  */
-import type { ReplyVerifierContext, ReplyVerifierEvent } from '../../machines/reply-verifier.js';
+import { verifierAwaitsRetryTurn, type ReplyVerifierContext, type ReplyVerifierEvent } from '../../machines/reply-verifier.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { AuditEventInput, Store } from '../store/types.js';
 import { messageOf, VerificationStepError } from './verification-errors.js';
@@ -31,7 +31,7 @@ export function outcomeOf(ctx: ReplyVerifierContext): VerificationOutcome {
 /** What a follower does on seeing the verifier in `state`. */
 export function followStep(state: string, retryStarted: boolean): 'resolve' | 'run_retry' | 'wait' {
   if (FINAL_VERIFIER_STATES.has(state)) return 'resolve';
-  if (state === 'awaiting_retry_turn' && !retryStarted) return 'run_retry';
+  if (verifierAwaitsRetryTurn(state) && !retryStarted) return 'run_retry';
   return 'wait';
 }
 

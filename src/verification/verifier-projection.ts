@@ -3,7 +3,7 @@
  * hook): the `<turnKey>:reply` comments row and the `reply.confirmed` / `reply.failed` verdict event.
  * `verdictRecord` and `verdictAudit` decide the content; `projectVerifier` only reads and writes.
  */
-import type { ReplyVerifierContext } from '../../machines/reply-verifier.js';
+import { replyVerdictOf, type ReplyVerifierContext } from '../../machines/reply-verifier.js';
 import type { CommentRecord, TurnRecord } from '../domain/records.js';
 import type { PersistedChange } from '../runtime/actor-runtime.js';
 import type { AuditEventInput, Tx } from '../store/types.js';
@@ -18,8 +18,9 @@ export function verdictRecord(
   at: string,
 ): CommentRecord {
   const key = replyCommentKey(ctx.turnKey);
-  const failed = toState === 'failed';
-  const viaFallback = toState === 'confirmed_via_fallback' || (failed && (current?.kind === 'rest_fallback' || ctx.fallbackCommentId !== null));
+  const verdict = replyVerdictOf(toState);
+  const failed = verdict === 'failed';
+  const viaFallback = verdict === 'confirmed_via_fallback' || (failed && (current?.kind === 'rest_fallback' || ctx.fallbackCommentId !== null));
   return {
     commentKey: key,
     taskId: ctx.taskId,
@@ -38,7 +39,7 @@ export function verdictRecord(
 
 /** The verdict event: an alert when the reply failed. */
 export function verdictAudit(ctx: ReplyVerifierContext, toState: string, actorId: string): AuditEventInput {
-  const failed = toState === 'failed';
+  const failed = replyVerdictOf(toState) === 'failed';
   return {
     level: failed ? 'alert' : 'info',
     action: failed ? 'reply.failed' : 'reply.confirmed',

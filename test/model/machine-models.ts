@@ -39,9 +39,10 @@ export interface MachineModel {
   /** Why @xstate/graph's getSimplePaths is not enumerated for this machine (absent: it is). */
   noSimplePaths?: string;
   /**
-   * Event types left out of the cycle-free path enumeration (absent: none), each because it takes the
-   * same transitions (same targets, same guards, same context) as events enumerated there: every path
-   * it adds is a copy of one already checked with another event on one step.
+   * Event types left out of the cycle-free path enumeration (absent: none), each because it leads only
+   * where enumerated events lead from the same state (checked per state by the simple-paths test; what
+   * it does to the context is compared with the oracle in every reachable state by machines.oracle.test.ts):
+   * every path it adds copies one already checked, with another event on one step.
    */
   simplePathsWithout?: { types: readonly string[]; why: string };
 }

@@ -9,7 +9,7 @@ import { MACHINE_MODELS, type MachineModel } from './machine-models.js';
 
 const spec = (m: MachineModel) => {
   const without = new Set(m.simplePathsWithout?.types ?? []);
-  return { machine: m.machine, input: m.input('plan'), events: (s: Parameters<MachineModel['events']>[0]) => m.events(s).filter((e) => !without.has(e.type)), serialize: m.serialize };
+  return { machine: m.machine, input: m.input('plan'), events: (s: Parameters<MachineModel['events']>[0]) => m.events(s).filter((e) => !without.has(e.type)), serialize: m.serialize, samplesOnly: without.size > 0 };
 };
 
 describe.each(MACHINE_MODELS)('simple paths: $name', (m) => {

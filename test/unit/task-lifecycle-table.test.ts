@@ -76,13 +76,25 @@ describe('task lifecycle vs spec §5.6', () => {
 // the lease covers every state with work in flight, `aborting` included (the lease is released only once
 // the work stopped); the scheduler claims from queued and retry_wait and resumes publishing and
 // verifying_reply after a restart; a stop cancels what has nothing in flight and aborts the rest
-// (issue 29).
+// (issue 29). Aborting is where the work in flight is being stopped; under a provider hold only a
+// verification goes on (it needs Gitea, not the model); a receipt shows a turn's progress while it
+// runs, says a blocked task is paused for an operator, and tells every ending without an answer
+// (failed, failed_reply, cancelled, aborted) in a failure receipt, except a task stopped by its own
+// limits, which ends failed and is told by an edit of its receipt; a rejected task's receipt says why it
+// was refused.
 const ROLES: Record<TaskStateRole, string[]> = {
   holdsLease: ['preparing', 'running', 'publishing', 'verifying_reply', 'aborting'],
   claimable: ['queued', 'retry_wait'],
   resumable: ['publishing', 'verifying_reply'],
   cancelledByStop: ['queued', 'waiting_user', 'retry_wait', 'blocked_workspace'],
   abortedByStop: ['preparing', 'running', 'publishing', 'verifying_reply'],
+  stopping: ['aborting'],
+  goesOnUnderHold: ['verifying_reply'],
+  showsProgress: ['running'],
+  pausedForOperator: ['blocked_workspace'],
+  failureReceipt: ['failed', 'failed_reply', 'cancelled', 'aborted'],
+  stoppedByLimit: ['failed'],
+  refused: ['rejected'],
 };
 
 describe('task state roles (declared once, as tags on the machine)', () => {

@@ -23,6 +23,9 @@ export const machine = createMachine({
       }
     },
     "starting": {
+      "tags": [
+        "processUp"
+      ],
       "description": "The process is being spawned.",
       "on": {
         "SPAWNED": {
@@ -39,6 +42,9 @@ export const machine = createMachine({
       }
     },
     "initializing": {
+      "tags": [
+        "processUp"
+      ],
       "description": "initialize → initialized → probes (goals, collaborationMode/list) → config/read.",
       "on": {
         "INITIALIZED": {
@@ -59,6 +65,10 @@ export const machine = createMachine({
       }
     },
     "ready": {
+      "tags": [
+        "processUp",
+        "serving"
+      ],
       "description": "Serving threads and turns. A capability rejected later (collaborationMode on turn/start) is recorded here, once.",
       "on": {
         "CAPABILITY_DOWNGRADE": {
@@ -75,6 +85,9 @@ export const machine = createMachine({
       }
     },
     "exited": {
+      "tags": [
+        "exitRecorded"
+      ],
       "description": "The process died (or never came up). Every turn in it is lost (tasks go to retry_wait); a restart is scheduled with backoff.",
       "on": {
         "SCHEDULE_RESTART": {
@@ -88,6 +101,9 @@ export const machine = createMachine({
       }
     },
     "restarting": {
+      "tags": [
+        "exitRecorded"
+      ],
       "description": "Waiting for the backoff deadline restartAt; the supervisor re-arms a timer from it.",
       "on": {
         "RESTART_DUE": {

@@ -19,6 +19,9 @@ export const machine = createMachine({
       }
     },
     "held": {
+      "tags": [
+        "leased"
+      ],
       "description": "One lease (leaseId, owner, taskId) holds the repository until expiresAt. ACQUIRE is only accepted once it has expired (takeover, audited); a RELEASE or HEARTBEAT naming another lease is not handled and is rejected by the runtime.",
       "on": {
         "ACQUIRE": {

@@ -118,7 +118,8 @@ export const machine = createMachine({
     "running": {
       "tags": [
         "holdsLease",
-        "abortedByStop"
+        "abortedByStop",
+        "showsProgress"
       ],
       "description": "A Codex turn is in flight on the resource thread.",
       "on": {
@@ -245,7 +246,8 @@ export const machine = createMachine({
       "tags": [
         "holdsLease",
         "abortedByStop",
-        "resumable"
+        "resumable",
+        "goesOnUnderHold"
       ],
       "description": "The agent posted its answer (or, asking, its question to the user) through gitea-mcp; reading Gitea back to prove it landed. A confirmed question makes the task wait for the user.",
       "on": {
@@ -336,7 +338,8 @@ export const machine = createMachine({
     },
     "blocked_workspace": {
       "tags": [
-        "cancelledByStop"
+        "cancelledByStop",
+        "pausedForOperator"
       ],
       "description": "Dirty or locked workspace: nothing is reset; an operator clears it or cancels.",
       "on": {
@@ -356,7 +359,8 @@ export const machine = createMachine({
     },
     "aborting": {
       "tags": [
-        "holdsLease"
+        "holdsLease",
+        "stopping"
       ],
       "description": "Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn's processes are gone.",
       "on": {
@@ -379,16 +383,29 @@ export const machine = createMachine({
       "type": "final"
     },
     "failed": {
-      "type": "final"
+      "type": "final",
+      "tags": [
+        "failureReceipt",
+        "stoppedByLimit"
+      ]
     },
     "failed_reply": {
-      "type": "final"
+      "type": "final",
+      "tags": [
+        "failureReceipt"
+      ]
     },
     "cancelled": {
-      "type": "final"
+      "type": "final",
+      "tags": [
+        "failureReceipt"
+      ]
     },
     "aborted": {
-      "type": "final"
+      "type": "final",
+      "tags": [
+        "failureReceipt"
+      ]
     },
     "ignored": {
       "type": "final"
@@ -397,7 +414,10 @@ export const machine = createMachine({
       "type": "final"
     },
     "rejected": {
-      "type": "final"
+      "type": "final",
+      "tags": [
+        "refused"
+      ]
     }
   },
   "context": {
