@@ -304,7 +304,7 @@ export class ActorRuntime {
     if (!host) {
       const rec = await this.store.get<ActorRecord>('actors', actorId);
       // Optional news for an actor that finished meanwhile is nobody's mistake.
-      if (!(options.optional === true && rec))
+      if (!(options.optional === true && rec !== undefined && rec.status !== 'active'))
         await this.alert(rejectionAudit(actorId, event, by, rec ? 'actor_stopped' : 'unknown_actor', { taskId: rec?.taskId ?? null, fromState: rec?.state ?? null }));
       return rec
         ? { ok: false, reason: 'actor_stopped', state: rec.state, stateVersion: rec.stateVersion }

@@ -16,9 +16,11 @@ export function renewedExpiry(expiresAt: number, now: number, ttlMs: number): nu
 const RESUMED: ReadonlySet<string> = new Set(taskStatesWith('resumable'));
 
 /**
- * Whether work under `leaseId` is the task's current work: the lease it recorded, or any lease for a
- * resumed step (only the holder of the repository's one lease can be driving it).
+ * Why work under `leaseId` is the task's current work, or null when it is not: the task recorded that
+ * lease (`recorded`), or it is a resumed step, which records none (`resumed`: only the holder of the
+ * repository's one lease can be driving it).
  */
-export function runsUnder(state: string, taskLeaseId: string | null | undefined, leaseId: string): boolean {
-  return taskLeaseId === leaseId || RESUMED.has(state);
+export function workUnder(state: string, taskLeaseId: string | null | undefined, leaseId: string): 'recorded' | 'resumed' | null {
+  if (taskLeaseId === leaseId) return 'recorded';
+  return RESUMED.has(state) ? 'resumed' : null;
 }

@@ -1,5 +1,5 @@
 import { isLeaseHeld } from '../../machines/repo-lock.js';
-import type { TaskContext, TaskEvent } from '../../machines/task-lifecycle.js';
+import { TASK_STATES, taskStateTakes, type TaskContext, type TaskEvent } from '../../machines/task-lifecycle.js';
 import { GLOBAL_CONTROL_KEY, type ControlRecord, type LeaseRecord, type RepositoryRecord, type SessionRecord, type TaskRecord } from '../domain/records.js';
 import type { ActorRecord, TransitionNotice } from '../runtime/actor-runtime.js';
 import { isLeaseRefusal, type Tx } from '../store/types.js';
@@ -8,7 +8,7 @@ import { taskActorId } from '../tasks/task-actor.js';
 import { claimableUnderHold, SCANNED_STATES } from './claim-decisions.js';
 import { claimTogether, type Claimed } from './claim-transaction.js';
 import { systemClock } from './clock.js';
-import { expiredLeases, renewedExpiry, runsUnder } from './lease-decisions.js';
+import { expiredLeases, renewedExpiry, workUnder } from './lease-decisions.js';
 import { pickClaims, type ClaimCandidate } from './pick-claims.js';
 import { recoverAfterRestart } from './recover.js';
 import { errorMessage, repoLockClient } from './repo-lock-client.js';
@@ -74,8 +74,8 @@ interface Worker {
  * sit leaseless until the next restart. An orphaned executor that returns later still sends its
  * RELEASE, which the lock rejects (the leaseId is stale) and the runtime alert-audits.
  */
-/** The states a task holds its repository's lease in while its executor works (a verification is resumed instead). */
-const HOLDING_STATES = ['preparing', 'running', 'aborting'] as const;
+/** The states a lost lease moves a task on from (the task machine's LEASE_LOST); the others resume on their own. */
+const HOLDING_STATES = TASK_STATES.filter((state) => taskStateTakes(state, 'LEASE_LOST'));
 /** How soon a scan looks again at a claimable task its claim left to another transaction holding its rows. */
 const SKIPPED_RECHECK_MS = 1_000;
 
@@ -388,18 +388,21 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   async function failLeaseless(taskId: string, leaseId: string, errorCode: string, workerEnded: boolean): Promise<void> {
     const actorId = taskActorId(taskId);
     const current = await runtime.stateOf(actorId);
-    if (!current || !runsUnder(current.state, (current.context as TaskContext).leaseId, leaseId)) return;
+    const why = current ? workUnder(current.state, (current.context as TaskContext).leaseId, leaseId) : null;
+    if (!current || why === null) return;
     const event: TaskEvent = workerEnded ? { type: 'STEP_FAILED', errorCode, retryable: false } : { type: 'LEASE_LOST', errorCode, retryAt: clock.now() };
     // Decided on this node's copy of the task, which is older than the stored one when another node
     // took the task over meanwhile (this node cut off or paused past the lease): the event is kept only
-    // if the stored task still runs under this lease, or it would end the other node's run.
-    const stillUnderLease = async (tx: Tx) => {
+    // if the stored task is still the one decided on — under this lease, or (a resumed step, which
+    // records no lease) at the version read — or it would end the other node's run.
+    const stillTheSame = async (tx: Tx) => {
       const stored = await tx.get<ActorRecord>('actors', actorId);
-      const context = (stored?.snapshot as { context?: Partial<TaskContext> } | undefined)?.context;
-      if (!stored || !runsUnder(stored.state, context?.leaseId, leaseId)) throw new TaskMovedOn();
+      const storedLease = (stored?.snapshot as { context?: Partial<TaskContext> } | undefined)?.context?.leaseId;
+      const same = why === 'recorded' ? storedLease === leaseId : stored?.stateVersion === current.stateVersion;
+      if (!stored || !same) throw new TaskMovedOn();
     };
     try {
-      const sent = await runtime.send(actorId, event, { by, guard: stillUnderLease, optional: true });
+      const sent = await runtime.send(actorId, event, { by, guard: stillTheSame, optional: true });
       if (sent.ok) logger.warn({ taskId, state: current.state, errorCode }, 'task left holding a lease; moving it on');
     } catch (error) {
       if (!(error instanceof TaskMovedOn)) throw error;

@@ -306,11 +306,12 @@ export function createAppServerSupervisor(options: AppServerSupervisorOptions): 
       ready.reject(new CodexRpcError('connection', 'app_server_unavailable', 'app-server supervisor stopped'));
       const s = (await snapshot())?.state;
       if (c && !c.exited) {
-        if (s === 'starting' || s === 'initializing' || s === 'ready') await send({ type: 'STOP', now: now() });
+        if (appServerStateHas(s, 'processUp')) await send({ type: 'STOP', now: now() });
         await c.close();
         // handleExit sends EXITED (closing → closed) once the exit event arrives.
         await c.waitForExit();
-      } else if (s === 'stopped' || s === 'exited' || s === 'restarting') {
+      } else if (appServerStateTakes(s, 'STOP') && !appServerStateHas(s, 'processUp')) {
+        // No process to close: the machine closes at once.
         await send({ type: 'STOP', now: now() });
       }
       await chain;

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LeaseRecord, TaskRecord } from '../../src/domain/records.js';
 import { claimableNow, claimableUnderHold, claimEventOf, expectedStateOf } from '../../src/scheduler/claim-decisions.js';
-import { expiredLeases, renewedExpiry, runsUnder } from '../../src/scheduler/lease-decisions.js';
+import { expiredLeases, renewedExpiry, workUnder } from '../../src/scheduler/lease-decisions.js';
 import type { ClaimCandidate } from '../../src/scheduler/pick-claims.js';
 import { resolveSchedulerSettings } from '../../src/scheduler/scheduler-options.js';
 import { nextWakeAt, wakesScheduler } from '../../src/scheduler/wake-decisions.js';
@@ -71,13 +71,14 @@ describe('lease decisions', () => {
     expect(renewedExpiry(NOW + 500, NOW, 100)).toBe(NOW + 500);
   });
   it('work under a lease is the task\'s current work when the task recorded that lease, or when it is a resumed step', () => {
-    expect(runsUnder('running', 'L', 'L')).toBe(true);
-    expect(runsUnder('preparing', 'newer', 'L')).toBe(false);
-    expect(runsUnder('aborting', null, 'L')).toBe(false);
+    expect(workUnder('running', 'L', 'L')).toBe('recorded');
+    expect(workUnder('verifying_reply', 'L', 'L')).toBe('recorded');
+    expect(workUnder('preparing', 'newer', 'L')).toBeNull();
+    expect(workUnder('aborting', null, 'L')).toBeNull();
     // A restart's resume of publishing or verifying_reply records no lease.
-    expect(runsUnder('verifying_reply', null, 'L')).toBe(true);
-    expect(runsUnder('publishing', 'other', 'L')).toBe(true);
-    expect(runsUnder('waiting_user', null, 'L')).toBe(false);
+    expect(workUnder('verifying_reply', null, 'L')).toBe('resumed');
+    expect(workUnder('publishing', 'other', 'L')).toBe('resumed');
+    expect(workUnder('waiting_user', null, 'L')).toBeNull();
   });
 });
 

@@ -139,7 +139,7 @@ function next(s: TaskSpecState, e: AnyEventObject): TaskSpecState | null {
       // The question is verified on Gitea before the task waits (the lease kept meanwhile).
       if (e.type === 'TURN_WAITING_USER') return to('verifying_reply', { asking: true });
       if (e.type === 'TURN_FAILED') return executionRetry(ev.resumeAt ?? 'preparing');
-      // A retried turn starts again from a fresh workspace and thread.
+      // A retried turn is prepared again first (the workspace, the thread started or resumed).
       if (e.type === 'LEASE_LOST' || e.type === 'STEP_FAILED') return executionRetry('preparing');
       if (stops(e)) return stopInFlight();
       if (e.type === 'RECOVER_INTERRUPTED') return executionRetry('preparing', 'interrupted_by_restart'); // §5.5.3
