@@ -293,6 +293,34 @@ describe('when the executor is done with a task (spec §5.6, §7)', () => {
     expect(r.logged).toEqual([{ level: 'warn', obj: { taskId: 'V', state: 'verifying_reply', errorCode: 'executor_left_task' }, msg: 'task left holding a lease; moving it on' }]);
   });
 
+  it('a resumed verification its executor left, decided on an outdated copy (another node wrote the task since): left as it is', async () => {
+    // The scheduler's copy of the task lags one version behind the stored one, as a node's copy does
+    // after another node moved the task: a decision made on it must not end the other node's work.
+    const r = await rig(async () => {}, {
+      before: async (store, runtime) => {
+        await submitTask(store, runtime, 'V', R);
+        await drive(runtime, 'V', { type: 'CLAIM', leaseId: 'L-before-restart' }, { type: 'WORKSPACE_READY' }, { type: 'TURN_REPLIED' });
+      },
+      wrap: (runtime) =>
+        new Proxy(runtime, {
+          get(target, prop, receiver) {
+            if (prop !== 'stateOf') return Reflect.get(target, prop, receiver) as unknown;
+            return async (actorId: string) => {
+              const current = await target.stateOf(actorId);
+              return current && actorId === taskActorId('V') ? { ...current, stateVersion: current.stateVersion - 1 } : current;
+            };
+          },
+        }),
+    });
+    r.scheduler.start();
+    const leftAlone = (l: Logged) => l.msg === 'the task runs under another lease now: left as it is' && l.obj['taskId'] === 'V';
+    await waitUntil(async () => r.logged.some(leftAlone), 'the decision on the outdated copy to be refused');
+    await r.scheduler.stop();
+    // (Resumed again here, since no other node drives it in this test; never failed.)
+    expect((await task(r.store, 'V')).state).toBe('verifying_reply');
+    expect(auditWithEvent(await r.store.audit({}), 'task.transition', 'STEP_FAILED')).toEqual([]);
+  });
+
   it('a publishing step resumed after a restart that its executor left unfinished: the task fails', async () => {
     const r = await rig(async () => {}, {
       before: async (store, runtime) => {
