@@ -125,17 +125,21 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
     return lease ? { fence: leaseFence(lease) } : {};
   }
 
-  async function send(taskId: string, event: TaskEvent, options: { optional?: boolean } = {}): Promise<boolean> {
+  async function send(taskId: string, event: TaskEvent, how: { optional?: boolean } = {}): Promise<boolean> {
     const { fence } = fenceOf(taskId);
-    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor', ...(fence ? { guard: fence } : {}), ...options });
-    if (!result.ok && options.optional !== true) log('task event rejected', { taskId, event: event.type, state: result.state });
+    const result = await runtime.send(taskActorId(taskId), event, { by: 'system:executor', ...(fence ? { guard: fence } : {}), ...how });
+    if (!result.ok && how.optional !== true) log('task event rejected', { taskId, event: event.type, state: result.state });
     return result.ok;
+  }
+
+  /** When a failed step's retry is due: what knows better (a provider's rate-limit reset), else after the retry delay. */
+  function retryAtOf(errorCode: string): number {
+    return options.retryAtFor?.(errorCode) ?? now() + retryDelayMs;
   }
 
   /** A failed step: retry_wait (re-prepare after the retry delay) while a retry is left, else failed — the machine decides. */
   function failStep(taskId: string, type: 'PREPARE_FAILED' | 'TURN_FAILED', errorCode: string, retryable: boolean): Promise<boolean> {
-    const retryAt = options.retryAtFor?.(errorCode) ?? now() + retryDelayMs;
-    return send(taskId, { type, errorCode, retryable, retryAt, resumeAt: 'preparing' });
+    return send(taskId, { type, errorCode, retryable, retryAt: retryAtOf(errorCode), resumeAt: 'preparing' });
   }
 
   async function prepare(t: TaskRecord, signal: AbortSignal): Promise<void> {
@@ -428,8 +432,7 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
         if (isLeaseRefusal(err)) throw err;
         // What a failed step means in the task's state is the machine's to say; a stopping task takes no
         // such news: its work (stopping the rest) is ended here.
-        const retryAt = options.retryAtFor?.('executor_error') ?? now() + retryDelayMs;
-        const taken = await send(taskId, { type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt }, { optional: true });
+        const taken = await send(taskId, { type: 'STEP_FAILED', errorCode: 'executor_error', retryable: true, retryAt: retryAtOf('executor_error') }, { optional: true });
         const state = (await store.get<TaskRecord>('tasks', taskId))?.state;
         if (!taken && taskStateHas(state, 'stopping')) await finishAbort(taskId);
       } finally {
