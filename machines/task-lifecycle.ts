@@ -1,4 +1,4 @@
-import { assign, setup } from 'xstate';
+import { assign, fromPromise, setup } from 'xstate';
 import { stateHasTag, stateTakes } from './state-nodes.js';
 
 /**
@@ -15,10 +15,14 @@ import { stateHasTag, stateTakes } from './state-nodes.js';
  * (the table's direct `running → waiting_user` is gone: nobody may wait on a question nobody sees). No other pair exists;
  * `test/unit/task-lifecycle-table.test.ts` checks that against the table written out by hand.
  *
- * The machine is purely event-driven: the webhook adapter, scheduler, workspace and session managers
- * and the reply verifier send events; nothing here performs I/O or reads the clock. Deadlines
- * (`nextRetryAt`) live in context and the runtime re-arms them as `RETRY_DUE` events, because xstate
- * does not persist `after` timers.
+ * Each state whose work is in flight (the `holdsLease` states) invokes that work as an effect actor
+ * (TASK_EFFECTS): entering the state starts it, leaving it stops it (its abort signal), and restoring
+ * a snapshot in that state starts it again, so every effect is idempotent by key and adopts what it
+ * finds. The implementations are injected with `machine.provide()` (src/executor/task-effects.ts);
+ * the ones here only wait to be stopped. An effect reports its outcome as one of the events below,
+ * through the runtime like any other sender, so the outcome is durable, fenced by the lease and
+ * audited; nothing here performs I/O or reads the clock. Deadlines (`nextRetryAt`) live in context and
+ * the runtime re-arms them as `RETRY_DUE` events, because xstate does not persist `after` timers.
  */
 
 export const TASK_MACHINE_ID = 'task';
@@ -74,6 +78,33 @@ export const TERMINAL_TASK_STATES: readonly TaskState[] = [
   'duplicate',
   'rejected',
 ];
+
+/** The work each lease-holding state invokes, by its state (src/executor/task-effects.ts implements them). */
+export const TASK_EFFECTS = {
+  preparing: 'prepareWorkspace',
+  running: 'runTurn',
+  publishing: 'publishChanges',
+  verifying_reply: 'verifyReply',
+  aborting: 'stopWork',
+} as const satisfies Partial<Record<TaskState, string>>;
+export type TaskEffect = (typeof TASK_EFFECTS)[keyof typeof TASK_EFFECTS];
+
+/** What an effect is started with: its task, and the state that invoked it (a copy that moved on does not act). */
+export interface TaskEffectInput {
+  taskId: string;
+  state: TaskState;
+}
+
+/**
+ * An effect without an implementation: it never settles, so the state stays as it is until an event
+ * moves it (which stops the effect), as with any effect whose outcome is an event.
+ */
+const unprovided = fromPromise<void, TaskEffectInput>(() => new Promise<void>(() => undefined));
+
+/** The invoke of the effect of `state`: no onDone or onError, its outcome comes back as an event. */
+function invokes<S extends keyof typeof TASK_EFFECTS>(state: S) {
+  return { id: TASK_EFFECTS[state], src: TASK_EFFECTS[state], input: ({ context }: { context: TaskContext }): TaskEffectInput => ({ taskId: context.taskId, state }) };
+}
 
 /** Where a task continues when its `retry_wait` deadline passes. */
 export type RetryTarget = 'preparing' | 'running' | 'verifying_reply';
@@ -191,6 +222,13 @@ export const taskMachine = setup({
     events: {} as TaskEvent,
     input: {} as TaskInput,
   },
+  actors: {
+    prepareWorkspace: unprovided,
+    runTurn: unprovided,
+    publishChanges: unprovided,
+    verifyReply: unprovided,
+    stopWork: unprovided,
+  },
   guards: {
     canRetryExecution: ({ context, event }) =>
       context.attempt < MAX_EXECUTION_RETRIES && (event as { retryable?: boolean }).retryable !== false,
@@ -288,6 +326,7 @@ export const taskMachine = setup({
       },
     },
     preparing: {
+      invoke: invokes('preparing'),
       tags: ['holdsLease', 'abortedByStop'],
       description: 'Lease held: workspace clone/fetch, receipt, Codex thread start or resume.',
       on: {
@@ -303,6 +342,7 @@ export const taskMachine = setup({
       },
     },
     running: {
+      invoke: invokes('running'),
       tags: ['holdsLease', 'abortedByStop', 'showsProgress'],
       description: 'A Codex turn is in flight on the resource thread.',
       on: {
@@ -329,6 +369,7 @@ export const taskMachine = setup({
       },
     },
     publishing: {
+      invoke: invokes('publishing'),
       tags: ['holdsLease', 'abortedByStop', 'resumable'],
       description:
         'Change delivery: commit what the turn left, push the resource branch, open or reuse its pull request, read Gitea back. Idempotent (check-then-act on Gitea), so a restart resumes it under a new lease.',
@@ -341,6 +382,7 @@ export const taskMachine = setup({
       },
     },
     verifying_reply: {
+      invoke: invokes('verifying_reply'),
       tags: ['holdsLease', 'abortedByStop', 'resumable', 'goesOnUnderHold'],
       description:
         'The agent posted its answer (or, asking, its question to the user) through gitea-mcp; reading Gitea back to prove it landed. A confirmed question makes the task wait for the user.',
@@ -381,6 +423,7 @@ export const taskMachine = setup({
       },
     },
     aborting: {
+      invoke: invokes('aborting'),
       tags: ['holdsLease', 'stopping'],
       description:
         'Stopping the work in flight (turn/interrupt, the workspace step, the publisher, the verifier); the lease is not released before it has stopped: confirmed, or after a timeout once the turn\'s processes are gone.',
@@ -409,7 +452,7 @@ export const taskMachine = setup({
 /**
  * What a state means to the parts around the machine, declared once, as tags on the states, and read
  * from here everywhere (the executor, the scheduler, the queries, a stop):
- * - `holdsLease`: the task holds its repository's lease and the executor drives it;
+ * - `holdsLease`: the task holds its repository's lease and its state's effect (TASK_EFFECTS) does its work;
  * - `claimable`: the scheduler takes the lease for it (CLAIM from `queued`, RETRY_DUE from `retry_wait`);
  * - `resumable`: after a restart it is resumed under a new lease with no event (its steps are idempotent);
  * - `cancelledByStop` / `abortedByStop`: what a stop does to it (nothing in flight → cancelled; work in

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { AnyStateMachine } from 'xstate';
-import type { ActorRecord } from '../runtime/actor-runtime.js';
+import type { ActorRecord, ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
 import { requireAdminToken } from './admin-auth.js';
 import { API_PREFIX } from './control-router.js';
@@ -24,6 +24,8 @@ export interface MachinesRouterDeps {
   precomputedLayouts?: Readonly<Record<string, PrecomputedLayout>>;
   /** Lays out a graph with no matching precomputed layout. Defaults to ELK (`layoutMachine`). */
   layout?: (graph: MachineGraph) => Promise<MachineLayout>;
+  /** This node's live actors (`GET /actor-system`). */
+  runtime?: Pick<ActorRuntime, 'tree'>;
 }
 
 export interface MachineView {
@@ -35,8 +37,9 @@ export interface MachineView {
 
 /**
  * What the visualizer draws: each machine's statechart serialized from its definition with a
- * layout (`GET /machines`), the actors of a kind (`GET /actors?kind=`), and one actor with its path
- * so far from the audit log's `<kind>.transition` events (`GET /actors/:actorId`).
+ * layout (`GET /machines`), the actors of a kind (`GET /actors?kind=`), one actor with its path
+ * so far from the audit log's `<kind>.transition` events (`GET /actors/:actorId`), and the actors
+ * live on this node as the tree of its actor system (`GET /actor-system`).
  */
 export function createMachinesRouter(deps: MachinesRouterDeps): Router {
   const { store } = deps;
@@ -77,6 +80,11 @@ export function createMachinesRouter(deps: MachinesRouterDeps): Router {
 
   router.get('/machines', auth, h(async (ctx) => {
     ctx.body = { machines: await machineViews() };
+  }));
+
+  router.get('/actor-system', auth, h(async (ctx) => {
+    if (!deps.runtime) throw new ApiError(404, { error: 'actor_system_not_here' });
+    ctx.body = { root: deps.runtime.tree() };
   }));
 
   router.get('/actors', auth, h(async (ctx) => {

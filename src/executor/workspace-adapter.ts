@@ -2,7 +2,7 @@ import { prepareWorkspace } from '../workspace/index.js';
 import { prepareResourceWorktree, resourceWorktreePath } from '../workspace/resource-worktree.js';
 import { issueBranchName } from '../publish/branch-names.js';
 import { cloneUrlFor } from '../gitea/clone-url.js';
-import type { WorkspacePort } from './task-executor.js';
+import type { WorkspacePort } from './ports.js';
 
 /**
  * The executor's workspace step on top of the git workspace manager. With `worktrees` (change

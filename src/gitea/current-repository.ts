@@ -1,6 +1,6 @@
 /**
  * A registered repository's owner/name on Gitea now, looked up by its id (it follows renames and
- * transfers), for task-executor's `currentRepository`. Null when the record has no usable id.
+ * transfers), for the task effects' `currentRepository`. Null when the record has no usable id.
  */
 import type { RepositoryRecord } from '../domain/records.js';
 import type { GiteaClient } from './gitea-client.js';

@@ -1,14 +1,18 @@
-import { createActor, transition, type AnyActorRef, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import { createActor, transition, type AnyActorRef, type AnyMachineSnapshot, type AnyStateMachine, type EventObject, type InspectionEvent } from 'xstate';
 import { VersionConflictError, type AuditEventInput, type Store, type Tx } from '../store/types.js';
 import { summarizeEvent, writeChange } from './actor-records.js';
 import type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 import { CreationTemplates } from './creation-steps.js';
 import { MachineFacts, restorableSnapshot } from './machine-facts.js';
 import { stateValueToString } from './state-value.js';
+import { actorTree, createServiceRoot, stopHosted, type ActorTreeNode } from './actor-system.js';
 
 export type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 
 type RejectReason = Extract<SendResult, { ok: false }>['reason'];
+
+/** The actions of a transition that start or stop a state's invoked actors. */
+const INVOKE_ACTIONS: ReadonlySet<string> = new Set(['xstate.spawnChild', 'xstate.stopChild']);
 
 /** The audit event of an event the runtime refused (`send`, and `ActorTx.send` in a runtime transaction); alert level is the caller's. */
 function rejectionAudit(actorId: string, event: EventObject, by: string, reason: RejectReason, at: Pick<AuditEventInput, 'taskId' | 'fromState' | 'stateVersion'>): AuditEventInput {
@@ -69,6 +73,10 @@ export class ActorRuntime {
   private readonly finishing = new Map<string, { state: string; stateVersion: number; context: unknown }>();
   /** Actors a runtime transaction (`transact`) is moving: a `send` to one waits until that transaction ended. */
   private readonly moving = new Map<string, Promise<void>>();
+  /** The root of the actor system every hosted actor belongs to (actor-system.ts). */
+  private readonly root: AnyActorRef;
+  /** Which hosted actor each live actor reference is, for the system's inspection events. */
+  private readonly hostedRefs = new WeakMap<AnyActorRef, string>();
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -78,6 +86,41 @@ export class ActorRuntime {
     this.shared = options.shared === true;
     this.announce = options.announce;
     for (const k of options.kinds) this.kinds.set(k.kind, k);
+    this.root = createServiceRoot(this.inspect ? (ev) => this.inspectHosted(ev) : undefined);
+  }
+
+  /** An inspection event of the system, given to `inspect` as the hosted actor's it comes from (its own, or an invoked child's). */
+  private inspectHosted(ev: InspectionEvent): void {
+    for (let ref = ev.actorRef as AnyActorRef | undefined; ref; ref = ref._parent) {
+      const actorId = this.hostedRefs.get(ref);
+      if (actorId !== undefined) return this.inspect?.(actorId, ev);
+    }
+  }
+
+  /** The live actor system as a tree: the service's root, the actors hosted under it, and each one's children. */
+  tree(): ActorTreeNode {
+    return actorTree(this.root, [...this.hosts.values()].map((h) => h.actor));
+  }
+
+  /**
+   * Gives a kind's machine its implementations (`machine.provide()`: the effects its states invoke),
+   * once the parts that implement them exist. Live actors of the kind are let go: their next use
+   * hosts them from the store with the provided machine.
+   */
+  provide(kindName: string, implement: (machine: AnyStateMachine) => AnyStateMachine): void {
+    const kind = this.kindOf(kindName);
+    this.kinds.set(kindName, { ...kind, machine: implement(kind.machine) });
+    this.release((a) => a.kind === kindName);
+  }
+
+  /**
+   * Resolves once every transition of the live actor so far is durable (or failed): an effect its
+   * state invoked then reads the store at that state or later, on every engine.
+   */
+  async committed(actorId: string): Promise<void> {
+    // The invoke starts inside the transition, before the observer queues the commit: yield once first.
+    await Promise.resolve();
+    await this.hosts.get(actorId)?.lastCommit.catch(() => undefined);
   }
 
   /** Wraps an effect so it runs only once the transition that started it is durable. */
@@ -136,10 +179,19 @@ export class ActorRuntime {
     // transition (an invoke's, made meanwhile) still on its way to the store.
     if (this.hosts.get(actorId) !== host || host.failed || (stored !== undefined && stored.stateVersion <= host.stateVersion)) return this.hosts.get(actorId);
     host.unsubscribe();
-    host.actor.stop();
+    stopHosted(host.actor);
     this.hosts.delete(actorId);
     this.outdated.add(actorId);
     return undefined;
+  }
+
+  /**
+   * Hosted here after this call if it can be, from the stored snapshot when another node wrote the
+   * actor since this copy was made: its state's invoked effects then run from what is stored.
+   */
+  async refresh(actorId: string): Promise<boolean> {
+    await this.freshHost(actorId);
+    return this.ensureHosted(actorId);
   }
 
   /** Current state of a live actor, or of a stored (possibly final) one. */
@@ -276,7 +328,10 @@ export class ActorRuntime {
     }
     if (event.type.startsWith('xstate.') || !current.can(event)) return rejected('illegal_transition');
     const [next, actions] = transition(kind.machine, current, event);
-    if (actions.length > 0) throw new Error(`${actorId}: ${event.type} runs actions (${actions.map((a) => a.type).join(', ')}); move the actor with send, not in a runtime transaction`);
+    // Starting and stopping the state's invoked effects is what hosting the stored snapshot after the
+    // commit does (the live copy is replaced): any other action would be lost here.
+    const lost = actions.filter((a) => !INVOKE_ACTIONS.has(a.type));
+    if (lost.length > 0) throw new Error(`${actorId}: ${event.type} runs actions (${lost.map((a) => a.type).join(', ')}); move the actor with send, not in a runtime transaction`);
     const nextPersisted = kind.machine.getPersistedSnapshot(next);
     const toState = stateValueToString(next.value);
     if (JSON.stringify(nextPersisted) === JSON.stringify(persisted)) return { ok: true, fromState: rec.state, toState, stateVersion: rec.stateVersion };
@@ -287,7 +342,7 @@ export class ActorRuntime {
       const live = this.hosts.get(actorId);
       if (live) {
         live.unsubscribe();
-        live.actor.stop();
+        stopHosted(live.actor);
         this.hosts.delete(actorId);
       }
       if (next.status === 'active' && (live !== undefined || !this.hostedOnUse(kind.kind, actorId))) this.host(kind, actorId, rec.taskId, nextPersisted, toState, change.stateVersion);
@@ -405,7 +460,7 @@ export class ActorRuntime {
   stopAll(): void {
     for (const host of this.hosts.values()) {
       host.unsubscribe();
-      host.actor.stop();
+      stopHosted(host.actor);
     }
     this.hosts.clear();
   }
@@ -421,7 +476,7 @@ export class ActorRuntime {
       if (!include({ actorId: host.actorId, kind: host.kind.kind, taskId: host.taskId })) continue;
       this.outdated.add(host.actorId);
       host.unsubscribe();
-      host.actor.stop();
+      stopHosted(host.actor);
       this.hosts.delete(host.actorId);
       released += 1;
     }
@@ -439,8 +494,10 @@ export class ActorRuntime {
     const actor = createActor(kind.machine, {
       snapshot: persisted as never,
       id: actorId,
-      inspect: this.inspect ? (ev) => this.inspect?.(actorId, ev) : undefined,
+      systemId: actorId,
+      parent: this.parentFor(kind, taskId),
     });
+    this.hostedRefs.set(actor, actorId);
     const host: Host = {
       actorId,
       kind,
@@ -492,6 +549,15 @@ export class ActorRuntime {
     });
     host.unsubscribe = () => subscription.unsubscribe();
     actor.start();
+  }
+
+  /** Where a kind's actor is hosted in the system: under the live actor (or its invoked child) its kind names, else the root. */
+  private parentFor(kind: ActorKind, taskId: string | null): AnyActorRef {
+    const under = kind.hostedUnder?.(taskId);
+    const host = under ? this.hosts.get(under.actorId) : undefined;
+    if (!under || !host) return this.root;
+    // Never a machine that would not take the child's news: an error it does not handle stops it too.
+    return (under.child === undefined ? host.actor : (host.actor.getSnapshot() as AnyMachineSnapshot).children[under.child]) ?? this.root;
   }
 
   private persist(host: Host, snapshot: AnyMachineSnapshot): void {
@@ -546,7 +612,7 @@ export class ActorRuntime {
         // snapshot instead, so a store that comes back finds the actor working again.
         if (this.hosts.get(host.actorId) === host) {
           host.unsubscribe();
-          host.actor.stop();
+          stopHosted(host.actor);
           this.hosts.delete(host.actorId);
           this.outdated.add(host.actorId);
         }

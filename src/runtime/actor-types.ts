@@ -22,9 +22,20 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
   /** Upgrades a snapshot written by an older machine version; return undefined when impossible. */
   migrate?: (snapshot: unknown, fromVersion: number) => unknown;
   /**
+   * Its stored snapshots may lack the child of their state's invoke (written before that state
+   * invoked an effect): restoring one adds it, so the effect starts (machine-facts.ts withStateInvokes).
+   */
+  invokesOnRestore?: boolean;
+  /**
+   * Where in the actor system an actor of this kind lives while the actor it names is hosted here:
+   * under that actor, or under its invoked child `child` (a reply verifier under its task's
+   * verification); otherwise, and for kinds without it, under the service's root.
+   */
+  hostedUnder?: (taskId: string | null) => { actorId: string; child?: string } | null;
+  /**
    * `lazy`: after a restart, brought back to life on first use instead of in `restoreAll()`. For
-   * actors without invoked effects (nothing in flight to restart), so ten thousand queued tasks do
-   * not delay start-up or hold memory until the scheduler reaches them.
+   * actors whose invoked effects run only once someone uses them (a task's, once a worker drives it),
+   * so ten thousand queued tasks do not delay start-up or hold memory until the scheduler reaches them.
    */
   restore?: 'eager' | 'lazy';
 }

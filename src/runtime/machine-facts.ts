@@ -32,5 +32,36 @@ export class MachineFacts {
 export function restorableSnapshot(rec: ActorRecord, kind: ActorKind | undefined, stateExists: (kind: ActorKind, state: string) => boolean): unknown {
   if (!kind) return undefined;
   const snapshot = rec.machineVersion === kind.machineVersion ? rec.snapshot : kind.migrate?.(rec.snapshot, rec.machineVersion);
-  return snapshot !== undefined && stateExists(kind, rec.state) ? snapshot : undefined;
+  if (snapshot === undefined || !stateExists(kind, rec.state)) return undefined;
+  return kind.invokesOnRestore === true ? withStateInvokes(kind, snapshot as PersistedMachineSnapshot) : snapshot;
+}
+
+interface PersistedMachineSnapshot {
+  value: unknown;
+  context: unknown;
+  children?: Record<string, unknown>;
+}
+
+/**
+ * The snapshot with a child for each invoke of its state that it lacks: one written before the state
+ * invoked anything, restored as it is, would start no effect and never move again. xstate restarts
+ * an active child when it restores the snapshot, so the added one starts the state's effect.
+ */
+export function withStateInvokes(kind: ActorKind, snapshot: PersistedMachineSnapshot): PersistedMachineSnapshot {
+  if (typeof snapshot.value !== 'string') return snapshot;
+  let node;
+  try {
+    node = kind.machine.getStateNodeById(`${kind.machine.id}.${snapshot.value}`);
+  } catch {
+    return snapshot;
+  }
+  const children = { ...(snapshot.children ?? {}) };
+  let added = false;
+  for (const invoke of node.invoke) {
+    if (typeof invoke.src !== 'string' || invoke.id in children) continue;
+    const input: unknown = typeof invoke.input === 'function' ? (invoke.input as (args: { context: unknown; event: { type: string } }) => unknown)({ context: snapshot.context, event: { type: 'xstate.init' } }) : invoke.input;
+    children[invoke.id] = { snapshot: { status: 'active', input }, src: invoke.src, syncSnapshot: false };
+    added = true;
+  }
+  return added ? { ...snapshot, children } : snapshot;
 }

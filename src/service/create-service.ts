@@ -5,7 +5,7 @@ import { isTerminalTaskState, TASK_STATES } from '../../machines/task-lifecycle.
 import { defaultNodeId, secretValues, type Config } from '../config/index.js';
 import { VERSION } from '../config/version.js';
 import { STORE_INDEXES } from '../domain/records.js';
-import { createTaskExecutor } from '../executor/task-executor.js';
+import { createTaskExecutor } from '../executor/task-effects.js';
 import { createWorkspaceAdapter } from '../executor/workspace-adapter.js';
 import { createGiteaPullsClient } from '../publish/gitea-pulls.js';
 import { createPublisher } from '../publish/publisher.js';

@@ -22,8 +22,10 @@ export function taskKind(machine: typeof taskMachine = taskMachine): ActorKind<t
     project: projectTask,
     // The context copies `taskId` from the input and no guard or action of the creation events reads it.
     templateInput: ['taskId'],
-    // No invoked effects: nothing to restart, so a restart restores tasks when they are next used.
+    // A task's effects run only where its lease is held (src/executor/task-effects.ts), and that worker
+    // hosts it: a restart restores the others when they are next used.
     restore: 'lazy',
+    invokesOnRestore: true,
   };
 }
 

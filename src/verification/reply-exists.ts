@@ -1,5 +1,5 @@
 /**
- * Restart recovery asks this before running an interrupted turn again (task-executor's
+ * Restart recovery asks this before running an interrupted turn again (the task effects'
  * `replyExists`): did the bot already post the answer of that turn? Read back from Gitea by the
  * turn's marker since the turn started (src/gitea/bot-comments.ts). Throws what Gitea throws; the
  * executor counts an unknown answer as "maybe answered" and lets verification decide.

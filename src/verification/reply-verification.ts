@@ -26,6 +26,8 @@ import {
   type ReplyVerifierInput,
 } from '../../machines/reply-verifier.js';
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
+import { taskActorId } from '../tasks/task-actor.js';
+import { TASK_EFFECTS } from '../../machines/task-lifecycle.js';
 import type { GiteaClient } from '../gitea/gitea-client.js';
 import { BOT_COMMENT_SINCE_MARGIN_MS } from '../gitea/bot-comments.js';
 import type { ActorKind, ActorRuntime } from '../runtime/actor-runtime.js';
@@ -158,6 +160,8 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
     machine,
     machineVersion: REPLY_VERIFIER_MACHINE_VERSION,
     project: projectVerifier,
+    // The verifier belongs to its task's verification (the effect of verifying_reply) while that runs here.
+    hostedUnder: (taskId) => (taskId === null ? null : { actorId: taskActorId(taskId), child: TASK_EFFECTS.verifying_reply }),
   };
 
   return {

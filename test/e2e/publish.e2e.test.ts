@@ -8,6 +8,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { waitForTaskState } from '../support/wait-for-task.js';
+import { TASK_EFFECTS } from '../../machines/task-lifecycle.js';
+import { lockActorId } from '../../src/leases/repo-lock-actor.js';
+import { sessionActorId } from '../../src/sessions/session-actor.js';
+import { taskActorId } from '../../src/tasks/task-actor.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ccweb-publish-'));
 let env: PublishEnvironment;
@@ -331,6 +335,38 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     expect(d.publish?.status).toBe('nothing_to_publish');
     expect(await branchSha(`ccweb/issue-${n}`)).toBeNull();
     expect((await openPulls()).filter((p) => p.head.ref === `ccweb/issue-${n}`)).toHaveLength(0);
+  });
+
+  it('the live actors are one xstate system: the service → the repository lock, the session, the app-server and the task; the verifying task → its verification effect → its reply verifier', async () => {
+    interface Node {
+      id: string;
+      children: Node[];
+    }
+    const n = await env.gitea.createIssue('alice', 'The actor tree');
+    // The verifier's read of the thread, held: the task waits in verifying_reply with its verifier live.
+    const hold = env.holdRequest((method, url) => method === 'GET' && url.includes(`/issues/${n}/comments?`) && url.includes('since='));
+    const taskId = await mention(n, 'what does login.js do?');
+    await hold.held;
+    try {
+      const d = await api<TaskDetail & { task: { sessionKey: string } }>(`/tasks/${taskId}`);
+      expect(d.task.state).toBe('verifying_reply');
+      const tree = (await api<{ root: Node }>('/actor-system')).root;
+      expect(tree.id).toBe('service');
+      const under = (node: Node, id: string) => node.children.find((c) => c.id === id);
+      expect(under(tree, lockActorId(d.task.repoKey)), JSON.stringify(tree)).toBeDefined();
+      expect(under(tree, sessionActorId(d.task.sessionKey))).toBeDefined();
+      expect(tree.children.filter((c) => c.id.startsWith('app-server:'))).toHaveLength(1);
+      const task = under(tree, taskActorId(taskId))!;
+      expect(task.children.map((c) => c.id)).toEqual([TASK_EFFECTS.verifying_reply]);
+      expect(task.children[0]!.children.map((c) => c.id)).toEqual([expect.stringMatching(new RegExp(`^verifier:${taskId}:`))]);
+    } finally {
+      hold.release();
+    }
+    expect((await waitForTask(taskId)).task.state).toBe('succeeded');
+    // Finished, the task and its verifier have left the system; the long-lived actors stay.
+    const after = (await api<{ root: Node }>('/actor-system')).root;
+    expect(after.children.map((c) => c.id)).not.toContain(taskActorId(taskId));
+    expect(after.children.filter((c) => c.id.startsWith('app-server:'))).toHaveLength(1);
   });
 
   it('kill -9 while the push is held (Gitea already has it) → after restart the commit is pushed once and one pull request opens', async () => {

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RepositoryRecord, TaskRecord } from '../../src/domain/records.js';
-import { createTaskExecutor, type SessionPort, type VerificationPort } from '../../src/executor/task-executor.js';
+import { createTaskExecutor, type SessionPort, type VerificationPort } from '../../src/executor/task-effects.js';
 import { createWorkspaceAdapter } from '../../src/executor/workspace-adapter.js';
 import { taskActorId } from '../../src/tasks/task-actor.js';
 import { allowedRepositoryHosts, foreignRepositoryOrigin, urlHost } from '../../src/webhook/repository-origin.js';

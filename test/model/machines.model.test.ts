@@ -29,6 +29,7 @@ import { stateValueToString } from '../../src/runtime/state-value.js';
 import { createStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
 import { taskKind } from '../../src/tasks/task-actor.js';
+import { TASK_EFFECTS, taskMachine } from '../../machines/task-lifecycle.js';
 import {
   createCoverageInspector,
   createGraphModel,
@@ -68,9 +69,44 @@ class ScriptedInvokes {
   }
 }
 
+/**
+ * Effect actors recorded at the `provide()` seam: each start and each stop (its state left), per
+ * actor. They never settle by themselves, as the real ones report by event (src/executor/task-effects.ts).
+ */
+class RecordedEffects {
+  readonly log: Array<{ taskId: string; src: string; at: 'start' | 'stop' }> = [];
+  logic(src: string) {
+    return fromPromise<void, { taskId: string }>(({ input, signal }) => {
+      this.log.push({ taskId: input.taskId, src, at: 'start' });
+      return new Promise<void>((resolve) =>
+        signal.addEventListener('abort', () => {
+          this.log.push({ taskId: input.taskId, src, at: 'stop' });
+          resolve();
+        }),
+      );
+    });
+  }
+  actors(srcs: readonly string[]) {
+    return Object.fromEntries(srcs.map((src) => [src, this.logic(src)]));
+  }
+  /** The effects of the task running now (started, not stopped). */
+  running(taskId: string): string[] {
+    const count = new Map<string, number>();
+    for (const e of this.log.filter((l) => l.taskId === taskId)) count.set(e.src, (count.get(e.src) ?? 0) + (e.at === 'start' ? 1 : -1));
+    return [...count].filter(([, n]) => n > 0).map(([src]) => src);
+  }
+  starts(taskId: string): string[] {
+    return this.log.filter((l) => l.taskId === taskId && l.at === 'start').map((l) => l.src);
+  }
+}
+
+const taskEffects = new RecordedEffects();
 const verifierInvokes = new ScriptedInvokes();
-const KINDS: Record<string, { kind: ActorKind; invokes?: ScriptedInvokes }> = {
-  'task-lifecycle': { kind: taskKind() },
+const KINDS: Record<string, { kind: ActorKind; invokes?: ScriptedInvokes; effects?: RecordedEffects }> = {
+  'task-lifecycle': {
+    kind: taskKind(taskMachine.provide({ actors: taskEffects.actors(Object.values(TASK_EFFECTS)) as never }) as typeof taskMachine),
+    effects: taskEffects,
+  },
   'repo-lock': { kind: { kind: 'lock', machine: repoLockMachine, machineVersion: REPO_LOCK_MACHINE_VERSION } },
   session: { kind: { kind: 'session', machine: sessionMachine, machineVersion: SESSION_MACHINE_VERSION } },
   'reply-verifier': {
@@ -101,8 +137,14 @@ async function waitForVersion(store: Store, runtime: ActorRuntime, actorId: stri
 
 const spec = (m: MachineModel) => ({ machine: m.machine, input: m.input('plan'), events: m.events, serialize: m.serialize });
 
+/** The effect a state invokes (the machine's TASK_EFFECTS), none for the others. */
+const effectOf = (state: string): string[] => {
+  const src = (TASK_EFFECTS as Record<string, string>)[state];
+  return src ? [src] : [];
+};
+
 describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
-  const { kind, invokes } = KINDS[m.name]!;
+  const { kind, invokes, effects } = KINDS[m.name]!;
 
   it('@xstate/graph paths take every transition through the runtime and store; the oracle agrees with every step and every event it forbids is rejected and audited', async () => {
     const dir = mkdtempSync(join(tmpdir(), `ccweb-model-${m.name}-`));
@@ -117,6 +159,7 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
     const reached = new Set<string>();
 
     let rejectedProbes = 0;
+    let effectRuns = 0;
     let unchangedSteps = 0;
     let acceptedChecks = 0;
     const probed = new Set<string>();
@@ -134,6 +177,8 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
       }
       let version = 1;
       let oracleState = m.oracle.initial();
+      /** The states the path entered, in order (for the effects each must have started). */
+      const entered: string[] = [];
       // The same path stepped purely, with this actor's input: tells whether a step changes the snapshot.
       const pureScope = createPureScope(m.machine);
       let pure = m.machine.getInitialSnapshot(pureScope, m.input(id)) as AnyMachineSnapshot;
@@ -161,6 +206,11 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
         }
         const rec = (await store.get<ActorRecord>('actors', actorId))!;
         expect(rec.state).toBe(stateValueToString(step.state.value));
+        if (effects) {
+          // The state's own effect runs, and nothing else: a state left has stopped its effect.
+          expect(effects.running(id), `effects running in ${rec.state}`).toEqual(effectOf(rec.state));
+          if (rec.state !== before.state) entered.push(rec.state);
+        }
         if (!changes) {
           unchangedSteps += 1;
           expect(rec.stateVersion).toBe(version);
@@ -222,6 +272,15 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
         has: () => true,
       });
       await path.test({ events: executors as never, states: { '*': check } });
+      if (effects) {
+        // Each entry into a state with work started its effect once, in the path's order: a path
+        // through publishing published once per entry, and none published after a stop.
+        const starts = effects.starts(id);
+        expect(starts, `effects started along ${entered.join(' → ')}`).toEqual(entered.flatMap(effectOf));
+        const stopped = entered.indexOf('aborting');
+        if (stopped >= 0) expect(starts.slice(entered.slice(0, stopped).flatMap(effectOf).length)).toEqual(['stopWork']);
+        effectRuns += starts.length;
+      }
     }
     await runtime.settled();
     runtime.stopAll();
@@ -233,10 +292,12 @@ describe.each(MACHINE_MODELS)('model-based paths: $name', (m) => {
       `transitions covered: ${covered.length}/${edges.length} (${m.name}) by ${plan.paths.length} @xstate/graph paths over ${plan.vertices} vertices; ` +
         `states reached: ${reachedDefined.length}/${states.length}; ${rejectedProbes} events the oracle forbids rejected and audited, ` +
         `${acceptedChecks} it allows accepted` +
-        (unchangedSteps ? `; ${unchangedSteps} accepted steps changed nothing (not persisted)` : ''),
+        (unchangedSteps ? `; ${unchangedSteps} accepted steps changed nothing (not persisted)` : '') +
+        (effects ? `; ${effectRuns} effects started, each by its state` : ''),
     );
     expect(edges.filter((e) => !coverage.covered.has(e.id)).map((e) => e.id), 'transitions no path took').toEqual([]);
     expect(states.filter((s) => !reached.has(s)), 'states no path reached').toEqual([]);
     expect(rejectedProbes).toBeGreaterThan(0);
+    if (effects) expect(effectRuns).toBeGreaterThan(0);
   }, 180_000);
 });

@@ -42,6 +42,8 @@ export interface PublishEnvironment {
   holdPush(): { held: Promise<void>; release(): void };
   /** Holds the next `POST …/pulls` at the proxy until release() forwards it. */
   holdPulls(): { held: Promise<void>; release(): void };
+  /** Holds the next REST request `matches` picks (method, path with query) at the proxy until release() forwards it. */
+  holdRequest(matches: (method: string, url: string) => boolean): { held: Promise<void>; release(): void };
   /**
    * Holds every `git <verb> …` the service starts, before the real git runs, until release(); `held`
    * resolves once one waits. A held command the service kills (a stop) never runs at all.
@@ -70,8 +72,8 @@ export async function startPublishEnvironment(root: string, options: PublishEnvi
   }, 201);
   const botToken = tokenRes.body.sha1;
 
-  // The REST pass-through with a hold on pull-request creation.
-  let pullHold: { onHeld: () => void; waitRelease: Promise<void> } | null = null;
+  // The REST pass-through with a hold on the next request a test picks (pull-request creation, …).
+  let pullHold: { matches: (method: string, url: string) => boolean; onHeld: () => void; waitRelease: Promise<void> } | null = null;
   const target = new URL(gitea.url);
   const proxy: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -89,7 +91,7 @@ export async function startPublishEnvironment(root: string, options: PublishEnvi
         up.end(Buffer.concat(chunks));
       };
       const hold = pullHold;
-      if (hold && req.method === 'POST' && /^\/api\/v1\/repos\/[^/]+\/[^/]+\/pulls\/?$/.test(req.url ?? '')) {
+      if (hold && hold.matches(req.method ?? '', req.url ?? '')) {
         pullHold = null;
         hold.onHeld();
         // Forwarded only on release: Gitea creates the pull request after the service may be dead.
@@ -182,11 +184,14 @@ export async function startPublishEnvironment(root: string, options: PublishEnvi
       return { held, release: () => rmSync(holdFile, { force: true }) };
     },
     holdPulls() {
+      return envObj.holdRequest((method, url) => method === 'POST' && /^\/api\/v1\/repos\/[^/]+\/[^/]+\/pulls\/?$/.test(url));
+    },
+    holdRequest(matches) {
       let onHeld!: () => void;
       const held = new Promise<void>((r) => (onHeld = r));
       let release!: () => void;
       const waitRelease = new Promise<void>((r) => (release = r));
-      pullHold = { onHeld, waitRelease };
+      pullHold = { matches, onHeld, waitRelease };
       return { held, release };
     },
     holdGit(verb) {

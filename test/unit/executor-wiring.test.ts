@@ -7,7 +7,7 @@
 // stand for git, the Codex app-server and Gitea, which have their own integration tests; here they
 // only inject each result and each failure.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TaskEvent } from '../../machines/task-lifecycle.js';
+import { TASK_EFFECTS, type TaskEvent } from '../../machines/task-lifecycle.js';
 import type { RepositoryRecord, TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { LeaseLostError, type Tx } from '../../src/store/types.js';
 import {
@@ -17,7 +17,7 @@ import {
   type VerificationPort,
   type VerificationResult,
   type WorkspacePort,
-} from '../../src/executor/task-executor.js';
+} from '../../src/executor/task-effects.js';
 import { initialTaskMirror } from '../../src/intake/intake-records.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
 import { createTestRuntime } from '../support/test-runtime.js';
@@ -130,6 +130,18 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
     sent.push(event as TaskEvent);
     return send(actorId, event, options);
   };
+  // … and those it sends together in one runtime transaction.
+  const transact = runtime.transact.bind(runtime);
+  runtime.transact = (fn) =>
+    transact((atx) =>
+      fn({
+        ...atx,
+        send: (actorId, event, options) => {
+          sent.push(event as TaskEvent);
+          return atx.send(actorId, event, options);
+        },
+      }),
+    );
 
   const calls = {
     ensureThread: 0,
@@ -197,13 +209,25 @@ async function world(script: Script, taskPatch: Partial<TaskRecord> = {}) {
       return { confirmed: script.interruptConfirmed ?? true };
     },
   };
+  // As the real one (reply-verification.ts): one verifier per verified turn (the last normal turn; a
+  // reply_retry turn is verified as the turn it re-posts), asked for again after the retry turn it
+  // asked for, and giving its verdict to whoever asks, before or after it is reached.
+  const verifiers = new Map<string, Promise<VerificationResult>>();
   const verification: VerificationPort = {
-    async verify({ runReplyRetryTurn, fence }) {
-      calls.verify += 1;
+    async verify({ turn, runReplyRetryTurn, fence }) {
       calls.fences.push(fence);
-      await script.verifyUntil?.();
-      const v = script.verification ?? { result: 'confirmed', commentId: 5 };
-      return typeof v === 'function' ? v(runReplyRetryTurn) : v;
+      const normal = (await store.byIndex<TurnRecord>('turns', 'taskId', turn.taskId)).filter((t) => t.kind === 'normal');
+      const verified = turn.kind === 'reply_retry' ? (normal.at(-1)?.turnKey ?? '') : turn.turnKey;
+      const known = verifiers.get(verified);
+      if (known) return known;
+      calls.verify += 1;
+      const started = (async () => {
+        await script.verifyUntil?.();
+        const v = script.verification ?? { result: 'confirmed', commentId: 5 };
+        return typeof v === 'function' ? v(runReplyRetryTurn) : v;
+      })();
+      verifiers.set(verified, started);
+      return started;
     },
     replyRetryPrompt: (previous, marker) => `re-post only: ${previous} ${marker}`,
     questionRetryPrompt: (question, marker) => `ask again: ${question} ${marker}`,
@@ -495,6 +519,56 @@ describe('executor: a worker that lost its lease commits nothing more for the ta
     expect(w.types()).toEqual(['WORKSPACE_READY', 'TURN_REPLIED']);
   });
 
+  it('lost and taken over while publishing (the worker told to stop): the aborted publish records nothing; once this node holds the lease again, the publish runs again and the task goes on', async () => {
+    const lost = new AbortController();
+    let publishes = 0;
+    let w!: Awaited<ReturnType<typeof world>>;
+    w = await world({
+      startEvents: [...RUNNING, { type: 'TURN_REPLIED', publish: true }],
+      seed: [priorTurn({ status: 'completed' })],
+      publish: { ok: true },
+      duringPublish: async () => {
+        if ((publishes += 1) > 1) return;
+        w.db.aheadMs = 61_000; // past the first lease's expiry, so the takeover is granted
+        await grantTestLeaseIn(w.store, { repoKey: REPO_KEY, leaseId: 'lease-2', owner: 'worker-2', taskId: w.taskId });
+        lost.abort(new Error('lease_lost'));
+      },
+    });
+    await w.run(lost.signal).catch(() => undefined);
+    // The publish saw the stop and failed; that failure is not this worker's to record any more.
+    expect((await w.record()).state).toBe('publishing');
+    expect(w.types()).toEqual(['PUBLISH_FAILED']);
+    w.db.aheadMs = 122_000; // past the takeover's expiry too: this node is granted the lease again
+    await grantTestLeaseIn(w.store, { repoKey: REPO_KEY, leaseId: 'lease-3', owner: LEASE.owner, taskId: w.taskId });
+    await w.executor.run(w.taskId, { ...LEASE, leaseId: 'lease-3' }, new AbortController().signal);
+    expect(w.calls.publish).toHaveLength(2);
+    expect(w.types()).toEqual(['PUBLISH_FAILED', 'PUBLISHED', 'REPLY_CONFIRMED']);
+    expect((await w.record()).state).toBe('succeeded');
+  }, 15_000);
+
+  it('lost and taken over while verifying (which keeps its state): no verdict here; once this node holds the lease again, the same verification goes on to its verdict', async () => {
+    const lost = new AbortController();
+    let w!: Awaited<ReturnType<typeof world>>;
+    w = await world({
+      startEvents: [...RUNNING, { type: 'TURN_REPLIED' }],
+      seed: [priorTurn({ status: 'completed' })],
+      verifyUntil: async () => {
+        w.db.aheadMs = 61_000;
+        await grantTestLeaseIn(w.store, { repoKey: REPO_KEY, leaseId: 'lease-2', owner: 'worker-2', taskId: w.taskId });
+        lost.abort(new Error('lease_lost'));
+      },
+    });
+    await w.run(lost.signal);
+    expect((await w.record()).state).toBe('verifying_reply');
+    expect(w.types()).toEqual([]);
+    w.db.aheadMs = 122_000;
+    await grantTestLeaseIn(w.store, { repoKey: REPO_KEY, leaseId: 'lease-3', owner: LEASE.owner, taskId: w.taskId });
+    await w.executor.run(w.taskId, { ...LEASE, leaseId: 'lease-3' }, new AbortController().signal);
+    expect(w.calls.verify).toBe(1);
+    expect(w.types()).toEqual(['REPLY_CONFIRMED']);
+    expect((await w.record()).state).toBe('succeeded');
+  }, 15_000);
+
   it('the verification refused its fallback post (lease_lost): the run ends with it, recording no verdict', async () => {
     const w = await world({
       // As reply-verification.ts rejects once the fallback's fenced intent is refused.
@@ -768,7 +842,7 @@ describe('executor: resuming a task that was interrupted (restart recovery, §5.
     expect((await w.record()).state).toBe('verifying_reply');
   });
 
-  it('abort(taskId) cancels the running step and asks Codex to interrupt', async () => {
+  it('abort(taskId) asks Codex to interrupt the task\'s turn (the stop itself is the stored ABORT)', async () => {
     const w = await world({ hangThread: true });
     const running = w.run();
     await new Promise((r) => setTimeout(r, 50));
@@ -793,7 +867,8 @@ describe('executor: a stop in every step with work in flight', () => {
     const w = await world({ publish: { ok: true }, duringPrepare: stopNow(holder) });
     holder.w = w;
     await w.run();
-    expect(w.types()).toEqual(['ABORT', 'PREPARE_FAILED', 'ABORT_CONFIRMED']);
+    // The cancelled step reports nothing (its state was left): the stop's effect ends the task once it has ended.
+    expect(w.types()).toEqual(['ABORT', 'ABORT_CONFIRMED']);
     expect(await w.record()).toMatchObject({ state: 'aborted', stoppedBy: 'gitea:user:alice' });
     expect([w.calls.ensureThread, w.calls.runTurn.length, w.calls.publish.length, w.calls.verify]).toEqual([0, 0, 0, 0]);
   });
@@ -943,4 +1018,28 @@ describe('executor: a failed workspace step is visible on the task (last git err
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ actor: 'service:executor', taskId: 'task-1', errorCode: 'git_failed', metadata: { message: summary } });
   });
+});
+
+// After a restart a task is restored from its stored snapshot, which holds its state's effect as an
+// invoked child: restoring it starts that work again, once. A snapshot stored before its state invoked
+// anything (no child) gets one on restore (runtime/machine-facts.ts withStateInvokes), or it would never move.
+describe('executor: a task restored in a state with work in flight runs that work once', () => {
+  type World = Awaited<ReturnType<typeof world>>;
+  const cases: Array<{ state: keyof typeof TASK_EFFECTS; startEvents: TaskEvent[]; script?: Partial<Script>; runs: (w: World) => number }> = [
+    { state: 'preparing', startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }], runs: (w) => w.calls.prepare },
+    { state: 'running', startEvents: RUNNING, runs: (w) => w.calls.runTurn.length },
+    { state: 'publishing', startEvents: [...RUNNING, { type: 'TURN_REPLIED', publish: true }], script: { publish: { ok: true } }, runs: (w) => w.calls.publish.length },
+    { state: 'verifying_reply', startEvents: [...RUNNING, { type: 'TURN_REPLIED' }], script: { seed: [priorTurn({ status: 'completed' })] }, runs: (w) => w.calls.verify },
+    { state: 'aborting', startEvents: [{ type: 'CLAIM', leaseId: LEASE.leaseId }, { type: 'ABORT', by: 'admin:alice' }], runs: (w) => w.calls.interrupt },
+  ];
+  it.each(cases.flatMap((c) => [{ ...c, stored: 'with its effect' }, { ...c, stored: 'written without it' }]))('$state, stored $stored → its effect runs once', async (c) => {
+    const w = await world({ startEvents: c.startEvents, ...c.script });
+    const actorId = taskActorId('task-1');
+    const rec = (await w.store.get<{ state: string; snapshot: { children?: Record<string, { src: string }> } }>('actors', actorId))!;
+    expect(rec.state).toBe(c.state);
+    expect(rec.snapshot.children?.[TASK_EFFECTS[c.state]]?.src).toBe(TASK_EFFECTS[c.state]);
+    if (c.stored === 'written without it') await w.store.transact((tx) => tx.put('actors', actorId, { ...rec, snapshot: { ...rec.snapshot, children: {} } }));
+    await w.run();
+    expect(c.runs(w)).toBe(1);
+  }, 10_000);
 });

@@ -94,7 +94,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "START"
           ],
           "labelX": 139.9,
-          "labelY": 148.5,
+          "labelY": 163.5,
           "kind": "forward"
         },
         {
@@ -108,7 +108,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "STOP"
           ],
           "labelX": 40,
-          "labelY": 264.7,
+          "labelY": 208.5,
           "kind": "forward"
         },
         {
@@ -121,8 +121,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "SPAWNED"
           ],
-          "labelX": 111.8,
-          "labelY": 262.5,
+          "labelX": 104.5,
+          "labelY": 274.6,
           "kind": "forward"
         },
         {
@@ -136,7 +136,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "EXITED"
           ],
           "labelX": 435.8,
-          "labelY": 375.3,
+          "labelY": 353.5,
           "kind": "forward"
         },
         {
@@ -149,8 +149,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "STOP"
           ],
-          "labelX": 485.1,
-          "labelY": 446.3,
+          "labelX": 474.6,
+          "labelY": 286.4,
           "kind": "forward"
         },
         {
@@ -163,8 +163,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "INITIALIZED"
           ],
-          "labelX": 59.9,
-          "labelY": 378.5,
+          "labelX": 64.1,
+          "labelY": 392.6,
           "kind": "forward"
         },
         {
@@ -177,8 +177,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "EXITED"
           ],
-          "labelX": 413.8,
-          "labelY": 437.4,
+          "labelX": 392.1,
+          "labelY": 407.1,
           "kind": "forward"
         },
         {
@@ -191,8 +191,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "STOP"
           ],
-          "labelX": 486.2,
-          "labelY": 487.8,
+          "labelX": 384,
+          "labelY": 386.9,
           "kind": "forward"
         },
         {
@@ -205,8 +205,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "EXITED"
           ],
-          "labelX": 93.2,
-          "labelY": 494.5,
+          "labelX": 124.5,
+          "labelY": 518.3,
           "kind": "forward"
         },
         {
@@ -219,8 +219,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "STOP"
           ],
-          "labelX": 165.6,
-          "labelY": 494.5,
+          "labelX": 272.7,
+          "labelY": 521.7,
           "kind": "forward"
         },
         {
@@ -233,8 +233,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "SCHEDULE_RESTART"
           ],
-          "labelX": 81.2,
-          "labelY": 608.5,
+          "labelX": 77.8,
+          "labelY": 617.1,
           "kind": "forward"
         },
         {
@@ -248,7 +248,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "STOP"
           ],
           "labelX": 232.9,
-          "labelY": 679.1,
+          "labelY": 694.1,
           "kind": "forward"
         },
         {
@@ -262,7 +262,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "RESTART_DUE [isRestartDue]"
           ],
           "labelX": 62,
-          "labelY": 530.1,
+          "labelY": 412.4,
           "kind": "back"
         },
         {
@@ -276,7 +276,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "STOP"
           ],
           "labelX": 155.2,
-          "labelY": 722.5,
+          "labelY": 737.5,
           "kind": "forward"
         },
         {
@@ -289,8 +289,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "EXITED"
           ],
-          "labelX": 455,
-          "labelY": 679.1,
+          "labelX": 381.4,
+          "labelY": 741.4,
           "kind": "forward"
         },
         {
@@ -304,7 +304,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "START"
           ],
           "labelX": 51,
-          "labelY": 666.4,
+          "labelY": 674.5,
           "kind": "back"
         },
         {
@@ -425,7 +425,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "done: queryReply [replyFound]"
           ],
           "labelX": 92,
-          "labelY": 171.4,
+          "labelY": 171,
           "kind": "forward"
         },
         {
@@ -438,8 +438,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "done: queryReply [canRetryReplyTurn]"
           ],
-          "labelX": 108.2,
-          "labelY": 156.4,
+          "labelX": 52.4,
+          "labelY": 195.7,
           "kind": "forward"
         },
         {
@@ -452,8 +452,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "done: queryReply"
           ],
-          "labelX": 224.3,
-          "labelY": 266.7,
+          "labelX": 224.4,
+          "labelY": 265.7,
           "kind": "forward"
         },
         {
@@ -467,7 +467,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "error: queryReply"
           ],
           "labelX": 261.5,
-          "labelY": 322.8,
+          "labelY": 301,
           "kind": "forward"
         },
         {
@@ -480,8 +480,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "RETRY_TURN_DONE"
           ],
-          "labelX": 108.1,
-          "labelY": 141.6,
+          "labelX": 73.2,
+          "labelY": 154.4,
           "kind": "back"
         },
         {
@@ -494,8 +494,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "RETRY_TURN_FAILED"
           ],
-          "labelX": 74.8,
-          "labelY": 277.5,
+          "labelX": 109.7,
+          "labelY": 301.8,
           "kind": "forward"
         },
         {
@@ -509,7 +509,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "done: postFallback"
           ],
           "labelX": 189,
-          "labelY": 393.4,
+          "labelY": 414,
           "kind": "forward"
         },
         {
@@ -522,8 +522,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "error: postFallback"
           ],
-          "labelX": 211.7,
-          "labelY": 451.9,
+          "labelX": 250.7,
+          "labelY": 392.5,
           "kind": "forward"
         },
         {
@@ -536,8 +536,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "labels": [
             "done: checkFallback [replyFound]"
           ],
-          "labelX": 117,
-          "labelY": 522.4,
+          "labelX": 114.6,
+          "labelY": 536.9,
           "kind": "forward"
         },
         {
@@ -552,8 +552,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "done: checkFallback",
             "error: checkFallback"
           ],
-          "labelX": 153.9,
-          "labelY": 536.9,
+          "labelX": 164.1,
+          "labelY": 550.5,
           "kind": "forward"
         }
       ],
@@ -601,7 +601,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "ACQUIRE"
           ],
           "labelX": 41,
-          "labelY": 148.5,
+          "labelY": 163.5,
           "kind": "forward"
         },
         {
@@ -617,7 +617,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "EXPIRE [isLeaseExpired]"
           ],
           "labelX": 105.5,
-          "labelY": 142,
+          "labelY": 157,
           "kind": "back"
         },
         {
@@ -647,14 +647,14 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
   "session": {
     "graphHash": "66817d8d748e25799ca8ed601fa6480d9d9bff7918f8837756f04ffb8e12c4f0",
     "layout": {
-      "width": 579,
+      "width": 452,
       "height": 968,
       "nodes": [
         {
           "id": "no_thread",
           "label": "no_thread",
           "type": "atomic",
-          "x": 180.2,
+          "x": 55.9,
           "y": 96,
           "w": 93,
           "h": 34
@@ -663,7 +663,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "thread_starting",
           "label": "thread_starting",
           "type": "atomic",
-          "x": 183.3,
+          "x": 59.1,
           "y": 210,
           "w": 130,
           "h": 34
@@ -672,7 +672,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "idle",
           "label": "idle",
           "type": "atomic",
-          "x": 220.7,
+          "x": 96.4,
           "y": 324,
           "w": 90,
           "h": 34
@@ -681,7 +681,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "turn_in_flight",
           "label": "turn_in_flight",
           "type": "atomic",
-          "x": 227.3,
+          "x": 103.1,
           "y": 438,
           "w": 115,
           "h": 34
@@ -690,7 +690,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "waiting_user",
           "label": "waiting_user",
           "type": "atomic",
-          "x": 238.3,
+          "x": 114.1,
           "y": 552,
           "w": 113,
           "h": 34
@@ -699,7 +699,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "resuming",
           "label": "resuming",
           "type": "atomic",
-          "x": 206.6,
+          "x": 82.3,
           "y": 666,
           "w": 90,
           "h": 34
@@ -708,7 +708,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "resume_failed",
           "label": "resume_failed",
           "type": "atomic",
-          "x": 194.3,
+          "x": 70.1,
           "y": 780,
           "w": 121,
           "h": 34
@@ -717,7 +717,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "closed",
           "label": "closed",
           "type": "final",
-          "x": 221.1,
+          "x": 96.8,
           "y": 894,
           "w": 90,
           "h": 34
@@ -730,12 +730,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "no_thread",
           "target": "thread_starting",
-          "path": "M 249.9 130 C 249.9 130 268 170 270 210",
+          "path": "M 125.6 130 C 125.6 130 143.7 170 145.7 210",
           "labels": [
             "START_THREAD"
           ],
-          "labelX": 264.2,
-          "labelY": 148.5,
+          "labelX": 144,
+          "labelY": 162.7,
           "kind": "forward"
         },
         {
@@ -744,12 +744,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "no_thread",
           "target": "closed",
-          "path": "M 203.4 130 C 170.3 170 170.3 190 170.3 206.2 C 170.3 222.3 170.3 234.7 170.3 247 C 170.3 259.3 170.3 271.7 170.3 296.8 C 170.3 322 170.3 360 170.3 388.5 C 170.3 417 170.3 436 170.3 455 C 170.3 474 170.3 493 170.3 521.5 C 170.3 550 170.3 588 170.3 616.5 C 170.3 645 170.3 664 170.3 683 C 170.3 702 170.3 721 170.3 742.8 C 170.3 764.7 170.3 789.3 170.3 811.7 C 170.3 834 170.3 854 232.3 894",
+          "path": "M 79.1 130 C 46.1 170 46.1 190 46.1 206.2 C 46.1 222.3 46.1 234.7 46.1 247 C 46.1 259.3 46.1 271.7 46.1 296.8 C 46.1 322 46.1 360 46.1 388.5 C 46.1 417 46.1 436 46.1 455 C 46.1 474 46.1 493 46.1 521.5 C 46.1 550 46.1 588 46.1 616.5 C 46.1 645 46.1 664 46.1 683 C 46.1 702 46.1 721 46.1 742.8 C 46.1 764.7 46.1 789.3 46.1 811.7 C 46.1 834 46.1 854 108.1 894",
           "labels": [
             "CLOSE"
           ],
-          "labelX": 175.3,
-          "labelY": 278.8,
+          "labelX": 51.1,
+          "labelY": 258.5,
           "kind": "forward"
         },
         {
@@ -758,12 +758,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "thread_starting",
           "target": "idle",
-          "path": "M 280.8 244 C 280.8 244 267.2 284 265.7 324",
+          "path": "M 156.6 244 C 156.6 244 142.9 284 141.4 324",
           "labels": [
             "THREAD_STARTED"
           ],
-          "labelX": 218.9,
-          "labelY": 262.5,
+          "labelX": 91.5,
+          "labelY": 277,
           "kind": "forward"
         },
         {
@@ -772,12 +772,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "thread_starting",
           "target": "no_thread",
-          "path": "M 226.7 210 C 226.7 170 226.7 130 226.7 130",
+          "path": "M 102.4 210 C 102.4 170 102.4 130 102.4 130",
           "labels": [
             "THREAD_START_FAILED"
           ],
-          "labelX": 231.7,
-          "labelY": 165,
+          "labelX": 107.4,
+          "labelY": 176.3,
           "kind": "back"
         },
         {
@@ -786,12 +786,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "thread_starting",
           "target": "closed",
-          "path": "M 215.8 244 C 181.3 284 181.3 304 181.3 320.2 C 181.3 336.3 181.3 348.7 181.3 361 C 181.3 373.3 181.3 385.7 181.3 410.8 C 181.3 436 181.3 474 181.3 502.5 C 181.3 531 181.3 550 181.3 569 C 181.3 588 181.3 607 181.3 635.5 C 181.3 664 181.3 702 181.3 727.2 C 181.3 752.3 181.3 764.7 181.3 777 C 181.3 789.3 181.3 801.7 181.3 817.8 C 181.3 834 181.3 854 243.6 894",
+          "path": "M 91.6 244 C 57.1 284 57.1 304 57.1 320.2 C 57.1 336.3 57.1 348.7 57.1 361 C 57.1 373.3 57.1 385.7 57.1 410.8 C 57.1 436 57.1 474 57.1 502.5 C 57.1 531 57.1 550 57.1 569 C 57.1 588 57.1 607 57.1 635.5 C 57.1 664 57.1 702 57.1 727.2 C 57.1 752.3 57.1 764.7 57.1 777 C 57.1 789.3 57.1 801.7 57.1 817.8 C 57.1 834 57.1 854 119.3 894",
           "labels": [
             "CLOSE"
           ],
-          "labelX": 186.3,
-          "labelY": 746.4,
+          "labelX": 62.1,
+          "labelY": 735.9,
           "kind": "forward"
         },
         {
@@ -800,12 +800,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "idle",
           "target": "turn_in_flight",
-          "path": "M 280.7 358 C 280.7 358 301.7 398 304 438",
+          "path": "M 156.4 358 C 156.4 358 177.4 398 179.7 438",
           "labels": [
             "TURN_STARTED"
           ],
-          "labelX": 244.1,
-          "labelY": 376.5,
+          "labelX": 120.3,
+          "labelY": 377.7,
           "kind": "forward"
         },
         {
@@ -814,12 +814,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "idle",
           "target": "resuming",
-          "path": "M 250.7 358 C 214.3 398 214.3 418 214.3 434.2 C 214.3 450.3 214.3 462.7 214.3 475 C 214.3 487.3 214.3 499.7 214.3 518.2 C 214.3 536.7 214.3 561.3 214.3 583.7 C 214.3 606 214.3 626 236.6 666",
+          "path": "M 126.4 358 C 90.1 398 90.1 418 90.1 434.2 C 90.1 450.3 90.1 462.7 90.1 475 C 90.1 487.3 90.1 499.7 90.1 518.2 C 90.1 536.7 90.1 561.3 90.1 583.7 C 90.1 606 90.1 626 112.3 666",
           "labels": [
             "RESTARTED"
           ],
-          "labelX": 219.3,
-          "labelY": 507.2,
+          "labelX": 95.1,
+          "labelY": 476.5,
           "kind": "forward"
         },
         {
@@ -828,12 +828,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "idle",
           "target": "closed",
-          "path": "M 295.7 358 C 374.3 398 374.3 418 374.3 434.2 C 374.3 450.3 374.3 462.7 374.3 475 C 374.3 487.3 374.3 499.7 374.3 524.8 C 374.3 550 374.3 588 374.3 616.5 C 374.3 645 374.3 664 374.3 683 C 374.3 702 374.3 721 374.3 742.8 C 374.3 764.7 374.3 789.3 374.3 811.7 C 374.3 834 374.3 854 299.8 894",
+          "path": "M 171.4 358 C 250.1 398 250.1 418 250.1 434.2 C 250.1 450.3 250.1 462.7 250.1 475 C 250.1 487.3 250.1 499.7 250.1 524.8 C 250.1 550 250.1 588 250.1 616.5 C 250.1 645 250.1 664 250.1 683 C 250.1 702 250.1 721 250.1 742.8 C 250.1 764.7 250.1 789.3 250.1 811.7 C 250.1 834 250.1 854 175.6 894",
           "labels": [
             "CLOSE"
           ],
-          "labelX": 325.5,
-          "labelY": 501.7,
+          "labelX": 201.3,
+          "labelY": 520,
           "kind": "forward"
         },
         {
@@ -843,13 +843,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "turn_in_flight",
           "target": "idle",
-          "path": "M 265.7 438 C 265.7 398 265.7 358 265.7 358",
+          "path": "M 141.4 438 C 141.4 398 141.4 358 141.4 358",
           "labels": [
             "TURN_COMPLETED [isCurrentTurn]",
             "TURN_FAILED [isCurrentTurn]"
           ],
-          "labelX": 164.3,
-          "labelY": 405.2,
+          "labelX": 40,
+          "labelY": 401,
           "kind": "back"
         },
         {
@@ -858,12 +858,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "turn_in_flight",
           "target": "waiting_user",
-          "path": "M 296.3 472 C 296.3 472 311.9 512 313.7 552",
+          "path": "M 172.1 472 C 172.1 472 187.7 512 189.4 552",
           "labels": [
             "TURN_WAITING_USER [isCurrentTurn]"
           ],
-          "labelX": 315.2,
-          "labelY": 516.1,
+          "labelX": 188.6,
+          "labelY": 504.9,
           "kind": "forward"
         },
         {
@@ -872,12 +872,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "turn_in_flight",
           "target": "resuming",
-          "path": "M 250.3 472 C 225.3 512 225.3 532 225.3 544.8 C 225.3 557.7 225.3 563.3 225.3 569 C 225.3 574.7 225.3 580.3 225.3 593.2 C 225.3 606 225.3 626 251.6 666",
+          "path": "M 126.1 472 C 101.1 512 101.1 532 101.1 544.8 C 101.1 557.7 101.1 563.3 101.1 569 C 101.1 574.7 101.1 580.3 101.1 593.2 C 101.1 606 101.1 626 127.3 666",
           "labels": [
             "RESTARTED"
           ],
-          "labelX": 230.7,
-          "labelY": 527.2,
+          "labelX": 108.8,
+          "labelY": 513.7,
           "kind": "forward"
         },
         {
@@ -886,12 +886,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "turn_in_flight",
           "target": "closed",
-          "path": "M 319.3 472 C 363.3 512 363.3 532 363.3 548.2 C 363.3 564.3 363.3 576.7 363.3 589 C 363.3 601.3 363.3 613.7 363.3 638.8 C 363.3 664 363.3 702 363.3 727.2 C 363.3 752.3 363.3 764.7 363.3 777 C 363.3 789.3 363.3 801.7 363.3 817.8 C 363.3 834 363.3 854 288.6 894",
+          "path": "M 195.1 472 C 239.1 512 239.1 532 239.1 548.2 C 239.1 564.3 239.1 576.7 239.1 589 C 239.1 601.3 239.1 613.7 239.1 638.8 C 239.1 664 239.1 702 239.1 727.2 C 239.1 752.3 239.1 764.7 239.1 777 C 239.1 789.3 239.1 801.7 239.1 817.8 C 239.1 834 239.1 854 164.3 894",
           "labels": [
             "CLOSE"
           ],
-          "labelX": 314.5,
-          "labelY": 598.8,
+          "labelX": 190.2,
+          "labelY": 535.7,
           "kind": "forward"
         },
         {
@@ -900,12 +900,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "turn_in_flight",
-          "path": "M 276 552 C 275.7 512 273.3 472 273.3 472",
+          "path": "M 151.7 552 C 151.5 512 149.1 472 149.1 472",
           "labels": [
             "TURN_STARTED"
           ],
-          "labelX": 227.3,
-          "labelY": 490.5,
+          "labelX": 103.3,
+          "labelY": 489.6,
           "kind": "back"
         },
         {
@@ -914,12 +914,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "resuming",
-          "path": "M 266.6 586 C 266.6 586 266.6 626 266.6 666",
+          "path": "M 142.3 586 C 142.3 586 142.3 626 142.3 666",
           "labels": [
             "RESTARTED"
           ],
-          "labelX": 229.6,
-          "labelY": 604.5,
+          "labelX": 105.3,
+          "labelY": 610,
           "kind": "forward"
         },
         {
@@ -928,12 +928,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "closed",
-          "path": "M 323.1 586 C 338.3 626 338.3 646 338.3 662.2 C 338.3 678.3 338.3 690.7 338.3 703 C 338.3 715.3 338.3 727.7 338.3 746.2 C 338.3 764.7 338.3 789.3 338.3 811.7 C 338.3 834 338.3 854 277.3 894",
+          "path": "M 198.8 586 C 214.1 626 214.1 646 214.1 662.2 C 214.1 678.3 214.1 690.7 214.1 703 C 214.1 715.3 214.1 727.7 214.1 746.2 C 214.1 764.7 214.1 789.3 214.1 811.7 C 214.1 834 214.1 854 153.1 894",
           "labels": [
             "CLOSE"
           ],
-          "labelX": 316.4,
-          "labelY": 715.8,
+          "labelX": 192.2,
+          "labelY": 718.5,
           "kind": "forward"
         },
         {
@@ -942,12 +942,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "resuming",
           "target": "waiting_user",
-          "path": "M 281.6 666 C 293.5 626 294.8 586 294.8 586",
+          "path": "M 157.3 666 C 169.2 626 170.6 586 170.6 586",
           "labels": [
             "RESUME_OK [wasWaitingUser]"
           ],
-          "labelX": 200.1,
-          "labelY": 639.7,
+          "labelX": 75.9,
+          "labelY": 648.5,
           "kind": "back"
         },
         {
@@ -956,12 +956,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "resuming",
           "target": "idle",
-          "path": "M 221.6 666 C 203.3 626 203.3 606 203.3 583.7 C 203.3 561.3 203.3 536.7 203.3 518.2 C 203.3 499.7 203.3 487.3 203.3 475 C 203.3 462.7 203.3 450.3 203.3 434.2 C 203.3 418 203.3 398 235.7 358",
+          "path": "M 97.3 666 C 79.1 626 79.1 606 79.1 583.7 C 79.1 561.3 79.1 536.7 79.1 518.2 C 79.1 499.7 79.1 487.3 79.1 475 C 79.1 462.7 79.1 450.3 79.1 434.2 C 79.1 418 79.1 398 111.4 358",
           "labels": [
             "RESUME_OK"
           ],
-          "labelX": 124.5,
-          "labelY": 487.8,
+          "labelX": 84.1,
+          "labelY": 528.2,
           "kind": "back"
         },
         {
@@ -970,12 +970,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "resuming",
           "target": "resume_failed",
-          "path": "M 236.6 700 C 236.6 700 255.8 740 275 780",
+          "path": "M 112.3 700 C 112.3 700 131.5 740 150.7 780",
           "labels": [
             "RESUME_FAILED"
           ],
-          "labelX": 196.6,
-          "labelY": 718.5,
+          "labelX": 73.3,
+          "labelY": 720.7,
           "kind": "forward"
         },
         {
@@ -984,12 +984,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "resuming",
           "target": "closed",
-          "path": "M 266.6 700 C 327.3 740 327.3 760 327.3 772.8 C 327.3 785.7 327.3 791.3 327.3 797 C 327.3 802.7 327.3 808.3 327.3 821.2 C 327.3 834 327.3 854 266.1 894",
+          "path": "M 142.3 700 C 203.1 740 203.1 760 203.1 772.8 C 203.1 785.7 203.1 791.3 203.1 797 C 203.1 802.7 203.1 808.3 203.1 821.2 C 203.1 834 203.1 854 141.8 894",
           "labels": [
             "CLOSE"
           ],
-          "labelX": 277.6,
-          "labelY": 755.2,
+          "labelX": 152.2,
+          "labelY": 751.5,
           "kind": "forward"
         },
         {
@@ -998,12 +998,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "resume_failed",
           "target": "thread_starting",
-          "path": "M 234.7 780 C 192.3 740 192.3 720 192.3 697.7 C 192.3 675.3 192.3 650.7 192.3 628.8 C 192.3 607 192.3 588 192.3 569 C 192.3 550 192.3 531 192.3 502.5 C 192.3 474 192.3 436 192.3 410.8 C 192.3 385.7 192.3 373.3 192.3 361 C 192.3 348.7 192.3 336.3 192.3 320.2 C 192.3 304 192.3 284 248.3 244",
+          "path": "M 110.4 780 C 68.1 740 68.1 720 68.1 697.7 C 68.1 675.3 68.1 650.7 68.1 628.8 C 68.1 607 68.1 588 68.1 569 C 68.1 550 68.1 531 68.1 502.5 C 68.1 474 68.1 436 68.1 410.8 C 68.1 385.7 68.1 373.3 68.1 361 C 68.1 348.7 68.1 336.3 68.1 320.2 C 68.1 304 68.1 284 124.1 244",
           "labels": [
             "NEW_THREAD_APPROVED"
           ],
-          "labelX": 40,
-          "labelY": 616.9,
+          "labelX": 73.1,
+          "labelY": 363.7,
           "kind": "back"
         },
         {
@@ -1012,33 +1012,33 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "resume_failed",
           "target": "closed",
-          "path": "M 254.8 814 C 254.8 814 254.8 854 254.8 894",
+          "path": "M 130.6 814 C 130.6 814 130.6 854 130.6 894",
           "labels": [
             "CLOSE"
           ],
-          "labelX": 232.9,
-          "labelY": 832.5,
+          "labelX": 108.7,
+          "labelY": 847.5,
           "kind": "forward"
         }
       ],
       "initial": {
-        "x": 226.7,
+        "x": 102.4,
         "y": 72,
-        "path": "M 226.7 76 L 226.7 96"
+        "path": "M 102.4 76 L 102.4 96"
       }
     }
   },
   "task": {
-    "graphHash": "c89add9c975adfcdb15fa1fe70cac254e68f4836fa1ebb1e971fd0ab308851ab",
+    "graphHash": "5cb39beb26d3eac297581dee57afc0a7a27d99ffb2a2c9a6d1c6ffcf28c34a8e",
     "layout": {
-      "width": 1097,
-      "height": 978,
+      "width": 1091,
+      "height": 1053,
       "nodes": [
         {
           "id": "received",
           "label": "received",
           "type": "atomic",
-          "x": 367.1,
+          "x": 375.7,
           "y": 96,
           "w": 90,
           "h": 34
@@ -1047,7 +1047,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "queued",
           "label": "queued",
           "type": "atomic",
-          "x": 967,
+          "x": 960.2,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1056,17 +1056,17 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "preparing",
           "label": "preparing",
           "type": "atomic",
-          "x": 513.6,
+          "x": 463.7,
           "y": 324,
-          "w": 94,
+          "w": 138,
           "h": 34
         },
         {
           "id": "running",
           "label": "running",
           "type": "atomic",
-          "x": 508.9,
-          "y": 438,
+          "x": 477.8,
+          "y": 453,
           "w": 90,
           "h": 34
         },
@@ -1074,8 +1074,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "waiting_user",
           "label": "waiting_user",
           "type": "atomic",
-          "x": 173,
-          "y": 790,
+          "x": 166.2,
+          "y": 857.5,
           "w": 113,
           "h": 34
         },
@@ -1083,17 +1083,17 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "publishing",
           "label": "publishing",
           "type": "atomic",
-          "x": 250.5,
-          "y": 552,
-          "w": 95,
+          "x": 231.2,
+          "y": 582,
+          "w": 120,
           "h": 34
         },
         {
           "id": "verifying_reply",
           "label": "verifying_reply",
           "type": "atomic",
-          "x": 442.3,
-          "y": 666,
+          "x": 429.7,
+          "y": 711,
           "w": 130,
           "h": 34
         },
@@ -1101,8 +1101,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "retry_wait",
           "label": "retry_wait",
           "type": "atomic",
-          "x": 814,
-          "y": 790,
+          "x": 807.2,
+          "y": 853.8,
           "w": 97,
           "h": 34
         },
@@ -1110,8 +1110,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "blocked_workspace",
           "label": "blocked_workspace",
           "type": "atomic",
-          "x": 858,
-          "y": 438,
+          "x": 851.2,
+          "y": 458,
           "w": 158,
           "h": 34
         },
@@ -1119,8 +1119,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "aborting",
           "label": "aborting",
           "type": "atomic",
-          "x": 59,
-          "y": 790,
+          "x": 52.2,
+          "y": 850,
           "w": 90,
           "h": 34
         },
@@ -1128,8 +1128,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "succeeded",
           "label": "succeeded",
           "type": "final",
-          "x": 692,
-          "y": 790,
+          "x": 685.2,
+          "y": 850,
           "w": 97,
           "h": 34
         },
@@ -1137,8 +1137,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "succeeded_with_rest_fallback",
           "label": "succeeded_with_rest_fallback",
           "type": "final",
-          "x": 442,
-          "y": 790,
+          "x": 435.2,
+          "y": 850,
           "w": 226,
           "h": 34
         },
@@ -1146,8 +1146,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "failed",
           "label": "failed",
           "type": "final",
-          "x": 246.6,
-          "y": 904,
+          "x": 239.8,
+          "y": 979,
           "w": 90,
           "h": 34
         },
@@ -1155,8 +1155,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "failed_reply",
           "label": "failed_reply",
           "type": "final",
-          "x": 311,
-          "y": 790,
+          "x": 304.2,
+          "y": 850,
           "w": 107,
           "h": 34
         },
@@ -1164,8 +1164,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "cancelled",
           "label": "cancelled",
           "type": "final",
-          "x": 842.7,
-          "y": 904,
+          "x": 835.9,
+          "y": 979,
           "w": 90,
           "h": 34
         },
@@ -1173,8 +1173,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "aborted",
           "label": "aborted",
           "type": "final",
-          "x": 44,
-          "y": 904,
+          "x": 40,
+          "y": 979,
           "w": 90,
           "h": 34
         },
@@ -1182,7 +1182,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "ignored",
           "label": "ignored",
           "type": "final",
-          "x": 472.1,
+          "x": 480.7,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1191,7 +1191,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "duplicate",
           "label": "duplicate",
           "type": "final",
-          "x": 358.1,
+          "x": 366.7,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1200,7 +1200,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "id": "rejected",
           "label": "rejected",
           "type": "final",
-          "x": 244.1,
+          "x": 252.7,
           "y": 210,
           "w": 90,
           "h": 34
@@ -1213,12 +1213,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "queued",
-          "path": "M 439.1 130 C 439.1 130 954.7 170 1012 210",
+          "path": "M 447.7 130 C 447.7 130 949.5 170 1005.2 210",
           "labels": [
             "ACCEPT"
           ],
-          "labelX": 678.4,
-          "labelY": 148.5,
+          "labelX": 703,
+          "labelY": 151.3,
           "kind": "forward"
         },
         {
@@ -1227,12 +1227,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "ignored",
-          "path": "M 421.1 130 C 421.1 130 507.5 170 517.1 210",
+          "path": "M 429.7 130 C 429.7 130 516.1 170 525.7 210",
           "labels": [
             "IGNORE"
           ],
-          "labelX": 439.9,
-          "labelY": 148.5,
+          "labelX": 459,
+          "labelY": 155.9,
           "kind": "forward"
         },
         {
@@ -1241,12 +1241,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "duplicate",
-          "path": "M 403.1 130 C 403.1 130 403.1 170 403.1 210",
+          "path": "M 411.7 130 C 411.7 130 411.7 170 411.7 210",
           "labels": [
             "DUPLICATE"
           ],
-          "labelX": 366.1,
-          "labelY": 165,
+          "labelX": 374.7,
+          "labelY": 163.5,
           "kind": "forward"
         },
         {
@@ -1255,12 +1255,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "received",
           "target": "rejected",
-          "path": "M 385.1 130 C 385.1 130 298.7 170 289.1 210",
+          "path": "M 393.7 130 C 393.7 130 307.3 170 297.7 210",
           "labels": [
             "REJECT"
           ],
-          "labelX": 315.1,
-          "labelY": 148.5,
+          "labelX": 312.9,
+          "labelY": 155.9,
           "kind": "forward"
         },
         {
@@ -1269,12 +1269,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "queued",
           "target": "preparing",
-          "path": "M 1003 244 C 1003 244 604.9 284 560.6 324",
+          "path": "M 996.2 244 C 996.2 244 579 284 532.7 324",
           "labels": [
             "CLAIM"
           ],
-          "labelX": 775.6,
-          "labelY": 262.5,
+          "labelX": 739,
+          "labelY": 265.4,
           "kind": "forward"
         },
         {
@@ -1284,13 +1284,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "queued",
           "target": "cancelled",
-          "path": "M 1021 244 C 1028 284 1028 304 1028 320.2 C 1028 336.3 1028 348.7 1028 361 C 1028 373.3 1028 385.7 1028 410.8 C 1028 436 1028 474 1028 502.5 C 1028 531 1028 550 1028 569 C 1028 588 1028 607 1028 636.3 C 1028 665.7 1028 705.3 1028 731.8 C 1028 758.2 1028 771.3 1028 784.5 C 1028 797.7 1028 810.8 1028 827.4 C 1028 844 1028 864 914.7 904",
+          "path": "M 1014.2 244 C 1021.2 284 1021.2 304 1021.2 321.4 C 1021.2 338.8 1021.2 353.7 1021.2 368.5 C 1021.2 383.3 1021.2 398.2 1021.2 427.1 C 1021.2 456 1021.2 499 1021.2 531.3 C 1021.2 563.5 1021.2 585 1021.2 606.5 C 1021.2 628 1021.2 649.5 1021.2 682.6 C 1021.2 715.7 1021.2 760.3 1021.2 790.5 C 1021.2 820.7 1021.2 836.3 1021.2 852 C 1021.2 867.7 1021.2 883.3 1021.2 901.2 C 1021.2 919 1021.2 939 907.9 979",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 1002.3,
-          "labelY": 556,
+          "labelX": 995.6,
+          "labelY": 632.1,
           "kind": "forward"
         },
         {
@@ -1299,12 +1299,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "running",
-          "path": "M 553.9 358 C 553.9 358 553.9 398 553.9 438",
+          "path": "M 522.8 358 L 522.8 373 C 522.8 373 522.8 413 522.8 453",
           "labels": [
             "WORKSPACE_READY"
           ],
-          "labelX": 494.3,
-          "labelY": 376.5,
+          "labelX": 398.6,
+          "labelY": 399,
           "kind": "forward"
         },
         {
@@ -1313,12 +1313,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "blocked_workspace",
-          "path": "M 594.2 358 C 594.2 358 879 398 910.7 438",
+          "path": "M 582 358 L 582 373 C 582 373 871.7 413 903.9 458",
           "labels": [
             "WORKSPACE_BLOCKED"
           ],
-          "labelX": 745.6,
-          "labelY": 376.5,
+          "labelX": 799.7,
+          "labelY": 406.7,
           "kind": "forward"
         },
         {
@@ -1330,15 +1330,15 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "retry_wait",
-          "path": "M 567.3 358 C 834 398 834 418 834 434.2 C 834 450.3 834 462.7 834 475 C 834 487.3 834 499.7 834 524.8 C 834 550 834 588 834 613.2 C 834 638.3 834 650.7 834 663 C 834 675.3 834 687.7 834 705.1 C 834 722.5 834 745 883.3 790",
+          "path": "M 542.5 358 L 542.5 373 C 827.2 413 827.2 433 827.2 450.4 C 827.2 467.8 827.2 482.7 827.2 497.5 C 827.2 512.3 827.2 527.2 827.2 556.1 C 827.2 585 827.2 628 827.2 656.9 C 827.2 685.8 827.2 700.7 827.2 715.5 C 827.2 730.3 827.2 745.2 827.2 763.8 C 827.2 782.5 827.2 805 876.5 853.8",
           "labels": [
             "PREPARE_FAILED [canRetryExecution]",
             "STEP_FAILED [canRetryExecution]",
             "LEASE_LOST [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
-          "labelX": 567.6,
-          "labelY": 492.8,
+          "labelX": 528.4,
+          "labelY": 393.9,
           "kind": "forward"
         },
         {
@@ -1351,7 +1351,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "failed",
-          "path": "M 527 358 C 46 398 46 418 46 434.2 C 46 450.3 46 462.7 46 475 C 46 487.3 46 499.7 46 524.8 C 46 550 46 588 46 616.9 C 46 645.8 46 665.7 46 685.5 C 46 705.3 46 725.2 46 748.3 C 46 771.3 46 797.7 46 820.8 C 46 844 46 864 259.4 904",
+          "path": "M 483.4 358 L 483.4 373 C 39.2 413 39.2 433 39.2 450.4 C 39.2 467.8 39.2 482.7 39.2 497.5 C 39.2 512.3 39.2 527.2 39.2 556.1 C 39.2 585 39.2 628 39.2 660.7 C 39.2 693.3 39.2 715.7 39.2 738 C 39.2 760.3 39.2 782.7 39.2 809.5 C 39.2 836.3 39.2 867.7 39.2 893.3 C 39.2 919 39.2 939 252.7 979",
           "labels": [
             "PREPARE_FAILED",
             "STEP_FAILED",
@@ -1359,8 +1359,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
-          "labelX": 51,
-          "labelY": 445.6,
+          "labelX": 216.8,
+          "labelY": 324.1,
           "kind": "forward"
         },
         {
@@ -1370,13 +1370,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "preparing",
           "target": "aborting",
-          "path": "M 540.5 358 C 57 398 57 418 57 434.2 C 57 450.3 57 462.7 57 475 C 57 487.3 57 499.7 57 524.8 C 57 550 57 588 57 613.2 C 57 638.3 57 650.7 57 663 C 57 675.3 57 687.7 57 705.1 C 57 722.5 57 745 77 790",
+          "path": "M 503.1 358 L 503.1 373 C 50.2 413 50.2 433 50.2 450.4 C 50.2 467.8 50.2 482.7 50.2 497.5 C 50.2 512.3 50.2 527.2 50.2 556.1 C 50.2 585 50.2 628 50.2 656.9 C 50.2 685.8 50.2 700.7 50.2 715.5 C 50.2 730.3 50.2 745.2 50.2 763.8 C 50.2 782.5 50.2 805 70.2 850",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 62,
-          "labelY": 633.7,
+          "labelX": 122.7,
+          "labelY": 415.6,
           "kind": "forward"
         },
         {
@@ -1385,12 +1385,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "publishing",
-          "path": "M 534.6 472 C 534.6 472 321.7 512 298 552",
+          "path": "M 503.5 487 L 503.5 502 C 503.5 502 312.5 542 291.2 582",
           "labels": [
             "TURN_REPLIED [publishesFirst]"
           ],
-          "labelX": 332.3,
-          "labelY": 490.5,
+          "labelX": 306.7,
+          "labelY": 522.3,
           "kind": "forward"
         },
         {
@@ -1400,13 +1400,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "verifying_reply",
-          "path": "M 547.5 472 C 529 512 529 532 529 548.2 C 529 564.3 529 576.7 529 592.1 C 529 607.5 529 626 529 666",
+          "path": "M 516.4 487 L 516.4 502 C 516.4 542 516.4 574.3 516.4 606.5 C 516.4 638.8 516.4 671 516.4 711",
           "labels": [
             "TURN_REPLIED",
             "TURN_WAITING_USER"
           ],
-          "labelX": 391.8,
-          "labelY": 557.4,
+          "labelX": 450.3,
+          "labelY": 586,
           "kind": "forward"
         },
         {
@@ -1418,15 +1418,15 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "retry_wait",
-          "path": "M 573.2 472 C 812 512 812 532 812 548.2 C 812 564.3 812 576.7 812 589 C 812 601.3 812 613.7 812 632.2 C 812 650.7 812 675.3 812 698.9 C 812 722.5 812 745 855.6 790",
+          "path": "M 542.1 487 L 542.1 502 C 805.2 542 805.2 562 805.2 579.4 C 805.2 596.8 805.2 611.7 805.2 626.5 C 805.2 641.3 805.2 656.2 805.2 678.4 C 805.2 700.7 805.2 730.3 805.2 756.4 C 805.2 782.5 805.2 805 848.8 853.8",
           "labels": [
             "TURN_FAILED [canRetryExecution]",
             "STEP_FAILED [canRetryExecution]",
             "LEASE_LOST [canRetryExecution]",
             "RECOVER_INTERRUPTED [canRetryExecution]"
           ],
-          "labelX": 545.6,
-          "labelY": 582.3,
+          "labelX": 501.8,
+          "labelY": 521.8,
           "kind": "forward"
         },
         {
@@ -1439,7 +1439,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "failed",
-          "path": "M 560.3 472 C 801 512 801 532 801 548.2 C 801 564.3 801 576.7 801 589 C 801 601.3 801 613.7 801 639.7 C 801 665.7 801 705.3 801 731.8 C 801 758.2 801 771.3 801 784.5 C 801 797.7 801 810.8 801 827.4 C 801 844 801 864 310.9 904",
+          "path": "M 529.3 487 L 529.3 502 C 794.2 542 794.2 562 794.2 579.4 C 794.2 596.8 794.2 611.7 794.2 626.5 C 794.2 641.3 794.2 656.2 794.2 685.9 C 794.2 715.7 794.2 760.3 794.2 790.5 C 794.2 820.7 794.2 836.3 794.2 852 C 794.2 867.7 794.2 883.3 794.2 901.2 C 794.2 919 794.2 939 304.1 979",
           "labels": [
             "TURN_FAILED",
             "STEP_FAILED",
@@ -1447,8 +1447,8 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
             "RECOVER_INTERRUPTED",
             "FAIL"
           ],
-          "labelX": 648.5,
-          "labelY": 653.1,
+          "labelX": 641.7,
+          "labelY": 629.8,
           "kind": "forward"
         },
         {
@@ -1458,13 +1458,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "running",
           "target": "aborting",
-          "path": "M 521.8 472 C 68 512 68 532 68 548.2 C 68 564.3 68 576.7 68 589 C 68 601.3 68 613.7 68 632.2 C 68 650.7 68 675.3 68 698.9 C 68 722.5 68 745 95 790",
+          "path": "M 490.7 487 L 490.7 502 C 61.2 542 61.2 562 61.2 579.4 C 61.2 596.8 61.2 611.7 61.2 626.5 C 61.2 641.3 61.2 656.2 61.2 678.4 C 61.2 700.7 61.2 730.3 61.2 756.4 C 61.2 782.5 61.2 805 88.2 850",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 73,
-          "labelY": 595.3,
+          "labelX": 114.6,
+          "labelY": 531.1,
           "kind": "forward"
         },
         {
@@ -1473,12 +1473,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "queued",
-          "path": "M 210.7 790 C 35 745 35 722.5 35 698.9 C 35 675.3 35 650.7 35 628.8 C 35 607 35 588 35 569 C 35 550 35 531 35 502.5 C 35 474 35 436 35 410.8 C 35 385.7 35 373.3 35 361 C 35 348.7 35 336.3 35 320.2 C 35 304 35 284 985 244",
+          "path": "M 203.9 857.5 C 28.2 805 28.2 782.5 28.2 756.4 C 28.2 730.3 28.2 700.7 28.2 675.1 C 28.2 649.5 28.2 628 28.2 606.5 C 28.2 585 28.2 563.5 28.2 531.3 C 28.2 499 28.2 456 28.2 427.1 C 28.2 398.2 28.2 383.3 28.2 368.5 C 28.2 353.7 28.2 338.8 28.2 321.4 C 28.2 304 28.2 284 978.2 244",
           "labels": [
             "USER_REPLIED"
           ],
-          "labelX": 40,
-          "labelY": 387.7,
+          "labelX": 127.6,
+          "labelY": 282.1,
           "kind": "back"
         },
         {
@@ -1488,13 +1488,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "cancelled",
-          "path": "M 248.3 824 C 248.3 824 309.6 864 860.7 904",
+          "path": "M 241.6 891.5 C 241.6 891.5 302.8 939 853.9 979",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 322.2,
-          "labelY": 836,
+          "labelX": 519.4,
+          "labelY": 937.6,
           "kind": "forward"
         },
         {
@@ -1503,12 +1503,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "waiting_user",
           "target": "failed",
-          "path": "M 210.7 824 C 210.7 824 218.1 864 285.1 904",
+          "path": "M 203.9 891.5 C 203.9 891.5 211.4 939 278.4 979",
           "labels": [
             "FAIL"
           ],
-          "labelX": 227.1,
-          "labelY": 868.1,
+          "labelX": 237.7,
+          "labelY": 935.7,
           "kind": "forward"
         },
         {
@@ -1517,12 +1517,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "verifying_reply",
-          "path": "M 321.8 586 C 321.8 586 469.3 626 485.7 666",
+          "path": "M 321.2 616 L 321.2 631 C 321.2 631 457.9 671 473.1 711",
           "labels": [
             "PUBLISHED"
           ],
-          "labelX": 360.5,
-          "labelY": 604.5,
+          "labelX": 359.3,
+          "labelY": 651.6,
           "kind": "forward"
         },
         {
@@ -1532,13 +1532,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "failed",
-          "path": "M 298 586 C 298 626 298 655.8 298 680.5 C 298 705.3 298 725.2 298 764.8 C 298 804.5 298 864 298 904",
+          "path": "M 291.2 616 L 291.2 631 C 291.2 671 291.2 704.5 291.2 732.4 C 291.2 760.3 291.2 782.7 291.2 827.3 C 291.2 872 291.2 939 291.2 979",
           "labels": [
             "PUBLISH_FAILED",
             "STEP_FAILED"
           ],
-          "labelX": 183.3,
-          "labelY": 704.1,
+          "labelX": 176.5,
+          "labelY": 755.5,
           "kind": "forward"
         },
         {
@@ -1548,13 +1548,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "publishing",
           "target": "aborting",
-          "path": "M 274.3 586 C 113 626 113 646 113 662.6 C 113 679.2 113 692.3 113 708.8 C 113 725.2 113 745 113 790",
+          "path": "M 261.2 616 L 261.2 631 C 106.2 671 106.2 691 106.2 708.8 C 106.2 726.7 106.2 742.3 106.2 761.9 C 106.2 781.5 106.2 805 106.2 850",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 87.3,
-          "labelY": 672.7,
+          "labelX": 91.6,
+          "labelY": 671.2,
           "kind": "forward"
         },
         {
@@ -1564,13 +1564,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "waiting_user",
-          "path": "M 474.8 700 C 474.8 700 271 745 248.3 790",
+          "path": "M 462.2 745 L 462.2 760 C 462.2 760 263.6 805 241.6 857.5",
           "labels": [
             "REPLY_CONFIRMED [isAsking]",
             "REPLY_CONFIRMED_VIA_FALLBACK [isAsking]"
           ],
-          "labelX": 348.2,
-          "labelY": 724,
+          "labelX": 176.8,
+          "labelY": 810.2,
           "kind": "forward"
         },
         {
@@ -1579,12 +1579,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "succeeded",
-          "path": "M 523.6 700 C 523.6 700 718.8 745 740.5 790",
+          "path": "M 511 745 L 511 760 C 511 760 711.5 805 733.7 850",
           "labels": [
             "REPLY_CONFIRMED"
           ],
-          "labelX": 637.9,
-          "labelY": 750.5,
+          "labelX": 561.5,
+          "labelY": 793.5,
           "kind": "forward"
         },
         {
@@ -1593,12 +1593,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "succeeded_with_rest_fallback",
-          "path": "M 507.3 700 C 507.3 700 550.2 745 555 790",
+          "path": "M 494.7 745 L 494.7 760 C 494.7 760 542.9 805 548.2 850",
           "labels": [
             "REPLY_CONFIRMED_VIA_FALLBACK"
           ],
-          "labelX": 300.4,
-          "labelY": 706.8,
+          "labelX": 544,
+          "labelY": 813.5,
           "kind": "forward"
         },
         {
@@ -1607,12 +1607,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "retry_wait",
-          "path": "M 556.1 700 C 556.1 700 813.2 745 841.7 790",
+          "path": "M 543.5 745 L 543.5 760 C 543.5 760 805.8 805 835 853.8",
           "labels": [
             "REPLY_MISSING [canRetryReply]"
           ],
-          "labelX": 624.5,
-          "labelY": 730.5,
+          "labelX": 589.9,
+          "labelY": 775,
           "kind": "forward"
         },
         {
@@ -1622,13 +1622,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "failed_reply",
-          "path": "M 491.1 700 C 491.1 700 377.2 745 364.5 790",
+          "path": "M 478.5 745 L 478.5 760 C 478.5 760 369.8 805 357.7 850",
           "labels": [
             "REPLY_FAILED",
             "STEP_FAILED"
           ],
-          "labelX": 331,
-          "labelY": 754.7,
+          "labelX": 392.9,
+          "labelY": 781.4,
           "kind": "forward"
         },
         {
@@ -1638,13 +1638,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "verifying_reply",
           "target": "aborting",
-          "path": "M 458.6 700 C 458.6 700 163.8 745 131 790",
+          "path": "M 446 745 L 446 760 C 446 760 156.4 805 124.2 850",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 204.8,
-          "labelY": 733.7,
+          "labelX": 234.8,
+          "labelY": 783.6,
           "kind": "forward"
         },
         {
@@ -1653,12 +1653,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "preparing",
-          "path": "M 897.1 790 C 845 745 845 722.5 845 705.1 C 845 687.7 845 675.3 845 663 C 845 650.7 845 638.3 845 613.2 C 845 588 845 550 845 524.8 C 845 499.7 845 487.3 845 475 C 845 462.7 845 450.3 845 434.2 C 845 418 845 398 580.8 358",
+          "path": "M 890.4 853.8 C 838.2 805 838.2 782.5 838.2 763.8 C 838.2 745.2 838.2 730.3 838.2 715.5 C 838.2 700.7 838.2 685.8 838.2 656.9 C 838.2 628 838.2 585 838.2 556.1 C 838.2 527.2 838.2 512.3 838.2 497.5 C 838.2 482.7 838.2 467.8 838.2 450.4 C 838.2 433 838.2 413 562.3 373 L 562.3 358",
           "labels": [
             "RETRY_DUE [resumesAtPreparing]"
           ],
-          "labelX": 850,
-          "labelY": 662.7,
+          "labelX": 843.2,
+          "labelY": 499,
           "kind": "back"
         },
         {
@@ -1667,12 +1667,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "running",
-          "path": "M 869.4 790 C 823 745 823 722.5 823 698.9 C 823 675.3 823 650.7 823 632.2 C 823 613.7 823 601.3 823 589 C 823 576.7 823 564.3 823 548.2 C 823 532 823 512 586 472",
+          "path": "M 862.7 853.8 C 816.2 805 816.2 782.5 816.2 756.4 C 816.2 730.3 816.2 700.7 816.2 678.4 C 816.2 656.2 816.2 641.3 816.2 626.5 C 816.2 611.7 816.2 596.8 816.2 579.4 C 816.2 562 816.2 542 555 502 L 555 487",
           "labels": [
             "RETRY_DUE [resumesAtRunning]"
           ],
-          "labelX": 828,
-          "labelY": 585.6,
+          "labelX": 821.2,
+          "labelY": 615.6,
           "kind": "back"
         },
         {
@@ -1681,12 +1681,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "verifying_reply",
-          "path": "M 827.9 790 C 799.1 745 539.8 700 539.8 700",
+          "path": "M 821.1 853.8 C 791.7 805 527.2 760 527.2 760 L 527.2 745",
           "labels": [
             "RETRY_DUE [resumesAtVerifying]"
           ],
-          "labelX": 801.5,
-          "labelY": 761.2,
+          "labelX": 575.3,
+          "labelY": 761.6,
           "kind": "back"
         },
         {
@@ -1695,12 +1695,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "failed",
-          "path": "M 846.3 824 C 846.3 824 794.1 864 323.7 904",
+          "path": "M 839.6 887.8 C 839.6 887.8 787.3 939 317 979",
           "labels": [
             "FAIL"
           ],
-          "labelX": 720.2,
-          "labelY": 842.5,
+          "labelX": 605.8,
+          "labelY": 937.1,
           "kind": "forward"
         },
         {
@@ -1710,13 +1710,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "retry_wait",
           "target": "cancelled",
-          "path": "M 878.7 824 C 878.7 824 878.7 864 878.7 904",
+          "path": "M 871.9 887.8 C 871.9 887.8 871.9 939 871.9 979",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 853,
-          "labelY": 836,
+          "labelX": 846.2,
+          "labelY": 920.4,
           "kind": "forward"
         },
         {
@@ -1725,12 +1725,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "blocked_workspace",
           "target": "queued",
-          "path": "M 963.3 438 C 1039 398 1039 378 1039 361.8 C 1039 345.7 1039 333.3 1039 317.9 C 1039 302.5 1039 284 1039 244",
+          "path": "M 956.6 458 C 1032.2 413 1032.2 393 1032.2 375.6 C 1032.2 358.2 1032.2 343.3 1032.2 324.8 C 1032.2 306.3 1032.2 284 1032.2 244",
           "labels": [
             "UNBLOCK"
           ],
-          "labelX": 965.6,
-          "labelY": 384.5,
+          "labelX": 959,
+          "labelY": 399.7,
           "kind": "back"
         },
         {
@@ -1740,13 +1740,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "blocked_workspace",
           "target": "cancelled",
-          "path": "M 937 472 C 937 512 937 540.5 937 564.3 C 937 588 937 607 937 636.3 C 937 665.7 937 705.3 937 731.8 C 937 758.2 937 771.3 937 784.5 C 937 797.7 937 810.8 937 827.4 C 937 844 937 864 896.7 904",
+          "path": "M 930.2 492 C 930.2 542 930.2 574.3 930.2 601.1 C 930.2 628 930.2 649.5 930.2 682.6 C 930.2 715.7 930.2 760.3 930.2 790.5 C 930.2 820.7 930.2 836.3 930.2 852 C 930.2 867.7 930.2 883.3 930.2 901.2 C 930.2 919 930.2 939 889.9 979",
           "labels": [
             "CANCEL",
             "ABORT"
           ],
-          "labelX": 911.3,
-          "labelY": 718.8,
+          "labelX": 904.6,
+          "labelY": 728.9,
           "kind": "forward"
         },
         {
@@ -1756,13 +1756,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "aborting",
           "target": "aborted",
-          "path": "M 89 824 C 89 824 89 864 89 904",
+          "path": "M 82.2 884 L 82.2 899 C 82.2 899 84.7 939 85 979",
           "labels": [
             "ABORT_CONFIRMED",
             "RECOVER_INTERRUPTED"
           ],
-          "labelX": 94,
-          "labelY": 836,
+          "labelX": 89.6,
+          "labelY": 941.3,
           "kind": "forward"
         },
         {
@@ -1772,20 +1772,20 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "aborting",
           "target": "failed",
-          "path": "M 119 824 C 119 824 134.3 864 272.3 904",
+          "path": "M 112.2 884 L 112.2 899 C 112.2 899 127.6 939 265.5 979",
           "labels": [
             "ABORT_TIMEOUT",
             "LEASE_LOST"
           ],
-          "labelX": 104,
-          "labelY": 871.2,
+          "labelX": 97.1,
+          "labelY": 902.8,
           "kind": "forward"
         }
       ],
       "initial": {
-        "x": 412.1,
+        "x": 420.7,
         "y": 72,
-        "path": "M 412.1 76 L 412.1 96"
+        "path": "M 420.7 76 L 420.7 96"
       }
     }
   }

@@ -40,6 +40,10 @@ export const machine = createMachine({
       }
     },
     "preparing": {
+      "invoke": {
+        "id": "prepareWorkspace",
+        "src": "prepareWorkspace"
+      },
       "tags": [
         "holdsLease",
         "abortedByStop"
@@ -116,6 +120,10 @@ export const machine = createMachine({
       }
     },
     "running": {
+      "invoke": {
+        "id": "runTurn",
+        "src": "runTurn"
+      },
       "tags": [
         "holdsLease",
         "abortedByStop",
@@ -216,6 +224,10 @@ export const machine = createMachine({
       }
     },
     "publishing": {
+      "invoke": {
+        "id": "publishChanges",
+        "src": "publishChanges"
+      },
       "tags": [
         "holdsLease",
         "abortedByStop",
@@ -243,6 +255,10 @@ export const machine = createMachine({
       }
     },
     "verifying_reply": {
+      "invoke": {
+        "id": "verifyReply",
+        "src": "verifyReply"
+      },
       "tags": [
         "holdsLease",
         "abortedByStop",
@@ -358,6 +374,10 @@ export const machine = createMachine({
       }
     },
     "aborting": {
+      "invoke": {
+        "id": "stopWork",
+        "src": "stopWork"
+      },
       "tags": [
         "holdsLease",
         "stopping"

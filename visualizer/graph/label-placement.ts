@@ -67,15 +67,37 @@ export function samplePath(d: string): Point[] {
   return out;
 }
 
+/**
+ * The point a fraction `f` of the way along a sampled line, by length. The samples are not evenly
+ * spaced (twelve per curve, eight per straight piece, however long), so counting samples would
+ * bunch the candidates on short pieces, such as the stub through a state's `invoke …` line.
+ */
+export function pointAlong(pts: Point[], f: number): Point {
+  if (pts.length < 2) return pts[0] ?? [0, 0];
+  const steps = pts.slice(1).map((p, k) => Math.hypot(p[0] - pts[k]![0], p[1] - pts[k]![1]));
+  let left = f * steps.reduce((a, b) => a + b, 0);
+  for (const [k, step] of steps.entries()) {
+    if (left <= step && step > 0) {
+      const t = left / step;
+      const [a, b] = [pts[k]!, pts[k + 1]!];
+      return [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t];
+    }
+    left -= step;
+  }
+  return pts[pts.length - 1]!;
+}
+
 export function overlaps(a: Box, b: Box): boolean {
   return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 }
 
 /**
  * Top-left corners for each line's label block, in the order given. Candidates lie along the
- * line (middle first), centred on it, right of it and left of it; a candidate pays 100 per state or placed
- * label it covers, 30 for leaving `frame` (the drawing would grow), 1 per point of another line
- * under it. The longest blocks are placed first: they have the fewest places to go.
+ * line (middle first, by length), centred on it, then right, left, above and below it: between two
+ * rows of states, where many lines fan out, a wide block often fits only above or below its line.
+ * A candidate pays 100 per state or placed label it covers, 30 for leaving `frame` (the drawing
+ * would grow), 1 per point of another line under it. The longest blocks are placed first: they
+ * have the fewest places to go.
  */
 export function placeLabels(lines: { path: string; labels: string[] }[], obstacles: Box[], frame: Box): Point[] {
   const samples = lines.map((l) => samplePath(l.path));
@@ -88,9 +110,15 @@ export function placeLabels(lines: { path: string; labels: string[] }[], obstacl
     let best: Box | null = null;
     let bestScore = Infinity;
     for (const f of [0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82]) {
-      const [px, py] = pts[Math.min(pts.length - 1, Math.round(f * (pts.length - 1)))] ?? [0, 0];
+      const [px, py] = pointAlong(pts, f);
       // On the line first (drawn with a white halo, it cannot be read as another line's label), then beside it.
-      for (const c of [{ x: px - w / 2, y: py - h / 2, w, h }, { x: px + 5, y: py - h / 2, w, h }, { x: px - w - 5, y: py - h / 2, w, h }]) {
+      for (const c of [
+        { x: px - w / 2, y: py - h / 2, w, h },
+        { x: px + 5, y: py - h / 2, w, h },
+        { x: px - w - 5, y: py - h / 2, w, h },
+        { x: px - w / 2, y: py - h - 3, w, h },
+        { x: px - w / 2, y: py + 3, w, h },
+      ]) {
         let score = 0;
         for (const o of obstacles) if (overlaps(c, o)) score += 100;
         for (const o of placed) if (overlaps(c, o)) score += 100;
