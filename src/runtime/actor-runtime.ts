@@ -48,8 +48,9 @@ interface Host {
  * current state changes nothing, leaves an alert audit event and is reported to the caller.
  *
  * Effects that belong to a state are invoked actors; they start before the store acknowledges the
- * transition that started them, so every effect that touches the world is wrapped in
- * `durableFirst`, which waits for that acknowledgement.
+ * transition that started them, so every effect that touches the world first waits for that
+ * acknowledgement (`committed`, the actor's own commit; `durableFirst`, where the store's sync is it).
+ * Every hosted actor is a child of one root actor: one xstate system (actor-system.ts, `tree()`).
  */
 export class ActorRuntime {
   private readonly hosts = new Map<string, Host>();
