@@ -49,7 +49,7 @@ interface Host {
  *
  * Effects that belong to a state are invoked actors; they start before the store acknowledges the
  * transition that started them, so every effect that touches the world first waits for that
- * acknowledgement (`committed`, the actor's own commit; `durableFirst`, where the store's sync is it).
+ * acknowledgement (`committed`: the actor's own commit, on every engine).
  * Every hosted actor is a child of one root actor: one xstate system (actor-system.ts, `tree()`).
  */
 export class ActorRuntime {
@@ -122,17 +122,6 @@ export class ActorRuntime {
     // The invoke starts inside the transition, before the observer queues the commit: yield once first.
     await Promise.resolve();
     await this.hosts.get(actorId)?.lastCommit.catch(() => undefined);
-  }
-
-  /** Wraps an effect so it runs only once the transition that started it is durable. */
-  durableFirst<A extends unknown[], R>(effect: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
-    return async (...args: A) => {
-      // The invoke starts inside the transition, before the observer queues the commit: yield once
-      // so the commit is queued, then wait for everything queued so far.
-      await Promise.resolve();
-      await this.store.sync();
-      return effect(...args);
-    };
   }
 
   /**

@@ -8,8 +8,8 @@
  * - `postFallback` (post-fallback.ts) is check-then-act by marker: it adopts a comment that is
  *   already there, and only when Gitea answered "absent" POSTs the turn's final message.
  *
- * Both are wrapped in `runtime.durableFirst`, and the runtime re-invokes an in-flight effect when it
- * restores the actor, so every step is idempotent by marker. When the agent posted the reply twice,
+ * Both wait for `runtime.committed` (the transition that started them is durable), and the runtime
+ * re-invokes an in-flight effect when it restores the actor, so every step is idempotent by marker. When the agent posted the reply twice,
  * the first comment is confirmed and the others are recorded as `reply.extra_comment` audit events;
  * they are left on Gitea (deleting a user-visible answer is worse than a duplicate). The verdict is
  * written by the projection (verifier-projection.ts); callers follow the actor (verifier-follower.ts).
@@ -142,11 +142,13 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
     }
   }
 
-  // Effects run only once the transition that started them is durable.
+  // Effects run only once the transition that started them is durable (the verifier's own commit).
   const durable =
-    <I, O>(effect: (input: I) => Promise<O>) =>
-    ({ input }: { input: I }) =>
-      rt().durableFirst(effect)(input);
+    <I extends { turnKey: string }, O>(effect: (input: I) => Promise<O>) =>
+    async ({ input }: { input: I }) => {
+      await rt().committed(verifierActorId(input.turnKey));
+      return effect(input);
+    };
 
   const machine = replyVerifierMachine.provide({
     actors: {
