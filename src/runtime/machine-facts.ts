@@ -3,6 +3,15 @@
 // creation, come from xstate's public `initialTransition`/`transition`: creation-steps.ts.)
 import type { ActorKind, ActorRecord } from './actor-types.js';
 
+/** The kind's machine's state node named `state` (a top-level state), or undefined when it has none. */
+function stateNodeOf(kind: ActorKind, state: string) {
+  try {
+    return kind.machine.getStateNodeById(`${kind.machine.id}.${state}`);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Facts about each kind's machine, remembered per kind (a machine's states never change). */
 export class MachineFacts {
   readonly #knownStates = new Map<string, Map<string, boolean>>();
@@ -14,11 +23,7 @@ export class MachineFacts {
     if (!states) this.#knownStates.set(kind.kind, (states = new Map()));
     let exists = states.get(state);
     if (exists === undefined) {
-      try {
-        exists = kind.machine.getStateNodeById(`${kind.machine.id}.${state}`) !== undefined;
-      } catch {
-        exists = false;
-      }
+      exists = stateNodeOf(kind, state) !== undefined;
       states.set(state, exists);
     }
     return exists;
@@ -48,13 +53,8 @@ interface PersistedMachineSnapshot {
  * an active child when it restores the snapshot, so the added one starts the state's effect.
  */
 export function withStateInvokes(kind: ActorKind, snapshot: PersistedMachineSnapshot): PersistedMachineSnapshot {
-  if (typeof snapshot.value !== 'string') return snapshot;
-  let node;
-  try {
-    node = kind.machine.getStateNodeById(`${kind.machine.id}.${snapshot.value}`);
-  } catch {
-    return snapshot;
-  }
+  const node = typeof snapshot.value === 'string' ? stateNodeOf(kind, snapshot.value) : undefined;
+  if (!node) return snapshot;
   const children = { ...(snapshot.children ?? {}) };
   let added = false;
   for (const invoke of node.invoke) {
