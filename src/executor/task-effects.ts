@@ -1,4 +1,5 @@
-import { fromPromise } from 'xstate';
+import { fromPromise, type AnyActorLogic } from 'xstate';
+import { hostingEffect } from '../runtime/actor-system.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import { isLeaseRefusal } from '../store/types.js';
 import { leaseFence, type LeaseFence } from '../leases/lease-fence.js';
@@ -455,11 +456,12 @@ export function createTaskExecutor(options: ExecutorOptions): TaskExecutor & {
     return left.aborted ? null : drives.when(taskId, left);
   }
 
-  const effects: Record<TaskEffect, ReturnType<typeof effect>> = {
+  const effects: Record<TaskEffect, AnyActorLogic> = {
     prepareWorkspace: effect(prepare),
     runTurn: effect(runTurn),
     publishChanges: effect(publish),
-    verifyReply: effect(verify),
+    // The task's reply verifier is spawned under its verification (ActorKind.hostedUnder).
+    verifyReply: hostingEffect(effect(verify)),
     stopWork: effect(stopWork),
   };
   runtime.provide(TASK_KIND, (machine) => (machine as typeof taskMachine).provide({ actors: effects }));

@@ -5,7 +5,7 @@ import type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, 
 import { CreationTemplates } from './creation-steps.js';
 import { MachineFacts, restorableSnapshot } from './machine-facts.js';
 import { stateValueToString } from './state-value.js';
-import { actorTree, createServiceRoot, stopHosted, type ActorTreeNode } from './actor-system.js';
+import { actorTree, canHost, createServiceRoot, hostUnder, letGo, restoredLogic, type ActorTreeNode } from './actor-system.js';
 
 export type { ActorKind, ActorRecord, ActorTx, PersistedChange, RuntimeOptions, SendOptions, SendResult, TransitionNotice } from './actor-types.js';
 
@@ -50,7 +50,8 @@ interface Host {
  * Effects that belong to a state are invoked actors; they start before the store acknowledges the
  * transition that started them, so every effect that touches the world first waits for that
  * acknowledgement (`committed`: the actor's own commit, on every engine).
- * Every hosted actor is a child of one root actor: one xstate system (actor-system.ts, `tree()`).
+ * Every hosted actor is spawned in one xstate system: by the service's root, or by the live actor its
+ * kind names (`hostedUnder`); actor-system.ts, `tree()`.
  */
 export class ActorRuntime {
   private readonly hosts = new Map<string, Host>();
@@ -100,7 +101,7 @@ export class ActorRuntime {
 
   /** The live actor system as a tree: the service's root, the actors hosted under it, and each one's children. */
   tree(): ActorTreeNode {
-    return actorTree(this.root, [...this.hosts.values()].map((h) => h.actor));
+    return actorTree(this.root);
   }
 
   /**
@@ -168,10 +169,7 @@ export class ActorRuntime {
     // Only a version beyond this copy's is another node's write: a lower one is this copy's own
     // transition (an invoke's, made meanwhile) still on its way to the store.
     if (this.hosts.get(actorId) !== host || host.failed || (stored !== undefined && stored.stateVersion <= host.stateVersion)) return this.hosts.get(actorId);
-    host.unsubscribe();
-    stopHosted(host.actor);
-    this.hosts.delete(actorId);
-    this.outdated.add(actorId);
+    this.unhost(host);
     return undefined;
   }
 
@@ -211,7 +209,7 @@ export class ActorRuntime {
       taskId?: string | null;
       /**
        * For a lazy kind: `start` does not bring the actor to life; its first event does (hostLazy),
-       * as after a restart. A burst of new tasks then costs no live actors (createActor, a
+       * as after a restart. A burst of new tasks then costs no live actors (a spawned actor, a
        * subscription, heap) until each is worked on.
        */
       deferHosting?: boolean;
@@ -330,11 +328,7 @@ export class ActorRuntime {
     afterCommit.push(() => {
       // The stored actor is now this transition's: a live copy (whatever it held) gives way to it.
       const live = this.hosts.get(actorId);
-      if (live) {
-        live.unsubscribe();
-        stopHosted(live.actor);
-        this.hosts.delete(actorId);
-      }
+      if (live) this.unhost(live);
       if (next.status === 'active' && (live !== undefined || !this.hostedOnUse(kind.kind, actorId))) this.host(kind, actorId, rec.taskId, nextPersisted, toState, change.stateVersion);
       this.emit({ actorId, kind: kind.kind, taskId: rec.taskId, fromState: rec.state, toState, stateVersion: change.stateVersion, context: next.context, event, by });
     });
@@ -448,11 +442,7 @@ export class ActorRuntime {
 
   /** Stops every live actor without persisting anything more (used at shutdown and in tests). */
   stopAll(): void {
-    for (const host of this.hosts.values()) {
-      host.unsubscribe();
-      stopHosted(host.actor);
-    }
-    this.hosts.clear();
+    for (const host of [...this.hosts.values()]) this.unhost(host, { outdated: false });
   }
 
   /**
@@ -464,10 +454,7 @@ export class ActorRuntime {
     let released = 0;
     for (const host of [...this.hosts.values()]) {
       if (!include({ actorId: host.actorId, kind: host.kind.kind, taskId: host.taskId })) continue;
-      this.outdated.add(host.actorId);
-      host.unsubscribe();
-      stopHosted(host.actor);
-      this.hosts.delete(host.actorId);
+      this.unhost(host);
       released += 1;
     }
     return released;
@@ -481,18 +468,11 @@ export class ActorRuntime {
 
   private host(kind: ActorKind, actorId: string, taskId: string | null, persisted: unknown, state: string, stateVersion: number): void {
     this.outdated.delete(actorId);
-    const actor = createActor(kind.machine, {
-      snapshot: persisted as never,
-      id: actorId,
-      systemId: actorId,
-      parent: this.parentFor(kind, taskId),
-    });
-    this.hostedRefs.set(actor, actorId);
     const host: Host = {
       actorId,
       kind,
       taskId,
-      actor,
+      actor: undefined as unknown as AnyActorRef,
       state,
       stateVersion,
       lastJson: JSON.stringify(persisted),
@@ -504,50 +484,83 @@ export class ActorRuntime {
       stale: false,
       unsubscribe: () => undefined,
     };
-    this.hosts.set(actorId, host);
-    const subscription = actor.subscribe({
-      next: (snapshot) => this.persist(host, snapshot as AnyMachineSnapshot),
-      error: (err) => {
-        host.failed = err instanceof Error ? err : new Error(String(err));
-        void this.alert({
-          action: 'runtime.actor_error',
-          actor: 'system',
-          actorId,
-          taskId,
-          fromState: host.state,
-          errorCode: 'actor_error',
-          metadata: { message: host.failed.message.slice(0, 300) },
-        }).catch(() => undefined); // the store may be the reason: never an unhandled rejection
-      },
-      complete: () => {
-        // A final state arrives here, not through `next`. A stopped actor (shutdown) is not
-        // persisted: its stored snapshot stays `active` so the next start restores it.
-        const snap = actor.getSnapshot() as AnyMachineSnapshot;
-        if (snap.status === 'done') {
-          this.persist(host, snap);
-          // Until its final transition is committed the store still shows the state before: the
-          // state is answered from here meanwhile.
-          const finished = { state: host.state, stateVersion: host.stateVersion, context: snap.context };
-          this.finishing.set(actorId, finished);
-          const forget = () => {
-            if (this.finishing.get(actorId) === finished) this.finishing.delete(actorId);
-          };
-          void host.lastCommit.then(forget, forget);
-        }
-        this.hosts.delete(actorId);
-      },
-    });
-    host.unsubscribe = () => subscription.unsubscribe();
-    actor.start();
+    // Observed from its creation, before it starts: the snapshot its start makes is persisted too.
+    const observe = (actor: AnyActorRef) => {
+      host.actor = actor;
+      this.hostedRefs.set(actor, actorId);
+      this.hosts.set(actorId, host);
+      const subscription = actor.subscribe({
+        next: (snapshot) => this.persist(host, snapshot as AnyMachineSnapshot),
+        error: (err) => {
+          host.failed = err instanceof Error ? err : new Error(String(err));
+          void this.alert({
+            action: 'runtime.actor_error',
+            actor: 'system',
+            actorId,
+            taskId,
+            fromState: host.state,
+            errorCode: 'actor_error',
+            metadata: { message: host.failed.message.slice(0, 300) },
+          }).catch(() => undefined); // the store may be the reason: never an unhandled rejection
+        },
+        complete: () => this.ended(host),
+      });
+      host.unsubscribe = () => subscription.unsubscribe();
+    };
+    try {
+      hostUnder(this.parentFor(kind, taskId), actorId, restoredLogic(kind.machine, persisted, observe));
+    } catch (error) {
+      if (this.hosts.get(actorId) === host) this.hosts.delete(actorId);
+      throw error;
+    }
   }
 
-  /** Where a kind's actor is hosted in the system: under the live actor (or its invoked child) its kind names, else the root. */
+  /**
+   * A hosted actor ended without the runtime letting it go: finished (a final state arrives here, not
+   * through `next`), or stopped with its parent (a verifier whose task's verification ended here).
+   */
+  private ended(host: Host): void {
+    const { actorId, actor } = host;
+    const snap = actor.getSnapshot() as AnyMachineSnapshot;
+    if (this.hosts.get(actorId) === host) this.hosts.delete(actorId);
+    if (snap.status === 'done') {
+      this.persist(host, snap);
+      // Until its final transition is committed the store still shows the state before: the
+      // state is answered from here meanwhile.
+      const finished = { state: host.state, stateVersion: host.stateVersion, context: snap.context };
+      this.finishing.set(actorId, finished);
+      const forget = () => {
+        if (this.finishing.get(actorId) === finished) this.finishing.delete(actorId);
+      };
+      void host.lastCommit.then(forget, forget);
+      letGo(actor);
+      return;
+    }
+    // Stopped with its parent, not persisted: its stored snapshot stays `active`. It carries on from
+    // there wherever it lives now (under the root while its parent is not live here), once its own
+    // transitions so far are stored.
+    this.outdated.add(actorId);
+    void host.lastCommit
+      .catch(() => undefined)
+      .then(() => this.hostLazy(actorId))
+      .catch(() => undefined); // the store may be the reason; the next use hosts it again
+  }
+
+  /** Lets a live actor go without persisting anything: stopped, its next use hosts it from the store (when `outdated`, whatever its kind's restore mode). */
+  private unhost(host: Host, options: { outdated: boolean } = { outdated: true }): void {
+    host.unsubscribe();
+    if (this.hosts.get(host.actorId) === host) this.hosts.delete(host.actorId);
+    if (options.outdated) this.outdated.add(host.actorId);
+    letGo(host.actor);
+  }
+
+  /** Where a kind's actor is hosted in the system: under the live actor (or its invoked child) its kind names when that hosts actors, else the root. */
   private parentFor(kind: ActorKind, taskId: string | null): AnyActorRef {
     const under = kind.hostedUnder?.(taskId);
     const host = under ? this.hosts.get(under.actorId) : undefined;
     if (!under || !host) return this.root;
-    // Never a machine that would not take the child's news: an error it does not handle stops it too.
-    return (under.child === undefined ? host.actor : (host.actor.getSnapshot() as AnyMachineSnapshot).children[under.child]) ?? this.root;
+    const parent = under.child === undefined ? host.actor : ((host.actor.getSnapshot() as AnyMachineSnapshot).children[under.child] as AnyActorRef | undefined);
+    return parent && canHost(parent) && (parent.getSnapshot() as AnyMachineSnapshot).status === 'active' ? parent : this.root;
   }
 
   private persist(host: Host, snapshot: AnyMachineSnapshot): void {
@@ -600,12 +613,7 @@ export class ActorRuntime {
         // database refused the lease change it stands for, or the store did not answer): this copy is
         // not the stored one. The caller hears of the failure; the next event starts from the stored
         // snapshot instead, so a store that comes back finds the actor working again.
-        if (this.hosts.get(host.actorId) === host) {
-          host.unsubscribe();
-          stopHosted(host.actor);
-          this.hosts.delete(host.actorId);
-          this.outdated.add(host.actorId);
-        }
+        if (this.hosts.get(host.actorId) === host) this.unhost(host);
       },
     );
   }

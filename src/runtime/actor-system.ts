@@ -1,70 +1,129 @@
-// The service's actor system: one xstate system whose root is the service, under which the runtime
-// hosts every actor (the repository locks, the sessions, the app-server, the tasks), and under a
-// task's verification effect its reply verifier. One system: actors find each other by `systemId`
-// (`system.get`), and one inspector sees them all.
-import { createActor, createMachine, type AnyActorRef, type InspectionEvent } from 'xstate';
+// The service's actor system: one xstate system whose root is the service. The root spawns every
+// hosted actor (the repository locks, the sessions, the app-server, the tasks); a task's verification
+// effect spawns its reply verifier. One system: actors find each other by `systemId` (`system.get`),
+// one inspector sees them all, and the tree is each actor's children.
+import {
+  createActor,
+  createMachine,
+  enqueueActions,
+  setup,
+  type AnyActorLogic,
+  type AnyActorRef,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type EventObject,
+  type InspectionEvent,
+} from 'xstate';
 
 export const SERVICE_ROOT_ID = 'service';
 
+const HOST = 'ccweb.host';
+const LET_GO = 'ccweb.let_go';
+
+interface HostEvent extends EventObject {
+  type: typeof HOST;
+  id: string;
+  logic: AnyActorLogic;
+}
+
 /**
- * The root takes every event and changes nothing: a hosted actor that fails or finishes reports it to
- * its parent, and news no transition took would leave the root in error (xstate's rule for an
- * unhandled child error); the runtime hears of both from the actor itself.
+ * What a hosting machine does: spawn a stored actor as its child (its actor id as id and systemId),
+ * stop one. It takes every other event and changes nothing: a child that fails or finishes reports
+ * it to its parent, and news no transition took would leave the parent in error (xstate's rule for an
+ * unhandled child error); the runtime hears of both from the child itself.
  */
-const serviceMachine = createMachine({ id: SERVICE_ROOT_ID, on: { '*': {} } });
+const hostingTransitions = {
+  [HOST]: {
+    actions: enqueueActions(({ event, enqueue }) => {
+      const { id, logic } = event as HostEvent;
+      enqueue.spawnChild(logic, { id, systemId: id });
+    }),
+  },
+  [LET_GO]: {
+    actions: enqueueActions(({ event, enqueue }) => {
+      enqueue.stopChild((event as EventObject & { id: string }).id);
+    }),
+  },
+  '*': {},
+};
+
+/** The logics whose actors spawn hosted actors when asked (the root, a hosting effect). */
+const hostingLogics = new WeakSet<object>();
+
+export function canHost(actor: AnyActorRef): boolean {
+  return hostingLogics.has((actor as unknown as { logic: object }).logic);
+}
 
 export function createServiceRoot(inspect?: (event: InspectionEvent) => void): AnyActorRef {
-  const root = createActor(serviceMachine, { id: SERVICE_ROOT_ID, ...(inspect ? { inspect } : {}) });
+  const machine = createMachine({ id: SERVICE_ROOT_ID, on: hostingTransitions });
+  hostingLogics.add(machine);
+  const root = createActor(machine, { id: SERVICE_ROOT_ID, ...(inspect ? { inspect } : {}) });
   root.start();
   return root;
 }
 
 /**
- * Stops a hosted actor. Each is restored from its own stored snapshot, which `spawn` cannot take, so
- * the runtime creates it as its parent's child itself (`createActor` with `parent`, as spawn does);
- * xstate's `stop()` is for a system's root only, and a child is stopped the way its parent's
- * `stopChild` does it.
+ * An effect (a state's invoked work) under which stored actors can be hosted: a machine that invokes
+ * `work` with its input and spawns what it is asked to. Hosted children persist themselves (each has
+ * its own stored snapshot), so the effect's persisted snapshot keeps only its work; a snapshot of the
+ * work alone (stored before the effect hosted anything) starts the effect afresh with its input.
  */
-export function stopHosted(actor: AnyActorRef): void {
-  if (actor._parent) (actor as unknown as { _stop(): void })._stop();
+export function hostingEffect(work: AnyActorLogic): AnyStateMachine {
+  const machine = setup({ actors: { work } }).createMachine({
+    context: ({ input }) => ({ input: input as unknown }),
+    invoke: { id: 'work', src: 'work', input: ({ context }: { context: { input: unknown } }) => context.input },
+    on: hostingTransitions as never,
+  });
+  const effect = Object.create(machine) as AnyStateMachine;
+  effect.getPersistedSnapshot = (snapshot, options) => {
+    const { work: ownWork } = (snapshot as AnyMachineSnapshot).children;
+    return machine.getPersistedSnapshot({ ...snapshot, children: ownWork ? { work: ownWork } : {} } as never, options);
+  };
+  effect.restoreSnapshot = (snapshot, scope) => {
+    const persisted = snapshot as { value?: unknown; input?: unknown };
+    return persisted.value === undefined ? machine.getInitialSnapshot(scope as never, persisted.input) : machine.restoreSnapshot(snapshot, scope as never);
+  };
+  hostingLogics.add(effect);
+  return effect;
+}
+
+/**
+ * `machine` whose actor starts from `persisted` instead of its initial state (spawn takes no
+ * snapshot); `created` sees the actor before it starts, so an observer misses none of its snapshots.
+ */
+export function restoredLogic(machine: AnyStateMachine, persisted: unknown, created: (actor: AnyActorRef) => void): AnyStateMachine {
+  const logic = Object.create(machine) as AnyStateMachine;
+  logic.getInitialSnapshot = (scope) => {
+    created(scope.self);
+    return machine.restoreSnapshot(persisted as never, scope);
+  };
+  return logic;
+}
+
+/** Asks `parent` to spawn `logic` as its child `id`; returns the started child. */
+export function hostUnder(parent: AnyActorRef, id: string, logic: AnyActorLogic): AnyActorRef {
+  if (parent.system.get(id)) throw new Error(`actor ${id} is in the actor system already`);
+  parent.send({ type: HOST, id, logic } satisfies HostEvent);
+  const child = (parent.getSnapshot() as AnyMachineSnapshot).children[id] as AnyActorRef | undefined;
+  // The parent processes the event at once unless it is amid a transition of its own (then later):
+  // hosting is never asked for from inside one.
+  if (!child) throw new Error(`actor ${id} was not spawned under ${parent.id}`);
+  return child;
+}
+
+/** Stops a hosted actor the way its parent's `stopChild` does, and takes it off the parent's children. */
+export function letGo(actor: AnyActorRef): void {
+  if (actor._parent) actor._parent.send({ type: LET_GO, id: actor.id });
   else actor.stop();
 }
 
-/** The live tree under `root`: each actor with the actors whose parent it is (hosted and invoked alike). */
+/** The live tree under `root`: each actor with its children (spawned and invoked alike). */
 export interface ActorTreeNode {
   id: string;
   children: ActorTreeNode[];
 }
 
-export function actorTree(root: AnyActorRef, hosted: readonly AnyActorRef[]): ActorTreeNode {
-  const childrenOf = new Map<AnyActorRef, AnyActorRef[]>();
-  const add = (parent: AnyActorRef, child: AnyActorRef) => {
-    if (!childrenOf.has(parent)) childrenOf.set(parent, []);
-    if (!childrenOf.get(parent)!.includes(child)) childrenOf.get(parent)!.push(child);
-  };
-  const invoked = (actor: AnyActorRef): AnyActorRef[] => Object.values((actor.getSnapshot() as { children?: Record<string, AnyActorRef> }).children ?? {});
-  const seen = new Set<AnyActorRef>();
-  const visit = (actor: AnyActorRef) => {
-    if (seen.has(actor)) return;
-    seen.add(actor);
-    for (const child of invoked(actor)) {
-      add(actor, child);
-      visit(child);
-    }
-  };
-  for (const actor of hosted) {
-    if (actor._parent) add(actor._parent, actor);
-    visit(actor);
-  }
-  // An actor whose parent has stopped (a verifier whose task's verification was restarted) is still
-  // live: it is shown under the root rather than left out.
-  const reached = new Set<AnyActorRef>();
-  const reach = (actor: AnyActorRef) => {
-    reached.add(actor);
-    for (const child of childrenOf.get(actor) ?? []) reach(child);
-  };
-  reach(root);
-  for (const actor of hosted) if (!reached.has(actor)) add(root, actor);
-  const node = (actor: AnyActorRef): ActorTreeNode => ({ id: actor.id, children: (childrenOf.get(actor) ?? []).map(node) });
-  return node(root);
+export function actorTree(actor: AnyActorRef): ActorTreeNode {
+  const children = Object.values((actor.getSnapshot() as { children?: Record<string, AnyActorRef> }).children ?? {});
+  return { id: actor.id, children: children.map(actorTree) };
 }

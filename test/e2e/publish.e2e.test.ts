@@ -358,7 +358,8 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
       expect(tree.children.filter((c) => c.id.startsWith('app-server:'))).toHaveLength(1);
       const task = under(tree, taskActorId(taskId))!;
       expect(task.children.map((c) => c.id)).toEqual([TASK_EFFECTS.verifying_reply]);
-      expect(task.children[0]!.children.map((c) => c.id)).toEqual([expect.stringMatching(new RegExp(`^verifier:${taskId}:`))]);
+      // The verification's own work beside the verifier it spawned.
+      expect(task.children[0]!.children.map((c) => c.id).sort()).toEqual([expect.stringMatching(new RegExp(`^verifier:${taskId}:`)), 'work']);
     } finally {
       hold.release();
     }
