@@ -3,17 +3,17 @@
  * (architecture §5.4).
  *
  * 1. Query the resource's comments for the bot's reply carrying the task/turn marker.
- * 2. Found → `confirmed`. Explicitly missing → at most one `reply_retry` turn (run by the outside on
- *    the same thread), then query again. Still missing → one REST fallback comment with the same
+ * 2. Found → `confirmed`. Explicitly missing → at most one `reply_retry` turn on the same thread
+ *    (asked for by the invoked `retryTurn`, which reports how it went as an event), then query again. Still missing → one REST fallback comment with the same
  *    marker (idempotent by marker), then query again to confirm it.
  * 3. A failed or unknown query never writes anything: it ends in `failed` (`reply_query_failed`).
  *
- * The side effects are the named actors `queryReply` and `postFallback`; their logic here is a
+ * The side effects are the named actors `queryReply`, `postFallback` and `retryTurn`; their logic here is a
  * placeholder that `src/` replaces with `machine.provide({ actors })`. Invokes carry explicit ids so
  * their done/error events (`xstate.done.actor.<id>`, `xstate.error.actor.<id>`) are stable.
  */
 import { assign, fromPromise, setup } from 'xstate';
-import { stateIsFinal, stateTakes } from './state-nodes.js';
+import { stateIsFinal } from './state-nodes.js';
 import { MAX_REPLY_RETRIES } from './task-lifecycle.js';
 
 export const REPLY_VERIFIER_MACHINE_ID = 'replyVerifier';
@@ -31,6 +31,7 @@ export const REPLY_VERIFIER_INVOKE_IDS = {
   query: 'queryReply',
   postFallback: 'postFallback',
   checkFallback: 'checkFallback',
+  retryTurn: 'retryTurn',
 } as const;
 
 /** Which reply is looked for: the task turn's, on its resource, by the bot, carrying its marker. */
@@ -67,6 +68,12 @@ export interface PostFallbackInput {
   resourceKey: string;
   marker: string;
   mcpFailureReason: string | null;
+}
+
+/** Which verifier's retry turn `retryTurn` asks its task for. */
+export interface RetryTurnInput {
+  taskId: string;
+  turnKey: string;
 }
 
 export interface PostFallbackOutput {
@@ -107,7 +114,7 @@ function replyQueryInput(context: ReplyVerifierContext) {
   };
 }
 
-/** External events; invoke done/error events are produced by the invoked actors. */
+/** How the retry turn went, sent by the `retryTurn` effect; invoke done/error events are produced by the invoked actors. */
 export type ReplyVerifierEvent =
   | { type: 'RETRY_TURN_DONE' }
   | { type: 'RETRY_TURN_FAILED'; errorCode?: string };
@@ -167,6 +174,11 @@ export const replyVerifierMachine = setup({
     postFallback: fromPromise<PostFallbackOutput, PostFallbackInput>(async () => {
       throw new Error('not provided: postFallback');
     }),
+    /**
+     * Asks the task for the one reply_retry turn and reports RETRY_TURN_DONE or RETRY_TURN_FAILED; it
+     * settles on nothing, so until provided the verifier waits here.
+     */
+    retryTurn: fromPromise<void, RetryTurnInput>(() => new Promise<void>(() => undefined)),
   },
   guards: {
     /** The query found the reply. */
@@ -239,8 +251,13 @@ export const replyVerifierMachine = setup({
     },
     awaiting_retry_turn: {
       description:
-        'The reply is explicitly missing: the outside runs one reply_retry turn on the same thread ' +
-        '("re-post the last final text only") and reports RETRY_TURN_DONE or RETRY_TURN_FAILED.',
+        'The reply is explicitly missing: the invoked retryTurn asks the task for one reply_retry turn on ' +
+        'the same thread ("re-post the last final text only") and reports RETRY_TURN_DONE or RETRY_TURN_FAILED.',
+      invoke: {
+        id: REPLY_VERIFIER_INVOKE_IDS.retryTurn,
+        src: 'retryTurn',
+        input: ({ context }) => ({ taskId: context.taskId, turnKey: context.turnKey }),
+      },
       on: {
         RETRY_TURN_DONE: { target: 'querying' },
         RETRY_TURN_FAILED: { target: 'fallback_posting', actions: 'recordRetryTurnFailed' },
@@ -313,11 +330,6 @@ export type ReplyVerifierMachine = typeof replyVerifierMachine;
  */
 export function replyVerdictOf(state: string | null | undefined): ReplyVerifierResult | null {
   return stateIsFinal(replyVerifierMachine, state) ? (state as ReplyVerifierResult) : null;
-}
-
-/** Whether a verifier in `state` waits for the one reply_retry turn the outside runs (it takes RETRY_TURN_DONE). */
-export function verifierAwaitsRetryTurn(state: string | null | undefined): boolean {
-  return stateTakes(replyVerifierMachine, state, 'RETRY_TURN_DONE');
 }
 
 /** Any event the verifier handles, including the invokes' done/error events. */

@@ -37,7 +37,7 @@ interface RunningStep {
   done: Promise<void>;
 }
 
-/** What the verifying task's `verifyReply` effect asks the next `runTurn` effect for: the one reply-retry turn (§5.4.3). */
+/** What the verifier's `retryTurn` asks the next `runTurn` effect for, through the runner the task's verification offered: the one reply-retry turn (§5.4.3). */
 interface RetryTurnRequest {
   prompt: string;
   /** The turn re-posts a question: ending asking again also counts as done. */
@@ -48,8 +48,9 @@ interface RetryTurnRequest {
 /**
  * The task's work, as the effects its states invoke (machines/task-lifecycle.ts TASK_EFFECTS), given
  * to the task machine with `provide()` here: preparing → the workspace and the Codex thread; running →
- * the turn; publishing → the change; verifying_reply → the reply verifier (its one retry turn is a
- * `running` again, asked for with REPLY_MISSING and RETRY_DUE); aborting → stopping the turn. Each
+ * the turn; publishing → the change; verifying_reply → the reply verifier, which it offers how to run
+ * its one retry turn (a `running` again, asked for with REPLY_MISSING and RETRY_DUE; the verifier's
+ * own retryTurn effect asks); aborting → stopping the turn. Each
  * reports its outcome as a task event; which state comes next, and so which effect, is the machine's.
  *
  * `run` is the scheduler's worker: it makes this node the one that drives the task under its lease

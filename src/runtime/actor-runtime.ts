@@ -169,7 +169,7 @@ export class ActorRuntime {
     // Only a version beyond this copy's is another node's write: a lower one is this copy's own
     // transition (an invoke's, made meanwhile) still on its way to the store.
     if (this.hosts.get(actorId) !== host || host.failed || (stored !== undefined && stored.stateVersion <= host.stateVersion)) return this.hosts.get(actorId);
-    this.unhost(host);
+    this.unhost([host]);
     return undefined;
   }
 
@@ -328,7 +328,7 @@ export class ActorRuntime {
     afterCommit.push(() => {
       // The stored actor is now this transition's: a live copy (whatever it held) gives way to it.
       const live = this.hosts.get(actorId);
-      if (live) this.unhost(live);
+      if (live) this.unhost([live]);
       if (next.status === 'active' && (live !== undefined || !this.hostedOnUse(kind.kind, actorId))) this.host(kind, actorId, rec.taskId, nextPersisted, toState, change.stateVersion);
       this.emit({ actorId, kind: kind.kind, taskId: rec.taskId, fromState: rec.state, toState, stateVersion: change.stateVersion, context: next.context, event, by });
     });
@@ -442,7 +442,7 @@ export class ActorRuntime {
 
   /** Stops every live actor without persisting anything more (used at shutdown and in tests). */
   stopAll(): void {
-    for (const host of [...this.hosts.values()]) this.unhost(host, { outdated: false });
+    this.unhost([...this.hosts.values()], { outdated: false });
   }
 
   /**
@@ -451,13 +451,9 @@ export class ActorRuntime {
    * whatever its kind's restore mode. Returns how many were stopped.
    */
   release(include: (actor: { actorId: string; kind: string; taskId: string | null }) => boolean): number {
-    let released = 0;
-    for (const host of [...this.hosts.values()]) {
-      if (!include({ actorId: host.actorId, kind: host.kind.kind, taskId: host.taskId })) continue;
-      this.unhost(host);
-      released += 1;
-    }
-    return released;
+    const released = [...this.hosts.values()].filter((host) => include({ actorId: host.actorId, kind: host.kind.kind, taskId: host.taskId }));
+    this.unhost(released);
+    return released.length;
   }
 
   /** Resolves when every transition so far is durable. */
@@ -467,7 +463,6 @@ export class ActorRuntime {
   }
 
   private host(kind: ActorKind, actorId: string, taskId: string | null, persisted: unknown, state: string, stateVersion: number): void {
-    this.outdated.delete(actorId);
     const host: Host = {
       actorId,
       kind,
@@ -510,14 +505,19 @@ export class ActorRuntime {
     try {
       hostUnder(this.parentFor(kind, taskId), actorId, restoredLogic(kind.machine, persisted, observe));
     } catch (error) {
+      // Not hosted: its next use tries again from the store.
       if (this.hosts.get(actorId) === host) this.hosts.delete(actorId);
+      host.unsubscribe();
+      this.outdated.add(actorId);
       throw error;
     }
+    this.outdated.delete(actorId);
   }
 
   /**
-   * A hosted actor ended without the runtime letting it go: finished (a final state arrives here, not
-   * through `next`), or stopped with its parent (a verifier whose task's verification ended here).
+   * A hosted actor ended while observed (the runtime stops none it still observes): finished (a final
+   * state arrives here, not through `next`), or stopped with its parent (a verifier whose task's
+   * verification ended here).
    */
   private ended(host: Host): void {
     const { actorId, actor } = host;
@@ -546,12 +546,18 @@ export class ActorRuntime {
       .catch(() => undefined); // the store may be the reason; the next use hosts it again
   }
 
-  /** Lets a live actor go without persisting anything: stopped, its next use hosts it from the store (when `outdated`, whatever its kind's restore mode). */
-  private unhost(host: Host, options: { outdated: boolean } = { outdated: true }): void {
-    host.unsubscribe();
-    if (this.hosts.get(host.actorId) === host) this.hosts.delete(host.actorId);
-    if (options.outdated) this.outdated.add(host.actorId);
-    letGo(host.actor);
+  /**
+   * Lets live actors go without persisting anything: stopped, the next use of one hosts it from the
+   * store (when `outdated`, whatever its kind's restore mode). All are unobserved before any stops:
+   * one hosted under another stops with it, and must not be taken for an actor its parent stopped.
+   */
+  private unhost(hosts: Host[], options: { outdated: boolean } = { outdated: true }): void {
+    for (const host of hosts) host.unsubscribe();
+    for (const host of hosts) {
+      if (this.hosts.get(host.actorId) === host) this.hosts.delete(host.actorId);
+      if (options.outdated) this.outdated.add(host.actorId);
+      letGo(host.actor);
+    }
   }
 
   /** Where a kind's actor is hosted in the system: under the live actor (or its invoked child) its kind names when that hosts actors, else the root. */
@@ -613,7 +619,7 @@ export class ActorRuntime {
         // database refused the lease change it stands for, or the store did not answer): this copy is
         // not the stored one. The caller hears of the failure; the next event starts from the stored
         // snapshot instead, so a store that comes back finds the actor working again.
-        if (this.hosts.get(host.actorId) === host) this.unhost(host);
+        if (this.hosts.get(host.actorId) === host) this.unhost([host]);
       },
     );
   }

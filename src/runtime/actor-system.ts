@@ -72,7 +72,16 @@ export function hostingEffect(work: AnyActorLogic): AnyStateMachine {
   const machine = setup({ actors: { work } }).createMachine({
     context: ({ input }) => ({ input: input as unknown }),
     invoke: { id: 'work', src: 'work', input: ({ context }: { context: { input: unknown } }) => context.input },
-    on: hostingTransitions as never,
+    on: {
+      ...hostingTransitions,
+      // The work failing fails the effect, as an effect invoked without this machine around it would:
+      // its parent hears of the error (a task machine takes none: the task's actor fails, alerted).
+      'xstate.error.actor.work': {
+        actions: ({ event }: { event: EventObject & { error?: unknown } }) => {
+          throw event.error;
+        },
+      },
+    } as never,
   });
   const effect = Object.create(machine) as AnyStateMachine;
   effect.getPersistedSnapshot = (snapshot, options) => {
@@ -113,8 +122,11 @@ export function hostUnder(parent: AnyActorRef, id: string, logic: AnyActorLogic)
 
 /** Stops a hosted actor the way its parent's `stopChild` does, and takes it off the parent's children. */
 export function letGo(actor: AnyActorRef): void {
-  if (actor._parent) actor._parent.send({ type: LET_GO, id: actor.id });
-  else actor.stop();
+  const parent = actor._parent;
+  if (!parent) actor.stop();
+  else if ((parent.getSnapshot() as AnyMachineSnapshot).status === 'active') parent.send({ type: LET_GO, id: actor.id });
+  // A parent that ended takes no events: the child is stopped as its `stopChild` would (its system id freed).
+  else (actor as unknown as { _stop(): void })._stop();
 }
 
 /** The live tree under `root`: each actor with its children (spawned and invoked alike). */

@@ -1,14 +1,16 @@
 /**
  * Reply verification (spec §5.4, §6.4): one `verifier` actor per task turn, hosted by the runtime,
- * running `machines/reply-verifier.ts` with its two effects injected here:
+ * running `machines/reply-verifier.ts` with its three effects injected here:
  *
  * - `queryReply` (reply-lookup.ts) reads the bot's comments back since the turn started and looks
  *   for exactly this attempt's marker. A Gitea error throws, which the machine turns into `failed` —
  *   no write ever follows a failed or unknown query.
  * - `postFallback` (post-fallback.ts) is check-then-act by marker: it adopts a comment that is
  *   already there, and only when Gitea answered "absent" POSTs the turn's final message.
+ * - `retryTurn` (retry-turn.ts) asks the task for the one reply_retry turn, through the runner its
+ *   verification step offers, and reports how it went.
  *
- * Both wait for `runtime.committed` (the transition that started them is durable), and the runtime
+ * All wait for `runtime.committed` (the transition that started them is durable), and the runtime
  * re-invokes an in-flight effect when it restores the actor, so every step is idempotent by marker. When the agent posted the reply twice,
  * the first comment is confirmed and the others are recorded as `reply.extra_comment` audit events;
  * they are left on Gitea (deleting a user-visible answer is worse than a duplicate). The verdict is
@@ -19,6 +21,7 @@ import {
   REPLY_VERIFIER_MACHINE_VERSION,
   replyVerifierMachine,
   type PostFallbackInput,
+  type RetryTurnInput,
   type PostFallbackOutput,
   type QueryReplyInput,
   type QueryReplyOutput,
@@ -38,7 +41,9 @@ import { questionRetryPrompt, replyRetryPrompt } from './reply-body.js';
 import { lookUpReply } from './reply-lookup.js';
 import { VerificationStepError } from './verification-errors.js';
 import { verifiedTurnOf } from './verified-turn.js';
-import { createVerifierFollower, type RunReplyRetryTurn, type VerificationOutcome } from './verifier-follower.js';
+import { createRetryTurns, type RunReplyRetryTurn } from './retry-turn.js';
+import { sharedWhileRunning } from './shared-while-running.js';
+import { createVerifierFollower, type VerificationOutcome } from './verifier-follower.js';
 import { VERIFIER_KIND, verifierActorId } from './verifier-keys.js';
 import { projectVerifier } from './verifier-projection.js';
 
@@ -101,7 +106,8 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
   const rt: () => ActorRuntime = typeof options.runtime === 'function' ? options.runtime : (() => options.runtime) as () => ActorRuntime;
   const log: VerificationLogger = options.logger ?? (() => undefined);
   const lookupDeps = { store, gitea, sinceMarginMs: options.sinceMarginMs ?? BOT_COMMENT_SINCE_MARGIN_MS };
-  const follower = createVerifierFollower({ store, runtime: rt, log });
+  const follower = createVerifierFollower({ store, runtime: rt });
+  const retryTurns = createRetryTurns({ store, runtime: rt, log, failed: (actorId, error) => follower.drop(actorId, error) });
 
   async function taskOf(taskId: string): Promise<TaskRecord> {
     const task = await store.get<TaskRecord>('tasks', taskId);
@@ -153,7 +159,8 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
   const machine = replyVerifierMachine.provide({
     actors: {
       queryReply: fromPromise<QueryReplyOutput, QueryReplyInput>(durable(queryReply)),
-      postFallback: fromPromise<PostFallbackOutput, PostFallbackInput>(durable(postFallback)),
+      postFallback: fromPromise<PostFallbackOutput, PostFallbackInput>(durable(sharedWhileRunning((input) => input.turnKey, postFallback))),
+      retryTurn: fromPromise<void, RetryTurnInput>(durable(retryTurns.effect)),
     },
   });
 
@@ -163,6 +170,8 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
     machineVersion: REPLY_VERIFIER_MACHINE_VERSION,
     project: projectVerifier,
     // The verifier belongs to its task's verification (the effect of verifying_reply) while that runs here.
+    // A verifier stored in awaiting_retry_turn before that state invoked anything gets its effect on restore.
+    invokesOnRestore: true,
     hostedUnder: (taskId) => (taskId === null ? null : { actorId: taskActorId(taskId), child: TASK_EFFECTS.verifying_reply }),
   };
 
@@ -175,6 +184,7 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
       // so a re-attachment asked for in the same turn of the event loop joins this follow.
       const turn = given.kind === 'reply_retry' ? verifiedTurnOf(given, await store.byIndex<TurnRecord>('turns', 'taskId', given.taskId)) : given;
       if (fence) fences.set(task.taskId, fence);
+      retryTurns.offer(turn.turnKey, runReplyRetryTurn);
       const followed = follower.follow(turn.turnKey, async () => {
         const actorId = verifierActorId(turn.turnKey);
         if (!(await rt().stateOf(actorId))) {
@@ -186,18 +196,21 @@ export function createReplyVerification(options: ReplyVerificationOptions): Repl
           }
           log('verifier started', { actorId, taskId: task.taskId });
         }
-        return follower.attach(actorId, runReplyRetryTurn);
+        return follower.attach(actorId);
       });
-      if (fence) {
-        const forget = () => {
-          if (fences.get(task.taskId) === fence) fences.delete(task.taskId);
-        };
-        followed.then(forget, forget);
-      }
+      const forget = () => {
+        retryTurns.withdraw(turn.turnKey, runReplyRetryTurn);
+        if (fence && fences.get(task.taskId) === fence) fences.delete(task.taskId);
+      };
+      followed.then(forget, forget);
       return followed;
     },
     resume(turnKey, runReplyRetryTurn) {
-      return follower.follow(turnKey, () => follower.attach(verifierActorId(turnKey), runReplyRetryTurn));
+      retryTurns.offer(turnKey, runReplyRetryTurn);
+      const followed = follower.follow(turnKey, () => follower.attach(verifierActorId(turnKey)));
+      const forget = () => retryTurns.withdraw(turnKey, runReplyRetryTurn);
+      followed.then(forget, forget);
+      return followed;
     },
   };
 }

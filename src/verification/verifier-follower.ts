@@ -1,13 +1,12 @@
 /**
- * Following a verifier actor to its verdict: callers of `verify`/`resume` attach to the actor, the
- * first one to see `awaiting_retry_turn` runs the one `reply_retry` turn (however many callers follow
- * the actor), and all resolve with the outcome of its final state. The decisions (`followStep`,
- * `attachStart`, `retryTurnEvent`, `outcomeOf`) are pure; `createVerifierFollower` does the waiting.
+ * Following a verifier actor to its verdict: callers of `verify`/`resume` attach to the actor and
+ * all resolve with the outcome of its final state (the verifier asks for its retry turn itself). The
+ * decisions (`followStep`, `attachStart`, `outcomeOf`) are pure; `createVerifierFollower` does the waiting.
  */
-import { verifierAwaitsRetryTurn, type ReplyVerifierContext, type ReplyVerifierEvent } from '../../machines/reply-verifier.js';
+import type { ReplyVerifierContext } from '../../machines/reply-verifier.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
-import type { AuditEventInput, Store } from '../store/types.js';
-import { messageOf, VerificationStepError } from './verification-errors.js';
+import type { Store } from '../store/types.js';
+import { VerificationStepError } from './verification-errors.js';
 import { FINAL_VERIFIER_STATES } from './verifier-keys.js';
 
 export interface VerificationOutcome {
@@ -29,10 +28,8 @@ export function outcomeOf(ctx: ReplyVerifierContext): VerificationOutcome {
 }
 
 /** What a follower does on seeing the verifier in `state`. */
-export function followStep(state: string, retryStarted: boolean): 'resolve' | 'run_retry' | 'wait' {
-  if (FINAL_VERIFIER_STATES.has(state)) return 'resolve';
-  if (verifierAwaitsRetryTurn(state) && !retryStarted) return 'run_retry';
-  return 'wait';
+export function followStep(state: string): 'resolve' | 'wait' {
+  return FINAL_VERIFIER_STATES.has(state) ? 'resolve' : 'wait';
 }
 
 /**
@@ -45,14 +42,9 @@ export function attachStart(current: { state: string } | undefined, running: boo
   return 'follow';
 }
 
-/** The event the retry turn's end sends the verifier. */
-export function retryTurnEvent(ok: boolean, errorCode: string | undefined): ReplyVerifierEvent {
-  return ok ? { type: 'RETRY_TURN_DONE' } : { type: 'RETRY_TURN_FAILED', errorCode: errorCode ?? 'retry_turn_failed' };
-}
-
 export interface VerifierFollower {
-  /** Follows the actor to a final state, running the retry turn when it asks for one. */
-  attach(actorId: string, runReplyRetryTurn: RunReplyRetryTurn): Promise<VerificationOutcome>;
+  /** Follows the actor to a final state. */
+  attach(actorId: string): Promise<VerificationOutcome>;
   /** One follow per turn at a time: a second caller gets the first one's promise. */
   follow(turnKey: string, start: () => Promise<VerificationOutcome>): Promise<VerificationOutcome>;
   /** Rejects every attach to the actor with `error` (its copy here was let go: no verdict comes here). */
@@ -62,58 +54,14 @@ export interface VerifierFollower {
 export function createVerifierFollower(deps: {
   store: Store;
   runtime: () => ActorRuntime;
-  log: (msg: string, fields: Record<string, unknown>) => void;
 }): VerifierFollower {
-  const { store, runtime: rt, log } = deps;
+  const { store, runtime: rt } = deps;
   const inflight = new Map<string, Promise<VerificationOutcome>>();
-  const retryRuns = new Map<string, Promise<void>>();
   /** How to reject each live attach, per actor. */
   const attached = new Map<string, Set<(err: unknown) => void>>();
 
-  async function audit(event: AuditEventInput): Promise<void> {
-    await store.transact((tx) => tx.appendAudit(event));
-  }
-
-  async function runRetry(actorId: string, ctx: ReplyVerifierContext, runReplyRetryTurn: RunReplyRetryTurn): Promise<void> {
-    await audit({ action: 'reply.retry_turn_intent', actor: 'system', actorId, taskId: ctx.taskId, metadata: { turnKey: ctx.turnKey } });
-    let ok = false;
-    let errorCode: string | undefined;
-    try {
-      ok = (await runReplyRetryTurn()).ok;
-    } catch (error) {
-      errorCode = 'retry_turn_error';
-      log('reply retry turn threw', { actorId, error: messageOf(error) });
-    }
-    await audit({
-      action: 'reply.retry_turn_result',
-      actor: 'system',
-      actorId,
-      taskId: ctx.taskId,
-      errorCode: ok ? null : (errorCode ?? 'retry_turn_failed'),
-      metadata: { turnKey: ctx.turnKey, ok },
-    });
-    const event = retryTurnEvent(ok, errorCode);
-    const sent = await rt().send(actorId, event, { by: 'system' });
-    if (!sent.ok && !FINAL_VERIFIER_STATES.has(sent.state ?? '')) {
-      throw new VerificationStepError('verifier_rejected_event', `${actorId} rejected ${event.type} in ${String(sent.state)}`);
-    }
-  }
-
-  /** One retry turn per verifier, however many callers follow it. */
-  function retryOnce(actorId: string, ctx: ReplyVerifierContext, runReplyRetryTurn: RunReplyRetryTurn): Promise<void> {
-    let run = retryRuns.get(actorId);
-    if (!run) {
-      run = runRetry(actorId, ctx, runReplyRetryTurn);
-      retryRuns.set(actorId, run);
-      const forget = () => retryRuns.delete(actorId);
-      run.then(forget, forget);
-    }
-    return run;
-  }
-
-  function attach(actorId: string, runReplyRetryTurn: RunReplyRetryTurn): Promise<VerificationOutcome> {
+  function attach(actorId: string): Promise<VerificationOutcome> {
     return new Promise<VerificationOutcome>((resolve, reject) => {
-      let retryStarted = false;
       let done = false;
       const finish = (fn: () => void) => {
         if (done) return;
@@ -125,12 +73,7 @@ export function createVerifierFollower(deps: {
         fn();
       };
       const consider = (state: string, context: unknown) => {
-        if (done) return;
-        const step = followStep(state, retryStarted);
-        if (step === 'resolve') finish(() => resolve(outcomeOf(context as ReplyVerifierContext)));
-        if (step !== 'run_retry') return;
-        retryStarted = true;
-        retryOnce(actorId, context as ReplyVerifierContext, runReplyRetryTurn).catch((err: unknown) => finish(() => reject(err)));
+        if (!done && followStep(state) === 'resolve') finish(() => resolve(outcomeOf(context as ReplyVerifierContext)));
       };
       const unsubscribe = rt().onTransition((n) => {
         if (n.actorId === actorId) consider(n.toState, n.context);

@@ -8,6 +8,7 @@ import {
   type QueryReplyInput,
   type QueryReplyOutput,
   type ReplyVerifierInput,
+  type RetryTurnInput,
 } from '../../machines/reply-verifier.js';
 
 const INPUT: ReplyVerifierInput = {
@@ -27,7 +28,7 @@ function harness(
   post: PostFallbackOutput | Error = { posted: true, commentId: 900 },
   input: ReplyVerifierInput = INPUT,
 ) {
-  const calls = { query: [] as QueryReplyInput[], post: [] as PostFallbackInput[] };
+  const calls = { query: [] as QueryReplyInput[], post: [] as PostFallbackInput[], retry: [] as RetryTurnInput[], retryStopped: 0 };
   const machine = replyVerifierMachine.provide({
     actors: {
       queryReply: fromPromise<QueryReplyOutput, QueryReplyInput>(async ({ input }) => {
@@ -41,6 +42,12 @@ function harness(
         calls.post.push(input);
         if (post instanceof Error) throw post;
         return post;
+      }),
+      // Asks for the turn and waits: the test reports how it went, as the real effect does, by event.
+      retryTurn: fromPromise<void, RetryTurnInput>(({ input, signal }) => {
+        calls.retry.push(input);
+        signal.addEventListener('abort', () => (calls.retryStopped += 1));
+        return new Promise<void>(() => undefined);
       }),
     },
   });
@@ -74,11 +81,15 @@ describe('reply verifier machine', () => {
     actor.start();
     await waitFor(actor, (s) => s.matches('awaiting_retry_turn'));
     expect(actor.getSnapshot().context).toMatchObject({ replyRetries: 1, mcpFailureReason: 'mcp_reply_missing' });
+    // The verifier asks for the turn itself: its retryTurn effect runs, for this task's turn.
+    expect(calls.retry).toEqual([{ taskId: INPUT.taskId, turnKey: INPUT.turnKey }]);
     actor.send({ type: 'RETRY_TURN_DONE' });
     const output = await toPromise(actor);
     expect(output).toMatchObject({ result: 'confirmed', commentId: 502 });
     expect(calls.query).toHaveLength(2);
     expect(calls.post).toHaveLength(0);
+    expect(calls.retry).toHaveLength(1);
+    expect(calls.retryStopped).toBe(1);
   });
 
   it('still missing after the retry: one REST fallback, confirmed by a second query', async () => {
@@ -154,6 +165,16 @@ describe('reply verifier machine', () => {
     const output = await toPromise(actor);
     expect(output).toMatchObject({ result: 'failed', errorCode: 'reply_query_failed' });
     expect(actor.getSnapshot().context.errorMessage).toBe('not provided: queryReply');
+  });
+
+  it('the placeholder retry effect (not provided) asks nothing and never settles: the verifier waits for the turn', async () => {
+    const machine = replyVerifierMachine.provide({ actors: { queryReply: fromPromise<QueryReplyOutput, QueryReplyInput>(async () => ({ found: false })) } });
+    const actor = createActor(machine, { input: INPUT }).start();
+    await waitFor(actor, (s) => s.matches('awaiting_retry_turn'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(actor.getSnapshot().value).toBe('awaiting_retry_turn');
+    expect(actor.getSnapshot().children['retryTurn']?.getSnapshot().status).toBe('active');
+    actor.stop();
   });
 
   it('a failed fallback post ends failed with rest_fallback_failed', async () => {

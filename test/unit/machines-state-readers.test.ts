@@ -4,7 +4,7 @@
 // name every object has).
 import { describe, expect, it } from 'vitest';
 import { appServerStateHas, appServerStateTakes } from '../../machines/app-server.js';
-import { replyVerdictOf, verifierAwaitsRetryTurn } from '../../machines/reply-verifier.js';
+import { replyVerdictOf } from '../../machines/reply-verifier.js';
 import { isLeaseHeld, isLockStateLeased } from '../../machines/repo-lock.js';
 import { isSessionClosed, sessionStateTakes } from '../../machines/session.js';
 import { TASK_STATE, TASK_STATES, taskStateHas, taskStatesWith, taskStateTakes } from '../../machines/task-lifecycle.js';
@@ -70,11 +70,6 @@ describe('the reply verifier', () => {
   it('a final state is its verdict; no other state has one', () => {
     expect(STATES.map((s) => replyVerdictOf(s))).toEqual([null, null, null, null, 'confirmed', 'confirmed_via_fallback', 'failed']);
     for (const s of NOT_STATES) expect(replyVerdictOf(s)).toBeNull();
-  });
-
-  it('only awaiting_retry_turn waits for the retry turn', () => {
-    expect(STATES.filter((s) => verifierAwaitsRetryTurn(s))).toEqual(['awaiting_retry_turn']);
-    for (const s of NOT_STATES) expect(verifierAwaitsRetryTurn(s)).toBe(false);
   });
 });
 

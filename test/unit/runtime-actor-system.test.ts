@@ -68,6 +68,14 @@ describe('the actor system', () => {
     expect(shape(runtime.tree())).toBe('service[lock:r1, task:t1[verifyReply[work]], verifier:t1:1, verifier:t9:1]');
   });
 
+  it('stopping every actor stops a verifier with its task for good: nothing is hosted again after it', async () => {
+    const { runtime } = await world();
+    await runtime.create('verifier', 'verifier:t1:1', {}, { taskId: 't1' });
+    runtime.stopAll();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(shape(runtime.tree())).toBe('service');
+  });
+
   it('an actor hosted again takes its place in the system (its system id freed when the copy before it stopped)', async () => {
     const { runtime } = await world();
     for (let i = 0; i < 3; i++) {

@@ -2,7 +2,7 @@
 // (machines/), so no code in src/ decides anything by comparing a state with a state's name written
 // out as a string. It reads the machine instead: a tag (`taskStateHas(state, 'stopping')`,
 // `appServerStateHas`), a predicate the machine's module exports (`isLeaseHeld`, `sessionStateTakes`,
-// `verifierAwaitsRetryTurn`, `replyVerdictOf`), or, where display or query code names one state, the
+// `replyVerdictOf`), or, where display or query code names one state, the
 // machine's own list (`TASK_STATE.queued`), so that a renamed or retagged state is followed everywhere.
 //
 // The scan parses every .ts file under src/ (src/api/ included) with TypeScript's own parser and finds
@@ -41,7 +41,7 @@ const ALLOWED: { file: string; literal: string; why: string }[] = [
 const FIX =
   'read the machine instead: a tag (taskStateHas / appServerStateHas; add one to the state in machines/ if the role is missing), ' +
   'a predicate exported from machines/ (isLeaseHeld, isLockStateLeased, sessionStateTakes, isSessionClosed, taskStateTakes, ' +
-  'verifierAwaitsRetryTurn, replyVerdictOf), or, for display or query code naming one state, TASK_STATE.<name>';
+  'replyVerdictOf), or, for display or query code naming one state, TASK_STATE.<name>';
 
 interface StateNodeLike {
   key: string;

@@ -12,7 +12,9 @@ import { unrecordedExtras } from '../../src/verification/reply-lookup.js';
 import { verifierInput } from '../../src/verification/reply-verification.js';
 import { VerificationStepError, verificationErrorCodeOf } from '../../src/verification/verification-errors.js';
 import { verifiedTurnOf } from '../../src/verification/verified-turn.js';
-import { attachStart, followStep, outcomeOf, retryTurnEvent } from '../../src/verification/verifier-follower.js';
+import { retryTurnEvent } from '../../src/verification/retry-turn.js';
+import { sharedWhileRunning } from '../../src/verification/shared-while-running.js';
+import { attachStart, followStep, outcomeOf } from '../../src/verification/verifier-follower.js';
 import { verdictAudit, verdictRecord } from '../../src/verification/verifier-projection.js';
 import { taskRecord, turnRecord } from '../support/verification-world.js';
 
@@ -157,12 +159,32 @@ describe('extra copies of the reply', () => {
   });
 });
 
+describe('a write shared while it runs', () => {
+  it('a caller with the same key joins the run in flight; another key, or a call after it ended, runs anew', async () => {
+    const runs: string[] = [];
+    let finish!: (v: string) => void;
+    const post = sharedWhileRunning(
+      (input: { turnKey: string }) => input.turnKey,
+      (input) => {
+        runs.push(input.turnKey);
+        return input.turnKey === 'a' ? new Promise<string>((resolve) => (finish = resolve)) : Promise.resolve('other');
+      },
+    );
+    const first = post({ turnKey: 'a' });
+    const joined = post({ turnKey: 'a' });
+    await post({ turnKey: 'b' });
+    expect(runs).toEqual(['a', 'b']);
+    finish('posted');
+    expect(await Promise.all([first, joined])).toEqual(['posted', 'posted']);
+    void post({ turnKey: 'a' });
+    expect(runs).toEqual(['a', 'b', 'a']);
+  });
+});
+
 describe('following a verifier', () => {
-  it('resolves in a final state, runs the retry turn once, waits otherwise', () => {
-    for (const s of ['confirmed', 'confirmed_via_fallback', 'failed']) expect(followStep(s, false)).toBe('resolve');
-    expect(followStep('awaiting_retry_turn', false)).toBe('run_retry');
-    expect(followStep('awaiting_retry_turn', true)).toBe('wait');
-    expect(followStep('querying', false)).toBe('wait');
+  it('resolves in a final state, waits otherwise (the verifier asks for its retry turn itself)', () => {
+    for (const s of ['confirmed', 'confirmed_via_fallback', 'failed']) expect(followStep(s)).toBe('resolve');
+    for (const s of ['querying', 'awaiting_retry_turn', 'fallback_posting']) expect(followStep(s)).toBe('wait');
   });
 
   it('refuses a missing verifier and one stored but not running; follows a running or finished one', () => {

@@ -3,7 +3,7 @@
 // the follower's own rules (verifier-follower.ts: one follow per turn, no verifier → an error) and
 // the projection's guard. A real store; Gitea is the REST double on 127.0.0.1 (a stand-in, not a
 // real Gitea: it lets a test lock an issue or fail a request).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CommentRecord, TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { postFallbackReply, type PostFallbackDeps } from '../../src/verification/post-fallback.js';
 import { replyRetryPrompt } from '../../src/verification/reply-body.js';
@@ -11,6 +11,8 @@ import { lookUpReply } from '../../src/verification/reply-lookup.js';
 import { verifierInput } from '../../src/verification/reply-verification.js';
 import { messageOf, VerificationStepError } from '../../src/verification/verification-errors.js';
 import { verifiedTurnOf } from '../../src/verification/verified-turn.js';
+import { LeaseLostError } from '../../src/store/types.js';
+import { createRetryTurns } from '../../src/verification/retry-turn.js';
 import { createVerifierFollower } from '../../src/verification/verifier-follower.js';
 import { replyCommentKey, VERIFIER_KIND, verifierActorId } from '../../src/verification/verifier-keys.js';
 import { projectVerifier, verdictRecord } from '../../src/verification/verifier-projection.js';
@@ -188,7 +190,7 @@ describe('the fallback (postFallbackReply): check, then act', () => {
 });
 
 describe('the verifier follower', () => {
-  const follower = () => createVerifierFollower({ store: world.store, runtime: () => world.runtime, log: () => undefined });
+  const follower = () => createVerifierFollower({ store: world.store, runtime: () => world.runtime });
 
   it('one follow per turn at a time: a second caller gets the first promise; once settled, a new follow starts', async () => {
     const f = follower();
@@ -210,7 +212,7 @@ describe('the verifier follower', () => {
   });
 
   it('attaching to a verifier that does not exist fails with verifier_missing', async () => {
-    const err = await rejection(follower().attach('verifier:nobody:1', async () => ({ ok: true })));
+    const err = await rejection(follower().attach('verifier:nobody:1'));
     expect(err).toMatchObject({ code: 'verifier_missing', message: 'no verifier verifier:nobody:1' });
   });
 
@@ -220,7 +222,7 @@ describe('the verifier follower', () => {
     let entered!: () => void;
     const inRetry = new Promise<void>((r) => (entered = r));
     await world.runtime.create(VERIFIER_KIND, id, verifierInput(task, turn, BOT), { taskId: task.taskId, by: 'system' });
-    void follower().attach(id, () => {
+    void world.verification.resume(turn.turnKey, () => {
       entered();
       return new Promise(() => undefined); // the process dies during the retry turn
     });
@@ -228,26 +230,64 @@ describe('the verifier follower', () => {
     await world.runtime.settled();
     await world.crash();
     world = await openWorld(gitea, { dir: world.dir });
-    const err = await rejection(follower().attach(id, async () => ({ ok: true })));
+    const err = await rejection(follower().attach(id));
     expect(err).toMatchObject({ code: 'verifier_not_restored' });
     expect((err as Error).message).toContain('restoreAll');
   });
 
-  it('two followers of one verifier run the retry turn once', async () => {
+});
+
+describe("the verifier's retry effect", () => {
+  const retryTurns = () => createRetryTurns({ store: world.store, runtime: () => world.runtime, log: () => undefined, failed: () => undefined });
+
+  it('waits for the verification to offer how to run the turn; two copies of one verifier run it once and report it once', async () => {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     const id = verifierActorId(turn.turnKey);
     await world.runtime.create(VERIFIER_KIND, id, verifierInput(task, turn, BOT), { taskId: task.taskId, by: 'system' });
-    const f = follower();
+    await vi.waitFor(async () => expect((await world.runtime.stateOf(id))?.state).toBe('awaiting_retry_turn'), { timeout: 5_000 });
+    const r = retryTurns();
     let runs = 0;
-    const retry = async () => {
+    let finish!: () => void;
+    const turnEnded = new Promise<void>((resolve) => (finish = resolve));
+    const input = { taskId: task.taskId, turnKey: turn.turnKey };
+    const first = r.effect(input);
+    const second = r.effect(input);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await eventsOf(turn, 'reply.retry_turn_intent')).toEqual([]);
+    r.offer(turn.turnKey, async () => {
       runs += 1;
-      botPosts(`${turn.finalMessage}\n\n${turn.marker}`);
-      return { ok: true };
-    };
-    const outs = await Promise.all([f.attach(id, retry), f.attach(id, retry)]);
-    expect(outs.map((o) => o.result)).toEqual(['confirmed', 'confirmed']);
+      await turnEnded;
+      return { ok: false };
+    });
+    finish();
+    await Promise.all([first, second]);
     expect(runs).toBe(1);
     expect((await eventsOf(turn, 'reply.retry_turn_intent')).map((e) => e.metadata)).toEqual([{ turnKey: turn.turnKey }]);
+    expect((await eventsOf(turn, 'reply.retry_turn_result')).map((e) => e.errorCode)).toEqual(['retry_turn_failed']);
+  });
+
+  it("a runner whose lease is gone is dropped: the next lease holder's offer runs the turn", async () => {
+    const { task, turn } = await seedTaskAndTurn(world, ISSUE);
+    const id = verifierActorId(turn.turnKey);
+    await world.runtime.create(VERIFIER_KIND, id, verifierInput(task, turn, BOT), { taskId: task.taskId, by: 'system' });
+    await vi.waitFor(async () => expect((await world.runtime.stateOf(id))?.state).toBe('awaiting_retry_turn'), { timeout: 5_000 });
+    const r = retryTurns();
+    const ran: string[] = [];
+    r.offer(turn.turnKey, async () => {
+      ran.push('old lease');
+      throw new LeaseLostError(task.repoKey, 1);
+    });
+    const done = r.effect({ taskId: task.taskId, turnKey: turn.turnKey });
+    await vi.waitFor(() => expect(ran).toEqual(['old lease']), { timeout: 5_000 });
+    r.offer(turn.turnKey, async () => {
+      ran.push('new lease');
+      botPosts(`${turn.finalMessage}\n\n${turn.marker}`);
+      return { ok: true };
+    });
+    await done;
+    expect(ran).toEqual(['old lease', 'new lease']);
+    expect((await eventsOf(turn, 'reply.retry_turn_result')).map((e) => [e.errorCode, e.metadata?.['ok']])).toEqual([[null, true]]);
+    await vi.waitFor(async () => expect((await world.runtime.stateOf(id))?.state).toBe('confirmed'), { timeout: 5_000 });
   });
 });
 

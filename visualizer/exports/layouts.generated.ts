@@ -344,10 +344,10 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
     }
   },
   "replyVerifier": {
-    "graphHash": "1d036f8029f902e3200fd7bdaa9ce2771f7bbe2ac9a993c7deb0ca1a1d3d25be",
+    "graphHash": "41caa22613c0bb43192ff167b3dac6782988df3984a6d02f639553222ca82fe7",
     "layout": {
       "width": 436,
-      "height": 671,
+      "height": 686,
       "nodes": [
         {
           "id": "querying",
@@ -372,7 +372,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "label": "fallback_posting",
           "type": "atomic",
           "x": 198.1,
-          "y": 339,
+          "y": 354,
           "w": 135,
           "h": 34
         },
@@ -381,7 +381,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "label": "fallback_checking",
           "type": "atomic",
           "x": 170.1,
-          "y": 468,
+          "y": 483,
           "w": 146,
           "h": 34
         },
@@ -399,7 +399,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "label": "confirmed_via_fallback",
           "type": "final",
           "x": 100.8,
-          "y": 597,
+          "y": 612,
           "w": 181,
           "h": 34
         },
@@ -408,7 +408,7 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           "label": "failed",
           "type": "final",
           "x": 305.8,
-          "y": 597,
+          "y": 612,
           "w": 90,
           "h": 34
         }
@@ -448,12 +448,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "querying",
           "target": "fallback_posting",
-          "path": "M 287.5 130 L 287.5 145 C 330 185 330 205 330 217.8 C 330 230.7 330 236.3 330 242 C 330 247.7 330 253.3 330 266.2 C 330 279 330 299 288.1 339",
+          "path": "M 287.5 130 L 287.5 145 C 330 185 330 205 330 219.1 C 330 233.2 330 241.3 330 249.5 C 330 257.7 330 265.8 330 279.9 C 330 294 330 314 288.1 354",
           "labels": [
             "done: queryReply"
           ],
-          "labelX": 224.4,
-          "labelY": 265.7,
+          "labelX": 224.5,
+          "labelY": 275.6,
           "kind": "forward"
         },
         {
@@ -462,12 +462,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "querying",
           "target": "failed",
-          "path": "M 304 130 L 304 145 C 373.3 185 373.3 205 373.3 221.2 C 373.3 237.3 373.3 249.7 373.3 262 C 373.3 274.3 373.3 286.7 373.3 314.3 C 373.3 342 373.3 385 373.3 417.3 C 373.3 449.5 373.3 471 373.3 497.9 C 373.3 524.8 373.3 557 373.3 597",
+          "path": "M 304 130 L 304 145 C 373.3 185 373.3 205 373.3 222.4 C 373.3 239.8 373.3 254.7 373.3 269.5 C 373.3 284.3 373.3 299.2 373.3 328.1 C 373.3 357 373.3 400 373.3 432.3 C 373.3 464.5 373.3 486 373.3 512.9 C 373.3 539.8 373.3 572 373.3 612",
           "labels": [
             "error: queryReply"
           ],
           "labelX": 261.5,
-          "labelY": 301,
+          "labelY": 307.4,
           "kind": "forward"
         },
         {
@@ -490,12 +490,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "awaiting_retry_turn",
           "target": "fallback_posting",
-          "path": "M 120 259 C 120 259 132.3 299 243.1 339",
+          "path": "M 120 259 L 120 274 C 120 274 132.3 314 243.1 354",
           "labels": [
             "RETRY_TURN_FAILED"
           ],
-          "labelX": 109.7,
-          "labelY": 301.8,
+          "labelX": 103.3,
+          "labelY": 312.9,
           "kind": "forward"
         },
         {
@@ -504,12 +504,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "fallback_posting",
           "target": "fallback_checking",
-          "path": "M 243.1 373 L 243.1 388 C 243.1 388 243.1 428 243.1 468",
+          "path": "M 243.1 388 L 243.1 403 C 243.1 403 243.1 443 243.1 483",
           "labels": [
             "done: postFallback"
           ],
           "labelX": 189,
-          "labelY": 414,
+          "labelY": 429,
           "kind": "forward"
         },
         {
@@ -518,12 +518,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "fallback_posting",
           "target": "failed",
-          "path": "M 288.1 373 L 288.1 388 C 331.1 428 331.1 448 331.1 462.1 C 331.1 476.2 331.1 484.3 331.1 492.5 C 331.1 500.7 331.1 508.8 331.1 522.9 C 331.1 537 331.1 557 350.8 597",
+          "path": "M 288.1 388 L 288.1 403 C 331.1 443 331.1 463 331.1 477.1 C 331.1 491.2 331.1 499.3 331.1 507.5 C 331.1 515.7 331.1 523.8 331.1 537.9 C 331.1 552 331.1 572 350.8 612",
           "labels": [
             "error: postFallback"
           ],
           "labelX": 250.7,
-          "labelY": 392.5,
+          "labelY": 407.5,
           "kind": "forward"
         },
         {
@@ -532,12 +532,12 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "fallback_checking",
           "target": "confirmed_via_fallback",
-          "path": "M 218.7 502 L 218.7 517 C 218.7 517 194.1 557 191.3 597",
+          "path": "M 218.7 517 L 218.7 532 C 218.7 532 194.1 572 191.3 612",
           "labels": [
             "done: checkFallback [replyFound]"
           ],
           "labelX": 114.6,
-          "labelY": 536.9,
+          "labelY": 551.9,
           "kind": "forward"
         },
         {
@@ -547,13 +547,13 @@ export const PRECOMPUTED_LAYOUTS: Readonly<Record<string, PrecomputedLayout>> = 
           ],
           "source": "fallback_checking",
           "target": "failed",
-          "path": "M 267.4 502 L 267.4 517 C 267.4 517 273.5 557 328.3 597",
+          "path": "M 267.4 517 L 267.4 532 C 267.4 532 273.5 572 328.3 612",
           "labels": [
             "done: checkFallback",
             "error: checkFallback"
           ],
           "labelX": 164.1,
-          "labelY": 550.5,
+          "labelY": 565.5,
           "kind": "forward"
         }
       ],

@@ -46,7 +46,11 @@ export const machine = createMachine({
       }
     },
     "awaiting_retry_turn": {
-      "description": "The reply is explicitly missing: the outside runs one reply_retry turn on the same thread (\"re-post the last final text only\") and reports RETRY_TURN_DONE or RETRY_TURN_FAILED.",
+      "description": "The reply is explicitly missing: the invoked retryTurn asks the task for one reply_retry turn on the same thread (\"re-post the last final text only\") and reports RETRY_TURN_DONE or RETRY_TURN_FAILED.",
+      "invoke": {
+        "id": "retryTurn",
+        "src": "retryTurn"
+      },
       "on": {
         "RETRY_TURN_DONE": {
           "target": "querying"

@@ -1,0 +1,21 @@
+/**
+ * `run`, shared by callers with the same key while it runs: a caller that comes while one is in flight
+ * joins it instead of starting its own. The verifier's effects are idempotent one after another (by
+ * marker); two copies of one verifier (one stopped with its parent, its promise still going, and the
+ * copy hosted again) must not run a write side by side.
+ */
+export function sharedWhileRunning<I, O>(keyOf: (input: I) => string, run: (input: I) => Promise<O>): (input: I) => Promise<O> {
+  const inFlight = new Map<string, Promise<O>>();
+  return (input) => {
+    const key = keyOf(input);
+    const running = inFlight.get(key);
+    if (running) return running;
+    const started = run(input);
+    inFlight.set(key, started);
+    const forget = () => {
+      if (inFlight.get(key) === started) inFlight.delete(key);
+    };
+    started.then(forget, forget);
+    return started;
+  };
+}
