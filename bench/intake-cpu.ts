@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STORE_INDEXES } from '../src/domain/records.js';
 import { createCommentRegistry } from '../test/support/comment-registry.js';
-import { createIntake, type IntakeRequest } from '../src/intake/accept-comment.js';
+import { createIntake, type IntakeRequest } from '../src/intake/intake.js';
 import { ActorRuntime } from '../src/runtime/actor-runtime.js';
 import { createStore } from '../src/store/index.js';
 import { taskKind } from '../src/tasks/task-actor.js';

@@ -16,7 +16,7 @@ import { DAY_MS, sweepRetention } from '../src/retention/retention-sweep.js';
 import { STORE_INDEXES, type CommentRecord, type TaskRecord } from '../src/domain/records.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../src/receipts/receipt-record.js';
 import { createCommentRegistry } from '../test/support/comment-registry.js';
-import { createIntake } from '../src/intake/accept-comment.js';
+import { createIntake } from '../src/intake/intake.js';
 import { leaseOwnerId } from '../src/leases/lease-owner.js';
 import { repoLockKind } from '../src/leases/repo-lock-actor.js';
 import { ActorRuntime } from '../src/runtime/actor-runtime.js';

@@ -22,7 +22,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULTS } from '../src/config/keys.js';
 import { STORE_INDEXES, type CommentRecord } from '../src/domain/records.js';
 import { startSandboxEnvironment } from '../src/demo/sandbox-environment.js';
-import { createIntake } from '../src/intake/accept-comment.js';
+import { createIntake } from '../src/intake/intake.js';
 import { pendingReceiptRecord, receiptCommentKey } from '../src/receipts/receipt-record.js';
 import { DAY_MS, sweepRetention } from '../src/retention/retention-sweep.js';
 import { ActorRuntime } from '../src/runtime/actor-runtime.js';

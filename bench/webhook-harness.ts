@@ -18,7 +18,7 @@ import Koa from 'koa';
 import { STORE_INDEXES, type TaskRecord } from '../src/domain/records.js';
 import { createApp } from '../src/http/create-app.js';
 import { createCommentRegistry, learningIntake } from '../test/support/comment-registry.js';
-import { createIntake } from '../src/intake/accept-comment.js';
+import { createIntake } from '../src/intake/intake.js';
 import {
   deliveryRecord,
   payloadHash,

@@ -28,7 +28,7 @@ export function categoryOf(kind: string): SecurityEventCategory {
   return kind === MENTION_REJECTED ? 'mention' : 'authentication';
 }
 
-/** The sample fields the writers record (accept-comment.ts, auth-failure-guard.ts); never a signature, token or body. */
+/** The sample fields the writers record (intake-kit.ts, intake.ts, auth-failure-guard.ts); never a signature, token or body. */
 export const SAMPLE_FIELDS = ['method', 'path', 'userAgent', 'event', 'deliveryId', 'bodyBytes'] as const;
 
 /** One mention of a refused author's day, as the intake recorded it (rejected-mentions.ts). */

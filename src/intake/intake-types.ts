@@ -1,4 +1,4 @@
-// Types shared by the intake pipeline (accept-comment.ts) and its write transaction (write-outcome.ts).
+// Types shared by the intake pipeline (intake.ts and its handlers, intake-kit.ts) and its write transaction (write-outcome.ts).
 import type { NormalizedComment } from '../webhook/normalize-comment.js';
 import type { IntakeResponse } from './intake-response.js';
 import type { StopTarget } from './stop-tasks.js';

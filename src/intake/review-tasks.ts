@@ -1,5 +1,5 @@
 // What a review delivery becomes, decided from what Gitea's review API answered. Pure: the
-// lookups are the caller's (accept-comment.ts).
+// lookups are the caller's (review-handler.ts).
 //
 // - The review is found on Gitea, not taken from the payload: the latest review on that pull request by
 //   the sender, in the state the delivery names, with the body the payload names. None → refused (as a

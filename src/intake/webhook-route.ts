@@ -5,7 +5,7 @@
 // imports nothing of intake, so intake/ → webhook/ is the one arrow between them.
 import Router, { type RouterContext } from '@koa/router';
 import type { IncomingMessage } from 'node:http';
-import type { Intake } from './accept-comment.js';
+import type { Intake } from './intake.js';
 import { PAYLOAD_TOO_LARGE, REQUEST_TIMEOUT, UNSUPPORTED_MEDIA_TYPE, type IntakeResponse } from './intake-response.js';
 import { mediaType } from '../webhook/verify-signature.js';
 import { clientAddress } from '../http/client-address.js';

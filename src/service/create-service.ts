@@ -13,7 +13,7 @@ import { createPublishToolHandler, PUBLISH_TOOL_INSTRUCTIONS, publishToolSpecs }
 import { createGiteaClient } from '../gitea/index.js';
 import { currentRepositoryOnGitea, repositoryNameOnGitea } from '../gitea/current-repository.js';
 import { createApp } from '../http/create-app.js';
-import { createIntake } from '../intake/accept-comment.js';
+import { createIntake } from '../intake/intake.js';
 import { commentOnGitea } from '../gitea/comment-on-gitea.js';
 import { reviewOnGitea } from '../gitea/review-on-gitea.js';
 import { leaseOwnerId } from '../leases/lease-owner.js';

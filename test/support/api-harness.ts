@@ -11,7 +11,7 @@ import type { Store } from '../../src/store/types.js';
 import { taskActorId, taskKind } from '../../src/tasks/task-actor.js';
 import type { ActorKind } from '../../src/runtime/actor-runtime.js';
 import { deliveryRecord } from '../../src/intake/intake-records.js';
-import { createIntake } from '../../src/intake/accept-comment.js';
+import { createIntake } from '../../src/intake/intake.js';
 import { createCommentRegistry, learningIntake } from './comment-registry.js';
 import { FAILED_AUTH_WINDOW_MS, createSecurityEvents, type SecurityEvents } from '../../src/intake/security-events.js';
 import { createWebhookRouter } from '../../src/intake/webhook-route.js';

@@ -6,7 +6,7 @@
 // (`learn: false`, or its own `commentOnGitea`); tests of the real comparison use a real Gitea
 // (test/integration/comment-confirmation-real-gitea.test.ts).
 import type { GiteaCommentFacts } from '../../src/intake/confirm-comment.js';
-import type { IntakeRequest } from '../../src/intake/accept-comment.js';
+import type { IntakeRequest } from '../../src/intake/intake.js';
 import { getHeader } from '../../src/webhook/headers.js';
 import { extractPayload } from '../../src/webhook/verify-signature.js';
 

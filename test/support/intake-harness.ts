@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../../src/http/create-app.js';
-import { createIntake, type Intake, type IntakeOptions } from '../../src/intake/accept-comment.js';
+import { createIntake, type Intake, type IntakeOptions } from '../../src/intake/intake.js';
 import { createWebhookRouter } from '../../src/intake/webhook-route.js';
 import { DEFAULT_HTTP_LIMITS, listen, type HttpLimits } from '../../src/service/listen.js';
 import type { RepoPermission } from '../../src/webhook/authorize-actor.js';

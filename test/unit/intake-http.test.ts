@@ -4,7 +4,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/http/create-app.js';
-import type { IntakeRequest } from '../../src/intake/accept-comment.js';
+import type { IntakeRequest } from '../../src/intake/intake.js';
 import type { IntakeResponse } from '../../src/intake/intake-response.js';
 import { StoreUnavailableError } from '../../src/store/types.js';
 import { createWebhookRouter } from '../../src/intake/webhook-route.js';
