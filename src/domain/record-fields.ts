@@ -32,6 +32,8 @@ export interface PublishRecord {
   withheld?: { paths: string[]; branch: string; patchFile: string } | null;
   errorCode: string | null;
   message: string | null;
+  /** The bot's `ccweb` commit status last set on `headSha` (src/receipts/commit-status.ts). */
+  commitStatus?: { sha: string; state: 'pending' | 'success' | 'failure' | 'error' };
   updatedAt: string;
 }
 

@@ -78,6 +78,8 @@ export interface GiteaClient {
   listPullReviewComments(owner: string, repo: string, index: number, id: number): Promise<GiteaPullReviewComment[]>;
   /** `GET /repos/{o}/{r}/pulls/{index}`: who opened it (the "request changes on the bot's PR" option). */
   getPullRequestAuthor(owner: string, repo: string, index: number): Promise<{ login: string }>;
+  /** Sets a commit status (`POST /repos/{o}/{r}/statuses/{sha}`); Gitea shows the latest per context. */
+  createCommitStatus(owner: string, repo: string, sha: string, status: CommitStatusInput): Promise<void>;
 }
 
 const pullReviewSchema = z.looseObject({
@@ -107,6 +109,13 @@ const pullReviewCommentSchema = z.looseObject({
 });
 export type GiteaPullReview = z.infer<typeof pullReviewSchema>;
 export type GiteaPullReviewComment = z.infer<typeof pullReviewCommentSchema>;
+
+export interface CommitStatusInput {
+  state: 'pending' | 'success' | 'failure' | 'error';
+  context: string;
+  description: string;
+  targetUrl: string | null;
+}
 
 export interface GiteaRepositoryRef {
   id: number;
@@ -256,6 +265,21 @@ export function createGiteaClient(options: GiteaClientOptions): GiteaClient {
         z.looseObject({ user: userSchema }),
       );
       return { login: pr.user.login };
+    },
+
+    async createCommitStatus(owner, repo, sha, status) {
+      await call<unknown>(
+        'POST',
+        '/repos/{owner}/{repo}/statuses/{sha}',
+        (signal) =>
+          client.POST('/repos/{owner}/{repo}/statuses/{sha}', {
+            params: { path: { owner, repo, sha } },
+            body: { state: status.state, context: status.context, description: status.description, ...(status.targetUrl !== null ? { target_url: status.targetUrl } : {}) },
+            signal,
+          }),
+        201,
+        z.looseObject({}),
+      );
     },
   };
 }

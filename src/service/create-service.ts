@@ -54,6 +54,7 @@ import { cachedPermissionLookup } from '../webhook/permission-cache.js';
 import type { RepoPermission } from '../webhook/authorize-actor.js';
 import { createReceiptNotices } from '../receipts/receipt-notice.js';
 import { createReceiptProgress, type ReceiptProgress } from '../receipts/receipt-progress-worker.js';
+import { createCommitStatuses } from '../receipts/commit-status.js';
 import { LIMIT_DEFAULTS } from '../config/limit-keys.js';
 import { configuredLimits } from '../usage/limits.js';
 import { createProviderHold, PROVIDER_RATE_LIMITED } from '../usage/provider-hold.js';
@@ -417,6 +418,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     fenceOf: (taskId) => executor.fenceOf(taskId),
   });
   progressRef = progress;
+  // The bot's own commit status on each head it pushed: pending, then how the task ended.
+  const commitStatuses = createCommitStatuses({ store, runtime, gitea, scope, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
   const notices = createReceiptNotices({
     store,
     scope,
@@ -536,6 +539,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   await receipts.start();
   await notices.start();
   await progress.start();
+  commitStatuses.start();
   scheduler.start();
   // Comments that wait for Gitea (a restart keeps them: they are in the store) are asked about again.
   intake.start();
@@ -562,6 +566,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     receipts.stop();
     notices.stop();
     progress.stop();
+    commitStatuses.stop();
     await scheduler.stop();
     await providerHold.flush();
     await supervisor.stop();

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../support/until.js';
 import { startPublishEnvironment, type PublishEnvironment } from '../support/publish-environment.js';
 import { waitForTaskState } from '../support/wait-for-task.js';
 import { TASK_EFFECTS } from '../../machines/task-lifecycle.js';
@@ -179,6 +180,23 @@ describe('change delivery against a real Gitea [real gitea-mcp]', () => {
     await expectDiffCounted(d, firstPr.head.sha);
     firstDiffBytes = d.task.usage!.diffBytes;
     expect(await usageDiffBytes(d.task.repoKey)).toBe(firstDiffBytes);
+    // The bot's commit status on its head: pending while the task went on, then success, linked to its receipt.
+    const statuses = await until(
+      'the ccweb success status',
+      async () => {
+        const list = await asOwner<Array<{ context: string; status: string; target_url: string; creator: { login: string } }>>('GET', `/commits/${firstPr.head.sha}/statuses`);
+        return list.some((x) => x.context === 'ccweb' && x.status === 'success') ? list : null;
+      },
+      20_000,
+    );
+    const ours = statuses.filter((x) => x.context === 'ccweb');
+    expect(ours.map((x) => x.status).sort()).toEqual(['pending', 'success']);
+    for (const x of ours) {
+      expect(x.creator.login).toBe(env.gitea.users.bot.login);
+      expect(x.target_url).toMatch(new RegExp(`/issues/${n}#issuecomment-\\d+$`));
+    }
+    const after = await api<{ audit: Array<{ action: string; metadata?: Record<string, unknown> }> }>(`/tasks/${taskId}`);
+    expect(after.audit.filter((e) => e.action === 'publish.commit_status').map((e) => e.metadata?.['state'])).toEqual(['pending', 'success']);
   });
 
   it('a follow-up on the same issue → a new commit on the same pull request; still one pull request', async () => {

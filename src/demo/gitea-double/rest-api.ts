@@ -219,6 +219,8 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
   const users = new Map<string, UserRec>();
   const tokens = new Map<string, string>(); // token -> login
   const repos = new Map<string, RepoRec>();
+  /** Commit statuses set through the API, oldest first. */
+  const commitStatuses: Array<{ repo: string; id: number; sha: string; status: string; context: string; description: string; target_url: string; creator: unknown }> = [];
   const issues = new Map<string, IssueRec>(); // `${repoKey}#${number}`
   const comments = new Map<number, CommentRec>();
   const requests: RecordedRequest[] = [];
@@ -722,6 +724,17 @@ export function createGiteaRestDouble(options: GiteaRestDoubleOptions): GiteaRes
         }
         return { status: 405, body: apiError('method not allowed') };
       }
+    }
+    // POST /repos/{o}/{r}/statuses/{sha} (writers only) and GET /repos/{o}/{r}/commits/{sha}/statuses
+    if (rest[0] === 'statuses' && rest.length === 2 && method === 'POST') {
+      if (viewerPerm === 'read') return { status: 403, body: apiError('write access required') };
+      const b = ((await ctx.body()) ?? {}) as { state?: string; context?: string; description?: string; target_url?: string };
+      const status = { id: commitStatuses.length + 1, sha: rest[1]!, status: b.state ?? 'pending', context: b.context ?? 'default', description: b.description ?? '', target_url: b.target_url ?? base(), creator: userJson(viewer) };
+      commitStatuses.push({ repo: rk, ...status });
+      return { status: 201, body: status };
+    }
+    if (rest[0] === 'commits' && rest[2] === 'statuses' && rest.length === 3 && method === 'GET') {
+      return { status: 200, body: commitStatuses.filter((c) => c.repo === rk && c.sha === rest[1]).reverse() };
     }
     return { status: 404, body: notFound() };
   }
