@@ -419,7 +419,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
   progressRef = progress;
   // The bot's own commit status on each head it pushed: pending, then how the task ended.
-  const commitStatuses = createCommitStatuses({ store, runtime, gitea, scope, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
+  const commitStatuses = createCommitStatuses({ store, runtime, gitea, logger: (msg, fields) => logger.child({ part: 'receipts' }).info(fields, msg) });
   const notices = createReceiptNotices({
     store,
     scope,
