@@ -6,6 +6,7 @@
 import type { ReplyVerifierContext } from '../../machines/reply-verifier.js';
 import type { ActorRuntime } from '../runtime/actor-runtime.js';
 import type { Store } from '../store/types.js';
+import { inFlightByKey } from './shared-while-running.js';
 import { VerificationStepError } from './verification-errors.js';
 import { FINAL_VERIFIER_STATES } from './verifier-keys.js';
 
@@ -56,7 +57,8 @@ export function createVerifierFollower(deps: {
   runtime: () => ActorRuntime;
 }): VerifierFollower {
   const { store, runtime: rt } = deps;
-  const inflight = new Map<string, Promise<VerificationOutcome>>();
+  /** One follow per turn at a time. */
+  const follow = inFlightByKey<VerificationOutcome>();
   /** How to reject each live attach, per actor. */
   const attached = new Map<string, Set<(err: unknown) => void>>();
 
@@ -106,18 +108,6 @@ export function createVerifierFollower(deps: {
       };
       check(true).catch(fail);
     });
-  }
-
-  function follow(turnKey: string, start: () => Promise<VerificationOutcome>): Promise<VerificationOutcome> {
-    const running = inflight.get(turnKey);
-    if (running) return running;
-    const p = start();
-    inflight.set(turnKey, p);
-    const clear = () => {
-      if (inflight.get(turnKey) === p) inflight.delete(turnKey);
-    };
-    p.then(clear, clear);
-    return p;
   }
 
   function drop(actorId: string, error: unknown): void {

@@ -240,11 +240,17 @@ describe('the verifier follower', () => {
 describe("the verifier's retry effect", () => {
   const retryTurns = () => createRetryTurns({ store: world.store, runtime: () => world.runtime, log: () => undefined, failed: () => undefined });
 
-  it('waits for the verification to offer how to run the turn; two copies of one verifier run it once and report it once', async () => {
+  /** A turn whose reply is missing: its verifier waits in awaiting_retry_turn. */
+  async function verifierAwaitingRetryTurn() {
     const { task, turn } = await seedTaskAndTurn(world, ISSUE);
     const id = verifierActorId(turn.turnKey);
     await world.runtime.create(VERIFIER_KIND, id, verifierInput(task, turn, BOT), { taskId: task.taskId, by: 'system' });
     await vi.waitFor(async () => expect((await world.runtime.stateOf(id))?.state).toBe('awaiting_retry_turn'), { timeout: 5_000 });
+    return { task, turn, id };
+  }
+
+  it('waits for the verification to offer how to run the turn; two copies of one verifier run it once and report it once', async () => {
+    const { task, turn } = await verifierAwaitingRetryTurn();
     const r = retryTurns();
     let runs = 0;
     let finish!: () => void;
@@ -267,10 +273,7 @@ describe("the verifier's retry effect", () => {
   });
 
   it("a runner whose lease is gone is dropped: the next lease holder's offer runs the turn", async () => {
-    const { task, turn } = await seedTaskAndTurn(world, ISSUE);
-    const id = verifierActorId(turn.turnKey);
-    await world.runtime.create(VERIFIER_KIND, id, verifierInput(task, turn, BOT), { taskId: task.taskId, by: 'system' });
-    await vi.waitFor(async () => expect((await world.runtime.stateOf(id))?.state).toBe('awaiting_retry_turn'), { timeout: 5_000 });
+    const { task, turn, id } = await verifierAwaitingRetryTurn();
     const r = retryTurns();
     const ran: string[] = [];
     r.offer(turn.turnKey, async () => {
